@@ -1,0 +1,346 @@
+// Package conformance checks that a driver.Node keeps the contract in the
+// driver package's documentation, in the way testing/fstest checks a file
+// system. Every driver runs it, the Redis drivers against real servers:
+//
+//	func TestConformance(t *testing.T) {
+//		srv := redistest.NewServer(t)
+//		conformance.Run(t, func(t *testing.T) driver.Node {
+//			n, err := mydriver.Driver{}.Open(srv.Addr())
+//			if err != nil {
+//				t.Fatal(err)
+//			}
+//			t.Cleanup(func() { n.Close() })
+//			return n
+//		})
+//	}
+package conformance
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// subtestTimeout bounds each subtest.
+const subtestTimeout = 20 * time.Second
+
+// Run runs the conformance subtests, each with fresh nodes from newNode. The
+// nodes newNode returns may share one server: every subtest uses keys of its
+// own, except that the three nodes of the Redlock subtest must be independent
+// (on distinct servers), as the nodes of a redlock.Client must. Some subtests close their node; newNode's cleanup must tolerate a node
+// that is already closed.
+func Run(t *testing.T, newNode func(t *testing.T) driver.Node) {
+	t.Helper()
+	for _, tc := range []struct {
+		name string
+		fn   func(t *testing.T, ctx context.Context, newNode func(t *testing.T) driver.Node)
+	}{
+		{"SetNX/SetsAbsentKey", setNXSetsAbsentKey},
+		{"SetNX/RefusesHeldKey", setNXRefusesHeldKey},
+		{"SetNX/Expires", setNXExpires},
+		{"SetNX/SubMillisecondTTL", setNXSubMillisecondTTL},
+		{"SetNX/OneWinner", setNXOneWinner},
+		{"SetNX/AnyKeyAndValue", setNXAnyKeyAndValue},
+		{"EvalRelease/DeletesOwnKey", releaseDeletesOwnKey},
+		{"EvalRelease/KeepsOthersKey", releaseKeepsOthersKey},
+		{"EvalRelease/AbsentKey", releaseAbsentKey},
+		{"Extend/ExtendsOwnKey", extendExtendsOwnKey},
+		{"Extend/Shortens", extendShortens},
+		{"Extend/KeepsOthersKey", extendKeepsOthersKey},
+		{"Extend/AbsentKey", extendAbsentKey},
+		{"Context/Canceled", contextCanceled},
+		{"Context/DeadlineExceeded", contextDeadlineExceeded},
+		{"Close/CallsFail", closeCallsFail},
+		{"Redlock/ThreeNodes", redlockThreeNodes},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Helper()
+			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
+			defer cancel()
+			tc.fn(t, ctx, newNode)
+		})
+	}
+}
+
+// key returns a key that no other subtest or run uses.
+func key(t *testing.T) string {
+	return "conformance:" + t.Name() + ":" + rand.Text()
+}
+
+func value() string { return rand.Text() }
+
+// must returns a function that fails the test if a call's error is not nil,
+// naming the call, and otherwise returns the call's result.
+func must(t *testing.T, call string) func(bool, error) bool {
+	return func(ok bool, err error) bool {
+		t.Helper()
+		if err != nil {
+			t.Fatalf("%s: unexpected error %v", call, err)
+		}
+		return ok
+	}
+}
+
+func setNXSetsAbsentKey(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	n, k, v := newNode(t), key(t), value()
+	if ok := must(t, "SetNX(absent key)")(n.SetNX(ctx, k, v, time.Minute)); !ok {
+		t.Fatal("SetNX(absent key) = false, want true: a Node must set a key that does not exist")
+	}
+}
+
+func setNXRefusesHeldKey(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	n, k, v := newNode(t), key(t), value()
+	must(t, "SetNX(absent key)")(n.SetNX(ctx, k, v, time.Minute))
+	if ok := must(t, "SetNX(otherValue)")(n.SetNX(ctx, k, value(), time.Minute)); ok {
+		t.Fatal("SetNX(otherValue) = true, want false: a Node must not set a key held by another value (NX)")
+	}
+	if ok := must(t, "SetNX(sameValue)")(n.SetNX(ctx, k, v, time.Minute)); ok {
+		t.Fatal("SetNX(sameValue) on a held key = true, want false: SET NX fails on any existing key")
+	}
+	if ok := must(t, "EvalRelease(value)")(n.EvalRelease(ctx, k, v)); !ok {
+		t.Fatal("EvalRelease(value) after refused SetNX calls = false, want true: a refused SetNX must not change the key")
+	}
+}
+
+// waitFree polls SetNX with a fresh value until it succeeds and returns when.
+func waitFree(t *testing.T, ctx context.Context, n driver.Node, k string, limit time.Duration) time.Time {
+	t.Helper()
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if must(t, "SetNX(otherValue)")(n.SetNX(ctx, k, value(), time.Minute)) {
+			return time.Now()
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return time.Time{}
+}
+
+func setNXExpires(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	const ttl = 300 * time.Millisecond
+	n, k := newNode(t), key(t)
+	start := time.Now()
+	must(t, "SetNX(absent key)")(n.SetNX(ctx, k, value(), ttl))
+	freed := waitFree(t, ctx, n, k, 5*time.Second)
+	switch {
+	case freed.IsZero():
+		t.Fatalf("SetNX(ttl=%v): the key was still held 5s later: a Node must set the TTL with the key (SET NX PX)", ttl)
+	case freed.Sub(start) < ttl-5*time.Millisecond:
+		t.Fatalf("SetNX(ttl=%v): the key was free after %v: a Node must not expire a key before its TTL", ttl, freed.Sub(start))
+	}
+}
+
+func setNXSubMillisecondTTL(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	n, k := newNode(t), key(t)
+	if ok := must(t, "SetNX(ttl=500µs)")(n.SetNX(ctx, k, value(), 500*time.Microsecond)); !ok {
+		t.Fatal("SetNX(ttl=500µs) = false, want true: a TTL below 1ms must be rounded up to 1ms, not sent as PX 0")
+	}
+}
+
+func setNXOneWinner(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	const contenders = 16
+	n, k := newNode(t), key(t)
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		wins int
+		errs []error
+	)
+	for range contenders {
+		wg.Go(func() {
+			ok, err := n.SetNX(ctx, k, value(), time.Minute)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+			}
+			if ok {
+				wins++
+			}
+		})
+	}
+	wg.Wait()
+	if len(errs) > 0 {
+		t.Fatalf("SetNX from %d goroutines at once: errors %v", contenders, errors.Join(errs...))
+	}
+	if wins != 1 {
+		t.Fatalf("SetNX from %d goroutines at once on one key: %d returned true, want exactly 1", contenders, wins)
+	}
+}
+
+func setNXAnyKeyAndValue(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	n := newNode(t)
+	for _, suffix := range []string{" with spaces", ":ünïcödé:锁", "{braces}", "\r\nCRLF\r\n", strings.Repeat("x", 2000)} {
+		k := key(t) + suffix
+		v := value() + suffix
+		if ok := must(t, "SetNX")(n.SetNX(ctx, k, v, time.Minute)); !ok {
+			t.Fatalf("SetNX(%.40q) = false, want true: a Node must accept any key", k)
+		}
+		if ok := must(t, "EvalRelease")(n.EvalRelease(ctx, k, v)); !ok {
+			t.Fatalf("EvalRelease(%.40q, same value) = false, want true: keys and values must round-trip unchanged", k)
+		}
+	}
+}
+
+func releaseDeletesOwnKey(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	n, k, v := newNode(t), key(t), value()
+	must(t, "SetNX")(n.SetNX(ctx, k, v, time.Minute))
+	if ok := must(t, "EvalRelease(value)")(n.EvalRelease(ctx, k, v)); !ok {
+		t.Fatal("EvalRelease(value) = false, want true: a Node must delete a key that holds the value")
+	}
+	if ok := must(t, "SetNX after EvalRelease")(n.SetNX(ctx, k, value(), time.Minute)); !ok {
+		t.Fatal("SetNX after EvalRelease(value) = false, want true: EvalRelease must delete the key")
+	}
+}
+
+func releaseKeepsOthersKey(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	n, k, v := newNode(t), key(t), value()
+	must(t, "SetNX")(n.SetNX(ctx, k, v, time.Minute))
+	if ok := must(t, "EvalRelease(otherValue)")(n.EvalRelease(ctx, k, value())); ok {
+		t.Fatal("EvalRelease(otherValue) = true, want false: a Node must not release a key held by another value")
+	}
+	if ok := must(t, "SetNX after EvalRelease(otherValue)")(n.SetNX(ctx, k, value(), time.Minute)); ok {
+		t.Fatal("SetNX after EvalRelease(otherValue) = true, want false: a Node must not delete a key held by another value")
+	}
+}
+
+func releaseAbsentKey(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	n, k := newNode(t), key(t)
+	if ok := must(t, "EvalRelease(absent key)")(n.EvalRelease(ctx, k, value())); ok {
+		t.Fatal("EvalRelease(absent key) = true, want false: there was nothing to release")
+	}
+}
+
+func extendExtendsOwnKey(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	const ttl = 200 * time.Millisecond
+	n, k, v := newNode(t), key(t), value()
+	start := time.Now()
+	must(t, "SetNX")(n.SetNX(ctx, k, v, ttl))
+	if ok := must(t, "Extend(value, 1m)")(n.Extend(ctx, k, v, time.Minute)); !ok {
+		t.Fatal("Extend(value) = false, want true: a Node must extend a key that holds the value")
+	}
+	time.Sleep(ttl - time.Since(start) + 100*time.Millisecond)
+	if ok := must(t, "SetNX(otherValue) after the first TTL")(n.SetNX(ctx, k, value(), time.Minute)); ok {
+		t.Fatal("SetNX(otherValue) after the original TTL of an extended key = true, want false: Extend must set the new TTL")
+	}
+	if ok := must(t, "EvalRelease(value) after Extend")(n.EvalRelease(ctx, k, v)); !ok {
+		t.Fatal("EvalRelease(value) after Extend = false, want true: Extend must keep the value")
+	}
+}
+
+func extendShortens(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	n, k, v := newNode(t), key(t), value()
+	must(t, "SetNX")(n.SetNX(ctx, k, v, time.Hour))
+	if ok := must(t, "Extend(value, 100ms)")(n.Extend(ctx, k, v, 100*time.Millisecond)); !ok {
+		t.Fatal("Extend(value, 100ms) = false, want true")
+	}
+	if waitFree(t, ctx, n, k, 5*time.Second).IsZero() {
+		t.Fatal("Extend(value, 100ms) on a key with 1h to live: still held 5s later: Extend must set the TTL, also to a shorter one")
+	}
+}
+
+func extendKeepsOthersKey(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	n, k, v := newNode(t), key(t), value()
+	must(t, "SetNX")(n.SetNX(ctx, k, v, time.Minute))
+	if ok := must(t, "Extend(otherValue)")(n.Extend(ctx, k, value(), time.Minute)); ok {
+		t.Fatal("Extend(otherValue) = true, want false: a Node must not extend a key held by another value")
+	}
+	if ok := must(t, "EvalRelease(value)")(n.EvalRelease(ctx, k, v)); !ok {
+		t.Fatal("EvalRelease(value) after Extend(otherValue) = false, want true: Extend(otherValue) must not change the key")
+	}
+}
+
+func extendAbsentKey(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	n, k, v := newNode(t), key(t), value()
+	if ok := must(t, "Extend(absent key)")(n.Extend(ctx, k, v, time.Minute)); ok {
+		t.Fatal("Extend(absent key) = true, want false: there was nothing to extend")
+	}
+	if ok := must(t, "SetNX after Extend(absent key)")(n.SetNX(ctx, k, value(), time.Minute)); !ok {
+		t.Fatal("SetNX after Extend(absent key) = false, want true: Extend must not create a key")
+	}
+}
+
+// calls runs every Node method once on key k.
+func calls(ctx context.Context, n driver.Node, k string) map[string]error {
+	errs := make(map[string]error)
+	_, errs["SetNX"] = n.SetNX(ctx, k, value(), time.Minute)
+	_, errs["EvalRelease"] = n.EvalRelease(ctx, k, value())
+	_, errs["Extend"] = n.Extend(ctx, k, value(), time.Minute)
+	return errs
+}
+
+func contextCanceled(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	n, k := newNode(t), key(t)
+	must(t, "SetNX")(n.SetNX(ctx, k, value(), time.Minute)) // connect first
+	cctx, cancel := context.WithCancel(ctx)
+	cancel()
+	for call, err := range calls(cctx, n, k) {
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("%s(canceled ctx) error = %v, want one matching context.Canceled: a Node must honour its context", call, err)
+		}
+	}
+}
+
+func contextDeadlineExceeded(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	n, k := newNode(t), key(t)
+	must(t, "SetNX")(n.SetNX(ctx, k, value(), time.Minute))
+	dctx, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+	defer cancel()
+	for call, err := range calls(dctx, n, k) {
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("%s(expired ctx) error = %v, want one matching context.DeadlineExceeded: a Node must honour its context", call, err)
+		}
+	}
+}
+
+func closeCallsFail(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	n, k := newNode(t), key(t)
+	must(t, "SetNX")(n.SetNX(ctx, k, value(), time.Minute))
+	if err := n.Close(); err != nil {
+		t.Fatalf("Close() = %v, want nil", err)
+	}
+	for call, err := range calls(ctx, n, k) {
+		if err == nil {
+			t.Errorf("%s after Close: error = nil, want an error: a closed Node must not answer", call)
+		}
+	}
+}
+
+func redlockThreeNodes(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	nodes := []driver.Node{newNode(t), newNode(t), newNode(t)}
+	c, err := redlock.New(nodes, redlock.WithTTL(5*time.Second), redlock.WithNodeTimeout(2*time.Second))
+	if err != nil {
+		t.Fatalf("redlock.New(3 nodes) = %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
+	k := key(t)
+	l, err := c.TryLock(ctx, k)
+	if err != nil {
+		t.Fatalf("TryLock(free key) = %v, want a lock", err)
+	}
+	if _, err := c.TryLock(ctx, k); !errors.Is(err, redlock.ErrNotObtained) {
+		t.Fatalf("TryLock(held key) error = %v, want ErrNotObtained: a held lock must exclude others", err)
+	}
+	if err := l.Extend(ctx, 10*time.Second); err != nil {
+		t.Fatalf("Lock.Extend = %v, want nil", err)
+	}
+	if err := l.Unlock(ctx); err != nil {
+		t.Fatalf("Lock.Unlock = %v, want nil", err)
+	}
+	if err := l.Extend(ctx, 10*time.Second); !errors.Is(err, redlock.ErrLockLost) {
+		t.Fatalf("Lock.Extend after Unlock = %v, want ErrLockLost", err)
+	}
+	l2, err := c.Lock(ctx, k)
+	if err != nil {
+		t.Fatalf("Lock(released key) = %v, want a lock", err)
+	}
+	if err := l2.Unlock(ctx); err != nil {
+		t.Fatalf("second Lock.Unlock = %v, want nil", err)
+	}
+}

@@ -1,0 +1,38 @@
+// Package driver defines the interfaces a Redis client must implement to be
+// used by package redlock, in the way database/sql/driver serves database/sql.
+//
+// The Redlock algorithm lives in package redlock and talks to each Redis master
+// only through a [Node]. Most code should use package redlock; this package is
+// for driver authors.
+//
+// # Checklist for driver authors
+//
+// A [Node] is one independent Redis master. Every method must honour these rules;
+// the conformance package (conformance.Run) checks them against a real server.
+//
+//   - Results have exactly three meanings. (true, nil): the command was applied.
+//     (false, nil): it was definitely not applied, because the key is held by
+//     another value (SetNX) or is not held by this value (EvalRelease, Extend).
+//     A non-nil error: the outcome is unknown; the command may or may not have been
+//     applied (a reply lost on the way back looks like this). Never return
+//     (false, nil) for a failure you cannot explain.
+//   - SetNX is one atomic command, SET key value NX PX ttl. Never SETNX followed by
+//     EXPIRE: a crash between the two leaves a key that never expires.
+//   - EvalRelease and Extend run the scripts in this package ([ReleaseScript],
+//     [ExtendScript]) with KEYS[1]=key and ARGV[1]=value (and ARGV[2]=ttl in
+//     milliseconds for Extend), through EVALSHA with a fallback to EVAL when the
+//     server answers NOSCRIPT. A client-side GET, compare, DEL is not atomic and is
+//     not allowed.
+//   - TTLs are sent in milliseconds. A TTL below one millisecond is rounded up to one.
+//   - Every call honours its context: when ctx is done the call returns promptly
+//     with an error for which errors.Is(err, ctx.Err()) is true.
+//   - Methods are safe for concurrent use by multiple goroutines.
+//   - A node must not fail or block at construction because its server is down or
+//     never answers; it connects on use and reconnects after failures.
+//   - Errors and String must never contain a password or a lock value. A node
+//     that implements fmt.Stringer is named by it in error messages; return the
+//     address with credentials removed.
+//   - Close releases the node's connections. Calls after Close return an error.
+//   - Register the driver from an init function in its package, and also offer a
+//     constructor over a client the caller configured.
+package driver

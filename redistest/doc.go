@@ -1,0 +1,19 @@
+// Package redistest starts and controls real redis-server processes for
+// tests, in the spirit of net/http/httptest.
+//
+// Every server listens on 127.0.0.1 only, on a free port picked at start (never
+// 6379), with its own temporary directory, no RDB snapshots and no AOF unless
+// asked for. Tests use [NewServer] or [NewServers], which register the cleanup
+// and skip (or, when the CI environment variable is set, fail) if redis-server
+// is not installed; other code, such as a demo command, uses [Start] and
+// [Server.Close].
+//
+// A [Server] can be stopped ([Server.Kill]) or frozen ([Server.Pause],
+// [Server.Resume]) to inject faults, and [Server.Do] is a tiny built-in RESP2
+// client so that tests can inspect and change keys without a Redis driver.
+//
+// The redis-server binary is taken from the REDISTEST_SERVER environment
+// variable if set, else from PATH; see [InstallHint]. On Linux a server is
+// killed when the process that started it dies, so it never outlives the test
+// binary.
+package redistest

@@ -1,0 +1,96 @@
+package redistest
+
+import (
+	"errors"
+	"os"
+	"sync"
+	"testing"
+)
+
+// NewServer starts a server for a test with [Start] and closes it when the
+// test ends. If redis-server is not installed it skips the test, or fails it
+// when the CI environment variable is set (to anything but "false" or "0"),
+// with [InstallHint]; any other start failure fails the test.
+func NewServer(tb testing.TB, opts ...Option) *Server {
+	tb.Helper()
+	s, err := Start(tb.Context(), opts...)
+	if err != nil {
+		startFailed(tb, err)
+		return nil
+	}
+	closeAtCleanup(tb, s)
+	return s
+}
+
+// NewServers starts n servers in parallel, as [NewServer] does one, for tests
+// that need several independent Redis masters.
+func NewServers(tb testing.TB, n int, opts ...Option) []*Server {
+	tb.Helper()
+	if n < 0 {
+		tb.Fatalf("redistest: NewServers: n = %d < 0", n)
+		return nil
+	}
+	ctx := tb.Context()
+	servers := make([]*Server, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { servers[i], errs[i] = Start(ctx, opts...) })
+	}
+	wg.Wait()
+	for _, s := range servers {
+		if s != nil {
+			closeAtCleanup(tb, s)
+		}
+	}
+	for _, err := range errs {
+		if errors.Is(err, ErrNotInstalled) {
+			startFailed(tb, err) // the same for every server: report it once
+			return nil
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		startFailed(tb, err)
+		return nil
+	}
+	return servers
+}
+
+// Addrs returns the addresses of servers, in order.
+func Addrs(servers []*Server) []string {
+	addrs := make([]string, len(servers))
+	for i, s := range servers {
+		addrs[i] = s.Addr()
+	}
+	return addrs
+}
+
+// closeAtCleanup closes s when the test ends and reports a failure to close.
+func closeAtCleanup(tb testing.TB, s *Server) {
+	tb.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			tb.Error(err)
+		}
+	})
+}
+
+// startFailed ends the test after a failed start: a skip if redis-server is
+// missing outside CI, a failure otherwise.
+func startFailed(tb testing.TB, err error) {
+	tb.Helper()
+	if errors.Is(err, ErrNotInstalled) && !inCI() {
+		tb.Skip(err)
+		return
+	}
+	tb.Fatal(err)
+}
+
+// inCI reports whether the tests run in continuous integration, where a
+// missing redis-server is a failure rather than a reason to skip.
+func inCI() bool {
+	switch os.Getenv("CI") {
+	case "", "false", "0":
+		return false
+	}
+	return true
+}

@@ -1,0 +1,41 @@
+package redlock
+
+import (
+	"math/rand/v2"
+	"time"
+)
+
+// Backoff says how long Lock waits before its next attempt. attempt is 1 before
+// the first retry, 2 before the second, and so on. A Backoff must be safe for
+// concurrent use.
+type Backoff func(attempt int) time.Duration
+
+// ExponentialBackoff waits about min before the first retry and doubles the wait
+// with each attempt up to max. Each wait is drawn at random from [w/2, w], so that
+// clients competing for a key do not retry in lock-step.
+func ExponentialBackoff(min, max time.Duration) Backoff {
+	return func(attempt int) time.Duration {
+		w := min
+		for i := 1; i < attempt && w < max; i++ {
+			w *= 2
+		}
+		return jitter(w, max)
+	}
+}
+
+// ConstantBackoff waits a random duration in [d/2, d] before every retry.
+func ConstantBackoff(d time.Duration) Backoff {
+	return func(int) time.Duration { return jitter(d, d) }
+}
+
+// jitter returns a random duration in [w/2, w], w first capped at max.
+func jitter(w, max time.Duration) time.Duration {
+	if w > max {
+		w = max
+	}
+	if w <= 1 {
+		return w
+	}
+	half := w / 2
+	return half + rand.N(w-half+1)
+}

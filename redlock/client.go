@@ -1,0 +1,202 @@
+package redlock
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"reflect"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-redlock/redlock/driver"
+)
+
+// Client acquires locks over a fixed set of independent Redis masters. It is
+// safe for concurrent use; create one and share it.
+type Client struct {
+	nodes       []driver.Node
+	names       []string // for NodeError: address without credentials
+	quorum      int
+	ttl         time.Duration
+	drift       time.Duration
+	nodeTimeout time.Duration
+	driftFactor float64
+	backoff     Backoff
+	now         func() time.Time // time.Now, replaced in simulation tests
+	closed      atomic.Bool
+}
+
+// New returns a Client over nodes, which must be independent masters: never a
+// primary and its replicas. The quorum is len(nodes)/2+1. An odd count is
+// best: an even count N tolerates no more failed nodes than N-1 does. A node
+// given twice (the same value, or the same name from fmt.Stringer) is an
+// error, since it would count twice towards the quorum.
+//
+// The Client owns the nodes: Close closes them.
+func New(nodes []driver.Node, opts ...Option) (*Client, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(nodes) == 0 {
+		return nil, errors.New("redlock: no nodes")
+	}
+	names := make([]string, len(nodes))
+	seen := make(map[string]int, len(nodes))
+	for i, n := range nodes {
+		if n == nil {
+			return nil, fmt.Errorf("redlock: node %d is nil", i+1)
+		}
+		names[i] = fmt.Sprintf("#%d", i+1)
+		if s, ok := n.(fmt.Stringer); ok {
+			names[i] = s.String()
+			if j, dup := seen[names[i]]; dup {
+				return nil, fmt.Errorf("redlock: nodes %d and %d are both %s: a node must be given once", j+1, i+1, names[i])
+			}
+			seen[names[i]] = i
+		}
+		for j := range i {
+			if sameNode(nodes[j], n) {
+				return nil, fmt.Errorf("redlock: nodes %d and %d are the same node: a node must be given once", j+1, i+1)
+			}
+		}
+	}
+	return &Client{
+		nodes:       nodes,
+		names:       names,
+		quorum:      len(nodes)/2 + 1,
+		ttl:         cfg.ttl,
+		drift:       drift(cfg.ttl, cfg.driftFactor),
+		nodeTimeout: cfg.nodeTimeout,
+		driftFactor: cfg.driftFactor,
+		backoff:     cfg.backoff,
+		now:         time.Now,
+	}, nil
+}
+
+func sameNode(a, b driver.Node) bool {
+	ta := reflect.TypeOf(a)
+	return ta == reflect.TypeOf(b) && ta.Comparable() && a == b
+}
+
+// Quorum returns how many nodes must agree: len(nodes)/2+1.
+func (c *Client) Quorum() int { return c.quorum }
+
+// TTL returns the time to live of new locks.
+func (c *Client) TTL() time.Duration { return c.ttl }
+
+// Close closes every node. Locks still held expire after their TTL.
+func (c *Client) Close() error {
+	if c.closed.Swap(true) {
+		return nil
+	}
+	var errs []error
+	for i, n := range c.nodes {
+		if err := n.Close(); err != nil {
+			errs = append(errs, &NodeError{Addr: c.names[i], Err: err})
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (c *Client) checkKey(key string) error {
+	switch {
+	case c.closed.Load():
+		return ErrClosed
+	case key == "":
+		return errors.New("redlock: empty key")
+	case len(key) > MaxKeyLen:
+		return fmt.Errorf("redlock: key of %d bytes is longer than %d", len(key), MaxKeyLen)
+	}
+	return nil
+}
+
+// TryLock makes one attempt to acquire the lock named key. It returns a Lock
+// when a quorum of nodes granted it with validity left, and otherwise an error
+// matching ErrNotObtained with the per-node causes joined in; by then the key
+// has been released on every node. Bad input (an empty or too long key, a
+// closed Client) gives an error that does not match ErrNotObtained.
+func (c *Client) TryLock(ctx context.Context, key string) (*Lock, error) {
+	if err := c.checkKey(key); err != nil {
+		return nil, err
+	}
+	value := rand.Text() // 128 random bits, fresh for every acquisition
+	ttl := c.ttl
+	start := c.now()
+	r := c.start(ctx, func(ctx context.Context, n driver.Node) (bool, error) {
+		return n.SetNX(ctx, key, value, ttl)
+	})
+	ok := r.wait(ctx)
+	until := start.Add(ttl - c.drift)
+	if ok && c.now().Before(until) {
+		return &Lock{c: c, key: key, value: value, until: until}, nil
+	}
+	c.abandon(ctx, r, key, value)
+	err := r.err(ctx, ErrNotObtained)
+	if ok {
+		err = errors.Join(err, fmt.Errorf("no validity left: acquiring took %v of the %v TTL", c.now().Sub(start), ttl))
+	}
+	return nil, err
+}
+
+// abandon releases key on every node after a failed attempt: a node that said
+// false may have applied the SET on a retry, one that failed may have applied it
+// and lost the reply, and one that has not replied may apply it yet. It waits
+// for the nodes that answered, which are known to be responsive, so that the
+// key is free when TryLock returns; the others are released in the background,
+// each bounded by the node timeout, whatever ctx does.
+func (c *Client) abandon(ctx context.Context, r *round, key, value string) {
+	bg := context.WithoutCancel(ctx)
+	release := func(i int) {
+		rctx, cancel := context.WithTimeout(bg, c.nodeTimeout)
+		c.nodes[i].EvalRelease(rctx, key, value)
+		cancel()
+	}
+	done := make(chan struct{}, len(c.nodes))
+	waitFor := 0
+	for i, s := range r.state {
+		switch s {
+		case answered:
+			waitFor++
+			go func() { release(i); done <- struct{}{} }()
+		case failed:
+			go release(i)
+		}
+	}
+	if late := r.pendingCount(); late > 0 {
+		go func() {
+			for range late {
+				release((<-r.replies).node)
+			}
+		}()
+	}
+	for range waitFor {
+		<-done
+	}
+}
+
+// Lock acquires the lock named key, retrying after the Backoff's delays until
+// it holds the lock or ctx ends. Give ctx a deadline to bound the wait. When ctx
+// ends first, the error matches ErrNotObtained and ctx.Err().
+func (c *Client) Lock(ctx context.Context, key string) (*Lock, error) {
+	var timer *time.Timer
+	for attempt := 1; ; attempt++ {
+		l, err := c.TryLock(ctx, key)
+		if err == nil || !errors.Is(err, ErrNotObtained) || ctx.Err() != nil {
+			return l, err
+		}
+		d := c.backoff(attempt)
+		if timer == nil {
+			timer = time.NewTimer(d)
+			defer timer.Stop()
+		} else {
+			timer.Reset(d)
+		}
+		select {
+		case <-timer.C:
+		case <-ctx.Done():
+			return nil, errors.Join(err, ctx.Err())
+		}
+	}
+}

@@ -1,0 +1,50 @@
+// Package redlock implements Redlock, the distributed lock algorithm from the
+// Redis documentation, over N independent Redis masters.
+//
+// The algorithm lives here and talks to each master through a driver.Node. Each
+// Redis client (go-redis, redigo, rueidis) is a driver that registers itself
+// under a name, in the way database/sql drivers do:
+//
+//	import (
+//		"github.com/go-redlock/redlock/redlock"
+//		_ "github.com/go-redlock/redlock/drivers/rueidis"
+//	)
+//
+//	c, err := redlock.Open("rueidis", []string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"})
+//	...
+//	l, err := c.Lock(ctx, "orders:42")
+//	...
+//	defer l.Unlock(ctx)
+//
+// [New] takes nodes directly and needs no registry.
+//
+// # The algorithm
+//
+// A lock is a key set with SET key value NX PX ttl on every node at once, with
+// a value of 128 random bits from crypto/rand, fresh for each acquisition. The
+// lock is held when a quorum of the N nodes (N/2+1) set the key and time is
+// left: validity = ttl - elapsed - (ttl*driftFactor + 2ms), with elapsed
+// measured on the monotonic clock. The client decides as soon as the outcome is
+// known and never waits for a slow node after that. When an attempt fails, the
+// key is released on every node, including those that failed or did not answer,
+// because a SET may have been applied with its reply lost. Release and extend are
+// Lua scripts that act only if the key still holds the lock's value.
+//
+// # Safety
+//
+// Redlock is safe only under timing assumptions: bounded network delays,
+// bounded process pauses, bounded clock-rate error, and nodes that do not forget
+// keys (persistence with appendfsync always, or nodes that stay down longer than
+// the TTL after a crash). A holder that pauses past its validity can still act;
+// only the protected resource can stop that, by checking a fencing token. Use
+// independent masters, never a primary and its replicas. The README's safety
+// section says more.
+//
+// # Errors
+//
+// A lock that was not obtained gives an error matching [ErrNotObtained]; an
+// Extend or Unlock that found the lock no longer held by a quorum gives
+// [ErrLockLost]. The per-node causes are joined in as [*NodeError] values, and
+// when the context ended its error is in the chain too: use errors.Is and
+// errors.As.
+package redlock

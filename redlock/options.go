@@ -1,0 +1,98 @@
+package redlock
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+)
+
+// Defaults for the options.
+const (
+	// DefaultTTL is the lock's time to live when WithTTL is not given.
+	DefaultTTL = 10 * time.Second
+	// DefaultDriftFactor is the share of the TTL set aside for clock drift.
+	DefaultDriftFactor = 0.01
+	// MaxNodeTimeout caps the default node timeout, which is TTL/10.
+	MaxNodeTimeout = 200 * time.Millisecond
+	// MaxKeyLen is the longest key accepted, in bytes.
+	MaxKeyLen = 4096
+)
+
+// DefaultBackoff is the retry policy of Lock when WithBackoff is not given:
+// jittered exponential from 10ms up to 250ms.
+var DefaultBackoff = ExponentialBackoff(10*time.Millisecond, 250*time.Millisecond)
+
+// An Option configures a Client. Options are checked by New and Open, which
+// return an error that names a bad value.
+type Option func(*config)
+
+type config struct {
+	ttl            time.Duration
+	nodeTimeout    time.Duration
+	nodeTimeoutSet bool
+	driftFactor    float64
+	backoff        Backoff
+}
+
+// WithTTL sets how long a lock lives on the nodes unless extended (default
+// 10s). It must be positive and larger than the drift it implies
+// (ttl*driftFactor + 2ms).
+func WithTTL(ttl time.Duration) Option {
+	return func(c *config) { c.ttl = ttl }
+}
+
+// WithNodeTimeout bounds each call to one node. It must be positive and
+// smaller than the TTL; keep it much smaller, since a slow node eats into the
+// lock's validity. The default is TTL/10, at most 200ms.
+func WithNodeTimeout(d time.Duration) Option {
+	return func(c *config) { c.nodeTimeout, c.nodeTimeoutSet = d, true }
+}
+
+// WithDriftFactor sets the share of the TTL subtracted from a lock's validity
+// for clock drift between the client and the nodes (default 0.01); 2ms are
+// always added for Redis' own expiry precision. It must be in [0, 1).
+func WithDriftFactor(f float64) Option {
+	return func(c *config) { c.driftFactor = f }
+}
+
+// WithBackoff sets how long Lock waits between attempts (default
+// DefaultBackoff). Lock keeps trying until it holds the lock or its context
+// ends.
+func WithBackoff(b Backoff) Option {
+	return func(c *config) { c.backoff = b }
+}
+
+func newConfig(opts []Option) (config, error) {
+	c := config{ttl: DefaultTTL, driftFactor: DefaultDriftFactor, backoff: DefaultBackoff}
+	for _, o := range opts {
+		if o == nil {
+			return c, errors.New("redlock: nil Option")
+		}
+		o(&c)
+	}
+	if !c.nodeTimeoutSet {
+		c.nodeTimeout = min(c.ttl/10, MaxNodeTimeout)
+	}
+	switch {
+	case math.IsNaN(c.driftFactor) || c.driftFactor < 0 || c.driftFactor >= 1:
+		return c, fmt.Errorf("redlock: drift factor %v is not in [0, 1)", c.driftFactor)
+	case c.ttl <= 0:
+		return c, fmt.Errorf("redlock: TTL %v is not positive", c.ttl)
+	case c.ttl <= drift(c.ttl, c.driftFactor):
+		return c, fmt.Errorf("redlock: TTL %v is too small: the drift allowance alone is %v", c.ttl, drift(c.ttl, c.driftFactor))
+	case c.nodeTimeout <= 0:
+		return c, fmt.Errorf("redlock: node timeout %v is not positive", c.nodeTimeout)
+	case c.nodeTimeout >= c.ttl:
+		return c, fmt.Errorf("redlock: node timeout %v is not smaller than the TTL %v", c.nodeTimeout, c.ttl)
+	case c.backoff == nil:
+		return c, errors.New("redlock: nil Backoff")
+	}
+	return c, nil
+}
+
+// drift is the part of a TTL that a lock's validity sets aside for clock drift
+// and Redis' expiry precision.
+func drift(ttl time.Duration, factor float64) time.Duration {
+	return time.Duration(float64(ttl)*factor) + 2*time.Millisecond
+}

@@ -1,0 +1,98 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/go-redlock/redlock/driver"
+)
+
+// An op is one command sent to one node.
+type op func(ctx context.Context, n driver.Node) (bool, error)
+
+type reply struct {
+	node int
+	ok   bool
+	err  error
+}
+
+// Node states within a round.
+const (
+	pending  = iota // no reply yet
+	answered        // replied (true or false) without error
+	failed          // replied with an error: outcome unknown
+)
+
+// A round is one command sent to every node at once, each call bounded by the
+// node timeout. The caller collects replies only until the outcome is decided;
+// calls still running finish in the background, bounded by the node timeout.
+type round struct {
+	c       *Client
+	replies chan reply // buffered for every node, so no sender ever blocks
+	state   []uint8
+	yes     int // nodes that answered true
+	no      int // nodes that answered false or failed
+	errs    []error
+}
+
+func (c *Client) start(ctx context.Context, o op) *round {
+	r := &round{
+		c:       c,
+		replies: make(chan reply, len(c.nodes)),
+		state:   make([]uint8, len(c.nodes)),
+	}
+	for i, n := range c.nodes {
+		go func() {
+			nctx, cancel := context.WithTimeout(ctx, c.nodeTimeout)
+			ok, err := o(nctx, n)
+			cancel()
+			r.replies <- reply{node: i, ok: ok && err == nil, err: err}
+		}()
+	}
+	return r
+}
+
+// wait collects replies until a quorum said true (it returns true), a quorum
+// became impossible, or ctx ended (it returns false).
+func (r *round) wait(ctx context.Context) bool {
+	n, q := len(r.state), r.c.quorum
+	for r.yes < q && r.no <= n-q {
+		select {
+		case rep := <-r.replies:
+			r.record(rep)
+		case <-ctx.Done():
+			return false
+		}
+	}
+	return r.yes >= q
+}
+
+func (r *round) record(rep reply) {
+	switch {
+	case rep.err != nil:
+		r.state[rep.node] = failed
+		r.no++
+		r.errs = append(r.errs, &NodeError{Addr: r.c.names[rep.node], Err: rep.err})
+	case rep.ok:
+		r.state[rep.node] = answered
+		r.yes++
+	default:
+		r.state[rep.node] = answered
+		r.no++
+	}
+}
+
+// pendingCount is how many nodes have not replied.
+func (r *round) pendingCount() int { return len(r.state) - r.yes - r.no }
+
+// err joins sentinel, a summary of the votes, the nodes' errors and ctx.Err().
+func (r *round) err(ctx context.Context, sentinel error) error {
+	errs := make([]error, 0, len(r.errs)+3)
+	errs = append(errs, sentinel, fmt.Errorf("%d of %d nodes agreed, %d needed", r.yes, len(r.state), r.c.quorum))
+	errs = append(errs, r.errs...)
+	if err := ctx.Err(); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}

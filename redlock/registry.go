@@ -1,0 +1,84 @@
+package redlock
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/go-redlock/redlock/driver"
+)
+
+var (
+	driversMu sync.RWMutex
+	drivers   = make(map[string]driver.Driver)
+)
+
+// Register makes a driver available under name for Open. It panics if d is nil
+// or if Register is called twice with the same name. Drivers call it from
+// their init functions.
+func Register(name string, d driver.Driver) {
+	driversMu.Lock()
+	defer driversMu.Unlock()
+	if d == nil {
+		panic("redlock: Register driver is nil")
+	}
+	if _, dup := drivers[name]; dup {
+		panic("redlock: Register called twice for driver " + name)
+	}
+	drivers[name] = d
+}
+
+// Drivers returns the names of the registered drivers, sorted.
+func Drivers() []string {
+	driversMu.RLock()
+	defer driversMu.RUnlock()
+	names := make([]string, 0, len(drivers))
+	for name := range drivers {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// Open opens one node per address through the named driver and returns a
+// Client over them. Addresses are what the driver accepts; the Redis drivers
+// take "host:port" and "redis://[user:password@]host:port[/db]".
+//
+// Open does not connect: nodes connect on first use, so Open neither fails nor
+// blocks because some servers are down. It fails for an unknown driver, no
+// addresses, a malformed or repeated address, or a bad option.
+func Open(driverName string, addrs []string, opts ...Option) (*Client, error) {
+	driversMu.RLock()
+	d, ok := drivers[driverName]
+	driversMu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("redlock: unknown driver %q (forgotten import?)", driverName)
+	}
+	if len(addrs) == 0 {
+		return nil, errors.New("redlock: no node addresses")
+	}
+	if _, err := newConfig(opts); err != nil {
+		return nil, err
+	}
+	nodes := make([]driver.Node, 0, len(addrs))
+	closeAll := func() {
+		for _, n := range nodes {
+			n.Close()
+		}
+	}
+	for i, addr := range addrs {
+		n, err := d.Open(addr)
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("redlock: address %d: %w", i+1, err)
+		}
+		nodes = append(nodes, n)
+	}
+	c, err := New(nodes, opts...)
+	if err != nil {
+		closeAll()
+		return nil, err
+	}
+	return c, nil
+}
