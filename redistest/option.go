@@ -42,15 +42,18 @@ func WithPassword(pw string) Option {
 // logfile, daemonize and requirepass are managed by redistest and make
 // [Start] fail.
 func WithConfig(directive ...string) Option {
-	d := append([]string(nil), directive...)
+	err := checkDirective(directive)
+	var d []string // read-only once built: options may be applied concurrently
+	if err == nil {
+		d = append([]string{strings.TrimPrefix(directive[0], "--")}, directive[1:]...)
+	}
 	return func(c *config) {
-		if err := checkDirective(d); err != nil {
+		if err != nil {
 			if c.err == nil {
 				c.err = err
 			}
 			return
 		}
-		d[0] = strings.TrimPrefix(d[0], "--")
 		c.directives = append(c.directives, d)
 	}
 }

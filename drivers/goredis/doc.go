@@ -1,0 +1,50 @@
+// Package goredis is the Redlock driver for go-redis v9
+// (github.com/redis/go-redis/v9): every node is one go-redis client talking to
+// one independent Redis master.
+//
+// Importing the package registers the driver as "goredis" with package
+// redlock, which then opens one node per address:
+//
+//	import _ "github.com/go-redlock/redlock/drivers/goredis"
+//
+//	c, err := redlock.Open("goredis", []string{
+//		"redis://:secret@10.0.0.1:6379/0", "10.0.0.2:6379", "10.0.0.3:6379",
+//	})
+//
+// Addresses are "host:port" or "redis://[user:password@]host:port[/db]".
+// [Driver.Open] builds and owns a *redis.Client configured for Redlock: each
+// command is bounded by its context's deadline (ContextTimeoutEnabled), go-redis
+// never retries a command (the algorithm treats a failed command as one whose
+// outcome is unknown and releases everywhere), and the pool holds enough
+// connections for dozens of concurrent lockers. Open does not connect: the node
+// dials on first use and again after failures, so Open neither fails nor blocks
+// because a server is down.
+//
+// [New] wraps a client the caller configured instead, for TLS, Sentinel, custom
+// dialers, hooks or instrumentation:
+//
+//	rdb := redis.NewClient(&redis.Options{
+//		Addr:                  "10.0.0.1:6379",
+//		ContextTimeoutEnabled: true, // let the context's deadline bound each command
+//		MaxRetries:            -1,   // never resend a command whose reply was lost
+//	})
+//	node := goredis.New(rdb)
+//
+// Set ContextTimeoutEnabled on such a client: it lets each command's context
+// deadline, normally the Redlock node timeout, bound the command's network I/O.
+// Without it go-redis bounds a command only by its ReadTimeout and
+// WriteTimeout; the node then watches every context itself, at the cost of a
+// goroutine per call, and an abandoned command keeps a pooled connection busy
+// until those timeouts. Also set MaxRetries to -1: a SET NX resent after a lost
+// reply finds the caller's own key and reports "not set", hiding that the first
+// attempt was applied. The caller keeps ownership of a client passed to New:
+// closing the node does not close it.
+//
+// A call returns when its context's deadline passes, with an error matching
+// context.DeadlineExceeded. A context that is canceled before its deadline is
+// seen by the deadline at the latest; a cancelable context without a deadline
+// is watched, and the call returns as soon as it is canceled.
+//
+// Point every node at an independent master, never at a primary and its
+// replicas: asynchronous replication loses locks on failover.
+package goredis

@@ -1,0 +1,221 @@
+package goredis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"runtime"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/redisaddr"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+func init() { redlock.Register("goredis", Driver{}) }
+
+// Client settings for the clients Open builds. A command's context deadline,
+// normally the Redlock node timeout, is shorter than these; they bound calls
+// whose context has no deadline.
+const (
+	dialTimeout = 5 * time.Second
+	ioTimeout   = 3 * time.Second // read and write
+	minPoolSize = 64              // connections, for 64 concurrent lockers
+)
+
+// ErrClosed is returned by calls on a node after Close.
+var ErrClosed = errors.New("goredis: node is closed")
+
+// The scripts every node runs. A redis.Script sends EVALSHA and falls back to
+// EVAL when the server answers NOSCRIPT.
+var (
+	releaseScript = redis.NewScript(driver.ReleaseScript.Source)
+	extendScript  = redis.NewScript(driver.ExtendScript.Source)
+)
+
+// Driver opens go-redis nodes by address. It is registered as "goredis".
+type Driver struct{}
+
+// Open returns a node that owns a new *redis.Client for addr, which is
+// "host:port" or "redis://[user:password@]host:port[/db]". It does not
+// connect: the client dials on first use. Open fails only for a malformed
+// address, and its error never contains the password.
+func (Driver) Open(addr string) (driver.Node, error) {
+	a, err := redisaddr.Parse(addr)
+	if err != nil {
+		return nil, fmt.Errorf("goredis: %w", err)
+	}
+	c := redis.NewClient(&redis.Options{
+		Addr:                  a.HostPort(),
+		Username:              a.Username,
+		Password:              a.Password,
+		DB:                    a.DB,
+		ContextTimeoutEnabled: true,
+		MaxRetries:            -1, // a lost reply means an unknown outcome: never resend
+		DialerRetries:         1,  // fail fast on a down server; the next call dials again
+		DialTimeout:           dialTimeout,
+		ReadTimeout:           ioTimeout,
+		WriteTimeout:          ioTimeout,
+		PoolSize:              max(minPoolSize, 10*runtime.GOMAXPROCS(0)),
+	})
+	return &node{client: c, owned: true, name: a.String(), bounded: true}, nil
+}
+
+// New returns a node over c, a client the caller configured; it must not be
+// nil. The caller keeps ownership: the node's Close does not close c.
+//
+// c should have ContextTimeoutEnabled set, so that each command's context
+// deadline bounds its network I/O, and MaxRetries set to -1, so that go-redis
+// never resends a command whose reply was lost; see the package documentation.
+// Unless c is a *redis.Client with ContextTimeoutEnabled, the node watches
+// every call's context itself, at the cost of a goroutine per call.
+//
+// The node is named in errors by c's address with credentials removed when c is
+// a *redis.Client, else by "goredis".
+func New(c redis.UniversalClient) driver.Node {
+	if c == nil {
+		panic("goredis: New called with a nil client")
+	}
+	n := &node{client: c, name: "goredis"}
+	if rc, ok := c.(*redis.Client); ok {
+		o := rc.Options()
+		n.name, n.bounded = describe(o), o.ContextTimeoutEnabled
+	}
+	return n
+}
+
+// describe names the server o connects to, without credentials.
+func describe(o *redis.Options) string {
+	host, port, err := net.SplitHostPort(o.Addr)
+	if err != nil {
+		return o.Addr // a Unix socket path, say
+	}
+	return redisaddr.Addr{Host: host, Port: port, Username: o.Username, Password: o.Password, DB: o.DB}.String()
+}
+
+// node is a driver.Node over a go-redis client.
+type node struct {
+	client  redis.UniversalClient
+	owned   bool   // Close closes client
+	name    string // address without credentials
+	bounded bool   // client bounds I/O by the context's deadline (ContextTimeoutEnabled)
+	closed  atomic.Bool
+}
+
+// String returns the node's address with credentials removed.
+func (n *node) String() string { return n.name }
+
+// SetNX runs SET key value NX PX ttl.
+func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return n.call(ctx, "SET NX", func(ctx context.Context) (bool, error) {
+		reply, err := n.client.Do(ctx, "SET", key, value, "NX", "PX", driver.Milliseconds(ttl)).Text()
+		switch {
+		case errors.Is(err, redis.Nil):
+			return false, nil // held
+		case err != nil:
+			return false, err
+		case reply != "OK":
+			return false, fmt.Errorf("unexpected reply %q", reply)
+		}
+		return true, nil
+	})
+}
+
+// EvalRelease runs driver.ReleaseScript.
+func (n *node) EvalRelease(ctx context.Context, key, value string) (bool, error) {
+	return n.call(ctx, "release", func(ctx context.Context) (bool, error) {
+		return flag(releaseScript.Run(ctx, n.client, []string{key}, value))
+	})
+}
+
+// Extend runs driver.ExtendScript.
+func (n *node) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return n.call(ctx, "extend", func(ctx context.Context) (bool, error) {
+		return flag(extendScript.Run(ctx, n.client, []string{key}, value, driver.Milliseconds(ttl)))
+	})
+}
+
+// flag reads a script's reply, 1 or 0.
+func flag(cmd *redis.Cmd) (bool, error) {
+	v, err := cmd.Int64()
+	switch {
+	case err != nil:
+		return false, err
+	case v != 0 && v != 1:
+		return false, fmt.Errorf("unexpected script reply %d", v)
+	}
+	return v == 1, nil
+}
+
+// Close closes the client if the node owns it (a node from Open). Later calls
+// on the node return ErrClosed; closing twice does nothing.
+func (n *node) Close() error {
+	if n.closed.Swap(true) || !n.owned {
+		return nil
+	}
+	if err := n.client.Close(); err != nil {
+		return fmt.Errorf("goredis: close: %w", err)
+	}
+	return nil
+}
+
+// call runs f, one command, bounded by ctx.
+//
+// With ContextTimeoutEnabled, go-redis bounds a command's I/O by ctx's
+// deadline, so a ctx with a deadline, such as the Redlock node timeout, is
+// passed through as it is: a cancellation is then seen by the deadline at the
+// latest. Any other ctx that can be done is watched here, so that the call
+// returns when it is; the abandoned command finishes in the background, bounded
+// by the client's timeouts. (Watching every ctx costs a goroutine per call,
+// measurably slower under concurrent load.)
+func (n *node) call(ctx context.Context, op string, f func(context.Context) (bool, error)) (bool, error) {
+	if n.closed.Load() {
+		return false, ErrClosed
+	}
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("goredis: %s: %w", op, err)
+	}
+	if _, hasDeadline := ctx.Deadline(); (hasDeadline && n.bounded) || ctx.Done() == nil {
+		ok, err := f(ctx)
+		return ok, wrap(ctx, op, err)
+	}
+	type result struct {
+		ok  bool
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		ok, err := f(ctx)
+		done <- result{ok, err}
+	}()
+	select {
+	case r := <-done:
+		return r.ok, wrap(ctx, op, r.err)
+	case <-ctx.Done():
+		return false, fmt.Errorf("goredis: %s: %w", op, ctx.Err())
+	}
+}
+
+// wrap names op in err and makes it match ctx's error when ctx is done, since
+// go-redis reports an expired deadline as a network timeout.
+func wrap(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	cerr := ctx.Err()
+	if cerr == nil {
+		// The socket deadline, set from ctx's deadline, can fire just before
+		// ctx records its expiry.
+		if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
+			cerr = context.DeadlineExceeded
+		}
+	}
+	if cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("goredis: %s: %w (%w)", op, cerr, err)
+	}
+	return fmt.Errorf("goredis: %s: %w", op, err)
+}

@@ -1,0 +1,183 @@
+package redigo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/redisaddr"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+func init() { redlock.Register("redigo", Driver{}) }
+
+// Settings of the pools that Open builds.
+const (
+	// connectTimeout bounds a TCP connect when the call's context allows longer.
+	connectTimeout = 5 * time.Second
+	// maxIdle keeps a connection each for many concurrent lockers.
+	maxIdle = 64
+	// idleTimeout closes connections unused for this long.
+	idleTimeout = 4 * time.Minute
+)
+
+// ErrClosed is returned by calls on a node after Close.
+var ErrClosed = errors.New("redigo: node is closed")
+
+// The scripts every node runs, by EVALSHA with a fallback to EVAL.
+var (
+	releaseScript = redis.NewScript(1, driver.ReleaseScript.Source)
+	extendScript  = redis.NewScript(1, driver.ExtendScript.Source)
+)
+
+// Driver opens redigo nodes by address. It is registered as "redigo".
+type Driver struct{}
+
+// Open returns a node for addr, "host:port" or
+// "redis://[user:password@]host:port[/db]", with a connection pool of its own
+// that the node's Close closes. It does not connect: the node dials on use, so
+// Open fails only for a malformed address, and its error never contains the
+// password.
+func (Driver) Open(addr string) (driver.Node, error) {
+	a, err := redisaddr.Parse(addr)
+	if err != nil {
+		return nil, fmt.Errorf("redigo: %w", err)
+	}
+	opts := []redis.DialOption{
+		redis.DialUsername(a.Username),
+		redis.DialPassword(a.Password),
+		redis.DialDatabase(a.DB),
+		redis.DialConnectTimeout(connectTimeout),
+	}
+	hostPort := a.HostPort()
+	pool := &redis.Pool{
+		DialContext: func(ctx context.Context) (redis.Conn, error) {
+			return redis.DialContext(ctx, "tcp", hostPort, opts...)
+		},
+		MaxIdle:     maxIdle,
+		IdleTimeout: idleTimeout,
+	}
+	return &node{pool: pool, name: a.String(), ownsPool: true}, nil
+}
+
+// New returns a node over a pool the caller configured; its DialContext (or
+// Dial) decides the server, credentials and database. The caller keeps the
+// pool: the node's Close does not close it, but calls on the node fail after
+// Close. The pool's connections must support contexts (redis.ConnWithContext),
+// as those of redis.DialContext do.
+//
+// The node's String is "redigo(0x...)", naming the pool by its address, so
+// that redlock.New tells nodes over different pools apart and refuses two nodes
+// over the same pool.
+func New(p *redis.Pool) driver.Node {
+	return &node{pool: p, name: fmt.Sprintf("redigo(%p)", p)}
+}
+
+// node is a driver.Node over a redigo pool.
+type node struct {
+	pool     *redis.Pool
+	name     string
+	ownsPool bool
+	closed   atomic.Bool
+}
+
+// String returns the node's address with any password removed.
+func (n *node) String() string { return n.name }
+
+// SetNX sets key to value with the given TTL if key does not exist:
+// SET key value NX PX ms.
+func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return n.do(ctx, func(c redis.Conn) (any, error) {
+		return redis.DoContext(c, ctx, "SET", key, value, "NX", "PX", driver.Milliseconds(ttl))
+	}, func(reply any) (bool, bool) {
+		switch reply {
+		case nil:
+			return false, true
+		case "OK":
+			return true, true
+		}
+		return false, false
+	})
+}
+
+// EvalRelease deletes key if it holds value, by driver.ReleaseScript.
+func (n *node) EvalRelease(ctx context.Context, key, value string) (bool, error) {
+	return n.do(ctx, func(c redis.Conn) (any, error) {
+		return releaseScript.DoContext(ctx, c, key, value)
+	}, intBool)
+}
+
+// Extend sets key's TTL if key holds value, by driver.ExtendScript.
+func (n *node) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return n.do(ctx, func(c redis.Conn) (any, error) {
+		return extendScript.DoContext(ctx, c, key, value, driver.Milliseconds(ttl))
+	}, intBool)
+}
+
+// Close makes later calls fail with ErrClosed and closes the pool if Open made
+// it. Closing twice does nothing.
+func (n *node) Close() error {
+	if n.closed.Swap(true) || !n.ownsPool {
+		return nil
+	}
+	return n.pool.Close()
+}
+
+// intBool reads the 1 or 0 that the scripts return.
+func intBool(reply any) (result, ok bool) {
+	switch reply {
+	case int64(1):
+		return true, true
+	case int64(0):
+		return false, true
+	}
+	return false, false
+}
+
+// do runs cmd on a connection from the pool and reads its reply with result,
+// which reports false for a reply it does not expect.
+func (n *node) do(ctx context.Context, cmd func(redis.Conn) (any, error), result func(any) (bool, bool)) (bool, error) {
+	if n.closed.Load() {
+		return false, ErrClosed
+	}
+	// Neither GetContext (with an idle connection) nor DoContext checks a
+	// context that is already done before they send the command.
+	if err := ctx.Err(); err != nil {
+		return false, err
+	}
+	c, err := n.pool.GetContext(ctx)
+	if err != nil {
+		return false, wrap(ctx, err)
+	}
+	// A connection whose command was cut short by ctx has its error set
+	// (redigo closes it at once), so Close discards it instead of pooling it.
+	defer c.Close()
+	reply, err := cmd(c)
+	if err != nil {
+		return false, wrap(ctx, err)
+	}
+	ok, known := result(reply)
+	if !known {
+		return false, fmt.Errorf("redigo: unexpected reply of type %T", reply)
+	}
+	return ok, nil
+}
+
+// wrap prefixes err and makes it match ctx.Err() if ctx is done. redigo
+// bounds a read by a socket deadline equal to ctx's, which can fire before ctx
+// itself reports DeadlineExceeded: a deadline already passed counts as done.
+func wrap(ctx context.Context, err error) error {
+	cerr := ctx.Err()
+	if dl, ok := ctx.Deadline(); ok && cerr == nil && !time.Now().Before(dl) {
+		cerr = context.DeadlineExceeded
+	}
+	if cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("redigo: %w: %w", cerr, err)
+	}
+	return fmt.Errorf("redigo: %w", err)
+}

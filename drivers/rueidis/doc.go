@@ -1,0 +1,24 @@
+// Package rueidis is the Redlock driver for the rueidis client
+// (github.com/redis/rueidis).
+//
+// It registers itself as "rueidis", so that a blank import is enough to open a
+// lock client over addresses:
+//
+//	import _ "github.com/go-redlock/redlock/drivers/rueidis"
+//
+//	c, err := redlock.Open("rueidis", []string{"10.0.0.1:6379", "redis://:secret@10.0.0.2:6379/0", ...})
+//
+// Addresses are "host:port" or "redis://[user:password@]host:port[/db]". A node
+// opened by address creates its rueidis client in the background on first use,
+// not in Open: Open neither fails nor blocks because a server is down or
+// stalled, and a call waits for the connection no longer than its context
+// allows. A failed attempt is retried by the next call, and a client that lost
+// its connection is replaced by a new one in the same way, so that no call
+// ever waits for a connection beyond its context. The client is a plain
+// single-node client (ForceSingleClient) over one pipelined connection,
+// without client-side caching, and never retries a command on its own: a
+// retried SET NX whose first reply was lost would look like a lock held by
+// someone else.
+//
+// [New] wraps a client the caller configured and keeps owning.
+package rueidis

@@ -1,0 +1,375 @@
+package rueidis
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/redisaddr"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+func init() { redlock.Register("rueidis", Driver{}) }
+
+// Timeouts of the clients that Open creates. A call's context bounds it
+// further; these bound the connection attempts that run in the background and
+// the commands of a caller whose context has no deadline.
+const (
+	// dialTimeout bounds a TCP connect and, separately, the handshake (HELLO,
+	// AUTH, SELECT) that follows it.
+	dialTimeout = 5 * time.Second
+	// connTimeout bounds the wait for a reply, and is how long an idle
+	// connection may go without answering a PING before it is dropped.
+	connTimeout = 5 * time.Second
+)
+
+// The scripts every node runs. Exec sends EVALSHA and falls back to EVAL when
+// the server answers NOSCRIPT.
+var (
+	releaseScript = rueidis.NewLuaScript(driver.ReleaseScript.Source)
+	extendScript  = rueidis.NewLuaScript(driver.ExtendScript.Source)
+)
+
+// ErrClosed is returned by calls on a node after Close.
+var ErrClosed = errors.New("rueidis: node is closed")
+
+// errRedial is what the dialer of a client made by Open answers when rueidis
+// wants to reconnect in the goroutine of a call, where the wait would not be
+// bounded by the call's context. The call then drops the client and waits for
+// a new one as for the first (see node.dial and node.lost).
+var errRedial = errors.New("rueidis: connection lost")
+
+// Driver opens rueidis nodes by address. It is registered as "rueidis".
+type Driver struct{}
+
+var _ driver.Driver = Driver{}
+
+// Open returns a node for addr, "host:port" or
+// "redis://[user:password@]host:port[/db]". It does not connect: the node
+// creates its rueidis client on first use, and again on the next use after an
+// attempt failed. Open fails only for a malformed address. The node owns its
+// client and closes it on Close.
+func (Driver) Open(addr string) (driver.Node, error) {
+	a, err := redisaddr.Parse(addr)
+	if err != nil {
+		return nil, fmt.Errorf("rueidis: %w", err)
+	}
+	closing, cancel := context.WithCancel(context.Background())
+	n := &node{name: a.String(), owned: true, closing: closing, cancel: cancel}
+	n.opt = rueidis.ClientOption{
+		InitAddress:       []string{a.HostPort()},
+		Username:          a.Username,
+		Password:          a.Password,
+		SelectDB:          a.DB,
+		ForceSingleClient: true, // one master: no CLUSTER probe
+		DisableCache:      true, // no client-side caching, no CLIENT TRACKING
+		DisableRetry:      true, // a retried SET NX could turn "applied" into "held by another"
+		// Every command goes through the pipeline, whose callers wait with a
+		// select on ctx.Done(): without it a lone caller with a deadline does
+		// synchronous I/O that a cancellation does not interrupt.
+		AlwaysPipelining: true,
+		// One connection, made while the client is created. rueidis would
+		// dial further ones in the goroutine of a call, unbounded by its
+		// context (see dial).
+		PipelineMultiplex: -1,
+		Dialer:            net.Dialer{Timeout: dialTimeout},
+		ConnWriteTimeout:  connTimeout,
+	}
+	return n, nil
+}
+
+// New returns a node over c, a client the caller configured, for one
+// independent Redis master. The caller keeps ownership: Close on the node does
+// not close c, but calls on the node after Close fail. The node's String is
+// the address c connects to, or "rueidis-N" if c has several.
+//
+// Configure c with DisableRetry, so that a command whose reply was lost is
+// reported as an error rather than retried, and prefer ForceSingleClient and
+// DisableCache.
+func New(c rueidis.Client) driver.Node {
+	if c == nil {
+		panic("rueidis: New called with a nil client")
+	}
+	n := &node{name: clientName(c)}
+	n.cur.Store(&state{client: c})
+	return n
+}
+
+// wrapped counts the clients New wrapped, to name them.
+var wrapped atomic.Int64
+
+// clientName names a node over c: by its address, so that redlock.New
+// rejects two nodes on one server, or else "rueidis-N".
+func clientName(c rueidis.Client) string {
+	if nodes := c.Nodes(); len(nodes) == 1 {
+		for addr := range nodes {
+			return redisaddr.Redact(addr)
+		}
+	}
+	return "rueidis-" + strconv.FormatInt(wrapped.Add(1), 10)
+}
+
+// state is what a node's calls use: its client, or nil once closed.
+type state struct {
+	client rueidis.Client
+}
+
+// closedState is the state of every closed node.
+var closedState = &state{}
+
+// attempt is one creation of a client, shared by the callers that wait for it.
+type attempt struct {
+	done   chan struct{} // closed when client and err are set
+	client rueidis.Client
+	err    error
+
+	// Guarded by node.mu.
+	created bool          // NewClient returned: the client may dial no more
+	stops   []func() bool // deregister the close-on-Close hooks of its connections
+}
+
+// node is a driver.Node over a rueidis client.
+type node struct {
+	name  string
+	owned bool // created by Open: the node creates and closes its client
+
+	// cur is nil while there is no client (Open: before the first one is
+	// created, and after one lost its connection), then its state; Close sets
+	// it to closedState. Calls read it with one atomic load.
+	cur atomic.Pointer[state]
+
+	// For nodes made by Open.
+	opt     rueidis.ClientOption
+	closing context.Context // done once Close is called
+	cancel  context.CancelFunc
+
+	mu      sync.Mutex
+	pending *attempt // the client being created, if any
+}
+
+var _ driver.Node = (*node)(nil)
+
+// String returns the node's address with any password removed; for a node
+// made by New, the address of its client (see New).
+func (n *node) String() string { return n.name }
+
+// client returns the node's client, creating it first if need be.
+func (n *node) client(ctx context.Context) (rueidis.Client, error) {
+	if s := n.cur.Load(); s != nil {
+		if s.client == nil {
+			return nil, ErrClosed
+		}
+		return s.client, nil
+	}
+	return n.connect(ctx)
+}
+
+// connect waits, as long as ctx allows, for the client being created, and
+// starts creating it if no one is.
+func (n *node) connect(ctx context.Context) (rueidis.Client, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	n.mu.Lock()
+	if s := n.cur.Load(); s != nil {
+		n.mu.Unlock()
+		if s.client == nil {
+			return nil, ErrClosed
+		}
+		return s.client, nil
+	}
+	a := n.pending
+	if a == nil {
+		a = &attempt{done: make(chan struct{})}
+		n.pending = a
+		go n.create(a)
+	}
+	n.mu.Unlock()
+	select {
+	case <-a.done:
+		return a.client, a.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// create creates the client for a, and makes it the node's client unless the
+// node was closed meanwhile, in which case it closes it.
+func (n *node) create(a *attempt) {
+	opt := n.opt
+	opt.DialCtxFn = func(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
+		return n.dial(ctx, a, addr, d)
+	}
+	c, err := rueidis.NewClient(opt)
+	if err != nil && c != nil {
+		c.Close() // ForceSingleClient returns a client even when it failed to connect
+		c = nil
+	}
+	n.mu.Lock()
+	n.pending = nil
+	a.created = true
+	stops := a.stops
+	a.stops = nil
+	closed := n.cur.Load() == closedState
+	if err == nil && !closed {
+		n.cur.Store(&state{client: c})
+	}
+	n.mu.Unlock()
+	for _, stop := range stops {
+		stop()
+	}
+	switch {
+	case closed:
+		if c != nil {
+			c.Close()
+		}
+		c, err = nil, ErrClosed
+	case err != nil:
+		err = fmt.Errorf("rueidis: connect: %w", err)
+	}
+	a.client, a.err = c, err
+	close(a.done)
+}
+
+// dial connects to addr for the client that a creates, while NewClient runs.
+// Close aborts the connect, and closes the connection, so that a creation
+// stalled in its handshake ends when the node is closed.
+//
+// Once the client is created, dial refuses with errRedial: rueidis would
+// reconnect and handshake in the goroutine of a call, and concurrent calls
+// would wait for it beyond their contexts. The call drops the client instead,
+// and a new one is created in the background (see lost).
+func (n *node) dial(ctx context.Context, a *attempt, addr string, d *net.Dialer) (net.Conn, error) {
+	n.mu.Lock()
+	created := a.created
+	n.mu.Unlock()
+	if created {
+		return nil, errRedial
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	defer context.AfterFunc(n.closing, cancel)()
+	conn, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if a.created {
+		conn.Close()
+		return nil, errRedial
+	}
+	a.stops = append(a.stops, context.AfterFunc(n.closing, func() { conn.Close() }))
+	return conn, nil
+}
+
+// lost reports whether err says that c lost its connection and wanted to
+// redial (see dial). The command was not sent. It drops c, so that the next
+// call creates a new client, unless another call did.
+func (n *node) lost(c rueidis.Client, err error) bool {
+	if err == nil || !errors.Is(err, errRedial) {
+		return false
+	}
+	if s := n.cur.Load(); s != nil && s.client == c && n.cur.CompareAndSwap(s, nil) {
+		c.Close()
+	}
+	return true
+}
+
+// Close closes the node and, for a node made by Open, its client, including
+// one still being created. Calls after Close return ErrClosed. Close is
+// idempotent.
+func (n *node) Close() error {
+	n.mu.Lock()
+	s := n.cur.Swap(closedState)
+	n.mu.Unlock()
+	if n.cancel != nil {
+		n.cancel()
+	}
+	if s != nil && s != closedState && n.owned {
+		s.client.Close()
+	}
+	return nil
+}
+
+// SetNX sends SET key value NX PX ttl.
+func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	var (
+		reply string
+		err   error
+	)
+	for retry := true; ; retry = false {
+		var c rueidis.Client
+		if c, err = n.client(ctx); err != nil {
+			return false, fail(ctx, err)
+		}
+		cmd := c.B().Set().Key(key).Value(value).Nx().PxMilliseconds(driver.Milliseconds(ttl)).Build()
+		if reply, err = c.Do(ctx, cmd).ToString(); !retry || !n.lost(c, err) {
+			break
+		}
+	}
+	switch {
+	case err == nil && reply == "OK":
+		return true, nil
+	case rueidis.IsRedisNil(err):
+		return false, nil // NX: the key exists
+	case err == nil:
+		err = fmt.Errorf("unexpected reply %.40q", reply)
+	}
+	return false, fail(ctx, fmt.Errorf("rueidis: SET: %w", err))
+}
+
+// EvalRelease runs driver.ReleaseScript.
+func (n *node) EvalRelease(ctx context.Context, key, value string) (bool, error) {
+	return n.eval(ctx, "release", releaseScript, []string{key}, []string{value})
+}
+
+// Extend runs driver.ExtendScript.
+func (n *node) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return n.eval(ctx, "extend", extendScript, []string{key}, []string{value, driver.MillisecondsString(ttl)})
+}
+
+// eval runs one of the scripts, which answer 1 (done) or 0 (not held).
+func (n *node) eval(ctx context.Context, name string, script *rueidis.Lua, keys, args []string) (bool, error) {
+	var (
+		v   int64
+		err error
+	)
+	for retry := true; ; retry = false {
+		var c rueidis.Client
+		if c, err = n.client(ctx); err != nil {
+			return false, fail(ctx, err)
+		}
+		if v, err = script.Exec(ctx, c, keys, args).AsInt64(); !retry || !n.lost(c, err) {
+			break
+		}
+	}
+	switch {
+	case err != nil:
+	case v == 1:
+		return true, nil
+	case v == 0:
+		return false, nil
+	default:
+		err = fmt.Errorf("unexpected reply %d", v)
+	}
+	return false, fail(ctx, fmt.Errorf("rueidis: %s script: %w", name, err))
+}
+
+// fail returns err, joined with ctx's error if ctx is done and err does not
+// already match it, so that errors.Is(err, ctx.Err()) holds.
+func fail(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w: %w", cerr, err)
+	}
+	return err
+}

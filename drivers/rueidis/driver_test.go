@@ -1,0 +1,511 @@
+package rueidis_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/go-redlock/redlock/conformance"
+	"github.com/go-redlock/redlock/driver"
+	rueidisdriver "github.com/go-redlock/redlock/drivers/rueidis"
+	"github.com/go-redlock/redlock/redistest"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// openNode opens a node on addr and closes it when the test ends.
+func openNode(t *testing.T, addr string) driver.Node {
+	t.Helper()
+	n, err := rueidisdriver.Driver{}.Open(addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { n.Close() })
+	return n
+}
+
+// newClient returns a rueidis client on addr's database db, closed when the
+// test ends.
+func newClient(t *testing.T, addr string, db int) rueidis.Client {
+	t.Helper()
+	c, err := rueidis.NewClient(rueidis.ClientOption{
+		InitAddress:       []string{addr},
+		SelectDB:          db,
+		ForceSingleClient: true,
+		DisableCache:      true,
+		DisableRetry:      true,
+	})
+	require.NoError(t, err)
+	t.Cleanup(c.Close)
+	return c
+}
+
+func testContext(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// calls runs every Node method once.
+func calls(ctx context.Context, n driver.Node, key string) map[string]error {
+	errs := make(map[string]error)
+	_, errs["SetNX"] = n.SetNX(ctx, key, "v", time.Minute)
+	_, errs["EvalRelease"] = n.EvalRelease(ctx, key, "v")
+	_, errs["Extend"] = n.Extend(ctx, key, "v", time.Minute)
+	return errs
+}
+
+func TestConformance(t *testing.T) {
+	conformance.Run(t, func(t *testing.T) driver.Node {
+		return openNode(t, redistest.NewServer(t).Addr())
+	})
+}
+
+func TestConformanceNew(t *testing.T) {
+	conformance.Run(t, func(t *testing.T) driver.Node {
+		n := rueidisdriver.New(newClient(t, redistest.NewServer(t).Addr(), 0))
+		t.Cleanup(func() { n.Close() })
+		return n
+	})
+}
+
+func TestNewCloseKeepsClient(t *testing.T) {
+	ctx := testContext(t, 10*time.Second)
+	c := newClient(t, redistest.NewServer(t).Addr(), 0)
+	n := rueidisdriver.New(c)
+	ok, err := n.SetNX(ctx, "k", "v", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, n.Close())
+	require.NoError(t, n.Close(), "Close is idempotent")
+	for call, err := range calls(ctx, n, "k") {
+		require.ErrorIs(t, err, rueidisdriver.ErrClosed, call)
+	}
+	v, err := c.Do(ctx, c.B().Get().Key("k").Build()).ToString()
+	require.NoError(t, err, "Close on a node from New must not close the caller's client")
+	require.Equal(t, "v", v)
+}
+
+func TestNewNilPanics(t *testing.T) {
+	require.Panics(t, func() { rueidisdriver.New(nil) })
+}
+
+func TestString(t *testing.T) {
+	for addr, want := range map[string]string{
+		"127.0.0.1:6380":                       "127.0.0.1:6380",
+		"redis://:s3cret@127.0.0.1:6380/2":     "redis://:xxxxx@127.0.0.1:6380/2",
+		"redis://alice:s3cret@[::1]:6380":      "redis://alice:xxxxx@[::1]:6380",
+		"redis://127.0.0.1:6380":               "127.0.0.1:6380",
+		"redis://alice@localhost:6380/0":       "redis://alice@localhost:6380",
+		"redis://:s3cret@redis.example:6379/7": "redis://:xxxxx@redis.example:6379/7",
+	} {
+		n := openNode(t, addr)
+		require.Equal(t, want, n.(fmt.Stringer).String(), addr)
+	}
+	srv := redistest.NewServer(t)
+	n := rueidisdriver.New(newClient(t, srv.Addr(), 0))
+	require.Equal(t, srv.Addr(), n.(fmt.Stringer).String(), "a node from New is named by its client's address")
+}
+
+func TestOpenMalformed(t *testing.T) {
+	for _, addr := range []string{"", "h:0", "redis://u:s3cret@h:1/x", "rediss://u:s3cret@h:1", "http://u:s3cret@h:1"} {
+		n, err := rueidisdriver.Driver{}.Open(addr)
+		require.Error(t, err, addr)
+		require.Nil(t, n)
+		require.NotContains(t, err.Error(), "s3cret")
+	}
+}
+
+func TestOpenPassword(t *testing.T) {
+	const password = "pa55-w0rd-xyz"
+	ctx := testContext(t, 10*time.Second)
+	srv := redistest.NewServer(t, redistest.WithPassword(password))
+
+	n := openNode(t, srv.URL())
+	ok, err := n.SetNX(ctx, "k", "v", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NotContains(t, n.(fmt.Stringer).String(), password)
+
+	wrong := openNode(t, "redis://:wrong-"+password+"@"+srv.Addr())
+	none := openNode(t, srv.Addr())
+	for _, n := range []driver.Node{wrong, none} {
+		for call, err := range calls(ctx, n, "k") {
+			require.Error(t, err, call)
+			require.NotContains(t, err.Error(), password, call)
+		}
+	}
+	v, err := srv.Do(ctx, "GET", "k")
+	require.NoError(t, err)
+	require.Equal(t, "v", v, "a node with the wrong password must not change the key")
+}
+
+func TestOpenDB(t *testing.T) {
+	ctx := testContext(t, 10*time.Second)
+	srv := redistest.NewServer(t)
+	n := openNode(t, "redis://"+srv.Addr()+"/2")
+	ok, err := n.SetNX(ctx, "k", "v", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	db2 := newClient(t, srv.Addr(), 2)
+	v, err := db2.Do(ctx, db2.B().Get().Key("k").Build()).ToString()
+	require.NoError(t, err)
+	require.Equal(t, "v", v)
+	got, err := srv.Do(ctx, "GET", "k") // database 0
+	require.NoError(t, err)
+	require.Nil(t, got, "the key must be in database 2, not 0")
+
+	ok, err = n.EvalRelease(ctx, "k", "v")
+	require.NoError(t, err)
+	require.True(t, ok)
+	_, err = db2.Do(ctx, db2.B().Get().Key("k").Build()).ToString()
+	require.True(t, rueidis.IsRedisNil(err), "EvalRelease must delete the key in database 2: %v", err)
+}
+
+// freeAddr returns a loopback address on which nobody listens.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+// proxy forwards the connections a listener accepts to a target address.
+type proxy struct {
+	l      net.Listener
+	target string
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	conns map[net.Conn]bool
+}
+
+// startProxy forwards the connections l accepts to target until the test ends.
+func startProxy(t *testing.T, l net.Listener, target string) *proxy {
+	p := &proxy{l: l, target: target, conns: make(map[net.Conn]bool)}
+	p.wg.Go(p.serve)
+	t.Cleanup(p.Close)
+	return p
+}
+
+func (p *proxy) serve() {
+	for {
+		c, err := p.l.Accept()
+		if err != nil {
+			return
+		}
+		d, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns[c], p.conns[d] = true, true
+		p.mu.Unlock()
+		p.wg.Go(func() { io.Copy(d, c); d.Close() })
+		p.wg.Go(func() { io.Copy(c, d); c.Close() })
+	}
+}
+
+// Drop closes the connections made so far, as a network failure would.
+func (p *proxy) Drop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		c.Close()
+		delete(p.conns, c)
+	}
+}
+
+// Close stops accepting, drops the connections and waits for the goroutines.
+func (p *proxy) Close() {
+	p.l.Close()
+	p.Drop()
+	p.wg.Wait()
+}
+
+// listenProxy starts a proxy to target on a new loopback port.
+func listenProxy(t *testing.T, target string) *proxy {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	return startProxy(t, l, target)
+}
+
+func TestOpenUnreachable(t *testing.T) {
+	addr := freeAddr(t)
+	start := time.Now()
+	n := openNode(t, "redis://:s3cret@"+addr)
+	require.Less(t, time.Since(start), 100*time.Millisecond, "Open must not connect")
+
+	for call, err := range calls(testContext(t, time.Second), n, "k") {
+		require.Error(t, err, call)
+		require.NotContains(t, err.Error(), "s3cret", call)
+	}
+	require.Less(t, time.Since(start), 1500*time.Millisecond)
+
+	// A server appears on the address: the next call connects.
+	srv := redistest.NewServer(t, redistest.WithPassword("s3cret"))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("cannot listen on %s again: %v", addr, err)
+	}
+	startProxy(t, l, srv.Addr())
+	ctx := testContext(t, 10*time.Second)
+	ok, err := n.SetNX(ctx, "k", "v", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+}
+
+func TestOpenPausedServer(t *testing.T) {
+	srv := redistest.NewServer(t)
+	require.NoError(t, srv.Pause())
+
+	start := time.Now()
+	n := openNode(t, srv.Addr())
+	require.Less(t, time.Since(start), 100*time.Millisecond, "Open must not block on a stalled server")
+
+	for call, err := range calls(testContext(t, 200*time.Millisecond), n, "k") {
+		require.ErrorIs(t, err, context.DeadlineExceeded, call)
+	}
+	require.Less(t, time.Since(start), 700*time.Millisecond, "calls must return by their deadline")
+
+	// A canceled context ends a call waiting for the connection, too.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start = time.Now()
+	_, err := n.SetNX(ctx, "k", "v", time.Minute)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Less(t, time.Since(start), 600*time.Millisecond)
+
+	require.NoError(t, srv.Resume())
+	ok, err := n.SetNX(testContext(t, 10*time.Second), "k", "v", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+}
+
+func TestPausedAfterConnect(t *testing.T) {
+	srv := redistest.NewServer(t)
+	n := openNode(t, srv.Addr())
+	ok, err := n.SetNX(testContext(t, 10*time.Second), "k", "v", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, srv.Pause())
+
+	start := time.Now()
+	for call, err := range calls(testContext(t, 200*time.Millisecond), n, "k") {
+		require.ErrorIs(t, err, context.DeadlineExceeded, call)
+	}
+	require.Less(t, time.Since(start), 700*time.Millisecond, "calls must return by their deadline")
+
+	// Canceling a context with a distant deadline ends the call at once.
+	for _, call := range []string{"SetNX", "EvalRelease", "Extend"} {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		time.AfterFunc(100*time.Millisecond, cancel)
+		start = time.Now()
+		err := calls(ctx, n, "k")[call]
+		require.ErrorIs(t, err, context.Canceled, call)
+		require.Less(t, time.Since(start), 1500*time.Millisecond, call)
+	}
+
+	require.NoError(t, srv.Resume())
+	ctx := testContext(t, 10*time.Second)
+	ok, err = n.Extend(ctx, "k", "v", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = n.EvalRelease(ctx, "k", "v")
+	require.NoError(t, err)
+	require.True(t, ok)
+}
+
+// clients returns the number of clients connected to srv, not counting the
+// connection that asks.
+func clients(t *testing.T, srv *redistest.Server) int {
+	t.Helper()
+	v, err := srv.Do(testContext(t, 5*time.Second), "CLIENT", "LIST")
+	require.NoError(t, err)
+	return strings.Count(strings.TrimSpace(v.(string)), "\n")
+}
+
+func TestCloseDuringCreation(t *testing.T) {
+	srv := redistest.NewServer(t)
+	require.NoError(t, srv.Pause())
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+
+	n, err := rueidisdriver.Driver{}.Open(srv.Addr())
+	require.NoError(t, err)
+	// The first call starts creating the client, which stalls in its handshake.
+	_, err = n.SetNX(testContext(t, 100*time.Millisecond), "k", "v", time.Minute)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+
+	// A call without a deadline waits for the creation until Close ends it.
+	waiter := make(chan error, 1)
+	go func() {
+		_, err := n.SetNX(context.Background(), "k", "v", time.Minute)
+		waiter <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	require.NoError(t, n.Close())
+	select {
+	case err := <-waiter:
+		require.ErrorIs(t, err, rueidisdriver.ErrClosed)
+	case <-time.After(2 * time.Second):
+		t.Fatal("a call waiting for the connection did not return after Close")
+	}
+	for call, err := range calls(t.Context(), n, "k") {
+		require.ErrorIs(t, err, rueidisdriver.ErrClosed, call)
+	}
+
+	// Once the server answers again, no connection of the closed node is left.
+	require.NoError(t, srv.Resume())
+	require.Eventually(t, func() bool { return clients(t, srv) == 0 }, 5*time.Second, 20*time.Millisecond)
+	v, err := srv.Do(testContext(t, 5*time.Second), "EXISTS", "k")
+	require.NoError(t, err)
+	require.Equal(t, int64(0), v, "no command may be applied after Close")
+}
+
+func TestCloseDuringCreationSucceeding(t *testing.T) {
+	// Close while the handshake is under way on a live server, many times, to
+	// exercise the race between creation and Close.
+	srv := redistest.NewServer(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	for range 50 {
+		n, err := rueidisdriver.Driver{}.Open(srv.Addr())
+		require.NoError(t, err)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			n.SetNX(context.Background(), "k", "v", time.Millisecond)
+		}()
+		n.Close()
+		<-done
+		for call, err := range calls(t.Context(), n, "k") {
+			require.ErrorIs(t, err, rueidisdriver.ErrClosed, call)
+		}
+	}
+	require.Eventually(t, func() bool { return clients(t, srv) == 0 }, 5*time.Second, 20*time.Millisecond)
+}
+
+func TestConcurrentFirstUse(t *testing.T) {
+	srv := redistest.NewServer(t)
+	n := openNode(t, srv.Addr())
+	ctx := testContext(t, 10*time.Second)
+	var wg sync.WaitGroup
+	errs := make([]error, 32)
+	for i := range errs {
+		wg.Go(func() { _, errs[i] = n.SetNX(ctx, fmt.Sprint("k", i), "v", time.Minute) })
+	}
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
+}
+
+func TestRegistered(t *testing.T) {
+	require.Contains(t, redlock.Drivers(), "rueidis")
+
+	ctx := testContext(t, 10*time.Second)
+	servers := redistest.NewServers(t, 3)
+	c, err := redlock.Open("rueidis", redistest.Addrs(servers))
+	require.NoError(t, err)
+	defer c.Close()
+
+	// TryLock and Unlock return once a quorum answered: the last node may
+	// answer a little later.
+	exists := func(srv *redistest.Server, want int64) func() bool {
+		return func() bool {
+			v, err := srv.Do(ctx, "EXISTS", "registered")
+			return err == nil && v == want
+		}
+	}
+	l, err := c.TryLock(ctx, "registered")
+	require.NoError(t, err)
+	for _, srv := range servers {
+		require.Eventually(t, exists(srv, 1), 2*time.Second, 5*time.Millisecond, "the lock must be set on every node")
+	}
+	_, err = c.TryLock(ctx, "registered")
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	require.NoError(t, l.Unlock(ctx))
+	for _, srv := range servers {
+		require.Eventually(t, exists(srv, 0), 2*time.Second, 5*time.Millisecond, "Unlock must release the lock on every node")
+	}
+}
+
+func TestReconnect(t *testing.T) {
+	srv := redistest.NewServer(t)
+	p := listenProxy(t, srv.Addr())
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer p.Close()
+	n, err := rueidisdriver.Driver{}.Open(p.l.Addr().String())
+	require.NoError(t, err)
+	defer n.Close()
+
+	ctx := testContext(t, 10*time.Second)
+	for i := range 5 {
+		ok, err := n.SetNX(ctx, "k", "v", time.Minute)
+		require.NoError(t, err)
+		require.Equal(t, i == 0, ok)
+		require.Equal(t, 1, clients(t, srv), "one connection")
+
+		p.Drop()
+		// A call that sees the connection fail reports it (or, if rueidis
+		// noticed first, connects again); the next one works.
+		n.Extend(ctx, "k", "v", time.Minute)
+		ok, err = n.Extend(ctx, "k", "v", time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	require.Eventually(t, func() bool { return clients(t, srv) == 1 }, 5*time.Second, 20*time.Millisecond,
+		"replaced clients must be closed")
+	require.NoError(t, n.Close())
+	require.Eventually(t, func() bool { return clients(t, srv) == 0 }, 5*time.Second, 20*time.Millisecond)
+}
+
+func TestReconnectToStalledServer(t *testing.T) {
+	srv := redistest.NewServer(t)
+	p := listenProxy(t, srv.Addr())
+	n := openNode(t, p.l.Addr().String())
+	ok, err := n.SetNX(testContext(t, 10*time.Second), "k", "v", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	require.NoError(t, srv.Pause())
+	p.Drop()
+	// Whether a call sees the failure or a reconnect stalled in its
+	// handshake, it returns by its deadline; all calls at once, too.
+	for range 3 {
+		start := time.Now()
+		var wg sync.WaitGroup
+		errs := make([]error, 8)
+		for i := range errs {
+			wg.Go(func() {
+				_, errs[i] = n.Extend(testContext(t, 200*time.Millisecond), "k", "v", time.Minute)
+			})
+		}
+		wg.Wait()
+		require.Less(t, time.Since(start), 700*time.Millisecond)
+		for _, err := range errs {
+			require.Error(t, err)
+		}
+	}
+	// And a canceled call returns at once, whatever its deadline.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	_, err = n.Extend(ctx, "k", "v", time.Minute)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Less(t, time.Since(start), 600*time.Millisecond)
+
+	require.NoError(t, srv.Resume())
+	require.Eventually(t, func() bool {
+		ok, err := n.Extend(testContext(t, time.Second), "k", "v", time.Minute)
+		return err == nil && ok
+	}, 10*time.Second, 10*time.Millisecond)
+}

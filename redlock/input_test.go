@@ -1,0 +1,107 @@
+package redlock_test
+
+import (
+	"math"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/drivers/memory"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+func TestRegistry(t *testing.T) {
+	assert.PanicsWithValue(t, "redlock: Register driver is nil", func() { redlock.Register("nil", nil) })
+	assert.PanicsWithValue(t, "redlock: Register called twice for driver memory", func() { redlock.Register("memory", memory.Driver{}) })
+	names := redlock.Drivers()
+	assert.Contains(t, names, "memory")
+	assert.True(t, slices.IsSorted(names))
+
+	_, err := redlock.Open("nope", []string{"a"})
+	require.EqualError(t, err, `redlock: unknown driver "nope" (forgotten import?)`)
+
+	c, err := redlock.Open("memory", []string{"registry-a", "registry-b", "registry-c"})
+	require.NoError(t, err)
+	defer c.Close()
+	c2, err := redlock.Open("memory", []string{"registry-a", "registry-b", "registry-c"})
+	require.NoError(t, err)
+	defer c2.Close()
+	l, err := c.TryLock(t.Context(), "k")
+	require.NoError(t, err)
+	_, err = c2.TryLock(t.Context(), "k")
+	require.ErrorIs(t, err, redlock.ErrNotObtained, "memory nodes opened under one address share their keys")
+	require.NoError(t, l.Unlock(t.Context()))
+}
+
+// Bad input gets an error that says what was wrong: never a panic, never
+// ErrNotObtained.
+func TestBadInput(t *testing.T) {
+	node := func() driver.Node { return memory.New() }
+	three := func() []driver.Node { return []driver.Node{node(), node(), node()} }
+	same := node()
+	for _, tc := range []struct {
+		name  string
+		open  func() (*redlock.Client, error)
+		wants string
+	}{
+		{"no nodes", func() (*redlock.Client, error) { return redlock.New(nil) }, "no nodes"},
+		{"nil node", func() (*redlock.Client, error) { return redlock.New([]driver.Node{node(), nil}) }, "node 2 is nil"},
+		{"same node twice", func() (*redlock.Client, error) { return redlock.New([]driver.Node{same, node(), same}) }, "nodes 1 and 3 are both"},
+		{"zero TTL", func() (*redlock.Client, error) { return redlock.New(three(), redlock.WithTTL(0)) }, "TTL 0s is not positive"},
+		{"negative TTL", func() (*redlock.Client, error) { return redlock.New(three(), redlock.WithTTL(-time.Second)) }, "TTL -1s is not positive"},
+		{"TTL within drift", func() (*redlock.Client, error) { return redlock.New(three(), redlock.WithTTL(2*time.Millisecond)) }, "too small"},
+		{"node timeout not below TTL", func() (*redlock.Client, error) {
+			return redlock.New(three(), redlock.WithTTL(time.Second), redlock.WithNodeTimeout(time.Second))
+		}, "not smaller than the TTL"},
+		{"zero node timeout", func() (*redlock.Client, error) { return redlock.New(three(), redlock.WithNodeTimeout(0)) }, "node timeout 0s is not positive"},
+		{"NaN drift", func() (*redlock.Client, error) { return redlock.New(three(), redlock.WithDriftFactor(math.NaN())) }, "drift factor NaN"},
+		{"drift 1", func() (*redlock.Client, error) { return redlock.New(three(), redlock.WithDriftFactor(1)) }, "drift factor 1 is not in [0, 1)"},
+		{"nil backoff", func() (*redlock.Client, error) { return redlock.New(three(), redlock.WithBackoff(nil)) }, "nil Backoff"},
+		{"nil option", func() (*redlock.Client, error) { return redlock.New(three(), nil) }, "nil Option"},
+		{"Open without addresses", func() (*redlock.Client, error) { return redlock.Open("memory", nil) }, "no node addresses"},
+		{"Open with a bad address", func() (*redlock.Client, error) { return redlock.Open("memory", []string{"a", ""}) }, "address 2: memory: empty address"},
+		{"Open with an address twice", func() (*redlock.Client, error) {
+			return redlock.Open("memory", []string{"dup-a", "dup-b", "dup-a"})
+		}, "nodes 1 and 3 are both dup-a"},
+		{"Open with a bad option", func() (*redlock.Client, error) {
+			return redlock.Open("memory", []string{"a"}, redlock.WithTTL(-1))
+		}, "not positive"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := tc.open()
+			require.Nil(t, c)
+			require.ErrorContains(t, err, tc.wants)
+			require.NotErrorIs(t, err, redlock.ErrNotObtained)
+		})
+	}
+
+	c := newClient(t, three())
+	for key, wants := range map[string]string{
+		"":                                       "empty key",
+		strings.Repeat("k", redlock.MaxKeyLen+1): "longer than 4096",
+	} {
+		_, err := c.TryLock(t.Context(), key)
+		require.ErrorContains(t, err, wants)
+		require.NotErrorIs(t, err, redlock.ErrNotObtained)
+		_, err = c.Lock(t.Context(), key)
+		require.ErrorContains(t, err, wants, "Lock must not retry bad input")
+	}
+}
+
+func TestDefaults(t *testing.T) {
+	c := newClient(t, []driver.Node{memory.New()})
+	assert.Equal(t, redlock.DefaultTTL, c.TTL())
+	assert.Equal(t, 1, c.Quorum())
+	before := time.Now()
+	l, err := c.TryLock(t.Context(), "k")
+	require.NoError(t, err)
+	after := time.Now()
+	const want = 10*time.Second - 100*time.Millisecond - 2*time.Millisecond // ttl - (ttl*0.01 + 2ms)
+	assert.GreaterOrEqual(t, l.Until().Sub(before), want, "the validity is counted from the start of the attempt")
+	assert.LessOrEqual(t, l.Until().Sub(after), want)
+}

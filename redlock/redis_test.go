@@ -1,0 +1,219 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/drivers/goredis"
+	"github.com/go-redlock/redlock/drivers/redigo"
+	"github.com/go-redlock/redlock/drivers/rueidis"
+	"github.com/go-redlock/redlock/redistest"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// The algorithm against real redis-server processes, through every Redis driver.
+
+var redisDrivers = []string{"goredis", "redigo", "rueidis"}
+
+func openRedis(t *testing.T, name string, servers []*redistest.Server, opts ...redlock.Option) *redlock.Client {
+	t.Helper()
+	c, err := redlock.Open(name, redistest.Addrs(servers), opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// keysLeft counts the servers on which key exists.
+func keysLeft(t *testing.T, servers []*redistest.Server, key string) int {
+	t.Helper()
+	n := 0
+	for _, s := range servers {
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		v, err := s.Do(ctx, "EXISTS", key)
+		cancel()
+		if err == nil && v == int64(1) {
+			n++
+		}
+	}
+	return n
+}
+
+func TestRedisMinorityKilled(t *testing.T) {
+	servers := redistest.NewServers(t, 5)
+	require.NoError(t, servers[0].Kill())
+	require.NoError(t, servers[3].Kill())
+	for _, name := range redisDrivers {
+		t.Run(name, func(t *testing.T) {
+			c := openRedis(t, name, servers)
+			l, err := c.TryLock(t.Context(), "k-"+name)
+			require.NoError(t, err, "3 live nodes of 5 are a quorum")
+			require.NoError(t, l.Extend(t.Context(), time.Minute))
+			require.NoError(t, l.Unlock(t.Context()))
+		})
+	}
+}
+
+func TestRedisMajorityKilled(t *testing.T) {
+	servers := redistest.NewServers(t, 5)
+	for _, s := range servers[:3] {
+		require.NoError(t, s.Kill())
+	}
+	for _, name := range redisDrivers {
+		t.Run(name, func(t *testing.T) {
+			c := openRedis(t, name, servers)
+			start := time.Now()
+			_, err := c.TryLock(t.Context(), "k-"+name)
+			require.ErrorIs(t, err, redlock.ErrNotObtained)
+			var ne *redlock.NodeError
+			require.ErrorAs(t, err, &ne, "the dead nodes' errors are in the chain")
+			assert.Less(t, time.Since(start), 5*time.Second)
+			require.Eventually(t, func() bool { return keysLeft(t, servers[3:], "k-"+name) == 0 }, 5*time.Second, 5*time.Millisecond,
+				"the keys set on the live minority must be released")
+		})
+	}
+}
+
+func TestRedisStalledMinority(t *testing.T) {
+	servers := redistest.NewServers(t, 5)
+	const nodeTimeout = 4 * time.Second
+	for _, name := range redisDrivers {
+		t.Run(name, func(t *testing.T) {
+			c := openRedis(t, name, servers, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(nodeTimeout))
+			l, err := c.TryLock(t.Context(), "warm-"+name) // connect to every node first
+			require.NoError(t, err)
+			require.NoError(t, l.Unlock(t.Context()))
+
+			require.NoError(t, servers[1].Pause())
+			require.NoError(t, servers[4].Pause())
+			defer servers[1].Resume()
+			defer servers[4].Resume()
+			start := time.Now()
+			l, err = c.TryLock(t.Context(), "k-"+name)
+			require.NoError(t, err)
+			require.NoError(t, l.Unlock(t.Context()))
+			// Waiting for a stalled node would take the node timeout.
+			assert.Less(t, time.Since(start), nodeTimeout/2, "TryLock and Unlock must not wait for a stalled minority")
+		})
+	}
+}
+
+func TestRedisStalledMajority(t *testing.T) {
+	servers := redistest.NewServers(t, 5)
+	for _, s := range servers[:3] {
+		require.NoError(t, s.Pause())
+		defer s.Resume()
+	}
+	for _, name := range redisDrivers {
+		t.Run(name, func(t *testing.T) {
+			c := openRedis(t, name, servers, redlock.WithNodeTimeout(200*time.Millisecond))
+			start := time.Now()
+			_, err := c.TryLock(t.Context(), "k-"+name)
+			require.ErrorIs(t, err, redlock.ErrNotObtained)
+			require.ErrorIs(t, err, context.DeadlineExceeded)
+			assert.Less(t, time.Since(start), 3*time.Second, "refused within about the node timeout")
+		})
+	}
+}
+
+// lostReply applies every command on a real node and then reports a failure,
+// as when the reply is lost on the way back.
+type lostReply struct{ driver.Node }
+
+var errLost = errors.New("reply lost")
+
+func (n lostReply) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	n.Node.SetNX(ctx, key, value, ttl)
+	return false, errLost
+}
+
+func TestRedisReleaseAfterLostReplies(t *testing.T) {
+	servers := redistest.NewServers(t, 5)
+	for _, name := range redisDrivers {
+		t.Run(name, func(t *testing.T) {
+			d := driverByName(t, name)
+			nodes := make([]driver.Node, len(servers))
+			for i, s := range servers {
+				n, err := d.Open(s.Addr())
+				require.NoError(t, err)
+				nodes[i] = n
+				if i < 3 {
+					nodes[i] = lostReply{n}
+				}
+			}
+			c := newClient(t, nodes)
+			key := "k-" + name
+			_, err := c.TryLock(t.Context(), key)
+			require.ErrorIs(t, err, redlock.ErrNotObtained)
+			require.ErrorIs(t, err, errLost)
+			require.Eventually(t, func() bool { return keysLeft(t, servers, key) == 0 }, 5*time.Second, 5*time.Millisecond,
+				"the SETs applied with lost replies must be released too")
+			other := openRedis(t, name, servers)
+			l, err := other.TryLock(t.Context(), key)
+			require.NoError(t, err, "another client locks at once instead of waiting for the TTL")
+			require.NoError(t, l.Unlock(t.Context()))
+		})
+	}
+}
+
+func driverByName(t *testing.T, name string) driver.Driver {
+	t.Helper()
+	d, ok := map[string]driver.Driver{"goredis": goredis.Driver{}, "redigo": redigo.Driver{}, "rueidis": rueidis.Driver{}}[name]
+	require.True(t, ok, name)
+	return d
+}
+
+func TestRedisContentionAllDrivers(t *testing.T) {
+	servers := redistest.NewServers(t, 5)
+	const perContender = 20
+	var (
+		inside, grants atomic.Int32
+		wg             sync.WaitGroup
+	)
+	for _, name := range redisDrivers {
+		c := openRedis(t, name, servers, redlock.WithBackoff(redlock.ExponentialBackoff(time.Millisecond, 10*time.Millisecond)))
+		for range 3 {
+			wg.Go(func() {
+				for range perContender {
+					l, err := c.Lock(t.Context(), "contended")
+					if !assert.NoError(t, err, name) {
+						return
+					}
+					if n := inside.Add(1); n != 1 {
+						t.Errorf("%d holders at once", n)
+					}
+					grants.Add(1)
+					time.Sleep(100 * time.Microsecond)
+					inside.Add(-1)
+					assert.NoError(t, l.Unlock(t.Context()), name)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	assert.EqualValues(t, 3*3*perContender, grants.Load())
+}
+
+func TestRedisInteroperation(t *testing.T) {
+	servers := redistest.NewServers(t, 3)
+	clients := make(map[string]*redlock.Client)
+	for _, name := range redisDrivers {
+		clients[name] = openRedis(t, name, servers)
+	}
+	for _, holder := range redisDrivers {
+		l, err := clients[holder].TryLock(t.Context(), "shared")
+		require.NoError(t, err)
+		for _, other := range redisDrivers {
+			_, err := clients[other].TryLock(t.Context(), "shared")
+			require.ErrorIs(t, err, redlock.ErrNotObtained, "a lock taken through %s must block %s", holder, other)
+		}
+		require.NoError(t, l.Unlock(t.Context()))
+	}
+}
