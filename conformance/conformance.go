@@ -266,12 +266,30 @@ func extendAbsentKey(t *testing.T, ctx context.Context, newNode func(*testing.T)
 	}
 }
 
-// calls runs every Node method once on key k.
+// methods returns a call of every Node method on key k, by name.
+func methods(n driver.Node, k string) map[string]func(context.Context) error {
+	return map[string]func(context.Context) error{
+		"SetNX": func(ctx context.Context) error {
+			_, err := n.SetNX(ctx, k, value(), time.Minute)
+			return err
+		},
+		"EvalRelease": func(ctx context.Context) error {
+			_, err := n.EvalRelease(ctx, k, value())
+			return err
+		},
+		"Extend": func(ctx context.Context) error {
+			_, err := n.Extend(ctx, k, value(), time.Minute)
+			return err
+		},
+	}
+}
+
+// calls runs every Node method once on key k and returns their errors by name.
 func calls(ctx context.Context, n driver.Node, k string) map[string]error {
 	errs := make(map[string]error)
-	_, errs["SetNX"] = n.SetNX(ctx, k, value(), time.Minute)
-	_, errs["EvalRelease"] = n.EvalRelease(ctx, k, value())
-	_, errs["Extend"] = n.Extend(ctx, k, value(), time.Minute)
+	for name, call := range methods(n, k) {
+		errs[name] = call(ctx)
+	}
 	return errs
 }
 

@@ -25,6 +25,9 @@ const (
 	dialTimeout = 5 * time.Second
 	ioTimeout   = 3 * time.Second // read and write
 	minPoolSize = 64              // connections, for 64 concurrent lockers
+	// cancelLag is the longest a call may take to notice that its context was
+	// canceled: see node.call.
+	cancelLag = 250 * time.Millisecond
 )
 
 // ErrClosed is returned by calls on a node after Close.
@@ -165,13 +168,13 @@ func (n *node) Close() error {
 
 // call runs f, one command, bounded by ctx.
 //
-// With ContextTimeoutEnabled, go-redis bounds a command's I/O by ctx's
-// deadline, so a ctx with a deadline, such as the Redlock node timeout, is
-// passed through as it is: a cancellation is then seen by the deadline at the
-// latest. Any other ctx that can be done is watched here, so that the call
-// returns when it is; the abandoned command finishes in the background, bounded
-// by the client's timeouts. (Watching every ctx costs a goroutine per call,
-// measurably slower under concurrent load.)
+// go-redis bounds a command's I/O by ctx's deadline (with
+// ContextTimeoutEnabled) but does not notice a cancellation. When the deadline
+// is near (within cancelLag, as the Redlock node timeout is by default), f runs
+// directly and a cancellation is seen by the deadline at the latest. Otherwise
+// ctx is watched here, so that the call returns when ctx is done; the abandoned
+// command finishes in the background, bounded by the client's timeouts. The
+// watch costs a goroutine per call, which the common case avoids.
 func (n *node) call(ctx context.Context, op string, f func(context.Context) (bool, error)) (bool, error) {
 	if n.closed.Load() {
 		return false, ErrClosed
@@ -179,7 +182,7 @@ func (n *node) call(ctx context.Context, op string, f func(context.Context) (boo
 	if err := ctx.Err(); err != nil {
 		return false, fmt.Errorf("goredis: %s: %w", op, err)
 	}
-	if _, hasDeadline := ctx.Deadline(); (hasDeadline && n.bounded) || ctx.Done() == nil {
+	if d, ok := ctx.Deadline(); (ok && n.bounded && time.Until(d) <= cancelLag) || ctx.Done() == nil {
 		ok, err := f(ctx)
 		return ok, wrap(ctx, op, err)
 	}

@@ -1,0 +1,35 @@
+package driver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// ErrClosed is the error, or the cause of the error, that a Node returns for
+// calls after Close. Drivers may wrap it; test with errors.Is.
+var ErrClosed = errors.New("node is closed")
+
+// ContextError returns err so that errors.Is(result, ctx.Err()) holds when
+// ctx is done, as the Node contract requires. A context whose deadline has
+// passed counts as done even before it says so: clients bound a read by a
+// socket deadline equal to the context's, which can fire first and report a
+// plain network timeout. ContextError returns nil for a nil err and err itself
+// when ctx is not done.
+func ContextError(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	cerr := ctx.Err()
+	if cerr == nil {
+		if d, ok := ctx.Deadline(); !ok || time.Now().Before(d) {
+			return err
+		}
+		cerr = context.DeadlineExceeded
+	}
+	if errors.Is(err, cerr) {
+		return err
+	}
+	return fmt.Errorf("%w: %w", cerr, err)
+}
