@@ -32,6 +32,8 @@ import (
 const subtestTimeout = 20 * time.Second
 
 // Run runs the conformance subtests, each with fresh nodes from newNode. The
+// subtests of the optional interfaces (driver.Fencer, driver.Notifier) run
+// when the nodes implement them and are skipped otherwise. The
 // nodes newNode returns may share one server: every subtest uses keys of its
 // own, except that the three nodes of the Redlock subtest must be independent
 // (on distinct servers), as the nodes of a redlock.Client must. Some subtests close their node; newNode's cleanup must tolerate a node
@@ -59,6 +61,10 @@ func Run(t *testing.T, newNode func(t *testing.T) driver.Node) {
 		{"Context/DeadlineExceeded", contextDeadlineExceeded},
 		{"Close/CallsFail", closeCallsFail},
 		{"Redlock/ThreeNodes", redlockThreeNodes},
+		{"Fencer/Counts", fenceCounts},
+		{"Fencer/CounterOutlivesKey", fenceOutlivesKey},
+		{"Notifier/NotifiesRelease", notifyOnRelease},
+		{"Notifier/StopsOnCancel", notifyStopsOnCancel},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Helper()

@@ -8,7 +8,9 @@
 // # Checklist for driver authors
 //
 // A [Node] is one independent Redis master. Every method must honour these rules;
-// the conformance package (conformance.Run) checks them against a real server.
+// the conformance package checks them: conformance.Run for any Node, and
+// conformance.RunRedis, which also runs Run, for a Redis driver against real
+// servers, including down and stalled ones.
 //
 //   - Results have exactly three meanings. (true, nil): the command was applied.
 //     (false, nil): it was definitely not applied, because the key is held by
@@ -25,14 +27,18 @@
 //     not allowed.
 //   - TTLs are sent in milliseconds. A TTL below one millisecond is rounded up to one.
 //   - Every call honours its context: when ctx is done the call returns promptly
-//     with an error for which errors.Is(err, ctx.Err()) is true.
+//     with an error for which errors.Is(err, ctx.Err()) is true. [ContextError]
+//     makes a client's error (a socket timeout, say) into one.
 //   - Methods are safe for concurrent use by multiple goroutines.
 //   - A node must not fail or block at construction because its server is down or
 //     never answers; it connects on use and reconnects after failures.
 //   - Errors and String must never contain a password or a lock value. A node
 //     that implements fmt.Stringer is named by it in error messages; return the
 //     address with credentials removed.
-//   - Close releases the node's connections. Calls after Close return an error.
+//   - Close releases the node's connections. Calls after Close return
+//     [ErrClosed] or an error wrapping it.
 //   - Register the driver from an init function in its package, and also offer a
-//     constructor over a client the caller configured.
+//     constructor over a client the caller configured. Given a nil client, the
+//     constructor must not panic: every call on its node, and Close, return an
+//     error that says so.
 package driver

@@ -27,6 +27,12 @@ var (
 	releaseSource string
 	//go:embed extend.lua
 	extendSource string
+	//go:embed setnx_fence.lua
+	setNXFenceSource string
+	//go:embed raise_fence.lua
+	raiseFenceSource string
+	//go:embed release_notify.lua
+	releaseNotifySource string
 )
 
 // ReleaseScript deletes KEYS[1] only if it holds ARGV[1] and returns 1 if it did,
@@ -36,6 +42,22 @@ var ReleaseScript = newScript(releaseSource)
 // ExtendScript sets the time to live of KEYS[1] to ARGV[2] milliseconds only if
 // it holds ARGV[1], and returns 1 if it did, 0 otherwise. Extend runs it.
 var ExtendScript = newScript(extendSource)
+
+// SetNXFenceScript sets KEYS[1] to ARGV[1] with NX and PX ARGV[2] and reads
+// the fencing counter KEYS[2] in the same step. It returns {1, counter} if the
+// key was set and {0, counter} if not, the counter as a decimal string ("0"
+// when absent). Fencer.SetNXFence runs it.
+var SetNXFenceScript = newScript(setNXFenceSource)
+
+// RaiseFenceScript raises the fencing counter KEYS[2] to ARGV[2] (a decimal
+// string; it never lowers it) if KEYS[1] holds ARGV[1], and returns 1 if it
+// did hold it, 0 otherwise. Fencer.RaiseFence runs it.
+var RaiseFenceScript = newScript(raiseFenceSource)
+
+// ReleaseNotifyScript is ReleaseScript that also publishes an empty message on
+// the channel ARGV[2] when it deleted the key. Notifier.ReleaseNotify runs it
+// with ARGV[2] = ReleaseChannel(key).
+var ReleaseNotifyScript = newScript(releaseNotifySource)
 
 // Milliseconds converts a TTL to the whole milliseconds Redis expects, rounding
 // up so that a positive TTL never becomes zero.

@@ -23,7 +23,11 @@ type Client struct {
 	nodeTimeout time.Duration
 	driftFactor float64
 	backoff     Backoff
-	now         func() time.Time // time.Now, replaced in simulation tests
+	extendEvery time.Duration     // Do's extension interval
+	fencers     []driver.Fencer   // nil unless WithFencing
+	notifiers   []driver.Notifier // nil entries for nodes without notifications
+	notify      bool              // some node is a Notifier
+	now         func() time.Time  // time.Now, replaced in simulation tests
 	closed      atomic.Bool
 }
 
@@ -62,7 +66,7 @@ func New(nodes []driver.Node, opts ...Option) (*Client, error) {
 			}
 		}
 	}
-	return &Client{
+	c := &Client{
 		nodes:       nodes,
 		names:       names,
 		quorum:      len(nodes)/2 + 1,
@@ -71,8 +75,26 @@ func New(nodes []driver.Node, opts ...Option) (*Client, error) {
 		nodeTimeout: cfg.nodeTimeout,
 		driftFactor: cfg.driftFactor,
 		backoff:     cfg.backoff,
+		extendEvery: cfg.extendEvery,
+		notifiers:   make([]driver.Notifier, len(nodes)),
 		now:         time.Now,
-	}, nil
+	}
+	for i, n := range nodes {
+		if nn, ok := n.(driver.Notifier); ok {
+			c.notifiers[i], c.notify = nn, true
+		}
+	}
+	if cfg.fencing {
+		c.fencers = make([]driver.Fencer, len(nodes))
+		for i, n := range nodes {
+			f, ok := n.(driver.Fencer)
+			if !ok {
+				return nil, fmt.Errorf("redlock: WithFencing: node %s (%T) does not keep fencing counters (driver.Fencer)", names[i], n)
+			}
+			c.fencers[i] = f
+		}
+	}
+	return c, nil
 }
 
 func sameNode(a, b driver.Node) bool {
@@ -117,6 +139,8 @@ func (c *Client) checkKey(key string) error {
 // matching ErrNotObtained with the per-node causes joined in; by then the key
 // has been released on every node. Bad input (an empty or too long key, a
 // closed Client) gives an error that does not match ErrNotObtained.
+//
+// With WithFencing, the lock also gets a fencing token: see Lock.Token.
 func (c *Client) TryLock(ctx context.Context, key string) (*Lock, error) {
 	if err := c.checkKey(key); err != nil {
 		return nil, err
@@ -124,20 +148,46 @@ func (c *Client) TryLock(ctx context.Context, key string) (*Lock, error) {
 	value := rand.Text() // 128 random bits, fresh for every acquisition
 	ttl := c.ttl
 	start := c.now()
-	r := c.start(ctx, func(ctx context.Context, n driver.Node) (bool, error) {
-		return n.SetNX(ctx, key, value, ttl)
-	})
+	var (
+		r        *round
+		counters []uint64 // with fencing: each granting node's counter
+		fk       string
+	)
+	if c.fencers != nil {
+		counters, fk = make([]uint64, len(c.nodes)), fenceKey(key)
+		r = c.start(ctx, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
+			ok, counter, err := c.fencers[i].SetNXFence(ctx, key, value, ttl, fk)
+			counters[i] = counter // read by the caller only after this reply
+			return ok, err
+		})
+	} else {
+		r = c.start(ctx, func(ctx context.Context, _ int, n driver.Node) (bool, error) {
+			return n.SetNX(ctx, key, value, ttl)
+		})
+	}
 	ok := r.wait(ctx)
-	until := start.Add(ttl - c.drift)
-	if ok && c.now().Before(until) {
-		return &Lock{c: c, key: key, value: value, until: until}, nil
+	var (
+		token   uint64
+		errs    []error
+		ferr    error
+		untilAt = start.Add(ttl - c.drift)
+	)
+	if ok && c.fencers != nil {
+		token, ferr = c.fence(ctx, r, counters, key, value, fk)
+		ok = ferr == nil
+	}
+	if ok && c.now().Before(untilAt) {
+		return &Lock{c: c, key: key, value: value, token: token, until: untilAt}, nil
 	}
 	c.abandon(ctx, r, key, value)
-	err := r.err(ctx, ErrNotObtained)
-	if ok {
-		err = errors.Join(err, fmt.Errorf("no validity left: acquiring took %v of the %v TTL", c.now().Sub(start), ttl))
+	errs = append(errs, r.err(ctx, ErrNotObtained))
+	switch {
+	case ferr != nil:
+		errs = append(errs, ferr)
+	case ok:
+		errs = append(errs, fmt.Errorf("no validity left: acquiring took %v of the %v TTL", c.now().Sub(start), ttl))
 	}
-	return nil, err
+	return nil, errors.Join(errs...)
 }
 
 // abandon releases key on every node after a failed attempt: a node that said
@@ -150,6 +200,8 @@ func (c *Client) abandon(ctx context.Context, r *round, key, value string) {
 	bg := context.WithoutCancel(ctx)
 	release := func(i int) {
 		rctx, cancel := context.WithTimeout(bg, c.nodeTimeout)
+		// No publish: waking waiters for a failed attempt's partial keys
+		// would only make them collide again.
 		c.nodes[i].EvalRelease(rctx, key, value)
 		cancel()
 	}
@@ -157,7 +209,7 @@ func (c *Client) abandon(ctx context.Context, r *round, key, value string) {
 	waitFor := 0
 	for i, s := range r.state {
 		switch s {
-		case answered:
+		case granted, refused:
 			waitFor++
 			go func() { release(i); done <- struct{}{} }()
 		case failed:
@@ -176,27 +228,57 @@ func (c *Client) abandon(ctx context.Context, r *round, key, value string) {
 	}
 }
 
-// Lock acquires the lock named key, retrying after the Backoff's delays until
-// it holds the lock or ctx ends. Give ctx a deadline to bound the wait. When ctx
-// ends first, the error matches ErrNotObtained and ctx.Err().
+// Lock acquires the lock named key, retrying until it holds the lock or ctx
+// ends. Give ctx a deadline to bound the wait. When ctx ends first, the error
+// matches ErrNotObtained and ctx.Err().
+//
+// Between attempts Lock waits for the Backoff's delay, or less: when the nodes
+// publish releases (driver.Notifier, as the Redis drivers do), a waiter
+// subscribes to the key's releases and retries as soon as the holder unlocks.
+// The delays remain the fallback for locks that expire instead.
 func (c *Client) Lock(ctx context.Context, key string) (*Lock, error) {
-	var timer *time.Timer
-	for attempt := 1; ; attempt++ {
-		l, err := c.TryLock(ctx, key)
-		if err == nil || !errors.Is(err, ErrNotObtained) || ctx.Err() != nil {
+	l, err := c.TryLock(ctx, key)
+	if !retryable(ctx, err) {
+		return l, err
+	}
+	var released <-chan struct{}
+	if c.notify {
+		w := c.watch(ctx, key)
+		defer w.close()
+		released = w.released
+		// A release between the first attempt and the subscription was not
+		// heard: try again now that it would be.
+		if l, err = c.TryLock(ctx, key); !retryable(ctx, err) {
 			return l, err
 		}
-		d := c.backoff(attempt)
-		if timer == nil {
-			timer = time.NewTimer(d)
-			defer timer.Stop()
-		} else {
-			timer.Reset(d)
-		}
+	}
+	timer := time.NewTimer(c.backoff(1))
+	defer timer.Stop()
+	for attempt := 2; ; attempt++ {
 		select {
 		case <-timer.C:
+		case <-released:
+			timer.Stop()
 		case <-ctx.Done():
 			return nil, errors.Join(err, ctx.Err())
 		}
+		if l, err = c.TryLock(ctx, key); !retryable(ctx, err) {
+			return l, err
+		}
+		timer.Reset(c.backoff(attempt))
 	}
+}
+
+// retryable reports whether a failed TryLock is worth another attempt.
+func retryable(ctx context.Context, err error) bool {
+	return err != nil && errors.Is(err, ErrNotObtained) && ctx.Err() == nil
+}
+
+// release deletes key on node i if it holds value, publishing the release
+// where the node can.
+func (c *Client) release(ctx context.Context, i int, key, value string) (bool, error) {
+	if nn := c.notifiers[i]; nn != nil {
+		return nn.ReleaseNotify(ctx, key, value)
+	}
+	return c.nodes[i].EvalRelease(ctx, key, value)
 }

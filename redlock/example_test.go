@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"sync"
 	"time"
 
 	"github.com/go-redlock/redlock/driver"
@@ -98,4 +99,76 @@ func ExampleClient_Lock() {
 	fmt.Println(errors.Is(err, redlock.ErrNotObtained), errors.Is(err, context.DeadlineExceeded))
 	held.Unlock(context.Background())
 	// Output: true true
+}
+
+// fencedStore is a protected resource that checks fencing tokens: it rejects
+// a write whose token is lower than the highest it has accepted.
+type fencedStore struct {
+	mu      sync.Mutex
+	highest uint64
+	data    string
+}
+
+func (s *fencedStore) Write(token uint64, data string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if token < s.highest {
+		return fmt.Errorf("token %d is older than %d: rejected", token, s.highest)
+	}
+	s.highest, s.data = token, data
+	return nil
+}
+
+// Fencing tokens stop a holder that paused past its validity: its late write
+// carries an older token than the next holder's, and the resource rejects it.
+func ExampleWithFencing() {
+	ctx := context.Background()
+	nodes := []*memory.Node{memory.New(), memory.New(), memory.New()}
+	client, err := redlock.New([]driver.Node{nodes[0], nodes[1], nodes[2]},
+		redlock.WithFencing(), redlock.WithTTL(time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	store := &fencedStore{}
+
+	a, _ := client.Lock(ctx, "ledger")
+	fmt.Println("A holds token", a.Token())
+	// A pauses (GC, swap, SIGSTOP) and its lock expires meanwhile.
+	for _, n := range nodes {
+		n.Delete("ledger")
+	}
+	b, _ := client.Lock(ctx, "ledger")
+	fmt.Println("B holds token", b.Token())
+	fmt.Println("B writes:", store.Write(b.Token(), "B's entry"))
+	// A wakes up, unaware, and writes.
+	fmt.Println("A writes:", store.Write(a.Token(), "A's stale entry"))
+	b.Unlock(ctx)
+	// Output:
+	// A holds token 1
+	// B holds token 2
+	// B writes: <nil>
+	// A writes: token 1 is older than 2: rejected
+}
+
+// Do holds the lock while fn runs, extending it in the background, and
+// cancels fn's context if the lock is lost.
+func ExampleClient_Do() {
+	client, err := redlock.New([]driver.Node{memory.New(), memory.New(), memory.New()},
+		redlock.WithTTL(300*time.Millisecond))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	err = client.Do(context.Background(), "nightly-report", func(ctx context.Context) error {
+		select {
+		case <-time.After(time.Second): // longer than the TTL: Do keeps extending
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx) // redlock.ErrLockLost: stop touching the resource
+		}
+	})
+	fmt.Println("done:", err)
+	// Output: done: <nil>
 }

@@ -16,13 +16,25 @@ type Lock struct {
 	c     *Client
 	key   string
 	value string // the random value that proves ownership; never shown
+	token uint64 // fencing token; 0 without WithFencing
 
 	mu    sync.Mutex
 	until time.Time
+	ended bool          // no longer known to be held: expired, lost or unlocked
+	done  chan struct{} // made by the first Done call; closed when ended
+	timer *time.Timer   // closes done at until, while done exists
 }
 
 // Key returns the name of the lock.
 func (l *Lock) Key() string { return l.key }
+
+// Token returns the lock's fencing token, or 0 when the Client was made
+// without WithFencing. Tokens of one key rise with every grant, across clients
+// and drivers, as long as the nodes keep their counters (see WithFencing).
+// Pass the token to the protected resource with every write, and have it
+// reject a token lower than the highest it has seen: that stops a holder who
+// paused past its validity, which no lock can.
+func (l *Lock) Token() uint64 { return l.token }
 
 // Until returns the local deadline of the lock's validity: the holder may act
 // as the only owner until then, under Redlock's timing assumptions. It is
@@ -34,10 +46,58 @@ func (l *Lock) Until() time.Time {
 	return l.until
 }
 
+// Done returns a channel that is closed when the lock is no longer known to be
+// held: its validity (Until) passed without a successful Extend, an Extend
+// found it lost, or Unlock ran. It costs nothing until called: the first call
+// arms a timer, and no goroutine waits on the lock's behalf.
+func (l *Lock) Done() <-chan struct{} {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done == nil {
+		l.done = make(chan struct{})
+		if l.ended {
+			close(l.done)
+		} else {
+			l.timer = time.AfterFunc(l.until.Sub(l.c.now()), l.expire)
+		}
+	}
+	return l.done
+}
+
+// expire runs when the timer fires at Until.
+func (l *Lock) expire() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if left := l.until.Sub(l.c.now()); left > 0 && !l.ended {
+		l.timer.Reset(left) // extended while the timer fired
+		return
+	}
+	l.endLocked()
+}
+
+// endLocked marks the lock as no longer held and closes Done. l.mu is held.
+func (l *Lock) endLocked() {
+	if l.ended {
+		return
+	}
+	l.ended = true
+	if l.done != nil {
+		l.timer.Stop()
+		close(l.done)
+	}
+}
+
+func (l *Lock) end() {
+	l.mu.Lock()
+	l.endLocked()
+	l.mu.Unlock()
+}
+
 // Extend sets the lock's time to live on the nodes to ttl, only where they still
 // hold it. It succeeds when a quorum extended it with validity left, and
 // moves Until. Otherwise it returns an error matching ErrLockLost, with the
-// per-node causes joined in, and Until is unchanged.
+// per-node causes joined in, and Until is unchanged; when so many nodes said
+// they no longer hold it that no quorum can, Done is closed too.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	c := l.c
 	if ttl <= 0 {
@@ -48,16 +108,24 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		return fmt.Errorf("redlock: Extend TTL %v is too small: the drift allowance alone is %v", ttl, d)
 	}
 	start := c.now()
-	r := c.start(ctx, func(ctx context.Context, n driver.Node) (bool, error) {
+	r := c.start(ctx, func(ctx context.Context, _ int, n driver.Node) (bool, error) {
 		return n.Extend(ctx, l.key, l.value, ttl)
 	})
 	ok := r.wait(ctx)
 	until := start.Add(ttl - d)
 	if ok && c.now().Before(until) {
 		l.mu.Lock()
-		l.until = until
+		if !l.ended {
+			l.until = until
+			if l.timer != nil {
+				l.timer.Reset(until.Sub(c.now()))
+			}
+		}
 		l.mu.Unlock()
 		return nil
+	}
+	if r.lost() {
+		l.end()
 	}
 	err := r.err(ctx, ErrLockLost)
 	if ok {
@@ -66,13 +134,15 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	return err
 }
 
-// Unlock releases the lock on every node. It returns once a quorum confirmed
-// the release (the other nodes are released in the background, each bounded by
-// the node timeout), or an error matching ErrLockLost when fewer than a quorum
-// still held the lock, with the per-node causes joined in.
+// Unlock releases the lock on every node and closes Done. It returns once a
+// quorum confirmed the release (the other nodes are released in the
+// background, each bounded by the node timeout), or an error matching
+// ErrLockLost when fewer than a quorum still held the lock, with the per-node
+// causes joined in.
 func (l *Lock) Unlock(ctx context.Context) error {
-	r := l.c.start(ctx, func(ctx context.Context, n driver.Node) (bool, error) {
-		return n.EvalRelease(ctx, l.key, l.value)
+	l.end()
+	r := l.c.start(ctx, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
+		return l.c.release(ctx, i, l.key, l.value)
 	})
 	if r.wait(ctx) {
 		return nil

@@ -33,6 +33,8 @@ type config struct {
 	nodeTimeoutSet bool
 	driftFactor    float64
 	backoff        Backoff
+	fencing        bool
+	extendEvery    time.Duration
 }
 
 // WithTTL sets how long a lock lives on the nodes unless extended (default
@@ -63,6 +65,28 @@ func WithBackoff(b Backoff) Option {
 	return func(c *config) { c.backoff = b }
 }
 
+// WithFencing gives every lock a fencing token (Lock.Token) that rises with
+// every grant of its key. Each node keeps a counter per key, which never
+// expires, at "{key}:fence" (or "key:fence" when the key contains "}"), in the
+// same Redis Cluster hash slot as the key when the key has no "}". Acquiring
+// reads the counters with the SET in one step, takes the largest among the
+// granting nodes plus one, and writes it back to a quorum before the lock is
+// returned, at the cost of a second round trip.
+//
+// Tokens only rise while the nodes keep their counters: a node that crashes
+// without appendfsync always can lose a counter and a token can repeat. Every
+// node must implement driver.Fencer (all drivers of this module do); New and
+// Open fail otherwise.
+func WithFencing() Option {
+	return func(c *config) { c.fencing = true }
+}
+
+// WithExtendInterval sets how often Do extends the lock it holds (default
+// TTL/3). It must be positive and shorter than the TTL.
+func WithExtendInterval(d time.Duration) Option {
+	return func(c *config) { c.extendEvery = d }
+}
+
 func newConfig(opts []Option) (config, error) {
 	c := config{ttl: DefaultTTL, driftFactor: DefaultDriftFactor, backoff: DefaultBackoff}
 	for _, o := range opts {
@@ -73,6 +97,9 @@ func newConfig(opts []Option) (config, error) {
 	}
 	if !c.nodeTimeoutSet {
 		c.nodeTimeout = min(c.ttl/10, MaxNodeTimeout)
+	}
+	if c.extendEvery == 0 {
+		c.extendEvery = c.ttl / 3
 	}
 	switch {
 	case math.IsNaN(c.driftFactor) || c.driftFactor < 0 || c.driftFactor >= 1:
@@ -85,6 +112,8 @@ func newConfig(opts []Option) (config, error) {
 		return c, fmt.Errorf("redlock: node timeout %v is not positive", c.nodeTimeout)
 	case c.nodeTimeout >= c.ttl:
 		return c, fmt.Errorf("redlock: node timeout %v is not smaller than the TTL %v", c.nodeTimeout, c.ttl)
+	case c.extendEvery <= 0 || c.extendEvery >= c.ttl:
+		return c, fmt.Errorf("redlock: extend interval %v is not between 0 and the TTL %v", c.extendEvery, c.ttl)
 	case c.backoff == nil:
 		return c, errors.New("redlock: nil Backoff")
 	}

@@ -4,12 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 
 	"github.com/go-redlock/redlock/driver"
 )
 
-// An op is one command sent to one node.
-type op func(ctx context.Context, n driver.Node) (bool, error)
+// An op is one command sent to node i.
+type op func(ctx context.Context, i int, n driver.Node) (bool, error)
 
 type reply struct {
 	node int
@@ -19,9 +20,10 @@ type reply struct {
 
 // Node states within a round.
 const (
-	pending  = iota // no reply yet
-	answered        // replied (true or false) without error
-	failed          // replied with an error: outcome unknown
+	pending = iota // no reply yet
+	granted        // answered true
+	refused        // answered false: definitely not applied
+	failed         // answered with an error: outcome unknown
 )
 
 // A round is one command sent to every node at once, each call bounded by the
@@ -33,7 +35,22 @@ type round struct {
 	state   []uint8
 	yes     int // nodes that answered true
 	no      int // nodes that answered false or failed
+	refused int // nodes that answered false
 	errs    []error
+	running atomic.Int32 // calls not yet returned; the last cancels ctx
+
+	op     op
+	ctx    context.Context // bounds every call by the node timeout
+	cancel context.CancelFunc
+}
+
+// call runs the round's op on node i and sends its reply.
+func (r *round) call(i int) {
+	ok, err := r.op(r.ctx, i, r.c.nodes[i])
+	r.replies <- reply{node: i, ok: ok && err == nil, err: err}
+	if r.running.Add(-1) == 0 {
+		r.cancel()
+	}
 }
 
 func (c *Client) start(ctx context.Context, o op) *round {
@@ -42,13 +59,13 @@ func (c *Client) start(ctx context.Context, o op) *round {
 		replies: make(chan reply, len(c.nodes)),
 		state:   make([]uint8, len(c.nodes)),
 	}
-	for i, n := range c.nodes {
-		go func() {
-			nctx, cancel := context.WithTimeout(ctx, c.nodeTimeout)
-			ok, err := o(nctx, n)
-			cancel()
-			r.replies <- reply{node: i, ok: ok && err == nil, err: err}
-		}()
+	// One deadline for all the calls, which start together: one timer per
+	// round rather than one per node.
+	r.ctx, r.cancel = context.WithTimeout(ctx, c.nodeTimeout)
+	r.op = o
+	r.running.Store(int32(len(c.nodes)))
+	for i := range c.nodes {
+		go r.call(i)
 	}
 	return r
 }
@@ -75,16 +92,21 @@ func (r *round) record(rep reply) {
 		r.no++
 		r.errs = append(r.errs, &NodeError{Addr: r.c.names[rep.node], Err: rep.err})
 	case rep.ok:
-		r.state[rep.node] = answered
+		r.state[rep.node] = granted
 		r.yes++
 	default:
-		r.state[rep.node] = answered
+		r.state[rep.node] = refused
 		r.no++
+		r.refused++
 	}
 }
 
 // pendingCount is how many nodes have not replied.
 func (r *round) pendingCount() int { return len(r.state) - r.yes - r.no }
+
+// lost reports whether so many nodes said false that a quorum cannot hold the
+// lock: it is known to be lost, not merely unconfirmed.
+func (r *round) lost() bool { return r.refused > len(r.state)-r.c.quorum }
 
 // err joins sentinel, a summary of the votes, the nodes' errors and ctx.Err().
 func (r *round) err(ctx context.Context, sentinel error) error {

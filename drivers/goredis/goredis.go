@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"runtime"
 	"sync/atomic"
 	"time"
@@ -26,12 +27,16 @@ const (
 	ioTimeout   = 3 * time.Second // read and write
 	minPoolSize = 64              // connections, for 64 concurrent lockers
 	// cancelLag is the longest a call may take to notice that its context was
-	// canceled: see node.call.
+	// canceled: see node.watch.
 	cancelLag = 250 * time.Millisecond
 )
 
-// ErrClosed is returned by calls on a node after Close.
-var ErrClosed = errors.New("goredis: node is closed")
+// ErrClosed is [driver.ErrClosed], which calls on a node return after Close.
+var ErrClosed = driver.ErrClosed
+
+// errNilClient is what every call on a node from New(nil), and its Close,
+// return.
+var errNilClient = errors.New("goredis: New was given a nil client")
 
 // The scripts every node runs. A redis.Script sends EVALSHA and falls back to
 // EVAL when the server answers NOSCRIPT.
@@ -68,8 +73,9 @@ func (Driver) Open(addr string) (driver.Node, error) {
 	return &node{client: c, owned: true, name: a.String(), bounded: true}, nil
 }
 
-// New returns a node over c, a client the caller configured; it must not be
-// nil. The caller keeps ownership: the node's Close does not close c.
+// New returns a node over c, a client the caller configured. The caller keeps
+// ownership: the node's Close does not close c. If c is nil, every call on the
+// node, and Close, return an error.
 //
 // c should have ContextTimeoutEnabled set, so that each command's context
 // deadline bounds its network I/O, and MaxRetries set to -1, so that go-redis
@@ -80,15 +86,22 @@ func (Driver) Open(addr string) (driver.Node, error) {
 // The node is named in errors by c's address with credentials removed when c is
 // a *redis.Client, else by "goredis".
 func New(c redis.UniversalClient) driver.Node {
-	if c == nil {
-		panic("goredis: New called with a nil client")
-	}
 	n := &node{client: c, name: "goredis"}
+	if isNil(c) {
+		n.client = nil
+		return n
+	}
 	if rc, ok := c.(*redis.Client); ok {
 		o := rc.Options()
 		n.name, n.bounded = describe(o), o.ContextTimeoutEnabled
 	}
 	return n
+}
+
+// isNil reports whether c is nil or a nil pointer.
+func isNil(c any) bool {
+	v := reflect.ValueOf(c)
+	return !v.IsValid() || v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // describe names the server o connects to, without credentials.
@@ -102,10 +115,10 @@ func describe(o *redis.Options) string {
 
 // node is a driver.Node over a go-redis client.
 type node struct {
-	client  redis.UniversalClient
-	owned   bool   // Close closes client
-	name    string // address without credentials
-	bounded bool   // client bounds I/O by the context's deadline (ContextTimeoutEnabled)
+	client  redis.UniversalClient // nil for New(nil)
+	owned   bool                  // Close closes client
+	name    string                // address without credentials
+	bounded bool                  // client bounds I/O by the context's deadline (ContextTimeoutEnabled)
 	closed  atomic.Bool
 }
 
@@ -155,8 +168,12 @@ func flag(cmd *redis.Cmd) (bool, error) {
 }
 
 // Close closes the client if the node owns it (a node from Open). Later calls
-// on the node return ErrClosed; closing twice does nothing.
+// on the node return ErrClosed; closing twice does nothing. On a node from
+// New(nil) it returns an error.
 func (n *node) Close() error {
+	if n.client == nil {
+		return errNilClient
+	}
 	if n.closed.Swap(true) || !n.owned {
 		return nil
 	}
@@ -166,7 +183,24 @@ func (n *node) Close() error {
 	return nil
 }
 
-// call runs f, one command, bounded by ctx.
+// call runs f, one command, bounded by ctx, and names op in its error, which
+// matches ctx's error when ctx is done: go-redis reports an expired deadline
+// as a network timeout.
+func (n *node) call(ctx context.Context, op string, f func(context.Context) (bool, error)) (bool, error) {
+	switch {
+	case n.client == nil:
+		return false, errNilClient
+	case n.closed.Load():
+		return false, ErrClosed
+	}
+	ok, err := n.watch(ctx, f)
+	if err != nil {
+		return false, fmt.Errorf("goredis: %s: %w", op, driver.ContextError(ctx, err))
+	}
+	return ok, nil
+}
+
+// watch runs f bounded by ctx.
 //
 // go-redis bounds a command's I/O by ctx's deadline (with
 // ContextTimeoutEnabled) but does not notice a cancellation. When the deadline
@@ -175,16 +209,12 @@ func (n *node) Close() error {
 // ctx is watched here, so that the call returns when ctx is done; the abandoned
 // command finishes in the background, bounded by the client's timeouts. The
 // watch costs a goroutine per call, which the common case avoids.
-func (n *node) call(ctx context.Context, op string, f func(context.Context) (bool, error)) (bool, error) {
-	if n.closed.Load() {
-		return false, ErrClosed
-	}
+func (n *node) watch(ctx context.Context, f func(context.Context) (bool, error)) (bool, error) {
 	if err := ctx.Err(); err != nil {
-		return false, fmt.Errorf("goredis: %s: %w", op, err)
+		return false, err
 	}
 	if d, ok := ctx.Deadline(); (ok && n.bounded && time.Until(d) <= cancelLag) || ctx.Done() == nil {
-		ok, err := f(ctx)
-		return ok, wrap(ctx, op, err)
+		return f(ctx)
 	}
 	type result struct {
 		ok  bool
@@ -197,28 +227,8 @@ func (n *node) call(ctx context.Context, op string, f func(context.Context) (boo
 	}()
 	select {
 	case r := <-done:
-		return r.ok, wrap(ctx, op, r.err)
+		return r.ok, r.err
 	case <-ctx.Done():
-		return false, fmt.Errorf("goredis: %s: %w", op, ctx.Err())
+		return false, ctx.Err()
 	}
-}
-
-// wrap names op in err and makes it match ctx's error when ctx is done, since
-// go-redis reports an expired deadline as a network timeout.
-func wrap(ctx context.Context, op string, err error) error {
-	if err == nil {
-		return nil
-	}
-	cerr := ctx.Err()
-	if cerr == nil {
-		// The socket deadline, set from ctx's deadline, can fire just before
-		// ctx records its expiry.
-		if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-			cerr = context.DeadlineExceeded
-		}
-	}
-	if cerr != nil && !errors.Is(err, cerr) {
-		return fmt.Errorf("goredis: %s: %w (%w)", op, cerr, err)
-	}
-	return fmt.Errorf("goredis: %s: %w", op, err)
 }

@@ -13,8 +13,9 @@ import (
 
 // Errors a node returns.
 var (
-	// ErrClosed is returned by calls on a Node after Close.
-	ErrClosed = errors.New("memory: node is closed")
+	// ErrClosed is [driver.ErrClosed], which calls on a Node return after
+	// Close.
+	ErrClosed = driver.ErrClosed
 	// ErrDown is returned by every call while the store is down (SetDown).
 	ErrDown = errors.New("memory: node is down")
 	// ErrReplyLost is returned, after the command was applied, while the store
@@ -29,6 +30,8 @@ type store struct {
 
 	mu          sync.Mutex
 	keys        map[string]entry
+	fences      map[string]uint64                     // fencing counters; never expire
+	subs        map[string]map[*subscription]struct{} // release subscribers by key
 	down        bool
 	loseReplies bool
 	latency     time.Duration
@@ -222,10 +225,11 @@ func (n *Node) SetLatency(d time.Duration) {
 	n.s.mu.Unlock()
 }
 
-// Forget drops every key, as a server restarted without persistence does.
+// Forget drops every key and fencing counter, as a server restarted without persistence does.
 func (n *Node) Forget() {
 	n.s.mu.Lock()
 	clear(n.s.keys)
+	clear(n.s.fences)
 	n.s.mu.Unlock()
 }
 

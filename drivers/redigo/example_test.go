@@ -9,71 +9,33 @@ import (
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/drivers/redigo"
-	"github.com/go-redlock/redlock/redistest"
 	"github.com/go-redlock/redlock/redlock"
 )
 
-// startServers starts n redis-server processes for an example; real code
-// names its own independent Redis masters.
-func startServers(ctx context.Context, n int) (addrs []string, stop func()) {
-	var servers []*redistest.Server
-	stop = func() {
-		for _, s := range servers {
-			s.Close()
-		}
-	}
-	for range n {
-		s, err := redistest.Start(ctx)
-		if err != nil {
-			stop()
-			log.Fatal(err)
-		}
-		servers = append(servers, s)
-		addrs = append(addrs, s.Addr())
-	}
-	return addrs, stop
-}
-
-// Example opens a Redlock client through the registered "redigo" driver.
-// Addresses may also carry credentials and a database:
-// "redis://:password@host:6379/0".
+// Open a Client through the driver, which importing the package registers.
+// Open does not connect, so this runs without servers: each node dials its
+// master on first use. Lock and unlock with the Client as package redlock
+// shows.
 func Example() {
-	ctx := context.Background()
-	addrs, stop := startServers(ctx, 3)
-	defer stop()
-
-	c, err := redlock.Open("redigo", addrs)
+	c, err := redlock.Open("redigo", []string{
+		"10.0.0.1:6379", "redis://:password@10.0.0.2:6379", "redis://10.0.0.3:6379/2",
+	})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer c.Close()
-
-	l, err := c.TryLock(ctx, "orders:42")
-	if err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println("locked", l.Key())
-	if err := l.Unlock(ctx); err != nil {
-		log.Fatal(err)
-	}
-	fmt.Println("unlocked")
-	// Output:
-	// locked orders:42
-	// unlocked
+	fmt.Println("a lock needs", c.Quorum(), "masters")
+	// Output: a lock needs 2 masters
 }
 
-// ExampleNew builds nodes over pools the application already configured. The
-// application keeps the pools: closing the client does not close them.
+// Wrap pools the application configured. The application keeps them: closing
+// the redlock Client does not close them.
 func ExampleNew() {
-	ctx := context.Background()
-	addrs, stop := startServers(ctx, 3)
-	defer stop()
-
 	var nodes []driver.Node
-	for _, addr := range addrs {
+	for _, addr := range []string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"} {
 		pool := &redis.Pool{
 			DialContext: func(ctx context.Context) (redis.Conn, error) {
-				return redis.DialContext(ctx, "tcp", addr)
+				return redis.DialContext(ctx, "tcp", addr) // connections with contexts
 			},
 			MaxIdle: 16,
 		}
@@ -85,13 +47,6 @@ func ExampleNew() {
 		log.Fatal(err)
 	}
 	defer c.Close()
-
-	l, err := c.TryLock(ctx, "reports:daily")
-	if err != nil {
-		log.Fatal(err)
-	}
-	defer l.Unlock(ctx)
-	fmt.Println("locked", l.Key())
-	// Output:
-	// locked reports:daily
+	fmt.Println("a lock needs", c.Quorum(), "masters")
+	// Output: a lock needs 2 masters
 }

@@ -26,8 +26,12 @@ const (
 	idleTimeout = 4 * time.Minute
 )
 
-// ErrClosed is returned by calls on a node after Close.
-var ErrClosed = errors.New("redigo: node is closed")
+// ErrClosed is [driver.ErrClosed], which calls on a node return after Close.
+var ErrClosed = driver.ErrClosed
+
+// errNilPool is what every call on a node from New(nil), and its Close,
+// return.
+var errNilPool = errors.New("redigo: New was given a nil pool")
 
 // The scripts every node runs, by EVALSHA with a fallback to EVAL.
 var (
@@ -69,7 +73,8 @@ func (Driver) Open(addr string) (driver.Node, error) {
 // Dial) decides the server, credentials and database. The caller keeps the
 // pool: the node's Close does not close it, but calls on the node fail after
 // Close. The pool's connections must support contexts (redis.ConnWithContext),
-// as those of redis.DialContext do.
+// as those of redis.DialContext do. If p is nil, every call on the node, and
+// Close, return an error.
 //
 // The node's String is "redigo(0x...)", naming the pool by its address, so
 // that redlock.New tells nodes over different pools apart and refuses two nodes
@@ -80,7 +85,7 @@ func New(p *redis.Pool) driver.Node {
 
 // node is a driver.Node over a redigo pool.
 type node struct {
-	pool     *redis.Pool
+	pool     *redis.Pool // nil for New(nil)
 	name     string
 	ownsPool bool
 	closed   atomic.Bool
@@ -120,8 +125,11 @@ func (n *node) Extend(ctx context.Context, key, value string, ttl time.Duration)
 }
 
 // Close makes later calls fail with ErrClosed and closes the pool if Open made
-// it. Closing twice does nothing.
+// it. Closing twice does nothing. On a node from New(nil) it returns an error.
 func (n *node) Close() error {
+	if n.pool == nil {
+		return errNilPool
+	}
 	if n.closed.Swap(true) || !n.ownsPool {
 		return nil
 	}
@@ -140,26 +148,19 @@ func intBool(reply any) (result, ok bool) {
 }
 
 // do runs cmd on a connection from the pool and reads its reply with result,
-// which reports false for a reply it does not expect.
+// which reports false for a reply it does not expect. Its errors match
+// ctx.Err() when ctx is done: redigo bounds a read by a socket deadline equal
+// to ctx's, which can fire before ctx itself reports DeadlineExceeded.
 func (n *node) do(ctx context.Context, cmd func(redis.Conn) (any, error), result func(any) (bool, bool)) (bool, error) {
-	if n.closed.Load() {
+	switch {
+	case n.pool == nil:
+		return false, errNilPool
+	case n.closed.Load():
 		return false, ErrClosed
 	}
-	// Neither GetContext (with an idle connection) nor DoContext checks a
-	// context that is already done before they send the command.
-	if err := ctx.Err(); err != nil {
-		return false, err
-	}
-	c, err := n.pool.GetContext(ctx)
+	reply, err := n.exec(ctx, cmd)
 	if err != nil {
-		return false, wrap(ctx, err)
-	}
-	// A connection whose command was cut short by ctx has its error set
-	// (redigo closes it at once), so Close discards it instead of pooling it.
-	defer c.Close()
-	reply, err := cmd(c)
-	if err != nil {
-		return false, wrap(ctx, err)
+		return false, fmt.Errorf("redigo: %w", driver.ContextError(ctx, err))
 	}
 	ok, known := result(reply)
 	if !known {
@@ -168,16 +169,19 @@ func (n *node) do(ctx context.Context, cmd func(redis.Conn) (any, error), result
 	return ok, nil
 }
 
-// wrap prefixes err and makes it match ctx.Err() if ctx is done. redigo
-// bounds a read by a socket deadline equal to ctx's, which can fire before ctx
-// itself reports DeadlineExceeded: a deadline already passed counts as done.
-func wrap(ctx context.Context, err error) error {
-	cerr := ctx.Err()
-	if dl, ok := ctx.Deadline(); ok && cerr == nil && !time.Now().Before(dl) {
-		cerr = context.DeadlineExceeded
+// exec runs cmd on a connection from the pool.
+func (n *node) exec(ctx context.Context, cmd func(redis.Conn) (any, error)) (any, error) {
+	// Neither GetContext (with an idle connection) nor DoContext checks a
+	// context that is already done before they send the command.
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
-	if cerr != nil && !errors.Is(err, cerr) {
-		return fmt.Errorf("redigo: %w: %w", cerr, err)
+	c, err := n.pool.GetContext(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return fmt.Errorf("redigo: %w", err)
+	// A connection whose command was cut short by ctx has its error set
+	// (redigo closes it at once), so Close discards it instead of pooling it.
+	defer c.Close()
+	return cmd(c)
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"reflect"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -39,8 +40,12 @@ var (
 	extendScript  = rueidis.NewLuaScript(driver.ExtendScript.Source)
 )
 
-// ErrClosed is returned by calls on a node after Close.
-var ErrClosed = errors.New("rueidis: node is closed")
+// ErrClosed is [driver.ErrClosed], which calls on a node return after Close.
+var ErrClosed = driver.ErrClosed
+
+// errNilClient is what every call on a node from New(nil), and its Close,
+// return.
+var errNilClient = errors.New("rueidis: New was given a nil client")
 
 // errRedial is what the dialer of a client made by Open answers when rueidis
 // wants to reconnect in the goroutine of a call, where the wait would not be
@@ -94,14 +99,23 @@ func (Driver) Open(addr string) (driver.Node, error) {
 //
 // Configure c with DisableRetry, so that a command whose reply was lost is
 // reported as an error rather than retried, and prefer ForceSingleClient and
-// DisableCache.
+// DisableCache. If c is nil, every call on the node, and Close, return an
+// error.
 func New(c rueidis.Client) driver.Node {
-	if c == nil {
-		panic("rueidis: New called with a nil client")
+	if isNil(c) {
+		n := &node{name: "rueidis"}
+		n.cur.Store(nilClientState)
+		return n
 	}
 	n := &node{name: clientName(c)}
 	n.cur.Store(&state{client: c})
 	return n
+}
+
+// isNil reports whether c is nil or a nil pointer.
+func isNil(c any) bool {
+	v := reflect.ValueOf(c)
+	return !v.IsValid() || v.Kind() == reflect.Pointer && v.IsNil()
 }
 
 // wrapped counts the clients New wrapped, to name them.
@@ -118,13 +132,18 @@ func clientName(c rueidis.Client) string {
 	return "rueidis-" + strconv.FormatInt(wrapped.Add(1), 10)
 }
 
-// state is what a node's calls use: its client, or nil once closed.
+// state is what a node's calls use: its client, or else the error they
+// return.
 type state struct {
 	client rueidis.Client
+	err    error
 }
 
-// closedState is the state of every closed node.
-var closedState = &state{}
+// The states of every closed node, and of every node from New(nil).
+var (
+	closedState    = &state{err: ErrClosed}
+	nilClientState = &state{err: errNilClient}
+)
 
 // attempt is one creation of a client, shared by the callers that wait for it.
 type attempt struct {
@@ -144,7 +163,8 @@ type node struct {
 
 	// cur is nil while there is no client (Open: before the first one is
 	// created, and after one lost its connection), then its state; Close sets
-	// it to closedState. Calls read it with one atomic load.
+	// it to closedState, New(nil) to nilClientState. Calls read it with one
+	// atomic load.
 	cur atomic.Pointer[state]
 
 	// For nodes made by Open.
@@ -165,10 +185,7 @@ func (n *node) String() string { return n.name }
 // client returns the node's client, creating it first if need be.
 func (n *node) client(ctx context.Context) (rueidis.Client, error) {
 	if s := n.cur.Load(); s != nil {
-		if s.client == nil {
-			return nil, ErrClosed
-		}
-		return s.client, nil
+		return s.client, s.err
 	}
 	return n.connect(ctx)
 }
@@ -182,10 +199,7 @@ func (n *node) connect(ctx context.Context) (rueidis.Client, error) {
 	n.mu.Lock()
 	if s := n.cur.Load(); s != nil {
 		n.mu.Unlock()
-		if s.client == nil {
-			return nil, ErrClosed
-		}
-		return s.client, nil
+		return s.client, s.err
 	}
 	a := n.pending
 	if a == nil {
@@ -287,15 +301,18 @@ func (n *node) lost(c rueidis.Client, err error) bool {
 
 // Close closes the node and, for a node made by Open, its client, including
 // one still being created. Calls after Close return ErrClosed. Close is
-// idempotent.
+// idempotent. On a node from New(nil) it returns an error.
 func (n *node) Close() error {
+	if n.cur.Load() == nilClientState {
+		return errNilClient
+	}
 	n.mu.Lock()
 	s := n.cur.Swap(closedState)
 	n.mu.Unlock()
 	if n.cancel != nil {
 		n.cancel()
 	}
-	if s != nil && s != closedState && n.owned {
+	if s != nil && s.client != nil && n.owned {
 		s.client.Close()
 	}
 	return nil
@@ -310,7 +327,7 @@ func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) 
 	for retry := true; ; retry = false {
 		var c rueidis.Client
 		if c, err = n.client(ctx); err != nil {
-			return false, fail(ctx, err)
+			return false, driver.ContextError(ctx, err)
 		}
 		cmd := c.B().Set().Key(key).Value(value).Nx().PxMilliseconds(driver.Milliseconds(ttl)).Build()
 		if reply, err = c.Do(ctx, cmd).ToString(); !retry || !n.lost(c, err) {
@@ -325,7 +342,7 @@ func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) 
 	case err == nil:
 		err = fmt.Errorf("unexpected reply %.40q", reply)
 	}
-	return false, fail(ctx, fmt.Errorf("rueidis: SET: %w", err))
+	return false, driver.ContextError(ctx, fmt.Errorf("rueidis: SET: %w", err))
 }
 
 // EvalRelease runs driver.ReleaseScript.
@@ -347,7 +364,7 @@ func (n *node) eval(ctx context.Context, name string, script *rueidis.Lua, keys,
 	for retry := true; ; retry = false {
 		var c rueidis.Client
 		if c, err = n.client(ctx); err != nil {
-			return false, fail(ctx, err)
+			return false, driver.ContextError(ctx, err)
 		}
 		if v, err = script.Exec(ctx, c, keys, args).AsInt64(); !retry || !n.lost(c, err) {
 			break
@@ -362,14 +379,5 @@ func (n *node) eval(ctx context.Context, name string, script *rueidis.Lua, keys,
 	default:
 		err = fmt.Errorf("unexpected reply %d", v)
 	}
-	return false, fail(ctx, fmt.Errorf("rueidis: %s script: %w", name, err))
-}
-
-// fail returns err, joined with ctx's error if ctx is done and err does not
-// already match it, so that errors.Is(err, ctx.Err()) holds.
-func fail(ctx context.Context, err error) error {
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		return fmt.Errorf("%w: %w", cerr, err)
-	}
-	return err
+	return false, driver.ContextError(ctx, fmt.Errorf("rueidis: %s script: %w", name, err))
 }

@@ -1,112 +1,54 @@
 package rueidis_test
 
 import (
-	"context"
 	"fmt"
+	"log"
 
 	"github.com/redis/rueidis"
 
 	"github.com/go-redlock/redlock/driver"
 	rueidisdriver "github.com/go-redlock/redlock/drivers/rueidis"
-	"github.com/go-redlock/redlock/redistest"
 	"github.com/go-redlock/redlock/redlock"
 )
 
-// startServers starts n redis-server processes for an example. Real code
-// names its own independent Redis masters instead.
-func startServers(ctx context.Context, n int) (addrs []string, stop func(), err error) {
-	var servers []*redistest.Server
-	stop = func() {
-		for _, s := range servers {
-			s.Close()
-		}
-	}
-	for range n {
-		s, err := redistest.Start(ctx)
-		if err != nil {
-			stop()
-			return nil, nil, err
-		}
-		servers = append(servers, s)
-		addrs = append(addrs, s.Addr())
-	}
-	return addrs, stop, nil
-}
-
-// Open a lock client through the registered "rueidis" driver. Importing the
-// driver package, even blank, registers it.
+// Open a Client through the driver, which importing the package registers.
+// Open does not connect, so this runs without servers: each node dials its
+// master on first use. Lock and unlock with the Client as package redlock
+// shows.
 func Example() {
-	ctx := context.Background()
-	addrs, stop, err := startServers(ctx, 3) // e.g. "10.0.0.1:6379", "redis://:password@10.0.0.2:6379/0", ...
+	c, err := redlock.Open("rueidis", []string{
+		"10.0.0.1:6379", "redis://:password@10.0.0.2:6379", "redis://10.0.0.3:6379/2",
+	})
 	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer stop()
-
-	c, err := redlock.Open("rueidis", addrs)
-	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	defer c.Close()
-
-	lock, err := c.TryLock(ctx, "reports:daily")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Println("locked", lock.Key())
-	if err := lock.Unlock(ctx); err != nil {
-		fmt.Println(err)
-		return
-	}
-	fmt.Println("unlocked")
-	// Output:
-	// locked reports:daily
-	// unlocked
+	fmt.Println("a lock needs", c.Quorum(), "masters")
+	// Output: a lock needs 2 masters
 }
 
-// Wrap rueidis clients the application already configured. The application
-// keeps owning them: closing the lock client does not close them.
+// Wrap clients the application configured. The application keeps them:
+// closing the redlock Client does not close them. It has no Output line
+// because rueidis.NewClient connects, and these masters are made up.
 func ExampleNew() {
-	ctx := context.Background()
-	addrs, stop, err := startServers(ctx, 3)
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer stop()
-
 	var nodes []driver.Node
-	for _, addr := range addrs {
+	for _, addr := range []string{"10.0.0.1:6379", "10.0.0.2:6379", "10.0.0.3:6379"} {
 		client, err := rueidis.NewClient(rueidis.ClientOption{
 			InitAddress:       []string{addr},
 			ForceSingleClient: true, // each node is one independent master
 			DisableCache:      true,
-			DisableRetry:      true, // report a lost reply instead of retrying the command
+			DisableRetry:      true, // report a lost reply instead of resending the command
 		})
 		if err != nil {
-			fmt.Println(err)
-			return
+			log.Fatal(err)
 		}
 		defer client.Close()
 		nodes = append(nodes, rueidisdriver.New(client))
 	}
-
 	c, err := redlock.New(nodes)
 	if err != nil {
-		fmt.Println(err)
-		return
+		log.Fatal(err)
 	}
 	defer c.Close()
-
-	lock, err := c.TryLock(ctx, "reports:daily")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer lock.Unlock(ctx)
-	fmt.Println("locked", lock.Key())
-	// Output: locked reports:daily
+	fmt.Println("a lock needs", c.Quorum(), "masters")
 }

@@ -1,0 +1,142 @@
+package conformance
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock/driver"
+)
+
+// Subtests of the optional interfaces, skipped for nodes that lack them.
+
+func fencer(t *testing.T, newNode func(*testing.T) driver.Node) (driver.Node, driver.Fencer) {
+	t.Helper()
+	n := newNode(t)
+	f, ok := n.(driver.Fencer)
+	if !ok {
+		t.Skipf("%T does not implement driver.Fencer", n)
+	}
+	return n, f
+}
+
+// setNXFence calls SetNXFence and fails the test on an error.
+func setNXFence(t *testing.T, ctx context.Context, f driver.Fencer, k, v, fk string, ttl time.Duration) (bool, uint64) {
+	t.Helper()
+	ok, counter, err := f.SetNXFence(ctx, k, v, ttl, fk)
+	if err != nil {
+		t.Fatalf("SetNXFence: unexpected error %v", err)
+	}
+	return ok, counter
+}
+
+func fenceCounts(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	n, f := fencer(t, newNode)
+	k, v := key(t), value()
+	fk := k + ":fence"
+	if ok, c := setNXFence(t, ctx, f, k, v, fk, time.Minute); !ok || c != 0 {
+		t.Fatalf("SetNXFence(absent key, no counter) = %v, %d; want true, 0", ok, c)
+	}
+	if ok := must(t, "RaiseFence(value, 5)")(f.RaiseFence(ctx, k, v, fk, 5)); !ok {
+		t.Fatal("RaiseFence(value, 5) = false, want true: the key holds the value")
+	}
+	if ok, c := setNXFence(t, ctx, f, k, value(), fk, time.Minute); ok || c != 5 {
+		t.Fatalf("SetNXFence(held key) = %v, %d; want false, 5: the counter is read whether or not the key is set", ok, c)
+	}
+	if ok := must(t, "RaiseFence(value, 3)")(f.RaiseFence(ctx, k, v, fk, 3)); !ok {
+		t.Fatal("RaiseFence(value, 3) = false, want true")
+	}
+	if ok := must(t, "RaiseFence(otherValue, 9)")(f.RaiseFence(ctx, k, value(), fk, 9)); ok {
+		t.Fatal("RaiseFence(otherValue) = true, want false: only the holder may write its token")
+	}
+	must(t, "EvalRelease")(n.EvalRelease(ctx, k, v))
+	if ok, c := setNXFence(t, ctx, f, k, value(), fk, time.Minute); !ok || c != 5 {
+		t.Fatalf("SetNXFence after RaiseFence 5, 3 and a refused 9 = %v, %d; want true, 5: a counter never goes down, and only the holder raises it", ok, c)
+	}
+}
+
+func fenceOutlivesKey(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	_, f := fencer(t, newNode)
+	k, v := key(t), value()
+	fk := k + ":fence"
+	const big = uint64(1)<<62 + 7 // beyond a Lua number's exact integers
+	setNXFence(t, ctx, f, k, v, fk, 100*time.Millisecond)
+	must(t, "RaiseFence")(f.RaiseFence(ctx, k, v, fk, big))
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		ok, c := setNXFence(t, ctx, f, k, value(), fk, time.Minute)
+		if ok {
+			if c != big {
+				t.Fatalf("SetNXFence after the key expired: counter %d, want %d: counters never expire and keep every digit", c, big)
+			}
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("SetNXFence(ttl=100ms): the key was still held 5s later")
+}
+
+func notifier(t *testing.T, newNode func(*testing.T) driver.Node) (driver.Node, driver.Notifier) {
+	t.Helper()
+	n := newNode(t)
+	nn, ok := n.(driver.Notifier)
+	if !ok {
+		t.Skipf("%T does not implement driver.Notifier", n)
+	}
+	return n, nn
+}
+
+// quiet fails the test if notify receives within a short while.
+func quiet(t *testing.T, notify <-chan struct{}, why string) {
+	t.Helper()
+	select {
+	case <-notify:
+		t.Fatal(why)
+	case <-time.After(100 * time.Millisecond):
+	}
+}
+
+func notifyOnRelease(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	n, nn := notifier(t, newNode)
+	k, v := key(t), value()
+	notify := make(chan struct{}, 1)
+	cancel, err := nn.Subscribe(ctx, k, notify)
+	if err != nil {
+		t.Fatalf("Subscribe: unexpected error %v", err)
+	}
+	defer cancel()
+	must(t, "SetNX")(n.SetNX(ctx, k, v, time.Minute))
+	if ok := must(t, "ReleaseNotify(otherValue)")(nn.ReleaseNotify(ctx, k, value())); ok {
+		t.Fatal("ReleaseNotify(otherValue) = true, want false: a Node must not release a key held by another value")
+	}
+	quiet(t, notify, "Subscribe: notified of a ReleaseNotify that released nothing")
+	if ok := must(t, "ReleaseNotify(value)")(nn.ReleaseNotify(ctx, k, v)); !ok {
+		t.Fatal("ReleaseNotify(value) = false, want true")
+	}
+	select {
+	case <-notify:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Subscribe: no notification 5s after ReleaseNotify released the key")
+	}
+	if ok := must(t, "SetNX after ReleaseNotify")(n.SetNX(ctx, k, value(), time.Minute)); !ok {
+		t.Fatal("SetNX after ReleaseNotify(value) = false, want true: ReleaseNotify must delete the key")
+	}
+}
+
+func notifyStopsOnCancel(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	n, nn := notifier(t, newNode)
+	k, other := key(t), key(t)
+	notify := make(chan struct{}, 1)
+	cancel, err := nn.Subscribe(ctx, k, notify)
+	if err != nil {
+		t.Fatalf("Subscribe: unexpected error %v", err)
+	}
+	v := value()
+	must(t, "SetNX(other key)")(n.SetNX(ctx, other, v, time.Minute))
+	must(t, "ReleaseNotify(other key)")(nn.ReleaseNotify(ctx, other, v))
+	quiet(t, notify, "Subscribe(key): notified of the release of another key")
+	cancel()
+	must(t, "SetNX")(n.SetNX(ctx, k, v, time.Minute))
+	must(t, "ReleaseNotify")(nn.ReleaseNotify(ctx, k, v))
+	quiet(t, notify, "Subscribe: notified after cancel returned")
+}

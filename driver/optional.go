@@ -1,0 +1,50 @@
+package driver
+
+import (
+	"context"
+	"time"
+)
+
+// Optional interfaces. A Node may implement them to offer more; package
+// redlock finds them by type assertion where it uses them, as database/sql
+// does with its drivers' optional interfaces. The conformance suite tests them
+// when a node has them.
+
+// Fencer is implemented by nodes that keep fencing counters, which
+// redlock.WithFencing needs. A fencing counter is a plain Redis string key
+// holding a decimal number. It never expires, and it lives in the same hash
+// slot as its lock key (see redlock's documentation of WithFencing for the
+// name).
+type Fencer interface {
+	// SetNXFence is SetNX that also returns the counter stored at fenceKey (0
+	// when there is none), read in the same atomic step whether or not the key
+	// was set, by running SetNXFenceScript.
+	SetNXFence(ctx context.Context, key, value string, ttl time.Duration, fenceKey string) (ok bool, counter uint64, err error)
+
+	// RaiseFence raises the counter at fenceKey to token, never lowering it,
+	// only if key holds value, by running RaiseFenceScript. It reports whether
+	// key held value.
+	RaiseFence(ctx context.Context, key, value, fenceKey string, token uint64) (bool, error)
+}
+
+// Notifier is implemented by nodes that publish releases and let waiters
+// subscribe to them, so that a waiter in redlock's Lock retries as soon as the
+// holder releases instead of polling.
+type Notifier interface {
+	// ReleaseNotify is EvalRelease that also publishes the release on
+	// ReleaseChannel(key) when it deleted the key, by running
+	// ReleaseNotifyScript.
+	ReleaseNotify(ctx context.Context, key, value string) (bool, error)
+
+	// Subscribe arranges for a send on notify, without blocking (a send that
+	// would block is dropped), each time a release of key is published on the
+	// node, until cancel is called. It returns once the server has confirmed
+	// the subscription, or with an error when ctx ends first or the
+	// subscription fails. cancel must be called exactly once, and after it
+	// returns nothing is sent on notify any more.
+	Subscribe(ctx context.Context, key string, notify chan<- struct{}) (cancel func(), err error)
+}
+
+// ReleaseChannel is the pub/sub channel on which releases of key are
+// published: "redlock:released:" followed by the key.
+func ReleaseChannel(key string) string { return "redlock:released:" + key }

@@ -1,0 +1,50 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"strings"
+
+	"github.com/go-redlock/redlock/driver"
+)
+
+// ErrFenceNotWritten joins ErrNotObtained when a lock was granted but its
+// fencing token could not be written to a quorum.
+var ErrFenceNotWritten = errors.New("redlock: fencing token not written to a quorum")
+
+// fence computes the token of a granted lock and writes it back to a quorum.
+//
+// Every grant of key wrote its token to a quorum of counters, and any two
+// quorums intersect, so the largest counter among the nodes that granted this
+// lock is at least the last token issued: one more is larger than every token
+// before it. Writing it back to a quorum (where this lock's value still holds)
+// makes the same true for the next grant. Counters never expire; a node that
+// loses them in a crash (no appendfsync always) can make a token repeat.
+func (c *Client) fence(ctx context.Context, r *round, counters []uint64, key, value, fk string) (uint64, error) {
+	var highest uint64
+	for i, s := range r.state {
+		if s == granted {
+			highest = max(highest, counters[i])
+		}
+	}
+	token := highest + 1
+	w := c.start(ctx, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
+		return c.fencers[i].RaiseFence(ctx, key, value, fk, token)
+	})
+	if !w.wait(ctx) {
+		return 0, errors.Join(ErrFenceNotWritten, w.err(ctx, ErrFenceNotWritten))
+	}
+	return token, nil
+}
+
+// fenceKey names the fencing counter of the lock key: "{key}:fence", or
+// "key:fence" when key has a hash tag of its own, so that both are in the same
+// Redis Cluster hash slot (a key's slot is that of its first non-empty {...}
+// section, else of the whole key). A key without a hash tag that contains "}"
+// cannot be wrapped that way; its counter is "key:fence", in another slot.
+func fenceKey(key string) string {
+	if strings.Contains(key, "}") {
+		return key + ":fence"
+	}
+	return "{" + key + "}:fence"
+}

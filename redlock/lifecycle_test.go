@@ -1,0 +1,275 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/drivers/memory"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+func closedWithin(ch <-chan struct{}, d time.Duration) bool {
+	select {
+	case <-ch:
+		return true
+	case <-time.After(d):
+		return false
+	}
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func TestDoneClosesAtValidityEnd(t *testing.T) {
+	_, nodes := memNodes(3)
+	c := newClient(t, nodes, redlock.WithTTL(300*time.Millisecond))
+	l, err := c.TryLock(t.Context(), "k")
+	require.NoError(t, err)
+	done := l.Done()
+	require.True(t, closedWithin(done, 5*time.Second), "Done must close when the validity ends")
+	closedAt := time.Now()
+	assert.False(t, closedAt.Before(l.Until()), "Done closed %v before Until", l.Until().Sub(closedAt))
+	assert.Less(t, closedAt.Sub(l.Until()), time.Second, "Done must close promptly after Until")
+	assert.True(t, isClosed(l.Done()), "Done stays closed")
+}
+
+func TestDoneFollowsExtend(t *testing.T) {
+	_, nodes := memNodes(3)
+	c := newClient(t, nodes, redlock.WithTTL(300*time.Millisecond))
+	l, err := c.TryLock(t.Context(), "k")
+	require.NoError(t, err)
+	done := l.Done()
+	require.NoError(t, l.Extend(t.Context(), time.Minute))
+	assert.False(t, closedWithin(done, 600*time.Millisecond), "Done closed at the old Until after a successful Extend")
+	require.NoError(t, l.Unlock(t.Context()))
+	assert.True(t, isClosed(done), "Unlock closes Done")
+}
+
+func TestDoneClosesOnLostExtend(t *testing.T) {
+	mem, nodes := memNodes(5)
+	c := newClient(t, nodes)
+	l, err := c.TryLock(t.Context(), "k")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return holders(mem, "k") == 5 }, 5*time.Second, time.Millisecond)
+	done := l.Done()
+
+	mem[0].SetDown(true) // failures alone do not prove the lock lost
+	mem[1].SetDown(true)
+	mem[2].SetDown(true)
+	require.ErrorIs(t, l.Extend(t.Context(), time.Minute), redlock.ErrLockLost)
+	assert.False(t, isClosed(done), "an Extend that could not reach a quorum has not found the lock lost")
+	for _, m := range mem[:3] {
+		m.SetDown(false)
+		m.Delete("k")
+	}
+	require.ErrorIs(t, l.Extend(t.Context(), time.Minute), redlock.ErrLockLost)
+	assert.True(t, isClosed(done), "an Extend that found the lock gone on a majority closes Done")
+}
+
+func TestDoneLeaksNothing(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	_, nodes := memNodes(3)
+	c, err := redlock.New(nodes, redlock.WithTTL(200*time.Millisecond))
+	require.NoError(t, err)
+	defer c.Close()
+	var dones []<-chan struct{}
+	for i := range 50 {
+		l, err := c.TryLock(t.Context(), fmt.Sprint("k", i))
+		require.NoError(t, err)
+		dones = append(dones, l.Done())
+		if i%2 == 0 {
+			require.NoError(t, l.Unlock(t.Context()))
+		}
+	}
+	for _, d := range dones {
+		require.True(t, closedWithin(d, 5*time.Second))
+	}
+}
+
+func TestDoExtendsThroughLongWork(t *testing.T) {
+	_, nodes := memNodes(5)
+	// Short enough for a quick test, long enough that a loaded CI machine
+	// running -race does not pause the extender past it.
+	const ttl = 500 * time.Millisecond
+	c := newClient(t, nodes, redlock.WithTTL(ttl))
+	rival := newClient(t, nodes, redlock.WithTTL(ttl))
+	attempts := 0
+	err := c.Do(t.Context(), "k", func(ctx context.Context) error {
+		end := time.Now().Add(4 * ttl)
+		for time.Now().Before(end) {
+			if ctx.Err() != nil {
+				return fmt.Errorf("fn canceled while the lock was kept: %w", context.Cause(ctx))
+			}
+			_, err := rival.TryLock(t.Context(), "k")
+			if !errors.Is(err, redlock.ErrNotObtained) {
+				return fmt.Errorf("a rival got the lock during Do: %v", err)
+			}
+			attempts++
+			time.Sleep(10 * time.Millisecond)
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Greater(t, attempts, 10)
+	l, err := rival.TryLock(t.Context(), "k")
+	require.NoError(t, err, "Do unlocks when fn returns")
+	require.NoError(t, l.Unlock(t.Context()))
+}
+
+func TestDoCancelsWhenLockLost(t *testing.T) {
+	mem, nodes := memNodes(3)
+	c := newClient(t, nodes, redlock.WithTTL(time.Second), redlock.WithExtendInterval(50*time.Millisecond))
+	errWork := errors.New("work interrupted")
+	err := c.Do(t.Context(), "k", func(ctx context.Context) error {
+		for _, m := range mem {
+			m.Delete("k") // evicted, expired early, or a restarted node
+		}
+		select {
+		case <-ctx.Done():
+			assert.ErrorIs(t, context.Cause(ctx), redlock.ErrLockLost)
+			return errWork
+		case <-time.After(5 * time.Second):
+			return errors.New("fn's context was not canceled")
+		}
+	})
+	require.ErrorIs(t, err, errWork)
+	require.ErrorIs(t, err, redlock.ErrLockLost)
+}
+
+func TestDoReturnsFnError(t *testing.T) {
+	_, nodes := memNodes(3)
+	c := newClient(t, nodes)
+	errFn := errors.New("fn failed")
+	require.Equal(t, errFn, c.Do(t.Context(), "k", func(context.Context) error { return errFn }))
+	require.ErrorContains(t, c.Do(t.Context(), "k", nil), "nil function")
+	l, err := c.TryLock(t.Context(), "k")
+	require.NoError(t, err, "Do released the lock")
+	ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+	defer cancel()
+	ran := false
+	err = c.Do(ctx, "k", func(context.Context) error { ran = true; return nil })
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	require.False(t, ran, "fn must not run without the lock")
+	require.NoError(t, l.Unlock(t.Context()))
+}
+
+// A waiter wakes on the holder's release, not on its polling delay.
+func TestHandOffWakesWaiter(t *testing.T) {
+	_, nodes := memNodes(3)
+	slowPoll := redlock.WithBackoff(redlock.ConstantBackoff(time.Minute))
+	holder := newClient(t, nodes)
+	waiter := newClient(t, nodes, slowPoll)
+	l, err := holder.TryLock(t.Context(), "k")
+	require.NoError(t, err)
+	got := make(chan error, 1)
+	go func() {
+		l, err := waiter.Lock(t.Context(), "k")
+		if err == nil {
+			err = l.Unlock(t.Context())
+		}
+		got <- err
+	}()
+	time.Sleep(50 * time.Millisecond) // let the waiter fail and subscribe
+	require.NoError(t, l.Unlock(t.Context()))
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter did not get the released lock: it must be woken by the release, not by its one-minute poll")
+	}
+}
+
+// opaque hides a node's optional interfaces.
+type opaque struct{ driver.Node }
+
+func TestFencingNeedsFencers(t *testing.T) {
+	_, err := redlock.New([]driver.Node{memory.New(), opaque{memory.New()}, memory.New()}, redlock.WithFencing())
+	require.ErrorContains(t, err, "does not keep fencing counters")
+	c, err := redlock.New([]driver.Node{opaque{memory.New()}}) // without fencing, and without notifications
+	require.NoError(t, err)
+	l, err := c.TryLock(t.Context(), "k")
+	require.NoError(t, err)
+	require.Zero(t, l.Token(), "no fencing, no token")
+	require.NoError(t, l.Unlock(t.Context()))
+}
+
+func TestFencingTokensRise(t *testing.T) {
+	ctx := t.Context()
+	mem, nodes := memNodes(5)
+	a := newClient(t, nodes, redlock.WithFencing())
+	b := newClient(t, []driver.Node{nodes[4], nodes[3], nodes[2], nodes[1], nodes[0]}, redlock.WithFencing())
+	var last uint64
+	grant := func(c *redlock.Client, why string) {
+		t.Helper()
+		l, err := c.TryLock(ctx, "k")
+		require.NoError(t, err, why)
+		require.Greater(t, l.Token(), last, "%s: tokens must rise with every grant", why)
+		last = l.Token()
+		require.NoError(t, l.Unlock(ctx))
+		// Unlock returns on a quorum; let the last releases land.
+		require.Eventually(t, func() bool { return holders(mem, "k") == 0 }, 5*time.Second, time.Millisecond)
+	}
+	grant(a, "first grant")
+	require.EqualValues(t, 1, last)
+	grant(b, "another client")
+	grant(a, "back to the first")
+	// Shifting quorums: each grant sees a different two nodes down.
+	for i := range 10 {
+		down := []int{i % 5, (i + 2) % 5}
+		for _, d := range down {
+			mem[d].SetDown(true)
+		}
+		grant([]*redlock.Client{a, b}[i%2], fmt.Sprintf("nodes %v down", down))
+		for _, d := range down {
+			mem[d].SetDown(false)
+		}
+	}
+	require.EqualValues(t, 13, last, "one more per grant")
+}
+
+func TestFencingTokenSurvivesExpiry(t *testing.T) {
+	clock := memory.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	_, nodes := memNodes(3, memory.WithClock(clock))
+	c := newClient(t, nodes, redlock.WithFencing(), redlock.WithTTL(time.Second))
+	redlock.SetClock(c, clock.Now)
+	l1, err := c.TryLock(t.Context(), "k")
+	require.NoError(t, err)
+	clock.Advance(time.Hour) // the holder never unlocked; its lock expired
+	l2, err := c.TryLock(t.Context(), "k")
+	require.NoError(t, err)
+	require.Greater(t, l2.Token(), l1.Token())
+}
+
+// noRaise is a fencing node whose counter writes fail.
+type noRaise struct{ *memory.Node }
+
+var errRaise = errors.New("raise failed")
+
+func (noRaise) RaiseFence(context.Context, string, string, string, uint64) (bool, error) {
+	return false, errRaise
+}
+
+func TestFenceNotWrittenIsNotObtained(t *testing.T) {
+	mem, _ := memNodes(3)
+	nodes := []driver.Node{noRaise{mem[0]}, noRaise{mem[1]}, mem[2]}
+	c := newClient(t, nodes, redlock.WithFencing())
+	_, err := c.TryLock(t.Context(), "k")
+	require.ErrorIs(t, err, redlock.ErrNotObtained, "a lock whose token is not on a quorum is not returned")
+	require.ErrorIs(t, err, redlock.ErrFenceNotWritten)
+	require.ErrorIs(t, err, errRaise)
+	require.Eventually(t, func() bool { return holders(mem, "k") == 0 }, 5*time.Second, time.Millisecond)
+}
