@@ -24,6 +24,7 @@ type Client struct {
 	driftFactor float64
 	backoff     Backoff
 	extendEvery time.Duration     // Do's extension interval
+	prefix      string            // before every key on the nodes
 	fencers     []driver.Fencer   // nil unless WithFencing
 	notifiers   []driver.Notifier // nil entries for nodes without notifications
 	notify      bool              // some node is a Notifier
@@ -43,8 +44,18 @@ func New(nodes []driver.Node, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
+	if cfg.tls != nil {
+		return nil, errors.New("redlock: WithTLSConfig applies to Open; give New nodes whose clients use TLS")
+	}
+	return newClient(nodes, cfg)
+}
+
+func newClient(nodes []driver.Node, cfg config) (*Client, error) {
 	if len(nodes) == 0 {
 		return nil, errors.New("redlock: no nodes")
+	}
+	if len(nodes) > MaxNodes {
+		return nil, fmt.Errorf("redlock: %d nodes are more than %d", len(nodes), MaxNodes)
 	}
 	names := make([]string, len(nodes))
 	seen := make(map[string]int, len(nodes))
@@ -76,6 +87,7 @@ func New(nodes []driver.Node, opts ...Option) (*Client, error) {
 		driftFactor: cfg.driftFactor,
 		backoff:     cfg.backoff,
 		extendEvery: cfg.extendEvery,
+		prefix:      cfg.keyPrefix,
 		notifiers:   make([]driver.Notifier, len(nodes)),
 		now:         time.Now,
 	}
@@ -128,8 +140,8 @@ func (c *Client) checkKey(key string) error {
 		return ErrClosed
 	case key == "":
 		return errors.New("redlock: empty key")
-	case len(key) > MaxKeyLen:
-		return fmt.Errorf("redlock: key of %d bytes is longer than %d", len(key), MaxKeyLen)
+	case len(c.prefix)+len(key) > MaxKeyLen:
+		return fmt.Errorf("redlock: key of %d bytes (%d with the prefix) is longer than %d", len(key), len(c.prefix)+len(key), MaxKeyLen)
 	}
 	return nil
 }
@@ -145,6 +157,8 @@ func (c *Client) TryLock(ctx context.Context, key string) (*Lock, error) {
 	if err := c.checkKey(key); err != nil {
 		return nil, err
 	}
+	name := key
+	key = c.prefix + key // the key on the nodes
 	value := rand.Text() // 128 random bits, fresh for every acquisition
 	ttl := c.ttl
 	start := c.now()
@@ -177,7 +191,7 @@ func (c *Client) TryLock(ctx context.Context, key string) (*Lock, error) {
 		ok = ferr == nil
 	}
 	if ok && c.now().Before(untilAt) {
-		return &Lock{c: c, key: key, value: value, token: token, until: untilAt}, nil
+		return &Lock{c: c, name: name, key: key, value: value, token: token, until: untilAt}, nil
 	}
 	c.abandon(ctx, r, key, value)
 	errs = append(errs, r.err(ctx, ErrNotObtained))
@@ -243,7 +257,7 @@ func (c *Client) Lock(ctx context.Context, key string) (*Lock, error) {
 	}
 	var released <-chan struct{}
 	if c.notify {
-		w := c.watch(ctx, key)
+		w := c.watch(ctx, c.prefix+key)
 		defer w.close()
 		released = w.released
 		// A release between the first attempt and the subscription was not

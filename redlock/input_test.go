@@ -1,6 +1,7 @@
 package redlock_test
 
 import (
+	"errors"
 	"math"
 	"slices"
 	"strings"
@@ -104,4 +105,78 @@ func TestDefaults(t *testing.T) {
 	const want = 10*time.Second - 100*time.Millisecond - 2*time.Millisecond // ttl - (ttl*0.01 + 2ms)
 	assert.GreaterOrEqual(t, l.Until().Sub(before), want, "the validity is counted from the start of the attempt")
 	assert.LessOrEqual(t, l.Until().Sub(after), want)
+}
+
+func TestKeyPrefix(t *testing.T) {
+	mem, nodes := memNodes(3)
+	c := newClient(t, nodes, redlock.WithKeyPrefix("lock:"), redlock.WithFencing())
+	l, err := c.TryLock(t.Context(), "orders")
+	require.NoError(t, err)
+	assert.Equal(t, "orders", l.Key(), "Key is the name the caller gave")
+	require.Eventually(t, func() bool { return holders(mem, "lock:orders") == 3 }, 5*time.Second, time.Millisecond)
+	assert.Equal(t, 0, holders(mem, "orders"))
+	assert.EqualValues(t, 1, mem[0].Fence("{lock:orders}:fence"), "the fencing counter lives under the prefix too")
+	require.NoError(t, l.Unlock(t.Context()))
+
+	_, err = c.TryLock(t.Context(), strings.Repeat("k", redlock.MaxKeyLen-len("lock:")+1))
+	require.ErrorContains(t, err, "with the prefix")
+}
+
+func TestLimits(t *testing.T) {
+	many := make([]driver.Node, redlock.MaxNodes+1)
+	for i := range many {
+		many[i] = memory.New()
+	}
+	_, err := redlock.New(many)
+	require.ErrorContains(t, err, "more than 64")
+	_, err = redlock.New(many[:3], redlock.WithTTL(redlock.MaxTTL+time.Second))
+	require.ErrorContains(t, err, "longer than 24h0m0s")
+	_, err = redlock.New(many[:3], redlock.WithKeyPrefix(strings.Repeat("p", redlock.MaxKeyLen)))
+	require.ErrorContains(t, err, "leaves no room")
+	c := newClient(t, many[:3])
+	l, err := c.TryLock(t.Context(), "k")
+	require.NoError(t, err)
+	require.ErrorContains(t, l.Extend(t.Context(), redlock.MaxTTL+time.Second), "longer than 24h0m0s")
+	require.NoError(t, l.Unlock(t.Context()))
+}
+
+// FuzzInput feeds arbitrary options and keys to New and TryLock: the result is
+// a lock or a clear error, never a panic, and invalid input never looks like
+// contention.
+func FuzzInput(f *testing.F) {
+	f.Add(int64(10*time.Second), int64(0), 0.01, "k", "")
+	f.Add(int64(0), int64(-1), 1.5, "", "lock:")
+	f.Add(int64(time.Millisecond), int64(time.Hour), -0.1, "{a}b", "p")
+	f.Fuzz(func(t *testing.T, ttl, nodeTimeout int64, driftFactor float64, key, prefix string) {
+		opts := []redlock.Option{
+			redlock.WithTTL(time.Duration(ttl)),
+			redlock.WithDriftFactor(driftFactor),
+			redlock.WithKeyPrefix(prefix),
+		}
+		if nodeTimeout != 0 {
+			opts = append(opts, redlock.WithNodeTimeout(time.Duration(nodeTimeout)))
+		}
+		c, err := redlock.New([]driver.Node{memory.New(), memory.New(), memory.New()}, opts...)
+		if err != nil {
+			if !strings.HasPrefix(err.Error(), "redlock: ") {
+				t.Fatalf("New error %q does not say where it comes from", err)
+			}
+			return
+		}
+		defer c.Close()
+		l, err := c.TryLock(t.Context(), key)
+		if err != nil {
+			if errors.Is(err, redlock.ErrNotObtained) && key != "" && len(prefix)+len(key) <= redlock.MaxKeyLen {
+				return // a tiny TTL can run out while acquiring
+			}
+			if errors.Is(err, redlock.ErrNotObtained) {
+				t.Fatalf("TryLock(%q) on free nodes: %v; bad input must not look like contention", key, err)
+			}
+			return
+		}
+		if l.Key() != key {
+			t.Fatalf("Key() = %q, want %q", l.Key(), key)
+		}
+		l.Unlock(t.Context())
+	})
 }

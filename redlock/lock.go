@@ -14,7 +14,8 @@ import (
 // concurrent use.
 type Lock struct {
 	c     *Client
-	key   string
+	name  string // the key as the caller gave it
+	key   string // the key on the nodes: the Client's prefix and name
 	value string // the random value that proves ownership; never shown
 	token uint64 // fencing token; 0 without WithFencing
 
@@ -25,8 +26,9 @@ type Lock struct {
 	timer *time.Timer   // closes done at until, while done exists
 }
 
-// Key returns the name of the lock.
-func (l *Lock) Key() string { return l.key }
+// Key returns the name of the lock, as given to TryLock or Lock (without the
+// Client's key prefix).
+func (l *Lock) Key() string { return l.name }
 
 // Token returns the lock's fencing token, or 0 when the Client was made
 // without WithFencing. Tokens of one key rise with every grant, across clients
@@ -106,6 +108,9 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	d := drift(ttl, c.driftFactor)
 	if ttl <= d {
 		return fmt.Errorf("redlock: Extend TTL %v is too small: the drift allowance alone is %v", ttl, d)
+	}
+	if ttl > MaxTTL {
+		return fmt.Errorf("redlock: Extend TTL %v is longer than %v", ttl, MaxTTL)
 	}
 	start := c.now()
 	r := c.start(ctx, func(ctx context.Context, _ int, n driver.Node) (bool, error) {

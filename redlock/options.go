@@ -1,6 +1,7 @@
 package redlock
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"math"
@@ -15,8 +16,14 @@ const (
 	DefaultDriftFactor = 0.01
 	// MaxNodeTimeout caps the default node timeout, which is TTL/10.
 	MaxNodeTimeout = 200 * time.Millisecond
-	// MaxKeyLen is the longest key accepted, in bytes.
+	// MaxKeyLen is the longest key accepted, in bytes, key prefix included.
 	MaxKeyLen = 4096
+	// MaxTTL is the longest TTL accepted, by WithTTL and Extend. A longer one
+	// would block the key for that long after a holder crashed, and makes the
+	// drift allowance, which grows with the TTL, meaningless.
+	MaxTTL = 24 * time.Hour
+	// MaxNodes is the most nodes a Client accepts.
+	MaxNodes = 64
 )
 
 // DefaultBackoff is the retry policy of Lock when WithBackoff is not given:
@@ -35,6 +42,8 @@ type config struct {
 	backoff        Backoff
 	fencing        bool
 	extendEvery    time.Duration
+	keyPrefix      string
+	tls            *tls.Config
 }
 
 // WithTTL sets how long a lock lives on the nodes unless extended (default
@@ -81,6 +90,25 @@ func WithFencing() Option {
 	return func(c *config) { c.fencing = true }
 }
 
+// WithKeyPrefix puts prefix before every lock key on the nodes (default none),
+// so that lock keys, their fencing counters and their release channels stay in
+// a namespace of their own and an ACL rule can be narrow (~lock:* and
+// &redlock:released:lock:* for the prefix "lock:"). Lock.Key still returns
+// the key without the prefix.
+func WithKeyPrefix(prefix string) Option {
+	return func(c *config) { c.keyPrefix = prefix }
+}
+
+// WithTLSConfig makes Open connect to every node with TLS using cfg, for
+// addresses in any form; a rediss:// address's tls_* query parameters
+// (tls_ca_file, tls_cert_file, tls_key_file, tls_server_name) are applied on
+// top of a copy of it. The driver must implement driver.ConfigOpener, as every
+// Redis driver here does. New, which takes nodes already configured, rejects
+// it.
+func WithTLSConfig(cfg *tls.Config) Option {
+	return func(c *config) { c.tls = cfg }
+}
+
 // WithExtendInterval sets how often Do extends the lock it holds (default
 // TTL/3). It must be positive and shorter than the TTL.
 func WithExtendInterval(d time.Duration) Option {
@@ -106,6 +134,8 @@ func newConfig(opts []Option) (config, error) {
 		return c, fmt.Errorf("redlock: drift factor %v is not in [0, 1)", c.driftFactor)
 	case c.ttl <= 0:
 		return c, fmt.Errorf("redlock: TTL %v is not positive", c.ttl)
+	case c.ttl > MaxTTL:
+		return c, fmt.Errorf("redlock: TTL %v is longer than %v", c.ttl, MaxTTL)
 	case c.ttl <= drift(c.ttl, c.driftFactor):
 		return c, fmt.Errorf("redlock: TTL %v is too small: the drift allowance alone is %v", c.ttl, drift(c.ttl, c.driftFactor))
 	case c.nodeTimeout <= 0:
@@ -116,6 +146,8 @@ func newConfig(opts []Option) (config, error) {
 		return c, fmt.Errorf("redlock: extend interval %v is not between 0 and the TTL %v", c.extendEvery, c.ttl)
 	case c.backoff == nil:
 		return c, errors.New("redlock: nil Backoff")
+	case len(c.keyPrefix) >= MaxKeyLen:
+		return c, fmt.Errorf("redlock: key prefix of %d bytes leaves no room for a key (at most %d bytes together)", len(c.keyPrefix), MaxKeyLen)
 	}
 	return c, nil
 }

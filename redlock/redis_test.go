@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -215,5 +216,79 @@ func TestRedisInteroperation(t *testing.T) {
 			require.ErrorIs(t, err, redlock.ErrNotObtained, "a lock taken through %s must block %s", holder, other)
 		}
 		require.NoError(t, l.Unlock(t.Context()))
+	}
+}
+
+func TestRedisFencingTokensRiseAcrossDrivers(t *testing.T) {
+	ctx := t.Context()
+	servers := redistest.NewServers(t, 5)
+	clients := make([]*redlock.Client, len(redisDrivers))
+	for i, name := range redisDrivers {
+		clients[i] = openRedis(t, name, servers, redlock.WithFencing(), redlock.WithTTL(time.Second))
+	}
+	var last uint64
+	grant := func(c *redlock.Client, why string) *redlock.Lock {
+		t.Helper()
+		l, err := c.Lock(ctx, "fenced")
+		require.NoError(t, err, why)
+		require.Greater(t, l.Token(), last, "%s: tokens must rise with every grant", why)
+		last = l.Token()
+		return l
+	}
+	for round := range 2 {
+		for i, name := range redisDrivers {
+			l := grant(clients[i], fmt.Sprintf("round %d through %s", round, name))
+			require.NoError(t, l.Unlock(ctx))
+		}
+	}
+	// A holder that never unlocks: its lock expires and the next grant still
+	// gets a higher token.
+	grant(clients[0], "before expiry")
+	grant(clients[1], "after the first holder's lock expired")
+
+	// Shifting quorums: a different minority is stalled for each grant.
+	for i, stalled := range [][]int{{0, 1}, {2, 3}, {4, 0}} {
+		for _, s := range stalled {
+			require.NoError(t, servers[s].Pause())
+		}
+		l := grant(clients[i%len(clients)], fmt.Sprintf("servers %v stalled", stalled))
+		require.NoError(t, l.Unlock(ctx))
+		for _, s := range stalled {
+			require.NoError(t, servers[s].Resume())
+		}
+	}
+}
+
+// Hand-off: a waiter takes a released lock on the release, not on its next
+// poll. The latency is measured by the benchmarks; here the waiter's polling
+// interval is a minute, so only the release notification can wake it.
+func TestRedisHandOff(t *testing.T) {
+	servers := redistest.NewServers(t, 3)
+	for _, name := range redisDrivers {
+		t.Run(name, func(t *testing.T) {
+			holder := openRedis(t, name, servers)
+			waiter := openRedis(t, name, servers, redlock.WithBackoff(redlock.ConstantBackoff(time.Minute)))
+			key := "handoff-" + name
+			l, err := holder.TryLock(t.Context(), key)
+			require.NoError(t, err)
+			got := make(chan time.Time, 1)
+			go func() {
+				w, err := waiter.Lock(t.Context(), key)
+				if assert.NoError(t, err) {
+					at := time.Now()
+					assert.NoError(t, w.Unlock(t.Context()))
+					got <- at
+				}
+			}()
+			time.Sleep(200 * time.Millisecond) // the waiter fails once and subscribes
+			released := time.Now()
+			require.NoError(t, l.Unlock(t.Context()))
+			select {
+			case at := <-got:
+				t.Logf("%s: hand-off %v after the release", name, at.Sub(released))
+			case <-time.After(20 * time.Second):
+				t.Fatal("the waiter was not woken by the release")
+			}
+		})
 	}
 }

@@ -58,8 +58,18 @@ func Open(driverName string, addrs []string, opts ...Option) (*Client, error) {
 	if len(addrs) == 0 {
 		return nil, errors.New("redlock: no node addresses")
 	}
-	if _, err := newConfig(opts); err != nil {
+	cfg, err := newConfig(opts)
+	if err != nil {
 		return nil, err
+	}
+	open := d.Open
+	if cfg.tls != nil {
+		co, ok := d.(driver.ConfigOpener)
+		if !ok {
+			return nil, fmt.Errorf("redlock: driver %q does not support WithTLSConfig (driver.ConfigOpener)", driverName)
+		}
+		dc := driver.Config{TLS: cfg.tls}
+		open = func(addr string) (driver.Node, error) { return co.OpenConfig(addr, dc) }
 	}
 	nodes := make([]driver.Node, 0, len(addrs))
 	closeAll := func() {
@@ -68,14 +78,14 @@ func Open(driverName string, addrs []string, opts ...Option) (*Client, error) {
 		}
 	}
 	for i, addr := range addrs {
-		n, err := d.Open(addr)
+		n, err := open(addr)
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("redlock: address %d: %w", i+1, err)
 		}
 		nodes = append(nodes, n)
 	}
-	c, err := New(nodes, opts...)
+	c, err := newClient(nodes, cfg)
 	if err != nil {
 		closeAll()
 		return nil, err

@@ -1,5 +1,7 @@
 // Package redisaddr parses the node addresses every Redis driver accepts:
-// "host:port" and "redis://[user:password@]host:port[/db]".
+// "host:port", "redis://[user:password@]host:port[/db]" and the same with
+// "rediss://" for TLS, whose query parameters tls_ca_file, tls_cert_file,
+// tls_key_file and tls_server_name configure it.
 //
 // Its errors and String never contain a password.
 package redisaddr
@@ -26,6 +28,12 @@ type Addr struct {
 	Username string // ACL user name; empty for the default user
 	Password string // password; empty for none
 	DB       int    // logical database number
+
+	TLS           bool   // rediss://: connect with TLS
+	TLSCAFile     string // PEM file of the CAs that sign the server's certificate; default: the system's
+	TLSCertFile   string // PEM file of the client certificate, for servers that require one
+	TLSKeyFile    string // PEM file of the client certificate's key
+	TLSServerName string // name to verify the server's certificate against; default: the host
 }
 
 // HostPort returns "host:port", with brackets around an IPv6 host.
@@ -34,10 +42,13 @@ func (a Addr) HostPort() string { return net.JoinHostPort(a.Host, a.Port) }
 // String returns the address with the password replaced by "xxxxx", fit for
 // errors and logs.
 func (a Addr) String() string {
-	if a.Username == "" && a.Password == "" && a.DB == 0 {
+	if a.Username == "" && a.Password == "" && a.DB == 0 && !a.TLS {
 		return a.HostPort()
 	}
 	u := url.URL{Scheme: "redis", Host: a.HostPort()}
+	if a.TLS {
+		u.Scheme = "rediss"
+	}
 	switch {
 	case a.Password != "":
 		u.User = url.UserPassword(a.Username, "xxxxx")
@@ -87,24 +98,53 @@ func Parse(s string) (Addr, error) {
 		// url's errors quote the whole input, password included: never pass them on.
 		return fail("not a valid URL")
 	}
+	var a Addr
 	switch u.Scheme {
 	case "redis":
 	case "rediss":
-		return fail("TLS (rediss://) is not supported yet")
+		a.TLS = true
 	default:
-		return fail(fmt.Sprintf("unsupported scheme %q (want redis://)", u.Scheme))
+		return fail(fmt.Sprintf("unsupported scheme %q (want redis:// or rediss://)", u.Scheme))
 	}
 	if u.Opaque != "" {
 		return fail("want redis://host:port")
 	}
-	if u.RawQuery != "" || u.Fragment != "" {
-		return fail("query parameters and fragments are not supported")
+	if u.Fragment != "" {
+		return fail("fragments are not supported")
+	}
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return fail("malformed query")
+	}
+	for name, vals := range q {
+		if len(vals) != 1 {
+			return fail(fmt.Sprintf("query parameter %q given %d times", name, len(vals)))
+		}
+		v := vals[0]
+		switch name {
+		case "tls_ca_file":
+			a.TLSCAFile = v
+		case "tls_cert_file":
+			a.TLSCertFile = v
+		case "tls_key_file":
+			a.TLSKeyFile = v
+		case "tls_server_name":
+			a.TLSServerName = v
+		default:
+			return fail(fmt.Sprintf("unknown query parameter %q (known: tls_ca_file, tls_cert_file, tls_key_file, tls_server_name)", name))
+		}
+		if !a.TLS {
+			return fail(fmt.Sprintf("query parameter %q needs rediss://", name))
+		}
+	}
+	if (a.TLSCertFile == "") != (a.TLSKeyFile == "") {
+		return fail("tls_cert_file and tls_key_file go together")
 	}
 	host, port, err := splitHostPort(u.Host)
 	if err != nil {
 		return fail(err.Error())
 	}
-	a := Addr{Host: host, Port: port}
+	a.Host, a.Port = host, port
 	if u.User != nil {
 		a.Username = u.User.Username()
 		a.Password, _ = u.User.Password()

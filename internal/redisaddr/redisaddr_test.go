@@ -19,6 +19,10 @@ func TestParse(t *testing.T) {
 		{"redis://:s3cret@h:1/2", Addr{Host: "h", Port: "1", Password: "s3cret", DB: 2}, "redis://:xxxxx@h:1/2"},
 		{"redis://alice:s3cret@h:1", Addr{Host: "h", Port: "1", Username: "alice", Password: "s3cret"}, "redis://alice:xxxxx@h:1"},
 		{"redis://alice@h:1/", Addr{Host: "h", Port: "1", Username: "alice"}, "redis://alice@h:1"},
+		{"rediss://:s3cret@h:1", Addr{Host: "h", Port: "1", Password: "s3cret", TLS: true}, "rediss://:xxxxx@h:1"},
+		{"rediss://h:1?tls_ca_file=/ca.pem&tls_server_name=redis.internal&tls_cert_file=c.pem&tls_key_file=k.pem",
+			Addr{Host: "h", Port: "1", TLS: true, TLSCAFile: "/ca.pem", TLSServerName: "redis.internal", TLSCertFile: "c.pem", TLSKeyFile: "k.pem"},
+			"rediss://h:1"},
 	} {
 		got, err := Parse(tc.in)
 		if err != nil {
@@ -38,7 +42,9 @@ func TestParseErrorsHidePasswords(t *testing.T) {
 	for _, in := range []string{
 		"", "h:0", "h:70000", "h:port", ":6379", "::1", "redis://", "http://h:1",
 		"redis://u:s3cret@h:1/x", "redis://u:s3cret@h:1?db=1", "redis://u:s3cret@h:99999",
-		"redis://u:s3cret@[::1", "redis://u:s3cret@h:1/-1", "rediss://u:s3cret@h:1", "h 1",
+		"redis://u:s3cret@[::1", "redis://u:s3cret@h:1/-1", "h 1",
+		"redis://u:s3cret@h:1?tls_ca_file=x", "rediss://u:s3cret@h:1?tls_cert_file=c", "rediss://u:s3cret@h:1?nope=1",
+		"rediss://u:s3cret@h:1?tls_ca_file=a&tls_ca_file=b", "rediss://u:s3cret@h:1#frag",
 	} {
 		_, err := Parse(in)
 		if err == nil {
