@@ -155,7 +155,7 @@ func ExampleWithFencing() {
 // cancels fn's context if the lock is lost.
 func ExampleClient_Do() {
 	client, err := redlock.New([]driver.Node{memory.New(), memory.New(), memory.New()},
-		redlock.WithTTL(300*time.Millisecond))
+		redlock.WithTTL(500*time.Millisecond), redlock.WithNodeTimeout(200*time.Millisecond))
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -45,6 +45,17 @@
 // seen by the deadline at the latest; a cancelable context without a deadline
 // is watched, and the call returns as soon as it is canceled.
 //
+// Nodes also keep fencing counters (driver.Fencer, for redlock.WithFencing)
+// and publish their releases (driver.Notifier): a waiter in redlock's Lock
+// subscribes to the key's releases and retries as soon as the holder unlocks.
+// All the subscriptions of a node share one *redis.PubSub, a connection made
+// on the first Subscribe and closed by the node's Close. If the
+// connection breaks, the next Subscribe makes a new one, which also subscribes
+// the earlier subscriptions again; until then their waiters poll. A node
+// over a client other than a *redis.Client (a Ring, whose pub/sub may reach
+// another server than the one that publishes) publishes releases but refuses
+// subscriptions, and its waiters poll.
+//
 // Point every node at an independent master, never at a primary and its
 // replicas: asynchronous replication loses locks on failover.
 package goredis

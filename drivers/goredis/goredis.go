@@ -7,12 +7,14 @@ import (
 	"net"
 	"reflect"
 	"runtime"
+	"strconv"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/pubsub"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -41,8 +43,11 @@ var errNilClient = errors.New("goredis: New was given a nil client")
 // The scripts every node runs. A redis.Script sends EVALSHA and falls back to
 // EVAL when the server answers NOSCRIPT.
 var (
-	releaseScript = redis.NewScript(driver.ReleaseScript.Source)
-	extendScript  = redis.NewScript(driver.ExtendScript.Source)
+	releaseScript       = redis.NewScript(driver.ReleaseScript.Source)
+	extendScript        = redis.NewScript(driver.ExtendScript.Source)
+	setNXFenceScript    = redis.NewScript(driver.SetNXFenceScript.Source)
+	raiseFenceScript    = redis.NewScript(driver.RaiseFenceScript.Source)
+	releaseNotifyScript = redis.NewScript(driver.ReleaseNotifyScript.Source)
 )
 
 // Driver opens go-redis nodes by address. It is registered as "goredis".
@@ -57,7 +62,7 @@ func (Driver) Open(addr string) (driver.Node, error) {
 	if err != nil {
 		return nil, fmt.Errorf("goredis: %w", err)
 	}
-	c := redis.NewClient(&redis.Options{
+	opts := &redis.Options{
 		Addr:                  a.HostPort(),
 		Username:              a.Username,
 		Password:              a.Password,
@@ -69,8 +74,19 @@ func (Driver) Open(addr string) (driver.Node, error) {
 		ReadTimeout:           ioTimeout,
 		WriteTimeout:          ioTimeout,
 		PoolSize:              max(minPoolSize, 10*runtime.GOMAXPROCS(0)),
-	})
-	return &node{client: c, owned: true, name: a.String(), bounded: true}, nil
+	}
+	dial := redis.NewDialer(opts)
+	opts.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err == nil && ctx.Value(pubSubDial{}) != nil {
+			conn = pubsub.CloseOnDone(ctx, conn)
+		}
+		return conn, err
+	}
+	c := redis.NewClient(opts)
+	n := &node{client: c, owned: true, name: a.String(), bounded: true}
+	n.hub = pubsub.New(n.dialPubSub)
+	return n, nil
 }
 
 // New returns a node over c, a client the caller configured. The caller keeps
@@ -84,19 +100,31 @@ func (Driver) Open(addr string) (driver.Node, error) {
 // every call's context itself, at the cost of a goroutine per call.
 //
 // The node is named in errors by c's address with credentials removed when c is
-// a *redis.Client, else by "goredis".
+// a *redis.Client, else by "goredis-N", N counting such nodes, so that
+// redlock.New tells them apart.
+//
+// Release notifications (driver.Notifier's Subscribe) need a *redis.Client:
+// on another client, such as a Ring, whose pub/sub connection may reach
+// another server than the one that publishes a key's release, Subscribe
+// returns an error and waiters poll.
 func New(c redis.UniversalClient) driver.Node {
-	n := &node{client: c, name: "goredis"}
 	if isNil(c) {
-		n.client = nil
-		return n
+		return &node{name: "goredis"}
 	}
+	n := &node{client: c}
 	if rc, ok := c.(*redis.Client); ok {
 		o := rc.Options()
 		n.name, n.bounded = describe(o), o.ContextTimeoutEnabled
+		n.hub = pubsub.New(n.dialPubSub)
+	} else {
+		n.name = "goredis-" + strconv.FormatInt(wrapped.Add(1), 10)
 	}
 	return n
 }
+
+// wrapped counts the nodes New made over clients other than *redis.Client, to
+// name them.
+var wrapped atomic.Int64
 
 // isNil reports whether c is nil or a nil pointer.
 func isNil(c any) bool {
@@ -119,6 +147,7 @@ type node struct {
 	owned   bool                  // Close closes client
 	name    string                // address without credentials
 	bounded bool                  // client bounds I/O by the context's deadline (ContextTimeoutEnabled)
+	hub     *pubsub.Hub           // the release subscriptions; nil unless client is a *redis.Client
 	closed  atomic.Bool
 }
 
@@ -127,7 +156,7 @@ func (n *node) String() string { return n.name }
 
 // SetNX runs SET key value NX PX ttl.
 func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return n.call(ctx, "SET NX", func(ctx context.Context) (bool, error) {
+	return call(ctx, n, "SET NX", func(ctx context.Context) (bool, error) {
 		reply, err := n.client.Do(ctx, "SET", key, value, "NX", "PX", driver.Milliseconds(ttl)).Text()
 		switch {
 		case errors.Is(err, redis.Nil):
@@ -143,14 +172,14 @@ func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) 
 
 // EvalRelease runs driver.ReleaseScript.
 func (n *node) EvalRelease(ctx context.Context, key, value string) (bool, error) {
-	return n.call(ctx, "release", func(ctx context.Context) (bool, error) {
+	return call(ctx, n, "release", func(ctx context.Context) (bool, error) {
 		return flag(releaseScript.Run(ctx, n.client, []string{key}, value))
 	})
 }
 
 // Extend runs driver.ExtendScript.
 func (n *node) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return n.call(ctx, "extend", func(ctx context.Context) (bool, error) {
+	return call(ctx, n, "extend", func(ctx context.Context) (bool, error) {
 		return flag(extendScript.Run(ctx, n.client, []string{key}, value, driver.Milliseconds(ttl)))
 	})
 }
@@ -167,14 +196,20 @@ func flag(cmd *redis.Cmd) (bool, error) {
 	return v == 1, nil
 }
 
-// Close closes the client if the node owns it (a node from Open). Later calls
-// on the node return ErrClosed; closing twice does nothing. On a node from
-// New(nil) it returns an error.
+// Close closes the node's pub/sub connection, and the client if the node owns
+// it (a node from Open). Later calls on the node return ErrClosed; closing
+// twice does nothing. On a node from New(nil) it returns an error.
 func (n *node) Close() error {
 	if n.client == nil {
 		return errNilClient
 	}
-	if n.closed.Swap(true) || !n.owned {
+	if n.closed.Swap(true) {
+		return nil
+	}
+	if n.hub != nil {
+		n.hub.Close()
+	}
+	if !n.owned {
 		return nil
 	}
 	if err := n.client.Close(); err != nil {
@@ -183,21 +218,31 @@ func (n *node) Close() error {
 	return nil
 }
 
+// usable returns the error of a call on a node that has no client or is
+// closed.
+func (n *node) usable() error {
+	switch {
+	case n.client == nil:
+		return errNilClient
+	case n.closed.Load():
+		return ErrClosed
+	}
+	return nil
+}
+
 // call runs f, one command, bounded by ctx, and names op in its error, which
 // matches ctx's error when ctx is done: go-redis reports an expired deadline
 // as a network timeout.
-func (n *node) call(ctx context.Context, op string, f func(context.Context) (bool, error)) (bool, error) {
-	switch {
-	case n.client == nil:
-		return false, errNilClient
-	case n.closed.Load():
-		return false, ErrClosed
+func call[T any](ctx context.Context, n *node, op string, f func(context.Context) (T, error)) (T, error) {
+	var zero T
+	if err := n.usable(); err != nil {
+		return zero, err
 	}
-	ok, err := n.watch(ctx, f)
+	v, err := watch(ctx, n, f)
 	if err != nil {
-		return false, fmt.Errorf("goredis: %s: %w", op, driver.ContextError(ctx, err))
+		return zero, fmt.Errorf("goredis: %s: %w", op, driver.ContextError(ctx, err))
 	}
-	return ok, nil
+	return v, nil
 }
 
 // watch runs f bounded by ctx.
@@ -209,26 +254,27 @@ func (n *node) call(ctx context.Context, op string, f func(context.Context) (boo
 // ctx is watched here, so that the call returns when ctx is done; the abandoned
 // command finishes in the background, bounded by the client's timeouts. The
 // watch costs a goroutine per call, which the common case avoids.
-func (n *node) watch(ctx context.Context, f func(context.Context) (bool, error)) (bool, error) {
+func watch[T any](ctx context.Context, n *node, f func(context.Context) (T, error)) (T, error) {
+	var zero T
 	if err := ctx.Err(); err != nil {
-		return false, err
+		return zero, err
 	}
 	if d, ok := ctx.Deadline(); (ok && n.bounded && time.Until(d) <= cancelLag) || ctx.Done() == nil {
 		return f(ctx)
 	}
 	type result struct {
-		ok  bool
+		v   T
 		err error
 	}
 	done := make(chan result, 1)
 	go func() {
-		ok, err := f(ctx)
-		done <- result{ok, err}
+		v, err := f(ctx)
+		done <- result{v, err}
 	}()
 	select {
 	case r := <-done:
-		return r.ok, r.err
+		return r.v, r.err
 	case <-ctx.Done():
-		return false, ctx.Err()
+		return zero, ctx.Err()
 	}
 }

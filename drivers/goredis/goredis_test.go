@@ -12,6 +12,7 @@ import (
 	"github.com/go-redlock/redlock/conformance"
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/drivers/goredis"
+	"github.com/go-redlock/redlock/internal/pubsub/pubsubtest"
 	"github.com/go-redlock/redlock/redistest"
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -36,6 +37,21 @@ func TestConformanceNew(t *testing.T) {
 	})
 }
 
+func TestPubSub(t *testing.T) {
+	t.Run("Open", func(t *testing.T) { pubsubtest.RunOpen(t, goredis.Driver{}) })
+	t.Run("New", func(t *testing.T) {
+		pubsubtest.Run(t, func(t *testing.T, addr string) driver.Node {
+			rdb := redis.NewClient(&redis.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+			n := goredis.New(rdb)
+			t.Cleanup(func() {
+				n.Close()
+				rdb.Close()
+			})
+			return n
+		})
+	})
+}
+
 // open opens a node for addr through the driver and closes it when the test
 // ends.
 func open(t *testing.T, addr string) driver.Node {
@@ -46,12 +62,22 @@ func open(t *testing.T, addr string) driver.Node {
 	return n
 }
 
-// calls runs every Node method on n with ctx and returns their errors.
+// calls runs every Node, Fencer and Notifier method on n with ctx and returns
+// their errors.
 func calls(ctx context.Context, n driver.Node, key string) map[string]error {
 	errs := make(map[string]error)
 	_, errs["SetNX"] = n.SetNX(ctx, key, "v", time.Minute)
 	_, errs["EvalRelease"] = n.EvalRelease(ctx, key, "v")
 	_, errs["Extend"] = n.Extend(ctx, key, "v", time.Minute)
+	f := n.(driver.Fencer)
+	_, _, errs["SetNXFence"] = f.SetNXFence(ctx, key, "v", time.Minute, key+":fence")
+	_, errs["RaiseFence"] = f.RaiseFence(ctx, key, "v", key+":fence", 1)
+	nn := n.(driver.Notifier)
+	_, errs["ReleaseNotify"] = nn.ReleaseNotify(ctx, key, "v")
+	var cancel func()
+	if cancel, errs["Subscribe"] = nn.Subscribe(ctx, key, make(chan struct{}, 1)); cancel != nil {
+		cancel()
+	}
 	return errs
 }
 
@@ -101,9 +127,35 @@ func TestString(t *testing.T) {
 		require.Equal(t, tc.want, fmt.Sprint(goredis.New(rdb)), "New(client on %s).String()", tc.opts.Addr)
 		require.NoError(t, rdb.Close())
 	}
-	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "10.0.0.1:6379"}})
+	// Nodes over other clients are told apart by a counter, so that
+	// redlock.New takes several of them.
+	var nodes []driver.Node
+	for range 3 {
+		ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "10.0.0.1:6379"}})
+		defer ring.Close()
+		n := goredis.New(ring)
+		require.Regexp(t, `^goredis-\d+$`, fmt.Sprint(n))
+		nodes = append(nodes, n)
+	}
+	require.NotEqual(t, fmt.Sprint(nodes[0]), fmt.Sprint(nodes[1]))
+	_, err := redlock.New(nodes)
+	require.NoError(t, err, "redlock.New must take distinct nodes over Rings")
+	require.Equal(t, "goredis", fmt.Sprint(goredis.New(nil)))
+}
+
+// A node over a client other than *redis.Client (a Ring's pub/sub may reach
+// another server than the one that publishes) refuses to subscribe, and its
+// waiters poll; it still publishes releases.
+func TestSubscribeNeedsClient(t *testing.T) {
+	srv := redistest.NewServer(t)
+	ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": srv.Addr()}})
 	defer ring.Close()
-	require.Equal(t, "goredis", fmt.Sprint(goredis.New(ring)))
+	n := goredis.New(ring).(driver.Notifier)
+	_, err := n.Subscribe(t.Context(), "k", make(chan struct{}, 1))
+	require.ErrorContains(t, err, "*redis.Client")
+	ok, err := n.ReleaseNotify(t.Context(), "k", "v")
+	require.NoError(t, err)
+	require.False(t, ok)
 }
 
 // Open's client dials once per call (DialerRetries 1): a call on a server that

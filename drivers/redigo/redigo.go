@@ -10,6 +10,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/pubsub"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -35,8 +36,11 @@ var errNilPool = errors.New("redigo: New was given a nil pool")
 
 // The scripts every node runs, by EVALSHA with a fallback to EVAL.
 var (
-	releaseScript = redis.NewScript(1, driver.ReleaseScript.Source)
-	extendScript  = redis.NewScript(1, driver.ExtendScript.Source)
+	releaseScript       = redis.NewScript(1, driver.ReleaseScript.Source)
+	extendScript        = redis.NewScript(1, driver.ExtendScript.Source)
+	setNXFenceScript    = redis.NewScript(2, driver.SetNXFenceScript.Source)
+	raiseFenceScript    = redis.NewScript(2, driver.RaiseFenceScript.Source)
+	releaseNotifyScript = redis.NewScript(1, driver.ReleaseNotifyScript.Source)
 )
 
 // Driver opens redigo nodes by address. It is registered as "redigo".
@@ -66,7 +70,7 @@ func (Driver) Open(addr string) (driver.Node, error) {
 		MaxIdle:     maxIdle,
 		IdleTimeout: idleTimeout,
 	}
-	return &node{pool: pool, name: a.String(), ownsPool: true}, nil
+	return newNode(pool, a.String(), true), nil
 }
 
 // New returns a node over a pool the caller configured; its DialContext (or
@@ -79,8 +83,20 @@ func (Driver) Open(addr string) (driver.Node, error) {
 // The node's String is "redigo(0x...)", naming the pool by its address, so
 // that redlock.New tells nodes over different pools apart and refuses two nodes
 // over the same pool.
+//
+// Release notifications (driver.Notifier's Subscribe) use one connection of
+// the node's own, made with the pool's DialContext (or Dial) and never put in
+// the pool.
 func New(p *redis.Pool) driver.Node {
-	return &node{pool: p, name: fmt.Sprintf("redigo(%p)", p)}
+	return newNode(p, fmt.Sprintf("redigo(%p)", p), false)
+}
+
+func newNode(p *redis.Pool, name string, ownsPool bool) *node {
+	n := &node{pool: p, name: name, ownsPool: ownsPool}
+	if p != nil {
+		n.hub = pubsub.New(n.dialPubSub)
+	}
+	return n
 }
 
 // node is a driver.Node over a redigo pool.
@@ -88,6 +104,7 @@ type node struct {
 	pool     *redis.Pool // nil for New(nil)
 	name     string
 	ownsPool bool
+	hub      *pubsub.Hub // the release subscriptions; nil for New(nil)
 	closed   atomic.Bool
 }
 
@@ -124,13 +141,18 @@ func (n *node) Extend(ctx context.Context, key, value string, ttl time.Duration)
 	}, intBool)
 }
 
-// Close makes later calls fail with ErrClosed and closes the pool if Open made
-// it. Closing twice does nothing. On a node from New(nil) it returns an error.
+// Close makes later calls fail with ErrClosed, closes the node's pub/sub
+// connection, and closes the pool if Open made it. Closing twice does nothing.
+// On a node from New(nil) it returns an error.
 func (n *node) Close() error {
 	if n.pool == nil {
 		return errNilPool
 	}
-	if n.closed.Swap(true) || !n.ownsPool {
+	if n.closed.Swap(true) {
+		return nil
+	}
+	n.hub.Close()
+	if !n.ownsPool {
 		return nil
 	}
 	return n.pool.Close()
@@ -148,25 +170,43 @@ func intBool(reply any) (result, ok bool) {
 }
 
 // do runs cmd on a connection from the pool and reads its reply with result,
-// which reports false for a reply it does not expect. Its errors match
-// ctx.Err() when ctx is done: redigo bounds a read by a socket deadline equal
-// to ctx's, which can fire before ctx itself reports DeadlineExceeded.
+// which reports false for a reply it does not expect.
 func (n *node) do(ctx context.Context, cmd func(redis.Conn) (any, error), result func(any) (bool, bool)) (bool, error) {
-	switch {
-	case n.pool == nil:
-		return false, errNilPool
-	case n.closed.Load():
-		return false, ErrClosed
-	}
-	reply, err := n.exec(ctx, cmd)
+	reply, err := n.run(ctx, cmd)
 	if err != nil {
-		return false, fmt.Errorf("redigo: %w", driver.ContextError(ctx, err))
+		return false, err
 	}
 	ok, known := result(reply)
 	if !known {
 		return false, fmt.Errorf("redigo: unexpected reply of type %T", reply)
 	}
 	return ok, nil
+}
+
+// run runs cmd on a connection from the pool and returns its reply. Its
+// errors match ctx.Err() when ctx is done: redigo bounds a read by a socket
+// deadline equal to ctx's, which can fire before ctx itself reports
+// DeadlineExceeded.
+func (n *node) run(ctx context.Context, cmd func(redis.Conn) (any, error)) (any, error) {
+	if err := n.usable(); err != nil {
+		return nil, err
+	}
+	reply, err := n.exec(ctx, cmd)
+	if err != nil {
+		return nil, fmt.Errorf("redigo: %w", driver.ContextError(ctx, err))
+	}
+	return reply, nil
+}
+
+// usable returns the error of a call on a node without a pool or closed.
+func (n *node) usable() error {
+	switch {
+	case n.pool == nil:
+		return errNilPool
+	case n.closed.Load():
+		return ErrClosed
+	}
+	return nil
 }
 
 // exec runs cmd on a connection from the pool.

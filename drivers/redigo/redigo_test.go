@@ -13,6 +13,7 @@ import (
 	"github.com/go-redlock/redlock/conformance"
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/drivers/redigo"
+	"github.com/go-redlock/redlock/internal/pubsub/pubsubtest"
 	"github.com/go-redlock/redlock/redistest"
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -24,6 +25,17 @@ func TestConformanceNew(t *testing.T) {
 		n := redigo.New(newPool(t, redistest.NewServer(t).Addr()))
 		t.Cleanup(func() { n.Close() })
 		return n
+	})
+}
+
+func TestPubSub(t *testing.T) {
+	t.Run("Open", func(t *testing.T) { pubsubtest.RunOpen(t, redigo.Driver{}) })
+	t.Run("New", func(t *testing.T) {
+		pubsubtest.Run(t, func(t *testing.T, addr string) driver.Node {
+			n := redigo.New(newPool(t, addr))
+			t.Cleanup(func() { n.Close() })
+			return n
+		})
 	})
 }
 
@@ -50,12 +62,22 @@ func open(t *testing.T, addr string) driver.Node {
 	return n
 }
 
-// calls runs every Node method on n with ctx and returns their errors.
+// calls runs every Node, Fencer and Notifier method on n with ctx and returns
+// their errors.
 func calls(ctx context.Context, n driver.Node, key string) map[string]error {
 	errs := make(map[string]error)
 	_, errs["SetNX"] = n.SetNX(ctx, key, "v", time.Minute)
 	_, errs["EvalRelease"] = n.EvalRelease(ctx, key, "v")
 	_, errs["Extend"] = n.Extend(ctx, key, "v", time.Minute)
+	f := n.(driver.Fencer)
+	_, _, errs["SetNXFence"] = f.SetNXFence(ctx, key, "v", time.Minute, key+":fence")
+	_, errs["RaiseFence"] = f.RaiseFence(ctx, key, "v", key+":fence", 1)
+	nn := n.(driver.Notifier)
+	_, errs["ReleaseNotify"] = nn.ReleaseNotify(ctx, key, "v")
+	var cancel func()
+	if cancel, errs["Subscribe"] = nn.Subscribe(ctx, key, make(chan struct{}, 1)); cancel != nil {
+		cancel()
+	}
 	return errs
 }
 

@@ -21,4 +21,14 @@
 // someone else.
 //
 // [New] wraps a client the caller configured and keeps owning.
+//
+// Nodes also keep fencing counters (driver.Fencer, for redlock.WithFencing)
+// and publish their releases (driver.Notifier): a waiter in redlock's Lock
+// subscribes to the key's releases and retries as soon as the holder unlocks.
+// All the subscriptions of a node share one dedicated connection of its client
+// (Dedicate, with pub/sub hooks), made on the first Subscribe and closed by the
+// node's Close. If the
+// connection breaks, the next Subscribe makes a new one, which also subscribes
+// the earlier subscriptions again; until then their waiters poll. A node over a cluster client publishes releases
+// but refuses subscriptions, and its waiters poll.
 package rueidis

@@ -15,6 +15,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/pubsub"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -36,8 +37,11 @@ const (
 // The scripts every node runs. Exec sends EVALSHA and falls back to EVAL when
 // the server answers NOSCRIPT.
 var (
-	releaseScript = rueidis.NewLuaScript(driver.ReleaseScript.Source)
-	extendScript  = rueidis.NewLuaScript(driver.ExtendScript.Source)
+	releaseScript       = rueidis.NewLuaScript(driver.ReleaseScript.Source)
+	extendScript        = rueidis.NewLuaScript(driver.ExtendScript.Source)
+	setNXFenceScript    = rueidis.NewLuaScript(driver.SetNXFenceScript.Source)
+	raiseFenceScript    = rueidis.NewLuaScript(driver.RaiseFenceScript.Source)
+	releaseNotifyScript = rueidis.NewLuaScript(driver.ReleaseNotifyScript.Source)
 )
 
 // ErrClosed is [driver.ErrClosed], which calls on a node return after Close.
@@ -89,6 +93,7 @@ func (Driver) Open(addr string) (driver.Node, error) {
 		Dialer:            net.Dialer{Timeout: dialTimeout},
 		ConnWriteTimeout:  connTimeout,
 	}
+	n.hub = pubsub.New(n.dialPubSub)
 	return n, nil
 }
 
@@ -109,6 +114,7 @@ func New(c rueidis.Client) driver.Node {
 	}
 	n := &node{name: clientName(c)}
 	n.cur.Store(&state{client: c})
+	n.hub = pubsub.New(n.dialPubSub)
 	return n
 }
 
@@ -172,8 +178,11 @@ type node struct {
 	closing context.Context // done once Close is called
 	cancel  context.CancelFunc
 
-	mu      sync.Mutex
-	pending *attempt // the client being created, if any
+	hub *pubsub.Hub // the release subscriptions; nil for New(nil)
+
+	mu         sync.Mutex
+	pending    *attempt // the client being created, if any
+	dedicating int      // Dedicate calls in progress, which may dial (see dial)
 }
 
 var _ driver.Node = (*node)(nil)
@@ -261,12 +270,16 @@ func (n *node) create(a *attempt) {
 // Once the client is created, dial refuses with errRedial: rueidis would
 // reconnect and handshake in the goroutine of a call, and concurrent calls
 // would wait for it beyond their contexts. The call drops the client instead,
-// and a new one is created in the background (see lost).
+// and a new one is created in the background (see lost). The exception is the
+// connection of the pub/sub hub, which rueidis dials in the hub's own
+// goroutine, in Dedicate (with a context that has no Done channel, unlike a
+// call's): see dedicate.
 func (n *node) dial(ctx context.Context, a *attempt, addr string, d *net.Dialer) (net.Conn, error) {
 	n.mu.Lock()
 	created := a.created
+	dedicated := created && n.dedicating > 0 && ctx.Done() == nil
 	n.mu.Unlock()
-	if created {
+	if created && !dedicated {
 		return nil, errRedial
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -275,6 +288,9 @@ func (n *node) dial(ctx context.Context, a *attempt, addr string, d *net.Dialer)
 	conn, err := d.DialContext(ctx, "tcp", addr)
 	if err != nil {
 		return nil, err
+	}
+	if dedicated {
+		return pubsub.CloseOnDone(n.closing, conn), nil
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -299,9 +315,10 @@ func (n *node) lost(c rueidis.Client, err error) bool {
 	return true
 }
 
-// Close closes the node and, for a node made by Open, its client, including
-// one still being created. Calls after Close return ErrClosed. Close is
-// idempotent. On a node from New(nil) it returns an error.
+// Close closes the node, its pub/sub connection and, for a node made by Open,
+// its client, including one still being created. Calls after Close return
+// ErrClosed. Close is idempotent. On a node from New(nil) it returns an
+// error.
 func (n *node) Close() error {
 	if n.cur.Load() == nilClientState {
 		return errNilClient
@@ -309,9 +326,11 @@ func (n *node) Close() error {
 	n.mu.Lock()
 	s := n.cur.Swap(closedState)
 	n.mu.Unlock()
+	n.hub.Closing() // waiting Subscribes report ErrClosed, not the broken connection
 	if n.cancel != nil {
-		n.cancel()
+		n.cancel() // before the hub's Close, which waits for its dial
 	}
+	n.hub.Close()
 	if s != nil && s.client != nil && n.owned {
 		s.client.Close()
 	}
@@ -357,19 +376,11 @@ func (n *node) Extend(ctx context.Context, key, value string, ttl time.Duration)
 
 // eval runs one of the scripts, which answer 1 (done) or 0 (not held).
 func (n *node) eval(ctx context.Context, name string, script *rueidis.Lua, keys, args []string) (bool, error) {
-	var (
-		v   int64
-		err error
-	)
-	for retry := true; ; retry = false {
-		var c rueidis.Client
-		if c, err = n.client(ctx); err != nil {
-			return false, driver.ContextError(ctx, err)
-		}
-		if v, err = script.Exec(ctx, c, keys, args).AsInt64(); !retry || !n.lost(c, err) {
-			break
-		}
+	msg, err := n.exec(ctx, name, script, keys, args)
+	if err != nil {
+		return false, err
 	}
+	v, err := msg.AsInt64()
 	switch {
 	case err != nil:
 	case v == 1:
@@ -380,4 +391,23 @@ func (n *node) eval(ctx context.Context, name string, script *rueidis.Lua, keys,
 		err = fmt.Errorf("unexpected reply %d", v)
 	}
 	return false, driver.ContextError(ctx, fmt.Errorf("rueidis: %s script: %w", name, err))
+}
+
+// exec runs a script and returns its reply. An error matches ctx's when ctx
+// is done, and names the script unless there was no client to run it.
+func (n *node) exec(ctx context.Context, name string, script *rueidis.Lua, keys, args []string) (rueidis.RedisMessage, error) {
+	for retry := true; ; retry = false {
+		c, err := n.client(ctx)
+		if err != nil {
+			return rueidis.RedisMessage{}, driver.ContextError(ctx, err)
+		}
+		msg, err := script.Exec(ctx, c, keys, args).ToMessage()
+		if retry && n.lost(c, err) {
+			continue
+		}
+		if err != nil {
+			return rueidis.RedisMessage{}, driver.ContextError(ctx, fmt.Errorf("rueidis: %s script: %w", name, err))
+		}
+		return msg, nil
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/go-redlock/redlock/conformance"
 	"github.com/go-redlock/redlock/driver"
 	rueidisdriver "github.com/go-redlock/redlock/drivers/rueidis"
+	"github.com/go-redlock/redlock/internal/pubsub/pubsubtest"
 	"github.com/go-redlock/redlock/redistest"
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -29,6 +30,17 @@ func TestConformanceNew(t *testing.T) {
 		n := rueidisdriver.New(newClient(t, redistest.NewServer(t).Addr()))
 		t.Cleanup(func() { n.Close() })
 		return n
+	})
+}
+
+func TestPubSub(t *testing.T) {
+	t.Run("Open", func(t *testing.T) { pubsubtest.RunOpen(t, rueidisdriver.Driver{}) })
+	t.Run("New", func(t *testing.T) {
+		pubsubtest.Run(t, func(t *testing.T, addr string) driver.Node {
+			n := rueidisdriver.New(newClient(t, addr))
+			t.Cleanup(func() { n.Close() })
+			return n
+		})
 	})
 }
 
@@ -63,12 +75,22 @@ func testContext(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-// calls runs every Node method on n with ctx and returns their errors.
+// calls runs every Node, Fencer and Notifier method on n with ctx and returns
+// their errors.
 func calls(ctx context.Context, n driver.Node, key string) map[string]error {
 	errs := make(map[string]error)
 	_, errs["SetNX"] = n.SetNX(ctx, key, "v", time.Minute)
 	_, errs["EvalRelease"] = n.EvalRelease(ctx, key, "v")
 	_, errs["Extend"] = n.Extend(ctx, key, "v", time.Minute)
+	f := n.(driver.Fencer)
+	_, _, errs["SetNXFence"] = f.SetNXFence(ctx, key, "v", time.Minute, key+":fence")
+	_, errs["RaiseFence"] = f.RaiseFence(ctx, key, "v", key+":fence", 1)
+	nn := n.(driver.Notifier)
+	_, errs["ReleaseNotify"] = nn.ReleaseNotify(ctx, key, "v")
+	var cancel func()
+	if cancel, errs["Subscribe"] = nn.Subscribe(ctx, key, make(chan struct{}, 1)); cancel != nil {
+		cancel()
+	}
 	return errs
 }
 

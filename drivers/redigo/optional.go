@@ -1,0 +1,168 @@
+package redigo
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/pubsub"
+)
+
+var (
+	_ driver.Fencer   = (*node)(nil)
+	_ driver.Notifier = (*node)(nil)
+)
+
+// SetNXFence runs driver.SetNXFenceScript: SET key value NX PX ttl, and the
+// counter at fenceKey read in the same step.
+func (n *node) SetNXFence(ctx context.Context, key, value string, ttl time.Duration, fenceKey string) (bool, uint64, error) {
+	reply, err := n.run(ctx, func(c redis.Conn) (any, error) {
+		return setNXFenceScript.DoContext(ctx, c, key, fenceKey, value, driver.MillisecondsString(ttl))
+	})
+	if err != nil {
+		return false, 0, err
+	}
+	ok, counter, err := parseFence(reply)
+	if err != nil {
+		return false, 0, fmt.Errorf("redigo: %w", err)
+	}
+	return ok, counter, nil
+}
+
+// parseFence reads {1|0, counter}. Its errors show only the reply's shape:
+// a lock value never appears in one.
+func parseFence(reply any) (bool, uint64, error) {
+	values, ok := reply.([]any)
+	if !ok || len(values) != 2 {
+		return false, 0, fmt.Errorf("unexpected script reply of type %T", reply)
+	}
+	set, known := intBool(values[0])
+	if !known {
+		return false, 0, fmt.Errorf("unexpected script reply: first element of type %T", values[0])
+	}
+	s, ok := values[1].([]byte)
+	if !ok {
+		return false, 0, fmt.Errorf("unexpected script reply: counter of type %T", values[1])
+	}
+	counter, err := strconv.ParseUint(string(s), 10, 64)
+	if err != nil {
+		return false, 0, errors.New("unexpected script reply: the counter is not a decimal uint64")
+	}
+	return set, counter, nil
+}
+
+// RaiseFence runs driver.RaiseFenceScript.
+func (n *node) RaiseFence(ctx context.Context, key, value, fenceKey string, token uint64) (bool, error) {
+	return n.do(ctx, func(c redis.Conn) (any, error) {
+		return raiseFenceScript.DoContext(ctx, c, key, fenceKey, value, strconv.FormatUint(token, 10))
+	}, intBool)
+}
+
+// ReleaseNotify runs driver.ReleaseNotifyScript, which publishes the release
+// on driver.ReleaseChannel(key).
+func (n *node) ReleaseNotify(ctx context.Context, key, value string) (bool, error) {
+	return n.do(ctx, func(c redis.Conn) (any, error) {
+		return releaseNotifyScript.DoContext(ctx, c, key, value, driver.ReleaseChannel(key))
+	}, intBool)
+}
+
+// Subscribe subscribes to driver.ReleaseChannel(key) over the node's one
+// pub/sub connection, which the node makes on first use and shares among all
+// its subscriptions (see package pubsub).
+func (n *node) Subscribe(ctx context.Context, key string, notify chan<- struct{}) (func(), error) {
+	if err := n.usable(); err != nil {
+		return nil, err
+	}
+	cancel, err := n.hub.Subscribe(ctx, driver.ReleaseChannel(key), notify)
+	if err != nil {
+		return nil, fmt.Errorf("redigo: subscribe: %w", driver.ContextError(ctx, err))
+	}
+	return cancel, nil
+}
+
+// dialPubSub makes the node's pub/sub connection with the pool's dial
+// function. The connection is the node's own: it never goes to the pool.
+func (n *node) dialPubSub(ctx context.Context) (pubsub.Conn, error) {
+	c, err := n.dial(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return pubSubConn{redis.PubSubConn{Conn: c}}, nil
+}
+
+// dial calls the pool's DialContext, or its Dial, which cannot be
+// interrupted: dial then returns when ctx ends, and a connection that comes
+// later is closed.
+func (n *node) dial(ctx context.Context) (redis.Conn, error) {
+	p := n.pool
+	switch {
+	case p.DialContext != nil:
+		return p.DialContext(ctx)
+	case p.Dial == nil:
+		return nil, errors.New("redigo: the pool has no DialContext or Dial function")
+	}
+	type result struct {
+		c   redis.Conn
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := p.Dial()
+		done <- result{c, err}
+	}()
+	select {
+	case r := <-done:
+		return r.c, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.c != nil {
+				r.c.Close()
+			}
+		}()
+		return nil, ctx.Err()
+	}
+}
+
+// pubSubConn is a pubsub.Conn over a redis.PubSubConn. A redigo connection
+// allows one goroutine to receive while another sends.
+type pubSubConn struct{ psc redis.PubSubConn }
+
+func (c pubSubConn) Subscribe(_ context.Context, channels ...string) error {
+	return c.psc.Subscribe(redis.Args{}.AddFlat(channels)...)
+}
+
+func (c pubSubConn) Unsubscribe(_ context.Context, channels ...string) error {
+	return c.psc.Unsubscribe(redis.Args{}.AddFlat(channels)...)
+}
+
+// Receive waits for the next event without a deadline, whatever read timeout
+// the pool's connections have: a quiet channel is not a failure.
+func (c pubSubConn) Receive(context.Context) (pubsub.Event, error) {
+	var v any
+	if _, ok := c.psc.Conn.(redis.ConnWithTimeout); ok {
+		v = c.psc.ReceiveWithTimeout(0)
+	} else {
+		v = c.psc.Receive()
+	}
+	switch m := v.(type) {
+	case error:
+		return pubsub.Event{}, m
+	case redis.Message:
+		return pubsub.Event{Kind: pubsub.Message, Channel: m.Channel}, nil
+	case redis.Subscription:
+		switch m.Kind {
+		case "subscribe":
+			return pubsub.Event{Kind: pubsub.Subscribed, Channel: m.Channel}, nil
+		case "unsubscribe":
+			return pubsub.Event{Kind: pubsub.Unsubscribed, Channel: m.Channel}, nil
+		}
+	}
+	return pubsub.Event{}, nil
+}
+
+func (c pubSubConn) Close() error { return c.psc.Close() }

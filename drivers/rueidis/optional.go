@@ -1,0 +1,200 @@
+package rueidis
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/rueidis"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/pubsub"
+)
+
+var (
+	_ driver.Fencer   = (*node)(nil)
+	_ driver.Notifier = (*node)(nil)
+)
+
+// errNoPubSub is what Subscribe returns on a node over a cluster client.
+var errNoPubSub = errors.New("release notifications need a client of one server, not a cluster client")
+
+// SetNXFence runs driver.SetNXFenceScript: SET key value NX PX ttl, and the
+// counter at fenceKey read in the same step.
+func (n *node) SetNXFence(ctx context.Context, key, value string, ttl time.Duration, fenceKey string) (bool, uint64, error) {
+	msg, err := n.exec(ctx, "SET NX fence", setNXFenceScript, []string{key, fenceKey}, []string{value, driver.MillisecondsString(ttl)})
+	if err != nil {
+		return false, 0, err
+	}
+	ok, counter, err := parseFence(msg)
+	if err != nil {
+		return false, 0, fmt.Errorf("rueidis: SET NX fence script: %w", err)
+	}
+	return ok, counter, nil
+}
+
+// parseFence reads {1|0, counter}. Its errors show only the reply's shape:
+// a lock value never appears in one.
+func parseFence(msg rueidis.RedisMessage) (bool, uint64, error) {
+	values, err := msg.ToArray()
+	if err != nil || len(values) != 2 {
+		return false, 0, errors.New("unexpected reply: want an array of two")
+	}
+	set, err := values[0].AsInt64()
+	if err != nil || set != 0 && set != 1 {
+		return false, 0, errors.New("unexpected reply: the first element is not 1 or 0")
+	}
+	s, err := values[1].ToString()
+	if err != nil {
+		return false, 0, errors.New("unexpected reply: the counter is not a string")
+	}
+	counter, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return false, 0, errors.New("unexpected reply: the counter is not a decimal uint64")
+	}
+	return set == 1, counter, nil
+}
+
+// RaiseFence runs driver.RaiseFenceScript.
+func (n *node) RaiseFence(ctx context.Context, key, value, fenceKey string, token uint64) (bool, error) {
+	return n.eval(ctx, "raise fence", raiseFenceScript, []string{key, fenceKey}, []string{value, strconv.FormatUint(token, 10)})
+}
+
+// ReleaseNotify runs driver.ReleaseNotifyScript, which publishes the release
+// on driver.ReleaseChannel(key).
+func (n *node) ReleaseNotify(ctx context.Context, key, value string) (bool, error) {
+	return n.eval(ctx, "release", releaseNotifyScript, []string{key}, []string{value, driver.ReleaseChannel(key)})
+}
+
+// Subscribe subscribes to driver.ReleaseChannel(key) over the node's one
+// pub/sub connection, which the node makes on first use and shares among all
+// its subscriptions (see package pubsub).
+func (n *node) Subscribe(ctx context.Context, key string, notify chan<- struct{}) (func(), error) {
+	if s := n.cur.Load(); s != nil && s.err != nil {
+		return nil, s.err // closed, or New(nil)
+	}
+	cancel, err := n.hub.Subscribe(ctx, driver.ReleaseChannel(key), notify)
+	if err != nil {
+		return nil, fmt.Errorf("rueidis: subscribe: %w", driver.ContextError(ctx, err))
+	}
+	return cancel, nil
+}
+
+// dialPubSub makes the node's pub/sub connection: a dedicated connection of
+// its client, with pub/sub hooks.
+func (n *node) dialPubSub(ctx context.Context) (pubsub.Conn, error) {
+	c, err := n.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if c.Mode() == rueidis.ClientModeCluster {
+		return nil, errNoPubSub
+	}
+	dc, release := n.dedicate(c)
+	conn := &pubSubConn{dc: dc, release: release, signal: make(chan struct{}, 1)}
+	conn.errs = dc.SetPubSubHooks(rueidis.PubSubHooks{OnMessage: conn.onMessage, OnSubscription: conn.onSubscription})
+	select {
+	case err := <-conn.errs: // the dial failed
+		conn.Close()
+		if err == nil {
+			err = errors.New("connection closed")
+		}
+		return nil, err
+	default:
+	}
+	return conn, nil
+}
+
+// dedicate takes a dedicated connection of c, which rueidis dials in
+// Dedicate. A node made by Open lets its client dial for it (see dial).
+func (n *node) dedicate(c rueidis.Client) (rueidis.DedicatedClient, func()) {
+	n.mu.Lock()
+	n.dedicating++
+	n.mu.Unlock()
+	defer func() {
+		n.mu.Lock()
+		n.dedicating--
+		n.mu.Unlock()
+	}()
+	return c.Dedicate()
+}
+
+// pubSubConn is a pubsub.Conn over a rueidis DedicatedClient. The client's
+// pub/sub hooks queue what they receive for Receive; SUBSCRIBE and
+// UNSUBSCRIBE go through Do.
+type pubSubConn struct {
+	dc      rueidis.DedicatedClient
+	release func()
+	errs    <-chan error // from SetPubSubHooks: the connection ended
+	signal  chan struct{}
+
+	mu    sync.Mutex
+	queue []pubsub.Event
+}
+
+func (c *pubSubConn) push(ev pubsub.Event) {
+	c.mu.Lock()
+	c.queue = append(c.queue, ev)
+	c.mu.Unlock()
+	select {
+	case c.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (c *pubSubConn) onMessage(m rueidis.PubSubMessage) {
+	c.push(pubsub.Event{Kind: pubsub.Message, Channel: m.Channel})
+}
+
+func (c *pubSubConn) onSubscription(s rueidis.PubSubSubscription) {
+	switch s.Kind {
+	case "subscribe":
+		c.push(pubsub.Event{Kind: pubsub.Subscribed, Channel: s.Channel})
+	case "unsubscribe":
+		c.push(pubsub.Event{Kind: pubsub.Unsubscribed, Channel: s.Channel})
+	}
+}
+
+func (c *pubSubConn) Subscribe(ctx context.Context, channels ...string) error {
+	return c.dc.Do(ctx, c.dc.B().Subscribe().Channel(channels...).Build()).Error()
+}
+
+func (c *pubSubConn) Unsubscribe(ctx context.Context, channels ...string) error {
+	return c.dc.Do(ctx, c.dc.B().Unsubscribe().Channel(channels...).Build()).Error()
+}
+
+func (c *pubSubConn) Receive(ctx context.Context) (pubsub.Event, error) {
+	for {
+		c.mu.Lock()
+		if len(c.queue) > 0 {
+			ev := c.queue[0]
+			c.queue = c.queue[1:]
+			c.mu.Unlock()
+			return ev, nil
+		}
+		c.mu.Unlock()
+		select {
+		case <-c.signal:
+		case err, ok := <-c.errs:
+			if !ok || err == nil {
+				err = errors.New("connection closed")
+			}
+			return pubsub.Event{}, err
+		case <-ctx.Done():
+			return pubsub.Event{}, ctx.Err()
+		}
+	}
+}
+
+// Close closes the dedicated connection rather than return it to the pool.
+func (c *pubSubConn) Close() error {
+	if cl, ok := c.dc.(interface{ Close() }); ok {
+		cl.Close()
+	} else {
+		c.release()
+	}
+	return nil
+}

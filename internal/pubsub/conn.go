@@ -1,0 +1,54 @@
+package pubsub
+
+import "context"
+
+// Conn is one pub/sub connection to a Redis server, which a driver makes for
+// a [Hub] over its client.
+//
+// The hub calls Subscribe and Unsubscribe from one goroutine and Receive from
+// another, concurrently, and Close from any goroutine at any time: Close must
+// make a Receive, Subscribe or Unsubscribe in progress return.
+type Conn interface {
+	// Subscribe sends SUBSCRIBE for the channels. It need not wait for the
+	// server's confirmations, which Receive returns.
+	Subscribe(ctx context.Context, channels ...string) error
+
+	// Unsubscribe sends UNSUBSCRIBE for the channels. It need not wait for
+	// the server's confirmations, which Receive returns.
+	Unsubscribe(ctx context.Context, channels ...string) error
+
+	// Receive returns the next event the server sent, in the order sent. It
+	// returns an error once the connection is broken or closed, after which
+	// the hub drops the connection.
+	Receive(ctx context.Context) (Event, error)
+
+	// Close closes the connection. The hub calls it once.
+	Close() error
+}
+
+// Dialer makes a new connection to the server, ready for Subscribe, or
+// returns an error. ctx is canceled when the hub is closed; a Dialer that
+// cannot be interrupted delays Close until it returns.
+type Dialer func(ctx context.Context) (Conn, error)
+
+// Kind is the kind of an [Event].
+type Kind int
+
+// The kinds of events.
+const (
+	// Ignored is any reply the hub does not use, such as a pong.
+	Ignored Kind = iota
+	// Message is a message published on Event.Channel.
+	Message
+	// Subscribed confirms a SUBSCRIBE of Event.Channel.
+	Subscribed
+	// Unsubscribed confirms an UNSUBSCRIBE of Event.Channel.
+	Unsubscribed
+)
+
+// Event is what the server sent on a pub/sub connection. The message's
+// payload is not kept: a release notification carries none.
+type Event struct {
+	Kind    Kind
+	Channel string
+}

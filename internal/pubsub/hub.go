@@ -1,0 +1,363 @@
+// Package pubsub shares one pub/sub connection per node among all the
+// subscribers of that node, for the Redis drivers' driver.Notifier.
+//
+// A [Hub] holds, per channel, the set of subscribers. It sends SUBSCRIBE when
+// the first subscriber of a channel arrives and UNSUBSCRIBE when the last one
+// leaves, over one connection that it makes on first use with the driver's
+// [Dialer]. One goroutine reads the connection and delivers each message to
+// the channel's subscribers with a send that never blocks; another sends the
+// SUBSCRIBE and UNSUBSCRIBE commands, so that a caller of [Hub.Subscribe]
+// only ever waits on channels and its context. The drivers implement [Conn]
+// over their clients; everything else lives here.
+//
+// At most one SUBSCRIBE or UNSUBSCRIBE of a channel is unconfirmed at a time,
+// so that each confirmation the server sends is known to answer the command
+// it confirms.
+//
+// When the connection breaks, the Subscribe calls waiting for a confirmation
+// fail and the hub drops the connection. Subscriptions already confirmed are
+// kept: the next Subscribe makes a new connection, which subscribes again to
+// every channel that still has subscribers. Until then they hear nothing,
+// and redlock's waiters fall back to polling.
+package pubsub
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/go-redlock/redlock/driver"
+)
+
+// state is where a channel stands on the hub's connection.
+type state int
+
+const (
+	unsubscribed  state = iota // not subscribed, nothing pending
+	subscribing                // SUBSCRIBE sent, not yet confirmed
+	subscribed                 // SUBSCRIBE confirmed
+	unsubscribing              // UNSUBSCRIBE sent, not yet confirmed
+)
+
+// Hub shares one pub/sub connection among subscribers; see the package
+// documentation. Its methods are safe for concurrent use.
+type Hub struct {
+	dial Dialer
+	wg   sync.WaitGroup // the goroutines of every session
+
+	mu       sync.Mutex
+	closed   bool
+	sess     *session // the current connection, nil if none
+	channels map[string]*channel
+	dirty    map[string]struct{} // channels whose subscribers changed since the writer looked
+}
+
+// channel is one channel's subscribers and its state on the current session.
+type channel struct {
+	subs  map[*sub]struct{}
+	state state
+	ready chan struct{} // closed when a SUBSCRIBE is confirmed; nil if nobody waits
+}
+
+type sub struct{ notify chan<- struct{} }
+
+// session is one connection and its goroutines.
+type session struct {
+	ctx    context.Context // canceled when the session ends
+	cancel context.CancelFunc
+	kick   chan struct{} // wakes the writer; capacity 1
+	dead   chan struct{} // closed when the session ends, after err is set
+	err    error
+
+	closeOnce sync.Once
+	conn      Conn // set once dialed; guarded by Hub.mu
+}
+
+// New returns a hub that makes its connection with dial when first needed.
+func New(dial Dialer) *Hub {
+	return &Hub{
+		dial:     dial,
+		channels: make(map[string]*channel),
+		dirty:    make(map[string]struct{}),
+	}
+}
+
+// Subscribe arranges for a send on notify, without blocking, for each
+// message published on channel, until cancel is called; after cancel returns,
+// nothing more is sent. Subscribe returns once the server has confirmed the
+// subscription (at once if the channel is already subscribed), or with an
+// error: ctx.Err() when ctx ends first, [driver.ErrClosed] after Close, or the
+// connection's error when it fails first.
+func (h *Hub) Subscribe(ctx context.Context, name string, notify chan<- struct{}) (cancel func(), err error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return nil, driver.ErrClosed
+	}
+	c := h.channels[name]
+	if c == nil {
+		c = &channel{subs: make(map[*sub]struct{})}
+		h.channels[name] = c
+	}
+	s := &sub{notify: notify}
+	c.subs[s] = struct{}{}
+	var once sync.Once
+	cancel = func() { once.Do(func() { h.remove(name, s) }) }
+	if h.sess == nil {
+		h.start()
+	}
+	sess := h.sess
+	if c.state == subscribed {
+		h.mu.Unlock()
+		return cancel, nil
+	}
+	if c.ready == nil {
+		c.ready = make(chan struct{})
+	}
+	ready := c.ready
+	h.markLocked(sess, name)
+	h.mu.Unlock()
+
+	select {
+	case <-ready:
+		return cancel, nil
+	case <-sess.dead:
+		cancel()
+		return nil, sess.err
+	case <-ctx.Done():
+		cancel()
+		return nil, ctx.Err()
+	}
+}
+
+// remove removes a subscriber, and unsubscribes its channel if it was the
+// last.
+func (h *Hub) remove(name string, s *sub) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	c := h.channels[name]
+	delete(c.subs, s)
+	if len(c.subs) > 0 {
+		return
+	}
+	if c.state == unsubscribed {
+		delete(h.channels, name)
+		return
+	}
+	if h.sess != nil {
+		h.markLocked(h.sess, name)
+	}
+}
+
+// markLocked asks the writer of sess to bring name's state in line with its
+// subscribers.
+func (h *Hub) markLocked(sess *session, name string) {
+	h.dirty[name] = struct{}{}
+	select {
+	case sess.kick <- struct{}{}:
+	default:
+	}
+}
+
+// start starts a new session, which dials in its own goroutine.
+func (h *Hub) start() {
+	ctx, cancel := context.WithCancel(context.Background())
+	sess := &session{ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1), dead: make(chan struct{})}
+	h.sess = sess
+	h.wg.Add(1)
+	go h.run(sess)
+}
+
+// run dials, then reads the connection until it fails.
+func (h *Hub) run(sess *session) {
+	defer h.wg.Done()
+	conn, err := h.dial(sess.ctx)
+	if err != nil {
+		h.fail(sess, err)
+		return
+	}
+	h.mu.Lock()
+	if h.sess != sess { // closed while dialing
+		h.mu.Unlock()
+		conn.Close()
+		return
+	}
+	sess.conn = conn
+	// Subscribe every channel that has subscribers, including those that a
+	// failed connection had subscribed.
+	for name, c := range h.channels {
+		if len(c.subs) > 0 {
+			h.markLocked(sess, name)
+		}
+	}
+	h.wg.Add(1)
+	h.mu.Unlock()
+	go h.write(sess, conn)
+	for {
+		ev, err := conn.Receive(sess.ctx)
+		if err != nil {
+			h.fail(sess, err)
+			return
+		}
+		if !h.handle(sess, ev) {
+			return
+		}
+	}
+}
+
+// handle applies one event; it returns false if sess is no longer current.
+func (h *Hub) handle(sess *session, ev Event) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sess != sess {
+		return false
+	}
+	c := h.channels[ev.Channel]
+	if c == nil {
+		return true
+	}
+	switch ev.Kind {
+	case Message:
+		for s := range c.subs {
+			select {
+			case s.notify <- struct{}{}:
+			default:
+			}
+		}
+	case Subscribed:
+		if c.state != subscribing {
+			return true
+		}
+		c.state = subscribed
+		if c.ready != nil {
+			close(c.ready)
+			c.ready = nil
+		}
+		if len(c.subs) == 0 {
+			h.markLocked(sess, ev.Channel)
+		}
+	case Unsubscribed:
+		if c.state != unsubscribing {
+			return true
+		}
+		c.state = unsubscribed
+		if len(c.subs) == 0 {
+			delete(h.channels, ev.Channel)
+		} else {
+			h.markLocked(sess, ev.Channel)
+		}
+	}
+	return true
+}
+
+// write sends the SUBSCRIBE and UNSUBSCRIBE commands that the changes of
+// subscribers call for, until the session ends.
+func (h *Hub) write(sess *session, conn Conn) {
+	defer h.wg.Done()
+	for {
+		select {
+		case <-sess.kick:
+		case <-sess.ctx.Done():
+			return
+		}
+		subs, unsubs, ok := h.pending(sess)
+		if !ok {
+			return
+		}
+		var err error
+		if len(subs) > 0 {
+			err = conn.Subscribe(sess.ctx, subs...)
+		}
+		if err == nil && len(unsubs) > 0 {
+			err = conn.Unsubscribe(sess.ctx, unsubs...)
+		}
+		if err != nil {
+			h.fail(sess, err)
+			return
+		}
+	}
+}
+
+// pending returns the channels to subscribe and to unsubscribe now, and
+// marks them as sent; ok is false if sess is no longer current.
+func (h *Hub) pending(sess *session) (subs, unsubs []string, ok bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.sess != sess {
+		return nil, nil, false
+	}
+	for name := range h.dirty {
+		c := h.channels[name]
+		switch {
+		case c == nil:
+		case len(c.subs) > 0 && c.state == unsubscribed:
+			c.state = subscribing
+			subs = append(subs, name)
+		case len(c.subs) == 0 && c.state == subscribed:
+			c.state = unsubscribing
+			unsubs = append(unsubs, name)
+		}
+		// Channels in flight are marked again when their confirmation comes.
+	}
+	clear(h.dirty)
+	return subs, unsubs, true
+}
+
+// fail ends sess with err, if it is still current: waiting Subscribe calls
+// return err, and the next Subscribe starts a new session.
+func (h *Hub) fail(sess *session, err error) {
+	h.mu.Lock()
+	if h.sess == sess {
+		h.sess = nil
+		for name, c := range h.channels {
+			c.state, c.ready = unsubscribed, nil
+			if len(c.subs) == 0 {
+				delete(h.channels, name)
+			}
+		}
+		clear(h.dirty)
+		if h.closed {
+			err = driver.ErrClosed // whatever the closing did to the connection
+		}
+		if !errors.Is(err, driver.ErrClosed) {
+			err = fmt.Errorf("pub/sub connection: %w", err)
+		}
+		sess.err = err
+		close(sess.dead)
+	}
+	conn := sess.conn
+	h.mu.Unlock()
+	sess.cancel()
+	if conn != nil {
+		sess.closeOnce.Do(func() { conn.Close() })
+	}
+}
+
+// Closing marks the hub closed without waiting: Subscribe calls still waiting,
+// and later ones, return [driver.ErrClosed], whatever happens to the
+// connection meanwhile. Close does it too; call Closing first when a node's own
+// shutdown breaks the connection before it calls Close.
+func (h *Hub) Closing() {
+	h.mu.Lock()
+	h.closed = true
+	h.mu.Unlock()
+}
+
+// Close closes the connection and waits for the hub's goroutines to end,
+// which includes waiting for a Dialer that ignores its context. Subscribe
+// calls still waiting return [driver.ErrClosed], and so do later ones; the
+// cancel functions of earlier ones may still be called. Close is idempotent.
+func (h *Hub) Close() {
+	h.mu.Lock()
+	h.closed = true
+	sess := h.sess
+	h.mu.Unlock()
+	if sess != nil {
+		h.fail(sess, driver.ErrClosed)
+	}
+	h.wg.Wait()
+}

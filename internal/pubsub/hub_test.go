@@ -1,0 +1,359 @@
+package pubsub_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/pubsub"
+)
+
+// The hub's logic against a scripted connection; the drivers run
+// pubsubtest against real servers.
+
+var errBroken = errors.New("connection broken")
+
+// fakeConn is a connection whose server the test plays: it reads the
+// commands the hub sends and answers with events.
+type fakeConn struct {
+	cmds   chan string // "SUBSCRIBE a b", "UNSUBSCRIBE a"
+	events chan pubsub.Event
+	closed chan struct{}
+	once   sync.Once
+}
+
+func newFakeConn() *fakeConn {
+	return &fakeConn{cmds: make(chan string, 16), events: make(chan pubsub.Event), closed: make(chan struct{})}
+}
+
+func (c *fakeConn) send(cmd string, channels []string) error {
+	select {
+	case c.cmds <- cmd + " " + strings.Join(channels, " "):
+		return nil
+	case <-c.closed:
+		return errBroken
+	}
+}
+
+func (c *fakeConn) Subscribe(_ context.Context, channels ...string) error {
+	return c.send("SUBSCRIBE", channels)
+}
+
+func (c *fakeConn) Unsubscribe(_ context.Context, channels ...string) error {
+	return c.send("UNSUBSCRIBE", channels)
+}
+
+func (c *fakeConn) Receive(context.Context) (pubsub.Event, error) {
+	select {
+	case ev := <-c.events:
+		return ev, nil
+	case <-c.closed:
+		return pubsub.Event{}, errBroken
+	}
+}
+
+func (c *fakeConn) Close() error {
+	c.once.Do(func() { close(c.closed) })
+	return nil
+}
+
+// expect fails the test unless the hub sends cmd next.
+func (c *fakeConn) expect(t *testing.T, cmd string) {
+	t.Helper()
+	select {
+	case got := <-c.cmds:
+		require.Equal(t, cmd, got)
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the hub did not send %q", cmd)
+	}
+}
+
+// quiet fails the test if the hub sends a command within a short while.
+func (c *fakeConn) quiet(t *testing.T) {
+	t.Helper()
+	select {
+	case got := <-c.cmds:
+		t.Fatalf("the hub sent %q, want nothing", got)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+func (c *fakeConn) emit(t *testing.T, kind pubsub.Kind, channel string) {
+	t.Helper()
+	select {
+	case c.events <- pubsub.Event{Kind: kind, Channel: channel}:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the hub does not read its connection")
+	}
+}
+
+// dialer returns a Dialer that hands out the connections the test puts in
+// conns, or fails with the errors it puts in errs.
+type dialer struct {
+	conns chan *fakeConn
+	errs  chan error
+	dials chan struct{} // receives at each dial
+}
+
+func newDialer() *dialer {
+	return &dialer{conns: make(chan *fakeConn, 4), errs: make(chan error, 4), dials: make(chan struct{}, 16)}
+}
+
+func (d *dialer) dial(ctx context.Context) (pubsub.Conn, error) {
+	d.dials <- struct{}{}
+	select {
+	case c := <-d.conns:
+		return c, nil
+	case err := <-d.errs:
+		return nil, err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// newHub returns a hub over d, closed when the test ends, and checks that
+// no goroutine outlives it.
+func newHub(t *testing.T, d *dialer) *pubsub.Hub {
+	ignore := goleak.IgnoreCurrent()
+	h := pubsub.New(d.dial)
+	t.Cleanup(func() {
+		h.Close()
+		goleak.VerifyNone(t, ignore)
+	})
+	return h
+}
+
+type result struct {
+	cancel func()
+	err    error
+}
+
+// subscribe starts a Subscribe call and returns its result's channel.
+func subscribe(ctx context.Context, h *pubsub.Hub, channel string, notify chan<- struct{}) <-chan result {
+	done := make(chan result, 1)
+	go func() {
+		cancel, err := h.Subscribe(ctx, channel, notify)
+		done <- result{cancel, err}
+	}()
+	return done
+}
+
+func wait(t *testing.T, done <-chan result) result {
+	t.Helper()
+	select {
+	case r := <-done:
+		return r
+	case <-time.After(5 * time.Second):
+		t.Fatal("Subscribe did not return")
+		return result{}
+	}
+}
+
+func pending(t *testing.T, done <-chan result) {
+	t.Helper()
+	select {
+	case r := <-done:
+		t.Fatalf("Subscribe returned (%v) before the server confirmed", r.err)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+func TestSubscribeWaitsForConfirmation(t *testing.T) {
+	d := newDialer()
+	h := newHub(t, d)
+	conn := newFakeConn()
+	d.conns <- conn
+	notify := make(chan struct{}, 1)
+	first := subscribe(t.Context(), h, "a", notify)
+	conn.expect(t, "SUBSCRIBE a")
+	second := subscribe(t.Context(), h, "a", notify)
+	pending(t, first)
+	pending(t, second)
+	conn.quiet(t) // one SUBSCRIBE for both
+	conn.emit(t, pubsub.Subscribed, "a")
+	r1, r2 := wait(t, first), wait(t, second)
+	require.NoError(t, r1.err)
+	require.NoError(t, r2.err)
+
+	// Once subscribed, a third returns at once.
+	r3, err := h.Subscribe(t.Context(), "a", notify)
+	require.NoError(t, err)
+	conn.quiet(t)
+
+	r1.cancel()
+	r2.cancel()
+	conn.quiet(t) // r3 is still subscribed
+	r3()
+	conn.expect(t, "UNSUBSCRIBE a")
+	require.Len(t, d.dials, 1, "one connection")
+}
+
+// A subscriber that arrives while the channel's UNSUBSCRIBE is unconfirmed
+// waits for it, then for a new SUBSCRIBE: each confirmation answers the one
+// command in flight.
+func TestSubscribeWhileUnsubscribing(t *testing.T) {
+	d := newDialer()
+	h := newHub(t, d)
+	conn := newFakeConn()
+	d.conns <- conn
+	notify := make(chan struct{}, 1)
+	done := subscribe(t.Context(), h, "a", notify)
+	conn.expect(t, "SUBSCRIBE a")
+	conn.emit(t, pubsub.Subscribed, "a")
+	wait(t, done).cancel()
+	conn.expect(t, "UNSUBSCRIBE a")
+
+	again := subscribe(t.Context(), h, "a", notify)
+	pending(t, again)
+	conn.quiet(t)
+	conn.emit(t, pubsub.Unsubscribed, "a")
+	conn.expect(t, "SUBSCRIBE a")
+	pending(t, again)
+	conn.emit(t, pubsub.Subscribed, "a")
+	r := wait(t, again)
+	require.NoError(t, r.err)
+	conn.emit(t, pubsub.Message, "a")
+	select {
+	case <-notify:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no notification")
+	}
+	r.cancel()
+}
+
+// The last subscriber leaving before the confirmation: the channel is
+// unsubscribed once the SUBSCRIBE is confirmed.
+func TestSubscribeContextEnds(t *testing.T) {
+	d := newDialer()
+	h := newHub(t, d)
+	conn := newFakeConn()
+	d.conns <- conn
+	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+	defer cancel()
+	done := subscribe(ctx, h, "a", make(chan struct{}, 1))
+	conn.expect(t, "SUBSCRIBE a")
+	require.ErrorIs(t, wait(t, done).err, context.DeadlineExceeded)
+	conn.quiet(t)
+	conn.emit(t, pubsub.Subscribed, "a")
+	conn.expect(t, "UNSUBSCRIBE a")
+}
+
+func TestMessagesStopAtCancel(t *testing.T) {
+	d := newDialer()
+	h := newHub(t, d)
+	conn := newFakeConn()
+	d.conns <- conn
+	a, b := make(chan struct{}, 1), make(chan struct{}, 1)
+	doneA, doneB := subscribe(t.Context(), h, "k", a), subscribe(t.Context(), h, "k", b)
+	conn.expect(t, "SUBSCRIBE k")
+	conn.emit(t, pubsub.Subscribed, "k")
+	ra, rb := wait(t, doneA), wait(t, doneB)
+	conn.emit(t, pubsub.Message, "k")
+	conn.emit(t, pubsub.Message, "k") // a full notify channel does not block the hub
+	conn.emit(t, pubsub.Message, "other")
+	require.Len(t, a, 1)
+	require.Len(t, b, 1)
+	<-a
+	<-b
+	ra.cancel()
+	ra.cancel() // idempotent
+	conn.emit(t, pubsub.Message, "k")
+	conn.emit(t, pubsub.Ignored, "") // the message was handled
+	require.Empty(t, a, "notified after cancel returned")
+	require.Len(t, b, 1)
+	rb.cancel()
+}
+
+// A broken connection fails the waiting Subscribe calls; the next Subscribe
+// dials again and subscribes the surviving subscriptions too.
+func TestConnectionBreaks(t *testing.T) {
+	d := newDialer()
+	h := newHub(t, d)
+	conn := newFakeConn()
+	d.conns <- conn
+	kept := make(chan struct{}, 1)
+	done := subscribe(t.Context(), h, "kept", kept)
+	conn.expect(t, "SUBSCRIBE kept")
+	conn.emit(t, pubsub.Subscribed, "kept")
+	keptSub := wait(t, done)
+
+	waiting := subscribe(t.Context(), h, "waiting", make(chan struct{}, 1))
+	conn.expect(t, "SUBSCRIBE waiting")
+	conn.Close()
+	err := wait(t, waiting).err
+	require.ErrorIs(t, err, errBroken)
+	require.Contains(t, err.Error(), "pub/sub connection")
+
+	// A failed dial fails the Subscribe; the next one dials again.
+	d.errs <- errors.New("refused")
+	_, err = h.Subscribe(t.Context(), "new", make(chan struct{}, 1))
+	require.ErrorContains(t, err, "refused")
+
+	conn2 := newFakeConn()
+	d.conns <- conn2
+	fresh := make(chan struct{}, 1)
+	done = subscribe(t.Context(), h, "new", fresh)
+	got := []string{<-conn2.cmds}
+	if got[0] != "SUBSCRIBE kept new" && got[0] != "SUBSCRIBE new kept" {
+		t.Fatalf("the new connection sent %q, want a SUBSCRIBE of kept and new", got[0])
+	}
+	conn2.emit(t, pubsub.Subscribed, "kept")
+	conn2.emit(t, pubsub.Subscribed, "new")
+	r := wait(t, done)
+	require.NoError(t, r.err)
+	conn2.emit(t, pubsub.Message, "kept")
+	conn2.emit(t, pubsub.Message, "new")
+	conn2.emit(t, pubsub.Ignored, "")
+	require.Len(t, kept, 1)
+	require.Len(t, fresh, 1)
+	require.Len(t, d.dials, 3)
+	keptSub.cancel()
+	r.cancel()
+}
+
+func TestClose(t *testing.T) {
+	d := newDialer()
+	h := newHub(t, d)
+	// Close while dialing ends the dial and the waiting Subscribe.
+	waiting := subscribe(t.Context(), h, "a", make(chan struct{}, 1))
+	<-d.dials
+	h.Close()
+	require.ErrorIs(t, wait(t, waiting).err, driver.ErrClosed)
+	_, err := h.Subscribe(t.Context(), "a", make(chan struct{}, 1))
+	require.ErrorIs(t, err, driver.ErrClosed)
+	h.Close() // idempotent
+
+	// Close with a connection closes it, and a cancel after Close is harmless.
+	d = newDialer()
+	h = newHub(t, d)
+	conn := newFakeConn()
+	d.conns <- conn
+	done := subscribe(t.Context(), h, "a", make(chan struct{}, 1))
+	conn.expect(t, "SUBSCRIBE a")
+	conn.emit(t, pubsub.Subscribed, "a")
+	r := wait(t, done)
+	h.Close()
+	select {
+	case <-conn.closed:
+	default:
+		t.Fatal("Close did not close the connection")
+	}
+	r.cancel()
+}
+
+func TestSubscribeDoneContext(t *testing.T) {
+	d := newDialer()
+	h := newHub(t, d)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := h.Subscribe(ctx, "a", make(chan struct{}, 1))
+	require.ErrorIs(t, err, context.Canceled)
+	require.Empty(t, d.dials, "a done context must not dial")
+}
