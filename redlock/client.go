@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,6 +31,9 @@ type Client struct {
 	notify      bool              // some node is a Notifier
 	now         func() time.Time  // time.Now, replaced in simulation tests
 	closed      atomic.Bool
+
+	turnsMu sync.Mutex
+	turns   map[string]*turn // Lock's waiters, by key
 }
 
 // New returns a Client over nodes, which must be independent masters: never a
@@ -240,52 +244,6 @@ func (c *Client) abandon(ctx context.Context, r *round, key, value string) {
 	for range waitFor {
 		<-done
 	}
-}
-
-// Lock acquires the lock named key, retrying until it holds the lock or ctx
-// ends. Give ctx a deadline to bound the wait. When ctx ends first, the error
-// matches ErrNotObtained and ctx.Err().
-//
-// Between attempts Lock waits for the Backoff's delay, or less: when the nodes
-// publish releases (driver.Notifier, as the Redis drivers do), a waiter
-// subscribes to the key's releases and retries as soon as the holder unlocks.
-// The delays remain the fallback for locks that expire instead.
-func (c *Client) Lock(ctx context.Context, key string) (*Lock, error) {
-	l, err := c.TryLock(ctx, key)
-	if !retryable(ctx, err) {
-		return l, err
-	}
-	var released <-chan struct{}
-	if c.notify {
-		w := c.watch(ctx, c.prefix+key)
-		defer w.close()
-		released = w.released
-		// A release between the first attempt and the subscription was not
-		// heard: try again now that it would be.
-		if l, err = c.TryLock(ctx, key); !retryable(ctx, err) {
-			return l, err
-		}
-	}
-	timer := time.NewTimer(c.backoff(1))
-	defer timer.Stop()
-	for attempt := 2; ; attempt++ {
-		select {
-		case <-timer.C:
-		case <-released:
-			timer.Stop()
-		case <-ctx.Done():
-			return nil, errors.Join(err, ctx.Err())
-		}
-		if l, err = c.TryLock(ctx, key); !retryable(ctx, err) {
-			return l, err
-		}
-		timer.Reset(c.backoff(attempt))
-	}
-}
-
-// retryable reports whether a failed TryLock is worth another attempt.
-func retryable(ctx context.Context, err error) bool {
-	return err != nil && errors.Is(err, ErrNotObtained) && ctx.Err() == nil
 }
 
 // release deletes key on node i if it holds value, publishing the release

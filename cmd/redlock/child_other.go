@@ -1,0 +1,17 @@
+//go:build !unix
+
+package main
+
+import "os"
+
+// forwardedSignals are the signals run passes on to its command.
+var forwardedSignals = []os.Signal{os.Interrupt}
+
+// terminate stops p; without SIGTERM, it is killed.
+func terminate(p *os.Process) error { return p.Kill() }
+
+// signalExitCode is the exit status run reports for a wait ended by sig.
+func signalExitCode(os.Signal) int { return exitSignalBase + 2 }
+
+// signaledStatus reports no signal: processes here are not killed by one.
+func signaledStatus(*os.ProcessState) (int, bool) { return 0, false }

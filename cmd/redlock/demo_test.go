@@ -1,0 +1,46 @@
+//go:build unix
+
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestDemo(t *testing.T) {
+	t.Parallel()
+	nodes := "Started 5 redis-server processes"
+	if !haveRedisServer() {
+		nodes = "in-process memory nodes" // the demo falls back to them, as it says
+	}
+	r := invoke(t, "", "demo", "--duration", "1s")
+	if r.code != 0 {
+		t.Fatalf("demo: %v", r)
+	}
+	for _, want := range []string{
+		nodes,
+		"never two holders at once",
+		"the waiter held the lock",
+		"Do canceled its function's context",
+		"tokens: ",
+		"refused by the store",
+		"hand-off p50",
+		"Finished in",
+	} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the demo's output lacks %q:\n%s", want, r.stdout)
+		}
+	}
+	if r.took > 45*time.Second {
+		t.Errorf("the demo took %v; it should take well under a minute", r.took)
+	}
+}
+
+func TestDemoMemory(t *testing.T) {
+	t.Parallel()
+	r := invoke(t, "", "demo", "--memory", "--duration", "500ms")
+	if r.code != 0 || !strings.Contains(r.stdout, "in-process memory nodes") || !strings.Contains(r.stdout, "tokens: ") {
+		t.Fatalf("demo --memory: %v", r)
+	}
+}

@@ -1,0 +1,349 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/go-redlock/redlock/internal/redisaddr"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// status is the verdict of one check.
+type status string
+
+// The verdicts, from best to worst. A fail makes doctor exit with 1.
+const (
+	statusOK   status = "ok"
+	statusWarn status = "warn" // safe, with a caveat the message explains
+	statusFail status = "fail" // unsafe, or the node cannot take part
+)
+
+// worse returns the worse of two verdicts.
+func worse(a, b status) status {
+	rank := map[status]int{statusOK: 0, statusWarn: 1, statusFail: 2}
+	if rank[b] > rank[a] {
+		return b
+	}
+	return a
+}
+
+// check is one finding about a node or about the set.
+type check struct {
+	Name    string `json:"name"`
+	Status  status `json:"status"`
+	Message string `json:"message"`
+}
+
+// nodeReport is what doctor found about one node.
+type nodeReport struct {
+	// Addr is the address as given, with any password removed.
+	Addr      string  `json:"addr"`
+	Reachable bool    `json:"reachable"`
+	RTTMillis float64 `json:"rtt_ms,omitempty"`
+	Server    string  `json:"server,omitempty"` // "redis" or "valkey"
+	Version   string  `json:"version,omitempty"`
+	Role      string  `json:"role,omitempty"`
+	RunID     string  `json:"run_id,omitempty"`
+	// ClockOffsetMillis is the node's clock minus this machine's, known to
+	// within ClockErrorMillis (half the round trip of TIME).
+	ClockOffsetMillis *float64 `json:"clock_offset_ms,omitempty"`
+	ClockErrorMillis  float64  `json:"clock_error_ms,omitempty"`
+	Status            status   `json:"status"`
+	Checks            []check  `json:"checks"`
+
+	hostPort    string
+	clockOffset time.Duration
+	clockError  time.Duration
+}
+
+func (n *nodeReport) add(name string, st status, format string, args ...any) {
+	n.Checks = append(n.Checks, check{Name: name, Status: st, Message: fmt.Sprintf(format, args...)})
+	n.Status = worse(n.Status, st)
+}
+
+// doctorReport is doctor's whole finding, as --json prints it.
+type doctorReport struct {
+	// Status is the worst verdict of every check.
+	Status status        `json:"status"`
+	Quorum int           `json:"quorum"`
+	Nodes  []*nodeReport `json:"nodes"`
+	// Checks are the findings about the set of nodes as a whole.
+	Checks []check `json:"checks"`
+}
+
+func (r *doctorReport) add(name string, st status, format string, args ...any) {
+	r.Checks = append(r.Checks, check{Name: name, Status: st, Message: fmt.Sprintf(format, args...)})
+}
+
+type doctorOptions struct {
+	nodeFlags
+	key     string
+	ttl     time.Duration
+	timeout time.Duration
+	maxSkew time.Duration
+	json    bool
+}
+
+func doctorCommand() *cobra.Command {
+	var o doctorOptions
+	cmd := &cobra.Command{
+		Use:   "doctor",
+		Short: "Check that a set of Redis nodes is fit for Redlock",
+		Long: `doctor connects to every node (with go-redis, whatever --driver run uses) and
+checks each node and the set:
+
+  reachable     PING answers; the round trip (median of 5) against the node
+                timeout that --ttl implies (TTL/10, at most 200ms)
+  version       the server and its version (SET NX PX needs Redis 2.6.12)
+  role          a replica is unsafe: replication is asynchronous, so a
+                promoted replica can lack a lock its primary granted
+  eviction      maxmemory with any maxmemory-policy but noeviction can drop
+                lock keys: unsafe
+  persistence   without appendonly yes and appendfsync always, a node that
+                crashes forgets its locks: a warning to keep a crashed node
+                down for longer than the TTL before it rejoins
+  clock         the node's clock (TIME) against this machine's
+  permissions   that the user may run what the drivers send on --key: SET,
+                EVAL, EVALSHA and, inside the scripts, GET, PEXPIRE and DEL
+                (with ACL DRYRUN, or else on a scratch key beside --key);
+                fencing counters and release notifications are warnings
+  the set       the same server under two addresses (same run_id): unsafe;
+                an even or small node count: a warning; clock skew between
+                the nodes; too few reachable nodes for a quorum: unsafe
+
+It exits with 1 when any check fails (unsafe, or a node that cannot be
+reached or used), with 0 otherwise (warnings included), and with 2 for bad
+flags or no nodes. Passwords are never printed.`,
+		Example: `  redlock doctor --nodes 10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379
+  REDLOCK_NODES=redis://locker:secret@10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379 redlock doctor --key jobs:nightly
+  redlock doctor --json | jq '.nodes[] | {addr, status}'`,
+		Args: noArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runDoctor(cmd.Context(), cmd.OutOrStdout(), o)
+		},
+	}
+	f := cmd.Flags()
+	o.addNodes(cmd)
+	f.StringVar(&o.key, "key", "redlock:doctor", "a lock key (or one like it) on which to check the user's permissions")
+	f.DurationVar(&o.ttl, "ttl", redlock.DefaultTTL, "the TTL your locks use: sizes the round-trip and persistence advice")
+	f.DurationVar(&o.timeout, "timeout", 2*time.Second, "bounds the connection and each command to one node")
+	f.DurationVar(&o.maxSkew, "max-skew", time.Second, "warn when clocks differ by more than this")
+	f.BoolVar(&o.json, "json", false, "print the report as JSON")
+	return cmd
+}
+
+// noArgs is cobra.NoArgs with a usage error.
+func noArgs(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return usageErrorf("%s takes no arguments, got %q (see %s --help)", cmd.CommandPath(), args, cmd.CommandPath())
+	}
+	return nil
+}
+
+func runDoctor(ctx context.Context, w io.Writer, o doctorOptions) error {
+	switch {
+	case o.ttl <= 0:
+		return usageErrorf("doctor: --ttl %v is not positive", o.ttl)
+	case o.timeout <= 0:
+		return usageErrorf("doctor: --timeout %v is not positive", o.timeout)
+	case o.maxSkew < 0:
+		return usageErrorf("doctor: --max-skew %v is negative", o.maxSkew)
+	case o.key == "":
+		return usageErrorf("doctor: --key is empty")
+	}
+	raw, err := o.addrs()
+	if err != nil {
+		return err
+	}
+	addrs := make([]redisaddr.Addr, len(raw))
+	for i, s := range raw {
+		if addrs[i], err = redisaddr.Parse(s); err != nil {
+			return usageErrorf("doctor: address %d: %v", i+1, err)
+		}
+	}
+	rep := &doctorReport{Quorum: len(addrs)/2 + 1, Nodes: make([]*nodeReport, len(addrs))}
+	var wg sync.WaitGroup
+	for i, a := range addrs {
+		wg.Go(func() { rep.Nodes[i] = probeNode(ctx, a, o) })
+	}
+	wg.Wait()
+	checkSet(rep, o)
+	rep.Status = statusOK
+	for _, n := range rep.Nodes {
+		rep.Status = worse(rep.Status, n.Status)
+	}
+	for _, c := range rep.Checks {
+		rep.Status = worse(rep.Status, c.Status)
+	}
+
+	if o.json {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		printDoctor(w, rep)
+	}
+	if rep.Status == statusFail {
+		return exitWith(exitFailure, nil)
+	}
+	return nil
+}
+
+// checkSet adds the checks of the set as a whole.
+func checkSet(rep *doctorReport, o doctorOptions) {
+	n := len(rep.Nodes)
+	switch {
+	case n == 1:
+		rep.add("count", statusWarn, "1 node: no fault tolerance; a crash or restart of it loses every lock; use 3 or 5 independent nodes")
+	case n%2 == 0:
+		rep.add("count", statusWarn, "%d nodes: an even count tolerates no more failures (%d) than %d nodes do; use an odd count", n, n-rep.Quorum, n-1)
+	case n < 3:
+		rep.add("count", statusWarn, "%d nodes: use 3 or 5 independent nodes", n)
+	default:
+		rep.add("count", statusOK, "%d nodes, quorum %d: tolerates %d failed nodes", n, rep.Quorum, n-rep.Quorum)
+	}
+
+	dup := false
+	for i, a := range rep.Nodes {
+		for _, b := range rep.Nodes[i+1:] {
+			switch {
+			case a.hostPort == b.hostPort:
+				rep.add("duplicates", statusFail, "%s and %s are the same address: the node would count twice towards the quorum", a.Addr, b.Addr)
+				dup = true
+			case a.RunID != "" && a.RunID == b.RunID:
+				rep.add("duplicates", statusFail, "%s and %s are the same server (run_id %s): it would count twice towards the quorum", a.Addr, b.Addr, a.RunID)
+				dup = true
+			}
+		}
+	}
+	if !dup {
+		unknown := 0
+		for _, nr := range rep.Nodes {
+			if nr.RunID == "" {
+				unknown++
+			}
+		}
+		if unknown == 0 {
+			rep.add("duplicates", statusOK, "%d distinct servers (run_id)", n)
+		} else {
+			rep.add("duplicates", statusWarn, "no duplicate found, but %d node(s) gave no run_id to compare", unknown)
+		}
+	}
+
+	reachable := 0
+	for _, nr := range rep.Nodes {
+		if nr.Reachable {
+			reachable++
+		}
+	}
+	if reachable < rep.Quorum {
+		rep.add("quorum", statusFail, "only %d of %d nodes reachable: no lock can be granted (quorum %d)", reachable, n, rep.Quorum)
+	}
+
+	var lo, hi *nodeReport
+	for _, nr := range rep.Nodes {
+		if nr.ClockOffsetMillis == nil {
+			continue
+		}
+		if lo == nil || nr.clockOffset < lo.clockOffset {
+			lo = nr
+		}
+		if hi == nil || nr.clockOffset > hi.clockOffset {
+			hi = nr
+		}
+	}
+	if lo != nil && lo != hi {
+		spread := hi.clockOffset - lo.clockOffset
+		margin := hi.clockError + lo.clockError
+		msg := fmt.Sprintf("the nodes' clocks differ by up to %v (±%v), %s ahead of %s",
+			roundDuration(spread), roundDuration(margin), hi.Addr, lo.Addr)
+		if spread-margin > o.maxSkew {
+			rep.add("clock skew", statusWarn, "%s: more than --max-skew %v. Redlock needs clocks that run at the same rate, not the same time, but clocks this far apart are not synchronized and may be stepped, and a clock stepped forward on a node expires its locks early; slew clocks (chrony, ntpd), never step them", msg, o.maxSkew)
+		} else {
+			rep.add("clock skew", statusOK, "%s", msg)
+		}
+	}
+}
+
+// printDoctor writes the readable report.
+func printDoctor(w io.Writer, rep *doctorReport) {
+	label := map[status]string{statusOK: "ok", statusWarn: "WARN", statusFail: "FAIL"}
+	for _, n := range rep.Nodes {
+		var facts []string
+		if n.Server != "" || n.Version != "" {
+			facts = append(facts, strings.TrimSpace(n.Server+" "+n.Version))
+		}
+		if n.Role != "" {
+			facts = append(facts, n.Role)
+		}
+		if n.Reachable {
+			facts = append(facts, fmt.Sprintf("rtt %.2fms", n.RTTMillis))
+		} else {
+			facts = append(facts, "unreachable")
+		}
+		fmt.Fprintf(w, "%s  %s  %s\n", label[n.Status], n.Addr, strings.Join(facts, ", "))
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, c := range n.Checks {
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", label[c.Status], c.Name, c.Message)
+		}
+		tw.Flush()
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "%s  the set of %d nodes\n", label[setStatus(rep)], len(rep.Nodes))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, c := range rep.Checks {
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", label[c.Status], c.Name, c.Message)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+
+	fails, warns := 0, 0
+	count := func(cs []check) {
+		for _, c := range cs {
+			switch c.Status {
+			case statusFail:
+				fails++
+			case statusWarn:
+				warns++
+			}
+		}
+	}
+	for _, n := range rep.Nodes {
+		count(n.Checks)
+	}
+	count(rep.Checks)
+	switch rep.Status {
+	case statusFail:
+		fmt.Fprintf(w, "FAIL: %d check(s) failed, %d warning(s). Fix the failures before trusting these nodes with locks.\n", fails, warns)
+	case statusWarn:
+		fmt.Fprintf(w, "ok, with %d warning(s): safe under the caveats above.\n", warns)
+	default:
+		fmt.Fprintln(w, "ok: every check passed.")
+	}
+}
+
+func setStatus(rep *doctorReport) status {
+	st := statusOK
+	for _, c := range rep.Checks {
+		st = worse(st, c.Status)
+	}
+	return st
+}
+
+// roundDuration rounds d for display: to 10µs below 10ms, else to 100µs.
+func roundDuration(d time.Duration) time.Duration {
+	if d < 10*time.Millisecond && d > -10*time.Millisecond {
+		return d.Round(10 * time.Microsecond)
+	}
+	return d.Round(100 * time.Microsecond)
+}

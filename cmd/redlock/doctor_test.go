@@ -1,0 +1,192 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock/redistest"
+)
+
+// doctorJSON runs doctor --json on addrs and decodes its report.
+func doctorJSON(t *testing.T, addrs string, args ...string) (doctorReport, result) {
+	t.Helper()
+	r := invoke(t, "", append([]string{"doctor", "--json", "--nodes", addrs}, args...)...)
+	var rep doctorReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("doctor --json printed no JSON report (%v):\n%v", err, r)
+	}
+	return rep, r
+}
+
+// findCheck returns the first check named name with the given status.
+func findCheck(checks []check, name string, st status) (check, bool) {
+	for _, c := range checks {
+		if c.Name == name && c.Status == st {
+			return c, true
+		}
+	}
+	return check{}, false
+}
+
+func TestDoctorHealthy(t *testing.T) {
+	t.Parallel()
+	servers := redistest.NewServers(t, 2)
+	durable := redistest.NewServer(t, redistest.WithConfig("appendonly", "yes"), redistest.WithConfig("appendfsync", "always"))
+	addrs := strings.Join(append(redistest.Addrs(servers), durable.Addr()), ",")
+
+	r := invoke(t, "", "doctor", "--nodes", addrs)
+	if r.code != 0 {
+		t.Fatalf("doctor on three healthy nodes: want exit 0, got %v", r)
+	}
+	for _, want := range []string{"appendonly no", "appendfsync always", "3 distinct servers", "quorum 2"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("the report does not mention %q:\n%s", want, r.stdout)
+		}
+	}
+
+	rep, r := doctorJSON(t, addrs)
+	if r.code != 0 || rep.Status != statusWarn || len(rep.Nodes) != 3 || rep.Quorum != 2 {
+		t.Fatalf("doctor --json: want exit 0, status warn (persistence), 3 nodes, quorum 2; got %+v\n%v", rep, r)
+	}
+	for _, n := range rep.Nodes {
+		if !n.Reachable || n.Version == "" || n.Role != "master" || n.RunID == "" || n.ClockOffsetMillis == nil {
+			t.Errorf("node %s: want reachable, version, master, run_id and a clock offset; got %+v", n.Addr, n)
+		}
+		if _, ok := findCheck(n.Checks, "permissions", statusOK); !ok {
+			t.Errorf("node %s: permissions not ok: %+v", n.Addr, n.Checks)
+		}
+	}
+	if _, ok := findCheck(rep.Nodes[2].Checks, "persistence", statusOK); !ok {
+		t.Errorf("the node with appendfsync always: persistence not ok: %+v", rep.Nodes[2].Checks)
+	}
+	if _, ok := findCheck(rep.Nodes[0].Checks, "persistence", statusWarn); !ok {
+		t.Errorf("a node without appendonly: no persistence warning: %+v", rep.Nodes[0].Checks)
+	}
+}
+
+func TestDoctorEvictingNode(t *testing.T) {
+	t.Parallel()
+	servers := redistest.NewServers(t, 2)
+	evicting := redistest.NewServer(t, redistest.WithConfig("maxmemory", "10mb"), redistest.WithConfig("maxmemory-policy", "allkeys-lru"))
+	addrs := strings.Join(append(redistest.Addrs(servers), evicting.Addr()), ",")
+
+	r := invoke(t, "", "doctor", "--nodes", addrs)
+	if r.code != exitFailure || !strings.Contains(r.stdout, "allkeys-lru") {
+		t.Fatalf("doctor with an evicting node: want exit 1 and allkeys-lru named, got %v", r)
+	}
+	rep, _ := doctorJSON(t, addrs)
+	if rep.Status != statusFail || rep.Nodes[2].Status != statusFail || rep.Nodes[0].Status == statusFail {
+		t.Fatalf("want the set and the evicting node failed, the others not: %+v", rep)
+	}
+	if _, ok := findCheck(rep.Nodes[2].Checks, "eviction", statusFail); !ok {
+		t.Errorf("no failed eviction check: %+v", rep.Nodes[2].Checks)
+	}
+}
+
+func TestDoctorReplica(t *testing.T) {
+	t.Parallel()
+	servers := redistest.NewServers(t, 3)
+	host, port, _ := net.SplitHostPort(servers[0].Addr())
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if _, err := servers[2].Do(ctx, "REPLICAOF", host, port); err != nil {
+		t.Fatal(err)
+	}
+	addrs := strings.Join(redistest.Addrs(servers), ",")
+	r := invoke(t, "", "doctor", "--nodes", addrs)
+	if r.code != exitFailure || !strings.Contains(r.stdout, "replica") {
+		t.Fatalf("doctor with a replica: want exit 1 and the replica named, got %v", r)
+	}
+	rep, _ := doctorJSON(t, addrs)
+	if rep.Nodes[2].Role != "replica" {
+		t.Errorf("node 3: role %q, want replica", rep.Nodes[2].Role)
+	}
+	if _, ok := findCheck(rep.Nodes[2].Checks, "role", statusFail); !ok {
+		t.Errorf("node 3: no failed role check: %+v", rep.Nodes[2].Checks)
+	}
+}
+
+func TestDoctorDuplicateServer(t *testing.T) {
+	t.Parallel()
+	servers := redistest.NewServers(t, 2)
+	_, port, _ := net.SplitHostPort(servers[0].Addr())
+	addrs := strings.Join(append(redistest.Addrs(servers), "localhost:"+port), ",")
+	r := invoke(t, "", "doctor", "--nodes", addrs)
+	if r.code != exitFailure || !strings.Contains(r.stdout, "same server") {
+		t.Fatalf("doctor with one server under two addresses: want exit 1 and 'same server', got %v", r)
+	}
+	rep, _ := doctorJSON(t, addrs)
+	if _, ok := findCheck(rep.Checks, "duplicates", statusFail); !ok {
+		t.Errorf("no failed duplicates check: %+v", rep.Checks)
+	}
+}
+
+func TestDoctorUnreachable(t *testing.T) {
+	t.Parallel()
+	servers := redistest.NewServers(t, 2)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	down := ln.Addr().String()
+	ln.Close() // nothing listens there now
+	addrs := strings.Join(append(redistest.Addrs(servers), down), ",")
+	rep, r := doctorJSON(t, addrs, "--timeout", "1s")
+	if r.code != exitFailure || rep.Nodes[2].Reachable {
+		t.Fatalf("doctor with a node down: want exit 1 and the node unreachable, got %+v\n%v", rep, r)
+	}
+	if _, ok := findCheck(rep.Nodes[2].Checks, "reachable", statusFail); !ok {
+		t.Errorf("no failed reachable check: %+v", rep.Nodes[2].Checks)
+	}
+	if rep.Status != statusFail {
+		t.Errorf("status %q, want fail", rep.Status)
+	}
+}
+
+// TestDoctorPermissions checks users that may not run PEXPIRE: one that may
+// run ACL DRYRUN, one that may not, so that the scratch key is used.
+func TestDoctorPermissions(t *testing.T) {
+	t.Parallel()
+	const password = "s3cret-Passw0rd"
+	servers := redistest.NewServers(t, 3)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for _, s := range servers {
+		for _, acl := range [][]string{
+			{"ACL", "SETUSER", "nopexpire", "on", ">" + password, "~*", "&*", "+@all", "-pexpire"},
+			{"ACL", "SETUSER", "noacl", "on", ">" + password, "~*", "&*", "+@all", "-pexpire", "-acl"},
+		} {
+			if _, err := s.Do(ctx, acl...); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, user := range []string{"nopexpire", "noacl"} {
+		t.Run(user, func(t *testing.T) {
+			var urls []string
+			for _, s := range servers {
+				urls = append(urls, "redis://"+user+":"+password+"@"+s.Addr())
+			}
+			addrs := strings.Join(urls, ",")
+			r := invoke(t, "", "doctor", "--nodes", addrs)
+			if r.code != exitFailure || !strings.Contains(strings.ToLower(r.stdout), "pexpire") {
+				t.Fatalf("doctor for a user without PEXPIRE: want exit 1 and PEXPIRE named, got %v", r)
+			}
+			rep, r := doctorJSON(t, addrs)
+			if strings.Contains(r.stdout+r.stderr, password) {
+				t.Fatalf("doctor printed the password:\n%v", r)
+			}
+			for _, n := range rep.Nodes {
+				if _, ok := findCheck(n.Checks, "permissions", statusFail); !ok {
+					t.Errorf("node %s: no failed permissions check: %+v", n.Addr, n.Checks)
+				}
+			}
+		})
+	}
+}

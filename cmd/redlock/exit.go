@@ -1,0 +1,52 @@
+package main
+
+import "fmt"
+
+// Exit codes of the command. run also exits with its command's own status.
+const (
+	// exitOK: success.
+	exitOK = 0
+	// exitFailure: an error of redlock itself (a node set that doctor
+	// finds unsafe, a failed demo, a soak that found overlaps).
+	exitFailure = 1
+	// exitUsage: bad flags or arguments, no nodes, a bad address or option.
+	exitUsage = 2
+	// exitNotObtained: run did not obtain the lock within --wait (EX_TEMPFAIL
+	// of sysexits.h: try again later).
+	exitNotObtained = 75
+	// exitLockLost: run lost the lock while its command ran.
+	exitLockLost = 76
+	// exitCannotExec: run found the command but could not execute it, as
+	// shells report it.
+	exitCannotExec = 126
+	// exitNotFound: run did not find the command, as shells report it.
+	exitNotFound = 127
+	// exitSignalBase plus a signal's number is the status of a process
+	// killed by that signal, as shells report it.
+	exitSignalBase = 128
+)
+
+// exitError ends the command with an exit code. err, when not nil, is printed
+// to stderr first.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string {
+	if e.err == nil {
+		return fmt.Sprintf("exit status %d", e.code)
+	}
+	return e.err.Error()
+}
+
+func (e *exitError) Unwrap() error { return e.err }
+
+// exitWith returns an error that makes the command exit with code, printing
+// err unless it is nil.
+func exitWith(code int, err error) error { return &exitError{code: code, err: err} }
+
+// usageErrorf returns an error that makes the command exit with exitUsage.
+func usageErrorf(format string, args ...any) error {
+	return exitWith(exitUsage, fmt.Errorf(format, args...))
+}

@@ -1,0 +1,274 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock/redistest"
+)
+
+// binary is the redlock command built once for the tests, which drive it as
+// a user would.
+var binary string
+
+func TestMain(m *testing.M) {
+	os.Exit(buildAndRun(m))
+}
+
+func buildAndRun(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "redlock-cmd-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binary = filepath.Join(dir, "redlock")
+	args := []string{"build", "-o", binary}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	// go test puts its GOROOT/bin first on PATH.
+	build := exec.Command("go", append(args, ".")...)
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "go build: %v\n%s", err, out)
+		return 1
+	}
+	return m.Run()
+}
+
+// result is what one run of the binary did.
+type result struct {
+	stdout, stderr string
+	code           int
+	took           time.Duration
+}
+
+func (r result) String() string {
+	return fmt.Sprintf("exit %d after %v\nstdout:\n%s\nstderr:\n%s", r.code, r.took.Round(time.Millisecond), r.stdout, r.stderr)
+}
+
+// command returns the binary with args, its environment without
+// REDLOCK_NODES so that only the test's flags name nodes.
+func command(ctx context.Context, args ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, binary, args...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, nodesEnv+"=") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.WaitDelay = 5 * time.Second
+	return cmd
+}
+
+// invoke runs the binary with args and stdin, bounded by a minute, and
+// returns what it did.
+func invoke(t *testing.T, stdin string, args ...string) result {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	cmd := command(ctx, args...)
+	cmd.Stdin = strings.NewReader(stdin)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	start := time.Now()
+	err := cmd.Run()
+	r := result{stdout: stdout.String(), stderr: stderr.String(), took: time.Since(start)}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("redlock %s: %v", strings.Join(args, " "), err)
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("redlock %s did not finish within a minute:\n%v", strings.Join(args, " "), r)
+	}
+	return r
+}
+
+// background is the binary running in the background; its stdout is read
+// line by line.
+type background struct {
+	t      *testing.T
+	cmd    *exec.Cmd
+	lines  chan string
+	stderr syncBuffer
+	done   chan struct{}
+	code   int
+}
+
+// start starts the binary with args in the background, in a process group
+// of its own, which the test kills at its end if the binary still runs.
+func start(t *testing.T, args ...string) *background {
+	t.Helper()
+	b := &background{t: t, lines: make(chan string, 100), done: make(chan struct{})}
+	b.cmd = command(context.Background(), args...)
+	b.cmd.Stderr = &b.stderr
+	b.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	pr, pw := io.Pipe()
+	b.cmd.Stdout = pw
+	if err := b.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			b.lines <- sc.Text()
+		}
+		io.Copy(io.Discard, pr)
+		close(b.lines)
+	}()
+	go func() {
+		// Wait stops copying stdout at most WaitDelay after the binary exits,
+		// even if its command left a process behind that holds stdout open.
+		err := b.cmd.Wait()
+		pw.Close()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			b.code = ee.ExitCode()
+		} else if err != nil {
+			b.code = -1
+		}
+		close(b.done)
+	}()
+	t.Cleanup(func() {
+		syscall.Kill(-b.cmd.Process.Pid, syscall.SIGKILL) // the binary and its command
+		<-b.done
+	})
+	return b
+}
+
+// syncBuffer is a bytes.Buffer safe for concurrent use.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// waitLine waits up to d for the next line of stdout to be want.
+func (b *background) waitLine(want string, d time.Duration) {
+	b.t.Helper()
+	select {
+	case line, ok := <-b.lines:
+		if !ok {
+			b.wait(10 * time.Second)
+			b.t.Fatalf("stdout ended before %q; exit %d, stderr:\n%s", want, b.code, b.stderr.String())
+		}
+		if line != want {
+			b.t.Fatalf("stdout line %q, want %q", line, want)
+		}
+	case <-time.After(d):
+		b.t.Fatalf("no %q on stdout within %v", want, d)
+	}
+}
+
+// wait waits up to d for the binary to exit and returns its exit code.
+func (b *background) wait(d time.Duration) int {
+	b.t.Helper()
+	select {
+	case <-b.done:
+		return b.code
+	case <-time.After(d):
+		b.t.Fatalf("still running after %v; stderr:\n%s", d, b.stderr.String())
+		return 0
+	}
+}
+
+// nodes starts n redis-server processes and returns them and the value of
+// --nodes that names them.
+func nodes(t *testing.T, n int, opts ...redistest.Option) ([]*redistest.Server, string) {
+	t.Helper()
+	servers := redistest.NewServers(t, n, opts...)
+	return servers, strings.Join(redistest.Addrs(servers), ",")
+}
+
+// haveRedisServer reports whether redis-server can be run, as redistest
+// finds it.
+func haveRedisServer() bool {
+	if os.Getenv("REDISTEST_SERVER") != "" {
+		return true
+	}
+	_, err := exec.LookPath("redis-server")
+	return err == nil
+}
+
+func TestHelp(t *testing.T) {
+	t.Parallel()
+	for _, sub := range []string{"", "demo", "run", "doctor", "bench", "chaos"} {
+		args := []string{"--help"}
+		if sub != "" {
+			args = []string{sub, "--help"}
+		}
+		r := invoke(t, "", args...)
+		if r.code != 0 || !strings.Contains(r.stdout, "Examples:") {
+			t.Errorf("redlock %s --help: want exit 0 and examples, got %v", sub, r)
+		}
+	}
+	r := invoke(t, "", "run", "--help")
+	for _, want := range []string{"75", "76", "REDLOCK_TOKEN", "--grace", "--wait"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("redlock run --help does not mention %s:\n%s", want, r.stdout)
+		}
+	}
+}
+
+func TestUsageErrors(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown command", []string{"frobnicate"}, "unknown command"},
+		{"unknown flag", []string{"run", "--frob", "--key", "k", "--", "true"}, "unknown flag"},
+		{"no nodes", []string{"run", "--key", "k", "--", "true"}, "no nodes"},
+		{"no key", []string{"run", "--nodes", "127.0.0.1:1", "--", "true"}, "--key"},
+		{"no command", []string{"run", "--nodes", "127.0.0.1:1", "--key", "k"}, "no command"},
+		{"bad address", []string{"run", "--nodes", "redis://u:hunter2@host:99999", "--key", "k", "--", "true"}, "port"},
+		{"memory driver", []string{"run", "--driver", "memory", "--nodes", "a", "--key", "k", "--", "true"}, "memory"},
+		{"unknown driver", []string{"run", "--driver", "nope", "--nodes", "127.0.0.1:1", "--key", "k", "--", "true"}, "unknown driver"},
+		{"bad ttl", []string{"run", "--ttl", "-1s", "--nodes", "127.0.0.1:1", "--key", "k", "--", "true"}, "TTL"},
+		{"doctor without nodes", []string{"doctor"}, "no nodes"},
+		{"doctor bad address", []string{"doctor", "--nodes", "redis://u:hunter2@[::1"}, "malformed"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := invoke(t, "", tc.args...)
+			if r.code != exitUsage || !strings.Contains(r.stderr, tc.want) {
+				t.Errorf("redlock %s: want exit 2 and %q on stderr, got %v", strings.Join(tc.args, " "), tc.want, r)
+			}
+			if strings.Contains(r.stdout+r.stderr, "hunter2") {
+				t.Errorf("redlock %s printed the password:\n%v", strings.Join(tc.args, " "), r)
+			}
+		})
+	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"os"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+// nodesEnv is the environment variable that gives the nodes when --nodes is
+// not set.
+const nodesEnv = "REDLOCK_NODES"
+
+// defaultDriver is the driver of run when --driver is not given.
+const defaultDriver = "rueidis"
+
+// nodeFlags are the flags that say which nodes to use.
+type nodeFlags struct {
+	nodes  string
+	driver string
+}
+
+// addNodes adds --nodes to cmd.
+func (f *nodeFlags) addNodes(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.nodes, "nodes", "",
+		"comma-separated node addresses, host:port or redis://[user:password@]host:port[/db] (default $"+nodesEnv+")")
+}
+
+// addDriver adds --driver to cmd.
+func (f *nodeFlags) addDriver(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.driver, "driver", defaultDriver, "the driver that talks to the nodes: goredis, redigo or rueidis")
+}
+
+// addrs returns the node addresses from --nodes, or else from REDLOCK_NODES,
+// or a usage error when neither names any.
+func (f *nodeFlags) addrs() ([]string, error) {
+	src := f.nodes
+	if src == "" {
+		src = os.Getenv(nodesEnv)
+	}
+	addrs := splitList(src)
+	if len(addrs) == 0 {
+		return nil, usageErrorf("no nodes: give --nodes host:port,... or set %s", nodesEnv)
+	}
+	return addrs, nil
+}
+
+// splitList splits a comma-separated list, dropping spaces around the items
+// and empty items.
+func splitList(s string) []string {
+	var out []string
+	for item := range strings.SplitSeq(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}

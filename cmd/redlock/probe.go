@@ -1,0 +1,364 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/redisaddr"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// pings is how many PINGs measure a node's round trip.
+const pings = 5
+
+// probeNode runs every check of one node.
+func probeNode(ctx context.Context, a redisaddr.Addr, o doctorOptions) *nodeReport {
+	n := &nodeReport{Addr: a.String(), hostPort: a.HostPort(), Status: statusOK}
+	c := redis.NewClient(&redis.Options{
+		Addr:                  a.HostPort(),
+		Username:              a.Username,
+		Password:              a.Password,
+		DB:                    a.DB,
+		Protocol:              2,
+		DisableIdentity:       true,
+		ContextTimeoutEnabled: true,
+		MaxRetries:            -1,
+		DialerRetries:         1,
+		DialTimeout:           o.timeout,
+		ReadTimeout:           o.timeout,
+		WriteTimeout:          o.timeout,
+		PoolSize:              1,
+	})
+	defer c.Close()
+	call := func(args ...any) *redis.Cmd {
+		cctx, cancel := context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+		return c.Do(cctx, args...)
+	}
+
+	// Reachability and round trip.
+	rtts := make([]time.Duration, 0, pings)
+	for range pings {
+		t0 := time.Now()
+		if err := call("PING").Err(); err != nil {
+			n.add("reachable", statusFail, "PING failed: %v", err)
+			return n
+		}
+		rtts = append(rtts, time.Since(t0))
+	}
+	slices.Sort(rtts)
+	rtt := rtts[len(rtts)/2]
+	n.Reachable, n.RTTMillis = true, millis(rtt)
+	nodeTimeout := min(o.ttl/10, redlock.MaxNodeTimeout)
+	if rtt > nodeTimeout/4 {
+		n.add("reachable", statusWarn, "round trip %v (median of %d PINGs): slow against the node timeout of %v that a %v TTL gets; a slow node eats into every lock's validity", roundDuration(rtt), pings, nodeTimeout, o.ttl)
+	} else {
+		n.add("reachable", statusOK, "round trip %v (median of %d PINGs)", roundDuration(rtt), pings)
+	}
+
+	info, infoErr := call("INFO").Text()
+	fields := parseInfo(info)
+	if infoErr != nil {
+		n.add("info", statusWarn, "INFO failed, so version, role, eviction and persistence are unknown: %v", infoErr)
+	} else {
+		checkVersion(n, fields)
+		checkRole(n, fields)
+		checkEviction(n, fields)
+		checkCluster(n, fields)
+		n.RunID = fields["run_id"]
+	}
+	checkPersistence(n, fields, infoErr == nil, call, o.ttl)
+	checkClock(n, call, o.maxSkew)
+	checkPermissions(n, call, o)
+	return n
+}
+
+// parseInfo parses the reply of INFO into its fields.
+func parseInfo(info string) map[string]string {
+	fields := make(map[string]string)
+	for line := range strings.Lines(info) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		if k, v, ok := strings.Cut(line, ":"); ok {
+			fields[k] = v
+		}
+	}
+	return fields
+}
+
+func checkVersion(n *nodeReport, f map[string]string) {
+	n.Server, n.Version = "redis", f["redis_version"]
+	if name := f["server_name"]; name != "" {
+		n.Server = name
+	}
+	if v := f["valkey_version"]; v != "" {
+		n.Server, n.Version = "valkey", v
+		n.add("version", statusOK, "valkey %s", v)
+		return
+	}
+	if !versionAtLeast(n.Version, 2, 6, 12) {
+		n.add("version", statusFail, "redis %s: SET with NX and PX needs 2.6.12 or later", n.Version)
+		return
+	}
+	n.add("version", statusOK, "%s %s", n.Server, n.Version)
+}
+
+// versionAtLeast reports whether the dotted version v is at least
+// major.minor.patch; an unparsable version counts as recent enough.
+func versionAtLeast(v string, want ...int) bool {
+	parts := strings.Split(v, ".")
+	for i, w := range want {
+		if i >= len(parts) {
+			return true
+		}
+		got, err := strconv.Atoi(parts[i])
+		if err != nil {
+			return true
+		}
+		if got != w {
+			return got > w
+		}
+	}
+	return true
+}
+
+func checkRole(n *nodeReport, f map[string]string) {
+	n.Role = f["role"]
+	switch n.Role {
+	case "slave", "replica":
+		n.Role = "replica"
+		n.add("role", statusFail, "a replica of %s:%s: replication is asynchronous, so a promoted replica can lack a lock its primary granted, and a replica refuses writes; every node must be an independent master",
+			f["master_host"], f["master_port"])
+	case "master":
+		if k, _ := strconv.Atoi(f["connected_slaves"]); k > 0 {
+			n.add("role", statusWarn, "a master with %d replica(s): if a failover promotes one, locks it had not received yet are lost; do not let failover manage lock nodes", k)
+		} else {
+			n.add("role", statusOK, "master, no replicas")
+		}
+	default:
+		n.add("role", statusWarn, "role %q unknown", n.Role)
+	}
+}
+
+func checkEviction(n *nodeReport, f map[string]string) {
+	maxmem, policy := f["maxmemory"], f["maxmemory_policy"]
+	switch {
+	case maxmem == "" && policy == "":
+		n.add("eviction", statusWarn, "INFO shows no maxmemory: eviction unknown")
+	case maxmem == "0":
+		n.add("eviction", statusOK, "no maxmemory: keys are never evicted")
+	case policy == "noeviction":
+		n.add("eviction", statusOK, "maxmemory %s with maxmemory-policy noeviction: keys are never evicted (writes fail when memory is full)", maxmem)
+	default:
+		n.add("eviction", statusFail, "maxmemory %s with maxmemory-policy %s: the node may evict lock keys and grant a held lock again; set maxmemory-policy noeviction", f["maxmemory_human"], policy)
+	}
+}
+
+func checkCluster(n *nodeReport, f map[string]string) {
+	if f["cluster_enabled"] == "1" {
+		n.add("cluster", statusWarn, "cluster mode: each lock lives in one slot of one shard, and the shard's failover loses locks; Redlock nodes should be independent standalone masters")
+	}
+}
+
+// checkPersistence reads appendonly and appendfsync.
+func checkPersistence(n *nodeReport, f map[string]string, haveInfo bool, call func(...any) *redis.Cmd, ttl time.Duration) {
+	advice := fmt.Sprintf("keep a node that crashed down for longer than your largest TTL (%v here) before it rejoins, or set appendonly yes and appendfsync always", ttl)
+	aof, fsync := "", ""
+	if m, err := call("CONFIG", "GET", "append*").Slice(); err == nil {
+		for i := 0; i+1 < len(m); i += 2 {
+			k, _ := m[i].(string)
+			v, _ := m[i+1].(string)
+			switch k {
+			case "appendonly":
+				aof = v
+			case "appendfsync":
+				fsync = v
+			}
+		}
+	} else if haveInfo {
+		switch f["aof_enabled"] {
+		case "1":
+			aof = "yes"
+		case "0":
+			aof = "no"
+		}
+		if aof == "yes" {
+			n.add("persistence", statusWarn, "appendonly yes, but appendfsync unknown (CONFIG GET failed: %v); unless it is always, a node that crashes can forget its latest locks: %s", err, advice)
+			return
+		}
+	}
+	switch {
+	case aof == "yes" && fsync == "always":
+		n.add("persistence", statusOK, "appendonly yes, appendfsync always: a node that crashes keeps its locks and fencing counters")
+	case aof == "yes":
+		n.add("persistence", statusWarn, "appendonly yes, appendfsync %s: a node that crashes can forget its latest locks and fencing counters; %s", fsync, advice)
+	case aof == "no":
+		n.add("persistence", statusWarn, "appendonly no: a node that crashes or restarts forgets its locks and fencing counters; %s", advice)
+	default:
+		n.add("persistence", statusWarn, "unknown (neither CONFIG GET nor INFO told); unless appendfsync is always, %s", advice)
+	}
+}
+
+// checkClock compares the node's clock (TIME) with this machine's.
+func checkClock(n *nodeReport, call func(...any) *redis.Cmd, maxSkew time.Duration) {
+	t0 := time.Now()
+	v, err := call("TIME").Slice()
+	rtt := time.Since(t0)
+	if err != nil || len(v) != 2 {
+		n.add("clock", statusWarn, "TIME failed: %v", err)
+		return
+	}
+	sec, err1 := strconv.ParseInt(fmt.Sprint(v[0]), 10, 64)
+	usec, err2 := strconv.ParseInt(fmt.Sprint(v[1]), 10, 64)
+	if err1 != nil || err2 != nil {
+		n.add("clock", statusWarn, "TIME gave %v", v)
+		return
+	}
+	server := time.Unix(sec, usec*1000)
+	local := t0.Add(rtt / 2) // the reply was made about halfway through the round trip
+	n.clockOffset, n.clockError = server.Sub(local), rtt/2
+	off := millis(n.clockOffset)
+	n.ClockOffsetMillis, n.ClockErrorMillis = &off, millis(n.clockError)
+	msg := fmt.Sprintf("%s (±%v) from this machine's clock", signed(roundDuration(n.clockOffset)), roundDuration(n.clockError))
+	if abs(n.clockOffset)-n.clockError > maxSkew {
+		n.add("clock", statusWarn, "%s: more than --max-skew %v; the node's clock or this machine's is not synchronized, and a clock stepped forward on a node expires its locks early", msg, maxSkew)
+		return
+	}
+	n.add("clock", statusOK, "%s", msg)
+}
+
+// permission is one command the library may send, to be checked.
+type permission struct {
+	what string // what it is for
+	args []any
+}
+
+// checkPermissions checks that the node's user may run what the drivers send,
+// with ACL DRYRUN, or on a scratch key when DRYRUN is not available.
+func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, o doctorOptions) {
+	ttl := driver.MillisecondsString(o.ttl)
+	user, err := call("ACL", "WHOAMI").Text()
+	if err == nil {
+		fk, ch := fenceKey(o.key), driver.ReleaseChannel(o.key)
+		required := []permission{
+			{"SET", []any{"SET", o.key, "v", "NX", "PX", ttl}},
+			{"EVAL", []any{"EVAL", driver.ReleaseScript.Source, "1", o.key, "v"}},
+			{"EVALSHA", []any{"EVALSHA", driver.ReleaseScript.SHA1, "1", o.key, "v"}},
+			{"GET", []any{"GET", o.key}},
+			{"PEXPIRE", []any{"PEXPIRE", o.key, ttl}},
+			{"DEL", []any{"DEL", o.key}},
+		}
+		fencing := []permission{
+			{"GET", []any{"GET", fk}},
+			{"SET", []any{"SET", fk, "1"}},
+		}
+		notify := []permission{
+			{"PUBLISH", []any{"PUBLISH", ch, ""}},
+			{"SUBSCRIBE", []any{"SUBSCRIBE", ch}},
+		}
+		dry := func(ps []permission) (denied []string, err error) {
+			for _, p := range ps {
+				args := append([]any{"ACL", "DRYRUN", user}, p.args...)
+				res, err := call(args...).Text()
+				if err != nil {
+					return nil, err
+				}
+				if res != "OK" {
+					denied = append(denied, p.what+" ("+res+")")
+				}
+			}
+			return denied, nil
+		}
+		denied, err := dry(required)
+		if err == nil {
+			if len(denied) > 0 {
+				n.add("permissions", statusFail, "user %s may not run what every lock needs on %q: %s", user, o.key, strings.Join(denied, "; "))
+			} else {
+				n.add("permissions", statusOK, "user %s may run SET, EVAL, EVALSHA, GET, PEXPIRE and DEL on %q (ACL DRYRUN)", user, o.key)
+			}
+			if d, err := dry(fencing); err == nil && len(d) > 0 {
+				n.add("permissions", statusWarn, "user %s may not keep fencing counters at %q, so --fencing / WithFencing fails: %s", user, fk, strings.Join(d, "; "))
+			}
+			if d, err := dry(notify); err == nil && len(d) > 0 {
+				n.add("permissions", statusWarn, "user %s may not publish or subscribe to %q, so waiters poll instead of hearing releases: %s", user, ch, strings.Join(d, "; "))
+			}
+			return
+		}
+	}
+	checkPermissionsScratch(n, call, o)
+}
+
+// checkPermissionsScratch runs the commands the drivers send on a scratch key
+// beside o.key, with a short TTL, and deletes it.
+func checkPermissionsScratch(n *nodeReport, call func(...any) *redis.Cmd, o doctorOptions) {
+	key := o.key + ":doctor:" + rand.Text()[:8]
+	value := rand.Text()
+	const ttl = "10000"
+	steps := []struct {
+		what string
+		args []any
+	}{
+		{"SET NX PX", []any{"SET", key, value, "NX", "PX", ttl}},
+		{"EVAL (GET, PEXPIRE)", []any{"EVAL", driver.ExtendScript.Source, "1", key, value, ttl}},
+		{"EVALSHA (GET, PEXPIRE)", []any{"EVALSHA", driver.ExtendScript.SHA1, "1", key, value, ttl}},
+		{"EVAL (GET, DEL)", []any{"EVAL", driver.ReleaseScript.Source, "1", key, value}},
+	}
+	for _, s := range steps {
+		if err := call(s.args...).Err(); err != nil {
+			call("DEL", key)
+			n.add("permissions", statusFail, "%s failed on the scratch key %q, so locks on %q would fail too: %v", s.what, key, o.key, redisErrorText(err))
+			return
+		}
+	}
+	n.add("permissions", statusOK, "SET, EVAL, EVALSHA, GET, PEXPIRE and DEL work on the scratch key %q (ACL DRYRUN was not available)", key)
+}
+
+// redisErrorText shortens a Redis error for the report.
+func redisErrorText(err error) string {
+	var rerr redis.Error
+	if errors.As(err, &rerr) {
+		msg := rerr.Error()
+		if i := strings.Index(msg, " script:"); i > 0 {
+			msg = msg[:i]
+		}
+		return msg
+	}
+	return err.Error()
+}
+
+// fenceKey is the fencing counter's key for a lock key, as package redlock
+// names it (see redlock.WithFencing).
+func fenceKey(key string) string {
+	if strings.Contains(key, "}") {
+		return key + ":fence"
+	}
+	return "{" + key + "}:fence"
+}
+
+// signed formats d with its sign: "+1.2ms", "-300µs".
+func signed(d time.Duration) string {
+	if d >= 0 {
+		return "+" + d.String()
+	}
+	return d.String()
+}
+
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+func abs(d time.Duration) time.Duration {
+	if d < 0 {
+		return -d
+	}
+	return d
+}
