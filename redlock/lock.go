@@ -20,6 +20,7 @@ type Lock struct {
 	token uint64 // fencing token; 0 without WithFencing
 
 	mu    sync.Mutex
+	acq   *round // the acquisition, whose late SETs Unlock must follow; nil once taken
 	until time.Time
 	ended bool          // no longer known to be held: expired, lost or unlocked
 	done  chan struct{} // made by the first Done call; closed when ended
@@ -145,12 +146,60 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 // ErrLockLost when fewer than a quorum still held the lock, with the per-node
 // causes joined in.
 func (l *Lock) Unlock(ctx context.Context) error {
-	l.end()
+	l.mu.Lock()
+	l.endLocked()
+	acq := l.acq
+	l.acq = nil
+	l.mu.Unlock()
+	late := l.followLateSets(ctx, acq)
 	r := l.c.start(ctx, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
+		if late != nil && late[i] {
+			return false, nil // released once its SET has answered
+		}
 		return l.c.release(ctx, i, l.key, l.value)
 	})
 	if r.wait(ctx) {
 		return nil
 	}
 	return r.err(ctx, ErrLockLost)
+}
+
+// followLateSets handles the SETs of the acquisition that had not answered
+// when TryLock returned. Released now, such a node could apply the SET after
+// the release and keep the key for a whole TTL, so it is released once its
+// SET answers, in the background, bounded by the node timeout. It returns
+// which nodes are left to that, or nil when none are.
+func (l *Lock) followLateSets(ctx context.Context, acq *round) []bool {
+	if acq == nil {
+		return nil
+	}
+	for acq.pendingCount() > 0 {
+		select {
+		case rep := <-acq.replies:
+			acq.record(rep)
+			continue
+		default:
+		}
+		break
+	}
+	n := acq.pendingCount()
+	if n == 0 {
+		return nil
+	}
+	late := make([]bool, len(acq.state))
+	for i, s := range acq.state {
+		late[i] = s == pending
+	}
+	c, bg := l.c, context.WithoutCancel(ctx)
+	go func() {
+		for range n {
+			rep := <-acq.replies
+			if rep.err != nil || rep.ok {
+				rctx, cancel := context.WithTimeout(bg, c.nodeTimeout)
+				c.nodes[rep.node].EvalRelease(rctx, l.key, l.value)
+				cancel()
+			}
+		}
+	}()
+	return late
 }

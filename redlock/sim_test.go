@@ -328,3 +328,22 @@ func TestClosedClient(t *testing.T) {
 	require.ErrorIs(t, err, redlock.ErrClosed)
 	require.False(t, errors.Is(err, redlock.ErrNotObtained))
 }
+
+// A SET still in flight when TryLock returned must not land after Unlock and
+// keep the key for a whole TTL.
+func TestUnlockFollowsLateSets(t *testing.T) {
+	ctx := t.Context()
+	mem, nodes := memNodes(5)
+	c := newClient(t, nodes, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(5*time.Second))
+	for round := range 20 {
+		mem[3].SetStalled(true)
+		mem[4].SetStalled(true)
+		l, err := c.TryLock(ctx, "k")
+		require.NoError(t, err, round)
+		require.NoError(t, l.Unlock(ctx))
+		mem[3].SetStalled(false) // the late SETs land now, after Unlock
+		mem[4].SetStalled(false)
+		require.Eventually(t, func() bool { return holders(mem, "k") == 0 }, 5*time.Second, time.Millisecond,
+			"round %d: a late SET kept the key after Unlock", round)
+	}
+}
