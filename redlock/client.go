@@ -34,6 +34,8 @@ type Client struct {
 
 	turnsMu sync.Mutex
 	turns   map[string]*turn // Lock's waiters, by key
+
+	workers *workers // run the node calls
 }
 
 // New returns a Client over nodes, which must be independent masters: never a
@@ -94,6 +96,7 @@ func newClient(nodes []driver.Node, cfg config) (*Client, error) {
 		prefix:      cfg.keyPrefix,
 		notifiers:   make([]driver.Notifier, len(nodes)),
 		now:         time.Now,
+		workers:     newWorkers(),
 	}
 	for i, n := range nodes {
 		if nn, ok := n.(driver.Notifier); ok {
@@ -129,6 +132,7 @@ func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
+	c.workers.close()
 	var errs []error
 	for i, n := range c.nodes {
 		if err := n.Close(); err != nil {

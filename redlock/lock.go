@@ -153,7 +153,7 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	l.mu.Unlock()
 	late := l.followLateSets(ctx, acq)
 	r := l.c.start(ctx, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
-		if late != nil && late[i] {
+		if late && acq.state[i] == pending {
 			return false, nil // released once its SET has answered
 		}
 		return l.c.release(ctx, i, l.key, l.value)
@@ -168,10 +168,11 @@ func (l *Lock) Unlock(ctx context.Context) error {
 // when TryLock returned. Released now, such a node could apply the SET after
 // the release and keep the key for a whole TTL, so it is released once its
 // SET answers, in the background, bounded by the node timeout. It returns
-// which nodes are left to that, or nil when none are.
-func (l *Lock) followLateSets(ctx context.Context, acq *round) []bool {
+// whether any node is left to that: those still pending in acq, whose state
+// no longer changes.
+func (l *Lock) followLateSets(ctx context.Context, acq *round) bool {
 	if acq == nil {
-		return nil
+		return false
 	}
 	for acq.pendingCount() > 0 {
 		select {
@@ -184,11 +185,7 @@ func (l *Lock) followLateSets(ctx context.Context, acq *round) []bool {
 	}
 	n := acq.pendingCount()
 	if n == 0 {
-		return nil
-	}
-	late := make([]bool, len(acq.state))
-	for i, s := range acq.state {
-		late[i] = s == pending
+		return false
 	}
 	c, bg := l.c, context.WithoutCancel(ctx)
 	go func() {
@@ -201,5 +198,5 @@ func (l *Lock) followLateSets(ctx context.Context, acq *round) []bool {
 			}
 		}
 	}()
-	return late
+	return true
 }

@@ -30,14 +30,15 @@ const (
 // node timeout. The caller collects replies only until the outcome is decided;
 // calls still running finish in the background, bounded by the node timeout.
 type round struct {
-	c       *Client
-	replies chan reply // buffered for every node, so no sender ever blocks
-	state   []uint8
-	yes     int // nodes that answered true
-	no      int // nodes that answered false or failed
-	refused int // nodes that answered false
-	errs    []error
-	running atomic.Int32 // calls not yet returned; the last cancels ctx
+	c        *Client
+	replies  chan reply // buffered for every node, so no sender ever blocks
+	state    []uint8    // by node; a slice of stateBuf when the nodes fit
+	stateBuf [8]uint8
+	yes      int // nodes that answered true
+	no       int // nodes that answered false or failed
+	refused  int // nodes that answered false
+	errs     []error
+	running  atomic.Int32 // calls not yet returned; the last cancels ctx
 
 	op     op
 	ctx    context.Context // bounds every call by the node timeout
@@ -54,10 +55,11 @@ func (r *round) call(i int) {
 }
 
 func (c *Client) start(ctx context.Context, o op) *round {
-	r := &round{
-		c:       c,
-		replies: make(chan reply, len(c.nodes)),
-		state:   make([]uint8, len(c.nodes)),
+	r := &round{c: c, replies: make(chan reply, len(c.nodes))}
+	if len(c.nodes) <= len(r.stateBuf) {
+		r.state = r.stateBuf[:len(c.nodes)]
+	} else {
+		r.state = make([]uint8, len(c.nodes))
 	}
 	// One deadline for all the calls, which start together: one timer per
 	// round rather than one per node.
@@ -65,7 +67,7 @@ func (c *Client) start(ctx context.Context, o op) *round {
 	r.op = o
 	r.running.Store(int32(len(c.nodes)))
 	for i := range c.nodes {
-		go r.call(i)
+		c.workers.run(task{r, i})
 	}
 	return r
 }

@@ -1,0 +1,58 @@
+package redlock
+
+import (
+	"sync"
+	"time"
+)
+
+// workerIdle is how long an idle worker waits for a call before it exits.
+const workerIdle = 10 * time.Second
+
+// A task is one node call of a round.
+type task struct {
+	r *round
+	i int
+}
+
+// workers runs the node calls of a Client's rounds on goroutines that are
+// reused from call to call, instead of starting one per node per call. A call
+// goes to an idle worker if there is one, and otherwise to a new worker; so
+// calls never queue, and the pool grows to the number of calls in flight and
+// shrinks again after workerIdle. Close ends the idle workers at once and
+// the busy ones when their call returns.
+type workers struct {
+	tasks chan task // unbuffered: a send succeeds only if a worker is idle
+	quit  chan struct{}
+	once  sync.Once
+}
+
+func newWorkers() *workers {
+	return &workers{tasks: make(chan task), quit: make(chan struct{})}
+}
+
+func (w *workers) run(t task) {
+	select {
+	case w.tasks <- t:
+	default:
+		go w.work(t)
+	}
+}
+
+func (w *workers) work(t task) {
+	idle := time.NewTimer(workerIdle)
+	defer idle.Stop()
+	for {
+		t.r.call(t.i)
+		t = task{} // do not keep the round alive while idle
+		idle.Reset(workerIdle)
+		select {
+		case t = <-w.tasks:
+		case <-idle.C:
+			return
+		case <-w.quit:
+			return
+		}
+	}
+}
+
+func (w *workers) close() { w.once.Do(func() { close(w.quit) }) }
