@@ -1,0 +1,70 @@
+package bench_test
+
+import (
+	"testing"
+
+	"github.com/go-redlock/redlock/bench"
+	_ "github.com/go-redlock/redlock/drivers/goredis" // registers "goredis"
+	"github.com/go-redlock/redlock/drivers/memory"
+	_ "github.com/go-redlock/redlock/drivers/redigo"  // registers "redigo"
+	_ "github.com/go-redlock/redlock/drivers/rueidis" // registers "rueidis"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// drivers returns a contender for every registered driver, with its defaults.
+// The memory driver's nodes are in-process stores named by the addresses, so
+// its figures are the library's cost without a network.
+func drivers() []bench.Contender {
+	var cs []bench.Contender
+	for _, name := range redlock.Drivers() {
+		c := bench.Driver(name)
+		if name == "memory" {
+			c.Stall = stallMemory
+		}
+		cs = append(cs, c)
+	}
+	return cs
+}
+
+// stallMemory stalls the memory stores named addrs.
+func stallMemory(addrs []string) (func(), error) {
+	var nodes []*memory.Node
+	for _, a := range addrs {
+		n, err := memory.Open(a)
+		if err != nil {
+			return nil, err
+		}
+		n.SetStalled(true)
+		nodes = append(nodes, n)
+	}
+	return func() {
+		for _, n := range nodes {
+			n.SetStalled(false)
+		}
+	}, nil
+}
+
+func each(b *testing.B, cs []bench.Contender, run func(*testing.B, bench.Contender)) {
+	for _, c := range cs {
+		b.Run(c.Name, func(b *testing.B) { run(b, c) })
+	}
+}
+
+func BenchmarkLock(b *testing.B)    { each(b, drivers(), bench.Lock) }
+func BenchmarkExtend(b *testing.B)  { each(b, drivers(), bench.Extend) }
+func BenchmarkHandoff(b *testing.B) { each(b, drivers(), bench.Handoff) }
+func BenchmarkStalled(b *testing.B) { each(b, drivers(), bench.Stalled) }
+
+// BenchmarkFloor is the Lock case for the bare clients: the floor of each
+// driver. Its sub-benchmarks have the names of the drivers' under
+// BenchmarkLock: Floor/rueidis/nodes=5/lockers=64 is the floor of
+// Lock/rueidis/nodes=5/lockers=64.
+func BenchmarkFloor(b *testing.B) { each(b, bench.Floors(), bench.Lock) }
+
+// BenchmarkRun runs bench.Run, the entry point for a driver's own benchmark,
+// on one driver.
+func BenchmarkRun(b *testing.B) {
+	bench.Run(b, func(addrs []string) (*redlock.Client, error) { return redlock.Open("rueidis", addrs) })
+}
+
+func TestBenchmarks(t *testing.T) { bench.CheckBenchmarks(t) }

@@ -1,0 +1,297 @@
+package benchrun
+
+import (
+	"context"
+	"encoding/xml"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock/redistest"
+)
+
+const sampleOutput = `goos: linux
+goarch: amd64
+pkg: github.com/go-redlock/redlock/bench
+cpu: Example CPU @ 3.0GHz
+BenchmarkLock/rueidis/nodes=5/lockers=64-2         	   15069	    141988 ns/op	      7043 ops/s	   8482677 p50-ns	  20209083 p99-ns	    2106 B/op	      37 allocs/op
+--- BENCH: BenchmarkLock/goredis/nodes=5/lockers=64-2
+    measure.go:90: 3 of 4000 operations failed; the first: boom
+BenchmarkLock/goredis/nodes=5/lockers=64-2         	    4000	    300000 ns/op	         0.00075 failed/op	      3333 ops/s	   100 p50-ns	   200 p99-ns	    6000 B/op	     150 allocs/op
+BenchmarkFloor/redsync-goredis/nodes=1/lockers=1   	     100	     10000 ns/op
+PASS
+`
+
+func TestParseLines(t *testing.T) {
+	lines, cpu := ParseLines(sampleOutput)
+	if cpu != "Example CPU @ 3.0GHz" {
+		t.Errorf("cpu = %q, want the cpu: line's value", cpu)
+	}
+	if len(lines) != 3 {
+		t.Fatalf("ParseLines found %d result lines, want 3: %+v", len(lines), lines)
+	}
+	l := lines[0]
+	if l.Name != "Lock/rueidis/nodes=5/lockers=64" || l.N != 15069 {
+		t.Errorf("first line = %q N=%d, want the name without Benchmark and -2, and N 15069", l.Name, l.N)
+	}
+	want := map[string]float64{NsPerOp: 141988, OpsPerSec: 7043, P50: 8482677, P99: 20209083, BytesPerOp: 2106, AllocsPerOp: 37}
+	for u, v := range want {
+		if l.Metrics[u] != v {
+			t.Errorf("metric %s = %v, want %v", u, l.Metrics[u], v)
+		}
+	}
+	if got := lines[1].Metrics[FailedPerOp]; got != 0.00075 {
+		t.Errorf("failed/op = %v, want 0.00075", got)
+	}
+	if lines[2].Name != "Floor/redsync-goredis/nodes=1/lockers=1" {
+		t.Errorf("a name without a GOMAXPROCS suffix became %q", lines[2].Name)
+	}
+}
+
+func TestBenchPattern(t *testing.T) {
+	name := "Lock/redsync-rueidis/nodes=5/lockers=64"
+	p := benchPattern(name)
+	levels := strings.Split(p, "/")
+	full := strings.Split("BenchmarkLock/redsync-rueidis/nodes=5/lockers=64", "/")
+	for i, lv := range levels {
+		re := regexp.MustCompile(lv)
+		if !re.MatchString(full[i]) {
+			t.Errorf("level %d pattern %q does not match %q", i, lv, full[i])
+		}
+	}
+	if regexp.MustCompile(levels[1]).MatchString("rueidis") || regexp.MustCompile(levels[3]).MatchString("lockers=640") {
+		t.Errorf("benchPattern(%q) = %q selects other benchmarks too", name, p)
+	}
+}
+
+func TestNewResult(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		main         bool
+		wantNil      bool
+		kind         Kind
+		caseName     string
+		client, cont string
+	}{
+		{name: "Lock/rueidis/nodes=5/lockers=64", main: true, kind: KindDriver, caseName: "Lock", client: "rueidis", cont: "rueidis"},
+		{name: "Lock/memory/nodes=5/lockers=64", main: true, kind: KindDriver, caseName: "Lock", client: "", cont: "memory"},
+		{name: "Floor/redigo/nodes=1/lockers=1", main: true, kind: KindFloor, caseName: "Lock", client: "redigo", cont: "redigo"},
+		{name: "Handoff/redsync-goredis/nodes=5/lockers=4", kind: KindPeer, caseName: "Handoff", client: "goredis", cont: "redsync-goredis"},
+		{name: "Lock/redislock/nodes=1/lockers=1", kind: KindPeer, caseName: "Lock", client: "goredis", cont: "redislock"},
+		{name: "Lock/rueidislock/nodes=1/lockers=1", kind: KindPeer, caseName: "Lock", client: "rueidis", cont: "rueidislock"},
+		{name: "Run/Lock/nodes=1/lockers=1", main: true, wantNil: true},
+		{name: "Lock/rueidis", main: true, wantNil: true},
+	} {
+		r := newResult(tc.name, "bin", tc.main)
+		if tc.wantNil {
+			if r != nil {
+				t.Errorf("newResult(%q) = %+v, want nil: not one of the suite's", tc.name, r)
+			}
+			continue
+		}
+		if r == nil || r.Kind != tc.kind || r.Case != tc.caseName || r.Client != tc.client || r.Contender != tc.cont {
+			t.Errorf("newResult(%q) = %+v, want kind %v case %s client %q contender %s", tc.name, r, tc.kind, tc.caseName, tc.client, tc.cont)
+		}
+	}
+}
+
+func TestMedians(t *testing.T) {
+	m := medians([]map[string]float64{
+		{OpsPerSec: 3, FailedPerOp: 0.1},
+		{OpsPerSec: 1},
+		{OpsPerSec: 2},
+	})
+	if m[OpsPerSec] != 2 || m[FailedPerOp] != 0 {
+		t.Errorf("medians = %v, want ops/s 2 and failed/op 0 (missing counts as 0)", m)
+	}
+	if got := median([]float64{4, 1, 3, 2}); got != 2.5 {
+		t.Errorf("median of 1..4 = %v, want 2.5", got)
+	}
+}
+
+// syntheticReport is a report over the headline and stalled cases in which
+// rueidis meets every target and goredis none.
+func syntheticReport() *Report {
+	res := func(caseName, params, contender string, kind Kind, client string, ops, p50, allocs float64) *Result {
+		m := map[string]float64{OpsPerSec: ops, P50: p50, P99: 2 * p50, Max: 3 * p50, AllocsPerOp: allocs, BytesPerOp: 100 * allocs}
+		return &Result{Case: caseName, Params: params, Contender: contender, Kind: kind, Client: client,
+			Samples: []map[string]float64{m}, Median: m}
+	}
+	rs := []*Result{
+		res("Lock", "nodes=5/lockers=64", "goredis", KindFloor, "goredis", 3000, 2e6, 100),
+		res("Lock", "nodes=5/lockers=64", "goredis", KindDriver, "goredis", 2000, 3e6, 150),
+		res("Lock", "nodes=5/lockers=64", "redsync-goredis", KindPeer, "goredis", 1900, 3e6, 149),
+		res("Lock", "nodes=5/lockers=64", "rueidis", KindFloor, "rueidis", 7000, 1e6, 30),
+		res("Lock", "nodes=5/lockers=64", "rueidis", KindDriver, "rueidis", 6500, 1e6, 37),
+		res("Lock", "nodes=5/lockers=64", "redsync-rueidis", KindPeer, "rueidis", 5000, 1e6, 87),
+		res("Lock", "nodes=5/lockers=64", "memory", KindDriver, "", 90000, 1e5, 30),
+		res("Stalled", "nodes=5/lockers=64", "goredis", KindDriver, "goredis", 900, 9e6, 200),
+		res("Stalled", "nodes=5/lockers=64", "rueidis", KindDriver, "rueidis", 6000, 1.5e6, 60),
+		res("Lock", "nodes=1/lockers=64", "rueidislock", KindPeer, "rueidis", 20000, 1e6, 38),
+	}
+	sortResults(rs)
+	return &Report{
+		Config:  Config{Rounds: 3, Benchtime: "1s", HandoffBenchtime: "100x"},
+		Env:     Env{Date: time.Date(2026, 1, 2, 3, 4, 0, 0, time.UTC), CPU: "Example CPU", CPUs: 2, GOMAXPROCS: 2, Redis: "7.0.15"},
+		Results: rs,
+	}
+}
+
+func TestTargets(t *testing.T) {
+	ts := syntheticReport().Targets()
+	want := map[string]bool{
+		"every driver ≥ 0.85× its client's floor":                     false, // goredis 0.67×
+		"every driver ≥ redsync over the same client":                 false, // goredis 1.05× < 1.5×
+		"≤ 40 allocations per lock+unlock":                            true,  // rueidis 37
+		"with 2 of 5 nodes stalled, p50 lock+unlock within 2× the he": false, // goredis 3×
+	}
+	if len(ts) != len(want) {
+		t.Fatalf("Targets() = %d targets, want %d (the 1-locker stalled target has no figures): %+v", len(ts), len(want), ts)
+	}
+	for _, tg := range ts {
+		found := false
+		for prefix, met := range want {
+			if strings.HasPrefix(tg.Name, prefix) {
+				found = true
+				if tg.Met != met {
+					t.Errorf("target %q met = %v, want %v (figures %s)", tg.Name, tg.Met, met, tg.Figures)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("unexpected target %q", tg.Name)
+		}
+	}
+}
+
+func TestMarkdown(t *testing.T) {
+	md := syntheticReport().Markdown()
+	for _, want := range []string{
+		"| CPU | Example CPU, 2 logical CPUs, GOMAXPROCS 2",
+		"## Headline: Lock+unlock, uncontended: 5 nodes, 64 lockers",
+		"| floor: rueidis | 7,000 | 1.00× | 1.00 ms |",
+		"| **rueidis** | 6,500 | 0.93× |",
+		"| redsync-rueidis | 5,000 | 0.71× |",
+		"| **memory** | 90,000 | – |",
+		"Lock+unlock with 2 of 5 nodes stalled: 64 lockers",
+		"![Throughput and p99 latency",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown() lacks %q:\n%s", want, md)
+		}
+	}
+	// The floor comes before its driver, the driver before its peers.
+	if i, j := strings.Index(md, "| floor: rueidis"), strings.Index(md, "| **rueidis**"); i < 0 || j < i {
+		t.Errorf("the floor is not listed before its driver")
+	}
+}
+
+func TestSVG(t *testing.T) {
+	svg := syntheticReport().SVG()
+	d := xml.NewDecoder(strings.NewReader(string(svg)))
+	for {
+		if _, err := d.Token(); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatalf("SVG() is not well-formed XML: %v\n%s", err, svg)
+		}
+	}
+	s := string(svg)
+	for _, want := range []string{"floor: rueidis", "redsync-goredis", "rueidislock", "7,000", "2.00 ms"} {
+		if !strings.Contains(s, want) {
+			t.Errorf("SVG() lacks %q", want)
+		}
+	}
+	if strings.Contains(s, ">memory<") {
+		t.Errorf("SVG() shows the memory driver, whose bars would flatten the others")
+	}
+	if i, j := strings.Index(s, "5 nodes, 64 lockers"), strings.Index(s, "1 node, 64 lockers"); i < 0 || j < i {
+		t.Errorf("the headline case is not drawn first")
+	}
+}
+
+func TestFormat(t *testing.T) {
+	for _, tc := range []struct {
+		got, want string
+	}{
+		{formatCount(1234567.4), "1,234,567"},
+		{formatCount(999), "999"},
+		{formatCount(12.34), "12.3"},
+		{formatNs(512), "512 ns"},
+		{formatNs(81234), "81.2 µs"},
+		{formatNs(8482677), "8.48 ms"},
+		{formatNs(123456789), "123 ms"},
+		{formatNs(2.5e9), "2.50 s"},
+		{formatNs(0), "–"},
+	} {
+		if tc.got != tc.want {
+			t.Errorf("got %q, want %q", tc.got, tc.want)
+		}
+	}
+}
+
+func TestFindModule(t *testing.T) {
+	wd, _ := os.Getwd()
+	dir, err := FindModule(filepath.Join(wd, "..", "peers"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := filepath.Clean(filepath.Join(wd, "..", "..")); dir != want {
+		t.Errorf("FindModule(bench/peers) = %s, want the module root %s", dir, want)
+	}
+	if _, err := FindModule(os.TempDir()); err == nil {
+		t.Errorf("FindModule(%s) found a module", os.TempDir())
+	}
+}
+
+// TestRun runs one benchmark of the drivers twice through the whole
+// pipeline: servers, build, listing, rounds, report files.
+func TestRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: builds a test binary")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("the go command is not on PATH")
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
+	defer cancel()
+	var progress strings.Builder
+	rep, err := Run(ctx, Config{
+		Bench:     "^BenchmarkLock$/^rueidis$/^nodes=1$/^lockers=1$",
+		Benchtime: "3x",
+		Rounds:    2,
+		NoPeers:   true,
+		Progress:  &progress,
+	})
+	if errors.Is(err, redistest.ErrNotInstalled) && os.Getenv("CI") == "" {
+		t.Skip(err)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Results) != 1 {
+		t.Fatalf("Run gave %d results, want 1", len(rep.Results))
+	}
+	r := rep.Results[0]
+	if r.Contender != "rueidis" || r.Kind != KindDriver || len(r.Samples) != 2 || r.Median[OpsPerSec] <= 0 {
+		t.Errorf("result = %+v, want the rueidis driver with 2 samples and a throughput", r)
+	}
+	if !regexp.MustCompile(`(?m)^\[\s*2/2\] round 2/2`).MatchString(progress.String()) {
+		t.Errorf("progress does not count the runs:\n%s", progress.String())
+	}
+	dir := t.TempDir()
+	if err := rep.WriteFiles(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{ResultsFile, ChartFile} {
+		if fi, err := os.Stat(filepath.Join(dir, f)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s not written: %v", f, err)
+		}
+	}
+}

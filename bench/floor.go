@@ -1,0 +1,178 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	redigo "github.com/gomodule/redigo/redis"
+	goredis "github.com/redis/go-redis/v9"
+	"github.com/redis/rueidis"
+
+	"github.com/go-redlock/redlock/driver"
+)
+
+// floorValue is the value every floor sets: as long as a lock value
+// (rand.Text), but fixed, since generating it is lock logic.
+var floorValue = strings.Repeat("F", 26)
+
+// Floors returns the raw floor of each client: SET key value NX PX ttl on
+// every node at once, a goroutine per node, then DEL on every node at once,
+// with the bare client (NewGoRedis, NewRedigoPool, NewRueidis) and no lock
+// logic: no random value, no quorum, no validity, no scripts. Run under the
+// Lock case, a floor is what the client can do; a driver's throughput over its
+// client's floor is what the library costs. Floors neither extend nor wait: a
+// floor's Lock fails if any node refuses.
+func Floors() []Contender {
+	return []Contender{
+		floor("goredis", func(addr string) (floorNode, error) { return goredisFloor{NewGoRedis(addr)}, nil }),
+		floor("redigo", func(addr string) (floorNode, error) { return redigoFloor{NewRedigoPool(addr)}, nil }),
+		floor("rueidis", func(addr string) (floorNode, error) {
+			c, err := NewRueidis(addr)
+			if err != nil {
+				return nil, err
+			}
+			return rueidisFloor{c}, nil
+		}),
+	}
+}
+
+// floorNode is one node of a floor, through one bare client.
+type floorNode interface {
+	setNX(ctx context.Context, key string) (bool, error)
+	del(ctx context.Context, key string) error
+	close() error
+}
+
+func floor(name string, open func(addr string) (floorNode, error)) Contender {
+	return Contender{
+		Name:     name,
+		NoExtend: true,
+		Open: func(addrs []string) (Locker, error) {
+			nodes := make([]floorNode, 0, len(addrs))
+			for _, a := range addrs {
+				n, err := open(a)
+				if err != nil {
+					for _, n := range nodes {
+						n.close()
+					}
+					return nil, err
+				}
+				nodes = append(nodes, n)
+			}
+			return &floorLocker{nodes: nodes}, nil
+		},
+	}
+}
+
+// floorLocker fans each command out to every node and waits for all.
+type floorLocker struct{ nodes []floorNode }
+
+// floorHeld is a key set on every node of a floorLocker.
+type floorHeld struct {
+	l   *floorLocker
+	key string
+}
+
+func (l *floorLocker) Lock(ctx context.Context, key string) (Held, error) {
+	err := l.each(func(n floorNode) error {
+		ok, err := n.setNX(ctx, key)
+		if err == nil && !ok {
+			err = fmt.Errorf("SET NX %s: key exists", key)
+		}
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return floorHeld{l, key}, nil
+}
+
+func (h floorHeld) Unlock(ctx context.Context) error {
+	return h.l.each(func(n floorNode) error { return n.del(ctx, h.key) })
+}
+
+func (floorHeld) Extend(context.Context, time.Duration) error { return ErrNoExtend }
+
+// each runs f on every node at once, a goroutine per node, and waits for all.
+func (l *floorLocker) each(f func(floorNode) error) error {
+	if len(l.nodes) == 1 {
+		return f(l.nodes[0])
+	}
+	errs := make([]error, len(l.nodes))
+	var wg sync.WaitGroup
+	for i, n := range l.nodes {
+		wg.Go(func() { errs[i] = f(n) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (l *floorLocker) Close() error {
+	var errs []error
+	for _, n := range l.nodes {
+		errs = append(errs, n.close())
+	}
+	return errors.Join(errs...)
+}
+
+var ttlMillis = driver.Milliseconds(TTL)
+
+type goredisFloor struct{ c *goredis.Client }
+
+func (f goredisFloor) setNX(ctx context.Context, key string) (bool, error) {
+	err := f.c.Do(ctx, "SET", key, floorValue, "NX", "PX", ttlMillis).Err()
+	if errors.Is(err, goredis.Nil) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (f goredisFloor) del(ctx context.Context, key string) error { return f.c.Del(ctx, key).Err() }
+func (f goredisFloor) close() error                              { return f.c.Close() }
+
+type redigoFloor struct{ p *redigo.Pool }
+
+func (f redigoFloor) do(ctx context.Context, cmd string, args ...any) (any, error) {
+	c, err := f.p.GetContext(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	return redigo.DoContext(c, ctx, cmd, args...)
+}
+
+func (f redigoFloor) setNX(ctx context.Context, key string) (bool, error) {
+	reply, err := f.do(ctx, "SET", key, floorValue, "NX", "PX", ttlMillis)
+	return reply == "OK", err
+}
+
+func (f redigoFloor) del(ctx context.Context, key string) error {
+	_, err := f.do(ctx, "DEL", key)
+	return err
+}
+
+func (f redigoFloor) close() error { return f.p.Close() }
+
+type rueidisFloor struct{ c rueidis.Client }
+
+func (f rueidisFloor) setNX(ctx context.Context, key string) (bool, error) {
+	cmd := f.c.B().Set().Key(key).Value(floorValue).Nx().PxMilliseconds(ttlMillis).Build()
+	err := f.c.Do(ctx, cmd).Error()
+	if rueidis.IsRedisNil(err) {
+		return false, nil
+	}
+	return err == nil, err
+}
+
+func (f rueidisFloor) del(ctx context.Context, key string) error {
+	return f.c.Do(ctx, f.c.B().Del().Key(key).Build()).Error()
+}
+
+func (f rueidisFloor) close() error {
+	f.c.Close()
+	return nil
+}
