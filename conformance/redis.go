@@ -2,8 +2,12 @@ package conformance
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"fmt"
 	"net"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -19,19 +23,37 @@ const stallBound = 2 * time.Second
 // RunRedis proves a Redis driver: it runs Run on nodes that d opens on fresh
 // redis-server processes (one per node, started with redistest), then checks
 // what every Redis driver's Open must do: take host:port and
-// redis://[user:password@]host:port[/db] addresses, never show a password,
-// neither fail nor block when the server is down or stalled, bound every call
-// by its context on a stalled server, and recover when the server does.
+// redis://[user:password@]host:port[/db] addresses, authenticate as an ACL
+// user, never show a password, neither fail nor block when the server is down
+// or stalled, bound every call by its context on a stalled server, and
+// recover when the server does.
+//
+// It also checks TLS: Run again over rediss:// addresses whose tls_ca_file,
+// tls_cert_file and tls_key_file parameters name a CA and a client
+// certificate generated for the test (the servers require client
+// certificates); a server whose certificate the CA did not sign, or a client
+// without a certificate where one is required, fail every call with the TLS
+// error in the chain (an x509.UnknownAuthorityError, say); a handshake with a
+// stalled server ends with the call's context; and, for a driver that
+// implements driver.ConfigOpener, OpenConfig with a driver.Config's TLS
+// connects with TLS whatever the address's scheme.
 func RunRedis(t *testing.T, d driver.Driver) {
 	t.Helper()
 	t.Run("Node", func(t *testing.T) {
 		Run(t, func(t *testing.T) driver.Node { return open(t, d, redistest.NewServer(t).Addr()) })
+	})
+	t.Run("TLS/Node", func(t *testing.T) {
+		Run(t, func(t *testing.T) driver.Node {
+			srv := redistest.NewServer(t, redistest.WithTLS(redistest.NewCerts(t), redistest.ClientCertsRequired), redistest.WithPassword(password))
+			return open(t, d, srv.URL())
+		})
 	})
 	for _, tc := range []struct {
 		name string
 		fn   func(t *testing.T, ctx context.Context, d driver.Driver)
 	}{
 		{"Open/Password", openPassword},
+		{"Open/ACLUser", openACLUser},
 		{"Open/Database", openDatabase},
 		{"Open/MalformedHidesPassword", openMalformed},
 		{"Down/NeitherFailsNorBlocks", downNeitherFailsNorBlocks},
@@ -39,6 +61,11 @@ func RunRedis(t *testing.T, d driver.Driver) {
 		{"Stalled/CancelBoundsCalls", stalledCancel},
 		{"Stalled/Recovers", stalledRecovers},
 		{"Reconnects", reconnects},
+		{"TLS/OpenConfig", tlsOpenConfig},
+		{"TLS/UnknownCA", tlsUnknownCA},
+		{"TLS/ClientCertRequired", tlsClientCertRequired},
+		{"TLS/Stalled/DeadlineBoundsCalls", tlsStalledDeadline},
+		{"TLS/Stalled/CancelBoundsCalls", tlsStalledCancel},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Helper()
@@ -148,14 +175,18 @@ func downNeitherFailsNorBlocks(t *testing.T, ctx context.Context, d driver.Drive
 	}
 }
 
-// stalled returns a paused server and a node opened on it before (warm: it
-// has connected) or after the pause.
-func stalled(t *testing.T, ctx context.Context, d driver.Driver, warm bool) (*redistest.Server, driver.Node) {
+// stalled returns a paused server, started with opts, and a node opened on
+// it before (warm: it has connected) or after the pause.
+func stalled(t *testing.T, ctx context.Context, d driver.Driver, warm bool, opts ...redistest.Option) (*redistest.Server, driver.Node) {
 	t.Helper()
-	srv := redistest.NewServer(t)
+	srv := redistest.NewServer(t, opts...)
+	addr := srv.Addr()
+	if srv.Certs() != nil {
+		addr = srv.URL()
+	}
 	var n driver.Node
 	if warm {
-		n = open(t, d, srv.Addr())
+		n = open(t, d, addr)
 		must(t, "SetNX before the pause")(n.SetNX(ctx, key(t), value(), time.Minute))
 	}
 	if err := srv.Pause(); err != nil {
@@ -164,7 +195,7 @@ func stalled(t *testing.T, ctx context.Context, d driver.Driver, warm bool) (*re
 	t.Cleanup(func() { srv.Resume() })
 	if !warm {
 		start := time.Now()
-		n = open(t, d, srv.Addr())
+		n = open(t, d, addr)
 		if took := time.Since(start); took > stallBound {
 			t.Fatalf("Open(stalled server) took %v: Open must not connect", took)
 		}
@@ -173,9 +204,15 @@ func stalled(t *testing.T, ctx context.Context, d driver.Driver, warm bool) (*re
 }
 
 func stalledDeadline(t *testing.T, ctx context.Context, d driver.Driver) {
+	stalledDeadlineWith(t, ctx, d)
+}
+
+// stalledDeadlineWith checks calls with a deadline on a stalled server
+// started with opts.
+func stalledDeadlineWith(t *testing.T, ctx context.Context, d driver.Driver, opts ...redistest.Option) {
 	const deadline = 200 * time.Millisecond
 	for _, warm := range []bool{true, false} {
-		_, n := stalled(t, ctx, d, warm)
+		_, n := stalled(t, ctx, d, warm, opts...)
 		for name, call := range methods(n, key(t)) {
 			start := time.Now()
 			cctx, cancel := context.WithTimeout(ctx, deadline)
@@ -193,9 +230,15 @@ func stalledDeadline(t *testing.T, ctx context.Context, d driver.Driver) {
 }
 
 func stalledCancel(t *testing.T, ctx context.Context, d driver.Driver) {
+	stalledCancelWith(t, ctx, d)
+}
+
+// stalledCancelWith checks canceled calls on a stalled server started with
+// opts.
+func stalledCancelWith(t *testing.T, ctx context.Context, d driver.Driver, opts ...redistest.Option) {
 	const after = 200 * time.Millisecond
 	for _, warm := range []bool{true, false} {
-		_, n := stalled(t, ctx, d, warm)
+		_, n := stalled(t, ctx, d, warm, opts...)
 		for name, call := range methods(n, key(t)) {
 			start := time.Now()
 			cctx, cancel := context.WithCancel(ctx) // no deadline: only the cancel can end it
@@ -252,4 +295,183 @@ func reconnects(t *testing.T, ctx context.Context, d driver.Driver) {
 	if !eventually(ctx, n, key(t)) {
 		t.Fatal("SetNX after the server closed every connection: still failing after 5s: a node must reconnect")
 	}
+}
+
+// openACLUser checks that redis://user:password@ authenticates as that ACL
+// user, on the node's command connections and on its pub/sub connection, and
+// that no error shows either password.
+func openACLUser(t *testing.T, ctx context.Context, d driver.Driver) {
+	srv := redistest.NewServer(t, redistest.WithPassword(password)) // no unauthenticated access
+	const user = "locker"
+	userPassword := "acl-" + password
+	if _, err := srv.Do(ctx, "ACL", "SETUSER", user, "on", ">"+userPassword, "~acl:*", "&*", "+@all"); err != nil {
+		t.Fatal(err)
+	}
+	n := open(t, d, "redis://"+user+":"+userPassword+"@"+srv.Addr())
+	if s, ok := n.(fmt.Stringer); ok {
+		hidesPassword(t, "String()", s.String())
+	}
+	k := "acl:" + key(t)
+	if ok := must(t, "SetNX as the ACL user")(n.SetNX(ctx, k, value(), time.Minute)); !ok {
+		t.Fatal("SetNX as the ACL user = false, want true")
+	}
+	// The user may only touch acl:*, unlike the default user: a refusal
+	// proves the node authenticated as the user.
+	_, err := n.SetNX(ctx, key(t), value(), time.Minute)
+	if err == nil || !strings.Contains(err.Error(), "NOPERM") {
+		t.Fatalf("SetNX as the ACL user on a key outside its pattern: error = %v, want NOPERM: redis://user:password@ must authenticate as user", err)
+	}
+	hidesPassword(t, "the error", err.Error())
+	if nn, ok := n.(driver.Notifier); ok {
+		notify := make(chan struct{}, 1)
+		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		stop, err := nn.Subscribe(sctx, k, notify)
+		cancel()
+		if err != nil {
+			t.Fatalf("Subscribe as the ACL user: %v: the pub/sub connection must authenticate too", err)
+		}
+		defer stop()
+		v := value()
+		must(t, "SetNX")(n.SetNX(ctx, k+"2", v, time.Minute))
+		must(t, "ReleaseNotify")(nn.ReleaseNotify(ctx, k+"2", v))
+	}
+	for _, addr := range []string{
+		"redis://" + user + ":wrong-" + password + "@" + srv.Addr(),
+		"redis://nobody:" + userPassword + "@" + srv.Addr(),
+	} {
+		bad := open(t, d, addr)
+		ok, err := bad.SetNX(ctx, "acl:"+key(t), value(), time.Minute)
+		if err == nil {
+			t.Fatalf("SetNX with a wrong user or password = %v, nil; want an error", ok)
+		}
+		hidesPassword(t, "the error", err.Error())
+	}
+}
+
+// tlsServer starts a server that requires TLS with client certificates, and
+// returns it with its Certs's client configuration.
+func tlsServer(t *testing.T, opts ...redistest.Option) (*redistest.Server, *tls.Config) {
+	t.Helper()
+	certs := redistest.NewCerts(t)
+	srv := redistest.NewServer(t, append([]redistest.Option{redistest.WithTLS(certs, redistest.ClientCertsRequired)}, opts...)...)
+	cfg, err := certs.ClientConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv, cfg
+}
+
+func tlsOpenConfig(t *testing.T, ctx context.Context, d driver.Driver) {
+	co, ok := d.(driver.ConfigOpener)
+	if !ok {
+		t.Skipf("%T does not implement driver.ConfigOpener", d)
+	}
+	srv, cfg := tlsServer(t)
+	openConfig := func(addr string, dc driver.Config) driver.Node {
+		t.Helper()
+		n, err := co.OpenConfig(addr, dc)
+		if err != nil {
+			t.Fatalf("OpenConfig(%q) = %v", addr, err)
+		}
+		t.Cleanup(func() { n.Close() })
+		return n
+	}
+	// host:port with Config.TLS: TLS.
+	n := openConfig(srv.Addr(), driver.Config{TLS: cfg})
+	if ok := must(t, "SetNX through OpenConfig(host:port, TLS)")(n.SetNX(ctx, key(t), value(), time.Minute)); !ok {
+		t.Fatal("SetNX through OpenConfig(host:port, TLS) = false, want true")
+	}
+	// A rediss:// address's tls_* parameters apply on top of Config.TLS: here
+	// its CA and client certificate, over a configuration that has neither.
+	base := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: x509.NewCertPool()}
+	n = openConfig(srv.URL(), driver.Config{TLS: base})
+	if ok := must(t, "SetNX through OpenConfig(rediss://...?tls_ca_file=..., TLS)")(n.SetNX(ctx, key(t), value(), time.Minute)); !ok {
+		t.Fatal("SetNX through OpenConfig(rediss:// with tls_* parameters, TLS) = false, want true")
+	}
+	if len(base.Certificates) != 0 || base.ServerName != "" {
+		t.Error("OpenConfig changed the Config's tls.Config: it must apply the address's parameters to a copy")
+	}
+	// Without Config.TLS, host:port is plain TCP, which a TLS server refuses.
+	n = openConfig(srv.Addr(), driver.Config{})
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if ok, err := n.SetNX(cctx, key(t), value(), time.Minute); err == nil {
+		t.Fatalf("SetNX over plain TCP to a TLS server = %v, nil; want an error", ok)
+	}
+}
+
+// tlsRefused checks that every call on n fails with an error that matches
+// want (errors.As) or, failing that, contains text, and hides the password.
+func tlsRefused(t *testing.T, ctx context.Context, n driver.Node, k string, want any, text string) {
+	t.Helper()
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	errs := calls(cctx, n, k)
+	if nn, ok := n.(driver.Notifier); ok {
+		stop, err := nn.Subscribe(cctx, k, make(chan struct{}, 1))
+		if err == nil {
+			stop()
+		}
+		errs["Subscribe"] = err
+	}
+	for call, err := range errs {
+		switch {
+		case err == nil:
+			t.Errorf("%s: error = nil, want the TLS error", call)
+			continue
+		case want != nil && !errors.As(err, want):
+			t.Errorf("%s: error = %v, want one matching %T: a TLS failure must stay in the error chain", call, err, want)
+		case !strings.Contains(err.Error(), text):
+			t.Errorf("%s: error = %v, want one that says %q", call, err, text)
+		}
+		hidesPassword(t, "the error", err.Error())
+	}
+	if cctx.Err() != nil {
+		t.Errorf("calls refused by TLS took their whole 5s deadline: a TLS failure must fail fast")
+	}
+}
+
+func tlsUnknownCA(t *testing.T, ctx context.Context, d driver.Driver) {
+	srv, _ := tlsServer(t, redistest.WithPassword(password))
+	other := redistest.NewCerts(t) // another CA, which did not sign the server's certificate
+	u, err := url.Parse(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Set("tls_ca_file", other.CAFile)
+	u.RawQuery = q.Encode()
+	n := open(t, d, u.String())
+	var unknown x509.UnknownAuthorityError
+	tlsRefused(t, ctx, n, key(t), &unknown, "certificate signed by unknown authority")
+}
+
+func tlsClientCertRequired(t *testing.T, ctx context.Context, d driver.Driver) {
+	srv, _ := tlsServer(t, redistest.WithPassword(password))
+	u, err := url.Parse(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Del("tls_cert_file")
+	q.Del("tls_key_file")
+	u.RawQuery = q.Encode()
+	n := open(t, d, u.String())
+	tlsRefused(t, ctx, n, key(t), nil, "certificate")
+
+	// With the client certificate: accepted.
+	n = open(t, d, srv.URL())
+	if ok := must(t, "SetNX with a client certificate")(n.SetNX(ctx, key(t), value(), time.Minute)); !ok {
+		t.Fatal("SetNX with a client certificate = false, want true")
+	}
+}
+
+func tlsStalledDeadline(t *testing.T, ctx context.Context, d driver.Driver) {
+	certs := redistest.NewCerts(t)
+	stalledDeadlineWith(t, ctx, d, redistest.WithTLS(certs, redistest.ClientCertsRequired))
+}
+
+func tlsStalledCancel(t *testing.T, ctx context.Context, d driver.Driver) {
+	certs := redistest.NewCerts(t)
+	stalledCancelWith(t, ctx, d, redistest.WithTLS(certs, redistest.ClientCertsRequired))
 }

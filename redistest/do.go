@@ -3,9 +3,9 @@ package redistest
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"time"
 )
 
@@ -25,11 +25,12 @@ func (s *Server) Do(ctx context.Context, args ...string) (any, error) {
 	if len(args) == 0 {
 		return nil, errors.New("redistest: Do needs a command")
 	}
-	return do(ctx, s.addr, s.cfg.password, args)
+	return do(ctx, s.addr, s.cfg.password, s.cfg.clientTLS(), args)
 }
 
-// do runs one command on a new connection to addr.
-func do(ctx context.Context, addr, password string, args []string) (any, error) {
+// do runs one command on a new connection to addr, a TLS connection when tc
+// is not nil.
+func do(ctx context.Context, addr, password string, tc *tls.Config, args []string) (any, error) {
 	fail := func(err error) error {
 		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
 			return fmt.Errorf("redistest: %s on %s: %w (%w)", args[0], addr, cerr, err)
@@ -39,8 +40,7 @@ func do(ctx context.Context, addr, password string, args []string) (any, error) 
 	if err := ctx.Err(); err != nil {
 		return nil, fail(err)
 	}
-	var d net.Dialer
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	conn, err := dial(ctx, addr, tc)
 	if err != nil {
 		return nil, fail(err)
 	}

@@ -13,6 +13,7 @@ type Option func(*config)
 type config struct {
 	password   string
 	directives [][]string // each: name, then values
+	tls        *tlsSetup  // WithTLS; nil for plain TCP
 	err        error      // first invalid option
 }
 
@@ -24,6 +25,7 @@ var managed = map[string]string{
 	"logfile":     "the log is kept in the server's directory",
 	"daemonize":   "redistest must own the server process",
 	"requirepass": "use WithPassword, so that Do and URL know the password",
+	"tls-port":    "use WithTLS, which serves TLS on the port redistest picks",
 }
 
 // WithPassword sets the server's password (the requirepass directive). [Server.Do]
@@ -39,7 +41,7 @@ func WithPassword(pw string) Option {
 // "--save 60 1". Directives are applied after the defaults (including
 // "save" "" and "appendonly" "no"), so they override them; use the option
 // several times for several directives. The directives port, bind, dir,
-// logfile, daemonize and requirepass are managed by redistest and make
+// logfile, daemonize, requirepass and tls-port are managed by redistest and make
 // [Start] fail.
 func WithConfig(directive ...string) Option {
 	err := checkDirective(directive)
@@ -75,15 +77,14 @@ func checkDirective(d []string) error {
 // args returns the redis-server command line (without the binary) for a
 // server on port with directory dir.
 func (c *config) args(port int, dir, logfile string) []string {
-	args := []string{
-		"--port", fmt.Sprint(port),
+	args := append(c.portArgs(port),
 		"--bind", "127.0.0.1",
 		"--dir", dir,
 		"--logfile", logfile,
 		"--daemonize", "no",
 		"--save", "",
 		"--appendonly", "no",
-	}
+	)
 	if c.password != "" {
 		args = append(args, "--requirepass", c.password)
 	}

@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -70,4 +72,36 @@ func waitStopped(pid int) error {
 		}
 		time.Sleep(time.Millisecond)
 	}
+}
+
+// unread sums the receive queues of the TCP connections whose local address
+// is 127.0.0.1:port, from /proc/net/tcp: the bytes that clients sent and the
+// process has not read, including those on connections it has not accepted
+// yet and on connections the client has closed since (CLOSE_WAIT).
+func unread(port int) (int, error) {
+	data, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return 0, err
+	}
+	local := fmt.Sprintf("0100007F:%04X", port) // 127.0.0.1, little-endian, then the port
+	total := 0
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		f := strings.Fields(string(line))
+		if i == 0 || len(f) < 5 || f[1] != local || (f[3] != "01" && f[3] != "08") { // ESTABLISHED, CLOSE_WAIT
+			continue
+		}
+		_, rx, ok := strings.Cut(f[4], ":") // tx_queue:rx_queue, in hex
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseUint(rx, 16, 32)
+		if err != nil {
+			return 0, fmt.Errorf("parse /proc/net/tcp: %q: %w", f[4], err)
+		}
+		if f[3] == "08" && n > 0 {
+			n-- // the FIN takes a sequence number too
+		}
+		total += int(n)
+	}
+	return total, nil
 }

@@ -153,10 +153,10 @@ func (s *Server) waitReady(ctx context.Context, p *process) error {
 func (s *Server) probe(ctx context.Context, p *process) error {
 	ctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
-	if _, err := do(ctx, s.addr, s.cfg.password, []string{"PING"}); err != nil {
+	if _, err := do(ctx, s.addr, s.cfg.password, s.cfg.clientTLS(), []string{"PING"}); err != nil {
 		return err
 	}
-	v, err := do(ctx, s.addr, s.cfg.password, []string{"INFO", "server"})
+	v, err := do(ctx, s.addr, s.cfg.password, s.cfg.clientTLS(), []string{"INFO", "server"})
 	if err != nil {
 		var rerr RedisError
 		if errors.As(err, &rerr) {
@@ -182,10 +182,21 @@ func (s *Server) Addr() string { return s.addr }
 
 // URL returns the server's address as a URL, "redis://127.0.0.1:PORT", or
 // "redis://:PASSWORD@127.0.0.1:PORT" (the password escaped) if it has one.
+// A server started [WithTLS] has a "rediss://" URL whose query parameters
+// tls_ca_file, tls_cert_file and tls_key_file name its [Certs] files, as the
+// drivers of this module accept it.
 func (s *Server) URL() string {
 	u := url.URL{Scheme: "redis", Host: s.addr}
 	if s.cfg.password != "" {
 		u.User = url.UserPassword("", s.cfg.password)
+	}
+	if c := s.Certs(); c != nil {
+		u.Scheme = "rediss"
+		u.RawQuery = url.Values{
+			"tls_ca_file":   {c.CAFile},
+			"tls_cert_file": {c.ClientCertFile},
+			"tls_key_file":  {c.ClientKeyFile},
+		}.Encode()
 	}
 	return u.String()
 }

@@ -56,8 +56,8 @@ func NewServers(tb testing.TB, n int, opts ...Option) []*Server {
 	return servers
 }
 
-// Addrs returns the addresses of servers, in order.
-func Addrs(servers []*Server) []string {
+// Addrs returns the addresses of servers (or of proxies), in order.
+func Addrs[S interface{ Addr() string }](servers []S) []string {
 	addrs := make([]string, len(servers))
 	for i, s := range servers {
 		addrs[i] = s.Addr()

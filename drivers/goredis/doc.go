@@ -11,7 +11,16 @@
 //		"redis://:secret@10.0.0.1:6379/0", "10.0.0.2:6379", "10.0.0.3:6379",
 //	})
 //
-// Addresses are "host:port" or "redis://[user:password@]host:port[/db]".
+// Addresses are "host:port", "redis://[user:password@]host:port[/db]" or the
+// same with "rediss://" for TLS; the query parameters tls_ca_file,
+// tls_cert_file, tls_key_file and tls_server_name of a rediss:// address name
+// the CA bundle to trust, a client certificate and its key (mutual TLS), and
+// the name to verify the server's certificate against.
+// [Driver.OpenConfig], which redlock.Open calls for redlock.WithTLSConfig,
+// connects with a tls.Config of the caller's for addresses in any form. The
+// TLS handshake is bounded by the call's context, and a node's pub/sub
+// connection uses TLS too.
+//
 // [Driver.Open] builds and owns a *redis.Client configured for Redlock: each
 // command is bounded by its context's deadline (ContextTimeoutEnabled), go-redis
 // never retries a command (the algorithm treats a failed command as one whose
@@ -20,7 +29,7 @@
 // dials on first use and again after failures, so Open neither fails nor blocks
 // because a server is down.
 //
-// [New] wraps a client the caller configured instead, for TLS, Sentinel, custom
+// [New] wraps a client the caller configured instead, for Sentinel, custom
 // dialers, hooks or instrumentation:
 //
 //	rdb := redis.NewClient(&redis.Options{

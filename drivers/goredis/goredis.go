@@ -2,8 +2,10 @@ package goredis
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"reflect"
 	"runtime"
@@ -16,6 +18,7 @@ import (
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/pubsub"
 	"github.com/go-redlock/redlock/internal/redisaddr"
+	"github.com/go-redlock/redlock/internal/tlsdial"
 	"github.com/go-redlock/redlock/redlock"
 )
 
@@ -54,19 +57,42 @@ var (
 type Driver struct{}
 
 // Open returns a node that owns a new *redis.Client for addr, which is
-// "host:port" or "redis://[user:password@]host:port[/db]". It does not
-// connect: the client dials on first use. Open fails only for a malformed
-// address, and its error never contains the password.
-func (Driver) Open(addr string) (driver.Node, error) {
+// "host:port", "redis://[user:password@]host:port[/db]" or the same with
+// "rediss://" for TLS, whose query parameters tls_ca_file, tls_cert_file,
+// tls_key_file and tls_server_name set the CAs to trust (default: the
+// system's), a client certificate and its key, and the name to verify the
+// server's certificate against (default: the host). It does not connect: the
+// client dials on first use. Open fails only for a malformed address or TLS
+// files it cannot load, and its error never contains the password.
+func (Driver) Open(addr string) (driver.Node, error) { return open(addr, nil) }
+
+// OpenConfig is Open with a driver.Config: with cfg.TLS set, the node
+// connects with TLS whatever the address's scheme, with a copy of cfg.TLS on
+// which a rediss:// address's tls_* parameters are applied. redlock.Open calls
+// it for redlock.WithTLSConfig.
+func (Driver) OpenConfig(addr string, cfg driver.Config) (driver.Node, error) {
+	return open(addr, cfg.TLS)
+}
+
+var _ driver.ConfigOpener = Driver{}
+
+// open opens a node for addr, with TLS over a copy of base when base is set.
+func open(addr string, base *tls.Config) (driver.Node, error) {
 	a, err := redisaddr.Parse(addr)
 	if err != nil {
 		return nil, fmt.Errorf("goredis: %w", err)
 	}
+	tlsConfig, err := a.TLSConfig(base)
+	if err != nil {
+		return nil, fmt.Errorf("goredis: %s: %w", a, err)
+	}
+	a.TLS = tlsConfig != nil // the node's name says rediss:// when it uses TLS
 	opts := &redis.Options{
 		Addr:                  a.HostPort(),
 		Username:              a.Username,
 		Password:              a.Password,
 		DB:                    a.DB,
+		TLSConfig:             tlsConfig, // informative: the Dialer below does the TLS
 		ContextTimeoutEnabled: true,
 		MaxRetries:            -1, // a lost reply means an unknown outcome: never resend
 		DialerRetries:         1,  // fail fast on a down server; the next call dials again
@@ -76,6 +102,15 @@ func (Driver) Open(addr string) (driver.Node, error) {
 		PoolSize:              max(minPoolSize, 10*runtime.GOMAXPROCS(0)),
 	}
 	dial := redis.NewDialer(opts)
+	if tlsConfig != nil {
+		// go-redis' own TLS dialer does not watch the context during the
+		// handshake; this one does, so a stalled server holds no call
+		// beyond its context (see package tlsdial).
+		d := &net.Dialer{Timeout: dialTimeout}
+		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return tlsdial.Dial(ctx, d, network, addr, tlsConfig)
+		}
+	}
 	opts.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := dial(ctx, network, addr)
 		if err == nil && ctx.Value(pubSubDial{}) != nil {
@@ -138,7 +173,8 @@ func describe(o *redis.Options) string {
 	if err != nil {
 		return o.Addr // a Unix socket path, say
 	}
-	return redisaddr.Addr{Host: host, Port: port, Username: o.Username, Password: o.Password, DB: o.DB}.String()
+	a := redisaddr.Addr{Host: host, Port: port, Username: o.Username, Password: o.Password, DB: o.DB, TLS: o.TLSConfig != nil}
+	return a.String()
 }
 
 // node is a driver.Node over a go-redis client.
@@ -153,6 +189,10 @@ type node struct {
 
 // String returns the node's address with credentials removed.
 func (n *node) String() string { return n.name }
+
+// Format writes String whatever the verb, so that no verb (%#v, %d, ...)
+// prints the node's fields, which hold the password.
+func (n *node) Format(f fmt.State, _ rune) { io.WriteString(f, n.name) }
 
 // SetNX runs SET key value NX PX ttl.
 func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {

@@ -2,6 +2,7 @@ package goredis_test
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"testing"
 	"time"
@@ -122,6 +123,7 @@ func TestString(t *testing.T) {
 		{redis.Options{Addr: "10.0.0.1:6380"}, "10.0.0.1:6380"},
 		{redis.Options{Addr: "10.0.0.1:6380", Password: "s3cret", DB: 3}, "redis://:xxxxx@10.0.0.1:6380/3"},
 		{redis.Options{Addr: "[::1]:6380", Username: "alice", Password: "s3cret"}, "redis://alice:xxxxx@[::1]:6380"},
+		{redis.Options{Addr: "10.0.0.1:6380", Password: "s3cret", TLSConfig: &tls.Config{}}, "rediss://:xxxxx@10.0.0.1:6380"},
 	} {
 		rdb := redis.NewClient(&tc.opts)
 		require.Equal(t, tc.want, fmt.Sprint(goredis.New(rdb)), "New(client on %s).String()", tc.opts.Addr)

@@ -7,13 +7,27 @@
 //
 //	c, err := redlock.Open("redigo", []string{"10.0.0.1:6379", "redis://:secret@10.0.0.2:6379/0", ...})
 //
-// [Driver.Open] accepts "host:port" and "redis://[user:password@]host:port[/db]"
-// and builds a connection pool of its own, which the node closes. [New] wraps a
-// *redis.Pool the caller configured, which the caller keeps and closes.
+// [Driver.Open] builds a connection pool of its own, which the node closes.
+// [New] wraps a *redis.Pool the caller configured, which the caller keeps and
+// closes.
+//
+// Addresses are "host:port", "redis://[user:password@]host:port[/db]" or the
+// same with "rediss://" for TLS; the query parameters tls_ca_file,
+// tls_cert_file, tls_key_file and tls_server_name of a rediss:// address name
+// the CA bundle to trust, a client certificate and its key (mutual TLS), and
+// the name to verify the server's certificate against.
+// [Driver.OpenConfig], which redlock.Open calls for redlock.WithTLSConfig,
+// connects with a tls.Config of the caller's for addresses in any form. The
+// TLS handshake is bounded by the call's context, and a node's pub/sub
+// connection uses TLS too.
 //
 // Every call takes a connection from the pool and is bounded by its context: when
 // the context ends, the call returns an error matching ctx.Err() and the
 // connection, whose reply may still be on its way, is closed rather than reused.
+// The pool of a node from Open holds at most max(64, 10×GOMAXPROCS) connections,
+// as go-redis's does, so that a flood of calls cut short by their contexts
+// cannot open connections without limit; a call waits for a free one as long as
+// its context allows.
 //
 // Nodes also keep fencing counters (driver.Fencer, for redlock.WithFencing)
 // and publish their releases (driver.Notifier): a waiter in redlock's Lock

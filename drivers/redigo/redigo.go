@@ -2,8 +2,12 @@ package redigo
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
+	"net"
+	"runtime"
 	"sync/atomic"
 	"time"
 
@@ -12,6 +16,7 @@ import (
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/pubsub"
 	"github.com/go-redlock/redlock/internal/redisaddr"
+	"github.com/go-redlock/redlock/internal/tlsdial"
 	"github.com/go-redlock/redlock/redlock"
 )
 
@@ -23,8 +28,13 @@ const (
 	connectTimeout = 5 * time.Second
 	// maxIdle keeps a connection each for many concurrent lockers.
 	maxIdle = 64
+	// minMaxActive is the least number of connections a pool may have open
+	// at once (see maxActive).
+	minMaxActive = 64
 	// idleTimeout closes connections unused for this long.
 	idleTimeout = 4 * time.Minute
+	// keepAlive is the TCP keep-alive period, redigo's default.
+	keepAlive = 5 * time.Minute
 )
 
 // ErrClosed is [driver.ErrClosed], which calls on a node return after Close.
@@ -46,21 +56,59 @@ var (
 // Driver opens redigo nodes by address. It is registered as "redigo".
 type Driver struct{}
 
-// Open returns a node for addr, "host:port" or
-// "redis://[user:password@]host:port[/db]", with a connection pool of its own
-// that the node's Close closes. It does not connect: the node dials on use, so
-// Open fails only for a malformed address, and its error never contains the
-// password.
-func (Driver) Open(addr string) (driver.Node, error) {
+// Open returns a node for addr, "host:port",
+// "redis://[user:password@]host:port[/db]" or the same with "rediss://" for
+// TLS, whose query parameters tls_ca_file, tls_cert_file, tls_key_file and
+// tls_server_name set the CAs to trust (default: the system's), a client
+// certificate and its key, and the name to verify the server's certificate
+// against (default: the host). The node has a connection pool of its own that
+// its Close closes. It does not connect: the node dials on use, so Open fails
+// only for a malformed address or TLS files it cannot load, and its error
+// never contains the password.
+func (Driver) Open(addr string) (driver.Node, error) { return open(addr, nil) }
+
+// OpenConfig is Open with a driver.Config: with cfg.TLS set, the node
+// connects with TLS whatever the address's scheme, with a copy of cfg.TLS on
+// which a rediss:// address's tls_* parameters are applied. redlock.Open calls
+// it for redlock.WithTLSConfig.
+func (Driver) OpenConfig(addr string, cfg driver.Config) (driver.Node, error) {
+	return open(addr, cfg.TLS)
+}
+
+var _ driver.ConfigOpener = Driver{}
+
+// maxActive bounds the connections a pool of Open's has open at once, as
+// go-redis bounds its pool: a call whose context ends before its reply comes
+// loses its connection (redigo closes it), so that a flood of short calls
+// would otherwise dial without limit. A call waits for a connection as long
+// as its context allows.
+func maxActive() int { return max(minMaxActive, 10*runtime.GOMAXPROCS(0)) }
+
+// open opens a node for addr, with TLS over a copy of base when base is set.
+func open(addr string, base *tls.Config) (driver.Node, error) {
 	a, err := redisaddr.Parse(addr)
 	if err != nil {
 		return nil, fmt.Errorf("redigo: %w", err)
 	}
+	tlsConfig, err := a.TLSConfig(base)
+	if err != nil {
+		return nil, fmt.Errorf("redigo: %s: %w", a, err)
+	}
+	a.TLS = tlsConfig != nil // the node's name says rediss:// when it uses TLS
 	opts := []redis.DialOption{
 		redis.DialUsername(a.Username),
 		redis.DialPassword(a.Password),
 		redis.DialDatabase(a.DB),
 		redis.DialConnectTimeout(connectTimeout),
+	}
+	if tlsConfig != nil {
+		// redigo's own TLS handshake does not watch the context; this
+		// dialer's does, so a stalled server holds no call beyond its
+		// context (see package tlsdial).
+		d := &net.Dialer{Timeout: connectTimeout, KeepAlive: keepAlive}
+		opts = append(opts, redis.DialContextFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return tlsdial.Dial(ctx, d, network, addr, tlsConfig)
+		}))
 	}
 	hostPort := a.HostPort()
 	pool := &redis.Pool{
@@ -68,6 +116,8 @@ func (Driver) Open(addr string) (driver.Node, error) {
 			return redis.DialContext(ctx, "tcp", hostPort, opts...)
 		},
 		MaxIdle:     maxIdle,
+		MaxActive:   maxActive(),
+		Wait:        true, // for a connection, as long as the call's context allows
 		IdleTimeout: idleTimeout,
 	}
 	return newNode(pool, a.String(), true), nil
@@ -110,6 +160,10 @@ type node struct {
 
 // String returns the node's address with any password removed.
 func (n *node) String() string { return n.name }
+
+// Format writes String whatever the verb, so that no verb (%#v, %d, ...)
+// prints the node's fields, which hold the password.
+func (n *node) Format(f fmt.State, _ rune) { io.WriteString(f, n.name) }
 
 // SetNX sets key to value with the given TTL if key does not exist:
 // SET key value NX PX ms.

@@ -8,10 +8,19 @@
 //
 //	c, err := redlock.Open("rueidis", []string{"10.0.0.1:6379", "redis://:secret@10.0.0.2:6379/0", ...})
 //
-// Addresses are "host:port" or "redis://[user:password@]host:port[/db]". A node
-// opened by address creates its rueidis client in the background on first use,
-// not in Open: Open neither fails nor blocks because a server is down or
-// stalled, and a call waits for the connection no longer than its context
+// Addresses are "host:port", "redis://[user:password@]host:port[/db]" or the
+// same with "rediss://" for TLS; the query parameters tls_ca_file,
+// tls_cert_file, tls_key_file and tls_server_name of a rediss:// address name
+// the CA bundle to trust, a client certificate and its key (mutual TLS), and
+// the name to verify the server's certificate against.
+// [Driver.OpenConfig], which redlock.Open calls for redlock.WithTLSConfig,
+// connects with a tls.Config of the caller's for addresses in any form. The
+// TLS handshake is bounded by the call's context, and a node's pub/sub
+// connection uses TLS too.
+//
+// A node opened by address creates its rueidis client in the background on
+// first use, not in Open: Open neither fails nor blocks because a server is
+// down or stalled, and a call waits for the connection no longer than its context
 // allows. A failed attempt is retried by the next call, and a client that lost
 // its connection is replaced by a new one in the same way, so that no call
 // ever waits for a connection beyond its context. The client is a plain

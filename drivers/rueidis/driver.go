@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"reflect"
 	"strconv"
@@ -17,6 +18,7 @@ import (
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/pubsub"
 	"github.com/go-redlock/redlock/internal/redisaddr"
+	"github.com/go-redlock/redlock/internal/tlsdial"
 	"github.com/go-redlock/redlock/redlock"
 )
 
@@ -62,16 +64,39 @@ type Driver struct{}
 
 var _ driver.Driver = Driver{}
 
-// Open returns a node for addr, "host:port" or
-// "redis://[user:password@]host:port[/db]". It does not connect: the node
-// creates its rueidis client on first use, and again on the next use after an
-// attempt failed. Open fails only for a malformed address. The node owns its
-// client and closes it on Close.
-func (Driver) Open(addr string) (driver.Node, error) {
+// Open returns a node for addr, "host:port",
+// "redis://[user:password@]host:port[/db]" or the same with "rediss://" for
+// TLS, whose query parameters tls_ca_file, tls_cert_file, tls_key_file and
+// tls_server_name set the CAs to trust (default: the system's), a client
+// certificate and its key, and the name to verify the server's certificate
+// against (default: the host). It does not connect: the node creates its
+// rueidis client on first use, and again on the next use after an attempt
+// failed. Open fails only for a malformed address or TLS files it cannot load,
+// and its error never contains the password. The node owns its client and
+// closes it on Close.
+func (Driver) Open(addr string) (driver.Node, error) { return open(addr, nil) }
+
+// OpenConfig is Open with a driver.Config: with cfg.TLS set, the node
+// connects with TLS whatever the address's scheme, with a copy of cfg.TLS on
+// which a rediss:// address's tls_* parameters are applied. redlock.Open calls
+// it for redlock.WithTLSConfig.
+func (Driver) OpenConfig(addr string, cfg driver.Config) (driver.Node, error) {
+	return open(addr, cfg.TLS)
+}
+
+var _ driver.ConfigOpener = Driver{}
+
+// open opens a node for addr, with TLS over a copy of base when base is set.
+func open(addr string, base *tls.Config) (driver.Node, error) {
 	a, err := redisaddr.Parse(addr)
 	if err != nil {
 		return nil, fmt.Errorf("rueidis: %w", err)
 	}
+	tlsConfig, err := a.TLSConfig(base)
+	if err != nil {
+		return nil, fmt.Errorf("rueidis: %s: %w", a, err)
+	}
+	a.TLS = tlsConfig != nil // the node's name says rediss:// when it uses TLS
 	closing, cancel := context.WithCancel(context.Background())
 	n := &node{name: a.String(), owned: true, closing: closing, cancel: cancel}
 	n.opt = rueidis.ClientOption{
@@ -91,6 +116,7 @@ func (Driver) Open(addr string) (driver.Node, error) {
 		// context (see dial).
 		PipelineMultiplex: -1,
 		Dialer:            net.Dialer{Timeout: dialTimeout},
+		TLSConfig:         tlsConfig, // for dial, which does the handshake
 		ConnWriteTimeout:  connTimeout,
 	}
 	n.hub = pubsub.New(n.dialPubSub)
@@ -191,6 +217,10 @@ var _ driver.Node = (*node)(nil)
 // made by New, the address of its client (see New).
 func (n *node) String() string { return n.name }
 
+// Format writes String whatever the verb, so that no verb (%#v, %d, ...)
+// prints the node's fields, which hold the password.
+func (n *node) Format(f fmt.State, _ rune) { io.WriteString(f, n.name) }
+
 // client returns the node's client, creating it first if need be.
 func (n *node) client(ctx context.Context) (rueidis.Client, error) {
 	if s := n.cur.Load(); s != nil {
@@ -229,8 +259,8 @@ func (n *node) connect(ctx context.Context) (rueidis.Client, error) {
 // node was closed meanwhile, in which case it closes it.
 func (n *node) create(a *attempt) {
 	opt := n.opt
-	opt.DialCtxFn = func(ctx context.Context, addr string, d *net.Dialer, _ *tls.Config) (net.Conn, error) {
-		return n.dial(ctx, a, addr, d)
+	opt.DialCtxFn = func(ctx context.Context, addr string, d *net.Dialer, tc *tls.Config) (net.Conn, error) {
+		return n.dial(ctx, a, addr, d, tc)
 	}
 	c, err := rueidis.NewClient(opt)
 	if err != nil && c != nil {
@@ -263,9 +293,10 @@ func (n *node) create(a *attempt) {
 	close(a.done)
 }
 
-// dial connects to addr for the client that a creates, while NewClient runs.
-// Close aborts the connect, and closes the connection, so that a creation
-// stalled in its handshake ends when the node is closed.
+// dial connects to addr for the client that a creates, while NewClient runs,
+// with TLS when tc is not nil. Close aborts the connect and the TLS
+// handshake, and closes the connection, so that a creation stalled in its
+// handshake ends when the node is closed.
 //
 // Once the client is created, dial refuses with errRedial: rueidis would
 // reconnect and handshake in the goroutine of a call, and concurrent calls
@@ -274,7 +305,7 @@ func (n *node) create(a *attempt) {
 // connection of the pub/sub hub, which rueidis dials in the hub's own
 // goroutine, in Dedicate (with a context that has no Done channel, unlike a
 // call's): see dedicate.
-func (n *node) dial(ctx context.Context, a *attempt, addr string, d *net.Dialer) (net.Conn, error) {
+func (n *node) dial(ctx context.Context, a *attempt, addr string, d *net.Dialer, tc *tls.Config) (net.Conn, error) {
 	n.mu.Lock()
 	created := a.created
 	dedicated := created && n.dedicating > 0 && ctx.Done() == nil
@@ -285,7 +316,15 @@ func (n *node) dial(ctx context.Context, a *attempt, addr string, d *net.Dialer)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(n.closing, cancel)()
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	var (
+		conn net.Conn
+		err  error
+	)
+	if tc != nil {
+		conn, err = tlsdial.Dial(ctx, d, "tcp", addr, tc)
+	} else {
+		conn, err = d.DialContext(ctx, "tcp", addr)
+	}
 	if err != nil {
 		return nil, err
 	}

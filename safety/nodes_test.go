@@ -1,0 +1,170 @@
+package safety_test
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/chaos"
+	_ "github.com/go-redlock/redlock/drivers/goredis" // registers "goredis"
+	_ "github.com/go-redlock/redlock/drivers/redigo"  // registers "redigo"
+	_ "github.com/go-redlock/redlock/drivers/rueidis" // registers "rueidis"
+	"github.com/go-redlock/redlock/redistest"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// redisDrivers are the drivers every scenario runs through.
+var redisDrivers = []string{"goredis", "redigo", "rueidis"}
+
+// nodes are independent redis-server processes, each behind its own proxy.
+// Clients connect to the proxies; tests inspect the servers directly.
+type nodes struct {
+	servers []*redistest.Server
+	proxies []*redistest.Proxy
+}
+
+// startNodes starts n servers with opts and a proxy in front of each.
+func startNodes(t *testing.T, n int, opts ...redistest.Option) *nodes {
+	t.Helper()
+	servers := redistest.NewServers(t, n, opts...)
+	return &nodes{servers: servers, proxies: redistest.NewProxies(t, servers)}
+}
+
+// addrs are the proxies' addresses, which clients open.
+func (ns *nodes) addrs() []string { return redistest.Addrs(ns.proxies) }
+
+// open opens a client through driver on addrs and closes it when the test
+// ends.
+func open(t *testing.T, driver string, addrs []string, opts ...redlock.Option) *redlock.Client {
+	t.Helper()
+	c, err := redlock.Open(driver, addrs, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// warm takes and releases a lock on another key, so that the client has
+// connected to every node before a fault. It retries: a first connection
+// can take longer than a short node timeout on a busy machine.
+func warm(t *testing.T, c *redlock.Client) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	l, err := c.Lock(ctx, "warm-up")
+	require.NoError(t, err)
+	require.NoError(t, l.Unlock(ctx))
+}
+
+// warmAll is warm until the release has reached every server, not only a
+// quorum: the client then holds a working connection to each, and a request
+// sent right after goes out at once, without a new connection's handshake.
+func (ns *nodes) warmAll(t *testing.T, c *redlock.Client) {
+	t.Helper()
+	scripts := func(i int) int {
+		return commandCalls(t, ns.servers[i], "evalsha") + commandCalls(t, ns.servers[i], "eval")
+	}
+	before := make([]int, len(ns.servers))
+	for i := range ns.servers {
+		before[i] = scripts(i)
+	}
+	reached := func() bool {
+		for i := range ns.servers {
+			if scripts(i) == before[i] {
+				return false
+			}
+		}
+		return true
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		warm(t, c)
+		for range 100 { // the releases beyond the quorum finish in the background
+			if reached() {
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		require.True(t, time.Now().Before(deadline), "the client did not reach every server")
+	}
+}
+
+// holders returns the indexes of the servers on which key exists, asking
+// each directly (not through its proxy).
+func (ns *nodes) holders(t *testing.T, key string) []int {
+	t.Helper()
+	var out []int
+	for i, s := range ns.servers {
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		v, err := s.Do(ctx, "EXISTS", key)
+		cancel()
+		if err == nil && v == int64(1) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// pttl returns the key's remaining time to live on s as the server reports
+// it, and the local time at which the question was sent: the key expires no
+// earlier than asked+pttl.
+func pttl(t *testing.T, s *redistest.Server, key string) (asked time.Time, left time.Duration, ok bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	asked = time.Now()
+	v, err := s.Do(ctx, "PTTL", key)
+	require.NoError(t, err)
+	ms := v.(int64)
+	if ms < 0 {
+		return asked, 0, false
+	}
+	return asked, time.Duration(ms) * time.Millisecond, true
+}
+
+// commandCalls returns how many times s has run cmd ("set", "evalsha"), from
+// INFO commandstats.
+func commandCalls(t *testing.T, s *redistest.Server, cmd string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	v, err := s.Do(ctx, "INFO", "commandstats")
+	require.NoError(t, err)
+	prefix := "cmdstat_" + cmd + ":calls="
+	for line := range strings.Lines(v.(string)) {
+		if rest, ok := strings.CutPrefix(line, prefix); ok {
+			n, err := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+			require.NoError(t, err)
+			return n
+		}
+	}
+	return 0
+}
+
+// forEach runs f on each index in parallel and waits.
+func forEach[T any](items []T, f func(T) error) error {
+	errs := make([]error, len(items))
+	var wg sync.WaitGroup
+	for i, it := range items {
+		wg.Go(func() { errs[i] = f(it) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// grant is the interval in which a Lock's holder may act: from when it got
+// the lock to Until.
+func grant(holder string, start time.Time, l *redlock.Lock) chaos.Grant {
+	return chaos.Grant{Holder: holder, Start: start, End: l.Until()}
+}
+
+// measured logs a figure that SAFETY.md reports, in a form easy to find.
+func measured(t *testing.T, format string, args ...any) {
+	t.Helper()
+	t.Logf("measured: "+format, args...)
+}

@@ -1,0 +1,75 @@
+package safety_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// Scenario 5: lost replies on a majority. During a network glitch the SETs
+// reach three servers of five and are applied, but their replies are lost,
+// and the connections then break, as TCP connections do when they cannot
+// deliver. The client cannot tell "applied" from "not applied", refuses the
+// lock, and sends the release to every node, the ones that failed included:
+// the keys it did not know it had set are gone at once, and another client
+// locks immediately instead of waiting out the TTL.
+func TestScenario05LostReplies(t *testing.T) {
+	t.Parallel()
+	const (
+		ttl         = 30 * time.Second // waiting it out would be obvious
+		nodeTimeout = 2 * time.Second  // the glitch ends before it
+	)
+	for _, d := range redisDrivers {
+		t.Run(d, func(t *testing.T) {
+			ns := startNodes(t, 5)
+			key := "lost-" + d
+			c := open(t, d, ns.addrs(), redlock.WithTTL(ttl), redlock.WithNodeTimeout(nodeTimeout))
+			ns.warmAll(t, c) // a new connection's handshake would lose its reply too
+			sets := make([]int, 3)
+			for i, p := range ns.proxies[:3] {
+				sets[i] = commandCalls(t, ns.servers[i], "set")
+				require.NoError(t, p.LoseReplies())
+			}
+
+			start := time.Now()
+			done := make(chan error, 1)
+			go func() {
+				_, err := c.TryLock(t.Context(), key)
+				done <- err
+			}()
+			require.Eventually(t, func() bool {
+				for i := range 3 {
+					if commandCalls(t, ns.servers[i], "set") == sets[i] {
+						return false
+					}
+				}
+				return true
+			}, 5*time.Second, time.Millisecond, "the three servers applied the SETs whose replies are lost")
+			for _, p := range ns.proxies[:3] {
+				require.NoError(t, p.Heal()) // the glitch ends: the connections that lost replies are closed
+			}
+			err := <-done
+			refused := time.Now()
+			require.ErrorIs(t, err, redlock.ErrNotObtained)
+			var ne *redlock.NodeError
+			require.ErrorAs(t, err, &ne)
+			require.Eventually(t, func() bool { return len(ns.holders(t, key)) == 0 }, 5*time.Second, time.Millisecond,
+				"the release reaches every node, those whose replies were lost included")
+			cleared := time.Since(refused)
+
+			other := open(t, d, ns.addrs(), redlock.WithTTL(ttl), redlock.WithNodeTimeout(nodeTimeout))
+			ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+			defer cancel()
+			l, err := other.Lock(ctx, key)
+			require.NoError(t, err, "another client locks without waiting out the %v TTL", ttl)
+			waited := time.Since(refused)
+			require.NoError(t, l.Unlock(t.Context()))
+			measured(t, "lost replies on 3 of 5, %s: refused %v after the attempt began; keys gone from every node %v later; the next client had the lock %v after the refusal (TTL %v)",
+				d, refused.Sub(start).Round(time.Millisecond), cleared.Round(time.Millisecond), waited.Round(time.Millisecond), ttl)
+		})
+	}
+}

@@ -1,0 +1,124 @@
+package safety_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/redistest"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// Scenario 6: nodes paused (SIGSTOP) in the middle of an acquisition and
+// resumed after the client gave up. Three nodes of five are paused, so that
+// the client cannot reach a quorum; its SETs wait in the paused servers'
+// sockets and are applied when they resume: late ("phantom") SETs. They are
+// never a safety violation, since the client that sent them does not hold
+// the lock and no one else can set the key while they stand; their cost is
+// liveness, measured here as the time another client waits for the lock
+// after the nodes resume.
+//
+//   - client gave up: the client refused the lock at the node timeout and
+//     sent its release to every node, in the background, bounded by the node
+//     timeout too. Whether a release reaches a paused node behind its SET
+//     depends on the driver's connections (the same connection, a new one,
+//     or a new one whose handshake must be answered first), so the cost is
+//     between nothing and a TTL; the test bounds it by a TTL.
+//   - client gone: the client's host vanished while it waited (its
+//     connections cut), so no release ever arrives: the phantom keys block
+//     the lock for a full TTL from the moment they are applied.
+func TestScenario06PausedNodeLateSet(t *testing.T) {
+	t.Parallel()
+	const ttl = 2 * time.Second
+	pause := func(t *testing.T, servers []*redistest.Server) {
+		require.NoError(t, forEach(servers, (*redistest.Server).Pause))
+	}
+	resume := func(t *testing.T, servers []*redistest.Server) time.Time {
+		require.NoError(t, forEach(servers, (*redistest.Server).Resume))
+		return time.Now()
+	}
+	// queued waits until each paused server has unread requests: the SETs.
+	queued := func(t *testing.T, servers []*redistest.Server) {
+		require.Eventually(t, func() bool {
+			for _, s := range servers {
+				if n, err := s.Unread(); err != nil || n == 0 {
+					return false
+				}
+			}
+			return true
+		}, 10*time.Second, time.Millisecond, "the SETs are queued at the paused servers")
+	}
+	// lockAfter measures how long a new client waits for the lock after the
+	// nodes resumed, and checks that it then holds it alone.
+	lockAfter := func(t *testing.T, d string, addrs []string, key string, resumed time.Time) time.Duration {
+		b := open(t, d, addrs, redlock.WithTTL(ttl), redlock.WithNodeTimeout(time.Second))
+		ctx, cancel := context.WithTimeout(t.Context(), 3*ttl)
+		defer cancel()
+		l, err := b.Lock(ctx, key)
+		require.NoError(t, err)
+		waited := time.Since(resumed)
+		_, err = open(t, d, addrs, redlock.WithTTL(ttl)).TryLock(t.Context(), key)
+		require.ErrorIs(t, err, redlock.ErrNotObtained, "the lock is held by one client only")
+		require.NoError(t, l.Unlock(t.Context()))
+		return waited
+	}
+
+	for _, d := range redisDrivers {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			t.Run("client gave up", func(t *testing.T) {
+				const nodeTimeout = 500 * time.Millisecond
+				ns := startNodes(t, 5)
+				key := "late-set"
+				a := open(t, d, ns.addrs(), redlock.WithTTL(ttl), redlock.WithNodeTimeout(nodeTimeout))
+				ns.warmAll(t, a)
+				pause(t, ns.servers[:3])
+				_, err := a.TryLock(t.Context(), key)
+				require.ErrorIs(t, err, redlock.ErrNotObtained)
+				require.ErrorIs(t, err, context.DeadlineExceeded)
+				queued(t, ns.servers[:3])
+				// The scenario: the nodes stay paused until the releases the
+				// client sent them in the background have timed out too.
+				time.Sleep(3 * nodeTimeout)
+				resumed := resume(t, ns.servers[:3])
+				waited := lockAfter(t, d, ns.addrs(), key, resumed)
+				require.Less(t, waited, ttl+2*time.Second, "a late SET blocks the lock for at most a TTL")
+				measured(t, "paused nodes, client gave up, %s: the next client waited %v after the nodes resumed (TTL %v)",
+					d, waited.Round(time.Millisecond), ttl)
+			})
+
+			t.Run("client gone", func(t *testing.T) {
+				const nodeTimeout = 1500 * time.Millisecond // the client is still waiting when it vanishes
+				ns := startNodes(t, 5)
+				key := "late-set"
+				a := open(t, d, ns.addrs(), redlock.WithTTL(ttl), redlock.WithNodeTimeout(nodeTimeout))
+				ns.warmAll(t, a)
+				pause(t, ns.servers[:3])
+				done := make(chan error, 1)
+				go func() {
+					_, err := a.TryLock(context.Background(), key)
+					done <- err
+				}()
+				queued(t, ns.servers[:3])
+				for _, p := range ns.proxies { // the client's host vanishes
+					require.NoError(t, p.Cut())
+				}
+				require.ErrorIs(t, <-done, redlock.ErrNotObtained)
+				resumed := resume(t, ns.servers[:3])
+				require.Eventually(t, func() bool {
+					h := ns.holders(t, key)
+					return len(h) >= 3 && h[0] == 0 && h[1] == 1 && h[2] == 2
+				}, 5*time.Second, time.Millisecond, "the paused nodes applied the late SETs, and no release reached them")
+
+				other := redistest.NewProxies(t, ns.servers) // the other clients' own way to the servers
+				waited := lockAfter(t, d, redistest.Addrs(other), key, resumed)
+				require.Greater(t, waited, ttl/2, "the phantom keys block the lock for about a TTL")
+				require.Less(t, waited, ttl+2*time.Second, "and no longer")
+				measured(t, "paused nodes, client gone, %s: the next client waited %v after the nodes resumed (TTL %v)",
+					d, waited.Round(time.Millisecond), ttl)
+			})
+		})
+	}
+}

@@ -1,0 +1,62 @@
+package safety_test
+
+import (
+	"errors"
+	"flag"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/chaos"
+	"github.com/go-redlock/redlock/redistest"
+)
+
+var (
+	soakFor  = flag.Duration("soak", 3*time.Second, "how long TestSoak runs its contenders under faults")
+	soakSeed = flag.Uint64("soak.seed", 0, "seed of TestSoak's fault schedule (0: random; the report shows it)")
+	soakLog  = flag.Bool("soak.log", false, "log every fault TestSoak applies and heals")
+)
+
+// TestSoak runs contenders through all three Redis drivers for -soak (3s by
+// default; -soak=2m for a real soak) while a random schedule applies the
+// faults Redlock tolerates to never more than a minority of five nodes:
+// pauses, cuts, blackholes, latency, lost replies, and kills with a delayed
+// restart. It records every grant's interval [granted, min(Until, unlock)],
+// checks every pair, prints the report (run with -v to see it), and must
+// find zero overlaps.
+//
+// It is not parallel, so that it runs alone, before the parallel scenarios.
+func TestSoak(t *testing.T) {
+	cfg := chaos.Config{
+		Drivers:    redisDrivers,
+		Nodes:      5,
+		Contenders: 2,
+		Duration:   *soakFor,
+		Seed:       *soakSeed,
+	}
+	if *soakLog {
+		cfg.Logf = t.Logf
+	}
+	rep, err := chaos.Run(t.Context(), cfg)
+	if errors.Is(err, redistest.ErrNotInstalled) {
+		redistest.NewServer(t) // skips, or fails in CI, with the install hint
+	}
+	t.Log("\n" + rep.String())
+	require.NoError(t, err, "the harness applied and healed every fault")
+	require.True(t, rep.Safe(), "overlapping grants: %v", rep.Overlaps)
+	require.Zero(t, rep.UnexpectedCount, "errors other than ErrNotObtained and ErrLockLost: %v", rep.Unexpected)
+	require.NotEmpty(t, rep.Grants)
+	if *soakFor >= 10*time.Second {
+		// In a few seconds one driver's contenders may lose every race.
+		for _, d := range redisDrivers {
+			require.NotZero(t, rep.GrantsByDriver()[d], "every driver got the lock")
+		}
+	}
+	if *soakFor >= 3*time.Second {
+		for _, f := range chaos.AllFaults {
+			require.NotZero(t, rep.Faults[f], "fault %s applied at least once", f)
+		}
+	}
+	measured(t, "soak %v, seed %d: %d grants, %d faults, %d overlaps", rep.Elapsed.Round(time.Second), rep.Config.Seed, len(rep.Grants), rep.FaultCount(), len(rep.Overlaps))
+}

@@ -1,0 +1,179 @@
+package security_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/redistest"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+const (
+	aclUser     = "locker"
+	aclPassword = "acl-Pa55word-never-shown"
+	adminPass   = "admin-Pa55word-never-shown" // the default user's: no unauthenticated access
+	aclPrefix   = "lock:"
+)
+
+// readmeRule returns the arguments after "ACL SETUSER locker" of the
+// least-privilege rule in the README, with PASSWORD replaced by aclPassword.
+func readmeRule(t *testing.T) []string {
+	t.Helper()
+	readme, err := os.ReadFile("../README.md")
+	require.NoError(t, err)
+	const head = "ACL SETUSER " + aclUser + " "
+	for line := range strings.Lines(string(readme)) {
+		if rest, ok := strings.CutPrefix(line, head); ok {
+			rule := strings.Fields(strings.ReplaceAll(rest, "PASSWORD", aclPassword))
+			require.Contains(t, rule, ">"+aclPassword, "the README's rule sets no password")
+			return rule
+		}
+	}
+	t.Fatalf("README.md has no line starting with %q", head)
+	return nil
+}
+
+// aclServers starts n servers with the default user behind adminPass and the
+// user aclUser created with rule.
+func aclServers(t *testing.T, n int, rule []string) []*redistest.Server {
+	t.Helper()
+	servers := redistest.NewServers(t, n, redistest.WithPassword(adminPass))
+	for _, s := range servers {
+		_, err := s.Do(t.Context(), append([]string{"ACL", "SETUSER", aclUser}, rule...)...)
+		require.NoError(t, err, "ACL SETUSER %s %s", aclUser, strings.Join(rule, " "))
+	}
+	return servers
+}
+
+// aclAddrs returns the servers' addresses as the ACL user, in database 2 so
+// that the clients send SELECT too.
+func aclAddrs(servers []*redistest.Server) []string {
+	addrs := make([]string, len(servers))
+	for i, s := range servers {
+		addrs[i] = "redis://" + aclUser + ":" + aclPassword + "@" + s.Addr() + "/2"
+	}
+	return addrs
+}
+
+// aclLog returns the server's ACL LOG entries, each as "reason object".
+func aclLog(t *testing.T, s *redistest.Server) []string {
+	t.Helper()
+	v, err := s.Do(t.Context(), "ACL", "LOG")
+	require.NoError(t, err)
+	var entries []string
+	for _, e := range v.([]any) {
+		fields, _ := e.([]any)
+		m := make(map[string]any)
+		for i := 0; i+1 < len(fields); i += 2 {
+			m[fmt.Sprint(fields[i])] = fields[i+1]
+		}
+		entries = append(entries, fmt.Sprintf("%v %v %v", m["context"], m["reason"], m["object"]))
+	}
+	return entries
+}
+
+// The README's least-privilege user can do everything the library does,
+// through every driver, and the servers deny it nothing.
+func TestACLLeastPrivilegeSuffices(t *testing.T) {
+	servers := aclServers(t, 3, readmeRule(t))
+	addrs := aclAddrs(servers)
+	t.Run("drivers", func(t *testing.T) {
+		for _, d := range drivers {
+			t.Run(d.name, func(t *testing.T) {
+				t.Parallel()
+				exercise(t, servers, aclPrefix, func(opts ...redlock.Option) *redlock.Client {
+					return openClient(t, d.name, addrs, append(opts, redlock.WithKeyPrefix(aclPrefix))...)
+				})
+			})
+		}
+	})
+	for _, s := range servers {
+		require.Empty(t, aclLog(t, s), "ACL LOG of %s: the README's rule must allow everything the drivers send", s.Addr())
+	}
+}
+
+// Every permission of the README's rule is needed: without any one of them,
+// some driver's feature is refused (ACL LOG records it).
+func TestACLLeastPrivilegeIsLeast(t *testing.T) {
+	rule := readmeRule(t)
+	for i, perm := range rule {
+		if !strings.HasPrefix(perm, "+") && !strings.HasPrefix(perm, "~") && !strings.HasPrefix(perm, "&") {
+			continue // reset, on, >password
+		}
+		t.Run(perm, func(t *testing.T) {
+			t.Parallel()
+			without := append(append([]string{}, rule[:i]...), rule[i+1:]...)
+			srv := aclServers(t, 1, without)[0]
+			var wg sync.WaitGroup
+			for _, d := range drivers {
+				wg.Go(func() { probe(t, d.name, srv) })
+			}
+			wg.Wait()
+			log := aclLog(t, srv)
+			require.NotEmpty(t, log, "without %s the drivers were refused nothing: the README's rule is not least", perm)
+			t.Logf("without %s: %s", perm, log[0])
+		})
+	}
+}
+
+// probe runs every feature once through the named driver against srv as the
+// ACL user, without asserting that any works: short deadlines, errors
+// ignored.
+func probe(t *testing.T, name string, srv *redistest.Server) {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	addrs := aclAddrs([]*redistest.Server{srv})
+	opts := []redlock.Option{
+		redlock.WithKeyPrefix(aclPrefix), redlock.WithTTL(time.Second), redlock.WithNodeTimeout(300 * time.Millisecond),
+		redlock.WithBackoff(redlock.ConstantBackoff(time.Minute)),
+	}
+	key := "probe-" + name
+	channel := driver.ReleaseChannel(aclPrefix + key)
+	for _, c := range []*redlock.Client{
+		openClient(t, name, addrs, opts...),
+		openClient(t, name, addrs, append(opts, redlock.WithFencing())...),
+	} {
+		l, err := c.TryLock(ctx, key)
+		if err != nil {
+			continue
+		}
+		l.Extend(ctx, time.Second)
+		wctx, wcancel := context.WithTimeout(ctx, time.Second)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if w, err := c.Lock(wctx, key); err == nil {
+				w.Unlock(ctx)
+			}
+		}()
+		numSubWait(ctx, srv, channel, func(n int64) bool { return n > 0 })
+		l.Unlock(ctx)
+		<-done
+		wcancel()
+		numSubWait(ctx, srv, channel, func(n int64) bool { return n == 0 }) // the UNSUBSCRIBE
+		dctx, dcancel := context.WithTimeout(ctx, time.Second)
+		c.Do(dctx, key, func(context.Context) error { return nil })
+		dcancel()
+	}
+}
+
+// numSubWait waits up to a second until the number of subscribers of channel
+// on srv satisfies ok.
+func numSubWait(ctx context.Context, srv *redistest.Server, channel string, ok func(int64) bool) {
+	for deadline := time.Now().Add(time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+		v, err := srv.Do(ctx, "PUBSUB", "NUMSUB", channel)
+		if r, isArray := v.([]any); err == nil && isArray && len(r) == 2 {
+			if n, _ := r[1].(int64); ok(n) {
+				return
+			}
+		}
+	}
+}
