@@ -2,7 +2,7 @@
 # race-enabled tests, which start their own redis-server processes.
 GO ?= go
 
-.PHONY: test vet redis-server demo fuzz
+.PHONY: test vet redis-server demo
 
 test: redis-server vet
 	$(GO) test -race -count=1 -timeout 20m ./...

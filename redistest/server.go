@@ -39,6 +39,7 @@ type Server struct {
 	mu       sync.Mutex
 	proc     *process // the running process; nil once killed or closed
 	paused   bool     // SIGSTOP sent, SIGCONT not yet
+	holding  bool     // RestartAfter is between killing the process and holding its port
 	closed   bool
 	closeErr error
 }

@@ -92,8 +92,9 @@ func WithFencing() Option {
 
 // WithKeyPrefix puts prefix before every lock key on the nodes (default none),
 // so that lock keys, their fencing counters and their release channels stay in
-// a namespace of their own and an ACL rule can be narrow (~lock:* and
-// &redlock:released:lock:* for the prefix "lock:"). Lock.Key still returns
+// a namespace of their own and an ACL rule can be narrow (~lock:* ~{lock:*
+// and &redlock:released:lock:* for the prefix "lock:"; the README gives the
+// whole rule). Lock.Key still returns
 // the key without the prefix.
 func WithKeyPrefix(prefix string) Option {
 	return func(c *config) { c.keyPrefix = prefix }

@@ -164,7 +164,7 @@ func TestRedisReleaseAfterLostReplies(t *testing.T) {
 	}
 }
 
-func driverByName(t *testing.T, name string) driver.Driver {
+func driverByName(t testing.TB, name string) driver.Driver {
 	t.Helper()
 	d, ok := map[string]driver.Driver{"goredis": goredis.Driver{}, "redigo": redigo.Driver{}, "rueidis": rueidis.Driver{}}[name]
 	require.True(t, ok, name)

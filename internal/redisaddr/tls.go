@@ -39,7 +39,9 @@ func (a Addr) TLSConfig(base *tls.Config) (*tls.Config, error) {
 		if err != nil {
 			return nil, fmt.Errorf("tls_cert_file/tls_key_file: %w", err)
 		}
-		cfg.Certificates = append(cfg.Certificates, cert)
+		// Replace, not append: the clone shares base's slice, and the
+		// address's certificate must be the one presented.
+		cfg.Certificates = []tls.Certificate{cert}
 	}
 	switch {
 	case a.TLSServerName != "":
