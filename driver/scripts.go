@@ -55,8 +55,9 @@ var SetNXFenceScript = newScript(setNXFenceSource)
 var RaiseFenceScript = newScript(raiseFenceSource)
 
 // ReleaseNotifyScript is ReleaseScript that also publishes an empty message on
-// the channel ARGV[2] when it deleted the key. Notifier.ReleaseNotify runs it
-// with ARGV[2] = ReleaseChannel(key).
+// ReleaseChannel(KEYS[1]) when it deleted the key; it builds the channel's
+// name itself, so a driver passes the same KEYS and ARGV as to ReleaseScript.
+// Notifier.ReleaseNotify runs it.
 var ReleaseNotifyScript = newScript(releaseNotifySource)
 
 // Milliseconds converts a TTL to the whole milliseconds Redis expects, rounding

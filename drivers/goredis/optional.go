@@ -73,7 +73,7 @@ func (n *node) RaiseFence(ctx context.Context, key, value, fenceKey string, toke
 // on driver.ReleaseChannel(key).
 func (n *node) ReleaseNotify(ctx context.Context, key, value string) (bool, error) {
 	return call(ctx, n, "release", func(ctx context.Context) (bool, error) {
-		return flag(releaseNotifyScript.Run(ctx, n.client, []string{key}, value, driver.ReleaseChannel(key)))
+		return flag(releaseNotifyScript.Run(ctx, n.client, []string{key}, value))
 	})
 }
 

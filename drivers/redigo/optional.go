@@ -67,7 +67,7 @@ func (n *node) RaiseFence(ctx context.Context, key, value, fenceKey string, toke
 // on driver.ReleaseChannel(key).
 func (n *node) ReleaseNotify(ctx context.Context, key, value string) (bool, error) {
 	return n.do(ctx, func(c redis.Conn) (any, error) {
-		return releaseNotifyScript.DoContext(ctx, c, key, value, driver.ReleaseChannel(key))
+		return releaseNotifyScript.DoContext(ctx, c, key, value)
 	}, intBool)
 }
 

@@ -66,7 +66,7 @@ func (n *node) RaiseFence(ctx context.Context, key, value, fenceKey string, toke
 // ReleaseNotify runs driver.ReleaseNotifyScript, which publishes the release
 // on driver.ReleaseChannel(key).
 func (n *node) ReleaseNotify(ctx context.Context, key, value string) (bool, error) {
-	return n.eval(ctx, "release", releaseNotifyScript, []string{key}, []string{value, driver.ReleaseChannel(key)})
+	return n.eval(ctx, "release", releaseNotifyScript, []string{key}, []string{value})
 }
 
 // Subscribe subscribes to driver.ReleaseChannel(key) over the node's one
