@@ -272,9 +272,10 @@ func extendAbsentKey(t *testing.T, ctx context.Context, newNode func(*testing.T)
 	}
 }
 
-// methods returns a call of every Node method on key k, by name.
+// methods returns a call of every Node method on key k, by name, and of the
+// optional interfaces' methods when n implements them.
 func methods(n driver.Node, k string) map[string]func(context.Context) error {
-	return map[string]func(context.Context) error{
+	m := map[string]func(context.Context) error{
 		"SetNX": func(ctx context.Context) error {
 			_, err := n.SetNX(ctx, k, value(), time.Minute)
 			return err
@@ -288,12 +289,39 @@ func methods(n driver.Node, k string) map[string]func(context.Context) error {
 			return err
 		},
 	}
+	if f, ok := n.(driver.Fencer); ok {
+		m["SetNXFence"] = func(ctx context.Context) error {
+			_, _, err := f.SetNXFence(ctx, k, value(), time.Minute, k+":fence")
+			return err
+		}
+		m["RaiseFence"] = func(ctx context.Context) error {
+			_, err := f.RaiseFence(ctx, k, value(), k+":fence", 1)
+			return err
+		}
+	}
+	if nn, ok := n.(driver.Notifier); ok {
+		m["ReleaseNotify"] = func(ctx context.Context) error {
+			_, err := nn.ReleaseNotify(ctx, k, value())
+			return err
+		}
+		m["Subscribe"] = func(ctx context.Context) error {
+			cancel, err := nn.Subscribe(ctx, k, make(chan struct{}, 1))
+			if cancel != nil {
+				cancel()
+			}
+			return err
+		}
+	}
+	return m
 }
 
-// calls runs every Node method once on key k and returns their errors by name.
-func calls(ctx context.Context, n driver.Node, k string) map[string]error {
+// Calls runs every method of n once on key (SetNX, EvalRelease, Extend, and
+// those of driver.Fencer and driver.Notifier when n implements them) and
+// returns their errors by method name: for a driver's own tests of a node
+// that is closed, down or given a done context, where every call must fail.
+func Calls(ctx context.Context, n driver.Node, key string) map[string]error {
 	errs := make(map[string]error)
-	for name, call := range methods(n, k) {
+	for name, call := range methods(n, key) {
 		errs[name] = call(ctx)
 	}
 	return errs
@@ -304,7 +332,7 @@ func contextCanceled(t *testing.T, ctx context.Context, newNode func(*testing.T)
 	must(t, "SetNX")(n.SetNX(ctx, k, value(), time.Minute)) // connect first
 	cctx, cancel := context.WithCancel(ctx)
 	cancel()
-	for call, err := range calls(cctx, n, k) {
+	for call, err := range Calls(cctx, n, k) {
 		if !errors.Is(err, context.Canceled) {
 			t.Errorf("%s(canceled ctx) error = %v, want one matching context.Canceled: a Node must honour its context", call, err)
 		}
@@ -316,7 +344,7 @@ func contextDeadlineExceeded(t *testing.T, ctx context.Context, newNode func(*te
 	must(t, "SetNX")(n.SetNX(ctx, k, value(), time.Minute))
 	dctx, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
 	defer cancel()
-	for call, err := range calls(dctx, n, k) {
+	for call, err := range Calls(dctx, n, k) {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			t.Errorf("%s(expired ctx) error = %v, want one matching context.DeadlineExceeded: a Node must honour its context", call, err)
 		}
@@ -329,7 +357,7 @@ func closeCallsFail(t *testing.T, ctx context.Context, newNode func(*testing.T) 
 	if err := n.Close(); err != nil {
 		t.Fatalf("Close() = %v, want nil", err)
 	}
-	for call, err := range calls(ctx, n, k) {
+	for call, err := range Calls(ctx, n, k) {
 		if err == nil {
 			t.Errorf("%s after Close: error = nil, want an error: a closed Node must not answer", call)
 		}

@@ -165,7 +165,7 @@ func downNeitherFailsNorBlocks(t *testing.T, ctx context.Context, d driver.Drive
 	}
 	cctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
 	defer cancel()
-	for call, err := range calls(cctx, n, key(t)) {
+	for call, err := range Calls(cctx, n, key(t)) {
 		if err == nil {
 			t.Errorf("%s on a down server: error = nil, want an error", call)
 		}
@@ -260,7 +260,7 @@ func stalledCancelWith(t *testing.T, ctx context.Context, d driver.Driver, opts 
 func stalledRecovers(t *testing.T, ctx context.Context, d driver.Driver) {
 	srv, n := stalled(t, ctx, d, true)
 	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	calls(cctx, n, key(t))
+	Calls(cctx, n, key(t))
 	cancel()
 	if err := srv.Resume(); err != nil {
 		t.Fatal(err)
@@ -406,7 +406,7 @@ func tlsRefused(t *testing.T, ctx context.Context, n driver.Node, k string, want
 	t.Helper()
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	errs := calls(cctx, n, k)
+	errs := Calls(cctx, n, k)
 	if nn, ok := n.(driver.Notifier); ok {
 		stop, err := nn.Subscribe(cctx, k, make(chan struct{}, 1))
 		if err == nil {

@@ -78,15 +78,10 @@ var _ driver.ConfigOpener = Driver{}
 
 // open opens a node for addr, with TLS over a copy of base when base is set.
 func open(addr string, base *tls.Config) (driver.Node, error) {
-	a, err := redisaddr.Parse(addr)
+	a, tlsConfig, err := redisaddr.ParseTLS(addr, base)
 	if err != nil {
 		return nil, fmt.Errorf("goredis: %w", err)
 	}
-	tlsConfig, err := a.TLSConfig(base)
-	if err != nil {
-		return nil, fmt.Errorf("goredis: %s: %w", a, err)
-	}
-	a.TLS = tlsConfig != nil // the node's name says rediss:// when it uses TLS
 	opts := &redis.Options{
 		Addr:                  a.HostPort(),
 		Username:              a.Username,

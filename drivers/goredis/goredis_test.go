@@ -63,25 +63,6 @@ func open(t *testing.T, addr string) driver.Node {
 	return n
 }
 
-// calls runs every Node, Fencer and Notifier method on n with ctx and returns
-// their errors.
-func calls(ctx context.Context, n driver.Node, key string) map[string]error {
-	errs := make(map[string]error)
-	_, errs["SetNX"] = n.SetNX(ctx, key, "v", time.Minute)
-	_, errs["EvalRelease"] = n.EvalRelease(ctx, key, "v")
-	_, errs["Extend"] = n.Extend(ctx, key, "v", time.Minute)
-	f := n.(driver.Fencer)
-	_, _, errs["SetNXFence"] = f.SetNXFence(ctx, key, "v", time.Minute, key+":fence")
-	_, errs["RaiseFence"] = f.RaiseFence(ctx, key, "v", key+":fence", 1)
-	nn := n.(driver.Notifier)
-	_, errs["ReleaseNotify"] = nn.ReleaseNotify(ctx, key, "v")
-	var cancel func()
-	if cancel, errs["Subscribe"] = nn.Subscribe(ctx, key, make(chan struct{}, 1)); cancel != nil {
-		cancel()
-	}
-	return errs
-}
-
 func TestRegistered(t *testing.T) {
 	require.Contains(t, redlock.Drivers(), "goredis")
 }
@@ -93,7 +74,7 @@ func TestNewDoesNotCloseClient(t *testing.T) {
 	n := goredis.New(rdb)
 	require.NoError(t, n.Close())
 	require.NoError(t, n.Close(), "a second Close")
-	for call, err := range calls(t.Context(), n, "k") {
+	for call, err := range conformance.Calls(t.Context(), n, "k") {
 		require.ErrorIs(t, err, goredis.ErrClosed, call)
 	}
 	require.NoError(t, rdb.Ping(t.Context()).Err(), "New's Close closed the caller's client")
@@ -102,7 +83,7 @@ func TestNewDoesNotCloseClient(t *testing.T) {
 func TestNewNil(t *testing.T) {
 	const want = "goredis: New was given a nil client"
 	for _, n := range []driver.Node{goredis.New(nil), goredis.New((*redis.Client)(nil))} {
-		for call, err := range calls(t.Context(), n, "k") {
+		for call, err := range conformance.Calls(t.Context(), n, "k") {
 			require.EqualError(t, err, want, call)
 		}
 		require.EqualError(t, n.Close(), want, "Close")
@@ -173,7 +154,7 @@ func TestServerKilled(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
 	defer cancel()
-	for call, err := range calls(ctx, n, "k") {
+	for call, err := range conformance.Calls(ctx, n, "k") {
 		require.Error(t, err, call)
 		require.NotContains(t, err.Error(), password, call)
 	}
@@ -220,7 +201,7 @@ func TestCloseDuringCalls(t *testing.T) {
 	for range 8 {
 		require.Error(t, <-done)
 	}
-	for call, err := range calls(ctx, n, "k") {
+	for call, err := range conformance.Calls(ctx, n, "k") {
 		require.ErrorIs(t, err, goredis.ErrClosed, call)
 	}
 }

@@ -86,15 +86,10 @@ func maxActive() int { return max(minMaxActive, 10*runtime.GOMAXPROCS(0)) }
 
 // open opens a node for addr, with TLS over a copy of base when base is set.
 func open(addr string, base *tls.Config) (driver.Node, error) {
-	a, err := redisaddr.Parse(addr)
+	a, tlsConfig, err := redisaddr.ParseTLS(addr, base)
 	if err != nil {
 		return nil, fmt.Errorf("redigo: %w", err)
 	}
-	tlsConfig, err := a.TLSConfig(base)
-	if err != nil {
-		return nil, fmt.Errorf("redigo: %s: %w", a, err)
-	}
-	a.TLS = tlsConfig != nil // the node's name says rediss:// when it uses TLS
 	opts := []redis.DialOption{
 		redis.DialUsername(a.Username),
 		redis.DialPassword(a.Password),

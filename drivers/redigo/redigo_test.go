@@ -62,25 +62,6 @@ func open(t *testing.T, addr string) driver.Node {
 	return n
 }
 
-// calls runs every Node, Fencer and Notifier method on n with ctx and returns
-// their errors.
-func calls(ctx context.Context, n driver.Node, key string) map[string]error {
-	errs := make(map[string]error)
-	_, errs["SetNX"] = n.SetNX(ctx, key, "v", time.Minute)
-	_, errs["EvalRelease"] = n.EvalRelease(ctx, key, "v")
-	_, errs["Extend"] = n.Extend(ctx, key, "v", time.Minute)
-	f := n.(driver.Fencer)
-	_, _, errs["SetNXFence"] = f.SetNXFence(ctx, key, "v", time.Minute, key+":fence")
-	_, errs["RaiseFence"] = f.RaiseFence(ctx, key, "v", key+":fence", 1)
-	nn := n.(driver.Notifier)
-	_, errs["ReleaseNotify"] = nn.ReleaseNotify(ctx, key, "v")
-	var cancel func()
-	if cancel, errs["Subscribe"] = nn.Subscribe(ctx, key, make(chan struct{}, 1)); cancel != nil {
-		cancel()
-	}
-	return errs
-}
-
 func TestRegistered(t *testing.T) {
 	require.Contains(t, redlock.Drivers(), "redigo")
 }
@@ -95,7 +76,7 @@ func TestNewCloseKeepsPool(t *testing.T) {
 
 	require.NoError(t, n.Close())
 	require.NoError(t, n.Close())
-	for call, err := range calls(ctx, n, "k") {
+	for call, err := range conformance.Calls(ctx, n, "k") {
 		require.ErrorIs(t, err, redigo.ErrClosed, call)
 	}
 	c, err := pool.GetContext(ctx)
@@ -108,7 +89,7 @@ func TestNewCloseKeepsPool(t *testing.T) {
 func TestNewNil(t *testing.T) {
 	const want = "redigo: New was given a nil pool"
 	n := redigo.New(nil)
-	for call, err := range calls(t.Context(), n, "k") {
+	for call, err := range conformance.Calls(t.Context(), n, "k") {
 		require.EqualError(t, err, want, call)
 	}
 	require.EqualError(t, n.Close(), want, "Close")

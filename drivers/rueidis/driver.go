@@ -88,15 +88,10 @@ var _ driver.ConfigOpener = Driver{}
 
 // open opens a node for addr, with TLS over a copy of base when base is set.
 func open(addr string, base *tls.Config) (driver.Node, error) {
-	a, err := redisaddr.Parse(addr)
+	a, tlsConfig, err := redisaddr.ParseTLS(addr, base)
 	if err != nil {
 		return nil, fmt.Errorf("rueidis: %w", err)
 	}
-	tlsConfig, err := a.TLSConfig(base)
-	if err != nil {
-		return nil, fmt.Errorf("rueidis: %s: %w", a, err)
-	}
-	a.TLS = tlsConfig != nil // the node's name says rediss:// when it uses TLS
 	closing, cancel := context.WithCancel(context.Background())
 	n := &node{name: a.String(), owned: true, closing: closing, cancel: cancel}
 	n.opt = rueidis.ClientOption{

@@ -75,25 +75,6 @@ func testContext(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-// calls runs every Node, Fencer and Notifier method on n with ctx and returns
-// their errors.
-func calls(ctx context.Context, n driver.Node, key string) map[string]error {
-	errs := make(map[string]error)
-	_, errs["SetNX"] = n.SetNX(ctx, key, "v", time.Minute)
-	_, errs["EvalRelease"] = n.EvalRelease(ctx, key, "v")
-	_, errs["Extend"] = n.Extend(ctx, key, "v", time.Minute)
-	f := n.(driver.Fencer)
-	_, _, errs["SetNXFence"] = f.SetNXFence(ctx, key, "v", time.Minute, key+":fence")
-	_, errs["RaiseFence"] = f.RaiseFence(ctx, key, "v", key+":fence", 1)
-	nn := n.(driver.Notifier)
-	_, errs["ReleaseNotify"] = nn.ReleaseNotify(ctx, key, "v")
-	var cancel func()
-	if cancel, errs["Subscribe"] = nn.Subscribe(ctx, key, make(chan struct{}, 1)); cancel != nil {
-		cancel()
-	}
-	return errs
-}
-
 func TestRegistered(t *testing.T) {
 	require.Contains(t, redlock.Drivers(), "rueidis")
 }
@@ -107,7 +88,7 @@ func TestNewCloseKeepsClient(t *testing.T) {
 	require.True(t, ok)
 	require.NoError(t, n.Close())
 	require.NoError(t, n.Close(), "Close is idempotent")
-	for call, err := range calls(ctx, n, "k") {
+	for call, err := range conformance.Calls(ctx, n, "k") {
 		require.ErrorIs(t, err, rueidisdriver.ErrClosed, call)
 	}
 	v, err := c.Do(ctx, c.B().Get().Key("k").Build()).ToString()
@@ -118,7 +99,7 @@ func TestNewCloseKeepsClient(t *testing.T) {
 func TestNewNil(t *testing.T) {
 	const want = "rueidis: New was given a nil client"
 	n := rueidisdriver.New(nil)
-	for call, err := range calls(t.Context(), n, "k") {
+	for call, err := range conformance.Calls(t.Context(), n, "k") {
 		require.EqualError(t, err, want, call)
 	}
 	require.EqualError(t, n.Close(), want, "Close")
@@ -213,7 +194,7 @@ func TestOpenUnreachable(t *testing.T) {
 	n := openNode(t, "redis://:s3cret@"+addr)
 	require.Less(t, time.Since(start), 100*time.Millisecond, "Open must not connect")
 
-	for call, err := range calls(testContext(t, time.Second), n, "k") {
+	for call, err := range conformance.Calls(testContext(t, time.Second), n, "k") {
 		require.Error(t, err, call)
 		require.NotContains(t, err.Error(), "s3cret", call)
 	}
@@ -320,7 +301,7 @@ func TestCloseDuringCreation(t *testing.T) {
 	case <-time.After(2 * time.Second):
 		t.Fatal("a call waiting for the connection did not return after Close")
 	}
-	for call, err := range calls(t.Context(), n, "k") {
+	for call, err := range conformance.Calls(t.Context(), n, "k") {
 		require.ErrorIs(t, err, rueidisdriver.ErrClosed, call)
 	}
 
@@ -347,7 +328,7 @@ func TestCloseDuringCreationSucceeding(t *testing.T) {
 		}()
 		n.Close()
 		<-done
-		for call, err := range calls(t.Context(), n, "k") {
+		for call, err := range conformance.Calls(t.Context(), n, "k") {
 			require.ErrorIs(t, err, rueidisdriver.ErrClosed, call)
 		}
 	}

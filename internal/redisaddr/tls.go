@@ -54,3 +54,20 @@ func (a Addr) TLSConfig(base *tls.Config) (*tls.Config, error) {
 	}
 	return cfg, nil
 }
+
+// ParseTLS parses addr and returns it with its TLS configuration: nil for a
+// plain connection; with base set, TLS for any address form (see TLSConfig).
+// The returned Addr's TLS field says whether the node uses TLS, so that its
+// String names it rediss://. Errors never contain the password.
+func ParseTLS(addr string, base *tls.Config) (Addr, *tls.Config, error) {
+	a, err := Parse(addr)
+	if err != nil {
+		return Addr{}, nil, err
+	}
+	cfg, err := a.TLSConfig(base)
+	if err != nil {
+		return Addr{}, nil, fmt.Errorf("%s: %w", a, err)
+	}
+	a.TLS = cfg != nil
+	return a, cfg, nil
+}
