@@ -3,7 +3,6 @@ package redistest
 import (
 	"errors"
 	"os"
-	"sync"
 	"testing"
 )
 
@@ -30,28 +29,13 @@ func NewServers(tb testing.TB, n int, opts ...Option) []*Server {
 		tb.Fatalf("redistest: NewServers: n = %d < 0", n)
 		return nil
 	}
-	ctx := tb.Context()
-	servers := make([]*Server, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { servers[i], errs[i] = Start(ctx, opts...) })
-	}
-	wg.Wait()
-	for _, s := range servers {
-		if s != nil {
-			closeAtCleanup(tb, s)
-		}
-	}
-	for _, err := range errs {
-		if errors.Is(err, ErrNotInstalled) {
-			startFailed(tb, err) // the same for every server: report it once
-			return nil
-		}
-	}
-	if err := errors.Join(errs...); err != nil {
+	servers, err := StartN(tb.Context(), n, opts...)
+	if err != nil {
 		startFailed(tb, err)
 		return nil
+	}
+	for _, s := range servers {
+		closeAtCleanup(tb, s)
 	}
 	return servers
 }

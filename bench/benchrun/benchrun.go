@@ -27,7 +27,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-redlock/redlock/bench"
@@ -273,25 +272,11 @@ func FindModule(dir string) (string, error) {
 
 // startServers starts n servers in parallel.
 func startServers(ctx context.Context, n int) ([]*redistest.Server, error) {
-	servers := make([]*redistest.Server, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range n {
-		wg.Go(func() { servers[i], errs[i] = redistest.Start(ctx) })
+	servers, err := redistest.StartN(ctx, n)
+	if errors.Is(err, redistest.ErrNotInstalled) {
+		return nil, fmt.Errorf("benchrun: %w\n%s", redistest.ErrNotInstalled, redistest.InstallHint)
 	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		for _, s := range servers {
-			if s != nil {
-				s.Close()
-			}
-		}
-		if errors.Is(err, redistest.ErrNotInstalled) {
-			return nil, fmt.Errorf("benchrun: %w\n%s", redistest.ErrNotInstalled, redistest.InstallHint)
-		}
-		return nil, err
-	}
-	return servers, nil
+	return servers, err
 }
 
 // build compiles the test binary of the package in dir to out.

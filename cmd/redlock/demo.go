@@ -158,22 +158,7 @@ func deleteMemory(addrs []string, key string) error {
 }
 
 func startServers(ctx context.Context, n int) ([]*redistest.Server, error) {
-	servers := make([]*redistest.Server, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i := range servers {
-		wg.Go(func() { servers[i], errs[i] = redistest.Start(ctx) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		for _, s := range servers {
-			if s != nil {
-				s.Close()
-			}
-		}
-		return nil, err
-	}
-	return servers, nil
+	return redistest.StartN(ctx, n)
 }
 
 // driverStats is what the demo saw of one driver.
