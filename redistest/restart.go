@@ -36,31 +36,15 @@ func (s *Server) Restart(ctx context.Context) error { return s.RestartAfter(ctx,
 // a dead one. If ctx ends or the server is closed during the wait, the
 // server stays down and the error says so.
 func (s *Server) RestartAfter(ctx context.Context, down time.Duration) error {
-	if down > 0 {
-		// Running stays true until the port is held, so that no one who
-		// waits for the server to be down can take the port in between.
-		s.mu.Lock()
-		s.holding = true
-		s.mu.Unlock()
-	}
-	if err := s.Kill(); err != nil {
-		s.mu.Lock()
-		s.holding = false
-		s.mu.Unlock()
+	if err := s.Kill(); err != nil { // Kill holds the port while the server is down
 		return err
 	}
 	if down > 0 {
-		release := holdPort(s.addr)
-		s.mu.Lock()
-		s.holding = false
-		s.mu.Unlock()
 		t := time.NewTimer(down)
 		select {
 		case <-t.C:
-			release()
 		case <-ctx.Done():
 			t.Stop()
-			release()
 			return fmt.Errorf("redistest: restart server %s: %w (the server stays down)", s.addr, ctx.Err())
 		}
 	}
@@ -99,7 +83,7 @@ func (s *Server) RestartAfter(ctx context.Context, down time.Duration) error {
 func (s *Server) Running() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.holding || (s.proc != nil && !s.proc.exited())
+	return s.proc != nil && !s.proc.exited()
 }
 
 // holdPort listens on addr and resets every connection at once (SO_LINGER 0),

@@ -39,7 +39,7 @@ type Server struct {
 	mu       sync.Mutex
 	proc     *process // the running process; nil once killed or closed
 	paused   bool     // SIGSTOP sent, SIGCONT not yet
-	holding  bool     // RestartAfter is between killing the process and holding its port
+	release  func()   // ends the hold on the port of a killed server; nil if none
 	closed   bool
 	closeErr error
 }
@@ -101,6 +101,7 @@ func tryStart(ctx context.Context, bin string, cfg config) (*Server, error) {
 // launchLocked starts the server's process on its port and directory and
 // waits until it is ready. On failure no process is left running.
 func (s *Server) launchLocked(ctx context.Context) error {
+	s.releasePortLocked()
 	args := s.cfg.args(s.port, s.dir, filepath.Join(s.dir, logFileName))
 	p, err := spawn(s.bin, args, s.dir)
 	if err != nil {
@@ -212,6 +213,7 @@ func (s *Server) Close() error {
 		return s.closeErr
 	}
 	s.closed = true
+	s.releasePortLocked()
 	var errs []error
 	if s.proc != nil {
 		if err := s.proc.stop(s.paused); err != nil {
@@ -228,7 +230,10 @@ func (s *Server) Close() error {
 
 // Kill kills the server with SIGKILL, as in a crash, and waits for it to
 // exit. Its directory is kept until [Server.Close], which is still needed.
-// Killing a server that is not running does nothing.
+// Until the server is restarted or closed, its port is held by a listener that
+// resets every connection at once: to a client the node is as unreachable as
+// a dead one, and no other server of the test binary can take the port and
+// answer in its place. Killing a server that is not running does nothing.
 func (s *Server) Kill() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -239,7 +244,16 @@ func (s *Server) Kill() error {
 		return fmt.Errorf("redistest: kill server %s: %w", s.addr, err)
 	}
 	s.proc, s.paused = nil, false
+	s.release = holdPort(s.addr)
 	return nil
+}
+
+// releasePortLocked ends the hold Kill put on the port. s.mu is held.
+func (s *Server) releasePortLocked() {
+	if s.release != nil {
+		s.release()
+		s.release = nil
+	}
 }
 
 // Pause stops the server process with SIGSTOP: it keeps its port, and the
