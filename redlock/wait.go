@@ -29,7 +29,7 @@ const maxWakeJitter = 5 * time.Millisecond
 func (c *Client) Lock(ctx context.Context, key string) (*Lock, error) {
 	l, err := c.TryLock(ctx, key)
 	if !retryable(ctx, err) {
-		return l, err
+		return l, ended(ctx, err)
 	}
 	done, terr := c.takeTurn(ctx, key)
 	if terr != nil {
@@ -47,7 +47,7 @@ func (c *Client) Lock(ctx context.Context, key string) (*Lock, error) {
 	// waited for its turn or subscribed, unheard.
 	start := time.Now()
 	if l, err = c.TryLock(ctx, key); !retryable(ctx, err) {
-		return l, err
+		return l, ended(ctx, err)
 	}
 	took := time.Since(start)
 	timer := time.NewTimer(c.backoff(1))
@@ -72,11 +72,20 @@ func (c *Client) Lock(ctx context.Context, key string) (*Lock, error) {
 		}
 		start = time.Now()
 		if l, err = c.TryLock(ctx, key); !retryable(ctx, err) {
-			return l, err
+			return l, ended(ctx, err)
 		}
 		took = time.Since(start)
 		timer.Reset(c.backoff(attempt))
 	}
+}
+
+// ended joins ctx.Err() to err when ctx has ended and err does not say so
+// yet: an attempt may have failed just before its context ended.
+func ended(ctx context.Context, err error) error {
+	if cerr := ctx.Err(); err != nil && cerr != nil && !errors.Is(err, cerr) {
+		return errors.Join(err, cerr)
+	}
+	return err
 }
 
 // retryable reports whether a failed TryLock is worth another attempt.

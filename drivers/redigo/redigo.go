@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -151,6 +152,10 @@ type node struct {
 	ownsPool bool
 	hub      *pubsub.Hub // the release subscriptions; nil for New(nil)
 	closed   atomic.Bool
+	// getting is held (read) around pool.GetContext and (write) by Close:
+	// redigo's Pool.Close races with a GetContext waiting for a connection
+	// (Wait is set), closing the channel that GetContext sends on.
+	getting sync.RWMutex
 }
 
 // String returns the node's address with any password removed.
@@ -197,7 +202,10 @@ func (n *node) Close() error {
 	if n.pool == nil {
 		return errNilPool
 	}
-	if n.closed.Swap(true) {
+	n.getting.Lock()
+	already := n.closed.Swap(true)
+	n.getting.Unlock()
+	if already {
 		return nil
 	}
 	n.hub.Close()
@@ -265,7 +273,13 @@ func (n *node) exec(ctx context.Context, cmd func(redis.Conn) (any, error)) (any
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
+	n.getting.RLock()
+	if n.closed.Load() {
+		n.getting.RUnlock()
+		return nil, ErrClosed
+	}
 	c, err := n.pool.GetContext(ctx)
+	n.getting.RUnlock()
 	if err != nil {
 		return nil, err
 	}
