@@ -25,27 +25,34 @@ func BenchmarkCoreLockUnlock(b *testing.B) {
 				b.Fatal(err)
 			}
 			defer c.Close()
-			ctx := b.Context()
-			b.ReportAllocs()
-			b.RunParallel(func(pb *testing.PB) {
-				// A ring of keys: Unlock returns on a quorum, and the last
-				// releases may still be landing when the next lock starts.
-				var keys [16]string
-				for i := range keys {
-					keys[i] = redlockKey()
-				}
-				for i := 0; pb.Next(); i++ {
-					l, err := c.TryLock(ctx, keys[i%len(keys)])
-					if err != nil {
-						b.Fatal(err)
-					}
-					if err := l.Unlock(ctx); err != nil {
-						b.Fatal(err)
-					}
-				}
-			})
+			lockUnlockParallel(b, c)
 		})
 	}
+}
+
+// lockUnlockParallel runs Lock then Unlock on c from parallel goroutines,
+// each over a ring of keys of its own: Unlock returns on a quorum, and the
+// last releases may still be landing when the next lock of a key starts.
+func lockUnlockParallel(b *testing.B, c *redlock.Client) {
+	ctx := b.Context()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		var keys [16]string
+		for i := range keys {
+			keys[i] = redlockKey()
+		}
+		for i := 0; pb.Next(); i++ {
+			l, err := c.Lock(ctx, keys[i%len(keys)])
+			if err != nil {
+				b.Error(err)
+				return
+			}
+			if err := l.Unlock(ctx); err != nil {
+				b.Error(err)
+				return
+			}
+		}
+	})
 }
 
 var keySeq atomic.Int64

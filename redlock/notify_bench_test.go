@@ -37,25 +37,7 @@ func BenchmarkNotifyCost(b *testing.B) {
 					b.Fatal(err)
 				}
 				defer c.Close()
-				ctx := b.Context()
-				b.ReportAllocs()
-				b.RunParallel(func(pb *testing.PB) {
-					var keys [16]string
-					for i := range keys {
-						keys[i] = redlockKey()
-					}
-					for i := 0; pb.Next(); i++ {
-						l, err := c.Lock(ctx, keys[i%len(keys)])
-						if err != nil {
-							b.Error(err)
-							return
-						}
-						if err := l.Unlock(ctx); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
+				lockUnlockParallel(b, c)
 			})
 		}
 	}
