@@ -58,9 +58,11 @@ type Proxy struct {
 	p        *toxiproxy.Proxy
 	addr     string
 
-	mu     sync.Mutex
-	active map[string]bool // toxic names present
-	closed bool
+	mu      sync.Mutex
+	active  map[string]bool       // toxic names present
+	drops   map[string]*dropToxic // the drop toxics present, by name
+	dropped int64                 // bytes dropped by drop toxics since removed
+	closed  bool
 }
 
 // StartProxy starts a proxy on a free port of 127.0.0.1 that forwards to
@@ -80,7 +82,7 @@ func StartProxy(upstream string) (*Proxy, error) {
 	if err := p.Start(); err != nil {
 		return nil, fmt.Errorf("redistest: start proxy to %s: %w", upstream, err)
 	}
-	return &Proxy{upstream: upstream, p: p, addr: p.Listen, active: make(map[string]bool)}, nil
+	return &Proxy{upstream: upstream, p: p, addr: p.Listen, active: make(map[string]bool), drops: make(map[string]*dropToxic)}, nil
 }
 
 // checkLoopback returns an error unless addr is host:port on a loopback host.
@@ -232,7 +234,31 @@ func (p *Proxy) Heal() error {
 	}
 	p.p.Toxics.ResetToxics(context.Background())
 	clear(p.active)
+	p.forgetDropsLocked()
 	return nil
+}
+
+// Dropped returns how many bytes the proxy's faults (Cut, Blackhole and
+// LoseReplies) have dropped since it started, in both directions. A test
+// that must know a reply was really lost, not merely still on its way to
+// the proxy when the server counted the command, waits for it to grow.
+func (p *Proxy) Dropped() int64 {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := p.dropped
+	for _, d := range p.drops {
+		n += d.dropped.Load()
+	}
+	return n
+}
+
+// forgetDropsLocked adds the bytes the present drop toxics dropped to
+// p.dropped and forgets them: they have just been removed.
+func (p *Proxy) forgetDropsLocked() {
+	for name, d := range p.drops {
+		p.dropped += d.dropped.Load()
+		delete(p.drops, name)
+	}
 }
 
 // Faults returns the names of the active faults ("cut", "blackhole",
@@ -288,8 +314,12 @@ func (p *Proxy) addLocked(t toxic) error {
 	if err != nil {
 		return fmt.Errorf("redistest: %s: add %s: %w", p, t.name, err)
 	}
-	if _, err := p.p.Toxics.AddToxicJson(bytes.NewReader(body)); err != nil {
+	w, err := p.p.Toxics.AddToxicJson(bytes.NewReader(body))
+	if err != nil {
 		return fmt.Errorf("redistest: %s: add %s: %w", p, t.name, err)
+	}
+	if d, ok := w.Toxic.(*dropToxic); ok {
+		p.drops[t.name] = d
 	}
 	p.active[t.name] = true
 	return nil
@@ -304,6 +334,10 @@ func (p *Proxy) removeLocked(name string) error {
 		return fmt.Errorf("redistest: %s: remove %s: %w", p, name, err)
 	}
 	delete(p.active, name)
+	if d, ok := p.drops[name]; ok {
+		p.dropped += d.dropped.Load()
+		delete(p.drops, name)
+	}
 	return nil
 }
 
@@ -318,6 +352,8 @@ func init() { toxics.Register(dropToxicType, new(dropToxic)) }
 // on.
 type dropToxic struct {
 	CloseAfter int64 `json:"close_after"`
+
+	dropped atomic.Int64 // bytes dropped, on every link
 }
 
 // dropState is a link's state: whether the toxic dropped data on it.
@@ -347,6 +383,7 @@ func (t *dropToxic) Pipe(stub *toxics.ToxicStub) {
 				stub.Close()
 				return
 			}
+			t.dropped.Add(int64(len(c.Data)))
 			if state != nil {
 				state.dropped = true
 			}

@@ -194,16 +194,19 @@ func TestProxyLoseReplies(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, p.LoseReplies())
 	require.Equal(t, []string{"lose replies"}, p.Faults())
+	require.Zero(t, p.Dropped())
 
 	c.send("SET", "applied", "x")
 	_, err = c.line(300 * time.Millisecond)
 	require.True(t, isTimeout(err), "the reply is swallowed: got %v", err)
+	require.Equal(t, int64(len("+OK\r\n")), p.Dropped(), "the reply's bytes are counted as dropped")
 	require.Eventually(t, func() bool {
 		v, err := s.Do(t.Context(), "GET", "applied")
 		return err == nil && v == "x"
 	}, 5*time.Second, time.Millisecond, "the request was applied")
 
 	require.NoError(t, p.Heal())
+	require.Equal(t, int64(len("+OK\r\n")), p.Dropped(), "what was dropped stays counted after Heal")
 	_, err = c.line(5 * time.Second)
 	require.ErrorIs(t, err, io.EOF, "healing closes a connection that lost a reply: a stream cannot skip one")
 	idle.send("PING")
