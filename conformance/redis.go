@@ -28,6 +28,11 @@ const stallBound = 2 * time.Second
 // or stalled, bound every call by its context on a stalled server, and
 // recover when the server does.
 //
+// Every script is also run by many goroutines at once on a server that has
+// none loaded, as after a restart or SCRIPT FLUSH: whether a driver sends
+// commands one by one or pipelines them, each must fall back to EVAL and
+// return the right result.
+//
 // It also checks TLS: Run again over rediss:// addresses whose tls_ca_file,
 // tls_cert_file and tls_key_file parameters name a CA and a client
 // certificate generated for the test (the servers require client
@@ -61,6 +66,7 @@ func RunRedis(t *testing.T, d driver.Driver) {
 		{"Stalled/CancelBoundsCalls", stalledCancel},
 		{"Stalled/Recovers", stalledRecovers},
 		{"Reconnects", reconnects},
+		{"Scripts/Concurrent", scriptsConcurrent},
 		{"TLS/OpenConfig", tlsOpenConfig},
 		{"TLS/UnknownCA", tlsUnknownCA},
 		{"TLS/ClientCertRequired", tlsClientCertRequired},
@@ -474,4 +480,92 @@ func tlsStalledDeadline(t *testing.T, ctx context.Context, d driver.Driver) {
 func tlsStalledCancel(t *testing.T, ctx context.Context, d driver.Driver) {
 	certs := redistest.NewCerts(t)
 	stalledCancelWith(t, ctx, d, redistest.WithTLS(certs, redistest.ClientCertsRequired))
+}
+
+// scriptsConcurrent runs every script from many goroutines at once, on a
+// server that has no script loaded: first a fresh one, then after SCRIPT
+// FLUSH.
+func scriptsConcurrent(t *testing.T, ctx context.Context, d driver.Driver) {
+	srv := redistest.NewServer(t)
+	n := open(t, d, srv.Addr())
+	fencer, _ := n.(driver.Fencer)
+	notifier, _ := n.(driver.Notifier)
+	const goroutines = 32
+	for round := range 2 {
+		if round == 1 {
+			if _, err := srv.Do(ctx, "SCRIPT", "FLUSH"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		errs := make(chan error, goroutines)
+		start := make(chan struct{})
+		for g := range goroutines {
+			go func() {
+				<-start
+				errs <- scriptsOnce(ctx, n, fencer, notifier, fmt.Sprintf("%s-%d-%d", key(t), round, g))
+			}()
+		}
+		close(start)
+		for range goroutines {
+			if err := <-errs; err != nil {
+				t.Errorf("round %d (%s): %v", round, []string{"fresh server", "after SCRIPT FLUSH"}[round], err)
+			}
+		}
+	}
+}
+
+// scriptsOnce runs every script on k, checking each result.
+func scriptsOnce(ctx context.Context, n driver.Node, fencer driver.Fencer, notifier driver.Notifier, k string) error {
+	v := value()
+	check := func(call string, want bool) func(bool, error) error {
+		return func(got bool, err error) error {
+			if err != nil {
+				return fmt.Errorf("%s: %w", call, err)
+			}
+			if got != want {
+				return fmt.Errorf("%s = %v, want %v", call, got, want)
+			}
+			return nil
+		}
+	}
+	steps := []func() error{
+		func() error { return check("SetNX", true)(n.SetNX(ctx, k, v, time.Minute)) },
+		func() error { return check("Extend by the holder", true)(n.Extend(ctx, k, v, time.Minute)) },
+		func() error { return check("Extend by another", false)(n.Extend(ctx, k, "other", time.Minute)) },
+		func() error { return check("EvalRelease by another", false)(n.EvalRelease(ctx, k, "other")) },
+		func() error { return check("EvalRelease by the holder", true)(n.EvalRelease(ctx, k, v)) },
+	}
+	if notifier != nil {
+		steps = append(steps,
+			func() error { return check("SetNX", true)(n.SetNX(ctx, k, v, time.Minute)) },
+			func() error { return check("ReleaseNotify by the holder", true)(notifier.ReleaseNotify(ctx, k, v)) },
+		)
+	}
+	if fencer != nil {
+		fk := k + ":fence"
+		steps = append(steps,
+			func() error {
+				ok, counter, err := fencer.SetNXFence(ctx, k, v, time.Minute, fk)
+				if err == nil && counter != 0 {
+					err = fmt.Errorf("SetNXFence counter = %d, want 0", counter)
+				}
+				return check("SetNXFence", true)(ok, err)
+			},
+			func() error { return check("RaiseFence by the holder", true)(fencer.RaiseFence(ctx, k, v, fk, 7)) },
+			func() error { return check("EvalRelease by the holder", true)(n.EvalRelease(ctx, k, v)) },
+			func() error {
+				ok, counter, err := fencer.SetNXFence(ctx, k, v, time.Minute, fk)
+				if err == nil && counter != 7 {
+					err = fmt.Errorf("SetNXFence counter = %d, want 7", counter)
+				}
+				return check("SetNXFence", true)(ok, err)
+			},
+		)
+	}
+	for _, step := range steps {
+		if err := step(); err != nil {
+			return err
+		}
+	}
+	return nil
 }

@@ -10,12 +10,14 @@ import (
 	"reflect"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/batch"
 	"github.com/go-redlock/redlock/internal/pubsub"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/internal/tlsdial"
@@ -34,6 +36,11 @@ const (
 	// cancelLag is the longest a call may take to notice that its context was
 	// canceled: see node.watch.
 	cancelLag = 250 * time.Millisecond
+	// senders is how many pipelines a node sends at once (connections it
+	// keeps busy), and maxBatch how many commands one holds: see package
+	// batch.
+	senders  = 2
+	maxBatch = 128
 )
 
 // ErrClosed is [driver.ErrClosed], which calls on a node return after Close.
@@ -42,16 +49,6 @@ var ErrClosed = driver.ErrClosed
 // errNilClient is what every call on a node from New(nil), and its Close,
 // return.
 var errNilClient = errors.New("goredis: New was given a nil client")
-
-// The scripts every node runs. A redis.Script sends EVALSHA and falls back to
-// EVAL when the server answers NOSCRIPT.
-var (
-	releaseScript       = redis.NewScript(driver.ReleaseScript.Source)
-	extendScript        = redis.NewScript(driver.ExtendScript.Source)
-	setNXFenceScript    = redis.NewScript(driver.SetNXFenceScript.Source)
-	raiseFenceScript    = redis.NewScript(driver.RaiseFenceScript.Source)
-	releaseNotifyScript = redis.NewScript(driver.ReleaseNotifyScript.Source)
-)
 
 // Driver opens go-redis nodes by address. It is registered as "goredis".
 type Driver struct{}
@@ -114,8 +111,8 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 		return conn, err
 	}
 	c := redis.NewClient(opts)
-	n := &node{client: c, owned: true, name: a.String(), bounded: true}
-	n.hub = pubsub.New(n.dialPubSub)
+	n := newNode(c, a.String(), true)
+	n.owned, n.hub = true, pubsub.New(n.dialPubSub)
 	return n, nil
 }
 
@@ -141,14 +138,21 @@ func New(c redis.UniversalClient) driver.Node {
 	if isNil(c) {
 		return &node{name: "goredis"}
 	}
-	n := &node{client: c}
-	if rc, ok := c.(*redis.Client); ok {
-		o := rc.Options()
-		n.name, n.bounded = describe(o), o.ContextTimeoutEnabled
-		n.hub = pubsub.New(n.dialPubSub)
-	} else {
-		n.name = "goredis-" + strconv.FormatInt(wrapped.Add(1), 10)
+	rc, ok := c.(*redis.Client)
+	if !ok {
+		return newNode(c, "goredis-"+strconv.FormatInt(wrapped.Add(1), 10), false)
 	}
+	o := rc.Options()
+	n := newNode(c, describe(o), o.ContextTimeoutEnabled)
+	n.hub = pubsub.New(n.dialPubSub)
+	return n
+}
+
+// newNode returns a node over c that pipelines concurrent commands (see
+// package batch) on at most senders connections at once.
+func newNode(c redis.UniversalClient, name string, bounded bool) *node {
+	n := &node{client: c, name: name, bounded: bounded}
+	n.batch = batch.New(n.exec, senders, maxBatch)
 	return n
 }
 
@@ -179,6 +183,7 @@ type node struct {
 	name    string                // address without credentials
 	bounded bool                  // client bounds I/O by the context's deadline (ContextTimeoutEnabled)
 	hub     *pubsub.Hub           // the release subscriptions; nil unless client is a *redis.Client
+	batch   *batch.Batcher[batch.Cmd, batch.Result]
 	closed  atomic.Bool
 }
 
@@ -191,44 +196,20 @@ func (n *node) Format(f fmt.State, _ rune) { io.WriteString(f, n.name) }
 
 // SetNX runs SET key value NX PX ttl.
 func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return call(ctx, n, "SET NX", func(ctx context.Context) (bool, error) {
-		reply, err := n.client.Do(ctx, "SET", key, value, "NX", "PX", driver.Milliseconds(ttl)).Text()
-		switch {
-		case errors.Is(err, redis.Nil):
-			return false, nil // held
-		case err != nil:
-			return false, err
-		case reply != "OK":
-			return false, fmt.Errorf("unexpected reply %q", reply)
-		}
-		return true, nil
-	})
+	r, err := n.do(ctx, batch.Cmd{Op: batch.SetNX, Key: key, Value: value, TTL: ttl})
+	return r.OK, err
 }
 
 // EvalRelease runs driver.ReleaseScript.
 func (n *node) EvalRelease(ctx context.Context, key, value string) (bool, error) {
-	return call(ctx, n, "release", func(ctx context.Context) (bool, error) {
-		return flag(releaseScript.Run(ctx, n.client, []string{key}, value))
-	})
+	r, err := n.do(ctx, batch.Cmd{Op: batch.Release, Key: key, Value: value})
+	return r.OK, err
 }
 
 // Extend runs driver.ExtendScript.
 func (n *node) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return call(ctx, n, "extend", func(ctx context.Context) (bool, error) {
-		return flag(extendScript.Run(ctx, n.client, []string{key}, value, driver.Milliseconds(ttl)))
-	})
-}
-
-// flag reads a script's reply, 1 or 0.
-func flag(cmd *redis.Cmd) (bool, error) {
-	v, err := cmd.Int64()
-	switch {
-	case err != nil:
-		return false, err
-	case v != 0 && v != 1:
-		return false, fmt.Errorf("unexpected script reply %d", v)
-	}
-	return v == 1, nil
+	r, err := n.do(ctx, batch.Cmd{Op: batch.Extend, Key: key, Value: value, TTL: ttl})
+	return r.OK, err
 }
 
 // Close closes the node's pub/sub connection, and the client if the node owns
@@ -265,38 +246,126 @@ func (n *node) usable() error {
 	return nil
 }
 
-// call runs f, one command, bounded by ctx, and names op in its error, which
-// matches ctx's error when ctx is done: go-redis reports an expired deadline
-// as a network timeout.
-func call[T any](ctx context.Context, n *node, op string, f func(context.Context) (T, error)) (T, error) {
-	var zero T
+// do sends cmd through the node's batcher, and names the command in its
+// error, which matches ctx's error when ctx is done: go-redis reports an
+// expired deadline as a network timeout.
+func (n *node) do(ctx context.Context, cmd batch.Cmd) (batch.Result, error) {
 	if err := n.usable(); err != nil {
-		return zero, err
+		return batch.Result{}, err
 	}
-	v, err := watch(ctx, n, f)
+	r, err := n.batch.Do(ctx, cmd)
 	if err != nil {
-		return zero, fmt.Errorf("goredis: %s: %w", op, driver.ContextError(ctx, err))
+		return batch.Result{}, fmt.Errorf("goredis: %s: %w", cmd.Op, driver.ContextError(ctx, err))
 	}
-	return v, nil
+	return r, nil
 }
 
-// watch runs f bounded by ctx.
-//
+// exec is the node's batch.Exec: one command on the caller's goroutine
+// (watched, see watch), or several as one pipeline.
+func (n *node) exec(ctx context.Context, calls []*batch.Call[batch.Cmd, batch.Result]) {
+	if len(calls) == 1 {
+		c := calls[0]
+		if err := ctx.Err(); err != nil {
+			c.Err = err
+			return
+		}
+		if n.direct(ctx) {
+			c.Res, c.Err = n.one(ctx, &c.Cmd)
+			return
+		}
+		cmd := c.Cmd // the watch may return before the command: c is then reused
+		c.Res, c.Err = watch(ctx, func(ctx context.Context) (batch.Result, error) { return n.one(ctx, &cmd) })
+		return
+	}
+	cmds := make([]*redis.Cmd, len(calls))
+	pipe := n.client.Pipeline()
+	for i, c := range calls {
+		cmds[i] = send(ctx, pipe, &c.Cmd, false)
+	}
+	pipe.Exec(ctx) // each command has its own error
+	var again []int
+	for i, cmd := range cmds {
+		if isNoScript(cmd.Err()) {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 {
+		pipe = n.client.Pipeline()
+		for _, i := range again {
+			cmds[i] = send(ctx, pipe, &calls[i].Cmd, true)
+		}
+		pipe.Exec(ctx)
+	}
+	for i, c := range calls {
+		c.Res, c.Err = result(&c.Cmd, cmds[i])
+	}
+}
+
+// sender is what a client and a pipeline have in common.
+type sender interface {
+	Do(ctx context.Context, args ...any) *redis.Cmd
+	Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd
+	EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd
+}
+
+// one sends cmd alone.
+func (n *node) one(ctx context.Context, cmd *batch.Cmd) (batch.Result, error) {
+	c := send(ctx, n.client, cmd, false)
+	if isNoScript(c.Err()) {
+		c = send(ctx, n.client, cmd, true)
+	}
+	return result(cmd, c)
+}
+
+// send sends cmd on c, a client or a pipeline: SET, or its script by EVALSHA,
+// or by EVAL when eval is set.
+func send(ctx context.Context, c sender, cmd *batch.Cmd, eval bool) *redis.Cmd {
+	s := cmd.Script()
+	switch {
+	case s == nil:
+		return c.Do(ctx, "SET", cmd.Key, cmd.Value, "NX", "PX", driver.Milliseconds(cmd.TTL))
+	case eval:
+		return c.Eval(ctx, s.Source, cmd.Keys(), cmd.Args()...)
+	}
+	return c.EvalSha(ctx, s.SHA1, cmd.Keys(), cmd.Args()...)
+}
+
+// isNoScript reports whether err is the server's NOSCRIPT: it does not have
+// the script yet, and the command must go by EVAL.
+func isNoScript(err error) bool {
+	return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT")
+}
+
+// result reads the reply of cmd.
+func result(cmd *batch.Cmd, c *redis.Cmd) (batch.Result, error) {
+	reply, err := c.Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		reply = nil
+	case err != nil:
+		return batch.Result{}, err
+	}
+	return cmd.Parse(reply)
+}
+
+// direct reports whether a command can run bounded by ctx without a watch.
 // go-redis bounds a command's I/O by ctx's deadline (with
 // ContextTimeoutEnabled) but does not notice a cancellation. When the deadline
-// is near (within cancelLag, as the Redlock node timeout is by default), f runs
-// directly and a cancellation is seen by the deadline at the latest. Otherwise
-// ctx is watched here, so that the call returns when ctx is done; the abandoned
-// command finishes in the background, bounded by the client's timeouts. The
-// watch costs a goroutine per call, which the common case avoids.
-func watch[T any](ctx context.Context, n *node, f func(context.Context) (T, error)) (T, error) {
+// is near (within cancelLag, as the Redlock node timeout is by default), the
+// command runs directly and a cancellation is seen by the deadline at the
+// latest; so does one whose ctx cannot be canceled.
+func (n *node) direct(ctx context.Context) bool {
+	d, ok := ctx.Deadline()
+	return (ok && n.bounded && time.Until(d) <= cancelLag) || ctx.Done() == nil
+}
+
+// watch runs f, watching ctx, so that the call returns when ctx is done; the
+// abandoned command finishes in the background, bounded by the client's
+// timeouts. The watch costs a goroutine per call, which the common case
+// avoids (see direct). A pipeline needs no watch: every caller in it waits
+// for its own context.
+func watch[T any](ctx context.Context, f func(context.Context) (T, error)) (T, error) {
 	var zero T
-	if err := ctx.Err(); err != nil {
-		return zero, err
-	}
-	if d, ok := ctx.Deadline(); (ok && n.bounded && time.Until(d) <= cancelLag) || ctx.Done() == nil {
-		return f(ctx)
-	}
 	type result struct {
 		v   T
 		err error

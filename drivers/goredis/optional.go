@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/batch"
 	"github.com/go-redlock/redlock/internal/pubsub"
 )
 
@@ -22,59 +22,24 @@ var (
 // *redis.Client.
 var errNoPubSub = errors.New("goredis: subscribe: release notifications need a *redis.Client")
 
-// fence is the reply of driver.SetNXFenceScript.
-type fence struct {
-	ok      bool
-	counter uint64
-}
-
 // SetNXFence runs driver.SetNXFenceScript: SET key value NX PX ttl, and the
 // counter at fenceKey read in the same step.
 func (n *node) SetNXFence(ctx context.Context, key, value string, ttl time.Duration, fenceKey string) (bool, uint64, error) {
-	f, err := call(ctx, n, "SET NX fence", func(ctx context.Context) (fence, error) {
-		reply, err := setNXFenceScript.Run(ctx, n.client, []string{key, fenceKey}, value, driver.MillisecondsString(ttl)).Slice()
-		if err != nil {
-			return fence{}, err
-		}
-		return parseFence(reply)
-	})
-	return f.ok, f.counter, err
-}
-
-// parseFence reads {1|0, counter}. Its errors show only the reply's shape:
-// a lock value never appears in one.
-func parseFence(reply []any) (fence, error) {
-	if len(reply) != 2 {
-		return fence{}, fmt.Errorf("unexpected script reply: array of %d", len(reply))
-	}
-	set, ok := reply[0].(int64)
-	if !ok || set != 0 && set != 1 {
-		return fence{}, fmt.Errorf("unexpected script reply: first element of type %T", reply[0])
-	}
-	s, ok := reply[1].(string)
-	if !ok {
-		return fence{}, fmt.Errorf("unexpected script reply: counter of type %T", reply[1])
-	}
-	counter, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return fence{}, errors.New("unexpected script reply: the counter is not a decimal uint64")
-	}
-	return fence{ok: set == 1, counter: counter}, nil
+	r, err := n.do(ctx, batch.Cmd{Op: batch.SetNXFence, Key: key, Value: value, TTL: ttl, FenceKey: fenceKey})
+	return r.OK, r.Counter, err
 }
 
 // RaiseFence runs driver.RaiseFenceScript.
 func (n *node) RaiseFence(ctx context.Context, key, value, fenceKey string, token uint64) (bool, error) {
-	return call(ctx, n, "raise fence", func(ctx context.Context) (bool, error) {
-		return flag(raiseFenceScript.Run(ctx, n.client, []string{key, fenceKey}, value, strconv.FormatUint(token, 10)))
-	})
+	r, err := n.do(ctx, batch.Cmd{Op: batch.RaiseFence, Key: key, Value: value, FenceKey: fenceKey, Token: token})
+	return r.OK, err
 }
 
 // ReleaseNotify runs driver.ReleaseNotifyScript, which publishes the release
 // on driver.ReleaseChannel(key).
 func (n *node) ReleaseNotify(ctx context.Context, key, value string) (bool, error) {
-	return call(ctx, n, "release", func(ctx context.Context) (bool, error) {
-		return flag(releaseNotifyScript.Run(ctx, n.client, []string{key}, value))
-	})
+	r, err := n.do(ctx, batch.Cmd{Op: batch.ReleaseNotify, Key: key, Value: value})
+	return r.OK, err
 }
 
 // Subscribe subscribes to driver.ReleaseChannel(key) over the node's one

@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/batch"
 	"github.com/go-redlock/redlock/internal/pubsub"
 )
 
@@ -21,54 +21,21 @@ var (
 // SetNXFence runs driver.SetNXFenceScript: SET key value NX PX ttl, and the
 // counter at fenceKey read in the same step.
 func (n *node) SetNXFence(ctx context.Context, key, value string, ttl time.Duration, fenceKey string) (bool, uint64, error) {
-	reply, err := n.run(ctx, func(c redis.Conn) (any, error) {
-		return setNXFenceScript.DoContext(ctx, c, key, fenceKey, value, driver.MillisecondsString(ttl))
-	})
-	if err != nil {
-		return false, 0, err
-	}
-	ok, counter, err := parseFence(reply)
-	if err != nil {
-		return false, 0, fmt.Errorf("redigo: %w", err)
-	}
-	return ok, counter, nil
-}
-
-// parseFence reads {1|0, counter}. Its errors show only the reply's shape:
-// a lock value never appears in one.
-func parseFence(reply any) (bool, uint64, error) {
-	values, ok := reply.([]any)
-	if !ok || len(values) != 2 {
-		return false, 0, fmt.Errorf("unexpected script reply of type %T", reply)
-	}
-	set, known := intBool(values[0])
-	if !known {
-		return false, 0, fmt.Errorf("unexpected script reply: first element of type %T", values[0])
-	}
-	s, ok := values[1].([]byte)
-	if !ok {
-		return false, 0, fmt.Errorf("unexpected script reply: counter of type %T", values[1])
-	}
-	counter, err := strconv.ParseUint(string(s), 10, 64)
-	if err != nil {
-		return false, 0, errors.New("unexpected script reply: the counter is not a decimal uint64")
-	}
-	return set, counter, nil
+	r, err := n.do(ctx, batch.Cmd{Op: batch.SetNXFence, Key: key, Value: value, TTL: ttl, FenceKey: fenceKey})
+	return r.OK, r.Counter, err
 }
 
 // RaiseFence runs driver.RaiseFenceScript.
 func (n *node) RaiseFence(ctx context.Context, key, value, fenceKey string, token uint64) (bool, error) {
-	return n.do(ctx, func(c redis.Conn) (any, error) {
-		return raiseFenceScript.DoContext(ctx, c, key, fenceKey, value, strconv.FormatUint(token, 10))
-	}, intBool)
+	r, err := n.do(ctx, batch.Cmd{Op: batch.RaiseFence, Key: key, Value: value, FenceKey: fenceKey, Token: token})
+	return r.OK, err
 }
 
 // ReleaseNotify runs driver.ReleaseNotifyScript, which publishes the release
 // on driver.ReleaseChannel(key).
 func (n *node) ReleaseNotify(ctx context.Context, key, value string) (bool, error) {
-	return n.do(ctx, func(c redis.Conn) (any, error) {
-		return releaseNotifyScript.DoContext(ctx, c, key, value)
-	}, intBool)
+	r, err := n.do(ctx, batch.Cmd{Op: batch.ReleaseNotify, Key: key, Value: value})
+	return r.OK, err
 }
 
 // Subscribe subscribes to driver.ReleaseChannel(key) over the node's one

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -15,6 +16,7 @@ import (
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/batch"
 	"github.com/go-redlock/redlock/internal/pubsub"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/internal/tlsdial"
@@ -36,6 +38,14 @@ const (
 	idleTimeout = 4 * time.Minute
 	// keepAlive is the TCP keep-alive period, redigo's default.
 	keepAlive = 5 * time.Minute
+	// cancelLag is the longest a call may take to notice that its context
+	// was canceled: see node.exec.
+	cancelLag = 250 * time.Millisecond
+	// senders is how many pipelines a node sends at once (connections it
+	// keeps busy), and maxBatch how many commands one holds: see package
+	// batch.
+	senders  = 2
+	maxBatch = 128
 )
 
 // ErrClosed is [driver.ErrClosed], which calls on a node return after Close.
@@ -44,15 +54,6 @@ var ErrClosed = driver.ErrClosed
 // errNilPool is what every call on a node from New(nil), and its Close,
 // return.
 var errNilPool = errors.New("redigo: New was given a nil pool")
-
-// The scripts every node runs, by EVALSHA with a fallback to EVAL.
-var (
-	releaseScript       = redis.NewScript(1, driver.ReleaseScript.Source)
-	extendScript        = redis.NewScript(1, driver.ExtendScript.Source)
-	setNXFenceScript    = redis.NewScript(2, driver.SetNXFenceScript.Source)
-	raiseFenceScript    = redis.NewScript(2, driver.RaiseFenceScript.Source)
-	releaseNotifyScript = redis.NewScript(1, driver.ReleaseNotifyScript.Source)
-)
 
 // Driver opens redigo nodes by address. It is registered as "redigo".
 type Driver struct{}
@@ -141,6 +142,7 @@ func newNode(p *redis.Pool, name string, ownsPool bool) *node {
 	n := &node{pool: p, name: name, ownsPool: ownsPool}
 	if p != nil {
 		n.hub = pubsub.New(n.dialPubSub)
+		n.batch = batch.New(n.exec, senders, maxBatch)
 	}
 	return n
 }
@@ -150,7 +152,8 @@ type node struct {
 	pool     *redis.Pool // nil for New(nil)
 	name     string
 	ownsPool bool
-	hub      *pubsub.Hub // the release subscriptions; nil for New(nil)
+	hub      *pubsub.Hub                             // the release subscriptions; nil for New(nil)
+	batch    *batch.Batcher[batch.Cmd, batch.Result] // nil for New(nil)
 	closed   atomic.Bool
 	// getting is held (read) around pool.GetContext and (write) by Close:
 	// redigo's Pool.Close races with a GetContext waiting for a connection
@@ -168,31 +171,20 @@ func (n *node) Format(f fmt.State, _ rune) { io.WriteString(f, n.name) }
 // SetNX sets key to value with the given TTL if key does not exist:
 // SET key value NX PX ms.
 func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return n.do(ctx, func(c redis.Conn) (any, error) {
-		return redis.DoContext(c, ctx, "SET", key, value, "NX", "PX", driver.Milliseconds(ttl))
-	}, func(reply any) (bool, bool) {
-		switch reply {
-		case nil:
-			return false, true
-		case "OK":
-			return true, true
-		}
-		return false, false
-	})
+	r, err := n.do(ctx, batch.Cmd{Op: batch.SetNX, Key: key, Value: value, TTL: ttl})
+	return r.OK, err
 }
 
 // EvalRelease deletes key if it holds value, by driver.ReleaseScript.
 func (n *node) EvalRelease(ctx context.Context, key, value string) (bool, error) {
-	return n.do(ctx, func(c redis.Conn) (any, error) {
-		return releaseScript.DoContext(ctx, c, key, value)
-	}, intBool)
+	r, err := n.do(ctx, batch.Cmd{Op: batch.Release, Key: key, Value: value})
+	return r.OK, err
 }
 
 // Extend sets key's TTL if key holds value, by driver.ExtendScript.
 func (n *node) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return n.do(ctx, func(c redis.Conn) (any, error) {
-		return extendScript.DoContext(ctx, c, key, value, driver.Milliseconds(ttl))
-	}, intBool)
+	r, err := n.do(ctx, batch.Cmd{Op: batch.Extend, Key: key, Value: value, TTL: ttl})
+	return r.OK, err
 }
 
 // Close makes later calls fail with ErrClosed, closes the node's pub/sub
@@ -215,44 +207,18 @@ func (n *node) Close() error {
 	return n.pool.Close()
 }
 
-// intBool reads the 1 or 0 that the scripts return.
-func intBool(reply any) (result, ok bool) {
-	switch reply {
-	case int64(1):
-		return true, true
-	case int64(0):
-		return false, true
-	}
-	return false, false
-}
-
-// do runs cmd on a connection from the pool and reads its reply with result,
-// which reports false for a reply it does not expect.
-func (n *node) do(ctx context.Context, cmd func(redis.Conn) (any, error), result func(any) (bool, bool)) (bool, error) {
-	reply, err := n.run(ctx, cmd)
-	if err != nil {
-		return false, err
-	}
-	ok, known := result(reply)
-	if !known {
-		return false, fmt.Errorf("redigo: unexpected reply of type %T", reply)
-	}
-	return ok, nil
-}
-
-// run runs cmd on a connection from the pool and returns its reply. Its
-// errors match ctx.Err() when ctx is done: redigo bounds a read by a socket
-// deadline equal to ctx's, which can fire before ctx itself reports
-// DeadlineExceeded.
-func (n *node) run(ctx context.Context, cmd func(redis.Conn) (any, error)) (any, error) {
+// do sends cmd through the node's batcher. Its errors match ctx.Err() when
+// ctx is done: redigo bounds a read by a socket deadline equal to ctx's,
+// which can fire before ctx itself reports DeadlineExceeded.
+func (n *node) do(ctx context.Context, cmd batch.Cmd) (batch.Result, error) {
 	if err := n.usable(); err != nil {
-		return nil, err
+		return batch.Result{}, err
 	}
-	reply, err := n.exec(ctx, cmd)
+	r, err := n.batch.Do(ctx, cmd)
 	if err != nil {
-		return nil, fmt.Errorf("redigo: %w", driver.ContextError(ctx, err))
+		return batch.Result{}, fmt.Errorf("redigo: %s: %w", cmd.Op, driver.ContextError(ctx, err))
 	}
-	return reply, nil
+	return r, nil
 }
 
 // usable returns the error of a call on a node without a pool or closed.
@@ -266,25 +232,155 @@ func (n *node) usable() error {
 	return nil
 }
 
-// exec runs cmd on a connection from the pool.
-func (n *node) exec(ctx context.Context, cmd func(redis.Conn) (any, error)) (any, error) {
-	// Neither GetContext (with an idle connection) nor DoContext checks a
-	// context that is already done before they send the command.
+// exec is the node's batch.Exec: it sends calls on one connection from the
+// pool, one command directly, several as one pipeline.
+func (n *node) exec(ctx context.Context, calls []*batch.Call[batch.Cmd, batch.Result]) {
+	c, err := n.conn(ctx)
+	if err != nil {
+		for _, call := range calls {
+			call.Err = err
+		}
+		return
+	}
+	// A connection whose command failed or was cut short by ctx has its
+	// error set (redigo closes it at once), so Close discards it instead of
+	// pooling it.
+	defer c.Close()
+	if len(calls) == 1 {
+		call := calls[0]
+		call.Res, call.Err = one(ctx, c, &call.Cmd)
+		return
+	}
+	replies := make([]any, len(calls))
+	errs := make([]error, len(calls))
+	all := make([]int, len(calls))
+	for i := range all {
+		all[i] = i
+	}
+	pipeline(ctx, c, calls, all, false, replies, errs)
+	var again []int
+	for i, err := range errs {
+		if isNoScript(err) {
+			again = append(again, i)
+		}
+	}
+	if len(again) > 0 {
+		pipeline(ctx, c, calls, again, true, replies, errs)
+	}
+	for i, call := range calls {
+		if errs[i] != nil {
+			call.Err = errs[i]
+			continue
+		}
+		call.Res, call.Err = call.Cmd.Parse(replies[i])
+	}
+}
+
+// one sends cmd alone. When ctx's deadline is near (within cancelLag, as the
+// Redlock node timeout is by default), the read is bounded by it and a
+// cancellation is seen by the deadline at the latest; otherwise redigo
+// watches ctx, at the cost of a goroutine per call.
+func one(ctx context.Context, c redis.Conn, cmd *batch.Cmd) (batch.Result, error) {
+	do := func(name string, args []any) (any, error) {
+		if d, ok := ctx.Deadline(); ok && time.Until(d) <= cancelLag {
+			timeout := time.Until(d)
+			if timeout <= 0 {
+				return nil, context.DeadlineExceeded
+			}
+			return redis.DoWithTimeout(c, timeout, name, args...)
+		}
+		return redis.DoContext(c, ctx, name, args...)
+	}
+	reply, err := do(command(cmd, false))
+	if isNoScript(err) {
+		reply, err = do(command(cmd, true))
+	}
+	if err != nil {
+		return batch.Result{}, err
+	}
+	return cmd.Parse(reply)
+}
+
+// pipeline sends the commands of calls at the indexes idx, then reads their
+// replies into replies and errs, each read bounded by ctx's deadline.
+func pipeline(ctx context.Context, c redis.Conn, calls []*batch.Call[batch.Cmd, batch.Result], idx []int, eval bool, replies []any, errs []error) {
+	fail := func(err error) {
+		for _, i := range idx {
+			replies[i], errs[i] = nil, err
+		}
+	}
+	for _, i := range idx {
+		name, args := command(&calls[i].Cmd, eval)
+		if err := c.Send(name, args...); err != nil {
+			fail(err)
+			return
+		}
+	}
+	if err := c.Flush(); err != nil {
+		fail(err)
+		return
+	}
+	var timeout time.Duration // none: the connection's own read timeout
+	if d, ok := ctx.Deadline(); ok {
+		if timeout = time.Until(d); timeout <= 0 {
+			fail(context.DeadlineExceeded)
+			return
+		}
+	}
+	for k, i := range idx {
+		replies[i], errs[i] = redis.ReceiveWithTimeout(c, timeout)
+		var serverErr redis.Error
+		if errs[i] != nil && !errors.As(errs[i], &serverErr) {
+			fail := errs[i] // the connection is broken: no more replies
+			for _, j := range idx[k+1:] {
+				replies[j], errs[j] = nil, fail
+			}
+			return
+		}
+	}
+}
+
+// command returns the name and arguments that send cmd: SET, or its script
+// by EVALSHA, or by EVAL when eval is set.
+func command(cmd *batch.Cmd, eval bool) (string, []any) {
+	s := cmd.Script()
+	if s == nil {
+		return "SET", append([]any{cmd.Key}, cmd.Args()...)
+	}
+	keys := cmd.Keys()
+	args := make([]any, 0, 2+len(keys)+2)
+	name := "EVALSHA"
+	if eval {
+		name = "EVAL"
+		args = append(args, s.Source)
+	} else {
+		args = append(args, s.SHA1)
+	}
+	args = append(args, len(keys))
+	for _, k := range keys {
+		args = append(args, k)
+	}
+	return name, append(args, cmd.Args()...)
+}
+
+// isNoScript reports whether err is the server's NOSCRIPT: it does not have
+// the script yet, and the command must go by EVAL.
+func isNoScript(err error) bool {
+	var serverErr redis.Error
+	return errors.As(err, &serverErr) && strings.HasPrefix(string(serverErr), "NOSCRIPT")
+}
+
+// conn returns a connection from the pool.
+func (n *node) conn(ctx context.Context) (redis.Conn, error) {
+	// GetContext, with an idle connection, does not check a context that is
+	// already done.
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	n.getting.RLock()
+	defer n.getting.RUnlock()
 	if n.closed.Load() {
-		n.getting.RUnlock()
 		return nil, ErrClosed
 	}
-	c, err := n.pool.GetContext(ctx)
-	n.getting.RUnlock()
-	if err != nil {
-		return nil, err
-	}
-	// A connection whose command was cut short by ctx has its error set
-	// (redigo closes it at once), so Close discards it instead of pooling it.
-	defer c.Close()
-	return cmd(c)
+	return n.pool.GetContext(ctx)
 }
