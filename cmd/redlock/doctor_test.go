@@ -190,3 +190,36 @@ func TestDoctorPermissions(t *testing.T) {
 		})
 	}
 }
+
+// TestDoctorHidesPasswords runs doctor, as text and as JSON, on nodes given
+// with passwords: right, wrong, and on a node that is down. The report names
+// every node, and no password appears in any output.
+func TestDoctorHidesPasswords(t *testing.T) {
+	t.Parallel()
+	const password = "doctor-S3cret-pw"
+	servers := redistest.NewServers(t, 2, redistest.WithPassword(password))
+	down := redistest.NewServer(t)
+	downAddr := down.Addr()
+	if err := down.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	addrs := strings.Join([]string{
+		"redis://:" + password + "@" + servers[0].Addr(),
+		"redis://default:wrong-" + password + "@" + servers[1].Addr(),
+		"redis://user:" + password + "@" + downAddr,
+	}, ",")
+	for _, args := range [][]string{{"doctor"}, {"doctor", "--json"}} {
+		r := invoke(t, "", append(args, "--nodes", addrs)...)
+		if r.code != exitFailure {
+			t.Errorf("%v with a wrong password and a node down: want exit 1, got %v", args, r)
+		}
+		if strings.Contains(r.stdout+r.stderr, password) {
+			t.Errorf("%v printed a password:\n%v", args, r)
+		}
+		for _, want := range []string{servers[0].Addr(), servers[1].Addr(), downAddr, "xxxxx"} {
+			if !strings.Contains(r.stdout, want) {
+				t.Errorf("%v: the report does not show %q:\n%v", args, want, r)
+			}
+		}
+	}
+}

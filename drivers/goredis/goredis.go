@@ -136,7 +136,9 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 // returns an error and waiters poll.
 func New(c redis.UniversalClient) driver.Node {
 	if isNil(c) {
-		return &node{name: "goredis"}
+		n := &node{name: "goredis"}
+		n.Commands.Send = n.do // which fails: no client
+		return n
 	}
 	rc, ok := c.(*redis.Client)
 	if !ok {
@@ -152,6 +154,7 @@ func New(c redis.UniversalClient) driver.Node {
 // package batch) on at most senders connections at once.
 func newNode(c redis.UniversalClient, name string, bounded bool) *node {
 	n := &node{client: c, name: name, bounded: bounded}
+	n.Commands.Send = n.do
 	n.batch = batch.New(n.exec, senders, maxBatch)
 	return n
 }
@@ -176,8 +179,11 @@ func describe(o *redis.Options) string {
 	return a.String()
 }
 
-// node is a driver.Node over a go-redis client.
+// node is a driver.Node over a go-redis client. Its command methods (SetNX,
+// EvalRelease, Extend, SetNXFence, RaiseFence, ReleaseNotify) come from
+// batch.Commands, over do.
 type node struct {
+	batch.Commands
 	client  redis.UniversalClient // nil for New(nil)
 	owned   bool                  // Close closes client
 	name    string                // address without credentials
@@ -193,24 +199,6 @@ func (n *node) String() string { return n.name }
 // Format writes String whatever the verb, so that no verb (%#v, %d, ...)
 // prints the node's fields, which hold the password.
 func (n *node) Format(f fmt.State, _ rune) { io.WriteString(f, n.name) }
-
-// SetNX runs SET key value NX PX ttl.
-func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	r, err := n.do(ctx, batch.Cmd{Op: batch.SetNX, Key: key, Value: value, TTL: ttl})
-	return r.OK, err
-}
-
-// EvalRelease runs driver.ReleaseScript.
-func (n *node) EvalRelease(ctx context.Context, key, value string) (bool, error) {
-	r, err := n.do(ctx, batch.Cmd{Op: batch.Release, Key: key, Value: value})
-	return r.OK, err
-}
-
-// Extend runs driver.ExtendScript.
-func (n *node) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	r, err := n.do(ctx, batch.Cmd{Op: batch.Extend, Key: key, Value: value, TTL: ttl})
-	return r.OK, err
-}
 
 // Close closes the node's pub/sub connection, and the client if the node owns
 // it (a node from Open). Later calls on the node return ErrClosed; closing

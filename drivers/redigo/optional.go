@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/go-redlock/redlock/driver"
-	"github.com/go-redlock/redlock/internal/batch"
 	"github.com/go-redlock/redlock/internal/pubsub"
 )
 
@@ -17,26 +15,6 @@ var (
 	_ driver.Fencer   = (*node)(nil)
 	_ driver.Notifier = (*node)(nil)
 )
-
-// SetNXFence runs driver.SetNXFenceScript: SET key value NX PX ttl, and the
-// counter at fenceKey read in the same step.
-func (n *node) SetNXFence(ctx context.Context, key, value string, ttl time.Duration, fenceKey string) (bool, uint64, error) {
-	r, err := n.do(ctx, batch.Cmd{Op: batch.SetNXFence, Key: key, Value: value, TTL: ttl, FenceKey: fenceKey})
-	return r.OK, r.Counter, err
-}
-
-// RaiseFence runs driver.RaiseFenceScript.
-func (n *node) RaiseFence(ctx context.Context, key, value, fenceKey string, token uint64) (bool, error) {
-	r, err := n.do(ctx, batch.Cmd{Op: batch.RaiseFence, Key: key, Value: value, FenceKey: fenceKey, Token: token})
-	return r.OK, err
-}
-
-// ReleaseNotify runs driver.ReleaseNotifyScript, which publishes the release
-// on driver.ReleaseChannel(key).
-func (n *node) ReleaseNotify(ctx context.Context, key, value string) (bool, error) {
-	r, err := n.do(ctx, batch.Cmd{Op: batch.ReleaseNotify, Key: key, Value: value})
-	return r.OK, err
-}
 
 // Subscribe subscribes to driver.ReleaseChannel(key) over the node's one
 // pub/sub connection, which the node makes on first use and shares among all

@@ -140,6 +140,7 @@ func New(p *redis.Pool) driver.Node {
 
 func newNode(p *redis.Pool, name string, ownsPool bool) *node {
 	n := &node{pool: p, name: name, ownsPool: ownsPool}
+	n.Commands.Send = n.do
 	if p != nil {
 		n.hub = pubsub.New(n.dialPubSub)
 		n.batch = batch.New(n.exec, senders, maxBatch)
@@ -147,8 +148,11 @@ func newNode(p *redis.Pool, name string, ownsPool bool) *node {
 	return n
 }
 
-// node is a driver.Node over a redigo pool.
+// node is a driver.Node over a redigo pool. Its command methods (SetNX,
+// EvalRelease, Extend, SetNXFence, RaiseFence, ReleaseNotify) come from
+// batch.Commands, over do.
 type node struct {
+	batch.Commands
 	pool     *redis.Pool // nil for New(nil)
 	name     string
 	ownsPool bool
@@ -167,25 +171,6 @@ func (n *node) String() string { return n.name }
 // Format writes String whatever the verb, so that no verb (%#v, %d, ...)
 // prints the node's fields, which hold the password.
 func (n *node) Format(f fmt.State, _ rune) { io.WriteString(f, n.name) }
-
-// SetNX sets key to value with the given TTL if key does not exist:
-// SET key value NX PX ms.
-func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	r, err := n.do(ctx, batch.Cmd{Op: batch.SetNX, Key: key, Value: value, TTL: ttl})
-	return r.OK, err
-}
-
-// EvalRelease deletes key if it holds value, by driver.ReleaseScript.
-func (n *node) EvalRelease(ctx context.Context, key, value string) (bool, error) {
-	r, err := n.do(ctx, batch.Cmd{Op: batch.Release, Key: key, Value: value})
-	return r.OK, err
-}
-
-// Extend sets key's TTL if key holds value, by driver.ExtendScript.
-func (n *node) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	r, err := n.do(ctx, batch.Cmd{Op: batch.Extend, Key: key, Value: value, TTL: ttl})
-	return r.OK, err
-}
 
 // Close makes later calls fail with ErrClosed, closes the node's pub/sub
 // connection, and closes the pool if Open made it. Closing twice does nothing.
