@@ -123,8 +123,9 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 // New returns a node over a pool the caller configured; its DialContext (or
 // Dial) decides the server, credentials and database. The caller keeps the
 // pool: the node's Close does not close it, but calls on the node fail after
-// Close. The pool's connections must support contexts (redis.ConnWithContext),
-// as those of redis.DialContext do. If p is nil, every call on the node, and
+// Close. The pool's connections must support contexts and timeouts
+// (redis.ConnWithContext and redis.ConnWithTimeout), as those of redis.Dial
+// and redis.DialContext do. If p is nil, every call on the node, and
 // Close, return an error.
 //
 // The node's String is "redigo(0x...)", naming the pool by its address, so
