@@ -63,7 +63,11 @@ type noCertConn struct {
 type hintError struct{ err error }
 
 func (e *hintError) Error() string { return fmt.Sprintf("%v (%s)", e.err, NoClientCertHint) }
-func (e *hintError) Unwrap() error { return e.err }
+
+// Unwrap returns the connection's own error, for errors.Is and errors.As. It
+// returns a slice, so that errors.Unwrap returns nil: go-redis unwraps once
+// the error of a connection's handshake (HELLO), which would drop the hint.
+func (e *hintError) Unwrap() []error { return []error{e.err} }
 
 // Timeout keeps a deadline's error a net.Error timeout, as clients expect.
 func (e *hintError) Timeout() bool {

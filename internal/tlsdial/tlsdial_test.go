@@ -89,6 +89,7 @@ func TestNoClientCertificateIsExplained(t *testing.T) {
 	}
 	require.Error(t, err)
 	require.ErrorContains(t, err, tlsdial.NoClientCertHint)
+	require.Nil(t, errors.Unwrap(err), "go-redis unwraps a handshake's error once (errors.Unwrap): the hint must survive it")
 	require.Nil(t, cfg.GetClientCertificate, "Dial changed the caller's tls.Config")
 
 	// With the certificate: accepted, and no wrapper.
