@@ -119,7 +119,7 @@ func TestMedians(t *testing.T) {
 // rueidis meets every target and goredis none.
 func syntheticReport() *Report {
 	res := func(caseName, params, contender string, kind Kind, client string, ops, p50, allocs float64) *Result {
-		m := map[string]float64{OpsPerSec: ops, P50: p50, P99: 2 * p50, Max: 3 * p50, AllocsPerOp: allocs, BytesPerOp: 100 * allocs}
+		m := map[string]float64{OpsPerSec: ops, NsPerOp: 1e9 / ops, P50: p50, P99: 2 * p50, Max: 3 * p50, AllocsPerOp: allocs, BytesPerOp: 100 * allocs}
 		return &Result{Case: caseName, Params: params, Contender: contender, Kind: kind, Client: client,
 			Samples: []map[string]float64{m}, Median: m}
 	}
@@ -175,10 +175,11 @@ func TestMarkdown(t *testing.T) {
 	for _, want := range []string{
 		"| CPU | Example CPU, 2 logical CPUs, GOMAXPROCS 2",
 		"## Headline: Lock+unlock, uncontended: 5 nodes, 64 lockers",
-		"| floor: rueidis | 7,000 | 1.00× | 1.00 ms |",
-		"| **rueidis** | 6,500 | 0.93× |",
-		"| redsync-rueidis | 5,000 | 0.71× |",
-		"| **memory** | 90,000 | – |",
+		"| contender | ops/s | ns/op | × floor |",
+		"| floor: rueidis | 7,000 | 142,857 | 1.00× | 1.00 ms |",
+		"| **rueidis** | 6,500 | 153,846 | 0.93× |",
+		"| redsync-rueidis | 5,000 | 200,000 | 0.71× |",
+		"| **memory** | 90,000 | 11,111 | – |",
 		"Lock+unlock with 2 of 5 nodes stalled: 64 lockers",
 		"![Throughput and p99 latency",
 	} {
