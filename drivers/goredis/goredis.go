@@ -33,14 +33,6 @@ const (
 	dialTimeout = 5 * time.Second
 	ioTimeout   = 3 * time.Second // read and write
 	minPoolSize = 64              // connections, for 64 concurrent lockers
-	// cancelLag is the longest a call may take to notice that its context was
-	// canceled: see node.watch.
-	cancelLag = 250 * time.Millisecond
-	// senders is how many pipelines a node sends at once (connections it
-	// keeps busy), and maxBatch how many commands one holds: see package
-	// batch.
-	senders  = 2
-	maxBatch = 128
 )
 
 // ErrClosed is [driver.ErrClosed], which calls on a node return after Close.
@@ -155,7 +147,7 @@ func New(c redis.UniversalClient) driver.Node {
 func newNode(c redis.UniversalClient, name string, bounded bool) *node {
 	n := &node{client: c, name: name, bounded: bounded}
 	n.Commands.Send = n.do
-	n.batch = batch.New(n.exec, senders, maxBatch)
+	n.batch = batch.New(n.exec, batch.Senders, batch.MaxBatch)
 	return n
 }
 
@@ -339,12 +331,12 @@ func result(cmd *batch.Cmd, c *redis.Cmd) (batch.Result, error) {
 // direct reports whether a command can run bounded by ctx without a watch.
 // go-redis bounds a command's I/O by ctx's deadline (with
 // ContextTimeoutEnabled) but does not notice a cancellation. When the deadline
-// is near (within cancelLag, as the Redlock node timeout is by default), the
+// is near (within batch.CancelLag, as the Redlock node timeout is by default), the
 // command runs directly and a cancellation is seen by the deadline at the
 // latest; so does one whose ctx cannot be canceled.
 func (n *node) direct(ctx context.Context) bool {
 	d, ok := ctx.Deadline()
-	return (ok && n.bounded && time.Until(d) <= cancelLag) || ctx.Done() == nil
+	return (ok && n.bounded && time.Until(d) <= batch.CancelLag) || ctx.Done() == nil
 }
 
 // watch runs f, watching ctx, so that the call returns when ctx is done; the

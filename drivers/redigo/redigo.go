@@ -38,14 +38,6 @@ const (
 	idleTimeout = 4 * time.Minute
 	// keepAlive is the TCP keep-alive period, redigo's default.
 	keepAlive = 5 * time.Minute
-	// cancelLag is the longest a call may take to notice that its context
-	// was canceled: see node.exec.
-	cancelLag = 250 * time.Millisecond
-	// senders is how many pipelines a node sends at once (connections it
-	// keeps busy), and maxBatch how many commands one holds: see package
-	// batch.
-	senders  = 2
-	maxBatch = 128
 )
 
 // ErrClosed is [driver.ErrClosed], which calls on a node return after Close.
@@ -144,7 +136,7 @@ func newNode(p *redis.Pool, name string, ownsPool bool) *node {
 	n.Commands.Send = n.do
 	if p != nil {
 		n.hub = pubsub.New(n.dialPubSub)
-		n.batch = batch.New(n.exec, senders, maxBatch)
+		n.batch = batch.New(n.exec, batch.Senders, batch.MaxBatch)
 	}
 	return n
 }
@@ -262,13 +254,13 @@ func (n *node) exec(ctx context.Context, calls []*batch.Call[batch.Cmd, batch.Re
 	}
 }
 
-// one sends cmd alone. When ctx's deadline is near (within cancelLag, as the
+// one sends cmd alone. When ctx's deadline is near (within batch.CancelLag, as the
 // Redlock node timeout is by default), the read is bounded by it and a
 // cancellation is seen by the deadline at the latest; otherwise redigo
 // watches ctx, at the cost of a goroutine per call.
 func one(ctx context.Context, c redis.Conn, cmd *batch.Cmd) (batch.Result, error) {
 	do := func(name string, args []any) (any, error) {
-		if d, ok := ctx.Deadline(); ok && time.Until(d) <= cancelLag {
+		if d, ok := ctx.Deadline(); ok && time.Until(d) <= batch.CancelLag {
 			timeout := time.Until(d)
 			if timeout <= 0 {
 				return nil, context.DeadlineExceeded

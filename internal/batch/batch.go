@@ -17,6 +17,19 @@ import (
 	"time"
 )
 
+// Settings the Redis drivers share.
+const (
+	// Senders is how many batches a driver's node sends at once (the
+	// connections it keeps busy), and MaxBatch how many commands one holds.
+	Senders  = 2
+	MaxBatch = 128
+	// CancelLag is the longest a driver's call may take to notice that its
+	// context was canceled: a call whose deadline is nearer than that is
+	// bounded by the deadline alone, without a goroutine watching the
+	// context.
+	CancelLag = 250 * time.Millisecond
+)
+
 // A Call is one command in a Batcher, with its result once sent.
 type Call[C, R any] struct {
 	// Cmd is the command, as given to Do.
