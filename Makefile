@@ -1,15 +1,39 @@
-# make test: installs redis-server when it is missing, then runs vet and the
-# race-enabled tests, which start their own redis-server processes.
+# make test:  installs redis-server when it is missing, then, in every module,
+#             go vet and the race-enabled tests (they start their own
+#             redis-server processes on free loopback ports) and the checks of
+#             the module graph (scripts/check-deps).
+# make check: the fast loop: go vet and the short tests of every module,
+#             without the race detector.
 GO ?= go
+# Each module is built and tested with its own go.mod (go.work, which lets
+# developers name the tooling's packages from the root, is for commands typed
+# by hand).
+export GOWORK := off
+# The modules of this repository: the library (root), then the tooling.
+MODULES := . bench safety
 
-.PHONY: test vet redis-server demo
+.PHONY: test check vet deps redis-server demo
 
-test: redis-server vet
-	$(GO) test -race -count=1 -timeout 20m ./...
-	cd bench/peers && $(GO) vet ./... && $(GO) test -race -count=1 -timeout 20m ./...
+test: redis-server vet deps
+	@set -e; for m in $(MODULES); do \
+		echo "== go test -race ($$m)"; \
+		(cd $$m && $(GO) test -race -count=1 -timeout 20m ./...); \
+	done
+
+check: vet
+	@set -e; for m in $(MODULES); do \
+		echo "== go test -short ($$m)"; \
+		(cd $$m && $(GO) test -short -count=1 -timeout 5m ./...); \
+	done
 
 vet:
-	$(GO) vet ./...
+	@set -e; for m in $(MODULES); do \
+		echo "== go vet ($$m)"; \
+		(cd $$m && $(GO) vet ./...); \
+	done
+
+deps:
+	@./scripts/check-deps
 
 redis-server:
 	@./scripts/install-redis-server.sh

@@ -3,7 +3,7 @@
 //
 // A [Contender] is one lock implementation: a redlock driver ([Driver]), a bare
 // Redis client doing the same round trips without lock logic ([Floors]), or a
-// peer library (the module bench/peers). The cases are exported functions that
+// peer library (the package bench/peers). The cases are exported functions that
 // take a Contender and run sub-benchmarks named by their parameters:
 //
 //	Lock     lock+unlock, each locker on a key of its own: nodes=1,3,5 × lockers=1,64
@@ -12,11 +12,11 @@
 //	Stalled  lock+unlock on five nodes of which two are stalled (SIGSTOP)
 //
 // The repository's benchmarks put the contender's name above the parameters,
-// so that one case of one driver runs alone:
+// so that one case of one driver runs alone (from the bench module's folder):
 //
-//	go test -run '^$' -bench 'Lock/rueidis/nodes=5/lockers=64' ./bench/
-//	go test -run '^$' -bench 'Floor/rueidis/nodes=5' ./bench/      # its client's floor
-//	go test -run '^$' -bench 'Lock/rueidis/nodes=5/lockers=64' -cpuprofile cpu.out -memprofile mem.out ./bench/
+//	go test -run '^$' -bench 'Lock/rueidis/nodes=5/lockers=64' .
+//	go test -run '^$' -bench 'Floor/rueidis/nodes=5' .      # its client's floor
+//	go test -run '^$' -bench 'Lock/rueidis/nodes=5/lockers=64' -cpuprofile cpu.out -memprofile mem.out .
 //
 // Besides ns/op (and B/op, allocs/op with -benchmem, which every case reports),
 // every case reports ops/s and the p50 and p99 latency of one operation in
@@ -25,7 +25,7 @@
 //
 // The servers are redis-server processes on loopback ports, started by
 // [Servers] with package redistest, or taken from the environment variable
-// named by [AddrsEnv], as the runner (bench/cmd/benchrun) sets it to share five
-// servers between its runs. Figures are never asserted: the tests only check
+// named by [AddrsEnv], as the runner (cd bench && go run ./cmd/benchrun) sets
+// it to share five servers between its runs. Figures are never asserted: the tests only check
 // that every benchmark runs ([CheckBenchmarks]).
 package bench

@@ -16,25 +16,9 @@
 // paused server has queued, and [Server.Do] is a tiny built-in RESP2 client
 // so that tests can inspect and change keys without a Redis driver.
 //
-// # Network faults
-//
-// A [Proxy] ([NewProxy], [NewProxies]) is a TCP proxy on 127.0.0.1 in front
-// of a server for network faults: latency ([Proxy.SetLatency]), cut
-// connections ([Proxy.Cut]), a blackhole that accepts and never answers
-// ([Proxy.Blackhole]) and lost replies, where requests are applied and
-// their replies swallowed ([Proxy.LoseReplies]); [Proxy.Heal] ends them.
-//
-// It is Shopify's toxiproxy (github.com/Shopify/toxiproxy/v2), a well-kept
-// fault-injection proxy, used in process through its library API rather
-// than a home-made proxy: latency is its latency toxic, and the other faults
-// are one small custom toxic registered through toxiproxy's own extension
-// API, which drops data and, unlike toxiproxy's "timeout" toxic, closes on
-// Heal only the connections that lost data. A TCP stream cannot lose bytes
-// and carry on, so such a connection must not be reused (a pipelining client
-// would pair later replies with the wrong commands), while an idle pooled
-// connection that lost nothing carries on, as it would on a real network.
-// The proxy never gives up its port before Close, even while cut, so that
-// no other server of the test binary can take it.
+// Network faults (latency, cut connections, lost replies) are the business of
+// the fault proxy in the repository's safety module, which keeps its heavy
+// dependencies out of this module.
 //
 // The redis-server binary is taken from the REDISTEST_SERVER environment
 // variable if set, else from PATH; see [InstallHint]. On Linux a server is

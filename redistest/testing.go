@@ -21,6 +21,17 @@ func NewServer(tb testing.TB, opts ...Option) *Server {
 	return s
 }
 
+// NewCerts generates Certs with [GenerateCerts] in a temporary directory that
+// is removed when the test ends, and fails the test if that fails.
+func NewCerts(tb testing.TB) *Certs {
+	tb.Helper()
+	c, err := GenerateCerts(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return c
+}
+
 // NewServers starts n servers in parallel, as [NewServer] does one, for tests
 // that need several independent Redis masters.
 func NewServers(tb testing.TB, n int, opts ...Option) []*Server {
@@ -38,15 +49,6 @@ func NewServers(tb testing.TB, n int, opts ...Option) []*Server {
 		closeAtCleanup(tb, s)
 	}
 	return servers
-}
-
-// Addrs returns the addresses of servers (or of proxies), in order.
-func Addrs[S interface{ Addr() string }](servers []S) []string {
-	addrs := make([]string, len(servers))
-	for i, s := range servers {
-		addrs[i] = s.Addr()
-	}
-	return addrs
 }
 
 // closeAtCleanup closes s when the test ends and reports a failure to close.

@@ -1,6 +1,7 @@
 package redlock_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,35 +9,62 @@ import (
 	"testing"
 )
 
-// TestREADMEQuickStartCompiles keeps the README's quick start true to the API.
-func TestREADMEQuickStartCompiles(t *testing.T) {
+// TestREADMEProgramsCompile keeps the README's programs true to the API: every
+// ```go block that is a whole program (it starts with "package") is vetted in a
+// throwaway module, outside the source tree, that uses this checkout.
+func TestREADMEProgramsCompile(t *testing.T) {
 	if testing.Short() {
-		t.Skip("builds a program")
+		t.Skip("builds programs")
 	}
-	readme, err := os.ReadFile("../README.md")
+	root, err := filepath.Abs("..")
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, rest, ok := strings.Cut(string(readme), "## Quick start")
-	if !ok {
-		t.Fatal(`README.md has no "## Quick start" section`)
-	}
-	_, rest, ok = strings.Cut(rest, "```go\n")
-	code, _, ok2 := strings.Cut(rest, "```")
-	if !ok || !ok2 {
-		t.Fatal("the README's quick start has no ```go block")
-	}
-	dir, err := os.MkdirTemp("..", "readme-quickstart-")
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.WriteFile(filepath.Join(dir, "main.go"), []byte(code), 0o644); err != nil {
+	var programs []string
+	for rest := string(readme); ; {
+		var block string
+		var ok bool
+		if _, rest, ok = strings.Cut(rest, "```go\n"); !ok {
+			break
+		}
+		if block, rest, ok = strings.Cut(rest, "```"); !ok {
+			t.Fatal("README.md has an unterminated ```go block")
+		}
+		if strings.HasPrefix(block, "package ") {
+			programs = append(programs, block)
+		}
+	}
+	if len(programs) == 0 {
+		t.Fatal("README.md has no ```go block with a whole program")
+	}
+	dir := t.TempDir()
+	gomod := fmt.Sprintf("module readme\n\ngo 1.26.0\n\nrequire github.com/go-redlock/redlock v0.0.0\n\nreplace github.com/go-redlock/redlock => %s\n", root)
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "vet", "./"+filepath.Base(dir))
-	cmd.Dir = ".."
+	for name, data := range map[string][]byte{"go.mod": []byte(gomod), "go.sum": sum} {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i, code := range programs {
+		sub := filepath.Join(dir, fmt.Sprintf("program%d", i+1))
+		if err := os.Mkdir(sub, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(sub, "main.go"), []byte(code), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cmd := exec.Command("go", "vet", "-mod=mod", "./...")
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("the README's quick start does not compile: %v\n%s", err, out)
+		t.Fatalf("a program of the README does not compile: %v\n%s", err, out)
 	}
 }

@@ -11,12 +11,13 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-redlock/redlock/chaos"
 	_ "github.com/go-redlock/redlock/drivers/goredis" // registers "goredis"
 	_ "github.com/go-redlock/redlock/drivers/redigo"  // registers "redigo"
 	_ "github.com/go-redlock/redlock/drivers/rueidis" // registers "rueidis"
 	"github.com/go-redlock/redlock/redistest"
 	"github.com/go-redlock/redlock/redlock"
+	"github.com/go-redlock/redlock/safety/chaos"
+	"github.com/go-redlock/redlock/safety/faultproxy"
 )
 
 // redisDrivers are the drivers every scenario runs through.
@@ -26,14 +27,14 @@ var redisDrivers = []string{"goredis", "redigo", "rueidis"}
 // Clients connect to the proxies; tests inspect the servers directly.
 type nodes struct {
 	servers []*redistest.Server
-	proxies []*redistest.Proxy
+	proxies []*faultproxy.Proxy
 }
 
 // startNodes starts n servers with opts and a proxy in front of each.
 func startNodes(t *testing.T, n int, opts ...redistest.Option) *nodes {
 	t.Helper()
 	servers := redistest.NewServers(t, n, opts...)
-	return &nodes{servers: servers, proxies: redistest.NewProxies(t, servers)}
+	return &nodes{servers: servers, proxies: faultproxy.NewProxies(t, servers)}
 }
 
 // addrs are the proxies' addresses, which clients open.

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-redlock/redlock/chaos"
 	"github.com/go-redlock/redlock/redlock"
+	"github.com/go-redlock/redlock/safety/chaos"
 )
 
 // Scenario 1: many contenders on one key through all three drivers at once,

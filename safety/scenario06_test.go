@@ -9,6 +9,7 @@ import (
 
 	"github.com/go-redlock/redlock/redistest"
 	"github.com/go-redlock/redlock/redlock"
+	"github.com/go-redlock/redlock/safety/faultproxy"
 )
 
 // Scenario 6: nodes paused (SIGSTOP) in the middle of an acquisition and
@@ -112,7 +113,7 @@ func TestScenario06PausedNodeLateSet(t *testing.T) {
 					return len(h) >= 3 && h[0] == 0 && h[1] == 1 && h[2] == 2
 				}, 5*time.Second, time.Millisecond, "the paused nodes applied the late SETs, and no release reached them")
 
-				other := redistest.NewProxies(t, ns.servers) // the other clients' own way to the servers
+				other := faultproxy.NewProxies(t, ns.servers) // the other clients' own way to the servers
 				waited := lockAfter(t, d, redistest.Addrs(other), key, resumed)
 				require.Greater(t, waited, ttl/2, "the phantom keys block the lock for about a TTL")
 				require.Less(t, waited, ttl+2*time.Second, "and no longer")

@@ -7,8 +7,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-redlock/redlock/chaos"
 	"github.com/go-redlock/redlock/redlock"
+	"github.com/go-redlock/redlock/safety/chaos"
 )
 
 // lockOnFirstThree makes client c lock key on nodes 0, 1 and 2 only, as in

@@ -6,9 +6,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-redlock/redlock/chaos"
 	"github.com/go-redlock/redlock/redistest"
 	"github.com/go-redlock/redlock/redlock"
+	"github.com/go-redlock/redlock/safety/chaos"
 )
 
 // Scenario 9: the same crash, made safe by either mitigation.

@@ -6,10 +6,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-redlock/redlock/chaos"
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/drivers/memory"
 	"github.com/go-redlock/redlock/redlock"
+	"github.com/go-redlock/redlock/safety/chaos"
 )
 
 // Scenario 10: a clock jump on one node. Redis expires keys by its wall

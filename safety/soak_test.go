@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-redlock/redlock/chaos"
 	"github.com/go-redlock/redlock/redistest"
+	"github.com/go-redlock/redlock/safety/chaos"
 )
 
 var (

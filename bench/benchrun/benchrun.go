@@ -1,5 +1,5 @@
 // Package benchrun runs the benchmark suite of package bench for every driver,
-// its client's floor and the peers of module bench/peers, and reports them side
+// its client's floor and the peers of package bench/peers, and reports them side
 // by side: a markdown table (RESULTS.md) and a bar chart (results.svg).
 //
 // It starts five redis-server processes on loopback ports and shares them with
@@ -10,7 +10,7 @@
 // the machine during the run falls on all of them alike; and reports the median
 // of the rounds. The command bench/cmd/benchrun is a thin wrapper:
 //
-//	go run ./bench/cmd/benchrun
+//	cd bench && go run ./cmd/benchrun
 //
 // Run needs the source tree of the module and the go command.
 package benchrun
@@ -52,7 +52,7 @@ type Config struct {
 	HandoffBenchtime string
 	// Rounds is how many times each benchmark runs (default 3).
 	Rounds int
-	// NoPeers leaves out the module bench/peers.
+	// NoPeers leaves out the package bench/peers.
 	NoPeers bool
 	// Progress receives a line per run (default: discarded).
 	Progress io.Writer `json:"-"`

@@ -54,10 +54,10 @@ func (r *Report) Markdown() string {
 	e := r.Env
 	cfg := r.Config
 	fmt.Fprintf(&b, "# Benchmark results\n\n")
-	fmt.Fprintf(&b, "Produced by `go run ./bench/cmd/benchrun` on %s in %s: %d rounds, each benchmark alone in its own\n",
+	fmt.Fprintf(&b, "Produced by `cd bench && go run ./cmd/benchrun` on %s in %s: %d rounds, each benchmark alone in its own\n",
 		e.Date.Format("2006-01-02 15:04 MST"), r.Elapsed.Round(time.Second), cfg.Rounds)
 	fmt.Fprintf(&b, "process, the contenders of a case alternating (forward, then backward); every figure is the median of\n")
-	fmt.Fprintf(&b, "the rounds. Regenerate with the same command; `go run ./bench/cmd/benchrun -h` lists the options.\n\n")
+	fmt.Fprintf(&b, "the rounds. Regenerate with the same command; `cd bench && go run ./cmd/benchrun -h` lists the options.\n\n")
 	fmt.Fprintf(&b, "| | |\n|---|---|\n")
 	fmt.Fprintf(&b, "| CPU | %s, %d logical CPUs, GOMAXPROCS %d, %s/%s |\n", e.CPU, e.CPUs, e.GOMAXPROCS, e.OS, e.Arch)
 	fmt.Fprintf(&b, "| Load average | %s at the start, %s at the end (1, 5, 15 minutes) |\n", e.LoadStart, e.LoadEnd)
@@ -238,6 +238,6 @@ const methodNotes = `## How these figures are made
 - **Stalled:** two of five nodes are redis-server processes stopped with SIGSTOP after the client
   connected to them; every operation is bounded by a 1s context. **failed/op**, when shown, is the
   share of operations that returned an error (the run goes on; a benchmark fails only above 10%).
-- One case alone: ` + "`go test -run '^$' -bench 'Lock/rueidis/nodes=5/lockers=64' -benchmem ./bench/`" + `
+- One case alone: ` + "`go test -run '^$' -bench 'Lock/rueidis/nodes=5/lockers=64' -benchmem . (in bench/)`" + `
   (peers: the same in bench/peers); add ` + "`-cpuprofile cpu.out -memprofile mem.out`" + ` to profile.
 `

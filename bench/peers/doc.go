@@ -1,6 +1,6 @@
 // Package peers adapts other Go lock libraries to the benchmark suite in
 // package bench, so that they run the same cases as the redlock drivers, on the
-// same servers, in the same runs (bench/cmd/benchrun):
+// same servers, in the same runs (cd bench && go run ./cmd/benchrun):
 //
 //	redsync-goredis, redsync-redigo, redsync-rueidis
 //	        github.com/go-redsync/redsync/v4 over each client (Redlock over N nodes)

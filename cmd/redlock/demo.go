@@ -21,7 +21,7 @@ import (
 	"github.com/go-redlock/redlock/drivers/memory"
 	"github.com/go-redlock/redlock/drivers/redigo"
 	"github.com/go-redlock/redlock/drivers/rueidis"
-	"github.com/go-redlock/redlock/redistest"
+	"github.com/go-redlock/redlock/internal/redisserver"
 	"github.com/go-redlock/redlock/redlock"
 )
 
@@ -92,7 +92,7 @@ func startDemoNodes(ctx context.Context, w io.Writer, o demoOptions) (*demoEnv, 
 	if !o.memory {
 		servers, err := startServers(ctx, o.nodes)
 		if err == nil {
-			addrs := redistest.Addrs(servers)
+			addrs := redisserver.Addrs(servers)
 			fmt.Fprintf(w, "Started %d redis-server processes on %s.\n", len(servers), strings.Join(addrs, ", "))
 			return &demoEnv{
 				kind:    "redis-server",
@@ -114,10 +114,10 @@ func startDemoNodes(ctx context.Context, w io.Writer, o demoOptions) (*demoEnv, 
 				},
 			}, nil
 		}
-		if !errors.Is(err, redistest.ErrNotInstalled) {
+		if !errors.Is(err, redisserver.ErrNotInstalled) {
 			return nil, err
 		}
-		fmt.Fprintf(w, "redis-server is not on PATH, so this demo uses in-process memory nodes.\n(%s)\n", redistest.InstallHint)
+		fmt.Fprintf(w, "redis-server is not on PATH, so this demo uses in-process memory nodes.\n(%s)\n", redisserver.InstallHint)
 	}
 	addrs := memoryAddrs(o.nodes)
 	fmt.Fprintf(w, "Using %d in-process memory nodes (driver %q): every client below is in this process.\n", o.nodes, "memory")
@@ -157,8 +157,8 @@ func deleteMemory(addrs []string, key string) error {
 	return nil
 }
 
-func startServers(ctx context.Context, n int) ([]*redistest.Server, error) {
-	return redistest.StartN(ctx, n)
+func startServers(ctx context.Context, n int) ([]*redisserver.Server, error) {
+	return redisserver.StartN(ctx, n)
 }
 
 // driverStats is what the demo saw of one driver.

@@ -4,8 +4,6 @@
 //	                 a lost lock detected, fencing tokens rising, a report
 //	redlock run      run a command while holding a lock, like flock(1) across machines
 //	redlock doctor   check that a set of Redis nodes is fit for Redlock
-//	redlock bench    the benchmark runner: every driver, its floor and the peers
-//	redlock chaos    the soak: contenders under random faults, checked for overlaps
 //
 // The nodes of run and doctor come from --nodes host:port,... or from the
 // REDLOCK_NODES environment variable. See "redlock help run" for the exit
@@ -62,8 +60,7 @@ func rootCommand() *cobra.Command {
 		Use:   "redlock",
 		Short: "Distributed locks on independent Redis masters (Redlock)",
 		Long: `redlock puts the Redlock algorithm in a shell: a lock around any command
-(run), a check of the nodes (doctor), a tour on local nodes (demo), and the
-project's benchmark (bench) and fault soak (chaos).
+(run), a check of the nodes (doctor), and a tour on local nodes (demo).
 
 The nodes of run and doctor are independent Redis masters, given with
 --nodes host:port,... or the REDLOCK_NODES environment variable. An address is
@@ -85,7 +82,7 @@ host:port or redis://[user:password@]host:port[/db]; a missing port means 6379.`
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageErrorf("%v (see %s --help)", err, cmd.CommandPath())
 	})
-	root.AddCommand(demoCommand(), runCommand(), doctorCommand(), benchCommand(), chaosCommand())
+	root.AddCommand(demoCommand(), runCommand(), doctorCommand())
 	return root
 }
 

@@ -219,7 +219,7 @@ func haveRedisServer() bool {
 
 func TestHelp(t *testing.T) {
 	t.Parallel()
-	for _, sub := range []string{"", "demo", "run", "doctor", "bench", "chaos"} {
+	for _, sub := range []string{"", "demo", "run", "doctor"} {
 		args := []string{"--help"}
 		if sub != "" {
 			args = []string{sub, "--help"}

@@ -2,8 +2,8 @@
 // floor and the peers, against five local redis-server processes, and writes
 // bench/RESULTS.md and bench/results.svg:
 //
-//	go run ./bench/cmd/benchrun
-//	go run ./bench/cmd/benchrun -bench 'Lock/.*/nodes=5' -rounds 5
+//	cd bench && go run ./cmd/benchrun
+//	cd bench && go run ./cmd/benchrun -bench 'Lock/.*/nodes=5' -rounds 5
 //
 // Progress goes to standard error, the markdown report to standard output.
 // See package benchrun for how it runs.
@@ -32,13 +32,13 @@ func main() {
 	flag.StringVar(&cfg.Benchtime, "benchtime", "1s", "go test -benchtime of each run")
 	flag.StringVar(&cfg.HandoffBenchtime, "handoff-benchtime", "100x", "go test -benchtime of each run of the Handoff case")
 	flag.IntVar(&cfg.Rounds, "rounds", 3, "how many times each benchmark runs; the report gives medians")
-	flag.BoolVar(&cfg.NoPeers, "no-peers", false, "leave out the peers (module bench/peers)")
+	flag.BoolVar(&cfg.NoPeers, "no-peers", false, "leave out the peers (package bench/peers)")
 	flag.StringVar(&cfg.Dir, "dir", "", "root of the module github.com/go-redlock/redlock (default: the one holding the working directory)")
 	flag.StringVar(&out, "out", "", "`directory` for "+benchrun.ResultsFile+" and "+benchrun.ChartFile+" (default: bench/ of the module); \"-\" writes no file")
 	flag.StringVar(&jsonOut, "json", "", "also write the report's data to `file` as JSON")
 	flag.StringVar(&jsonInput, "from", "", "run nothing: render the report from a JSON `file` written by -json")
 	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: go run ./bench/cmd/benchrun [flags]\n\n")
+		fmt.Fprintf(flag.CommandLine.Output(), "usage: cd bench && go run ./cmd/benchrun [flags]\n\n")
 		flag.PrintDefaults()
 	}
 	flag.Parse()

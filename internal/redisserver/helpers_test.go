@@ -1,0 +1,27 @@
+package redisserver
+
+import (
+	"errors"
+	"testing"
+)
+
+// NewServer starts a server for an internal test and closes it at cleanup; it
+// skips the test when redis-server is missing (package redistest's NewServer
+// does the same for every other test).
+func NewServer(t *testing.T, opts ...Option) *Server {
+	t.Helper()
+	s, err := Start(t.Context(), opts...)
+	if err != nil {
+		startFailed(t, err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func startFailed(t *testing.T, err error) {
+	t.Helper()
+	if errors.Is(err, ErrNotInstalled) {
+		t.Skip(err)
+	}
+	t.Fatal(err)
+}

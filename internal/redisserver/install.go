@@ -1,0 +1,37 @@
+package redisserver
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+)
+
+// InstallHint explains how to make redis-server available to this package.
+const InstallHint = "install redis-server (Debian/Ubuntu: apt-get install -y redis-server; macOS: brew install redis), " +
+	"or put redis-server on PATH, or set REDISTEST_SERVER to the path of the binary"
+
+// serverEnv is the environment variable that names the redis-server binary to
+// run, as a path or as a name looked up on PATH. When it is empty,
+// "redis-server" is looked up on PATH.
+const serverEnv = "REDISTEST_SERVER"
+
+// ErrNotInstalled is returned (wrapped; test with errors.Is) by [Start] when
+// the redis-server binary cannot be found.
+var ErrNotInstalled = errors.New("redistest: redis-server not found on PATH: " + InstallHint)
+
+// findServer returns the path of the redis-server binary to run.
+func findServer() (string, error) {
+	if name := os.Getenv(serverEnv); name != "" {
+		path, err := exec.LookPath(name)
+		if err != nil {
+			return "", fmt.Errorf("%w (%s=%q: %v)", ErrNotInstalled, serverEnv, name, err)
+		}
+		return path, nil
+	}
+	path, err := exec.LookPath("redis-server")
+	if err != nil {
+		return "", fmt.Errorf("%w (%v)", ErrNotInstalled, err)
+	}
+	return path, nil
+}

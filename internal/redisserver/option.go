@@ -1,0 +1,96 @@
+package redisserver
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Option configures a server started by [Start].
+type Option func(*config)
+
+// config is what the options set. It is kept by the Server so that the same
+// server can be started again with the same configuration.
+type config struct {
+	password   string
+	directives [][]string // each: name, then values
+	tls        *tlsSetup  // WithTLS; nil for plain TCP
+	err        error      // first invalid option
+}
+
+// managed are the directives this package sets itself and WithConfig refuses.
+var managed = map[string]string{
+	"port":        "the port is picked by redistest",
+	"bind":        "servers listen on 127.0.0.1 only",
+	"dir":         "each server has its own temporary directory",
+	"logfile":     "the log is kept in the server's directory",
+	"daemonize":   "redistest must own the server process",
+	"requirepass": "use WithPassword, so that Do and URL know the password",
+	"tls-port":    "use WithTLS, which serves TLS on the port redistest picks",
+}
+
+// WithPassword sets the server's password (the requirepass directive). [Server.Do]
+// authenticates with it and [Server.URL] includes it. An empty password means
+// none.
+func WithPassword(pw string) Option {
+	return func(c *config) { c.password = pw }
+}
+
+// WithConfig adds one configuration directive: its name, then its values, as
+// in a redis.conf line. WithConfig("appendonly", "yes") passes
+// "--appendonly yes" to redis-server, and WithConfig("save", "60", "1") passes
+// "--save 60 1". Directives are applied after the defaults (including
+// "save" "" and "appendonly" "no"), so they override them; use the option
+// several times for several directives. The directives port, bind, dir,
+// logfile, daemonize, requirepass and tls-port are managed by redistest and make
+// [Start] fail.
+func WithConfig(directive ...string) Option {
+	err := checkDirective(directive)
+	var d []string // read-only once built: options may be applied concurrently
+	if err == nil {
+		d = append([]string{strings.TrimPrefix(directive[0], "--")}, directive[1:]...)
+	}
+	return func(c *config) {
+		if err != nil {
+			if c.err == nil {
+				c.err = err
+			}
+			return
+		}
+		c.directives = append(c.directives, d)
+	}
+}
+
+func checkDirective(d []string) error {
+	if len(d) == 0 || strings.TrimPrefix(d[0], "--") == "" {
+		return fmt.Errorf("redistest: WithConfig needs a directive name")
+	}
+	name := strings.TrimPrefix(d[0], "--")
+	if strings.ContainsFunc(name, func(r rune) bool { return r <= ' ' }) {
+		return fmt.Errorf("redistest: WithConfig: directive name %q contains a space; pass the name and each value as separate arguments, e.g. WithConfig(\"appendonly\", \"yes\")", name)
+	}
+	if why, ok := managed[strings.ToLower(name)]; ok {
+		return fmt.Errorf("redistest: WithConfig cannot set %q: %s", name, why)
+	}
+	return nil
+}
+
+// args returns the redis-server command line (without the binary) for a
+// server on port with directory dir.
+func (c *config) args(port int, dir, logfile string) []string {
+	args := append(c.portArgs(port),
+		"--bind", "127.0.0.1",
+		"--dir", dir,
+		"--logfile", logfile,
+		"--daemonize", "no",
+		"--save", "",
+		"--appendonly", "no",
+	)
+	if c.password != "" {
+		args = append(args, "--requirepass", c.password)
+	}
+	for _, d := range c.directives {
+		args = append(args, "--"+d[0])
+		args = append(args, d[1:]...)
+	}
+	return args
+}

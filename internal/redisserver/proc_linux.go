@@ -1,0 +1,107 @@
+//go:build linux
+
+package redisserver
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// Linux delivers Pdeathsig when the *thread* that started the child exits,
+// not the process, and Go may end threads at any time. So every server is
+// started from one goroutine locked, for the life of the test binary, to a
+// thread that never exits: the child then dies exactly when this process
+// does.
+
+type spawnRequest struct {
+	cmd  *exec.Cmd
+	errc chan error
+}
+
+var (
+	spawnOnce sync.Once
+	spawnReqs chan spawnRequest
+)
+
+func spawner() {
+	runtime.LockOSThread() // never unlocked: the thread lives as long as the process
+	for req := range spawnReqs {
+		req.errc <- req.cmd.Start()
+	}
+}
+
+// startProcess starts cmd so that it is killed (SIGKILL) when this process dies.
+func startProcess(cmd *exec.Cmd) error {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	spawnOnce.Do(func() {
+		spawnReqs = make(chan spawnRequest)
+		go spawner()
+	})
+	errc := make(chan error, 1)
+	spawnReqs <- spawnRequest{cmd: cmd, errc: errc}
+	return <-errc
+}
+
+// waitStopped waits until the kernel reports process pid as stopped, so that
+// Pause returns only once the server has stopped answering.
+func waitStopped(pid int) error {
+	path := fmt.Sprintf("/proc/%d/stat", pid)
+	deadline := time.Now().Add(time.Second)
+	for {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		// The state follows the command name, which is in parentheses and may
+		// itself contain ") ".
+		if i := bytes.LastIndexByte(data, ')'); i >= 0 && i+2 < len(data) {
+			if s := data[i+2]; s == 'T' || s == 't' {
+				return nil
+			}
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("process %d did not stop within 1s after SIGSTOP", pid)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// unread sums the receive queues of the TCP connections whose local address
+// is 127.0.0.1:port, from /proc/net/tcp: the bytes that clients sent and the
+// process has not read, including those on connections it has not accepted
+// yet and on connections the client has closed since (CLOSE_WAIT).
+func unread(port int) (int, error) {
+	data, err := os.ReadFile("/proc/net/tcp")
+	if err != nil {
+		return 0, err
+	}
+	local := fmt.Sprintf("0100007F:%04X", port) // 127.0.0.1, little-endian, then the port
+	total := 0
+	for i, line := range bytes.Split(data, []byte("\n")) {
+		f := strings.Fields(string(line))
+		if i == 0 || len(f) < 5 || f[1] != local || (f[3] != "01" && f[3] != "08") { // ESTABLISHED, CLOSE_WAIT
+			continue
+		}
+		_, rx, ok := strings.Cut(f[4], ":") // tx_queue:rx_queue, in hex
+		if !ok {
+			continue
+		}
+		n, err := strconv.ParseUint(rx, 16, 32)
+		if err != nil {
+			return 0, fmt.Errorf("parse /proc/net/tcp: %q: %w", f[4], err)
+		}
+		if f[3] == "08" && n > 0 {
+			n-- // the FIN takes a sequence number too
+		}
+		total += int(n)
+	}
+	return total, nil
+}

@@ -1,0 +1,21 @@
+//go:build !linux
+
+package redisserver
+
+import (
+	"errors"
+	"os/exec"
+)
+
+// startProcess starts cmd. Only Linux can have the child killed when this
+// process dies; elsewhere Close must be called (redistest.NewServer arranges it).
+func startProcess(cmd *exec.Cmd) error { return cmd.Start() }
+
+// waitStopped would wait until the process is stopped; without /proc the
+// signal is trusted to take effect at once.
+func waitStopped(pid int) error { return nil }
+
+// unread is not implemented without /proc.
+func unread(port int) (int, error) {
+	return 0, errors.New("not supported on this OS")
+}
