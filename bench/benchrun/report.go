@@ -75,7 +75,7 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "![Throughput and p99 latency of lock+unlock per contender](%s)\n\n", ChartFile)
 
 	if t := r.Targets(); len(t) > 0 {
-		fmt.Fprintf(&b, "## Targets (issue 3)\n\n")
+		fmt.Fprintf(&b, "## Targets\n\n")
 		fmt.Fprintf(&b, "Five local nodes, 64 concurrent lockers, lock+unlock, unless the target says otherwise.\n\n")
 		fmt.Fprintf(&b, "| target | met | figures |\n|---|---|---|\n")
 		for _, t := range t {

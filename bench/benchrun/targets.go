@@ -15,7 +15,7 @@ type Target struct {
 	Figures string
 }
 
-// Targets checks the targets of issue 3 on the report's medians, for the
+// Targets checks the throughput, allocation, stall and hand-off targets on the report's medians, for the
 // Redis drivers (those with a floor). A target with no figures in the report
 // (its case was not run) is left out.
 func (r *Report) Targets() []Target {
