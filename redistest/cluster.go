@@ -36,8 +36,6 @@ var clusterManaged = map[string]string{
 	"cluster-announce-port": "use Cluster.SetAnnouncePort",
 	"cluster-announce-ip":   "cluster nodes announce 127.0.0.1",
 	"masterauth":            "StartCluster sets it from WithPassword",
-	"tls-cluster":           "StartCluster sets it from WithTLS",
-	"tls-replication":       "StartCluster sets it from WithTLS",
 }
 
 // ClusterOption configures a cluster started by [StartCluster] or
@@ -62,10 +60,11 @@ func WithReplicas(n int) ClusterOption {
 }
 
 // WithServerOptions applies opts to every server of the cluster, such as
-// [WithPassword], [WithTLS] or [WithConfig]. The directives that make a server
-// a cluster node (cluster-enabled, cluster-config-file, cluster-port,
-// cluster-announce-port, cluster-announce-ip, masterauth, tls-cluster and
-// tls-replication) are set by StartCluster and make it fail.
+// [WithPassword] or [WithConfig] ([WithTLS] is not supported yet). The
+// directives that make a server a cluster node (cluster-enabled,
+// cluster-config-file, cluster-port, cluster-announce-port,
+// cluster-announce-ip and masterauth) are set by StartCluster and make it
+// fail.
 func WithServerOptions(opts ...Option) ClusterOption {
 	opts = slices.Clone(opts)
 	return func(c *clusterConfig) { c.opts = append(c.opts, opts...) }
@@ -141,8 +140,14 @@ func StartCluster(ctx context.Context, shards int, opts ...ClusterOption) (*Clus
 			opt(&probe)
 		}
 	}
-	if probe.err != nil {
+	switch {
+	case probe.err != nil:
 		return nil, probe.err
+	case probe.tls != nil:
+		// The nodes would need TLS on the cluster bus and for MIGRATE and
+		// replication (tls-cluster, tls-replication) with certificates fit
+		// for both ends; not done yet.
+		return nil, errors.New("redistest: StartCluster does not support WithTLS yet")
 	}
 	for _, d := range probe.directives {
 		if why, ok := clusterManaged[strings.ToLower(d[0])]; ok {
@@ -207,9 +212,6 @@ func startClusterNode(ctx context.Context, opts []Option, cfg config) (*clusterN
 		)
 		if cfg.password != "" {
 			o = append(o, WithConfig("masterauth", cfg.password))
-		}
-		if cfg.tls != nil {
-			o = append(o, WithConfig("tls-cluster", "yes"), WithConfig("tls-replication", "yes"))
 		}
 		srv, err := Start(ctx, o...)
 		if err == nil {
@@ -324,8 +326,7 @@ func (c *Cluster) Seeds() []string {
 
 // URL returns the cluster's address in the syntax the drivers of this module
 // accept: "redis://127.0.0.1:PORT?cluster=true&addr=127.0.0.1:PORT2&..."
-// naming every primary, with the password and the TLS files as in
-// [Server.URL].
+// naming every primary, with the password as in [Server.URL].
 func (c *Cluster) URL() string {
 	base, tlsQuery, _ := strings.Cut(c.shards[0].primary.srv.URL(), "?")
 	q := []string{"cluster=true"}

@@ -254,6 +254,8 @@ func TestStartClusterRejects(t *testing.T) {
 		{1, []redistest.ClusterOption{redistest.WithServerOptions(redistest.WithConfig("cluster-port", "1"))}, `"cluster-port"`},
 		{1, []redistest.ClusterOption{redistest.WithServerOptions(redistest.WithConfig("Cluster-Enabled", "no"))}, `"Cluster-Enabled"`},
 		{1, []redistest.ClusterOption{redistest.WithServerOptions(redistest.WithConfig("port", "1"))}, `"port"`},
+		{1, []redistest.ClusterOption{redistest.WithServerOptions(redistest.WithTLS(nil, redistest.ClientCertsNo))}, "WithTLS needs Certs"},
+		{1, []redistest.ClusterOption{redistest.WithServerOptions(redistest.WithTLS(redistest.NewCerts(t), redistest.ClientCertsNo))}, "does not support WithTLS"},
 	} {
 		c, err := redistest.StartCluster(ctx, tc.shards, tc.opts...)
 		require.ErrorContains(t, err, tc.want)
