@@ -36,6 +36,10 @@ var clusterManaged = map[string]string{
 	"cluster-announce-port": "use Cluster.SetAnnouncePort",
 	"cluster-announce-ip":   "cluster nodes announce 127.0.0.1",
 	"masterauth":            "StartCluster sets it from WithPassword",
+	"tls-cluster":           "StartCluster sets it from WithTLS",
+	"tls-replication":       "StartCluster sets it from WithTLS",
+	"tls-client-cert-file":  "StartCluster sets it from WithTLS",
+	"tls-client-key-file":   "StartCluster sets it from WithTLS",
 }
 
 // ClusterOption configures a cluster started by [StartCluster] or
@@ -60,11 +64,13 @@ func WithReplicas(n int) ClusterOption {
 }
 
 // WithServerOptions applies opts to every server of the cluster, such as
-// [WithPassword] or [WithConfig] ([WithTLS] is not supported yet). The
-// directives that make a server a cluster node (cluster-enabled,
-// cluster-config-file, cluster-port, cluster-announce-port,
-// cluster-announce-ip and masterauth) are set by StartCluster and make it
-// fail.
+// [WithPassword], [WithTLS] or [WithConfig]. With WithTLS the nodes also
+// talk TLS to one another (cluster bus, replication, MIGRATE), presenting the
+// client certificate of its [Certs]. The directives that make a server a
+// cluster node (cluster-enabled, cluster-config-file, cluster-port,
+// cluster-announce-port, cluster-announce-ip, masterauth, tls-cluster,
+// tls-replication, tls-client-cert-file and tls-client-key-file) are set by
+// StartCluster and make it fail.
 func WithServerOptions(opts ...Option) ClusterOption {
 	opts = slices.Clone(opts)
 	return func(c *clusterConfig) { c.opts = append(c.opts, opts...) }
@@ -143,11 +149,6 @@ func StartCluster(ctx context.Context, shards int, opts ...ClusterOption) (*Clus
 	switch {
 	case probe.err != nil:
 		return nil, probe.err
-	case probe.tls != nil:
-		// The nodes would need TLS on the cluster bus and for MIGRATE and
-		// replication (tls-cluster, tls-replication) with certificates fit
-		// for both ends; not done yet.
-		return nil, errors.New("redistest: StartCluster does not support WithTLS yet")
 	}
 	for _, d := range probe.directives {
 		if why, ok := clusterManaged[strings.ToLower(d[0])]; ok {
@@ -212,6 +213,17 @@ func startClusterNode(ctx context.Context, opts []Option, cfg config) (*clusterN
 		)
 		if cfg.password != "" {
 			o = append(o, WithConfig("masterauth", cfg.password))
+		}
+		if cfg.tls != nil {
+			// TLS between the nodes too: the cluster bus, MIGRATE and
+			// replication, each node presenting the client certificate
+			// when it connects to another.
+			o = append(o,
+				WithConfig("tls-cluster", "yes"),
+				WithConfig("tls-replication", "yes"),
+				WithConfig("tls-client-cert-file", cfg.tls.certs.ClientCertFile),
+				WithConfig("tls-client-key-file", cfg.tls.certs.ClientKeyFile),
+			)
 		}
 		srv, err := Start(ctx, o...)
 		if err == nil {
@@ -326,7 +338,7 @@ func (c *Cluster) Seeds() []string {
 
 // URL returns the cluster's address in the syntax the drivers of this module
 // accept: "redis://127.0.0.1:PORT?cluster=true&addr=127.0.0.1:PORT2&..."
-// naming every primary, with the password as in [Server.URL].
+// naming every primary, with the password and TLS files as in [Server.URL].
 func (c *Cluster) URL() string {
 	base, tlsQuery, _ := strings.Cut(c.shards[0].primary.srv.URL(), "?")
 	q := []string{"cluster=true"}

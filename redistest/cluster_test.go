@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/redistest"
 )
 
@@ -237,6 +238,44 @@ func portOf(t *testing.T, addr string) int {
 	return port
 }
 
+func TestClusterTLS(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	certs := redistest.NewCerts(t)
+	c := redistest.NewCluster(t, 2, redistest.WithReplicas(1),
+		redistest.WithServerOptions(redistest.WithTLS(certs, redistest.ClientCertsRequired), redistest.WithPassword("s3cret")))
+
+	// The URL is a cluster address the drivers' parser takes, with every
+	// primary as a seed, the password and the TLS files.
+	n, err := redisaddr.ParseNode(c.URL())
+	require.NoError(t, err)
+	require.True(t, n.Cluster)
+	require.True(t, n.TLS)
+	require.Equal(t, c.Seeds(), n.Seeds)
+	require.Equal(t, "s3cret", n.Password)
+	require.Equal(t, certs.CAFile, n.TLSCAFile)
+	require.Equal(t, certs.ClientCertFile, n.TLSCertFile)
+	require.Equal(t, certs.ClientKeyFile, n.TLSKeyFile)
+
+	// Replication, the cluster bus (WaitHealthy) and MIGRATE work over TLS.
+	slot := redistest.KeySlot("{tls}")
+	from := c.SlotShard(slot)
+	to := c.Shards()[1-from.Index()]
+	_, err = from.Primary().Do(ctx, "SET", "{tls}k", "v")
+	require.NoError(t, err)
+	require.NoError(t, c.MigrateSlot(ctx, slot, to))
+	v, err := to.Primary().Do(ctx, "GET", "{tls}k")
+	require.NoError(t, err)
+	require.Equal(t, "v", v)
+	_, err = from.Primary().Do(ctx, "GET", "{tls}k")
+	require.EqualError(t, err, fmt.Sprintf("MOVED %d %s", slot, to.Primary().Addr()))
+	for _, s := range c.Shards() {
+		role, err := s.Replicas()[0].Do(ctx, "ROLE")
+		require.NoError(t, err)
+		require.Equal(t, "connected", role.([]any)[3], "replica of shard %d", s.Index())
+	}
+}
+
 func TestStartClusterRejects(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(t.Context())
@@ -255,7 +294,7 @@ func TestStartClusterRejects(t *testing.T) {
 		{1, []redistest.ClusterOption{redistest.WithServerOptions(redistest.WithConfig("Cluster-Enabled", "no"))}, `"Cluster-Enabled"`},
 		{1, []redistest.ClusterOption{redistest.WithServerOptions(redistest.WithConfig("port", "1"))}, `"port"`},
 		{1, []redistest.ClusterOption{redistest.WithServerOptions(redistest.WithTLS(nil, redistest.ClientCertsNo))}, "WithTLS needs Certs"},
-		{1, []redistest.ClusterOption{redistest.WithServerOptions(redistest.WithTLS(redistest.NewCerts(t), redistest.ClientCertsNo))}, "does not support WithTLS"},
+		{1, []redistest.ClusterOption{redistest.WithServerOptions(redistest.WithConfig("tls-cluster", "no"))}, `"tls-cluster"`},
 	} {
 		c, err := redistest.StartCluster(ctx, tc.shards, tc.opts...)
 		require.ErrorContains(t, err, tc.want)

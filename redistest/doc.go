@@ -41,8 +41,8 @@
 // [NewCluster] and [StartCluster] start a real Redis Cluster: cluster-enabled
 // servers, each with its nodes.conf in its own temporary directory, the 16384
 // hash slots split among the shards' primaries, optional replicas
-// ([WithReplicas]), and every node agreeing on the slot map before it
-// returns. [Cluster.MigrateSlot] moves a slot and its keys to another shard
+// ([WithReplicas]), a password or TLS ([WithServerOptions]), and every node
+// agreeing on the slot map before it returns. [Cluster.MigrateSlot] moves a slot and its keys to another shard
 // (after which the old owner answers -MOVED); [Cluster.StartMigration] leaves
 // a slot half migrated, keys moved on demand ([Migration.MoveKeys]), so that
 // clients meet -ASK, until [Migration.Finish]. [Cluster.SetAnnouncePort]
