@@ -258,14 +258,29 @@ func (c *Cluster) form(ctx context.Context) error {
 			}
 		}
 	}
-	for _, n := range c.nodes[1:] {
-		if _, err := c.nodes[0].srv.Do(ctx, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(n.srv.port), strconv.Itoa(n.bus)); err != nil {
-			return err
+	// Each replica first meets its primary and follows it, so that the
+	// other nodes learn its role as they meet it rather than by gossip
+	// later; then every pair of nodes meets directly, which spares waiting
+	// for gossip (a few seconds) to introduce them.
+	met := make(map[[2]*clusterNode]bool)
+	meet := func(a, b *clusterNode) error {
+		if met[[2]*clusterNode{a, b}] || met[[2]*clusterNode{b, a}] {
+			return nil
 		}
+		met[[2]*clusterNode{a, b}] = true
+		_, err := a.srv.Do(ctx, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(b.srv.port), strconv.Itoa(b.bus))
+		return err
 	}
 	if len(c.nodes) > len(c.shards) {
+		for _, s := range c.shards {
+			for _, r := range s.replicas {
+				if err := meet(r, s.primary); err != nil {
+					return err
+				}
+			}
+		}
 		// A replica can follow its primary only once it knows it.
-		if err := c.wait(ctx, "every node to know every other", c.checkKnown); err != nil {
+		if err := c.wait(ctx, "every replica to know its primary", c.checkReplicasKnowPrimaries); err != nil {
 			return err
 		}
 		for _, s := range c.shards {
@@ -273,6 +288,13 @@ func (c *Cluster) form(ctx context.Context) error {
 				if _, err := r.srv.Do(ctx, "CLUSTER", "REPLICATE", s.primary.id); err != nil {
 					return err
 				}
+			}
+		}
+	}
+	for i, a := range c.nodes {
+		for _, b := range c.nodes[i+1:] {
+			if err := meet(a, b); err != nil {
+				return err
 			}
 		}
 	}
@@ -522,21 +544,19 @@ func parseClusterNodes(text string) (clusterView, error) {
 	return view, nil
 }
 
-// checkKnown returns nil if every node knows every other, past the handshake.
-func (c *Cluster) checkKnown(ctx context.Context) error {
+// checkReplicasKnowPrimaries returns nil if every replica knows its
+// primary, past the handshake.
+func (c *Cluster) checkReplicasKnowPrimaries(ctx context.Context) error {
 	for _, n := range c.nodes {
+		if n.primary == nil {
+			continue
+		}
 		view, err := n.view(ctx)
 		if err != nil {
 			return err
 		}
-		for _, m := range c.nodes {
-			e, ok := view[m.id]
-			if !ok {
-				return fmt.Errorf("node %s does not know node %s yet", n.srv.addr, m.srv.addr)
-			}
-			if slices.Contains(e.flags, "handshake") {
-				return fmt.Errorf("node %s is still in handshake with node %s", n.srv.addr, m.srv.addr)
-			}
+		if e, ok := view[n.primary.id]; !ok || slices.Contains(e.flags, "handshake") {
+			return fmt.Errorf("replica %s does not know its primary %s yet", n.srv.addr, n.primary.srv.addr)
 		}
 	}
 	return nil
