@@ -426,7 +426,7 @@ func (s *Shard) Slots() []SlotRange {
 // (CONFIG SET cluster-announce-port), so that clients redirected to the shard
 // or reading the slot map connect there: to a [Proxy] in front of the shard,
 // say. Port 0 restores the primary's own port. The cluster bus is not
-// affected. SetAnnouncePort returns once every node of the cluster names the
+// affected. The setting outlives a [Server.Restart] of the primary. SetAnnouncePort returns once every node of the cluster names the
 // primary with the new port, or ctx is done, or a minute has passed.
 func (c *Cluster) SetAnnouncePort(ctx context.Context, shard *Shard, port int) error {
 	if err := c.checkShard(shard); err != nil {
@@ -437,13 +437,25 @@ func (c *Cluster) SetAnnouncePort(ctx context.Context, shard *Shard, port int) e
 	}
 	ctx, cancel := context.WithTimeout(ctx, clusterTimeout)
 	defer cancel()
+	srv := shard.primary.srv
+	p := strconv.Itoa(port)
+	if _, err := srv.Do(ctx, "CONFIG", "SET", "cluster-announce-port", p); err != nil {
+		return err
+	}
+	srv.setDirective("cluster-announce-port", p) // for Restart
 	c.mu.Lock()
 	shard.primary.announce = port
 	c.mu.Unlock()
-	if _, err := shard.primary.srv.Do(ctx, "CONFIG", "SET", "cluster-announce-port", strconv.Itoa(port)); err != nil {
-		return err
-	}
 	return c.WaitHealthy(ctx)
+}
+
+// setDirective sets a configuration directive for the server's next
+// starts ([Server.Restart]), replacing any earlier value.
+func (s *Server) setDirective(name string, values ...string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d := slices.DeleteFunc(slices.Clone(s.cfg.directives), func(d []string) bool { return strings.EqualFold(d[0], name) })
+	s.cfg.directives = append(d, append([]string{name}, values...))
 }
 
 // checkShard returns an error unless s is a shard of c.

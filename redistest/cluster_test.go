@@ -212,6 +212,12 @@ func TestClusterReplicasAndAnnouncePort(t *testing.T) {
 	_, err = s1.Primary().Do(ctx, "GET", key)
 	require.EqualError(t, err, fmt.Sprintf("MOVED %d %s", redistest.KeySlot(key), p.Addr()))
 
+	// The setting outlives a restart of the primary.
+	require.NoError(t, s0.Primary().Restart(ctx))
+	require.NoError(t, c.WaitHealthy(ctx))
+	_, err = s1.Primary().Do(ctx, "GET", key)
+	require.EqualError(t, err, fmt.Sprintf("MOVED %d %s", redistest.KeySlot(key), p.Addr()))
+
 	require.NoError(t, c.SetAnnouncePort(ctx, s0, 0))
 	_, err = s1.Primary().Do(ctx, "GET", key)
 	require.EqualError(t, err, fmt.Sprintf("MOVED %d %s", redistest.KeySlot(key), s0.Primary().Addr()))
