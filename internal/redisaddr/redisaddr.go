@@ -138,8 +138,10 @@ func (n Node) String() string {
 // "redis://[user:password@]host:port[/db]" (or rediss://) for one server,
 // and "redis://[user:password@]host:port[/0]?cluster=true[&addr=host:port...]"
 // (or rediss://) for a Redis Cluster, whose seeds are the URL's host and
-// those of the addr parameters. A cluster has only database 0. A missing port
-// means DefaultPort.
+// those of the addr parameters (each given once; a missing port means
+// DefaultPort, as for the URL's host). cluster takes the values
+// strconv.ParseBool accepts ("true", "1", "false", ...); addr needs
+// cluster=true. A cluster has only database 0.
 func ParseNode(s string) (Node, error) {
 	fail := func(reason string) (Node, error) {
 		return Node{}, &Error{Addr: Redact(s), Reason: reason}
