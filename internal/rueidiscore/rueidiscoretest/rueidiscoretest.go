@@ -26,8 +26,8 @@ import (
 	"github.com/go-redlock/redlock/redlock"
 )
 
-// Target is the driver under test.
-type Target struct {
+// target is the driver under test, as the subtests see it.
+type target struct {
 	// Name is the name the driver registers.
 	Name string
 	// Driver is the driver's Driver.
@@ -40,17 +40,36 @@ type Target struct {
 	NewNil func() driver.Node
 }
 
-// Run runs the subtests on tg's nodes.
-func Run(t *testing.T, tg Target) {
+// Run runs the subtests on the nodes of the driver registered as name: d's,
+// and those that newNode (the driver's New) makes over clients that newClient
+// makes for a server's address as a caller might configure them.
+func Run[C interface {
+	comparable
+	Close()
+}](t *testing.T, name string, d driver.Driver, newNode func(C) driver.Node, newClient func(addr string) (C, error)) {
 	t.Helper()
+	tg := target{
+		Name:   name,
+		Driver: d,
+		Client: func(t *testing.T, addr string) func() driver.Node {
+			c, err := newClient(addr)
+			require.NoError(t, err)
+			t.Cleanup(c.Close)
+			return func() driver.Node { return newNode(c) }
+		},
+		NewNil: func() driver.Node {
+			var none C
+			return newNode(none)
+		},
+	}
 	for _, tc := range []struct {
 		name string
-		fn   func(*testing.T, Target)
+		fn   func(*testing.T, target)
 	}{
-		{"RedisConformance", func(t *testing.T, tg Target) { conformance.RunRedis(t, tg.Driver) }},
+		{"RedisConformance", func(t *testing.T, tg target) { conformance.RunRedis(t, tg.Driver) }},
 		{"ConformanceNew", conformanceNew},
-		{"PubSubOpen", func(t *testing.T, tg Target) { pubsubtest.RunOpen(t, tg.Driver) }},
-		{"PubSubNew", func(t *testing.T, tg Target) { pubsubtest.Run(t, tg.newNode) }},
+		{"PubSubOpen", func(t *testing.T, tg target) { pubsubtest.RunOpen(t, tg.Driver) }},
+		{"PubSubNew", func(t *testing.T, tg target) { pubsubtest.Run(t, tg.newNode) }},
 		{"Registered", registered},
 		{"NewCloseKeepsClient", newCloseKeepsClient},
 		{"NewNil", newNil},
@@ -73,7 +92,7 @@ func Run(t *testing.T, tg Target) {
 
 // newNode returns a node from New over a new client on addr, closed when the
 // test ends.
-func (tg Target) newNode(t *testing.T, addr string) driver.Node {
+func (tg target) newNode(t *testing.T, addr string) driver.Node {
 	t.Helper()
 	n := tg.Client(t, addr)()
 	t.Cleanup(func() { n.Close() })
@@ -81,7 +100,7 @@ func (tg Target) newNode(t *testing.T, addr string) driver.Node {
 }
 
 // open opens a node on addr and closes it when the test ends.
-func (tg Target) open(t *testing.T, addr string) driver.Node {
+func (tg target) open(t *testing.T, addr string) driver.Node {
 	t.Helper()
 	n, err := tg.Driver.Open(addr)
 	require.NoError(t, err)
@@ -89,7 +108,7 @@ func (tg Target) open(t *testing.T, addr string) driver.Node {
 	return n
 }
 
-func conformanceNew(t *testing.T, tg Target) {
+func conformanceNew(t *testing.T, tg target) {
 	conformance.Run(t, func(t *testing.T) driver.Node { return tg.newNode(t, redistest.NewServer(t).Addr()) })
 }
 
@@ -100,11 +119,11 @@ func testContext(t *testing.T, d time.Duration) context.Context {
 	return ctx
 }
 
-func registered(t *testing.T, tg Target) {
+func registered(t *testing.T, tg target) {
 	require.Contains(t, redlock.Drivers(), tg.Name)
 }
 
-func newCloseKeepsClient(t *testing.T, tg Target) {
+func newCloseKeepsClient(t *testing.T, tg target) {
 	ctx := testContext(t, 10*time.Second)
 	newNode := tg.Client(t, redistest.NewServer(t).Addr())
 	n := newNode()
@@ -123,7 +142,7 @@ func newCloseKeepsClient(t *testing.T, tg Target) {
 	require.True(t, ok, "the key set through the closed node")
 }
 
-func newNil(t *testing.T, tg Target) {
+func newNil(t *testing.T, tg target) {
 	want := tg.Name + ": New was given a nil client"
 	n := tg.NewNil()
 	for call, err := range conformance.Calls(t.Context(), n, "k") {
@@ -132,7 +151,7 @@ func newNil(t *testing.T, tg Target) {
 	require.EqualError(t, n.Close(), want, "Close")
 }
 
-func stringer(t *testing.T, tg Target) {
+func stringer(t *testing.T, tg target) {
 	for addr, want := range map[string]string{
 		"127.0.0.1:6380":                       "127.0.0.1:6380",
 		"redis://:s3cret@redis.example:6379/7": "redis://:xxxxx@redis.example:6379/7",
@@ -215,7 +234,7 @@ func listenProxy(t *testing.T, target string) *proxy {
 	return startProxy(t, l, target)
 }
 
-func openUnreachable(t *testing.T, tg Target) {
+func openUnreachable(t *testing.T, tg target) {
 	addr := freeAddr(t)
 	start := time.Now()
 	n := tg.open(t, "redis://:s3cret@"+addr)
@@ -243,7 +262,7 @@ func openUnreachable(t *testing.T, tg Target) {
 // A call waiting for the connection to a stalled server ends when its context
 // is canceled, even one with a distant deadline, and the client is created
 // once the server resumes.
-func openPausedServer(t *testing.T, tg Target) {
+func openPausedServer(t *testing.T, tg target) {
 	srv := redistest.NewServer(t)
 	require.NoError(t, srv.Pause())
 	n := tg.open(t, srv.Addr())
@@ -264,7 +283,7 @@ func openPausedServer(t *testing.T, tg Target) {
 // Always pipelining, a call whose context has a distant deadline ends when the
 // context is canceled, rather than block in a synchronous read; the node
 // works again once the server resumes.
-func pausedAfterConnect(t *testing.T, tg Target) {
+func pausedAfterConnect(t *testing.T, tg target) {
 	srv := redistest.NewServer(t)
 	n := tg.open(t, srv.Addr())
 	ok, err := n.SetNX(testContext(t, 10*time.Second), "k", "v", time.Minute)
@@ -303,7 +322,7 @@ func clients(t *testing.T, srv *redistest.Server) int {
 	return strings.Count(strings.TrimSpace(v.(string)), "\n")
 }
 
-func closeDuringCreation(t *testing.T, tg Target) {
+func closeDuringCreation(t *testing.T, tg target) {
 	srv := redistest.NewServer(t)
 	require.NoError(t, srv.Pause())
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
@@ -340,7 +359,7 @@ func closeDuringCreation(t *testing.T, tg Target) {
 	require.Equal(t, int64(0), v, "no command may be applied after Close")
 }
 
-func closeDuringCreationSucceeding(t *testing.T, tg Target) {
+func closeDuringCreationSucceeding(t *testing.T, tg target) {
 	// Close while the handshake is under way on a live server, many times, to
 	// exercise the race between creation and Close.
 	srv := redistest.NewServer(t)
@@ -362,7 +381,7 @@ func closeDuringCreationSucceeding(t *testing.T, tg Target) {
 	require.Eventually(t, func() bool { return clients(t, srv) == 0 }, 5*time.Second, 20*time.Millisecond)
 }
 
-func concurrentFirstUse(t *testing.T, tg Target) {
+func concurrentFirstUse(t *testing.T, tg target) {
 	srv := redistest.NewServer(t)
 	n := tg.open(t, srv.Addr())
 	ctx := testContext(t, 10*time.Second)
@@ -375,7 +394,7 @@ func concurrentFirstUse(t *testing.T, tg Target) {
 	require.NoError(t, errors.Join(errs...))
 }
 
-func reconnect(t *testing.T, tg Target) {
+func reconnect(t *testing.T, tg target) {
 	srv := redistest.NewServer(t)
 	p := listenProxy(t, srv.Addr())
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
@@ -405,7 +424,7 @@ func reconnect(t *testing.T, tg Target) {
 	require.Eventually(t, func() bool { return clients(t, srv) == 0 }, 5*time.Second, 20*time.Millisecond)
 }
 
-func reconnectToStalledServer(t *testing.T, tg Target) {
+func reconnectToStalledServer(t *testing.T, tg target) {
 	srv := redistest.NewServer(t)
 	p := listenProxy(t, srv.Addr())
 	n := tg.open(t, p.l.Addr().String())
