@@ -53,7 +53,7 @@ func New(c rueidis.Client) driver.Node { return rueidiscore.New(library, c) }
 
 // library is rueidis as package rueidiscore, which holds this driver's logic,
 // uses it.
-var library = &rueidiscore.Library[rueidis.Client, rueidis.DedicatedClient, rueidis.RedisResult]{
+var library = &rueidiscore.Library[rueidis.Client, rueidis.DedicatedClient, rueidis.RedisResult, *rueidis.Lua]{
 	Name: "rueidis",
 	NewClient: func(o rueidiscore.Options) (rueidis.Client, error) {
 		return rueidis.NewClient(rueidis.ClientOption{
@@ -66,8 +66,9 @@ var library = &rueidiscore.Library[rueidis.Client, rueidis.DedicatedClient, ruei
 	Set: func(ctx context.Context, c rueidis.Client, key, value string, ms int64) rueidis.RedisResult {
 		return c.Do(ctx, c.B().Set().Key(key).Value(value).Nx().PxMilliseconds(ms).Build())
 	},
-	NewScript: func(src string) rueidiscore.Script[rueidis.Client, rueidis.RedisResult] {
-		return rueidis.NewLuaScript(src)
+	NewScript: func(src string) *rueidis.Lua { return rueidis.NewLuaScript(src) },
+	Exec: func(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys rueidiscore.Keys, args []string) rueidis.RedisResult {
+		return s.Exec(ctx, c, keys.Slice(), args)
 	},
 	IsNil: rueidis.IsRedisNil,
 	SetHooks: func(d rueidis.DedicatedClient, h rueidiscore.Hooks) <-chan error {

@@ -53,7 +53,7 @@ func New(c valkey.Client) driver.Node { return rueidiscore.New(library, c) }
 
 // library is valkey-go as package rueidiscore, which holds this driver's
 // logic, uses it.
-var library = &rueidiscore.Library[valkey.Client, valkey.DedicatedClient, valkey.ValkeyResult]{
+var library = &rueidiscore.Library[valkey.Client, valkey.DedicatedClient, valkey.ValkeyResult, *valkey.Lua]{
 	Name: "valkeygo",
 	NewClient: func(o rueidiscore.Options) (valkey.Client, error) {
 		return valkey.NewClient(valkey.ClientOption{
@@ -66,8 +66,9 @@ var library = &rueidiscore.Library[valkey.Client, valkey.DedicatedClient, valkey
 	Set: func(ctx context.Context, c valkey.Client, key, value string, ms int64) valkey.ValkeyResult {
 		return c.Do(ctx, c.B().Set().Key(key).Value(value).Nx().PxMilliseconds(ms).Build())
 	},
-	NewScript: func(src string) rueidiscore.Script[valkey.Client, valkey.ValkeyResult] {
-		return valkey.NewLuaScript(src)
+	NewScript: func(src string) *valkey.Lua { return valkey.NewLuaScript(src) },
+	Exec: func(ctx context.Context, c valkey.Client, s *valkey.Lua, keys rueidiscore.Keys, args []string) valkey.ValkeyResult {
+		return s.Exec(ctx, c, keys.Slice(), args)
 	},
 	IsNil: valkey.IsValkeyNil,
 	SetHooks: func(d valkey.DedicatedClient, h rueidiscore.Hooks) <-chan error {

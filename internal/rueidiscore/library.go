@@ -49,12 +49,16 @@ type Result interface {
 	ToAny() (any, error)
 }
 
-// Script is a Lua script of the library (*rueidis.Lua, *valkey.Lua).
-type Script[C any, R Result] interface {
-	// Exec runs the script by EVALSHA, and by EVAL when the server answers
-	// NOSCRIPT.
-	Exec(ctx context.Context, c C, keys, args []string) R
+// Keys are the keys of a script, held by value, so that passing them to a
+// Library's Exec, a function value, costs no allocation (a slice would escape
+// to the heap).
+type Keys struct {
+	a [2]string
+	n int
 }
+
+// Slice returns the keys.
+func (k *Keys) Slice() []string { return k.a[:k.n] }
 
 // Hooks are the pub/sub callbacks a [Library]'s SetHooks installs on a
 // dedicated connection.
@@ -94,10 +98,11 @@ type Options struct {
 }
 
 // Library describes a client library of the rueidis family to the core: its
-// client type C, dedicated client type D and result type R, and the calls
-// whose types differ from one library to another. Every field must be set.
+// client type C, dedicated client type D, result type R and script type L
+// (*rueidis.Lua, *valkey.Lua), and the calls whose types differ from one
+// library to another. Every field must be set.
 // Use a Library by pointer, and never change it once used.
-type Library[C Client[C, D], D Dedicated, R Result] struct {
+type Library[C Client[C, D], D Dedicated, R Result, L any] struct {
 	// Name is the driver's name, as it is registered: it begins its errors
 	// and the numbered names of nodes over clients of several servers.
 	Name string
@@ -108,7 +113,10 @@ type Library[C Client[C, D], D Dedicated, R Result] struct {
 	// Set sends SET key value NX PX ms on c.
 	Set func(ctx context.Context, c C, key, value string, ms int64) R
 	// NewScript returns the library's script for the Lua source src.
-	NewScript func(src string) Script[C, R]
+	NewScript func(src string) L
+	// Exec runs s on c, by EVALSHA, and by EVAL when the server answers
+	// NOSCRIPT (the library's Lua.Exec).
+	Exec func(ctx context.Context, c C, s L, keys Keys, args []string) R
 	// IsNil reports whether err is the library's error for a nil reply.
 	IsNil func(err error) bool
 	// SetHooks installs h on d as its pub/sub hooks, and returns the
@@ -121,16 +129,16 @@ type Library[C Client[C, D], D Dedicated, R Result] struct {
 	Unsubscribe func(ctx context.Context, d D, channels ...string) error
 
 	once    sync.Once
-	scripts map[string]Script[C, R] // by SHA1; see init
+	scripts map[string]L // by SHA1; see init
 	unnamed *drivernode.Counter
 	nilErr  error // of every call on a node from New(nil)
 }
 
 // init makes the library's scripts, one per script every node runs, and what
 // else the core derives from the fields, on first use.
-func (l *Library[C, D, R]) init() {
+func (l *Library[C, D, R, L]) init() {
 	l.once.Do(func() {
-		l.scripts = make(map[string]Script[C, R])
+		l.scripts = make(map[string]L)
 		for _, s := range []driver.Script{
 			driver.ReleaseScript(), driver.ExtendScript(), driver.SetNXFenceScript(),
 			driver.RaiseFenceScript(), driver.ReleaseNotifyScript(),

@@ -42,14 +42,14 @@ var errRedial = errors.New("connection lost")
 // set. It does not connect: the node creates its client on first use, and
 // again on the next use after an attempt failed. The node owns its client and
 // closes it on Close.
-func Open[C Client[C, D], D Dedicated, R Result](lib *Library[C, D, R], addr string, base *tls.Config) (driver.Node, error) {
+func Open[C Client[C, D], D Dedicated, R Result, L any](lib *Library[C, D, R, L], addr string, base *tls.Config) (driver.Node, error) {
 	lib.init()
 	a, tlsConfig, err := redisaddr.ParseTLS(addr, base)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", lib.Name, err)
 	}
 	closing, cancel := context.WithCancel(context.Background())
-	n := &node[C, D, R]{Name: drivernode.Name(a.String()), lib: lib, owned: true, closing: closing, cancel: cancel}
+	n := &node[C, D, R, L]{Name: drivernode.Name(a.String()), lib: lib, owned: true, closing: closing, cancel: cancel}
 	n.opt = Options{
 		InitAddress:      []string{a.HostPort()},
 		Username:         a.Username,
@@ -68,14 +68,14 @@ func Open[C Client[C, D], D Dedicated, R Result](lib *Library[C, D, R], addr str
 // Close fail. The node's String is the address c connects to, or "NAME-N" if
 // c has several. If c is nil, every call on the node, and Close, return an
 // error.
-func New[C Client[C, D], D Dedicated, R Result](lib *Library[C, D, R], c C) driver.Node {
+func New[C Client[C, D], D Dedicated, R Result, L any](lib *Library[C, D, R, L], c C) driver.Node {
 	lib.init()
 	if drivernode.IsNil(c) {
-		n := &node[C, D, R]{Name: drivernode.Name(lib.Name), lib: lib}
+		n := &node[C, D, R, L]{Name: drivernode.Name(lib.Name), lib: lib}
 		n.cur.Store(&state[C]{err: lib.nilErr})
 		return n
 	}
-	n := &node[C, D, R]{Name: clientName(lib, c), lib: lib}
+	n := &node[C, D, R, L]{Name: clientName(lib, c), lib: lib}
 	n.cur.Store(&state[C]{client: c})
 	n.hub = pubsub.New(n.dialPubSub)
 	return n
@@ -83,7 +83,7 @@ func New[C Client[C, D], D Dedicated, R Result](lib *Library[C, D, R], c C) driv
 
 // clientName names a node over c: by its address, so that redlock.New
 // rejects two nodes on one server, or else "NAME-N".
-func clientName[C Client[C, D], D Dedicated, R Result](lib *Library[C, D, R], c C) drivernode.Name {
+func clientName[C Client[C, D], D Dedicated, R Result, L any](lib *Library[C, D, R, L], c C) drivernode.Name {
 	if nodes := c.Nodes(); len(nodes) == 1 {
 		for addr := range nodes {
 			return drivernode.Name(redisaddr.Redact(addr))
@@ -116,9 +116,9 @@ type attempt[C any] struct {
 // node is a driver.Node over a client of lib. Its command methods send the
 // commands of package rediscmd through do. Its String and Format (from
 // drivernode.Name) show its address without credentials.
-type node[C Client[C, D], D Dedicated, R Result] struct {
+type node[C Client[C, D], D Dedicated, R Result, L any] struct {
 	drivernode.Name
-	lib   *Library[C, D, R]
+	lib   *Library[C, D, R, L]
 	owned bool // created by Open: the node creates and closes its client
 
 	// cur is nil while there is no client (Open: before the first one is
@@ -140,7 +140,7 @@ type node[C Client[C, D], D Dedicated, R Result] struct {
 }
 
 // client returns the node's client, creating it first if need be.
-func (n *node[C, D, R]) client(ctx context.Context) (C, error) {
+func (n *node[C, D, R, L]) client(ctx context.Context) (C, error) {
 	if s := n.cur.Load(); s != nil {
 		return s.client, s.err
 	}
@@ -149,7 +149,7 @@ func (n *node[C, D, R]) client(ctx context.Context) (C, error) {
 
 // connect waits, as long as ctx allows, for the client being created, and
 // starts creating it if no one is.
-func (n *node[C, D, R]) connect(ctx context.Context) (C, error) {
+func (n *node[C, D, R, L]) connect(ctx context.Context) (C, error) {
 	var none C
 	if err := ctx.Err(); err != nil {
 		return none, err
@@ -176,7 +176,7 @@ func (n *node[C, D, R]) connect(ctx context.Context) (C, error) {
 
 // create creates the client for a, and makes it the node's client unless the
 // node was closed meanwhile, in which case it closes it.
-func (n *node[C, D, R]) create(a *attempt[C]) {
+func (n *node[C, D, R, L]) create(a *attempt[C]) {
 	var none C
 	opt := n.opt
 	opt.DialCtxFn = func(ctx context.Context, addr string, d *net.Dialer, tc *tls.Config) (net.Conn, error) {
@@ -226,7 +226,7 @@ func (n *node[C, D, R]) create(a *attempt[C]) {
 // connection of the pub/sub hub, which the library dials in the hub's own
 // goroutine, in Dedicate (with a context that has no Done channel, unlike a
 // call's): see dedicate.
-func (n *node[C, D, R]) dial(ctx context.Context, a *attempt[C], addr string, d *net.Dialer, tc *tls.Config) (net.Conn, error) {
+func (n *node[C, D, R, L]) dial(ctx context.Context, a *attempt[C], addr string, d *net.Dialer, tc *tls.Config) (net.Conn, error) {
 	n.mu.Lock()
 	created := a.created
 	dedicated := created && n.dedicating > 0 && ctx.Done() == nil
@@ -265,7 +265,7 @@ func (n *node[C, D, R]) dial(ctx context.Context, a *attempt[C], addr string, d 
 // lost reports whether err says that c lost its connection and wanted to
 // redial (see dial). The command was not sent. It drops c, so that the next
 // call creates a new client, unless another call did.
-func (n *node[C, D, R]) lost(c C, err error) bool {
+func (n *node[C, D, R, L]) lost(c C, err error) bool {
 	if err == nil || !errors.Is(err, errRedial) {
 		return false
 	}
@@ -279,7 +279,7 @@ func (n *node[C, D, R]) lost(c C, err error) bool {
 // its client, including one still being created. Calls after Close return
 // driver.ErrClosed. Close is idempotent. On a node from New(nil) it returns an
 // error.
-func (n *node[C, D, R]) Close() error {
+func (n *node[C, D, R, L]) Close() error {
 	if s := n.cur.Load(); s != nil && s.err == n.lib.nilErr {
 		return n.lib.nilErr
 	}
@@ -299,23 +299,23 @@ func (n *node[C, D, R]) Close() error {
 }
 
 // SetNX sends SET key value NX PX ttl.
-func (n *node[C, D, R]) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+func (n *node[C, D, R, L]) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
 	return rediscmd.OK(n.do(ctx, rediscmd.SetNX(key, value, ttl)))
 }
 
 // EvalRelease runs driver.ReleaseScript: DEL key if it holds value.
-func (n *node[C, D, R]) EvalRelease(ctx context.Context, key, value string) (bool, error) {
+func (n *node[C, D, R, L]) EvalRelease(ctx context.Context, key, value string) (bool, error) {
 	return rediscmd.OK(n.do(ctx, rediscmd.Release(key, value)))
 }
 
 // Extend runs driver.ExtendScript: PEXPIRE key ttl if it holds value.
-func (n *node[C, D, R]) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+func (n *node[C, D, R, L]) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
 	return rediscmd.OK(n.do(ctx, rediscmd.Extend(key, value, ttl)))
 }
 
 // do sends cmd and reads its reply. An error matches ctx's when ctx is done,
 // and names the command unless there was no client to send it.
-func (n *node[C, D, R]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error) {
+func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error) {
 	for retry := true; ; retry = false {
 		c, err := n.client(ctx)
 		if err != nil {
@@ -341,10 +341,12 @@ func (n *node[C, D, R]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Resu
 
 // send sends cmd on c: SET, or its script by EVALSHA, and by EVAL when the
 // server answers NOSCRIPT.
-func (n *node[C, D, R]) send(ctx context.Context, c C, cmd *rediscmd.Cmd) R {
+func (n *node[C, D, R, L]) send(ctx context.Context, c C, cmd *rediscmd.Cmd) R {
 	s, ok := cmd.Script()
 	if !ok {
 		return n.lib.Set(ctx, c, cmd.Key, cmd.Value, driver.Milliseconds(cmd.TTL))
 	}
-	return n.lib.scripts[s.SHA1()].Exec(ctx, c, cmd.Keys(), cmd.Args())
+	var keys Keys
+	keys.a, keys.n = cmd.KeyArray()
+	return n.lib.Exec(ctx, c, n.lib.scripts[s.SHA1()], keys, cmd.Args())
 }
