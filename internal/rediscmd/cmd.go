@@ -129,10 +129,18 @@ func (c *Cmd) Script() (driver.Script, bool) {
 
 // Keys returns the command's keys: one, or two with the fencing counter.
 func (c *Cmd) Keys() []string {
+	keys, n := c.KeyArray()
+	return keys[:n:n]
+}
+
+// KeyArray returns the command's keys as Keys does, by value: the first n of
+// keys. A driver that passes them through a function value copies the array
+// rather than a slice, which would escape to the heap.
+func (c *Cmd) KeyArray() (keys [2]string, n int) {
 	if c.Op == OpSetNXFence || c.Op == OpRaiseFence {
-		return []string{c.Key, c.FenceKey}
+		return [2]string{c.Key, c.FenceKey}, 2
 	}
-	return []string{c.Key}
+	return [2]string{c.Key}, 1
 }
 
 // Args returns the script's arguments (ARGV), or for SetNX the arguments of
