@@ -43,10 +43,13 @@ func (t *tracker) wait(d time.Duration) bool {
 	return true
 }
 
-// background runs f on a goroutine of its own that Close waits for.
+// background runs f on a goroutine of its own that Close waits for: while
+// it works (c.inflight), and until it ends (c.running).
 func (c *Client) background(f func()) {
 	c.inflight.add(1)
+	c.running.add(1)
 	go func() {
+		defer c.running.done()
 		defer c.inflight.done()
 		f()
 	}()
@@ -100,12 +103,15 @@ func (c *Client) settle(bg context.Context, i int, key, value string, need int, 
 		}
 		answered = 0
 		if pause := c.nodeTimeout - time.Since(began); pause > 0 {
+			// Nothing in flight meanwhile: Close need not wait for it.
+			c.inflight.done()
 			t := time.NewTimer(pause)
 			select {
 			case <-t.C:
 			case <-c.quit.Done():
 			}
 			t.Stop()
+			c.inflight.add(1)
 		}
 	}
 }

@@ -37,7 +37,8 @@ type Client struct {
 	acquiring map[string]struct{} // keys with a TryLock in flight; guarded by turnsMu
 
 	workers  *workers // run the node calls
-	inflight *tracker // node calls and background work, which Close waits for
+	inflight *tracker // node calls and background work in flight, which Close waits for
+	running  *tracker // background goroutines, which Close waits for after it ended them
 	quit     context.Context
 	stopAll  context.CancelFunc // ends quit: Close, after its wait
 }
@@ -102,6 +103,7 @@ func newClient(nodes []driver.Node, cfg config) (*Client, error) {
 		now:         time.Now,
 		workers:     newWorkers(),
 		inflight:    newTracker(),
+		running:     newTracker(),
 	}
 	c.quit, c.stopAll = context.WithCancel(context.Background())
 	for i, n := range nodes {
@@ -136,8 +138,9 @@ func (c *Client) TTL() time.Duration { return c.ttl }
 // Close waits, for at most the node timeout, for the calls and releases in
 // flight (those that Unlock left to finish in the background and those of
 // failed attempts included), then ends what is left (the repeated releases
-// of keys whose SET had an unknown outcome among them) and closes every
-// node. Locks still held expire after their TTL. Calls on a closed Client
+// of keys whose SET had an unknown outcome among them, which it does not
+// wait for between two tries), waits for that, bounded by the node timeout
+// too, and closes every node. Locks still held expire after their TTL. Calls on a closed Client
 // return ErrClosed.
 func (c *Client) Close() error {
 	if c.closed.Swap(true) {
@@ -147,7 +150,7 @@ func (c *Client) Close() error {
 	c.stopAll()
 	// What is left was told to end: its calls return at once, or at
 	// their node timeout at the latest.
-	c.inflight.wait(c.nodeTimeout)
+	c.running.wait(c.nodeTimeout)
 	c.workers.close()
 	var errs []error
 	for i, n := range c.nodes {
