@@ -140,8 +140,8 @@ func (c *Client) TTL() time.Duration { return c.ttl }
 // failed attempts included), then ends what is left (the repeated releases
 // of keys whose SET had an unknown outcome among them, which it does not
 // wait for between two tries), waits for that, bounded by the node timeout
-// too, and closes every node. Locks still held expire after their TTL. Calls on a closed Client
-// return ErrClosed.
+// too, and closes every node. Locks still held expire after their TTL. Calls
+// on a closed Client return ErrClosed.
 func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
@@ -178,8 +178,8 @@ func (c *Client) checkKey(key string) error {
 // matching ErrNotObtained with the per-node causes joined in. By then the
 // release of the key was sent to every node, and confirmed by those that had
 // answered; a node whose outcome is unknown (it failed, or had not answered)
-// gets the release again in the background until it answers, for at most
-// the TTL, or until Close. Bad input (an empty or too long key, a closed
+// gets the release again in the background until it answers, for at most a
+// TTL after its outcome became unknown, or until Close. Bad input (an empty or too long key, a closed
 // Client) gives an error that does not match ErrNotObtained.
 //
 // Only one attempt per key is in flight in a Client at a time, so that
@@ -267,14 +267,14 @@ func (c *Client) endAcquire(key string) {
 	c.turnsMu.Unlock()
 }
 
-// abandon releases key on every node after a failed attempt that started at
-// start: a node that said false may have applied the SET on a retry, one
-// that failed may have applied it and lost the reply, and one that has not
-// replied may apply it yet. It waits for the first release to the nodes that
-// answered, which are known to be responsive, so that the key is free there
-// when TryLock returns. The nodes whose outcome is unknown get the release in
-// the background, repeated until they answer (see settle), whatever ctx
-// does, for at most a TTL after their outcome became unknown, or until Close.
+// abandon releases key on every node after a failed attempt: a node that
+// said false may have applied the SET on a retry, one that failed may have
+// applied it and lost the reply, and one that has not replied may apply it
+// yet. It waits for the first release to the nodes that answered, which are
+// known to be responsive, so that the key is free there when TryLock
+// returns. The nodes whose outcome is unknown get the release in the
+// background, repeated until they answer (see settle), whatever ctx does,
+// for at most a TTL after their outcome became unknown, or until Close.
 func (c *Client) abandon(ctx context.Context, r *round, key, value string, ttl time.Duration) {
 	bg := context.WithoutCancel(ctx)
 	deadline := c.now().Add(ttl)
