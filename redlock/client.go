@@ -36,9 +36,10 @@ type Client struct {
 	turns     map[string]*turn    // Lock's waiters, by key
 	acquiring map[string]struct{} // keys with a TryLock in flight; guarded by turnsMu
 
-	workers  *workers // run the node calls
-	inflight *tracker // node calls and background work in flight, which Close waits for
-	running  *tracker // background goroutines, which Close waits for after it ended them
+	workers  *workers  // run the node calls
+	inflight *tracker  // node calls and background work in flight, which Close waits for
+	running  *tracker  // background goroutines, which Close waits for after it ended them
+	cleaners []cleaner // by node: the releases repeated there
 	quit     context.Context
 	stopAll  context.CancelFunc // ends quit: Close, after its wait
 }
@@ -104,6 +105,7 @@ func newClient(nodes []driver.Node, cfg config) (*Client, error) {
 		workers:     newWorkers(),
 		inflight:    newTracker(),
 		running:     newTracker(),
+		cleaners:    make([]cleaner, len(nodes)),
 	}
 	c.quit, c.stopAll = context.WithCancel(context.Background())
 	for i, n := range nodes {
