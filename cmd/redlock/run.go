@@ -202,9 +202,9 @@ func acquire(ctx context.Context, client *redlock.Client, o runOptions, sigs <-c
 	case !errors.Is(err, redlock.ErrNotObtained):
 		return nil, exitWith(exitFailure, fmt.Errorf("run: %w", err))
 	case tryOnce:
-		return nil, exitWith(exitNotObtained, fmt.Errorf("run: lock %q not obtained in one attempt (--wait 0):\n%w", o.key, err))
+		return nil, exitWith(exitConflict, fmt.Errorf("run: lock %q not obtained in one attempt (--wait 0):\n%w", o.key, err))
 	default:
-		return nil, exitWith(exitNotObtained, fmt.Errorf("run: lock %q not obtained within %v:\n%w", o.key, o.wait, err))
+		return nil, exitWith(exitConflict, fmt.Errorf("run: lock %q not obtained within %v:\n%w", o.key, o.wait, err))
 	}
 }
 

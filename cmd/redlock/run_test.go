@@ -65,14 +65,14 @@ func TestRunNotObtained(t *testing.T) {
 
 	marker := filepath.Join(t.TempDir(), "ran")
 	r := invoke(t, "", "run", "--nodes", addrs, "--key", "busy", "--wait", "0", "--", "touch", marker)
-	if r.code != exitNotObtained || !strings.Contains(r.stderr, "not obtained") {
+	if r.code != exitConflict || !strings.Contains(r.stderr, "not obtained") {
 		t.Fatalf("--wait 0 while held: want exit 75, got %v", r)
 	}
 	if fileExists(marker) {
 		t.Fatal("--wait 0 while held: the command ran")
 	}
 	r = invoke(t, "", "run", "--nodes", addrs, "--key", "busy", "--wait", "700ms", "--", "touch", marker)
-	if r.code != exitNotObtained || r.took < 700*time.Millisecond {
+	if r.code != exitConflict || r.took < 700*time.Millisecond {
 		t.Fatalf("--wait 700ms while held: want exit 75 after at least 700ms, got %v", r)
 	}
 	if fileExists(marker) {
@@ -262,7 +262,7 @@ func TestRunOutlivesTTL(t *testing.T) {
 	for time.Since(began) < 5*time.Second { // two and a half TTLs
 		time.Sleep(time.Second)
 		r := invoke(t, "", "run", "--nodes", addrs, "--key", "long", "--wait", "0", "--", "true")
-		if r.code != exitNotObtained {
+		if r.code != exitConflict {
 			t.Fatalf("another run %v after the first took the lock: want 75, got %v\nthe first's stderr:\n%s",
 				time.Since(began).Round(time.Millisecond), r, b.stderr.String())
 		}
