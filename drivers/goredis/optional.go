@@ -4,17 +4,36 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/pubsub"
+	"github.com/go-redlock/redlock/internal/rediscmd"
 )
 
 var (
 	_ driver.Fencer   = (*node)(nil)
 	_ driver.Notifier = (*node)(nil)
 )
+
+// SetNXFence runs driver.SetNXFenceScript: SET key value NX PX ttl, and the
+// counter at fenceKey read in the same step.
+func (n *node) SetNXFence(ctx context.Context, key, value string, ttl time.Duration, fenceKey string) (bool, uint64, error) {
+	return rediscmd.OKCounter(n.do(ctx, rediscmd.SetNXFence(key, value, ttl, fenceKey)))
+}
+
+// RaiseFence runs driver.RaiseFenceScript.
+func (n *node) RaiseFence(ctx context.Context, key, value, fenceKey string, token uint64) (bool, error) {
+	return rediscmd.OK(n.do(ctx, rediscmd.RaiseFence(key, value, fenceKey, token)))
+}
+
+// ReleaseNotify runs driver.ReleaseNotifyScript, which publishes the release
+// on driver.ReleaseChannel(key).
+func (n *node) ReleaseNotify(ctx context.Context, key, value string) (bool, error) {
+	return rediscmd.OK(n.do(ctx, rediscmd.ReleaseNotify(key, value)))
+}
 
 // errNoPubSub is what Subscribe returns on a node over a client other than a
 // *redis.Client.

@@ -3,19 +3,16 @@ package memory
 import (
 	"context"
 	"errors"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/drivernode"
 )
 
 // Errors a node returns.
 var (
-	// ErrClosed is [driver.ErrClosed], which calls on a Node return after
-	// Close.
-	ErrClosed = driver.ErrClosed
 	// ErrDown is returned by every call while the store is down (SetDown).
 	ErrDown = errors.New("memory: node is down")
 	// ErrReplyLost is returned, after the command was applied, while the store
@@ -62,13 +59,13 @@ func WithClock(c Clock) Option { return func(s *store) { s.clock = c } }
 // "memory-N", N counting the nodes New made).
 func WithName(name string) Option { return func(s *store) { s.name = name } }
 
-// created counts the stores New made, to name them.
-var created atomic.Int64
+// unnamed names the stores New made without WithName.
+var unnamed = drivernode.NewCounter("memory")
 
 // New returns a node with keys of its own.
 func New(opts ...Option) *Node {
 	s := &store{
-		name:  "memory-" + strconv.FormatInt(created.Add(1), 10),
+		name:  unnamed.Next().String(),
 		clock: RealClock{},
 		keys:  make(map[string]entry),
 	}
@@ -85,7 +82,7 @@ func (n *Node) String() string { return n.s.name }
 // returns with s.mu held when err is nil.
 func (n *Node) enter(ctx context.Context) error {
 	if n.closed.Load() {
-		return ErrClosed
+		return driver.ErrClosed
 	}
 	if err := ctx.Err(); err != nil {
 		return err
