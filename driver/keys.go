@@ -3,8 +3,8 @@ package driver
 import "strings"
 
 // The names under which the library stores what a lock needs beside its key.
-// Package redlock, the drivers and the redlock command all use these, so
-// that the formats are defined once.
+// The redlock package, the drivers and the redlock command all use these, so
+// that each format is defined once.
 
 // FenceKey names the fencing counter of the lock key (see [Fencer]):
 // "{key}:fence", or "key:fence" when key has a hash tag of its own, so that

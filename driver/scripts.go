@@ -69,8 +69,8 @@ func SetNXFenceScript() Script { return setNXFenceScript }
 func RaiseFenceScript() Script { return raiseFenceScript }
 
 // ReleaseNotifyScript is ReleaseScript that also publishes an empty message on
-// ReleaseChannel(KEYS[1]) when it deleted the key; it builds the channel's
-// name itself, so a driver passes the same KEYS and ARGV as to ReleaseScript.
+// the channel ARGV[2] when it deleted the key. A driver passes the same KEYS
+// and ARGV as to ReleaseScript, and ReleaseChannel(KEYS[1]) as ARGV[2].
 // Notifier.ReleaseNotify runs it.
 func ReleaseNotifyScript() Script { return releaseNotifyScript }
 

@@ -8,7 +8,6 @@ import (
 	"net"
 	"runtime"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -33,10 +32,6 @@ const (
 	ioTimeout   = 3 * time.Second // read and write
 	minPoolSize = 64              // connections, for 64 concurrent lockers
 )
-
-// errNilClient is what every call on a node from New(nil), and its Close,
-// return.
-var errNilClient = drivernode.NilClientError("goredis", "client")
 
 // Driver opens go-redis nodes by address. It is registered as "goredis".
 type Driver struct{}
@@ -124,7 +119,9 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 // returns an error and waiters poll.
 func New(c redis.UniversalClient) driver.Node {
 	if drivernode.IsNil(c) {
-		return &node{Name: "goredis"} // whose calls fail: no client
+		n := &node{Name: "goredis"}
+		n.state.SetNilClient("goredis", "client") // every call fails
+		return n
 	}
 	rc, ok := c.(*redis.Client)
 	if !ok {
@@ -167,7 +164,7 @@ type node struct {
 	bounded bool                  // client bounds I/O by the context's deadline (ContextTimeoutEnabled)
 	hub     *pubsub.Hub           // the release subscriptions; nil unless client is a *redis.Client
 	batch   *batch.Batcher[rediscmd.Cmd, rediscmd.Result]
-	closed  atomic.Bool
+	state   drivernode.State // nil client, closed
 }
 
 // SetNX sends SET key value NX PX ttl.
@@ -189,11 +186,8 @@ func (n *node) Extend(ctx context.Context, key, value string, ttl time.Duration)
 // it (a node from Open). Later calls on the node return driver.ErrClosed; closing
 // twice does nothing. On a node from New(nil) it returns an error.
 func (n *node) Close() error {
-	if n.client == nil {
-		return errNilClient
-	}
-	if n.closed.Swap(true) {
-		return nil
+	if first, err := n.state.Close(); !first {
+		return err
 	}
 	if n.hub != nil {
 		n.hub.Close()
@@ -207,28 +201,16 @@ func (n *node) Close() error {
 	return nil
 }
 
-// usable returns the error of a call on a node that has no client or is
-// closed.
-func (n *node) usable() error {
-	switch {
-	case n.client == nil:
-		return errNilClient
-	case n.closed.Load():
-		return driver.ErrClosed
-	}
-	return nil
-}
-
 // do sends cmd through the node's batcher, and names the command in its
 // error, which matches ctx's error when ctx is done: go-redis reports an
 // expired deadline as a network timeout.
 func (n *node) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error) {
-	if err := n.usable(); err != nil {
+	if err := n.state.Err(); err != nil {
 		return rediscmd.Result{}, err
 	}
 	r, err := n.batch.Do(ctx, cmd)
 	if err != nil {
-		return rediscmd.Result{}, fmt.Errorf("goredis: %s: %w", cmd.Op, driver.ContextError(ctx, err))
+		return rediscmd.Result{}, cmd.Failed(ctx, "goredis", err)
 	}
 	return r, nil
 }

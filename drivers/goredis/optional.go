@@ -3,7 +3,6 @@ package goredis
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -49,17 +48,13 @@ var errNoPubSub = errors.New("goredis: subscribe: release notifications need a *
 // pub/sub connection, which the node makes on first use and shares among all
 // its subscriptions (see package pubsub).
 func (n *node) Subscribe(ctx context.Context, key string, notify chan<- struct{}) (func(), error) {
-	if err := n.usable(); err != nil {
+	if err := n.state.Err(); err != nil {
 		return nil, err
 	}
 	if n.hub == nil {
 		return nil, errNoPubSub
 	}
-	cancel, err := n.hub.Subscribe(ctx, driver.ReleaseChannel(key), notify)
-	if err != nil {
-		return nil, fmt.Errorf("goredis: subscribe: %w", driver.ContextError(ctx, err))
-	}
-	return cancel, nil
+	return n.hub.SubscribeRelease(ctx, "goredis", key, notify)
 }
 
 // pubSubDial marks the contexts of the pub/sub connection's commands. The

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-redlock/redlock/driver"
@@ -43,8 +42,8 @@ type entry struct {
 // Node is an in-process driver.Node. Its fault controls act on its store, so
 // they affect every Node opened under the same address.
 type Node struct {
-	s      *store
-	closed atomic.Bool
+	s     *store
+	state drivernode.State // closed
 }
 
 var _ driver.Node = (*Node)(nil)
@@ -81,8 +80,8 @@ func (n *Node) String() string { return n.s.name }
 // enter waits out the store's latency and stall, then checks for faults. It
 // returns with s.mu held when err is nil.
 func (n *Node) enter(ctx context.Context) error {
-	if n.closed.Load() {
-		return driver.ErrClosed
+	if err := n.state.Err(); err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -179,8 +178,8 @@ func (n *Node) Extend(ctx context.Context, key, value string, ttl time.Duration)
 
 // Close closes this Node; the store and other Nodes opened on it stay.
 func (n *Node) Close() error {
-	n.closed.Store(true)
-	return nil
+	_, err := n.state.Close()
+	return err
 }
 
 // SetDown makes every call fail with ErrDown (down true) or work again.

@@ -3,7 +3,6 @@ package redigo
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -45,14 +44,10 @@ func (n *node) ReleaseNotify(ctx context.Context, key, value string) (bool, erro
 // pub/sub connection, which the node makes on first use and shares among all
 // its subscriptions (see package pubsub).
 func (n *node) Subscribe(ctx context.Context, key string, notify chan<- struct{}) (func(), error) {
-	if err := n.usable(); err != nil {
+	if err := n.state.Err(); err != nil {
 		return nil, err
 	}
-	cancel, err := n.hub.Subscribe(ctx, driver.ReleaseChannel(key), notify)
-	if err != nil {
-		return nil, fmt.Errorf("redigo: subscribe: %w", driver.ContextError(ctx, err))
-	}
-	return cancel, nil
+	return n.hub.SubscribeRelease(ctx, "redigo", key, notify)
 }
 
 // dialPubSub makes the node's pub/sub connection with the pool's dial

@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -40,10 +39,6 @@ const (
 	// keepAlive is the TCP keep-alive period, redigo's default.
 	keepAlive = 5 * time.Minute
 )
-
-// errNilPool is what every call on a node from New(nil), and its Close,
-// return.
-var errNilPool = drivernode.NilClientError("redigo", "pool")
 
 // Driver opens redigo nodes by address. It is registered as "redigo".
 type Driver struct{}
@@ -131,7 +126,9 @@ func New(p *redis.Pool) driver.Node {
 
 func newNode(p *redis.Pool, name drivernode.Name, ownsPool bool) *node {
 	n := &node{pool: p, Name: name, ownsPool: ownsPool}
-	if p != nil {
+	if p == nil {
+		n.state.SetNilClient("redigo", "pool") // every call fails
+	} else {
 		n.hub = pubsub.New(n.dialPubSub)
 		n.batch = batch.New(n.exec, batch.Senders, batch.MaxBatch)
 	}
@@ -147,7 +144,7 @@ type node struct {
 	ownsPool bool
 	hub      *pubsub.Hub                                   // the release subscriptions; nil for New(nil)
 	batch    *batch.Batcher[rediscmd.Cmd, rediscmd.Result] // nil for New(nil)
-	closed   atomic.Bool
+	state    drivernode.State                              // nil pool, closed
 	// getting is held (read) around pool.GetContext and (write) by Close:
 	// redigo's Pool.Close races with a GetContext waiting for a connection
 	// (Wait is set), closing the channel that GetContext sends on.
@@ -173,14 +170,11 @@ func (n *node) Extend(ctx context.Context, key, value string, ttl time.Duration)
 // connection, and closes the pool if Open made it. Closing twice does nothing.
 // On a node from New(nil) it returns an error.
 func (n *node) Close() error {
-	if n.pool == nil {
-		return errNilPool
-	}
 	n.getting.Lock()
-	already := n.closed.Swap(true)
+	first, err := n.state.Close()
 	n.getting.Unlock()
-	if already {
-		return nil
+	if !first {
+		return err
 	}
 	n.hub.Close()
 	if !n.ownsPool {
@@ -193,25 +187,14 @@ func (n *node) Close() error {
 // ctx is done: redigo bounds a read by a socket deadline equal to ctx's,
 // which can fire before ctx itself reports DeadlineExceeded.
 func (n *node) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error) {
-	if err := n.usable(); err != nil {
+	if err := n.state.Err(); err != nil {
 		return rediscmd.Result{}, err
 	}
 	r, err := n.batch.Do(ctx, cmd)
 	if err != nil {
-		return rediscmd.Result{}, fmt.Errorf("redigo: %s: %w", cmd.Op, driver.ContextError(ctx, err))
+		return rediscmd.Result{}, cmd.Failed(ctx, "redigo", err)
 	}
 	return r, nil
-}
-
-// usable returns the error of a call on a node without a pool or closed.
-func (n *node) usable() error {
-	switch {
-	case n.pool == nil:
-		return errNilPool
-	case n.closed.Load():
-		return driver.ErrClosed
-	}
-	return nil
 }
 
 // exec is the node's batch.Exec: it sends calls on one connection from the
@@ -363,8 +346,8 @@ func (n *node) conn(ctx context.Context) (redis.Conn, error) {
 	}
 	n.getting.RLock()
 	defer n.getting.RUnlock()
-	if n.closed.Load() {
-		return nil, driver.ErrClosed
+	if err := n.state.Err(); err != nil {
+		return nil, err
 	}
 	return n.pool.GetContext(ctx)
 }

@@ -393,7 +393,7 @@ func (n *node) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error
 			r, err = cmd.Parse(reply)
 		}
 		if err != nil {
-			return rediscmd.Result{}, driver.ContextError(ctx, fmt.Errorf("rueidis: %s: %w", cmd.Op, err))
+			return rediscmd.Result{}, cmd.Failed(ctx, "rueidis", err)
 		}
 		return r, nil
 	}

@@ -3,7 +3,6 @@ package rueidis
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 	"time"
 
@@ -52,11 +51,7 @@ func (n *node) Subscribe(ctx context.Context, key string, notify chan<- struct{}
 	if s := n.cur.Load(); s != nil && s.err != nil {
 		return nil, s.err // closed, or New(nil)
 	}
-	cancel, err := n.hub.Subscribe(ctx, driver.ReleaseChannel(key), notify)
-	if err != nil {
-		return nil, fmt.Errorf("rueidis: subscribe: %w", driver.ContextError(ctx, err))
-	}
-	return cancel, nil
+	return n.hub.SubscribeRelease(ctx, "rueidis", key, notify)
 }
 
 // dialPubSub makes the node's pub/sub connection: a dedicated connection of

@@ -4,7 +4,9 @@
 // address; and the check and error for a node made over a nil client, which
 // must fail its calls rather than panic.
 //
-// A driver's node embeds a [Name] for its String and Format methods.
+// A driver's node embeds a [Name] for its String and Format methods, and
+// keeps a [State] for the error of a call on a node without a client or
+// closed.
 package drivernode
 
 import (
@@ -13,6 +15,8 @@ import (
 	"reflect"
 	"strconv"
 	"sync/atomic"
+
+	"github.com/go-redlock/redlock/driver"
 )
 
 // Name is a node's name: the address it connects to with credentials
@@ -46,6 +50,43 @@ func (c *Counter) Next() Name { return Name(c.prefix + strconv.FormatInt(c.n.Add
 func IsNil(client any) bool {
 	v := reflect.ValueOf(client)
 	return !v.IsValid() || v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+// State is whether a node can be used: never when it was made over a nil
+// client, no more once it is closed. Its zero value is the state of an open
+// node that has a client. It is safe for concurrent use.
+type State struct {
+	nilClient error
+	closed    atomic.Bool
+}
+
+// SetNilClient makes s the state of a node that driverName's New made over
+// a nil client, which it names what (see NilClientError). Call it before the
+// node is used.
+func (s *State) SetNilClient(driverName, what string) {
+	s.nilClient = NilClientError(driverName, what)
+}
+
+// Err returns the error of a call on the node: the nil-client error,
+// driver.ErrClosed once Close was called, or nil when the node can be used.
+func (s *State) Err() error {
+	switch {
+	case s.nilClient != nil:
+		return s.nilClient
+	case s.closed.Load():
+		return driver.ErrClosed
+	}
+	return nil
+}
+
+// Close marks the node closed. It reports whether this was the first Close,
+// after which the node must release its resources; the error, for a node
+// over a nil client, is the one its Close returns.
+func (s *State) Close() (first bool, err error) {
+	if s.nilClient != nil {
+		return false, s.nilClient
+	}
+	return !s.closed.Swap(true), nil
 }
 
 // NilClientError returns the error of every call, and of Close, on a node

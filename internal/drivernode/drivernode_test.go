@@ -1,9 +1,11 @@
 package drivernode_test
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 
+	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/drivernode"
 )
 
@@ -44,5 +46,29 @@ func TestIsNil(t *testing.T) {
 	}
 	if got := drivernode.NilClientError("d", "pool").Error(); got != "d: New was given a nil pool" {
 		t.Errorf("NilClientError = %q", got)
+	}
+}
+
+func TestState(t *testing.T) {
+	var s drivernode.State
+	if err := s.Err(); err != nil {
+		t.Fatalf("Err() of a new state = %v, want nil", err)
+	}
+	if first, err := s.Close(); !first || err != nil {
+		t.Fatalf("first Close() = %v, %v; want true, nil", first, err)
+	}
+	if first, err := s.Close(); first || err != nil {
+		t.Fatalf("second Close() = %v, %v; want false, nil", first, err)
+	}
+	if err := s.Err(); !errors.Is(err, driver.ErrClosed) {
+		t.Fatalf("Err() after Close = %v, want driver.ErrClosed", err)
+	}
+	var nc drivernode.State
+	nc.SetNilClient("d", "client")
+	if err := nc.Err(); err == nil || err.Error() != "d: New was given a nil client" {
+		t.Fatalf("Err() of a nil-client state = %v, want the nil-client error", err)
+	}
+	if first, err := nc.Close(); first || err == nil {
+		t.Fatalf("Close() of a nil-client state = %v, %v; want false and the nil-client error", first, err)
 	}
 }

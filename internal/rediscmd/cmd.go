@@ -7,6 +7,7 @@
 package rediscmd
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -24,7 +25,7 @@ const (
 	OpSetNX         Op = iota // SET Key Value NX PX TTL
 	OpSetNXFence              // driver.SetNXFenceScript: Key, FenceKey; Value, TTL
 	OpRelease                 // driver.ReleaseScript: Key; Value
-	OpReleaseNotify           // driver.ReleaseNotifyScript: Key; Value
+	OpReleaseNotify           // driver.ReleaseNotifyScript: Key; Value, driver.ReleaseChannel(Key)
 	OpExtend                  // driver.ExtendScript: Key; Value, TTL
 	OpRaiseFence              // driver.RaiseFenceScript: Key, FenceKey; Value, Token
 	OpTTL                     // driver.TTLScript: Key; Value
@@ -112,6 +113,13 @@ func TTLHeld(r Result, err error) (time.Duration, bool, error) { return r.TTL, r
 // OKCounter is OK with the counter, as driver.Fencer's SetNXFence returns it.
 func OKCounter(r Result, err error) (bool, uint64, error) { return r.OK, r.Counter, err }
 
+// Failed returns the error of a driver whose command failed with err: it
+// names the driver and the command, and matches ctx's error when ctx is done
+// (see driver.ContextError).
+func (c *Cmd) Failed(ctx context.Context, driverName string, err error) error {
+	return fmt.Errorf("%s: %s: %w", driverName, c.Op, driver.ContextError(ctx, err))
+}
+
 // Script returns the script the command runs, and false for SetNX, which is
 // a plain SET.
 func (c *Cmd) Script() (driver.Script, bool) {
@@ -150,6 +158,8 @@ func (c *Cmd) Args() []string {
 		return []string{c.Value, driver.MillisecondsString(c.TTL)}
 	case OpRaiseFence:
 		return []string{c.Value, strconv.FormatUint(c.Token, 10)}
+	case OpReleaseNotify:
+		return []string{c.Value, driver.ReleaseChannel(c.Key)}
 	}
 	return []string{c.Value}
 }

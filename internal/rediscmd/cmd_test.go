@@ -58,7 +58,7 @@ func TestCmdEncoding(t *testing.T) {
 		{rediscmd.SetNX("k", "v", ttl), driver.Script{}, []string{"k"}, []string{"v", "NX", "PX", "1501"}, "SET NX"},
 		{rediscmd.SetNXFence("k", "v", ttl, "f"), driver.SetNXFenceScript(), []string{"k", "f"}, []string{"v", "1501"}, "SET NX fence"},
 		{rediscmd.Release("k", "v"), driver.ReleaseScript(), []string{"k"}, []string{"v"}, "release"},
-		{rediscmd.ReleaseNotify("k", "v"), driver.ReleaseNotifyScript(), []string{"k"}, []string{"v"}, "release"},
+		{rediscmd.ReleaseNotify("k", "v"), driver.ReleaseNotifyScript(), []string{"k"}, []string{"v", "redlock:released:k"}, "release"},
 		{rediscmd.Extend("k", "v", ttl), driver.ExtendScript(), []string{"k"}, []string{"v", "1501"}, "extend"},
 		{rediscmd.RaiseFence("k", "v", "f", 9), driver.RaiseFenceScript(), []string{"k", "f"}, []string{"v", "9"}, "raise fence"},
 	} {
