@@ -58,8 +58,9 @@ func (e *NodeError) Unwrap() error { return e.Err }
 // that match ErrNotObtained or ErrLockLost; find it with errors.As. It matches
 // ErrUnavailable (errors.Is) when Failed > Nodes-Needed.
 //
-// Nodes that had not answered when the call decided (or its context ended)
-// count in none of Granted, Refused and Failed.
+// Nodes that had not answered when the call decided, and nodes whose calls
+// failed because the caller's context ended, count in none of Granted,
+// Refused and Failed.
 type VoteError struct {
 	// Granted is how many nodes agreed: granted the lock, extended or
 	// released it, or (Lock.TTL) still hold it.

@@ -41,7 +41,8 @@ type round struct {
 	// (driver.PermanentCode); code is the first such error's code.
 	permanent int
 	code      string
-	decided   bool // wait saw the outcome decided, rather than ctx end
+	decided   bool            // wait saw the outcome decided, rather than ctx end
+	caller    context.Context // the caller's: a failure after it ended is not the node's
 	errs      []error
 	running   atomic.Int32 // calls not yet returned; the last cancels ctx
 
@@ -68,6 +69,7 @@ func (c *Client) start(ctx context.Context, o op) *round {
 	}
 	// One deadline for all the calls, which start together: one timer per
 	// round rather than one per node.
+	r.caller = ctx
 	r.ctx, r.cancel = context.WithTimeout(ctx, c.nodeTimeout)
 	r.op = o
 	r.running.Store(int32(len(c.nodes)))
@@ -89,7 +91,8 @@ func (r *round) wait(ctx context.Context) bool {
 			return false
 		}
 	}
-	r.decided = true
+	// Replies that came as ctx ended may be its errors, not the nodes'.
+	r.decided = ctx.Err() == nil
 	return r.yes >= q
 }
 
@@ -98,7 +101,9 @@ func (r *round) record(rep reply) {
 	case rep.err != nil:
 		r.state[rep.node] = failed
 		r.no++
-		r.failed++
+		if r.caller.Err() == nil { // not cut short by the caller
+			r.failed++
+		}
 		if code := driver.PermanentCode(rep.err); code != "" {
 			r.permanent++
 			if r.code == "" {

@@ -16,10 +16,10 @@ var errNoTTLer = errors.New("the node cannot tell a key's time to live (no drive
 
 // TTL asks the nodes how long they still hold the lock and returns how long a
 // quorum guarantees it: the quorum-th largest remaining time to live among the
-// nodes that still hold this lock's value (of those that answered by the time
-// a quorum had), less the time the call took and the drift allowance. It
-// moves Until to that if it is earlier; it never moves Until later (Extend
-// does).
+// nodes that still hold this lock's value, less the time the call took and
+// the drift allowance. It waits for every node's answer, each bounded by the
+// node timeout (or until ctx ends, once a quorum answered). It moves Until to
+// that if it is earlier; it never moves Until later (Extend does).
 //
 // It returns an error matching ErrLockLost when fewer than a quorum hold the
 // lock, when Until has passed, or after Unlock, with the per-node causes and
@@ -58,14 +58,17 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 		}
 		return 0, r.err(ctx, ErrLockLost)
 	}
-	for r.pendingCount() > 0 { // those that answered meanwhile
+	// Hear every node (each bounded by the node timeout): a node that
+	// answers last may raise the quorum-th largest TTL, and a low answer
+	// would lower Until for nothing.
+collect:
+	for r.pendingCount() > 0 {
 		select {
 		case rep := <-r.replies:
 			r.record(rep)
-			continue
-		default:
+		case <-ctx.Done():
+			break collect
 		}
-		break
 	}
 	held := make([]time.Duration, 0, r.yes)
 	for i, s := range r.state {
