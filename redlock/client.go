@@ -25,6 +25,8 @@ type Client struct {
 	driftFactor float64
 	backoff     Backoff
 	extendEvery time.Duration     // Do's extension interval
+	extendSet   bool              // extendEvery was given, not derived from the TTL
+	maxAttempts int               // Lock's cap on attempts; 0: none
 	prefix      string            // before every key on the nodes
 	fencers     []driver.Fencer   // nil unless WithFencing
 	notifiers   []driver.Notifier // nil entries for nodes without notifications
@@ -93,6 +95,8 @@ func newClient(nodes []driver.Node, cfg config) (*Client, error) {
 		driftFactor: cfg.driftFactor,
 		backoff:     cfg.backoff,
 		extendEvery: cfg.extendEvery,
+		extendSet:   cfg.set&optExtend != 0,
+		maxAttempts: cfg.maxAttempts,
 		prefix:      cfg.keyPrefix,
 		notifiers:   make([]driver.Notifier, len(nodes)),
 		now:         time.Now,
@@ -156,19 +160,37 @@ func (c *Client) checkKey(key string) error {
 
 // TryLock makes one attempt to acquire the lock named key. It returns a Lock
 // when a quorum of nodes granted it with validity left, and otherwise an error
-// matching ErrNotObtained with the per-node causes joined in; by then the key
-// has been released on every node. Bad input (an empty or too long key, a
-// closed Client) gives an error that does not match ErrNotObtained.
+// matching ErrNotObtained with the per-node causes and the votes (*VoteError)
+// joined in; by then the key has been released on every node. When so many
+// nodes failed that no quorum was possible, the error matches ErrUnavailable
+// too. Bad input (an empty or too long key, a closed Client, an option TryLock
+// does not take) gives an error that does not match ErrNotObtained.
 //
+// opts apply to this call only: WithTTL, which also changes the validity.
 // With WithFencing, the lock also gets a fencing token: see Lock.Token.
-func (c *Client) TryLock(ctx context.Context, key string) (*Lock, error) {
-	if err := c.checkKey(key); err != nil {
+func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
+	cc, err := c.callOptions("TryLock", tryLockOptions, opts)
+	if err != nil {
 		return nil, err
+	}
+	l, _, err := c.tryLock(ctx, key, cc)
+	return l, err
+}
+
+// outcome says how an attempt that did not obtain the lock ended.
+type outcome struct {
+	finished  bool // the nodes' votes decided it; the context did not cut it short
+	permanent bool // too many nodes answered errors that retrying cannot fix
+}
+
+func (c *Client) tryLock(ctx context.Context, key string, cc callConfig) (*Lock, outcome, error) {
+	if err := c.checkKey(key); err != nil {
+		return nil, outcome{}, err
 	}
 	name := key
 	key = c.prefix + key // the key on the nodes
 	value := rand.Text() // 128 random bits, fresh for every acquisition
-	ttl := c.ttl
+	ttl := cc.ttl
 	start := c.now()
 	var (
 		r        *round
@@ -192,14 +214,14 @@ func (c *Client) TryLock(ctx context.Context, key string) (*Lock, error) {
 		token   uint64
 		errs    []error
 		ferr    error
-		untilAt = start.Add(ttl - c.drift)
+		untilAt = start.Add(ttl - cc.drift)
 	)
 	if ok && c.fencers != nil {
 		token, ferr = c.fence(ctx, r, counters, key, value, fk)
 		ok = ferr == nil
 	}
 	if ok && c.now().Before(untilAt) {
-		return &Lock{c: c, name: name, key: key, value: value, token: token, until: untilAt, acq: r}, nil
+		return &Lock{c: c, name: name, key: key, value: value, token: token, ttl: ttl, until: untilAt, acq: r}, outcome{}, nil
 	}
 	c.abandon(ctx, r, key, value)
 	errs = append(errs, r.err(ctx, ErrNotObtained))
@@ -209,7 +231,7 @@ func (c *Client) TryLock(ctx context.Context, key string) (*Lock, error) {
 	case ok:
 		errs = append(errs, fmt.Errorf("no validity left: acquiring took %v of the %v TTL", c.now().Sub(start), ttl))
 	}
-	return nil, errors.Join(errs...)
+	return nil, outcome{finished: r.decided, permanent: r.permanentFailure()}, errors.Join(errs...)
 }
 
 // abandon releases key on every node after a failed attempt: a node that said

@@ -9,7 +9,7 @@ import (
 
 // Do waits for the lock named key as Lock does, runs fn while holding it, and
 // unlocks when fn returns. While fn runs, the lock is extended in the
-// background to the Client's TTL every WithExtendInterval (default TTL/3).
+// background to the TTL every WithExtendInterval (default TTL/3).
 // fn's context is canceled, with ErrLockLost as its cause
 // (context.Cause), the moment the lock is lost or its validity ends without a
 // successful extension; fn must then stop acting on the protected resource.
@@ -17,11 +17,21 @@ import (
 // Do returns fn's error, joined with ErrLockLost when the lock was lost while
 // fn ran or was no longer held by a quorum when Do released it. When the lock
 // was never obtained, it returns Lock's error and fn does not run.
-func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context) error) error {
+//
+// opts apply to this call only: WithTTL (which also sets the default
+// extension interval to a third of it, unless the Client was given
+// WithExtendInterval), WithBackoff, WithMaxAttempts and WithExtendInterval.
+// The extension interval plus the node timeout must be shorter than the TTL
+// less the drift allowance.
+func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...Option) error {
 	if fn == nil {
 		return errors.New("redlock: Do with a nil function")
 	}
-	l, err := c.Lock(ctx, key)
+	cc, err := c.callOptions("Do", doOptions, opts)
+	if err != nil {
+		return err
+	}
+	l, err := c.lock(ctx, key, cc)
 	if err != nil {
 		return err
 	}
@@ -29,7 +39,7 @@ func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context
 	defer cancel(nil)
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() { c.keepAlive(ctx, l, stop, cancel) })
+	wg.Go(func() { c.keepAlive(ctx, l, cc, stop, cancel) })
 
 	ferr := fn(fctx)
 
@@ -43,14 +53,14 @@ func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context
 	return ferr
 }
 
-// keepAlive extends l every c.extendEvery until stop is closed, and cancels
+// keepAlive extends l to cc.ttl every cc.extendEvery until stop is closed, and cancels
 // fn's context with ErrLockLost as soon as l is done. A failed extension that
 // did not find the lock lost is retried at shorter intervals while validity
 // lasts.
-func (c *Client) keepAlive(ctx context.Context, l *Lock, stop <-chan struct{}, cancel context.CancelCauseFunc) {
+func (c *Client) keepAlive(ctx context.Context, l *Lock, cc callConfig, stop <-chan struct{}, cancel context.CancelCauseFunc) {
 	ectx := context.WithoutCancel(ctx) // extend even while fn winds down after a cancel
 	done := l.Done()
-	timer := time.NewTimer(c.extendEvery)
+	timer := time.NewTimer(cc.extendEvery)
 	defer timer.Stop()
 	for {
 		select {
@@ -60,10 +70,10 @@ func (c *Client) keepAlive(ctx context.Context, l *Lock, stop <-chan struct{}, c
 			cancel(ErrLockLost)
 			return
 		case <-timer.C:
-			if err := l.Extend(ectx, c.ttl); err != nil {
-				timer.Reset(max(c.extendEvery/4, c.nodeTimeout))
+			if err := l.Extend(ectx, cc.ttl); err != nil {
+				timer.Reset(max(cc.extendEvery/4, c.nodeTimeout))
 			} else {
-				timer.Reset(c.extendEvery)
+				timer.Reset(cc.extendEvery)
 			}
 		}
 	}

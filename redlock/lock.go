@@ -19,12 +19,14 @@ type Lock struct {
 	value string // the random value that proves ownership; never shown
 	token uint64 // fencing token; 0 without WithFencing
 
-	mu    sync.Mutex
-	acq   *round // the acquisition, whose late SETs Unlock must follow; nil once taken
-	until time.Time
-	ended bool          // no longer known to be held: expired, lost or unlocked
-	done  chan struct{} // made by the first Done call; closed when ended
-	timer *time.Timer   // closes done at until, while done exists
+	mu       sync.Mutex
+	acq      *round        // the acquisition, whose late SETs Unlock must follow; nil once taken
+	ttl      time.Duration // of the acquisition or the last successful Extend
+	until    time.Time
+	ended    bool          // no longer known to be held: expired, lost or unlocked
+	unlocked bool          // Unlock was called
+	done     chan struct{} // made by the first Done call; closed when ended
+	timer    *time.Timer   // closes done at until, while done exists
 }
 
 // Key returns the name of the lock, as given to TryLock or Lock (without the
@@ -122,7 +124,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if ok && c.now().Before(until) {
 		l.mu.Lock()
 		if !l.ended {
-			l.until = until
+			l.until, l.ttl = until, ttl
 			if l.timer != nil {
 				l.timer.Reset(until.Sub(c.now()))
 			}
@@ -144,9 +146,20 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 // quorum confirmed the release (the other nodes are released in the
 // background, each bounded by the node timeout), or an error matching
 // ErrLockLost when fewer than a quorum still held the lock, with the per-node
-// causes joined in.
+// causes and the votes (*VoteError) joined in; it matches ErrUnavailable too
+// when so many nodes failed that no quorum could answer.
+//
+// Unlock releases once: a later call returns ErrAlreadyUnlocked at once,
+// without a call to the nodes, whatever the first one returned; except after
+// an Unlock whose context ended before the nodes' answers decided the outcome,
+// which may be called again.
 func (l *Lock) Unlock(ctx context.Context) error {
 	l.mu.Lock()
+	if l.unlocked {
+		l.mu.Unlock()
+		return ErrAlreadyUnlocked
+	}
+	l.unlocked = true
 	l.endLocked()
 	acq := l.acq
 	l.acq = nil
@@ -160,6 +173,11 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	})
 	if r.wait(ctx) {
 		return nil
+	}
+	if !r.decided { // ctx ended first: the caller may try again
+		l.mu.Lock()
+		l.unlocked = false
+		l.mu.Unlock()
 	}
 	return r.err(ctx, ErrLockLost)
 }
