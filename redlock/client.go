@@ -31,6 +31,7 @@ type Client struct {
 	notify      bool              // some node is a Notifier
 	now         func() time.Time  // time.Now, replaced in simulation tests
 	closed      atomic.Bool
+	obs         Observer // nil unless WithObserver or WithLogger
 
 	turnsMu sync.Mutex
 	turns   map[string]*turn // Lock's waiters, by key
@@ -97,6 +98,7 @@ func newClient(nodes []driver.Node, cfg config) (*Client, error) {
 		notifiers:   make([]driver.Notifier, len(nodes)),
 		now:         time.Now,
 		workers:     newWorkers(),
+		obs:         observerOf(cfg.observers),
 	}
 	for i, n := range nodes {
 		if nn, ok := n.(driver.Notifier); ok {
@@ -162,8 +164,14 @@ func (c *Client) checkKey(key string) error {
 //
 // With WithFencing, the lock also gets a fencing token: see Lock.Token.
 func (c *Client) TryLock(ctx context.Context, key string) (*Lock, error) {
+	return c.attempt(ctx, key, nil)
+}
+
+// tryLock is TryLock, which also returns its SET round (nil for bad input)
+// for the observers.
+func (c *Client) tryLock(ctx context.Context, key string) (*Lock, *round, error) {
 	if err := c.checkKey(key); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	name := key
 	key = c.prefix + key // the key on the nodes
@@ -177,13 +185,13 @@ func (c *Client) TryLock(ctx context.Context, key string) (*Lock, error) {
 	)
 	if c.fencers != nil {
 		counters, fk = make([]uint64, len(c.nodes)), fenceKey(key)
-		r = c.start(ctx, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
+		r = c.start(ctx, OpAcquire, name, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
 			ok, counter, err := c.fencers[i].SetNXFence(ctx, key, value, ttl, fk)
 			counters[i] = counter // read by the caller only after this reply
 			return ok, err
 		})
 	} else {
-		r = c.start(ctx, func(ctx context.Context, _ int, n driver.Node) (bool, error) {
+		r = c.start(ctx, OpAcquire, name, func(ctx context.Context, _ int, n driver.Node) (bool, error) {
 			return n.SetNX(ctx, key, value, ttl)
 		})
 	}
@@ -198,8 +206,8 @@ func (c *Client) TryLock(ctx context.Context, key string) (*Lock, error) {
 		token, ferr = c.fence(ctx, r, counters, key, value, fk)
 		ok = ferr == nil
 	}
-	if ok && c.now().Before(untilAt) {
-		return &Lock{c: c, name: name, key: key, value: value, token: token, until: untilAt, acq: r}, nil
+	if now := c.now(); ok && now.Before(untilAt) {
+		return &Lock{c: c, name: name, key: key, value: value, token: token, until: untilAt, acq: r, granted: now}, r, nil
 	}
 	c.abandon(ctx, r, key, value)
 	errs = append(errs, r.err(ctx, ErrNotObtained))
@@ -209,7 +217,7 @@ func (c *Client) TryLock(ctx context.Context, key string) (*Lock, error) {
 	case ok:
 		errs = append(errs, fmt.Errorf("no validity left: acquiring took %v of the %v TTL", c.now().Sub(start), ttl))
 	}
-	return nil, errors.Join(errs...)
+	return nil, r, errors.Join(errs...)
 }
 
 // abandon releases key on every node after a failed attempt: a node that said
@@ -224,7 +232,7 @@ func (c *Client) abandon(ctx context.Context, r *round, key, value string) {
 		rctx, cancel := context.WithTimeout(bg, c.nodeTimeout)
 		// No publish: waking waiters for a failed attempt's partial keys
 		// would only make them collide again.
-		c.nodes[i].EvalRelease(rctx, key, value)
+		c.observedRelease(rctx, i, r.name, key, value)
 		cancel()
 	}
 	done := make(chan struct{}, len(c.nodes))

@@ -18,6 +18,10 @@ import (
 // fn ran or was no longer held by a quorum when Do released it. When the lock
 // was never obtained, it returns Lock's error and fn does not run.
 func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context) error) error {
+	return c.observedDo(ctx, key, fn)
+}
+
+func (c *Client) do(ctx context.Context, key string, fn func(ctx context.Context) error) error {
 	if fn == nil {
 		return errors.New("redlock: Do with a nil function")
 	}

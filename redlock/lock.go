@@ -13,11 +13,12 @@ import (
 // Lock is a lock held on a quorum of nodes. Its methods are safe for
 // concurrent use.
 type Lock struct {
-	c     *Client
-	name  string // the key as the caller gave it
-	key   string // the key on the nodes: the Client's prefix and name
-	value string // the random value that proves ownership; never shown
-	token uint64 // fencing token; 0 without WithFencing
+	c       *Client
+	name    string    // the key as the caller gave it
+	key     string    // the key on the nodes: the Client's prefix and name
+	value   string    // the random value that proves ownership; never shown
+	token   uint64    // fencing token; 0 without WithFencing
+	granted time.Time // when it was granted, for the observers
 
 	mu    sync.Mutex
 	acq   *round // the acquisition, whose late SETs Unlock must follow; nil once taken
@@ -70,30 +71,36 @@ func (l *Lock) Done() <-chan struct{} {
 // expire runs when the timer fires at Until.
 func (l *Lock) expire() {
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	if left := l.until.Sub(l.c.now()); left > 0 && !l.ended {
 		l.timer.Reset(left) // extended while the timer fired
+		l.mu.Unlock()
 		return
 	}
-	l.endLocked()
+	ended := l.endLocked()
+	l.mu.Unlock()
+	if ended && l.c.obs != nil {
+		l.c.obs.LockEnd(context.Background(), l.endEvent(EndExpired))
+	}
 }
 
-// endLocked marks the lock as no longer held and closes Done. l.mu is held.
-func (l *Lock) endLocked() {
+// endLocked marks the lock as no longer held and closes Done, and reports
+// whether this call ended it. l.mu is held.
+func (l *Lock) endLocked() bool {
 	if l.ended {
-		return
+		return false
 	}
 	l.ended = true
 	if l.done != nil {
 		l.timer.Stop()
 		close(l.done)
 	}
+	return true
 }
 
-func (l *Lock) end() {
+func (l *Lock) end() bool {
 	l.mu.Lock()
-	l.endLocked()
-	l.mu.Unlock()
+	defer l.mu.Unlock()
+	return l.endLocked()
 }
 
 // Extend sets the lock's time to live on the nodes to ttl, only where they still
@@ -102,19 +109,25 @@ func (l *Lock) end() {
 // per-node causes joined in, and Until is unchanged; when so many nodes said
 // they no longer hold it that no quorum can, Done is closed too.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
+	return l.observedExtend(ctx, ttl)
+}
+
+// extend is Extend, which also returns its round (nil for bad input) and
+// whether it ended the lock, found lost, for the observers.
+func (l *Lock) extend(ctx context.Context, ttl time.Duration) (*round, bool, error) {
 	c := l.c
 	if ttl <= 0 {
-		return fmt.Errorf("redlock: Extend TTL %v is not positive", ttl)
+		return nil, false, fmt.Errorf("redlock: Extend TTL %v is not positive", ttl)
 	}
 	d := drift(ttl, c.driftFactor)
 	if ttl <= d {
-		return fmt.Errorf("redlock: Extend TTL %v is too small: the drift allowance alone is %v", ttl, d)
+		return nil, false, fmt.Errorf("redlock: Extend TTL %v is too small: the drift allowance alone is %v", ttl, d)
 	}
 	if ttl > MaxTTL {
-		return fmt.Errorf("redlock: Extend TTL %v is longer than %v", ttl, MaxTTL)
+		return nil, false, fmt.Errorf("redlock: Extend TTL %v is longer than %v", ttl, MaxTTL)
 	}
 	start := c.now()
-	r := c.start(ctx, func(ctx context.Context, _ int, n driver.Node) (bool, error) {
+	r := c.start(ctx, OpExtend, l.name, func(ctx context.Context, _ int, n driver.Node) (bool, error) {
 		return n.Extend(ctx, l.key, l.value, ttl)
 	})
 	ok := r.wait(ctx)
@@ -128,16 +141,14 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 			}
 		}
 		l.mu.Unlock()
-		return nil
+		return r, false, nil
 	}
-	if r.lost() {
-		l.end()
-	}
+	lostNow := r.lost() && l.end()
 	err := r.err(ctx, ErrLockLost)
 	if ok {
 		err = errors.Join(err, fmt.Errorf("no validity left: extending took %v of the %v TTL", c.now().Sub(start), ttl))
 	}
-	return err
+	return r, lostNow, err
 }
 
 // Unlock releases the lock on every node and closes Done. It returns once a
@@ -146,22 +157,28 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 // ErrLockLost when fewer than a quorum still held the lock, with the per-node
 // causes joined in.
 func (l *Lock) Unlock(ctx context.Context) error {
+	return l.observedUnlock(ctx)
+}
+
+// unlock is Unlock, which also returns its round and whether it ended the
+// lock, for the observers.
+func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 	l.mu.Lock()
-	l.endLocked()
+	ended := l.endLocked()
 	acq := l.acq
 	l.acq = nil
 	l.mu.Unlock()
 	late := l.followLateSets(ctx, acq)
-	r := l.c.start(ctx, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
+	r := l.c.start(ctx, OpRelease, l.name, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
 		if late && acq.state[i] == pending {
 			return false, nil // released once its SET has answered
 		}
 		return l.c.release(ctx, i, l.key, l.value)
 	})
 	if r.wait(ctx) {
-		return nil
+		return r, ended, nil
 	}
-	return r.err(ctx, ErrLockLost)
+	return r, ended, r.err(ctx, ErrLockLost)
 }
 
 // followLateSets handles the SETs of the acquisition that had not answered
@@ -193,7 +210,7 @@ func (l *Lock) followLateSets(ctx context.Context, acq *round) bool {
 			rep := <-acq.replies
 			if rep.err != nil || rep.ok {
 				rctx, cancel := context.WithTimeout(bg, c.nodeTimeout)
-				c.nodes[rep.node].EvalRelease(rctx, l.key, l.value)
+				c.observedRelease(rctx, rep.node, l.name, l.key, l.value)
 				cancel()
 			}
 		}

@@ -44,6 +44,8 @@ type config struct {
 	extendEvery    time.Duration
 	keyPrefix      string
 	tls            *tls.Config
+	observers      []Observer // WithObserver, WithLogger
+	errs           []error    // from options that found a bad value at once
 }
 
 // WithTTL sets how long a lock lives on the nodes unless extended (default
@@ -131,6 +133,8 @@ func newConfig(opts []Option) (config, error) {
 		c.extendEvery = c.ttl / 3
 	}
 	switch {
+	case len(c.errs) > 0:
+		return c, errors.Join(c.errs...)
 	case math.IsNaN(c.driftFactor) || c.driftFactor < 0 || c.driftFactor >= 1:
 		return c, fmt.Errorf("redlock: drift factor %v is not in [0, 1)", c.driftFactor)
 	case c.ttl <= 0:

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-redlock/redlock/driver"
 )
@@ -41,6 +42,9 @@ type round struct {
 	running  atomic.Int32 // calls not yet returned; the last cancels ctx
 
 	op     op
+	opName string          // for the observers: OpAcquire, ...
+	name   string          // for the observers: the lock's key without the prefix
+	began  time.Time       // for the observers: set only when the Client has some
 	ctx    context.Context // bounds every call by the node timeout
 	cancel context.CancelFunc
 }
@@ -48,14 +52,20 @@ type round struct {
 // call runs the round's op on node i and sends its reply.
 func (r *round) call(i int) {
 	ok, err := r.op(r.ctx, i, r.c.nodes[i])
+	if r.c.obs != nil {
+		r.c.observeNode(r.ctx, i, r.opName, r.name, r.began, ok, err)
+	}
 	r.replies <- reply{node: i, ok: ok && err == nil, err: err}
 	if r.running.Add(-1) == 0 {
 		r.cancel()
 	}
 }
 
-func (c *Client) start(ctx context.Context, o op) *round {
-	r := &round{c: c, replies: make(chan reply, len(c.nodes))}
+func (c *Client) start(ctx context.Context, opName, name string, o op) *round {
+	r := &round{c: c, replies: make(chan reply, len(c.nodes)), opName: opName, name: name}
+	if c.obs != nil {
+		r.began = time.Now()
+	}
 	if len(c.nodes) <= len(r.stateBuf) {
 		r.state = r.stateBuf[:len(c.nodes)]
 	} else {

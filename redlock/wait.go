@@ -27,7 +27,12 @@ const maxWakeJitter = 5 * time.Millisecond
 //   - Otherwise, and as the fallback for locks that expire rather than being
 //     released, it retries after the Backoff's delays.
 func (c *Client) Lock(ctx context.Context, key string) (*Lock, error) {
-	l, err := c.TryLock(ctx, key)
+	return c.observedLock(ctx, key)
+}
+
+// lock is Lock, which counts its attempts in tries for the observers.
+func (c *Client) lock(ctx context.Context, key string, tries *int) (*Lock, error) {
+	l, err := c.attempt(ctx, key, tries)
 	if !retryable(ctx, err) {
 		return l, ended(ctx, err)
 	}
@@ -46,7 +51,7 @@ func (c *Client) Lock(ctx context.Context, key string) (*Lock, error) {
 	// Try again at once: the lock may have been released while this waiter
 	// waited for its turn or subscribed, unheard.
 	start := time.Now()
-	if l, err = c.TryLock(ctx, key); !retryable(ctx, err) {
+	if l, err = c.attempt(ctx, key, tries); !retryable(ctx, err) {
 		return l, ended(ctx, err)
 	}
 	took := time.Since(start)
@@ -56,6 +61,9 @@ func (c *Client) Lock(ctx context.Context, key string) (*Lock, error) {
 		select {
 		case <-timer.C:
 		case <-released:
+			if c.obs != nil {
+				c.obs.Wake(ctx, Wake{Key: key, Attempt: *tries + 1})
+			}
 			// Woken by a release: back to the shortest poll if this
 			// attempt is lost to a split vote, which no release follows.
 			attempt = 1
@@ -71,7 +79,7 @@ func (c *Client) Lock(ctx context.Context, key string) (*Lock, error) {
 			return nil, errors.Join(err, ctx.Err())
 		}
 		start = time.Now()
-		if l, err = c.TryLock(ctx, key); !retryable(ctx, err) {
+		if l, err = c.attempt(ctx, key, tries); !retryable(ctx, err) {
 			return l, ended(ctx, err)
 		}
 		took = time.Since(start)
