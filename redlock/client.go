@@ -207,7 +207,7 @@ func (c *Client) tryLock(ctx context.Context, key string) (*Lock, *round, error)
 		ok = ferr == nil
 	}
 	if now := c.now(); ok && now.Before(untilAt) {
-		return &Lock{c: c, name: name, key: key, value: value, token: token, until: untilAt, acq: r, granted: now}, r, nil
+		return &Lock{c: c, name: name, key: key, value: value, token: token, until: untilAt, expiry: start.Add(ttl), acq: r, granted: now}, r, nil
 	}
 	c.abandon(ctx, r, key, value)
 	errs = append(errs, r.err(ctx, ErrNotObtained))

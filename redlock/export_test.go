@@ -22,6 +22,6 @@ func UnlockCore(l *Lock, ctx context.Context) error {
 
 // ExtendCore is Extend without its observation wrapper.
 func ExtendCore(l *Lock, ctx context.Context, ttl time.Duration) error {
-	_, _, err := l.extend(ctx, ttl)
+	_, err := l.extend(ctx, ttl)
 	return err
 }

@@ -106,16 +106,14 @@ func (r *round) votes() Votes {
 func (l *Lock) observedExtend(ctx context.Context, ttl time.Duration) error {
 	c := l.c
 	if c.obs == nil {
-		_, _, err := l.extend(ctx, ttl)
+		_, err := l.extend(ctx, ttl)
 		return err
 	}
 	start := time.Now()
 	octx, end := c.obs.Extend(ctx, ExtendStart{Key: l.name, Token: l.token, TTL: ttl})
 	ctx = keep(ctx, octx)
-	r, lost, err := l.extend(ctx, ttl)
-	if lost {
-		c.obs.LockEnd(ctx, l.endEvent(EndLostExtend))
-	}
+	r, err := l.extend(ctx, ttl)
+	lost := l.reportEnd(ctx) == EndLostExtend
 	if end != nil {
 		d := ExtendDone{Key: l.name, Token: l.token, TTL: ttl, Duration: time.Since(start), Lost: lost, Until: l.Until(), Err: err}
 		if r != nil {
@@ -145,11 +143,27 @@ func (l *Lock) observedUnlock(ctx context.Context) error {
 			}
 		}
 		c.obs.LockEnd(ctx, l.endEvent(how))
+	} else {
+		l.reportEnd(ctx) // an end before Unlock, not reported yet
 	}
 	if end != nil {
 		end(UnlockDone{Key: l.name, Token: l.token, Votes: r.votes(), Duration: time.Since(start), Err: err})
 	}
 	return err
+}
+
+// reportEnd reports the end of l's life to the observers, unless it has not
+// ended, was reported already, or was ended by Unlock (which reports it); it
+// returns how l ended, "" when it reported nothing. l.mu must not be held.
+func (l *Lock) reportEnd(ctx context.Context) string {
+	l.mu.Lock()
+	how := l.endHow
+	l.endHow = ""
+	l.mu.Unlock()
+	if how != "" {
+		l.c.obs.LockEnd(ctx, l.endEvent(how))
+	}
+	return how
 }
 
 // endEvent describes the end of l's life.

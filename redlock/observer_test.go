@@ -372,7 +372,8 @@ func TestObserverWake(t *testing.T) {
 	case err := <-got:
 		require.NoError(t, err)
 	case <-time.After(10 * time.Second):
-		t.Fatal("the waiter was not woken by the release")
+		calls, paths := rec.nodeCalls()
+		t.Fatalf("the waiter was not woken by the release; events: %v; node calls: %+v at %v", rec.snapshot(), calls, paths)
 	}
 	require.NotEmpty(t, rec.wakes)
 	assert.Equal(t, "wake", rec.wakes[0].Key)
