@@ -232,7 +232,7 @@ func (c *Client) abandon(ctx context.Context, r *round, key, value string) {
 		rctx, cancel := context.WithTimeout(bg, c.nodeTimeout)
 		// No publish: waking waiters for a failed attempt's partial keys
 		// would only make them collide again.
-		c.observedRelease(rctx, i, r.name, key, value)
+		c.observedRelease(rctx, i, r.keyName(), key, value)
 		cancel()
 	}
 	done := make(chan struct{}, len(c.nodes))
