@@ -107,9 +107,10 @@ func WithDriftFactor(f float64) Option {
 }
 
 // WithBackoff sets how long Lock waits between attempts (default
-// DefaultBackoff). Lock keeps trying until it holds the lock, its context
-// ends, or WithMaxAttempts's cap is reached: without a deadline on the context
-// or a cap, Lock waits as long as the key is held.
+// DefaultBackoff); a wait shorter than 1ms (zero or negative included) is
+// taken as 1ms. Lock keeps trying until it holds the lock, its context ends,
+// or WithMaxAttempts's cap is reached: without a deadline on the context or a
+// cap, Lock waits as long as the key is held.
 func WithBackoff(b Backoff) Option {
 	return func(c *config) { c.backoff, c.set = b, c.set|optBackoff }
 }
@@ -158,8 +159,12 @@ func WithMaxAttempts(n int) Option {
 	return func(c *config) { c.maxAttempts, c.set = n, c.set|optMaxAttempts }
 }
 
-// WithExtendInterval sets how often Do extends the lock it holds (default
-// TTL/3). It must be positive and shorter than the TTL.
+// WithExtendInterval sets how often Do extends the lock it holds: the next
+// extension starts at most d after the previous one ended (sooner after a
+// failed one). It must leave room for an extension inside the validity: d +
+// the node timeout < TTL - drift (ttl*driftFactor + 2ms); New and Open reject
+// any other d. The default is TTL/3, or less when the node timeout needs it:
+// (TTL - drift - node timeout)/2.
 func WithExtendInterval(d time.Duration) Option {
 	return func(c *config) { c.extendEvery, c.set = d, c.set|optExtend }
 }
@@ -175,8 +180,11 @@ func newConfig(opts []Option) (config, error) {
 	if !c.nodeTimeoutSet {
 		c.nodeTimeout = min(c.ttl/10, MaxNodeTimeout)
 	}
-	if c.extendEvery == 0 {
-		c.extendEvery = c.ttl / 3
+	// The validity left for Do's extensions: one must fit within it, with
+	// the node timeout that its round may take.
+	room := extendRoom(c.ttl, drift(c.ttl, c.driftFactor), c.nodeTimeout)
+	if c.set&optExtend == 0 {
+		c.extendEvery = defaultExtendInterval(c.ttl, room)
 	}
 	switch {
 	case math.IsNaN(c.driftFactor) || c.driftFactor < 0 || c.driftFactor >= 1:
@@ -191,8 +199,12 @@ func newConfig(opts []Option) (config, error) {
 		return c, fmt.Errorf("redlock: node timeout %v is not positive", c.nodeTimeout)
 	case c.nodeTimeout >= c.ttl:
 		return c, fmt.Errorf("redlock: node timeout %v is not smaller than the TTL %v", c.nodeTimeout, c.ttl)
-	case c.extendEvery <= 0 || c.extendEvery >= c.ttl:
-		return c, fmt.Errorf("redlock: extend interval %v is not between 0 and the TTL %v", c.extendEvery, c.ttl)
+	case room <= 0:
+		return c, fmt.Errorf("redlock: node timeout %v leaves no room for an extension: the TTL %v minus the drift allowance %v is not longer", c.nodeTimeout, c.ttl, drift(c.ttl, c.driftFactor))
+	case c.extendEvery <= 0:
+		return c, fmt.Errorf("redlock: extend interval %v is not positive", c.extendEvery)
+	case c.extendEvery >= room:
+		return c, fmt.Errorf("redlock: extend interval %v leaves no room for an extension: with the node timeout %v it must stay below the TTL %v minus the drift allowance %v", c.extendEvery, c.nodeTimeout, c.ttl, drift(c.ttl, c.driftFactor))
 	case c.backoff == nil:
 		return c, errors.New("redlock: nil Backoff")
 	case c.set&optMaxAttempts != 0 && c.maxAttempts < 1:
@@ -201,6 +213,18 @@ func newConfig(opts []Option) (config, error) {
 		return c, fmt.Errorf("redlock: key prefix of %d bytes leaves no room for a key (at most %d bytes together)", len(c.keyPrefix), MaxKeyLen)
 	}
 	return c, nil
+}
+
+// extendRoom is the validity left for Do's extensions, which must fit in it
+// with the node timeout that an extension's round may take.
+func extendRoom(ttl, drift, nodeTimeout time.Duration) time.Duration {
+	return ttl - drift - nodeTimeout
+}
+
+// defaultExtendInterval is Do's extension interval when none is given: TTL/3,
+// or less when the node timeout needs it.
+func defaultExtendInterval(ttl, room time.Duration) time.Duration {
+	return min(ttl/3, room/2)
 }
 
 // drift is the part of a TTL that a lock's validity sets aside for clock drift

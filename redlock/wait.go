@@ -38,7 +38,8 @@ const maxWakeJitter = 5 * time.Millisecond
 //     most twice its last attempt's duration (and at most 5ms), so that
 //     waiters of several Clients woken by one release do not all vote at once.
 //   - Otherwise, and as the fallback for locks that expire rather than being
-//     released, it retries after the Backoff's delays.
+//     released, it retries after the Backoff's delays, each at least
+//     1ms.
 func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
 	cc, err := c.callOptions("Lock", lockOptions, opts)
 	if err != nil {
@@ -108,7 +109,7 @@ func (c *Client) lock(ctx context.Context, key string, cc callConfig) (*Lock, er
 		return l, err
 	}
 	took := time.Since(start)
-	timer := time.NewTimer(cc.backoff(1))
+	timer := time.NewTimer(cc.backoff.wait(1))
 	defer timer.Stop()
 	for attempt := 2; ; attempt++ {
 		select {
@@ -133,7 +134,7 @@ func (c *Client) lock(ctx context.Context, key string, cc callConfig) (*Lock, er
 			return l, err
 		}
 		took = time.Since(start)
-		timer.Reset(cc.backoff(attempt))
+		timer.Reset(cc.backoff.wait(attempt))
 	}
 }
 
