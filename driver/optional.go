@@ -13,8 +13,7 @@ import (
 // Fencer is implemented by nodes that keep fencing counters, which
 // redlock.WithFencing needs. A fencing counter is a plain Redis string key
 // holding a decimal number. It never expires, and it lives in the same hash
-// slot as its lock key (see redlock's documentation of WithFencing for the
-// name).
+// slot as its lock key, at [FenceKey](key).
 type Fencer interface {
 	// SetNXFence is SetNX that also returns the counter stored at fenceKey (0
 	// when there is none), read in the same atomic step whether or not the key
@@ -45,6 +44,13 @@ type Notifier interface {
 	Subscribe(ctx context.Context, key string, notify chan<- struct{}) (cancel func(), err error)
 }
 
-// ReleaseChannel is the pub/sub channel on which releases of key are
-// published: "redlock:released:" followed by the key.
-func ReleaseChannel(key string) string { return "redlock:released:" + key }
+// TTLer is implemented by nodes that tell how long they still hold a lock,
+// which redlock's Lock.TTL asks. A Node without it counts as failed there.
+type TTLer interface {
+	// TTL returns the remaining time to live of key, rounded down to the
+	// millisecond, and true, if key holds value; it returns (0, false, nil)
+	// otherwise. It runs TTLScript, atomically. A key that holds value
+	// without a time to live (PTTL -1) is an error: a lock key always has
+	// one.
+	TTL(ctx context.Context, key, value string) (time.Duration, bool, error)
+}

@@ -10,7 +10,11 @@ func SetClock(c *Client, now func() time.Time) { c.now = now }
 
 // TryLockCore is TryLock without its observation wrapper.
 func TryLockCore(c *Client, ctx context.Context, key string) (*Lock, error) {
-	l, _, err := c.tryLock(ctx, key)
+	cc, err := c.callOptions("TryLock", tryLockOptions, nil)
+	if err != nil {
+		return nil, err
+	}
+	l, _, err := c.tryLock(ctx, key, cc)
 	return l, err
 }
 
@@ -23,5 +27,12 @@ func UnlockCore(l *Lock, ctx context.Context) error {
 // ExtendCore is Extend without its observation wrapper.
 func ExtendCore(l *Lock, ctx context.Context, ttl time.Duration) error {
 	_, err := l.extend(ctx, ttl)
+	return err
+}
+
+// CallOptions reads the settings of a call of Do with opts, for a test of
+// its cost.
+func CallOptions(c *Client, opts ...Option) error {
+	_, err := c.callOptions("Do", doOptions, opts)
 	return err
 }

@@ -21,13 +21,15 @@ type Lock struct {
 	token   uint64    // fencing token; 0 without WithFencing
 	granted time.Time // when it was granted, for the observers
 
-	mu     sync.Mutex
-	acq    *round // the acquisition, whose late SETs Unlock must follow; nil once taken
-	until  time.Time
-	expiry time.Time     // the latest a key of this lock can live on a node: start + ttl of the last SET or Extend sent
-	ended  bool          // no longer held: Until passed, lost or unlocked
-	done   chan struct{} // made by the first Done call; closed when ended
-	timer  *time.Timer   // closes done at until, while done exists
+	mu       sync.Mutex
+	acq      *round // the acquisition, whose late SETs Unlock must follow; nil once taken
+	until    time.Time
+	expiry   time.Time     // the latest a key of this lock can live on a node: start + ttl of the last SET or Extend sent
+	ttl      time.Duration // of the acquisition or the last successful Extend
+	ended    bool          // no longer held: Until passed, lost or unlocked
+	unlocked bool          // Unlock was called
+	done     chan struct{} // made by the first Done call; closed when ended
+	timer    *time.Timer   // closes done at until, while done exists
 
 	extending int       // Extends in flight
 	groupMin  time.Time // the lowest bound (start + ttl - drift) of the Extends in flight and of those that overlapped them
@@ -241,6 +243,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (*round, error) {
 	over := l.overLocked(now)
 	if ok && !over {
 		l.setUntilLocked(l.groupMin, now)
+		l.ttl = ttl
 		l.mu.Unlock()
 		return r, nil
 	}
@@ -259,7 +262,13 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (*round, error) {
 // quorum confirmed the release (the other nodes are released in the
 // background, each bounded by the node timeout), or an error matching
 // ErrLockLost when fewer than a quorum still held the lock, with the per-node
-// causes joined in.
+// causes and the votes (*VoteError) joined in; it matches ErrUnavailable too
+// when so many nodes failed that no quorum could answer.
+//
+// Unlock releases once: a later call returns ErrAlreadyUnlocked at once,
+// without a call to the nodes, whatever the first one returned; except after
+// an Unlock whose context ended before the nodes' answers decided the outcome,
+// which may be called again.
 func (l *Lock) Unlock(ctx context.Context) error {
 	if l == nil {
 		return errNilLock
@@ -267,10 +276,15 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	return l.observedUnlock(ctx)
 }
 
-// unlock is Unlock, which also returns its round and whether it ended the
-// lock, for the observers.
+// unlock is Unlock, which also returns its round (nil when it sent nothing)
+// and whether it ended the lock, for the observers.
 func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 	l.mu.Lock()
+	if l.unlocked {
+		l.mu.Unlock()
+		return nil, false, ErrAlreadyUnlocked
+	}
+	l.unlocked = true
 	ended := l.endLocked()
 	if ended {
 		l.endHow = "" // reported by Unlock, which knows how it ended
@@ -287,6 +301,11 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 	})
 	if r.wait(ctx) {
 		return r, ended, nil
+	}
+	if !r.decided { // ctx ended first: the caller may try again
+		l.mu.Lock()
+		l.unlocked = false
+		l.mu.Unlock()
 	}
 	return r, ended, r.err(ctx, ErrLockLost)
 }

@@ -23,6 +23,7 @@ import (
 // nodes are named as in NodeError. A nil l is an error.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) {
+		c.set |= optObserver
 		if l == nil {
 			c.errs = append(c.errs, errors.New("redlock: WithLogger(nil)"))
 			return

@@ -20,29 +20,29 @@ func keep(ctx, observed context.Context) context.Context {
 	return observed
 }
 
-func (c *Client) observedDo(ctx context.Context, key string, fn func(context.Context) error) error {
+func (c *Client) observedDo(ctx context.Context, key string, cc callConfig, fn func(context.Context) error) error {
 	if c.obs == nil {
-		return c.do(ctx, key, fn)
+		return c.do(ctx, key, cc, fn)
 	}
 	start := time.Now()
 	octx, end := c.obs.Do(ctx, DoStart{Key: key})
-	err := c.do(keep(ctx, octx), key, fn)
+	err := c.do(keep(ctx, octx), key, cc, fn)
 	if end != nil {
 		end(DoDone{Key: key, Duration: time.Since(start), Lost: errors.Is(err, ErrLockLost), Err: err})
 	}
 	return err
 }
 
-func (c *Client) observedLock(ctx context.Context, key string) (*Lock, error) {
-	var tries int
+func (c *Client) observedLock(ctx context.Context, key string, cc callConfig) (*Lock, error) {
+	a := attempts{c: c, key: key, cc: cc}
 	if c.obs == nil {
-		return c.lock(ctx, key, &tries)
+		return c.lock(ctx, &a)
 	}
 	start := time.Now()
 	octx, end := c.obs.Lock(ctx, LockStart{Key: key})
-	l, err := c.lock(keep(ctx, octx), key, &tries)
+	l, err := c.lock(keep(ctx, octx), &a)
 	if end != nil {
-		d := LockDone{Key: key, Attempts: tries, Duration: time.Since(start), Err: err}
+		d := LockDone{Key: key, Attempts: a.made, Duration: time.Since(start), Err: err}
 		if l != nil {
 			d.Token = l.token
 		}
@@ -51,56 +51,46 @@ func (c *Client) observedLock(ctx context.Context, key string) (*Lock, error) {
 	return l, err
 }
 
-// attempt makes one acquisition attempt. tries, when not nil, counts the
-// attempts of a Lock.
-func (c *Client) attempt(ctx context.Context, key string, tries *int) (*Lock, error) {
+// attempt makes the acquisition attempt number n (1 for a TryLock).
+func (c *Client) attempt(ctx context.Context, key string, cc callConfig, n int) (*Lock, outcome, error) {
 	if c.obs == nil {
-		l, _, err := c.tryLock(ctx, key)
-		return l, err
-	}
-	n := 1
-	if tries != nil {
-		*tries++
-		n = *tries
+		return c.tryLock(ctx, key, cc)
 	}
 	start := time.Now()
 	octx, end := c.obs.Attempt(ctx, AttemptStart{Key: key, Attempt: n})
 	ctx = keep(ctx, octx)
-	l, r, err := c.tryLock(ctx, key)
+	l, o, err := c.tryLock(ctx, key, cc)
 	if end != nil {
-		d := AttemptDone{Key: key, Attempt: n, Outcome: c.outcome(r, l, err), Duration: time.Since(start), Err: err}
-		if r != nil {
-			d.Votes = r.votes()
+		d := AttemptDone{Key: key, Attempt: n, Outcome: classify(o, l, err), Duration: time.Since(start), Err: err}
+		if o.r != nil {
+			d.Votes = o.r.counts()
 		}
 		if l != nil {
 			d.Token, d.Until = l.token, l.until
 		}
 		end(d)
 	}
-	return l, err
+	return l, o, err
 }
 
-// outcome classifies an attempt that returned l, err after the round r.
-func (c *Client) outcome(r *round, l *Lock, err error) Outcome {
+// classify says how an attempt that returned l, o, err ended.
+func classify(o outcome, l *Lock, err error) Outcome {
 	switch {
 	case l != nil:
 		return OutcomeGranted
-	case r == nil || !errors.Is(err, ErrNotObtained):
-		return OutcomeError // bad input or a closed Client
-	}
-	n := len(r.state)
-	switch failed := r.no - r.refused; {
-	case failed > n-c.quorum:
+	case !errors.Is(err, ErrNotObtained), o.permanent:
+		return OutcomeError // bad input, a closed Client, a permanent error
+	case errors.Is(err, ErrUnavailable):
 		return OutcomeUnavailable
-	case r.yes < c.quorum && r.no <= n-c.quorum:
+	case o.r != nil && !o.finished:
 		return OutcomeError // no verdict: the context ended first
 	}
 	return OutcomeNotObtained
 }
 
-// votes counts the round's replies so far.
-func (r *round) votes() Votes {
-	return Votes{Nodes: len(r.state), Quorum: r.c.quorum, Granted: r.yes, Refused: r.refused, Failed: r.no - r.refused}
+// counts counts the round's replies so far.
+func (r *round) counts() Votes {
+	return Votes{Nodes: len(r.state), Quorum: r.c.quorum, Granted: r.yes, Refused: r.refused, Failed: r.failed}
 }
 
 func (l *Lock) observedExtend(ctx context.Context, ttl time.Duration) error {
@@ -117,7 +107,7 @@ func (l *Lock) observedExtend(ctx context.Context, ttl time.Duration) error {
 	if end != nil {
 		d := ExtendDone{Key: l.name, Token: l.token, TTL: ttl, Duration: time.Since(start), Lost: lost, Until: l.Until(), Err: err}
 		if r != nil {
-			d.Votes = r.votes()
+			d.Votes = r.counts()
 		}
 		end(d)
 	}
@@ -134,7 +124,7 @@ func (l *Lock) observedUnlock(ctx context.Context) error {
 	octx, end := c.obs.Unlock(ctx, UnlockStart{Key: l.name, Token: l.token})
 	ctx = keep(ctx, octx)
 	r, ended, err := l.unlock(ctx)
-	if ended {
+	if ended && r != nil {
 		how := EndUnlocked
 		if r.lost() {
 			how = EndLostUnlock
@@ -147,7 +137,11 @@ func (l *Lock) observedUnlock(ctx context.Context) error {
 		l.reportEnd(ctx) // an end before Unlock, not reported yet
 	}
 	if end != nil {
-		end(UnlockDone{Key: l.name, Token: l.token, Votes: r.votes(), Duration: time.Since(start), Err: err})
+		d := UnlockDone{Key: l.name, Token: l.token, Duration: time.Since(start), Err: err}
+		if r != nil {
+			d.Votes = r.counts()
+		}
+		end(d)
 	}
 	return err
 }

@@ -226,6 +226,7 @@ const (
 	OpExtend    = "extend"    // the extension script
 	OpRelease   = "release"   // the release script: Unlock, or after a failed attempt
 	OpSubscribe = "subscribe" // a waiter's subscription to the key's releases
+	OpTTL       = "ttl"       // Lock.TTL's query of the time to live left
 )
 
 // How a lock's life ended, in LockEnd.How.
@@ -240,6 +241,8 @@ const (
 	// EndLostUnlock: Unlock found that no quorum held it any more, while
 	// validity was left (deleted, evicted, or forgotten by a node).
 	EndLostUnlock = "lost_unlock"
+	// EndLostTTL: Lock.TTL found that no quorum held it any more.
+	EndLostTTL = "lost_ttl"
 )
 
 // LockEnd describes the end of a granted lock's life, reported once per lock.
@@ -247,7 +250,7 @@ type LockEnd struct {
 	Key   string
 	Token uint64
 	// How is EndUnlocked, or how the loss was found: EndLostExtend,
-	// EndExpired or EndLostUnlock.
+	// EndExpired, EndLostUnlock or EndLostTTL.
 	How  string
 	Held time.Duration // from the grant to this end
 }
@@ -265,6 +268,7 @@ type Wake struct {
 // several observers, each of which sees every event. See Observer.
 func WithObserver(o Observer) Option {
 	return func(c *config) {
+		c.set |= optObserver
 		if o == nil {
 			c.errs = append(c.errs, errors.New("redlock: WithObserver(nil)"))
 			return
