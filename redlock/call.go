@@ -23,7 +23,7 @@ const (
 )
 
 // clientOnly are the options that only New and Open take.
-const clientOnly = optNodeTimeout | optDrift | optFencing | optKeyPrefix | optTLS
+const clientOnly = optNodeTimeout | optDrift | optFencing | optKeyPrefix | optTLS | optObserver
 
 // callOptions returns the settings of one call of method, which accepts the
 // options in allowed: the Client's, with opts applied over them and checked
@@ -58,8 +58,8 @@ func (c *Client) callOptions(method string, allowed optionSet, opts []Option) (c
 			return cc, fmt.Errorf("redlock: %s: TTL %v is not larger than the Client's node timeout %v", method, ttl, c.nodeTimeout)
 		}
 		cc.ttl, cc.drift = ttl, drift(ttl, c.driftFactor)
-		if !c.extendSet {
-			cc.extendEvery = ttl / 3 // the default follows the TTL
+		if !c.extendSet { // the default follows the TTL
+			cc.extendEvery = defaultExtendInterval(ttl, extendRoom(ttl, cc.drift, c.nodeTimeout))
 		}
 	}
 	if cfg.set&optBackoff != 0 {
@@ -107,15 +107,19 @@ var optionHint = map[optionSet]string{
 	optExtend:      ", which does not extend the lock (only Do does)",
 }
 
-// checkExtendInterval checks Do's extension interval against the TTL: an
-// extension sent every interval, taking up to the node timeout, must land
-// before the lock's validity (the TTL less the drift allowance) ends.
+// checkExtendInterval checks Do's extension interval against the TTL, as
+// newConfig does: an extension sent every interval, taking up to the node
+// timeout, must land before the lock's validity (the TTL less the drift
+// allowance) ends.
 func checkExtendInterval(every, ttl, drift, nodeTimeout time.Duration) error {
+	room := extendRoom(ttl, drift, nodeTimeout)
 	switch {
-	case every <= 0 || every >= ttl:
-		return fmt.Errorf("extend interval %v is not between 0 and the TTL %v", every, ttl)
-	case every+nodeTimeout >= ttl-drift:
-		return fmt.Errorf("extend interval %v plus the node timeout %v is not shorter than the validity %v (the TTL %v less the drift allowance %v): the lock would expire before its extension lands", every, nodeTimeout, ttl-drift, ttl, drift)
+	case room <= 0:
+		return fmt.Errorf("node timeout %v leaves no room for an extension: the TTL %v minus the drift allowance %v is not longer", nodeTimeout, ttl, drift)
+	case every <= 0:
+		return fmt.Errorf("extend interval %v is not positive", every)
+	case every >= room:
+		return fmt.Errorf("extend interval %v leaves no room for an extension: with the node timeout %v it must stay below the TTL %v minus the drift allowance %v", every, nodeTimeout, ttl, drift)
 	}
 	return nil
 }

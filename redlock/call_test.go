@@ -106,12 +106,12 @@ func TestCallOptionsRefused(t *testing.T) {
 		{"Lock", []redlock.Option{redlock.WithTTL(400 * time.Millisecond)}, "node timeout"},
 		{"Lock", []redlock.Option{redlock.WithBackoff(nil)}, "nil Backoff"},
 		{"Do", []redlock.Option{redlock.WithMaxAttempts(0)}, "less than 1"},
-		{"Do", []redlock.Option{redlock.WithExtendInterval(time.Second)}, "not between 0 and the TTL"},
+		{"Do", []redlock.Option{redlock.WithExtendInterval(-time.Second)}, "not positive"},
 		// 600ms + the node timeout 500ms: past the validity of a 1s TTL.
-		{"Do", []redlock.Option{redlock.WithExtendInterval(600 * time.Millisecond)}, "plus the node timeout"},
+		{"Do", []redlock.Option{redlock.WithExtendInterval(600 * time.Millisecond)}, "leaves no room for an extension"},
 		// The default interval follows the TTL: 2s/3 + 500ms < 2s - 22ms, fine;
 		// an interval given with it is checked against it.
-		{"Do", []redlock.Option{redlock.WithTTL(2 * time.Second), redlock.WithExtendInterval(1500 * time.Millisecond)}, "plus the node timeout"},
+		{"Do", []redlock.Option{redlock.WithTTL(2 * time.Second), redlock.WithExtendInterval(1500 * time.Millisecond)}, "leaves no room for an extension"},
 	} {
 		err := calls[tc.method](tc.opts...)
 		require.Error(t, err, "%s with %s", tc.method, tc.want)

@@ -33,9 +33,11 @@ type Client struct {
 	notify      bool              // some node is a Notifier
 	now         func() time.Time  // time.Now, replaced in simulation tests
 	closed      atomic.Bool
+	obs         Observer // nil unless WithObserver or WithLogger
 
-	turnsMu sync.Mutex
-	turns   map[string]*turn // Lock's waiters, by key
+	turnsMu   sync.Mutex
+	turns     map[string]*turn    // Lock's waiters, by key
+	acquiring map[string]struct{} // keys with a TryLock in flight; guarded by turnsMu
 
 	workers *workers // run the node calls
 }
@@ -101,6 +103,7 @@ func newClient(nodes []driver.Node, cfg config) (*Client, error) {
 		notifiers:   make([]driver.Notifier, len(nodes)),
 		now:         time.Now,
 		workers:     newWorkers(),
+		obs:         observerOf(cfg.observers),
 	}
 	for i, n := range nodes {
 		if nn, ok := n.(driver.Notifier); ok {
@@ -161,10 +164,18 @@ func (c *Client) checkKey(key string) error {
 // TryLock makes one attempt to acquire the lock named key. It returns a Lock
 // when a quorum of nodes granted it with validity left, and otherwise an error
 // matching ErrNotObtained with the per-node causes and the votes (*VoteError)
-// joined in; by then the key has been released on every node. When so many
-// nodes failed that no quorum was possible, the error matches ErrUnavailable
-// too. Bad input (an empty or too long key, a closed Client, an option TryLock
-// does not take) gives an error that does not match ErrNotObtained.
+// joined in. By then the release of the key was sent to every node, and
+// confirmed by those that had answered; a node whose outcome is unknown (it
+// failed, or had not answered) gets the release again in the background until
+// it answers, for at most the TTL, or until Close. When so many nodes failed
+// that no quorum was possible, the error matches ErrUnavailable too. Bad input
+// (an empty or too long key, a closed Client, an option TryLock does not
+// take) gives an error that does not match ErrNotObtained.
+//
+// Only one attempt per key is in flight in a Client at a time, so that
+// concurrent callers never split the nodes' votes among themselves: a
+// TryLock of a key that another TryLock of this Client is acquiring fails at
+// once, without a network call, with an error matching ErrNotObtained.
 //
 // opts apply to this call only: WithTTL, which also changes the validity.
 // With WithFencing, the lock also gets a fencing token: see Lock.Token.
@@ -173,20 +184,25 @@ func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lock
 	if err != nil {
 		return nil, err
 	}
-	l, _, err := c.tryLock(ctx, key, cc)
+	l, _, err := c.attempt(ctx, key, cc, 1)
 	return l, err
 }
 
 // outcome says how an attempt that did not obtain the lock ended.
 type outcome struct {
-	finished  bool // the nodes' votes decided it; the context did not cut it short
-	permanent bool // too many nodes answered errors that retrying cannot fix
+	finished  bool   // the nodes' votes decided it; the context did not cut it short
+	permanent bool   // too many nodes answered errors that retrying cannot fix
+	r         *round // the SET round, for the observers; nil when none was sent
 }
 
 func (c *Client) tryLock(ctx context.Context, key string, cc callConfig) (*Lock, outcome, error) {
 	if err := c.checkKey(key); err != nil {
 		return nil, outcome{}, err
 	}
+	if !c.beginAcquire(key) {
+		return nil, outcome{}, errors.Join(ErrNotObtained, errAcquiring)
+	}
+	defer c.endAcquire(key)
 	name := key
 	key = c.prefix + key // the key on the nodes
 	value := rand.Text() // 128 random bits, fresh for every acquisition
@@ -199,13 +215,13 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig) (*Lock,
 	)
 	if c.fencers != nil {
 		counters, fk = make([]uint64, len(c.nodes)), driver.FenceKey(key)
-		r = c.start(ctx, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
+		r = c.start(ctx, OpAcquire, name, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
 			ok, counter, err := c.fencers[i].SetNXFence(ctx, key, value, ttl, fk)
 			counters[i] = counter // read by the caller only after this reply
 			return ok, err
 		})
 	} else {
-		r = c.start(ctx, func(ctx context.Context, _ int, n driver.Node) (bool, error) {
+		r = c.start(ctx, OpAcquire, name, func(ctx context.Context, _ int, n driver.Node) (bool, error) {
 			return n.SetNX(ctx, key, value, ttl)
 		})
 	}
@@ -220,8 +236,8 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig) (*Lock,
 		token, ferr = c.fence(ctx, r, counters, key, value, fk)
 		ok = ferr == nil
 	}
-	if ok && c.now().Before(untilAt) {
-		return &Lock{c: c, name: name, key: key, value: value, token: token, ttl: ttl, until: untilAt, acq: r}, outcome{}, nil
+	if now := c.now(); ok && now.Before(untilAt) {
+		return &Lock{c: c, name: name, key: key, value: value, token: token, ttl: ttl, until: untilAt, expiry: start.Add(ttl), acq: r, granted: now}, outcome{r: r}, nil
 	}
 	c.abandon(ctx, r, key, value)
 	errs = append(errs, r.err(ctx, ErrNotObtained))
@@ -231,7 +247,31 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig) (*Lock,
 	case ok:
 		errs = append(errs, fmt.Errorf("no validity left: acquiring took %v of the %v TTL", c.now().Sub(start), ttl))
 	}
-	return nil, outcome{finished: r.decided, permanent: r.permanentFailure()}, errors.Join(errs...)
+	return nil, outcome{finished: r.decided, permanent: r.permanentFailure(), r: r}, errors.Join(errs...)
+}
+
+// errAcquiring joins ErrNotObtained when another TryLock of the key is in
+// flight in the Client.
+var errAcquiring = errors.New("another attempt of this Client is acquiring the key")
+
+// beginAcquire marks key as being acquired, unless it already is.
+func (c *Client) beginAcquire(key string) bool {
+	c.turnsMu.Lock()
+	defer c.turnsMu.Unlock()
+	if _, busy := c.acquiring[key]; busy {
+		return false
+	}
+	if c.acquiring == nil {
+		c.acquiring = make(map[string]struct{})
+	}
+	c.acquiring[key] = struct{}{}
+	return true
+}
+
+func (c *Client) endAcquire(key string) {
+	c.turnsMu.Lock()
+	delete(c.acquiring, key)
+	c.turnsMu.Unlock()
 }
 
 // abandon releases key on every node after a failed attempt: a node that said
@@ -246,7 +286,7 @@ func (c *Client) abandon(ctx context.Context, r *round, key, value string) {
 		rctx, cancel := context.WithTimeout(bg, c.nodeTimeout)
 		// No publish: waking waiters for a failed attempt's partial keys
 		// would only make them collide again.
-		c.nodes[i].EvalRelease(rctx, key, value)
+		c.observedRelease(rctx, i, r.keyName(), key, value)
 		cancel()
 	}
 	done := make(chan struct{}, len(c.nodes))

@@ -38,7 +38,7 @@ var DefaultBackoff = ExponentialBackoff(10*time.Millisecond, 250*time.Millisecon
 // Do) and WithExtendInterval (Do). A call checks them as Open does, and
 // returns an error that names an option that applies to the Client only
 // (WithTLSConfig, WithKeyPrefix, WithFencing, WithNodeTimeout,
-// WithDriftFactor) or that means nothing for the method (WithBackoff on
+// WithDriftFactor, WithObserver, WithLogger) or that means nothing for the method (WithBackoff on
 // TryLock, say).
 type Option func(*config)
 
@@ -57,6 +57,7 @@ const (
 	optTLS
 	optExtend
 	optMaxAttempts
+	optObserver // WithObserver and WithLogger
 )
 
 var optionNames = map[optionSet]string{
@@ -69,6 +70,7 @@ var optionNames = map[optionSet]string{
 	optTLS:         "WithTLSConfig",
 	optExtend:      "WithExtendInterval",
 	optMaxAttempts: "WithMaxAttempts",
+	optObserver:    "WithObserver (or WithLogger)",
 }
 
 type config struct {
@@ -83,6 +85,8 @@ type config struct {
 	maxAttempts    int // 0: no cap
 	keyPrefix      string
 	tls            *tls.Config
+	observers      []Observer // WithObserver, WithLogger
+	errs           []error    // from options that found a bad value at once
 }
 
 // WithTTL sets how long a lock lives on the nodes unless extended (default
@@ -107,9 +111,10 @@ func WithDriftFactor(f float64) Option {
 }
 
 // WithBackoff sets how long Lock waits between attempts (default
-// DefaultBackoff). Lock keeps trying until it holds the lock, its context
-// ends, or WithMaxAttempts's cap is reached: without a deadline on the context
-// or a cap, Lock waits as long as the key is held.
+// DefaultBackoff); a wait shorter than 1ms (zero or negative included) is
+// taken as 1ms. Lock keeps trying until it holds the lock, its context ends,
+// or WithMaxAttempts's cap is reached: without a deadline on the context or a
+// cap, Lock waits as long as the key is held.
 func WithBackoff(b Backoff) Option {
 	return func(c *config) { c.backoff, c.set = b, c.set|optBackoff }
 }
@@ -158,8 +163,12 @@ func WithMaxAttempts(n int) Option {
 	return func(c *config) { c.maxAttempts, c.set = n, c.set|optMaxAttempts }
 }
 
-// WithExtendInterval sets how often Do extends the lock it holds (default
-// TTL/3). It must be positive and shorter than the TTL.
+// WithExtendInterval sets how often Do extends the lock it holds: the next
+// extension starts at most d after the previous one ended (sooner after a
+// failed one). It must leave room for an extension inside the validity: d +
+// the node timeout < TTL - drift (ttl*driftFactor + 2ms); New and Open reject
+// any other d. The default is TTL/3, or less when the node timeout needs it:
+// (TTL - drift - node timeout)/2.
 func WithExtendInterval(d time.Duration) Option {
 	return func(c *config) { c.extendEvery, c.set = d, c.set|optExtend }
 }
@@ -175,10 +184,15 @@ func newConfig(opts []Option) (config, error) {
 	if !c.nodeTimeoutSet {
 		c.nodeTimeout = min(c.ttl/10, MaxNodeTimeout)
 	}
-	if c.extendEvery == 0 {
-		c.extendEvery = c.ttl / 3
+	// The validity left for Do's extensions: one must fit within it, with
+	// the node timeout that its round may take.
+	room := extendRoom(c.ttl, drift(c.ttl, c.driftFactor), c.nodeTimeout)
+	if c.set&optExtend == 0 {
+		c.extendEvery = defaultExtendInterval(c.ttl, room)
 	}
 	switch {
+	case len(c.errs) > 0:
+		return c, errors.Join(c.errs...)
 	case math.IsNaN(c.driftFactor) || c.driftFactor < 0 || c.driftFactor >= 1:
 		return c, fmt.Errorf("redlock: drift factor %v is not in [0, 1)", c.driftFactor)
 	case c.ttl <= 0:
@@ -191,8 +205,12 @@ func newConfig(opts []Option) (config, error) {
 		return c, fmt.Errorf("redlock: node timeout %v is not positive", c.nodeTimeout)
 	case c.nodeTimeout >= c.ttl:
 		return c, fmt.Errorf("redlock: node timeout %v is not smaller than the TTL %v", c.nodeTimeout, c.ttl)
-	case c.extendEvery <= 0 || c.extendEvery >= c.ttl:
-		return c, fmt.Errorf("redlock: extend interval %v is not between 0 and the TTL %v", c.extendEvery, c.ttl)
+	case room <= 0:
+		return c, fmt.Errorf("redlock: node timeout %v leaves no room for an extension: the TTL %v minus the drift allowance %v is not longer", c.nodeTimeout, c.ttl, drift(c.ttl, c.driftFactor))
+	case c.extendEvery <= 0:
+		return c, fmt.Errorf("redlock: extend interval %v is not positive", c.extendEvery)
+	case c.extendEvery >= room:
+		return c, fmt.Errorf("redlock: extend interval %v leaves no room for an extension: with the node timeout %v it must stay below the TTL %v minus the drift allowance %v", c.extendEvery, c.nodeTimeout, c.ttl, drift(c.ttl, c.driftFactor))
 	case c.backoff == nil:
 		return c, errors.New("redlock: nil Backoff")
 	case c.set&optMaxAttempts != 0 && c.maxAttempts < 1:
@@ -201,6 +219,18 @@ func newConfig(opts []Option) (config, error) {
 		return c, fmt.Errorf("redlock: key prefix of %d bytes leaves no room for a key (at most %d bytes together)", len(c.keyPrefix), MaxKeyLen)
 	}
 	return c, nil
+}
+
+// extendRoom is the validity left for Do's extensions, which must fit in it
+// with the node timeout that an extension's round may take.
+func extendRoom(ttl, drift, nodeTimeout time.Duration) time.Duration {
+	return ttl - drift - nodeTimeout
+}
+
+// defaultExtendInterval is Do's extension interval when none is given: TTL/3,
+// or less when the node timeout needs it.
+func defaultExtendInterval(ttl, room time.Duration) time.Duration {
+	return min(ttl/3, room/2)
 }
 
 // drift is the part of a TTL that a lock's validity sets aside for clock drift

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-redlock/redlock/driver"
 )
@@ -24,6 +25,23 @@ const (
 	refused        // answered false: definitely not applied
 	failed         // answered with an error: outcome unknown
 )
+
+// roundObs is what the observers need to know of a round, kept apart so that
+// a round without observers stays small.
+type roundObs struct {
+	op    string    // OpAcquire, ...
+	name  string    // the lock's key without the prefix
+	began time.Time // when the calls were handed to the workers
+}
+
+// keyName is the lock's key without the prefix, for the observers; "" when
+// the Client has none.
+func (r *round) keyName() string {
+	if r.obs == nil {
+		return ""
+	}
+	return r.obs.name
+}
 
 // A round is one command sent to every node at once, each call bounded by the
 // node timeout. The caller collects replies only until the outcome is decided;
@@ -47,6 +65,7 @@ type round struct {
 	running   atomic.Int32 // calls not yet returned; the last cancels ctx
 
 	op     op
+	obs    *roundObs       // nil unless the Client has observers
 	ctx    context.Context // bounds every call by the node timeout
 	cancel context.CancelFunc
 }
@@ -54,14 +73,20 @@ type round struct {
 // call runs the round's op on node i and sends its reply.
 func (r *round) call(i int) {
 	ok, err := r.op(r.ctx, i, r.c.nodes[i])
+	if r.obs != nil {
+		r.c.observeNode(r.ctx, i, r.obs.op, r.obs.name, r.obs.began, ok, err)
+	}
 	r.replies <- reply{node: i, ok: ok && err == nil, err: err}
 	if r.running.Add(-1) == 0 {
 		r.cancel()
 	}
 }
 
-func (c *Client) start(ctx context.Context, o op) *round {
+func (c *Client) start(ctx context.Context, opName, name string, o op) *round {
 	r := &round{c: c, replies: make(chan reply, len(c.nodes))}
+	if c.obs != nil {
+		r.obs = &roundObs{op: opName, name: name, began: time.Now()}
+	}
 	if len(c.nodes) <= len(r.stateBuf) {
 		r.state = r.stateBuf[:len(c.nodes)]
 	} else {

@@ -31,19 +31,25 @@ var errNoTTLer = errors.New("the node cannot tell a key's time to live (no drive
 // Nodes must implement driver.TTLer, as every driver of this module does; a
 // node that does not counts as failed.
 func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
+	if l == nil {
+		return 0, errNilLock
+	}
 	c := l.c
-	l.mu.Lock()
-	ended, unlocked, until, ttl := l.ended, l.unlocked, l.until, l.ttl
-	l.mu.Unlock()
+	if c.obs != nil {
+		defer l.reportEnd(ctx) // a loss or expiry this call found
+	}
 	start := c.now()
+	l.mu.Lock()
+	over, unlocked, ttl := l.overLocked(start), l.unlocked, l.ttl
+	l.mu.Unlock()
 	switch {
 	case unlocked:
 		return 0, errors.Join(ErrLockLost, ErrAlreadyUnlocked)
-	case ended || !start.Before(until):
-		return 0, errors.Join(ErrLockLost, errors.New("the lock is no longer held: lost, or its validity ended (Until passed)"))
+	case over:
+		return 0, errors.Join(ErrLockLost, errOver)
 	}
 	left := make([]time.Duration, len(c.nodes)) // by node, read once it replied
-	r := c.start(ctx, func(ctx context.Context, i int, n driver.Node) (bool, error) {
+	r := c.start(ctx, OpTTL, l.name, func(ctx context.Context, i int, n driver.Node) (bool, error) {
 		t, ok := n.(driver.TTLer)
 		if !ok {
 			return false, errNoTTLer
@@ -54,7 +60,11 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	})
 	if !r.wait(ctx) {
 		if r.lost() {
-			l.end()
+			l.mu.Lock()
+			if l.endLocked() {
+				l.endHow = EndLostTTL
+			}
+			l.mu.Unlock()
 		}
 		return 0, r.err(ctx, ErrLockLost)
 	}
@@ -78,18 +88,16 @@ collect:
 	}
 	slices.Sort(held)
 	guaranteed := held[len(held)-c.quorum] // the quorum-th largest
-	at := start.Add(guaranteed - drift(ttl, c.driftFactor))
+	d := drift(ttl, c.driftFactor)
+	at := start.Add(guaranteed - d)
 	now := c.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if at.Before(l.until) {
-		l.until = at
-		if l.timer != nil && !l.ended {
-			l.timer.Reset(max(at.Sub(now), 0))
-		}
+	if !l.overLocked(now) && at.Before(l.until) {
+		l.setUntilLocked(at, now)
 	}
 	if rest := l.until.Sub(now); rest > 0 && !l.ended {
 		return rest, nil
 	}
-	return 0, errors.Join(ErrLockLost, fmt.Errorf("no validity left: a quorum holds it for %v, the call took %v, the drift allowance is %v", guaranteed, now.Sub(start), drift(ttl, c.driftFactor)))
+	return 0, errors.Join(ErrLockLost, fmt.Errorf("no validity left: a quorum holds it for %v, the call took %v, the drift allowance is %v", guaranteed, now.Sub(start), d))
 }

@@ -38,13 +38,14 @@ const maxWakeJitter = 5 * time.Millisecond
 //     most twice its last attempt's duration (and at most 5ms), so that
 //     waiters of several Clients woken by one release do not all vote at once.
 //   - Otherwise, and as the fallback for locks that expire rather than being
-//     released, it retries after the Backoff's delays.
+//     released, it retries after the Backoff's delays, each at least
+//     1ms.
 func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
 	cc, err := c.callOptions("Lock", lockOptions, opts)
 	if err != nil {
 		return nil, err
 	}
-	return c.lock(ctx, key, cc)
+	return c.observedLock(ctx, key, cc)
 }
 
 // attempts runs Lock's attempts and keeps its verdict.
@@ -60,7 +61,7 @@ type attempts struct {
 // to return, when Lock must not try again.
 func (a *attempts) try(ctx context.Context) (l *Lock, stop bool, err error) {
 	a.made++
-	l, o, err := a.c.tryLock(ctx, a.key, a.cc)
+	l, o, err := a.c.attempt(ctx, a.key, a.cc, a.made)
 	if o.finished || a.verdict == nil {
 		a.verdict = err
 	}
@@ -83,8 +84,9 @@ func (a *attempts) try(ctx context.Context) (l *Lock, stop bool, err error) {
 // that finished, and ctx.Err().
 func (a *attempts) ended(ctx context.Context) error { return ended(ctx, a.verdict) }
 
-func (c *Client) lock(ctx context.Context, key string, cc callConfig) (*Lock, error) {
-	a := attempts{c: c, key: key, cc: cc}
+// lock runs Lock's attempts, counted in a.
+func (c *Client) lock(ctx context.Context, a *attempts) (*Lock, error) {
+	key, cc := a.key, a.cc
 	l, stop, err := a.try(ctx)
 	if stop {
 		return l, err
@@ -108,12 +110,15 @@ func (c *Client) lock(ctx context.Context, key string, cc callConfig) (*Lock, er
 		return l, err
 	}
 	took := time.Since(start)
-	timer := time.NewTimer(cc.backoff(1))
+	timer := time.NewTimer(cc.backoff.wait(1))
 	defer timer.Stop()
 	for attempt := 2; ; attempt++ {
 		select {
 		case <-timer.C:
 		case <-released:
+			if c.obs != nil {
+				c.obs.Wake(ctx, Wake{Key: key, Attempt: a.made + 1})
+			}
 			// Woken by a release: back to the shortest poll if this
 			// attempt is lost to a split vote, which no release follows.
 			attempt = 1
@@ -133,7 +138,7 @@ func (c *Client) lock(ctx context.Context, key string, cc callConfig) (*Lock, er
 			return l, err
 		}
 		took = time.Since(start)
-		timer.Reset(cc.backoff(attempt))
+		timer.Reset(cc.backoff.wait(attempt))
 	}
 }
 
