@@ -104,14 +104,19 @@ func TestACLLeastPrivilegeSuffices(t *testing.T) {
 		l, err := c.TryLock(t.Context(), "status")
 		require.NoError(t, err, "TryLock")
 		defer l.Unlock(context.WithoutCancel(t.Context()))
+		held, fenced := 0, 0 // a quorum at least: the grant and the token's write need no more
 		for _, a := range addrs {
 			k, free := readKeyStatus(t, a, aclPrefix+"status"), readKeyStatus(t, a, aclPrefix+"status-free")
-			require.True(t, k.Held, "keystatus.Read of a held key through %s", a)
-			require.Positive(t, k.TTL, "keystatus.Read of a held key")
-			require.True(t, k.FenceSet, "keystatus.Read of a fenced key")
-			require.Equal(t, l.Token(), k.Fence, "keystatus.Read of a fenced key")
+			if k.Held && k.TTL > 0 {
+				held++
+			}
+			if k.FenceSet && k.Fence == l.Token() {
+				fenced++
+			}
 			require.False(t, free.Held, "keystatus.Read of a free key")
 		}
+		require.GreaterOrEqual(t, held, c.Quorum(), "nodes on which keystatus.Read finds the held key with a TTL")
+		require.GreaterOrEqual(t, fenced, c.Quorum(), "nodes on which keystatus.Read finds the lock's token")
 	})
 	for _, s := range servers {
 		require.Empty(t, aclLog(t, s), "ACL LOG of %s: the README's rule must allow everything the drivers and the command send", s.Addr())

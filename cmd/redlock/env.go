@@ -16,6 +16,9 @@ const envPrefix = "REDLOCK_"
 // environment.
 const envAnnotation = "redlock-env"
 
+// noEnv marks a flag that withEnv leaves alone.
+const noEnv = "redlock-noenv"
+
 // envName is the environment variable of the flag name: REDLOCK_ and the
 // name in capitals with "_" for "-" (--conflict-exit-code:
 // REDLOCK_CONFLICT_EXIT_CODE).
@@ -23,7 +26,7 @@ func envName(flag string) string {
 	return envPrefix + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
 }
 
-// withEnv lets every flag of cmd (but --help) come from its environment
+// withEnv lets every flag of cmd (but --help and those marked noEnv) come from its environment
 // variable, and says so in the flag's help. It returns cmd.
 func withEnv(cmd *cobra.Command) *cobra.Command {
 	if cmd.Annotations == nil {
@@ -31,7 +34,7 @@ func withEnv(cmd *cobra.Command) *cobra.Command {
 	}
 	cmd.Annotations[envAnnotation] = "true"
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if f.Name != "help" {
+		if f.Name != "help" && f.Annotations[noEnv] == nil {
 			f.Usage += " [$" + envName(f.Name) + "]"
 		}
 	})
@@ -48,7 +51,7 @@ func applyEnv(cmd *cobra.Command) error {
 	}
 	var err error
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
-		if err != nil || f.Name == "help" || f.Changed {
+		if err != nil || f.Name == "help" || f.Annotations[noEnv] != nil || f.Changed {
 			return
 		}
 		name := envName(f.Name)
@@ -75,13 +78,17 @@ func cleanFlagError(err error) string {
 
 // envHelp is the paragraph of help about the environment.
 func envHelp(names ...string) string {
-	vars := make([]string, len(names))
-	for i, n := range names {
-		vars[i] = envName(n)
+	var lines []string
+	for i := 0; i < len(names); i += 4 {
+		var vars []string
+		for _, n := range names[i:min(i+4, len(names))] {
+			vars = append(vars, envName(n))
+		}
+		lines = append(lines, "  "+strings.Join(vars, ", "))
 	}
 	return fmt.Sprintf(`Environment: every flag may come from a variable instead,
-  %s, ...
+%s, ...
 named REDLOCK_ and the flag's name in capitals with _ for - (booleans take
 true, false, 1 or 0). A flag on the command line wins; an empty variable is
-unset; a value the flag does not accept is a usage error (exit 2).`, strings.Join(vars, ", "))
+unset; a value the flag does not accept is a usage error (exit 2).`, strings.Join(lines, ",\n"))
 }

@@ -105,7 +105,7 @@ command's status. Shell completion: redlock completion bash|zsh|fish.`,
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageErrorf("%v (see %s --help)", err, cmd.CommandPath())
 	})
-	root.AddCommand(runCommand(), statusCommand(), doctorCommand(), demoCommand())
+	root.AddCommand(runCommand(), holdCommand(), statusCommand(), doctorCommand(), demoCommand())
 	return root
 }
 
