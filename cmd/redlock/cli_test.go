@@ -509,3 +509,87 @@ func TestVerbose(t *testing.T) {
 		t.Errorf("run without -v: want nothing on stderr, got %v", r)
 	}
 }
+
+// TestHoldReleaseFindsLost deletes the lock underneath hold between two
+// extensions and interrupts hold at once: the release finds it gone from a
+// quorum, so it was lost while held, and hold exits with 76.
+func TestHoldReleaseFindsLost(t *testing.T) {
+	t.Parallel()
+	servers, addrs := nodes(t, 3)
+	holder, _ := startHold(t, "--nodes", addrs, "--ttl", "30s", "k") // extended every 10s
+	deleteEverywhere(t, servers, "k")
+	holder.cmd.Process.Signal(syscall.SIGINT)
+	if code := holder.wait(30 * time.Second); code != exitLockLost {
+		t.Fatalf("hold whose lock was deleted before its release: exit %d, want %d; stderr:\n%s", code, exitLockLost, holder.stderr.String())
+	}
+}
+
+// TestHoldReleaseUnavailable kills a majority of the nodes under hold and
+// interrupts it: the release proves nothing lost, so hold says it could not
+// release and exits with 0.
+func TestHoldReleaseUnavailable(t *testing.T) {
+	t.Parallel()
+	servers, addrs := nodes(t, 3)
+	holder, _ := startHold(t, "--nodes", addrs, "--ttl", "30s", "-v", "k") // extended every 10s
+	// Past the node timeout (200ms), every node has answered the
+	// acquisition, or failed: Unlock counts a node whose SET is still
+	// unanswered as one that no longer holds the lock.
+	time.Sleep(time.Second)
+	servers[0].Kill()
+	servers[1].Kill()
+	holder.cmd.Process.Signal(syscall.SIGINT)
+	if code := holder.wait(30 * time.Second); code != 0 {
+		t.Fatalf("hold released with 2 of 3 nodes down: exit %d, want 0; stderr:\n%s", code, holder.stderr.String())
+	}
+	if s := holder.stderr.String(); !strings.Contains(s, "releasing the lock \"k\" failed") {
+		t.Errorf("hold does not say that the release failed:\n%s", s)
+	}
+}
+
+// TestVerboseExtensionFailure pauses a majority of the nodes under hold -v
+// for longer than an extension interval, less than the validity: the failed
+// extension is told, then the one that succeeds again.
+func TestVerboseExtensionFailure(t *testing.T) {
+	t.Parallel()
+	servers, addrs := nodes(t, 3)
+	holder, _ := startHold(t, "--nodes", addrs, "--ttl", "6s", "-v", "k") // extended every 2s
+	for _, s := range servers[:2] {
+		if err := s.Pause(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(2600 * time.Millisecond)
+	for _, s := range servers[:2] {
+		if err := s.Resume(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for !strings.Contains(holder.stderr.String(), "extended k again after") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	holder.cmd.Process.Signal(syscall.SIGTERM)
+	code := holder.wait(30 * time.Second)
+	s := holder.stderr.String()
+	if code != 0 || !strings.Contains(s, "extending k failed") || !strings.Contains(s, "extended k again after") {
+		t.Fatalf("hold -v with a majority paused past an extension: want exit 0, the failure and the recovery told; exit %d, stderr:\n%s", code, s)
+	}
+}
+
+// TestPermanentNodeError gives a wrong password: retrying cannot fix it, so
+// run fails at once with 1 rather than waiting, and never shows the password.
+func TestPermanentNodeError(t *testing.T) {
+	t.Parallel()
+	servers, _ := nodes(t, 3, redistest.WithPassword("right-Pa55"))
+	var addrs []string
+	for _, s := range servers {
+		addrs = append(addrs, "redis://:wrong-Pa55@"+s.Addr())
+	}
+	r := invoke(t, "", "run", "--nodes", strings.Join(addrs, ","), "k", "--", "true")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "retrying cannot fix") {
+		t.Errorf("run with a wrong password: want exit 1 and the permanent error, got %v", r)
+	}
+	if strings.Contains(r.stdout+r.stderr, "wrong-Pa55") {
+		t.Errorf("run printed the password:\n%v", r)
+	}
+}

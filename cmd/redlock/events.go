@@ -129,6 +129,8 @@ func (e *lockEvents) Unlock(ctx context.Context, _ redlock.UnlockStart) (context
 			e.say("released %s", d.Key)
 		case errors.Is(d.Err, redlock.ErrUnavailable):
 			e.say("releasing %s failed (%d of %d nodes failed); it expires by itself within its TTL: %v", d.Key, d.Votes.Failed, d.Votes.Nodes, d.Err)
+		default:
+			e.say("releasing %s found it no longer held by a quorum (%d of %d nodes released it, %d needed): %v", d.Key, d.Votes.Granted, d.Votes.Nodes, d.Votes.Quorum, d.Err)
 		}
 	}
 }
