@@ -153,11 +153,11 @@ func TestRunPositionalKey(t *testing.T) {
 	holder, _ := startHold(t, "--nodes", addrs, "positional")
 	valueOf(t, servers, "positional") // hold set the key named
 
-	r = invoke(t, "", "run", "--nodes", addrs, "--wait", "0", "positional", "--", "true")
+	r = invoke(t, "", "run", "--nodes", addrs, "--node-timeout", "2s", "--wait", "0", "positional", "--", "true")
 	if r.code != exitConflict {
 		t.Errorf("run --wait 0 KEY on a held KEY: want exit %d, got %v", exitConflict, r)
 	}
-	r = invoke(t, "", "run", "--nodes", addrs, "--wait", "0", "--key", "positional", "echo", "x")
+	r = invoke(t, "", "run", "--nodes", addrs, "--node-timeout", "2s", "--wait", "0", "--key", "positional", "echo", "x")
 	if r.code != exitConflict {
 		t.Errorf("run --wait 0 --key KEY on a held KEY: want exit %d, got %v", exitConflict, r)
 	}
@@ -358,7 +358,11 @@ func TestStatusNodeErrors(t *testing.T) {
 }
 
 // TestExitUnavailable: with a majority of the nodes down, run and hold exit
-// with 69; with the key held, with 75 or --conflict-exit-code.
+// with 69, whatever --conflict-exit-code says. (One attempt: Lock's verdict
+// after several is its last finished attempt's, which the live node can
+// refuse while the previous attempt's key is being released there, and a
+// round is decided once a quorum is impossible, so with a refusal and one
+// failure among its first replies it is not "unavailable".)
 func TestExitUnavailable(t *testing.T) {
 	t.Parallel()
 	servers, addrs := nodes(t, 3)
@@ -367,7 +371,6 @@ func TestExitUnavailable(t *testing.T) {
 	marker := filepath.Join(t.TempDir(), "ran")
 	for _, args := range [][]string{
 		{"run", "--nodes", addrs, "--wait", "0", "k", "--", "touch", marker},
-		{"run", "--nodes", addrs, "--wait", "1s", "k", "--", "touch", marker},
 		{"hold", "--nodes", addrs, "--wait", "0", "k"},
 		{"run", "--nodes", addrs, "--wait", "0", "--conflict-exit-code", "9", "k", "--", "touch", marker},
 	} {
@@ -388,16 +391,18 @@ func TestConflictExitCode(t *testing.T) {
 	t.Parallel()
 	_, addrs := nodes(t, 3)
 	startHold(t, "--nodes", addrs, "busy")
+	// A generous --node-timeout: on a loaded machine, a node slower than the
+	// default 200ms counts as failed, and the verdict would be 69.
 	for _, tc := range []struct {
 		args []string
 		want int
 	}{
-		{[]string{"run", "--nodes", addrs, "--wait", "0", "busy", "--", "true"}, exitConflict},
-		{[]string{"run", "--nodes", addrs, "--wait", "300ms", "busy", "--", "true"}, exitConflict},
-		{[]string{"hold", "--nodes", addrs, "--wait", "0", "busy"}, exitConflict},
-		{[]string{"run", "--nodes", addrs, "--wait", "0", "--conflict-exit-code", "9", "busy", "--", "true"}, 9},
-		{[]string{"hold", "--nodes", addrs, "--wait", "300ms", "--conflict-exit-code", "1", "busy"}, 1},
-		{[]string{"run", "--nodes", addrs, "--wait", "0", "--conflict-exit-code", "0", "busy", "--", "true"}, 0},
+		{[]string{"run", "--nodes", addrs, "--node-timeout", "2s", "--wait", "0", "busy", "--", "true"}, exitConflict},
+		{[]string{"run", "--nodes", addrs, "--node-timeout", "2s", "--wait", "300ms", "busy", "--", "true"}, exitConflict},
+		{[]string{"hold", "--nodes", addrs, "--node-timeout", "2s", "--wait", "0", "busy"}, exitConflict},
+		{[]string{"run", "--nodes", addrs, "--node-timeout", "2s", "--wait", "0", "--conflict-exit-code", "9", "busy", "--", "true"}, 9},
+		{[]string{"hold", "--nodes", addrs, "--node-timeout", "2s", "--wait", "300ms", "--conflict-exit-code", "1", "busy"}, 1},
+		{[]string{"run", "--nodes", addrs, "--node-timeout", "2s", "--wait", "0", "--conflict-exit-code", "0", "busy", "--", "true"}, 0},
 		{[]string{"run", "--nodes", addrs, "--conflict-exit-code", "-1", "busy", "--", "true"}, exitUsage},
 		{[]string{"run", "--nodes", addrs, "--conflict-exit-code", "256", "busy", "--", "true"}, exitUsage},
 	} {
@@ -414,7 +419,11 @@ func TestConflictExitCode(t *testing.T) {
 func TestEnvironment(t *testing.T) {
 	t.Parallel()
 	_, addrs := nodes(t, 3)
-	env := func(kv ...string) []string { return append([]string{"REDLOCK_NODES=" + addrs}, kv...) }
+	// REDLOCK_NODE_TIMEOUT: a node slower than the default 200ms on a loaded
+	// machine would count as failed, and "held elsewhere" become 69.
+	env := func(kv ...string) []string {
+		return append([]string{"REDLOCK_NODES=" + addrs, "REDLOCK_NODE_TIMEOUT=2s"}, kv...)
+	}
 
 	// REDLOCK_FENCING, REDLOCK_PREFIX, REDLOCK_TTL reach the lock.
 	holder := startEnv(t, env("REDLOCK_FENCING=true", "REDLOCK_PREFIX=env:", "REDLOCK_TTL=20s"), "hold", "k")
@@ -450,7 +459,7 @@ func TestEnvironment(t *testing.T) {
 	if r.code != 0 || r.stdout != "free\n" {
 		t.Errorf("run --prefix '' with REDLOCK_PREFIX=other: want the unprefixed key, free; got %v", r)
 	}
-	r = invokeEnv(t, []string{"REDLOCK_NODES=127.0.0.1:1", "REDLOCK_WAIT=0"}, "", "run", "--nodes", addrs, "k", "--", "echo", "flag wins")
+	r = invokeEnv(t, []string{"REDLOCK_NODES=127.0.0.1:1", "REDLOCK_WAIT=0", "REDLOCK_NODE_TIMEOUT=2s"}, "", "run", "--nodes", addrs, "k", "--", "echo", "flag wins")
 	if r.code != 0 || r.stdout != "flag wins\n" {
 		t.Errorf("run --nodes with a dead REDLOCK_NODES: want the flag's nodes, got %v", r)
 	}
@@ -470,6 +479,7 @@ func TestEnvironment(t *testing.T) {
 		{"REDLOCK_FENCING=maybe", "hold"},
 		{"REDLOCK_CONFLICT_EXIT_CODE=x", "run"},
 		{"REDLOCK_GRACE=1", "run"},
+		{"REDLOCK_NODE_TIMEOUT=fast", "hold"},
 		{"REDLOCK_TIMEOUT=soon", "status"},
 		{"REDLOCK_MAX_SKEW=1", "doctor"},
 	} {

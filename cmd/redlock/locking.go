@@ -22,6 +22,7 @@ type lockFlags struct {
 	key          string // --key, run's alias of its positional KEY
 	prefix       string
 	ttl          time.Duration
+	nodeTimeout  time.Duration // 0: the library's default
 	wait         time.Duration
 	waitSet      bool // --wait given; otherwise wait as long as it takes
 	fencing      bool
@@ -36,6 +37,7 @@ func (o *lockFlags) add(cmd *cobra.Command) {
 	o.addDriver(cmd)
 	f.StringVar(&o.prefix, "prefix", "", "put this before the key on the nodes (redlock.WithKeyPrefix), for a namespace an ACL rule can name")
 	f.DurationVar(&o.ttl, "ttl", redlock.DefaultTTL, "the lock's time to live; it is extended every TTL/3 while held")
+	f.DurationVar(&o.nodeTimeout, "node-timeout", 0, "bounds each call to one node; a node slower than this counts as failed (default TTL/10, at most 200ms)")
 	f.DurationVar(&o.wait, "wait", 0, "how long to wait for the lock; 0 tries once (default: as long as it takes)")
 	f.BoolVar(&o.fencing, "fencing", false, "give the lock a fencing token, a number that rises with every grant of the key")
 	f.IntVar(&o.conflictCode, "conflict-exit-code", exitConflict, "the exit code when the lock is held elsewhere past --wait, 0 to 255 (flock -E)")
@@ -106,6 +108,9 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 	}
 	if o.prefix != "" {
 		opts = append(opts, redlock.WithKeyPrefix(o.prefix))
+	}
+	if o.nodeTimeout != 0 {
+		opts = append(opts, redlock.WithNodeTimeout(o.nodeTimeout))
 	}
 	client, err := redlock.Open(o.driver, addrs, opts...)
 	if err != nil {
