@@ -138,6 +138,20 @@ func TestCompletion(t *testing.T) {
 	if !strings.Contains(r.stdout, "--conflict-exit-code") {
 		t.Errorf("completing hold --conf does not offer --conflict-exit-code:\n%s", r.stdout)
 	}
+	// run's KEY is no file; its CMD completes as the shell does (directive 0).
+	for _, tc := range []struct {
+		args      []string
+		directive string
+	}{
+		{[]string{"__complete", "run", ""}, ":4\n"},
+		{[]string{"__complete", "run", "k", ""}, ":0\n"},
+		{[]string{"__complete", "hold", ""}, ":4\n"},
+		{[]string{"__complete", "status", "a", ""}, ":4\n"},
+	} {
+		if r := invoke(t, "", tc.args...); !strings.HasSuffix(r.stdout, tc.directive) {
+			t.Errorf("redlock %s: want the directive %q, got %q", strings.Join(tc.args, " "), tc.directive, r.stdout)
+		}
+	}
 }
 
 // TestRunPositionalKey names the lock with the first argument, and with

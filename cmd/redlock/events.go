@@ -26,6 +26,7 @@ type lockEvents struct {
 	until        time.Time // validity at the grant
 	waiting      redlock.Outcome
 	extendFails  int   // failed extensions since the last that succeeded
+	lost         bool  // a LockEnd told the loss
 	unlockErr    error // the last Unlock's
 	unlockCalled bool
 }
@@ -129,7 +130,7 @@ func (e *lockEvents) Unlock(ctx context.Context, _ redlock.UnlockStart) (context
 			e.say("released %s", d.Key)
 		case errors.Is(d.Err, redlock.ErrUnavailable):
 			e.say("releasing %s failed (%d of %d nodes failed); it expires by itself within its TTL: %v", d.Key, d.Votes.Failed, d.Votes.Nodes, d.Err)
-		default:
+		case !e.lost: // else LockEnd told already
 			e.say("releasing %s found it no longer held by a quorum (%d of %d nodes released it, %d needed): %v", d.Key, d.Votes.Granted, d.Votes.Nodes, d.Votes.Quorum, d.Err)
 		}
 	}
@@ -140,6 +141,9 @@ func (e *lockEvents) LockEnd(_ context.Context, d redlock.LockEnd) {
 	if !d.Lost() {
 		return
 	}
+	e.mu.Lock()
+	e.lost = true
+	e.mu.Unlock()
 	how := map[string]string{
 		redlock.EndLostExtend: "an extension found it gone from a quorum of the nodes",
 		redlock.EndExpired:    "its validity ran out before an extension succeeded",

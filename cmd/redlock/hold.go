@@ -79,6 +79,7 @@ Exit codes:
 			}
 			return nil
 		},
+		ValidArgsFunction: cobra.NoFileCompletions, // KEY is a name, not a file
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.key = args[0]
 			if err := o.check(cmd, "hold"); err != nil {

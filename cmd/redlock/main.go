@@ -106,6 +106,7 @@ command's status. Shell completion: redlock completion bash|zsh|fish.`,
 		return usageErrorf("%v (see %s --help)", err, cmd.CommandPath())
 	})
 	root.AddCommand(runCommand(), holdCommand(), statusCommand(), doctorCommand(), demoCommand())
+	addCompletion(root)
 	return root
 }
 

@@ -235,11 +235,8 @@ func haveRedisServer() bool {
 
 func TestHelp(t *testing.T) {
 	t.Parallel()
-	for _, sub := range []string{"", "demo", "run", "hold", "status", "doctor"} {
-		args := []string{"--help"}
-		if sub != "" {
-			args = []string{sub, "--help"}
-		}
+	for _, sub := range []string{"", "demo", "run", "hold", "status", "doctor", "completion", "completion bash", "completion zsh", "completion fish"} {
+		args := append(strings.Fields(sub), "--help")
 		r := invoke(t, "", args...)
 		if r.code != 0 || !strings.Contains(r.stdout, "Examples:") {
 			t.Errorf("redlock %s --help: want exit 0 and examples, got %v", sub, r)

@@ -91,6 +91,14 @@ Exit codes:
 			}
 			return nil
 		},
+		// KEY is a name, not a file; CMD and its arguments complete as the
+		// shell does.
+		ValidArgsFunction: func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if o.key == "" && len(args) == 0 {
+				return nil, cobra.ShellCompDirectiveNoFileComp
+			}
+			return nil, cobra.ShellCompDirectiveDefault
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.key, args = runArgs(o.key, args)
 			if err := o.check(cmd, "run"); err != nil {

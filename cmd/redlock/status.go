@@ -58,6 +58,7 @@ Exit codes:
 			}
 			return nil
 		},
+		ValidArgsFunction: cobra.NoFileCompletions, // keys are names, not files
 		RunE: func(cmd *cobra.Command, keys []string) error {
 			return runStatus(cmd.Context(), cmd.OutOrStdout(), o, keys)
 		},

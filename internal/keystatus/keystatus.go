@@ -69,7 +69,10 @@ func Read(ctx context.Context, c *redis.Client, key string) (Key, error) {
 	default:
 		n, perr := strconv.ParseUint(s, 10, 64)
 		if perr != nil {
-			return Key{}, fmt.Errorf("the fencing counter %q holds %q, not a number", driver.FenceKey(key), s)
+			if len(s) > 40 {
+				s = s[:40] + "..."
+			}
+			return Key{}, fmt.Errorf("the fencing counter %s is not a number: %q", driver.FenceKey(key), s)
 		}
 		k.Fence, k.FenceSet = n, true
 	}
