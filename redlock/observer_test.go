@@ -518,6 +518,33 @@ func TestNoObserverNoAllocs(t *testing.T) {
 	assert.LessOrEqual(t, pubExt, coreExt, "Extend without observers allocates nothing beyond the algorithm")
 }
 
+// A no-op observer costs one allocation per round of node calls (the
+// round's observation data), two for a TryLock and its Unlock.
+func TestNopObserverAllocs(t *testing.T) {
+	if raceOn {
+		t.Skip("the race detector's instrumentation changes allocation counts")
+	}
+	ctx := context.Background()
+	measure := func(opts ...redlock.Option) float64 {
+		_, nodes := memNodes(5)
+		c := newClient(t, nodes, opts...)
+		m := 1e9
+		for range 5 {
+			m = min(m, testing.AllocsPerRun(100, func() {
+				l, err := c.TryLock(ctx, "k")
+				if err != nil {
+					t.Fatal(err)
+				}
+				l.Unlock(ctx)
+			}))
+		}
+		return m
+	}
+	none, nop := measure(), measure(redlock.WithObserver(redlock.NopObserver{}))
+	t.Logf("allocations per TryLock+Unlock: %v without observers, %v with a no-op one", none, nop)
+	assert.LessOrEqual(t, nop, none+2)
+}
+
 // With an observer set, every event goes through it: a sanity check that
 // the comparison above measures the observed path.
 func TestObserverAllocsCounted(t *testing.T) {

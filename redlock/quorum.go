@@ -26,16 +26,25 @@ const (
 	failed         // answered with an error: outcome unknown
 )
 
-// roundObs is what the observers need to know of a round. It is a value of
-// the round's context, set only when the Client has observers, so that a
-// round without them is no larger.
+// roundObs is what the observers need to know of a round. It is the parent
+// of the round's context, set only when the Client has observers, so that a
+// round without them is no larger; with them, it costs one allocation.
 type roundObs struct {
+	context.Context
 	op    string    // OpAcquire, ...
 	name  string    // the lock's key without the prefix
 	began time.Time // when the calls were handed to the workers
 }
 
 type roundObsKey struct{}
+
+// Value returns ro for roundObsKey, and otherwise the parent's value.
+func (ro *roundObs) Value(key any) any {
+	if key == (roundObsKey{}) {
+		return ro
+	}
+	return ro.Context.Value(key)
+}
 
 // observed returns the round's roundObs; nil when the Client has no
 // observers.
@@ -105,7 +114,7 @@ func (c *Client) start(ctx context.Context, opName, name string, o op) *round {
 	// round rather than one per node.
 	r.caller = ctx
 	if c.obs != nil {
-		ctx = context.WithValue(ctx, roundObsKey{}, &roundObs{op: opName, name: name, began: time.Now()})
+		ctx = &roundObs{Context: ctx, op: opName, name: name, began: time.Now()}
 	}
 	r.ctx, r.cancel = context.WithTimeout(ctx, c.nodeTimeout)
 	r.op = o
