@@ -237,7 +237,7 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig) (*Lock,
 		ok = ferr == nil
 	}
 	if now := c.now(); ok && now.Before(untilAt) {
-		return &Lock{c: c, name: name, key: key, value: value, token: token, ttl: ttl, until: untilAt, expiry: start.Add(ttl), acq: r, granted: now}, outcome{r: r}, nil
+		return &Lock{c: c, name: name, key: key, value: value, token: token, ttl: ttl, until: untilAt, expiry: start.Add(ttl), acq: r, granted: now.Sub(clockBase)}, outcome{r: r}, nil
 	}
 	c.abandon(ctx, r, key, value)
 	errs = append(errs, r.err(ctx, ErrNotObtained))

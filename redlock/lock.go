@@ -15,11 +15,11 @@ import (
 // never held: its Unlock and Extend return an error and its Done is closed.
 type Lock struct {
 	c       *Client
-	name    string    // the key as the caller gave it
-	key     string    // the key on the nodes: the Client's prefix and name
-	value   string    // the random value that proves ownership; never shown
-	token   uint64    // fencing token; 0 without WithFencing
-	granted time.Time // when it was granted, for the observers
+	name    string        // the key as the caller gave it
+	key     string        // the key on the nodes: the Client's prefix and name
+	value   string        // the random value that proves ownership; never shown
+	token   uint64        // fencing token; 0 without WithFencing
+	granted time.Duration // when it was granted, since clockBase, for the observers
 
 	mu       sync.Mutex
 	acq      *round // the acquisition, whose late SETs Unlock must follow; nil once taken
@@ -28,16 +28,12 @@ type Lock struct {
 	ttl      time.Duration // of the acquisition or the last successful Extend
 	ended    bool          // no longer held: Until passed, lost or unlocked
 	unlocked bool          // Unlock was called
+	endHow   endKind       // how it ended, until reported to the observers (reportEnd)
 	done     chan struct{} // made by the first Done call; closed when ended
 	timer    *time.Timer   // closes done at until, while done exists
 
 	extending int       // Extends in flight
 	groupMin  time.Time // the lowest bound (start + ttl - drift) of the Extends in flight and of those that overlapped them
-
-	// endHow is how the lock ended, until reported to the observers
-	// (reportEnd); "" when not ended, already reported, or ended by Unlock,
-	// which reports itself.
-	endHow string
 }
 
 // errNilLock is returned by the methods of a nil *Lock.
@@ -112,7 +108,7 @@ func (l *Lock) Done() <-chan struct{} {
 		now := l.c.now()
 		if l.ended || !now.Before(l.until) {
 			if !l.ended {
-				l.endHow = EndExpired
+				l.endHow = endExpired
 			}
 			l.ended = true
 			close(l.done)
@@ -146,7 +142,7 @@ func (l *Lock) endLocked() bool {
 		return false
 	}
 	l.ended = true
-	l.endHow = EndExpired // unless the caller says otherwise
+	l.endHow = endExpired // unless the caller says otherwise
 	if l.done != nil {
 		l.timer.Stop()
 		close(l.done)
@@ -248,7 +244,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (*round, error) {
 		return r, nil
 	}
 	if r.lost() && l.endLocked() {
-		l.endHow = EndLostExtend
+		l.endHow = endLostExtend
 	}
 	l.mu.Unlock()
 	err := r.err(ctx, ErrLockLost)
@@ -287,7 +283,7 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 	l.unlocked = true
 	ended := l.endLocked()
 	if ended {
-		l.endHow = "" // reported by Unlock, which knows how it ended
+		l.endHow = endNone // reported by Unlock, which knows how it ended
 	}
 	acq := l.acq
 	l.acq = nil

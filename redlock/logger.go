@@ -11,7 +11,7 @@ import (
 // any others:
 //
 //   - Warn: a lock lost ("redlock: lock lost", with how it was found: an
-//     Extend, its validity running out, or Unlock), and an Extend that failed
+//     Extend, its validity running out, Unlock, or TTL), and an Extend that failed
 //     while the lock was still held ("redlock: extend failed", with the
 //     validity left).
 //   - Debug: every acquisition attempt (outcome, votes, duration), the wait

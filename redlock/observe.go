@@ -151,8 +151,8 @@ func (l *Lock) observedUnlock(ctx context.Context) error {
 // returns how l ended, "" when it reported nothing. l.mu must not be held.
 func (l *Lock) reportEnd(ctx context.Context) string {
 	l.mu.Lock()
-	how := l.endHow
-	l.endHow = ""
+	how := endNames[l.endHow]
+	l.endHow = endNone
 	l.mu.Unlock()
 	if how != "" {
 		l.c.obs.LockEnd(ctx, l.endEvent(how))
@@ -160,9 +160,24 @@ func (l *Lock) reportEnd(ctx context.Context) string {
 	return how
 }
 
+// endKind is how a lock ended, kept in a byte of the Lock until reported.
+type endKind uint8
+
+const (
+	endNone endKind = iota // not ended, reported already, or ended by Unlock
+	endExpired
+	endLostExtend
+	endLostTTL
+)
+
+var endNames = [...]string{endNone: "", endExpired: EndExpired, endLostExtend: EndLostExtend, endLostTTL: EndLostTTL}
+
+// clockBase is the origin of Lock.granted.
+var clockBase = time.Now()
+
 // endEvent describes the end of l's life.
 func (l *Lock) endEvent(how string) LockEnd {
-	return LockEnd{Key: l.name, Token: l.token, How: how, Held: l.c.now().Sub(l.granted)}
+	return LockEnd{Key: l.name, Token: l.token, How: how, Held: l.c.now().Sub(clockBase) - l.granted}
 }
 
 // observeNode reports a node call that started at began.

@@ -26,21 +26,43 @@ const (
 	failed         // answered with an error: outcome unknown
 )
 
-// roundObs is what the observers need to know of a round, kept apart so that
-// a round without observers stays small.
+// roundObs is what the observers need to know of a round. It is the parent
+// of the round's context, set only when the Client has observers, so that a
+// round without them is no larger; with them, it costs one allocation.
 type roundObs struct {
+	context.Context
 	op    string    // OpAcquire, ...
 	name  string    // the lock's key without the prefix
 	began time.Time // when the calls were handed to the workers
 }
 
+type roundObsKey struct{}
+
+// Value returns ro for roundObsKey, and otherwise the parent's value.
+func (ro *roundObs) Value(key any) any {
+	if key == (roundObsKey{}) {
+		return ro
+	}
+	return ro.Context.Value(key)
+}
+
+// observed returns the round's roundObs; nil when the Client has no
+// observers.
+func (r *round) observed() *roundObs {
+	if r.c.obs == nil {
+		return nil
+	}
+	ro, _ := r.ctx.Value(roundObsKey{}).(*roundObs)
+	return ro
+}
+
 // keyName is the lock's key without the prefix, for the observers; "" when
 // the Client has none.
 func (r *round) keyName() string {
-	if r.obs == nil {
-		return ""
+	if ro := r.observed(); ro != nil {
+		return ro.name
 	}
-	return r.obs.name
+	return ""
 }
 
 // A round is one command sent to every node at once, each call bounded by the
@@ -65,7 +87,6 @@ type round struct {
 	running   atomic.Int32 // calls not yet returned; the last cancels ctx
 
 	op     op
-	obs    *roundObs       // nil unless the Client has observers
 	ctx    context.Context // bounds every call by the node timeout
 	cancel context.CancelFunc
 }
@@ -73,8 +94,8 @@ type round struct {
 // call runs the round's op on node i and sends its reply.
 func (r *round) call(i int) {
 	ok, err := r.op(r.ctx, i, r.c.nodes[i])
-	if r.obs != nil {
-		r.c.observeNode(r.ctx, i, r.obs.op, r.obs.name, r.obs.began, ok, err)
+	if ro := r.observed(); ro != nil {
+		r.c.observeNode(r.ctx, i, ro.op, ro.name, ro.began, ok, err)
 	}
 	r.replies <- reply{node: i, ok: ok && err == nil, err: err}
 	if r.running.Add(-1) == 0 {
@@ -84,9 +105,6 @@ func (r *round) call(i int) {
 
 func (c *Client) start(ctx context.Context, opName, name string, o op) *round {
 	r := &round{c: c, replies: make(chan reply, len(c.nodes))}
-	if c.obs != nil {
-		r.obs = &roundObs{op: opName, name: name, began: time.Now()}
-	}
 	if len(c.nodes) <= len(r.stateBuf) {
 		r.state = r.stateBuf[:len(c.nodes)]
 	} else {
@@ -95,6 +113,9 @@ func (c *Client) start(ctx context.Context, opName, name string, o op) *round {
 	// One deadline for all the calls, which start together: one timer per
 	// round rather than one per node.
 	r.caller = ctx
+	if c.obs != nil {
+		ctx = &roundObs{Context: ctx, op: opName, name: name, began: time.Now()}
+	}
 	r.ctx, r.cancel = context.WithTimeout(ctx, c.nodeTimeout)
 	r.op = o
 	r.running.Store(int32(len(c.nodes)))

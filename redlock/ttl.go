@@ -62,7 +62,7 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 		if r.lost() {
 			l.mu.Lock()
 			if l.endLocked() {
-				l.endHow = EndLostTTL
+				l.endHow = endLostTTL
 			}
 			l.mu.Unlock()
 		}
