@@ -114,7 +114,8 @@ checks each node and the set:
   permissions   that the user may run what the drivers send on --key: SET,
                 EVAL, EVALSHA and, inside the scripts, GET, PEXPIRE and DEL
                 (with ACL DRYRUN, or else on a scratch key beside --key);
-                fencing counters and release notifications are warnings
+                fencing counters, release notifications and the reads of
+                status and Lock.TTL (PTTL) are warnings
   the set       the same server under two addresses (same run_id): unsafe;
                 an even or small node count: a warning; clock skew between
                 the nodes; too few reachable nodes for a quorum: unsafe

@@ -267,6 +267,10 @@ func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, o doctorOptio
 			{"PUBLISH", []any{"PUBLISH", ch, ""}},
 			{"SUBSCRIBE", []any{"SUBSCRIBE", ch}},
 		}
+		reads := []permission{
+			{"PTTL", []any{"PTTL", o.key}},
+			{"GET", []any{"GET", fk}},
+		}
 		dry := func(ps []permission) (denied []string, err error) {
 			for _, p := range ps {
 				args := append([]any{"ACL", "DRYRUN", user}, p.args...)
@@ -292,6 +296,9 @@ func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, o doctorOptio
 			}
 			if d, err := dry(notify); err == nil && len(d) > 0 {
 				n.add("permissions", statusWarn, "user %s may not publish or subscribe to %q, so waiters poll instead of hearing releases: %s", user, ch, strings.Join(d, "; "))
+			}
+			if d, err := dry(reads); err == nil && len(d) > 0 {
+				n.add("permissions", statusWarn, "user %s may not read the TTL of %q or its fencing counter, so redlock status and Lock.TTL fail: %s", user, o.key, strings.Join(d, "; "))
 			}
 			return
 		}
