@@ -617,3 +617,30 @@ func TestPermanentNodeError(t *testing.T) {
 		t.Errorf("run printed the password:\n%v", r)
 	}
 }
+
+// TestRunWaitsWhileUnavailable: without --wait, run keeps waiting while a
+// majority of the nodes is down, says so once without -v, and a signal ends
+// the wait.
+func TestRunWaitsWhileUnavailable(t *testing.T) {
+	t.Parallel()
+	servers, addrs := nodes(t, 3)
+	servers[0].Kill()
+	servers[1].Kill()
+	marker := filepath.Join(t.TempDir(), "ran")
+	b := start(t, "run", "--nodes", addrs, "k", "--", "touch", marker)
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(b.stderr.String(), "waiting for k (2 of 3 nodes failed") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // several more attempts
+	b.cmd.Process.Signal(syscall.SIGINT)
+	if code := b.wait(30 * time.Second); code != exitSignalBase+int(syscall.SIGINT) {
+		t.Fatalf("run interrupted while waiting: exit %d, want %d; stderr:\n%s", code, exitSignalBase+int(syscall.SIGINT), b.stderr.String())
+	}
+	if n := strings.Count(b.stderr.String(), "waiting for k"); n != 1 {
+		t.Errorf("run said %d times that it waits, want once:\n%s", n, b.stderr.String())
+	}
+	if fileExists(marker) {
+		t.Error("the command ran without the lock")
+	}
+}

@@ -19,15 +19,19 @@ import (
 type lockEvents struct {
 	redlock.NopObserver
 	verbose bool
-	stderr  io.Writer
+	// warnUnavailable tells, even without verbose, that the wait goes on
+	// while too many nodes fail: a wait that would otherwise be silent for
+	// as long as they do.
+	warnUnavailable bool
+	stderr          io.Writer
 
 	mu           sync.Mutex
 	token        uint64
-	until        time.Time // validity at the grant
-	waiting      redlock.Outcome
-	extendFails  int   // failed extensions since the last that succeeded
-	lost         bool  // a LockEnd told the loss
-	unlockErr    error // the last Unlock's
+	until        time.Time                // validity at the grant
+	told         map[redlock.Outcome]bool // the reasons to wait told already
+	extendFails  int                      // failed extensions since the last that succeeded
+	lost         bool                     // a LockEnd told the loss
+	unlockErr    error                    // the last Unlock's
 	unlockCalled bool
 }
 
@@ -49,28 +53,38 @@ func (e *lockEvents) unlocked() (error, bool) {
 // say writes one line to stderr with --verbose.
 func (e *lockEvents) say(format string, args ...any) {
 	if e.verbose {
-		fmt.Fprintf(e.stderr, "redlock: "+format+"\n", args...)
+		e.warn(format, args...)
 	}
 }
 
-// Attempt records the grant, and says once why the wait goes on.
+// warn writes one line to stderr.
+func (e *lockEvents) warn(format string, args ...any) {
+	fmt.Fprintf(e.stderr, "redlock: "+format+"\n", args...)
+}
+
+// Attempt records the grant, and says (once for each reason) why the wait
+// goes on.
 func (e *lockEvents) Attempt(ctx context.Context, _ redlock.AttemptStart) (context.Context, func(redlock.AttemptDone)) {
 	return ctx, func(d redlock.AttemptDone) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		switch d.Outcome {
 		case redlock.OutcomeGranted:
-			e.token, e.until, e.waiting = d.Token, d.Until, ""
+			e.token, e.until = d.Token, d.Until
 		case redlock.OutcomeNotObtained, redlock.OutcomeUnavailable:
-			if e.waiting == d.Outcome {
+			// Once each: the verdicts of a long wait can alternate.
+			if e.told[d.Outcome] {
 				return
 			}
-			e.waiting = d.Outcome
+			if e.told == nil {
+				e.told = map[redlock.Outcome]bool{}
+			}
+			e.told[d.Outcome] = true
 			v := d.Votes
 			if d.Outcome == redlock.OutcomeNotObtained {
 				e.say("waiting for %s (held elsewhere: %d of %d nodes refused, %d granted, %d needed)", d.Key, v.Refused, v.Nodes, v.Granted, v.Quorum)
-			} else {
-				e.say("waiting for %s (%d of %d nodes failed, %d needed: no quorum possible): %v", d.Key, v.Failed, v.Nodes, v.Quorum, d.Err)
+			} else if e.verbose || e.warnUnavailable {
+				e.warn("waiting for %s (%d of %d nodes failed, %d needed: no quorum possible): %v", d.Key, v.Failed, v.Nodes, v.Quorum, d.Err)
 			}
 		}
 	}

@@ -101,7 +101,7 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 	signal.Notify(sigs, caught...)
 	defer signal.Stop(sigs)
 
-	events := &lockEvents{verbose: o.verbose, stderr: stderr}
+	events := &lockEvents{verbose: o.verbose, warnUnavailable: !o.waitSet || o.wait > 0, stderr: stderr}
 	opts := []redlock.Option{redlock.WithTTL(o.ttl), redlock.WithObserver(events)}
 	if o.fencing {
 		opts = append(opts, redlock.WithFencing())

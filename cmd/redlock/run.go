@@ -56,6 +56,8 @@ and run exits with 76. Another client may hold the lock from that moment on.
 
 With -v, run tells on stderr what happens to the lock: "waiting for KEY (held
 elsewhere)", "acquired KEY after 1.2s, token 7", failed extensions, the loss.
+Without it, run prints only its errors, and, once, that it keeps waiting while
+too many nodes fail for a quorum (unless --wait 0).
 
 Exit codes:
   CMD's own   CMD ran under the lock and exited (128+N if a signal N killed it)
