@@ -149,10 +149,15 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 	ran, lost := false, false
 	err = client.Do(waitCtx, o.key, func(ctx context.Context) error {
 		endWatch()
-		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, redlock.ErrLockLost) {
-			return cause // a signal, or the end of --wait, as the lock was granted
-		}
 		ran = true
+		switch cause := context.Cause(ctx); {
+		case errors.Is(cause, redlock.ErrLockLost): // already: do not start
+			lost = true
+			return nil
+		case cause != nil: // a signal, or the end of --wait, as the lock was granted
+			ran = false
+			return cause
+		}
 		token, until := events.granted()
 		ferr := fn(ctx, heldLock{token: token, until: until, sigs: sigs})
 		lost = errors.Is(context.Cause(ctx), redlock.ErrLockLost)
