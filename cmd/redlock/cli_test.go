@@ -644,3 +644,24 @@ func TestRunWaitsWhileUnavailable(t *testing.T) {
 		t.Error("the command ran without the lock")
 	}
 }
+
+// TestTLS runs hold and status against TLS nodes with client certificates,
+// given as rediss:// addresses.
+func TestTLS(t *testing.T) {
+	t.Parallel()
+	servers := redistest.NewServers(t, 3, redistest.WithTLS(redistest.NewCerts(t), redistest.ClientCertsRequired))
+	var urls []string
+	for _, s := range servers {
+		urls = append(urls, s.URL())
+	}
+	addrs := strings.Join(urls, ",")
+	holder, _ := startHold(t, "--nodes", addrs, "tls")
+	r := invoke(t, "", "status", "--nodes", addrs, "tls")
+	if r.code != 0 || !strings.Contains(r.stdout, "tls: held") {
+		t.Errorf("status over TLS: want the key held, got %v", r)
+	}
+	holder.cmd.Process.Signal(syscall.SIGTERM)
+	if code := holder.wait(30 * time.Second); code != 0 {
+		t.Fatalf("hold over TLS after SIGTERM: exit %d; stderr:\n%s", code, holder.stderr.String())
+	}
+}
