@@ -645,7 +645,7 @@ func TestRunWaitsWhileUnavailable(t *testing.T) {
 	}
 }
 
-// TestTLS runs hold and status against TLS nodes with client certificates,
+// TestTLS runs hold, status and doctor against TLS nodes with client certificates,
 // given as rediss:// addresses.
 func TestTLS(t *testing.T) {
 	t.Parallel()
@@ -659,6 +659,12 @@ func TestTLS(t *testing.T) {
 	r := invoke(t, "", "status", "--nodes", addrs, "tls")
 	if r.code != 0 || !strings.Contains(r.stdout, "tls: held") {
 		t.Errorf("status over TLS: want the key held, got %v", r)
+	}
+	rep, r := doctorJSON(t, addrs)
+	for _, n := range rep.Nodes {
+		if !n.Reachable {
+			t.Errorf("doctor over TLS: node %s unreachable: %+v\n%v", n.Addr, n.Checks, r)
+		}
 	}
 	holder.cmd.Process.Signal(syscall.SIGTERM)
 	if code := holder.wait(30 * time.Second); code != 0 {

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/keystatus"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -23,21 +24,11 @@ const pings = 5
 // probeNode runs every check of one node.
 func probeNode(ctx context.Context, a redisaddr.Addr, o doctorOptions) *nodeReport {
 	n := &nodeReport{Addr: a.String(), hostPort: a.HostPort(), Status: statusOK}
-	c := redis.NewClient(&redis.Options{
-		Addr:                  a.HostPort(),
-		Username:              a.Username,
-		Password:              a.Password,
-		DB:                    a.DB,
-		Protocol:              2,
-		DisableIdentity:       true,
-		ContextTimeoutEnabled: true,
-		MaxRetries:            -1,
-		DialerRetries:         1,
-		DialTimeout:           o.timeout,
-		ReadTimeout:           o.timeout,
-		WriteTimeout:          o.timeout,
-		PoolSize:              1,
-	})
+	c, err := keystatus.NewClient(a, o.timeout) // TLS for rediss://
+	if err != nil {
+		n.add("reachable", statusFail, "%v", err)
+		return n
+	}
 	defer c.Close()
 	call := func(args ...any) *redis.Cmd {
 		cctx, cancel := context.WithTimeout(ctx, o.timeout)

@@ -2,6 +2,8 @@
 // the key exists, its remaining time to live, and its fencing counter. It is
 // what "redlock status" sends to every node, and what the ACL tests check the
 // README's least-privilege rule against. It never reads a lock's value.
+// NewClient is the connection to one node of "redlock status" and "redlock
+// doctor", TLS included.
 package keystatus
 
 import (
