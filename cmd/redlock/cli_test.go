@@ -245,7 +245,7 @@ func TestHoldFor(t *testing.T) {
 		t.Errorf("hold --for 1500ms ended after %v", took)
 	}
 	// Released, not left to expire: free at once.
-	r := invoke(t, "", "run", "--nodes", addrs, "--wait", "0", "--fencing", "window", "--", "sh", "-c", `echo "$REDLOCK_TOKEN"`)
+	r := invoke(t, "", "run", "--nodes", addrs, "--node-timeout", "2s", "--wait", "0", "--fencing", "window", "--", "sh", "-c", `echo "$REDLOCK_TOKEN"`)
 	if r.code != 0 || r.stdout != fmt.Sprintln(h.Token+1) {
 		t.Errorf("run --wait 0 --fencing after hold --for ended: want exit 0 and token %d, got %v", h.Token+1, r)
 	}

@@ -90,7 +90,7 @@ func TestRunNotObtained(t *testing.T) {
 		t.Fatalf("holder after SIGTERM: exit %d, want %d; stderr:\n%s", code, exitSignalBase+int(syscall.SIGTERM), holder.stderr.String())
 	}
 	// And it released the lock.
-	r = invoke(t, "", "run", "--nodes", addrs, "--key", "busy", "--wait", "0", "--", "touch", marker)
+	r = invoke(t, "", "run", "--nodes", addrs, "--node-timeout", "2s", "--key", "busy", "--wait", "0", "--", "touch", marker)
 	if r.code != 0 || !fileExists(marker) {
 		t.Fatalf("--wait 0 after the holder ended: want the command run and exit 0, got %v", r)
 	}
