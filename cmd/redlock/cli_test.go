@@ -195,7 +195,7 @@ func TestHoldThenRun(t *testing.T) {
 	t.Parallel()
 	servers, addrs := nodes(t, 3)
 	before := time.Now()
-	holder, h := startHold(t, "--nodes", addrs, "--ttl", "3s", "shared")
+	holder, h := startHold(t, "--nodes", addrs, "--ttl", "3s", "--node-timeout", "900ms", "shared")
 	if h.Key != "shared" || h.Token != 0 {
 		t.Errorf("hold's line %+v: want key shared and token 0 without --fencing", h)
 	}
