@@ -56,6 +56,8 @@ func (c *Client) callOptions(method string, allowed optionSet, opts []Option) (c
 			return cc, fmt.Errorf("redlock: %s: TTL %v is too small: the drift allowance alone is %v", method, ttl, drift(ttl, c.driftFactor))
 		case c.nodeTimeout >= ttl:
 			return cc, fmt.Errorf("redlock: %s: TTL %v is not larger than the Client's node timeout %v", method, ttl, c.nodeTimeout)
+		case extendRoom(ttl, drift(ttl, c.driftFactor), c.nodeTimeout) <= 0: // as Open refuses it
+			return cc, fmt.Errorf("redlock: %s: the Client's node timeout %v leaves no room for an extension: the TTL %v minus the drift allowance %v is not longer", method, c.nodeTimeout, ttl, drift(ttl, c.driftFactor))
 		}
 		cc.ttl, cc.drift = ttl, drift(ttl, c.driftFactor)
 		if !c.extendSet { // the default follows the TTL
