@@ -104,7 +104,6 @@ func TestCallOptionsRefused(t *testing.T) {
 		{"Lock", []redlock.Option{redlock.WithTTL(redlock.MaxTTL + 1)}, "longer than"},
 		{"TryLock", []redlock.Option{redlock.WithTTL(time.Millisecond)}, "drift allowance"},
 		{"Lock", []redlock.Option{redlock.WithTTL(400 * time.Millisecond)}, "node timeout"},
-		{"TryLock", []redlock.Option{redlock.WithTTL(505 * time.Millisecond)}, "leaves no room for an extension"},
 		{"Lock", []redlock.Option{redlock.WithBackoff(nil)}, "nil Backoff"},
 		{"Do", []redlock.Option{redlock.WithMaxAttempts(0)}, "less than 1"},
 		{"Do", []redlock.Option{redlock.WithExtendInterval(-time.Second)}, "not positive"},
