@@ -333,8 +333,8 @@ func (m multiObserver) Wake(ctx context.Context, e Wake) {
 func fanOut[S, D any](ctx context.Context, m multiObserver, e S, start func(Observer, context.Context, S) (context.Context, func(D))) (context.Context, func(D)) {
 	var ends []func(D)
 	for _, o := range m {
-		var end func(D)
-		ctx, end = start(o, ctx, e)
+		octx, end := start(o, ctx, e)
+		ctx = keep(ctx, octx)
 		if end != nil {
 			ends = append(ends, end)
 		}
