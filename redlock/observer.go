@@ -209,7 +209,7 @@ type UnlockDone struct {
 // NodeCall describes one call to one node.
 type NodeCall struct {
 	Key       string // the lock's key, without the Client's prefix
-	Node      string // the node's name, as in NodeError: no credentials
+	Node      string // the node's name, as in NodeError: any password masked
 	Operation string // one of the Op constants
 	// Duration is the call as the Client sees it: from the moment the round
 	// of calls started to the reply, local queueing (in the Client and in
