@@ -32,6 +32,9 @@
 //   - Methods are safe for concurrent use by multiple goroutines.
 //   - A node must not fail or block at construction because its server is down or
 //     never answers; it connects on use and reconnects after failures.
+//   - Keep the client's error in the chain of the error returned (wrap it with
+//     %w): [PermanentCode] finds a server's error reply there (WRONGPASS,
+//     NOPERM, READONLY, ...), and redlock stops retrying on such errors.
 //   - Errors and String must never contain a password or a lock value. A node
 //     that implements fmt.Stringer is named by it in error messages; return the
 //     address with credentials removed.

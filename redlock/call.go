@@ -77,7 +77,9 @@ func (c *Client) callOptions(method string, allowed optionSet, opts []Option) (c
 	if cfg.set&optExtend != 0 {
 		cc.extendEvery = cfg.extendEvery
 	}
-	if allowed&optExtend != 0 && cfg.set&(optTTL|optExtend) != 0 {
+	// As Open does, an interval given (to the call or the Client) must
+	// leave room for an extension; the default adapts to the TTL.
+	if given := c.extendSet || cfg.set&optExtend != 0; given && allowed&optExtend != 0 && cfg.set&(optTTL|optExtend) != 0 {
 		if err := checkExtendInterval(cc.extendEvery, cc.ttl, cc.drift, c.nodeTimeout); err != nil {
 			return cc, fmt.Errorf("redlock: %s: %w", method, err)
 		}
@@ -107,18 +109,15 @@ var optionHint = map[optionSet]string{
 	optExtend:      ", which does not extend the lock (only Do does)",
 }
 
-// checkExtendInterval checks Do's extension interval against the TTL, as
-// newConfig does: an extension sent every interval, taking up to the node
-// timeout, must land before the lock's validity (the TTL less the drift
+// checkExtendInterval checks a given extension interval of Do against the
+// TTL, as newConfig does: an extension sent every interval, taking up to the
+// node timeout, must land before the lock's validity (the TTL less the drift
 // allowance) ends.
 func checkExtendInterval(every, ttl, drift, nodeTimeout time.Duration) error {
-	room := extendRoom(ttl, drift, nodeTimeout)
 	switch {
-	case room <= 0:
-		return fmt.Errorf("node timeout %v leaves no room for an extension: the TTL %v minus the drift allowance %v is not longer", nodeTimeout, ttl, drift)
 	case every <= 0:
 		return fmt.Errorf("extend interval %v is not positive", every)
-	case every >= room:
+	case every >= extendRoom(ttl, drift, nodeTimeout):
 		return fmt.Errorf("extend interval %v leaves no room for an extension: with the node timeout %v it must stay below the TTL %v minus the drift allowance %v", every, nodeTimeout, ttl, drift)
 	}
 	return nil

@@ -438,3 +438,20 @@ func TestNoOptionsNoAllocation(t *testing.T) {
 	})
 	assert.Zero(t, allocs, "reading a call's settings without options")
 }
+
+// Nodes that time out count as failed, as nodes that answer errors do.
+func TestUnavailableStalled(t *testing.T) {
+	mem, nodes := memNodes(3)
+	c := newClient(t, nodes, redlock.WithNodeTimeout(50*time.Millisecond))
+	mem[0].SetStalled(true)
+	mem[1].SetStalled(true)
+	defer mem[0].SetStalled(false)
+	defer mem[1].SetStalled(false)
+	_, err := c.TryLock(t.Context(), "k")
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	require.ErrorIs(t, err, redlock.ErrUnavailable)
+	require.ErrorIs(t, err, context.DeadlineExceeded, "the node timeout")
+	var v *redlock.VoteError
+	require.ErrorAs(t, err, &v)
+	assert.Equal(t, 2, v.Failed)
+}

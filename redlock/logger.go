@@ -99,6 +99,10 @@ func (o logObserver) Extend(ctx context.Context, e ExtendStart) (context.Context
 		level, msg := slog.LevelDebug, "redlock: extended"
 		switch {
 		case d.Err == nil:
+		case errors.Is(d.Err, context.Canceled):
+			// The caller gave up (as Do does with an extension in
+			// flight when its function returns): not the lock's trouble.
+			msg = "redlock: extend canceled"
 		case !d.Lost && left > 0:
 			level, msg = slog.LevelWarn, "redlock: extend failed"
 		default:

@@ -137,6 +137,14 @@ func TestLoggerInfoLevel(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, out.String(), "a lock taken and released without trouble logs nothing at Info")
 
+	held, err := c.TryLock(ctx, "canceled")
+	require.NoError(t, err)
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	require.ErrorIs(t, held.Extend(canceled, time.Minute), context.Canceled)
+	assert.Empty(t, out.String(), "an extension its caller canceled is not a warning")
+	require.NoError(t, held.Unlock(ctx))
+
 	l, err := c.TryLock(ctx, "noisy")
 	require.NoError(t, err)
 	deleteEverywhere(t, servers, "noisy")

@@ -185,16 +185,17 @@ func (c *Client) observeNode(ctx context.Context, i int, op, name string, began 
 	c.obs.NodeCall(ctx, NodeCall{Key: name, Node: c.names[i], Operation: op, Duration: time.Since(began), OK: ok && err == nil, Err: err})
 }
 
-// observedRelease releases key on node i outside a round (after a failed
-// attempt, or after a late SET), reporting the call to the observers.
-func (c *Client) observedRelease(ctx context.Context, i int, name, key, value string) {
+// observedRelease releases key (prefix included) on node i outside a round
+// (after a failed attempt, or after a late SET), reporting the call to the
+// observers.
+func (c *Client) observedRelease(ctx context.Context, i int, key, value string) (bool, error) {
 	if c.obs == nil {
-		c.nodes[i].EvalRelease(ctx, key, value)
-		return
+		return c.nodes[i].EvalRelease(ctx, key, value)
 	}
 	began := time.Now()
 	ok, err := c.nodes[i].EvalRelease(ctx, key, value)
-	c.observeNode(ctx, i, OpRelease, name, began, ok, err)
+	c.observeNode(ctx, i, OpRelease, key[len(c.prefix):], began, ok, err)
+	return ok, err
 }
 
 // subscribe subscribes to key's releases on node i, reporting the call to the

@@ -209,7 +209,7 @@ type UnlockDone struct {
 // NodeCall describes one call to one node.
 type NodeCall struct {
 	Key       string // the lock's key, without the Client's prefix
-	Node      string // the node's name, as in NodeError: no credentials
+	Node      string // the node's name, as in NodeError: any password masked
 	Operation string // one of the Op constants
 	// Duration is the call as the Client sees it: from the moment the round
 	// of calls started to the reply, local queueing (in the Client and in
@@ -333,8 +333,8 @@ func (m multiObserver) Wake(ctx context.Context, e Wake) {
 func fanOut[S, D any](ctx context.Context, m multiObserver, e S, start func(Observer, context.Context, S) (context.Context, func(D))) (context.Context, func(D)) {
 	var ends []func(D)
 	for _, o := range m {
-		var end func(D)
-		ctx, end = start(o, ctx, e)
+		octx, end := start(o, ctx, e)
+		ctx = keep(ctx, octx)
 		if end != nil {
 			ends = append(ends, end)
 		}

@@ -460,9 +460,12 @@ func (nilCtxObserver) Attempt(context.Context, redlock.AttemptStart) (context.Co
 
 func TestObserverNopAndNilContext(t *testing.T) {
 	servers := redistest.NewServers(t, 3)
-	c := openRedis(t, "goredis", servers, redlock.WithObserver(redlock.NopObserver{}), redlock.WithObserver(nilCtxObserver{}))
+	rec := &recorder{id: "r"}
+	c := openRedis(t, "goredis", servers, redlock.WithObserver(redlock.NopObserver{}),
+		redlock.WithObserver(nilCtxObserver{}), redlock.WithObserver(rec), redlock.WithObserver(nilCtxObserver{}))
 	err := c.Do(t.Context(), "nop", func(context.Context) error { return nil })
 	require.NoError(t, err)
+	assert.Contains(t, rec.snapshot(), "end /do/lock/attempt", "the observer after one that returned a nil context gets the one before")
 }
 
 // The observation point costs nothing when no observer is set: the public

@@ -168,7 +168,10 @@ func WithMaxAttempts(n int) Option {
 // failed one). It must leave room for an extension inside the validity: d +
 // the node timeout < TTL - drift (ttl*driftFactor + 2ms); New and Open reject
 // any other d. The default is TTL/3, or less when the node timeout needs it:
-// (TTL - drift - node timeout)/2.
+// (TTL - drift - node timeout)/2. (A node timeout of TTL - drift or more
+// leaves no room for any interval; New accepts it without WithExtendInterval,
+// for TryLock and Lock, and Do then extends every TTL/3 and keeps the lock
+// only while the nodes answer well within the node timeout.)
 func WithExtendInterval(d time.Duration) Option {
 	return func(c *config) { c.extendEvery, c.set = d, c.set|optExtend }
 }
@@ -205,11 +208,9 @@ func newConfig(opts []Option) (config, error) {
 		return c, fmt.Errorf("redlock: node timeout %v is not positive", c.nodeTimeout)
 	case c.nodeTimeout >= c.ttl:
 		return c, fmt.Errorf("redlock: node timeout %v is not smaller than the TTL %v", c.nodeTimeout, c.ttl)
-	case room <= 0:
-		return c, fmt.Errorf("redlock: node timeout %v leaves no room for an extension: the TTL %v minus the drift allowance %v is not longer", c.nodeTimeout, c.ttl, drift(c.ttl, c.driftFactor))
 	case c.extendEvery <= 0:
 		return c, fmt.Errorf("redlock: extend interval %v is not positive", c.extendEvery)
-	case c.extendEvery >= room:
+	case c.set&optExtend != 0 && c.extendEvery >= room:
 		return c, fmt.Errorf("redlock: extend interval %v leaves no room for an extension: with the node timeout %v it must stay below the TTL %v minus the drift allowance %v", c.extendEvery, c.nodeTimeout, c.ttl, drift(c.ttl, c.driftFactor))
 	case c.backoff == nil:
 		return c, errors.New("redlock: nil Backoff")
@@ -228,9 +229,12 @@ func extendRoom(ttl, drift, nodeTimeout time.Duration) time.Duration {
 }
 
 // defaultExtendInterval is Do's extension interval when none is given: TTL/3,
-// or less when the node timeout needs it.
+// or less when the node timeout needs it (half the room, when there is any).
 func defaultExtendInterval(ttl, room time.Duration) time.Duration {
-	return min(ttl/3, room/2)
+	if room > 0 {
+		return min(ttl/3, room/2)
+	}
+	return ttl / 3
 }
 
 // drift is the part of a TTL that a lock's validity sets aside for clock drift

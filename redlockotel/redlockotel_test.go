@@ -144,10 +144,14 @@ func TestDoSpanTree(t *testing.T) {
 	try := byName["redlock.TryLock"][0]
 	assert.Equal(t, lock.SpanContext().SpanID(), try.Parent().SpanID(), "the attempt is a child of Lock")
 	require.GreaterOrEqual(t, len(byName["redlock.Extend"]), 2, "Do extended every 50ms for 200ms")
+	failed := 0
 	for _, e := range byName["redlock.Extend"] {
 		assert.Equal(t, do.SpanContext().SpanID(), e.Parent().SpanID(), "Extend is a child of Do")
-		assert.Equal(t, codes.Unset, e.Status().Code)
+		if e.Status().Code == codes.Error {
+			failed++ // in flight when the function returned: Do cancels it
+		}
 	}
+	assert.LessOrEqual(t, failed, 1, "only an extension cut short by the end of Do fails")
 	require.Len(t, byName["redlock.Unlock"], 1)
 	assert.Equal(t, do.SpanContext().SpanID(), byName["redlock.Unlock"][0].Parent().SpanID(), "Unlock is a child of Do")
 	require.Len(t, byName["work"], 1)
