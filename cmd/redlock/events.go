@@ -42,12 +42,11 @@ func (e *lockEvents) granted() (token uint64, until time.Time) {
 	return e.token, e.until
 }
 
-// unlocked returns the error of the Unlock that ended the lock, and whether
-// there was one.
-func (e *lockEvents) unlocked() (error, bool) {
+// unlocked reports whether Unlock was called, and its error.
+func (e *lockEvents) unlocked() (called bool, err error) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return e.unlockErr, e.unlockCalled
+	return e.unlockCalled, e.unlockErr
 }
 
 // say writes one line to stderr with --verbose.

@@ -174,7 +174,7 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 	if errors.Is(err, redlock.ErrLockLost) && !lost {
 		// Found gone at the release: lost while fn ran, unless the release
 		// could not reach a quorum, which proves nothing.
-		if uerr, ok := events.unlocked(); ok && errors.Is(uerr, redlock.ErrUnavailable) {
+		if called, uerr := events.unlocked(); called && errors.Is(uerr, redlock.ErrUnavailable) {
 			fmt.Fprintf(stderr, "redlock: %s: releasing the lock %q failed; it expires by itself within its TTL:\n%v\n", name, o.key, uerr)
 			err = withoutLost(err)
 			if err == nil {
