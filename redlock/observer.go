@@ -23,8 +23,10 @@ import (
 // calls within). The end function may be nil when there is nothing to do.
 //
 // The Client calls the methods from the goroutine of the call they observe,
-// except NodeCall, which comes from the goroutine that ran the node call, and
-// LockEnd for a lock whose validity ran out, which comes from a timer.
+// except NodeCall, which comes from the goroutine that ran the node call
+// (after the call's verdict, for a node that answered late), and LockEnd for
+// a lock whose validity ran out, which comes from Done's timer or from the
+// first call that noticed (Done, Extend, TTL, Unlock).
 // Methods may be called concurrently and must not block: the lock's
 // validity runs meanwhile.
 //
