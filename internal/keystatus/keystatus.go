@@ -36,10 +36,6 @@ type Key struct {
 // NoExpiry is the TTL of a key that exists without a time to live.
 const NoExpiry = time.Duration(-1)
 
-// Commands are the commands Read sends, for the ACL rule that must allow
-// them: PTTL on the lock key, GET on its fencing counter.
-var Commands = []string{"PTTL", "GET"}
-
 // Read asks c what it holds for key, as it is named on the node (with any key
 // prefix), in one round trip: PTTL key and GET of its fencing counter.
 func Read(ctx context.Context, c *redis.Client, key string) (Key, error) {
