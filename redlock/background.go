@@ -123,7 +123,7 @@ func (c *Client) releaseOnce(i int, e *pendingRelease) error {
 	defer stop()
 	// No publish: waking waiters for a failed attempt's partial keys would
 	// only make them collide again.
-	_, err := c.nodes[i].EvalRelease(rctx, e.key, e.value)
+	_, err := c.observedRelease(rctx, i, e.key, e.value)
 	return err
 }
 

@@ -9,7 +9,7 @@ import (
 
 // Do waits for the lock named key as Lock does, runs fn while holding it, and
 // unlocks when fn returns. While fn runs, the lock is extended in the
-// background to the Client's TTL: each extension starts at most one
+// background to the TTL: each extension starts at most one
 // WithExtendInterval (default TTL/3) after the previous one ended, and a
 // quarter of it after a failed one.
 //
@@ -29,11 +29,26 @@ import (
 // Do returns fn's error, joined with ErrLockLost when the lock was lost while
 // fn ran or was no longer held by a quorum when Do released it. When the lock
 // was never obtained, it returns Lock's error and fn does not run.
-func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context) error) error {
+//
+// opts apply to this call only: WithTTL (which also sets the default
+// extension interval to a third of it, unless the Client was given
+// WithExtendInterval), WithBackoff, WithMaxAttempts and WithExtendInterval.
+// The extension interval plus the node timeout must be shorter than the TTL
+// less the drift allowance.
+func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...Option) error {
 	if fn == nil {
 		return errors.New("redlock: Do with a nil function")
 	}
-	l, err := c.Lock(ctx, key)
+	cc, err := c.callOptions("Do", doOptions, opts)
+	if err != nil {
+		return err
+	}
+	return c.observedDo(ctx, key, cc, fn)
+}
+
+// do is Do once its options are read.
+func (c *Client) do(ctx context.Context, key string, cc callConfig, fn func(ctx context.Context) error) error {
+	l, err := c.observedLock(ctx, key, cc)
 	if err != nil {
 		return err
 	}
@@ -42,7 +57,7 @@ func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context
 	ectx, ecancel := context.WithCancel(context.WithoutCancel(ctx))
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Go(func() { c.keepAlive(ectx, l, stop, cancel) })
+	wg.Go(func() { c.keepAlive(ectx, l, cc, stop, cancel) })
 	// finish stops the extensions and releases the lock. Deferred, it runs
 	// when fn panics or calls runtime.Goexit too, which then go on.
 	finished := false
@@ -70,13 +85,14 @@ func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context
 	return ferr
 }
 
-// keepAlive extends l until stop is closed, and cancels fn's context with
-// ErrLockLost as soon as l is done. Each extension starts at most
-// c.extendEvery after the previous one ended; a failed extension that did not
-// find the lock lost is retried after a quarter of that, while validity lasts.
-func (c *Client) keepAlive(ectx context.Context, l *Lock, stop <-chan struct{}, cancel context.CancelCauseFunc) {
+// keepAlive extends l to cc.ttl until stop is closed, and cancels fn's
+// context with ErrLockLost as soon as l is done. Each extension starts at
+// most cc.extendEvery after the previous one ended; a failed extension that
+// did not find the lock lost is retried after a quarter of that, while
+// validity lasts.
+func (c *Client) keepAlive(ectx context.Context, l *Lock, cc callConfig, stop <-chan struct{}, cancel context.CancelCauseFunc) {
 	done := l.Done()
-	timer := time.NewTimer(c.extendEvery)
+	timer := time.NewTimer(cc.extendEvery)
 	defer timer.Stop()
 	for {
 		select {
@@ -86,10 +102,10 @@ func (c *Client) keepAlive(ectx context.Context, l *Lock, stop <-chan struct{}, 
 			cancel(ErrLockLost)
 			return
 		case <-timer.C:
-			if err := l.Extend(ectx, c.ttl); err != nil {
-				timer.Reset(max(c.extendEvery/4, time.Millisecond))
+			if err := l.Extend(ectx, cc.ttl); err != nil {
+				timer.Reset(max(cc.extendEvery/4, time.Millisecond))
 			} else {
-				timer.Reset(c.extendEvery)
+				timer.Reset(cc.extendEvery)
 			}
 		}
 	}

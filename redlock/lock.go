@@ -14,19 +14,23 @@ import (
 // concurrent use. A nil *Lock, as TryLock and Lock return with an error, is
 // never held: its Unlock and Extend return an error and its Done is closed.
 type Lock struct {
-	c     *Client
-	name  string // the key as the caller gave it
-	key   string // the key on the nodes: the Client's prefix and name
-	value string // the random value that proves ownership; never shown
-	token uint64 // fencing token; 0 without WithFencing
+	c       *Client
+	name    string        // the key as the caller gave it
+	key     string        // the key on the nodes: the Client's prefix and name
+	value   string        // the random value that proves ownership; never shown
+	token   uint64        // fencing token; 0 without WithFencing
+	granted time.Duration // when it was granted, since clockBase, for the observers
 
-	mu     sync.Mutex
-	acq    *round // the acquisition, whose late SETs Unlock must follow; nil once taken
-	until  time.Time
-	expiry time.Time     // the latest a key of this lock can live on a node: start + ttl of the last SET or Extend sent
-	ended  bool          // no longer held: Until passed, lost or unlocked
-	done   chan struct{} // made by the first Done call; closed when ended
-	timer  *time.Timer   // closes done at until, while done exists
+	mu       sync.Mutex
+	acq      *round // the acquisition, whose late SETs Unlock must follow; nil once taken
+	until    time.Time
+	expiry   time.Time     // the latest a key of this lock can live on a node: start + ttl of the last SET or Extend sent
+	ttl      time.Duration // of the acquisition or the last successful Extend
+	ended    bool          // no longer held: Until passed, lost or unlocked
+	unlocked bool          // Unlock was called
+	endHow   endKind       // how it ended, until reported to the observers (reportEnd)
+	done     chan struct{} // made by the first Done call; closed when ended
+	timer    *time.Timer   // closes done at until, while done exists
 
 	extending int       // Extends in flight
 	groupMin  time.Time // the lowest bound (start + ttl - drift) of the Extends in flight and of those that overlapped them
@@ -94,12 +98,18 @@ func (l *Lock) Done() <-chan struct{} {
 	if l == nil {
 		return closedChan
 	}
+	if l.c.obs != nil {
+		defer l.reportEnd(context.Background()) // after the Unlock below
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.done == nil {
 		l.done = make(chan struct{})
 		now := l.c.now()
 		if l.ended || !now.Before(l.until) {
+			if !l.ended {
+				l.endHow = endExpired
+			}
 			l.ended = true
 			close(l.done)
 		} else {
@@ -111,6 +121,9 @@ func (l *Lock) Done() <-chan struct{} {
 
 // expire runs when the timer fires at Until.
 func (l *Lock) expire() {
+	if l.c.obs != nil {
+		defer l.reportEnd(context.Background()) // after the Unlock below
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.ended {
@@ -124,15 +137,17 @@ func (l *Lock) expire() {
 }
 
 // endLocked marks the lock as no longer held and closes Done. l.mu is held.
-func (l *Lock) endLocked() {
+func (l *Lock) endLocked() bool {
 	if l.ended {
-		return
+		return false
 	}
 	l.ended = true
+	l.endHow = endExpired // unless the caller says otherwise
 	if l.done != nil {
 		l.timer.Stop()
 		close(l.done)
 	}
+	return true
 }
 
 // overLocked reports whether the lock is over, ending it when Until has
@@ -176,23 +191,29 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if l == nil {
 		return errNilLock
 	}
+	return l.observedExtend(ctx, ttl)
+}
+
+// extend is Extend, which also returns its round (nil when it sent nothing)
+// for the observers.
+func (l *Lock) extend(ctx context.Context, ttl time.Duration) (*round, error) {
 	c := l.c
 	if ttl <= 0 {
-		return fmt.Errorf("redlock: Extend TTL %v is not positive", ttl)
+		return nil, fmt.Errorf("redlock: Extend TTL %v is not positive", ttl)
 	}
 	d := drift(ttl, c.driftFactor)
 	if ttl <= d {
-		return fmt.Errorf("redlock: Extend TTL %v is too small: the drift allowance alone is %v", ttl, d)
+		return nil, fmt.Errorf("redlock: Extend TTL %v is too small: the drift allowance alone is %v", ttl, d)
 	}
 	if ttl > MaxTTL {
-		return fmt.Errorf("redlock: Extend TTL %v is longer than %v", ttl, MaxTTL)
+		return nil, fmt.Errorf("redlock: Extend TTL %v is longer than %v", ttl, MaxTTL)
 	}
 	start := c.now()
 	bound := start.Add(ttl - d)
 	l.mu.Lock()
 	if l.overLocked(start) {
 		l.mu.Unlock()
-		return errors.Join(ErrLockLost, errOver)
+		return nil, errors.Join(ErrLockLost, errOver)
 	}
 	if l.extending == 0 || bound.Before(l.groupMin) {
 		l.groupMin = bound
@@ -206,7 +227,7 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	}
 	l.mu.Unlock()
 
-	r := c.start(ctx, func(ctx context.Context, _ int, n driver.Node) (bool, error) {
+	r := c.start(ctx, OpExtend, l.name, func(ctx context.Context, _ int, n driver.Node) (bool, error) {
 		return n.Extend(ctx, l.key, l.value, ttl)
 	})
 	ok := r.wait(ctx)
@@ -218,18 +239,19 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	over := l.overLocked(now)
 	if ok && !over {
 		l.setUntilLocked(l.groupMin, now)
+		l.ttl = ttl
 		l.mu.Unlock()
-		return nil
+		return r, nil
 	}
-	if r.lost() {
-		l.endLocked()
+	if r.lost() && l.endLocked() {
+		l.endHow = endLostExtend
 	}
 	l.mu.Unlock()
 	err := r.err(ctx, ErrLockLost)
 	if ok {
 		err = errors.Join(err, fmt.Errorf("no validity left: extending took %v of the %v TTL", now.Sub(start), ttl))
 	}
-	return err
+	return r, err
 }
 
 // Unlock releases the lock on every node and closes Done. It sends the
@@ -238,31 +260,50 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 // other nodes are released in the background; Close waits for them), or
 // once the node timeout passed or too many nodes said they did not hold the
 // lock for a quorum to confirm it: then with an error matching ErrLockLost,
-// with the per-node causes and, when ctx ended, ctx's error joined in.
-// A SET of the acquisition that had not answered when TryLock returned is
-// followed too: its node is released once it answers (see TryLock).
+// with the per-node causes, the votes (*VoteError) and, when ctx ended, ctx's
+// error joined in; it matches ErrUnavailable too when so many nodes failed
+// that no quorum could answer. A SET of the acquisition that had not answered
+// when TryLock returned is followed too: its node is released once it answers
+// (see TryLock).
+//
+// Unlock releases once: a later call returns ErrAlreadyUnlocked at once,
+// without a call to the nodes, whatever the first one returned.
 func (l *Lock) Unlock(ctx context.Context) error {
 	if l == nil {
 		return errNilLock
 	}
+	return l.observedUnlock(ctx)
+}
+
+// unlock is Unlock, which also returns its round (nil when it sent nothing)
+// and whether it ended the lock, for the observers.
+func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 	l.mu.Lock()
-	l.endLocked()
+	if l.unlocked {
+		l.mu.Unlock()
+		return nil, false, ErrAlreadyUnlocked
+	}
+	l.unlocked = true
+	ended := l.endLocked()
+	if ended {
+		l.endHow = endNone // reported by Unlock, which knows how it ended
+	}
 	acq := l.acq
 	l.acq = nil
 	deadline := l.expiry
 	l.mu.Unlock()
 	bg := context.WithoutCancel(ctx)
 	late := l.followLateSets(bg, acq, deadline)
-	r := l.c.start(bg, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
+	r := l.c.start(bg, OpRelease, l.name, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
 		if late && acq.state[i] == pending {
 			return false, nil // released once its SET has answered
 		}
 		return l.c.release(ctx, i, l.key, l.value)
 	})
 	if r.wait(bg) { // the calls end at the node timeout
-		return nil
+		return r, ended, nil
 	}
-	return r.err(ctx, ErrLockLost)
+	return r, ended, r.err(ctx, ErrLockLost)
 }
 
 // followLateSets handles the SETs of the acquisition that had not answered
