@@ -296,7 +296,9 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 	late := l.followLateSets(bg, acq, deadline)
 	r := l.c.start(bg, OpRelease, l.name, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
 		if late && acq.state[i] == pending {
-			return false, nil // released once its SET has answered
+			// Released once its SET has answered; until then its state
+			// is unknown, as a failed node's is, not a refusal.
+			return false, errSetUnanswered
 		}
 		return l.c.release(ctx, i, l.key, l.value)
 	})
@@ -305,6 +307,10 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 	}
 	return r, ended, r.err(ctx, ErrLockLost)
 }
+
+// errSetUnanswered is Unlock's verdict on a node whose acquisition SET had
+// not answered when the lock was granted.
+var errSetUnanswered = errors.New("its SET had not answered when the lock was granted: released once it answers")
 
 // followLateSets handles the SETs of the acquisition that had not answered
 // when TryLock returned. Released now, such a node could apply the SET after
