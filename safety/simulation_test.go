@@ -1,0 +1,287 @@
+package safety_test
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/drivers/memory"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+var (
+	simSchedules = flag.Int("schedules", 300, "how many schedules TestSimulation runs")
+	simSeed      = flag.Uint64("seed", 1, "seed of TestSimulation's first schedule; schedule i has seed+i")
+	simWorkers   = flag.Int("sim.workers", 0, "schedules TestSimulation runs at once (0: GOMAXPROCS)")
+	simReports   = flag.Int("sim.reports", 1, "failure reports TestSimulation prints per kind of violation")
+	simFull      = flag.Bool("sim.full", false, "failure reports show the whole trace, not the events about the key before the violation")
+)
+
+// TestSimulation runs the real redlock code over memory nodes inside
+// testing/synctest bubbles, under random API use and faults, and checks
+// every grant and call (see the checker in sim_checker_test.go). Time is the
+// bubble's virtual time, so a 10s TTL costs nothing; a schedule's nodes,
+// clients, operations and faults follow from its seed (goroutines that run at
+// the same virtual instant may still interleave differently from run to run).
+//
+// Every tenth seed is an unsafe schedule, of a class Redlock does not
+// tolerate; the test fails unless every unsafe class that ran was caught with
+// a double grant. Any violation in a safe schedule fails it, with the seed and
+// a shortened trace.
+func TestSimulation(t *testing.T) {
+	n := *simSchedules
+	workers := *simWorkers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	tot := &totals{first: map[string]uint64{}, kinds: map[string]int{}, reported: map[string]int{}}
+	var next atomic.Int64
+	start := time.Now()
+	t.Run("schedules", func(t *testing.T) {
+		for w := range workers {
+			t.Run(fmt.Sprint(w), func(t *testing.T) {
+				t.Parallel()
+				for {
+					i := next.Add(1) - 1
+					if i >= int64(n) {
+						return
+					}
+					tot.add(t, runSchedule(t, *simSeed+uint64(i)))
+				}
+			})
+		}
+	})
+	elapsed := time.Since(start)
+
+	caught, ran := 0, 0
+	for c := unsafeClass(1); c <= numUnsafeClasses; c++ {
+		if tot.classRun[c] == 0 {
+			continue
+		}
+		ran++
+		if tot.classCaught[c] > 0 {
+			caught++
+		} else {
+			t.Errorf("unsafe class %s ran in %d schedules and no double grant was caught", c, tot.classRun[c])
+		}
+		t.Logf("unsafe class %s: caught in %d of %d schedules", c, tot.classCaught[c], tot.classRun[c])
+	}
+	if n >= unsafeEvery*numUnsafeClasses && ran < numUnsafeClasses {
+		t.Errorf("only %d of %d unsafe classes ran", ran, numUnsafeClasses)
+	}
+	kinds := make([]string, 0, len(tot.kinds))
+	for k := range tot.kinds {
+		kinds = append(kinds, k)
+	}
+	slices.Sort(kinds)
+	for _, k := range kinds {
+		t.Errorf("%s: %d violations in safe schedules, first in schedule %d (seed %d)", k, tot.kinds[k], tot.first[k]-*simSeed+1, tot.first[k])
+	}
+	t.Logf("%d schedules in %v: %.0f schedules/s with %d workers", n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), workers)
+	fmt.Printf("SIM: %d schedules, %d grants, %d faults, %d overlaps in safe schedules, %d/%d unsafe classes caught\n",
+		n, tot.grants, tot.faults, tot.kinds[vOverlap], caught, ran)
+}
+
+// totals are TestSimulation's counts over all schedules.
+type totals struct {
+	mu          sync.Mutex
+	grants      int
+	faults      int
+	classRun    [numUnsafeClasses + 1]int
+	classCaught [numUnsafeClasses + 1]int
+	kinds       map[string]int    // violations in safe schedules, by kind
+	first       map[string]uint64 // the lowest seed with a violation of the kind
+	reported    map[string]int    // failure reports printed, by kind
+}
+
+func (tot *totals) add(t *testing.T, sm *sim) {
+	tot.mu.Lock()
+	defer tot.mu.Unlock()
+	tot.grants += len(sm.grants)
+	tot.faults += sm.faults
+	class := sm.s.class
+	seen := map[string]bool{}
+	for _, v := range sm.violations {
+		if class != safeSchedule && v.kind != vLeak && v.kind != vPanic {
+			continue // expected consequences of an unsafe fault
+		}
+		tot.kinds[v.kind]++
+		if f, ok := tot.first[v.kind]; !ok || sm.s.seed < f {
+			tot.first[v.kind] = sm.s.seed
+		}
+		if !seen[v.kind] && tot.reported[v.kind] < *simReports {
+			tot.reported[v.kind]++
+			t.Error(sm.failureReport(v))
+		}
+		seen[v.kind] = true
+	}
+	if class != safeSchedule {
+		tot.classRun[class]++
+		if sm.count(vOverlap) > 0 {
+			tot.classCaught[class]++
+		}
+	}
+}
+
+// runSchedule runs the schedule of seed in a bubble of its own and returns
+// what the checker found. A bubble left with goroutines when its schedule
+// ended, or deadlocked, makes synctest panic; that is recorded as a
+// violation.
+func runSchedule(t *testing.T, seed uint64) *sim {
+	s := newSchedule(seed)
+	sm := &sim{s: s}
+	func() {
+		defer func() {
+			if p := recover(); p != nil {
+				sm.violations = append(sm.violations, violation{kind: vLeak, at: sm.since(), msg: fmt.Sprint(p)})
+			}
+		}()
+		synctest.Test(t, func(*testing.T) { sm.run() })
+	}()
+	sm.analyze()
+	return sm
+}
+
+// run is the root of a schedule's bubble.
+func (sm *sim) run() {
+	defer sm.recoverPanic("sim")
+	s := sm.s
+	sm.t0 = time.Now()
+	sm.quorum = s.nodes/2 + 1
+	for i := range s.nodes {
+		c := newSimClock(s.rates[i])
+		sm.clocks = append(sm.clocks, c)
+		sm.mem = append(sm.mem, memory.New(memory.WithClock(c), memory.WithName(fmt.Sprintf("n%d", i))))
+		if s.rates[i] != 1 {
+			sm.fault("faults", "", "node %d's clock runs at rate %.5f", i, s.rates[i])
+		}
+	}
+	sm.logf("sim", "", "%s", s)
+	ctx := context.Background()
+	clients := make([]*redlock.Client, s.clients)
+	for ci := range clients {
+		nodes := make([]driver.Node, s.nodes)
+		for i, m := range sm.mem {
+			nodes[i] = &simNode{m: m}
+		}
+		opts := []redlock.Option{
+			redlock.WithTTL(s.ttl),
+			redlock.WithNodeTimeout(s.nodeTimeout),
+			redlock.WithDriftFactor(s.driftFactor),
+			redlock.WithBackoff(s.backoff(uint64(2 + ci))),
+		}
+		if s.fencing {
+			opts = append(opts, redlock.WithFencing())
+		}
+		c, err := redlock.New(nodes, opts...)
+		if err != nil {
+			sm.violate(vUnexpected, "", "New: %v", err)
+			for _, c := range clients[:ci] {
+				c.Close()
+			}
+			return
+		}
+		clients[ci] = c
+	}
+
+	var actors sync.WaitGroup
+	for ci, c := range clients {
+		for j := range s.actors[ci] {
+			a := &actor{sm: sm, c: c, name: fmt.Sprintf("c%d.%d", ci, j), r: s.rng(uint64(100 + 10*ci + j)), ctx: ctx}
+			actors.Go(func() {
+				defer sm.recoverPanic(a.name)
+				a.run()
+			})
+		}
+	}
+	stop := make(chan struct{})
+	var injector sync.WaitGroup
+	injector.Go(func() {
+		if s.class == safeSchedule {
+			sm.injectFaults(s.rng(1), stop)
+		} else {
+			sm.injectUnsafe(s.rng(1), stop)
+		}
+	})
+	actors.Wait()
+	close(stop)
+	injector.Wait()
+	for _, m := range sm.mem {
+		m.SetDown(false)
+		m.SetStalled(false)
+		m.SetLoseReplies(false)
+		m.SetLatency(0)
+	}
+	sm.logf("sim", "", "actors done, faults healed; every lock granted is unlocked")
+	sm.mu.Lock()
+	locks := sm.locks
+	sm.mu.Unlock()
+	for _, l := range locks {
+		l.Unlock(ctx)
+	}
+
+	// Liveness: with the faults healed and the holders gone, a waiter gets
+	// each key within a TTL (a late SET's key may live that long) plus its
+	// backoff, and a few round trips.
+	for _, key := range s.keys {
+		bound := s.ttl + s.backoffMax + 4*s.nodeTimeout
+		lctx, cancel := context.WithTimeout(ctx, bound)
+		begin := time.Now()
+		l, err := clients[0].Lock(lctx, key)
+		cancel()
+		if err != nil {
+			sm.violate(vLiveness, key, "no grant within %v of healing and releasing: %s", bound, short(err))
+			continue
+		}
+		sm.logf("sim", key, "liveness: granted after %v", time.Since(begin))
+		g := sm.granted("waiter", "Lock", l)
+		sm.ended(g)
+		l.Unlock(ctx)
+	}
+	for _, c := range clients {
+		c.Close()
+	}
+	// Background work (releases of failed attempts and of late SETs) is
+	// bounded by the node timeout, and by the TTL at most; after that no
+	// goroutine may be left, which synctest checks as the root returns.
+	time.Sleep(2 * s.ttl)
+}
+
+func (sm *sim) recoverPanic(who string) {
+	if p := recover(); p != nil {
+		sm.violate(vPanic, "", "%s: %v\n%s", who, p, debug.Stack())
+	}
+}
+
+// keep records a granted Lock, for the final release.
+func (sm *sim) keep(l *redlock.Lock) {
+	sm.mu.Lock()
+	sm.locks = append(sm.locks, l)
+	sm.mu.Unlock()
+}
+
+// backoff is ExponentialBackoff from backoffMin to backoffMax, drawn from the
+// schedule's stream so that it follows from the seed.
+func (s *schedule) backoff(stream uint64) redlock.Backoff {
+	var mu sync.Mutex
+	r := s.rng(stream)
+	return func(attempt int) time.Duration {
+		w := s.backoffMin
+		for i := 1; i < attempt && w < s.backoffMax; i++ {
+			w *= 2
+		}
+		w = min(w, s.backoffMax)
+		mu.Lock()
+		defer mu.Unlock()
+		return w/2 + drawDur(r, 0, w/2+1)
+	}
+}
