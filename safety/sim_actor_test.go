@@ -53,7 +53,7 @@ func (a *actor) run() {
 				a.expectNotObtained("TryLock", key, err)
 			}
 		case op < 6:
-			wait := a.dur(s.nodeTimeout, 3*s.ttl)
+			wait := a.wait()
 			ctx, cancel := context.WithTimeout(a.ctx, wait)
 			l, err := a.c.Lock(ctx, key)
 			cancel()
@@ -67,6 +67,16 @@ func (a *actor) run() {
 			a.do(key)
 		}
 	}
+}
+
+// wait draws how long Lock or Do may wait: mostly up to a TTL, sometimes up
+// to three (a wait costs a poll per backoff).
+func (a *actor) wait() time.Duration {
+	s := a.sm.s
+	if a.r.IntN(4) == 0 || s.class != safeSchedule {
+		return a.dur(s.nodeTimeout, 3*s.ttl)
+	}
+	return a.dur(s.nodeTimeout, s.ttl)
 }
 
 func (a *actor) logCall(what, key string, err error) {
@@ -274,7 +284,7 @@ var (
 // do runs Do with an fn that returns, fails, ignores its context or panics.
 func (a *actor) do(key string) {
 	s := a.sm.s
-	wait := a.dur(s.nodeTimeout, 3*s.ttl)
+	wait := a.wait()
 	ctx, cancel := context.WithTimeout(a.ctx, wait)
 	defer cancel()
 	kind := a.r.IntN(4)

@@ -21,20 +21,20 @@ import (
 
 // Kinds of violation.
 const (
-	vOverlap      = "overlap"                 // two grants of a key at once
-	vFencing      = "fencing-order"           // a later grant got a token not above an earlier one
-	vUntilNodes   = "until-beyond-nodes"      // Until later than a quorum of nodes keeps the key
-	vExtendEnded  = "extend-after-end"        // an Extend after Until, Done or Unlock did not fail with ErrLockLost
-	vUntilMoved   = "until-moved-after-end"   // an Extend after the end moved Until
-	vDoneOpen     = "done-open-after-until"   // Done not closed although Until has passed
-	vUnlockDone   = "done-open-after-unlock"  // Done not closed after Unlock
-	vLiveness     = "liveness"                // no grant within TTL plus backoff once faults healed and holders released
-	vLeak         = "goroutines-left"         // the bubble still had goroutines when the schedule ended
-	vPanic        = "panic"                   // a panic other than fn's own, or fn's changed
-	vGrantInvalid = "grant-without-validity"  // a lock returned with Until already passed
-	vTokenMissing = "token-missing"           // WithFencing, and the token is 0
-	vDoError      = "do-error"                // Do returned an error that does not match what fn returned
-	vUnexpected   = "unexpected-error"        // an error that no fault explains (bad input, closed client)
+	vOverlap      = "overlap"                // two grants of a key at once
+	vFencing      = "fencing-order"          // a later grant got a token not above an earlier one
+	vUntilNodes   = "until-beyond-nodes"     // Until later than a quorum of nodes keeps the key
+	vExtendEnded  = "extend-after-end"       // an Extend after Until, Done or Unlock did not fail with ErrLockLost
+	vUntilMoved   = "until-moved-after-end"  // an Extend after the end moved Until
+	vDoneOpen     = "done-open-after-until"  // Done not closed although Until has passed
+	vUnlockDone   = "done-open-after-unlock" // Done not closed after Unlock
+	vLiveness     = "liveness"               // no grant within TTL plus backoff once faults healed and holders released
+	vLeak         = "goroutines-left"        // the bubble still had goroutines when the schedule ended
+	vPanic        = "panic"                  // a panic other than fn's own, or fn's changed
+	vGrantInvalid = "grant-without-validity" // a lock returned with Until already passed
+	vTokenMissing = "token-missing"          // WithFencing, and the token is 0
+	vDoError      = "do-error"               // Do returned an error that does not match what fn returned
+	vUnexpected   = "unexpected-error"       // an error that no fault explains (bad input, closed client)
 )
 
 type event struct {
@@ -81,6 +81,7 @@ type sim struct {
 	mem    []*memory.Node
 	clocks []*simClock
 	quorum int
+	bubble string // "synctest bubble N", to find its goroutines in a stack dump
 
 	mu         sync.Mutex
 	grants     []*simGrant

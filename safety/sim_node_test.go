@@ -27,7 +27,12 @@ var (
 
 func (n *simNode) String() string { return n.m.String() }
 
+// nodeCalls counts the calls the simulated clients made to nodes, over all
+// schedules: the measure of a schedule's cost.
+var nodeCalls atomic.Int64
+
 func (n *simNode) check() error {
+	nodeCalls.Add(1)
 	if n.closed.Load() {
 		return driver.ErrClosed
 	}

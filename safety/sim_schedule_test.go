@@ -29,8 +29,8 @@ func (c unsafeClass) String() string { return strings.Fields(unsafeClassString)[
 type schedule struct {
 	seed        uint64
 	class       unsafeClass
-	nodes       int // 3–7
-	clients     int // 2–8
+	nodes       int   // 3–7
+	clients     int   // 2–8
 	actors      []int // per client, the number of goroutines that use it: 1–2
 	keys        []string
 	ops         int // per actor
@@ -73,7 +73,7 @@ func newSchedule(seed uint64) *schedule {
 	for i := range s.actors {
 		s.actors[i] = 1 + r.IntN(2)
 	}
-	s.ops = 2 + r.IntN(5)
+	s.ops = 2 + r.IntN(4)
 	s.ttl = []time.Duration{300 * time.Millisecond, time.Second, 3 * time.Second, 10 * time.Second}[r.IntN(4)]
 	switch r.IntN(3) {
 	case 0:
@@ -83,8 +83,8 @@ func newSchedule(seed uint64) *schedule {
 	}
 	s.driftFactor = []float64{0.01, 0.01, 0.02, 0.05}[r.IntN(4)]
 	s.fencing = r.IntN(3) == 0
-	s.backoffMin = time.Duration(1+r.IntN(10)) * time.Millisecond
-	s.backoffMax = s.backoffMin + time.Duration(r.Int64N(int64(s.ttl/4)))
+	s.backoffMin = time.Duration(1+r.IntN(20)) * time.Millisecond
+	s.backoffMax = s.backoffMin + drawDur(r, s.ttl/20, s.ttl/4)
 	s.rates = make([]float64, s.nodes)
 	skew := r.IntN(2) == 0
 	for i := range s.rates {

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -23,6 +24,7 @@ var (
 	simSeed      = flag.Uint64("seed", 1, "seed of TestSimulation's first schedule; schedule i has seed+i")
 	simWorkers   = flag.Int("sim.workers", 0, "schedules TestSimulation runs at once (0: GOMAXPROCS)")
 	simReports   = flag.Int("sim.reports", 1, "failure reports TestSimulation prints per kind of violation")
+	simRepeat    = flag.Int("sim.repeat", 1, "runs of each seed: goroutines that run at one virtual instant may interleave differently from run to run")
 	simFull      = flag.Bool("sim.full", false, "failure reports show the whole trace, not the events about the key before the violation")
 )
 
@@ -36,9 +38,10 @@ var (
 // Every tenth seed is an unsafe schedule, of a class Redlock does not
 // tolerate; the test fails unless every unsafe class that ran was caught with
 // a double grant. Any violation in a safe schedule fails it, with the seed and
-// a shortened trace.
+// a shortened trace. To replay a schedule, run its seed alone, a few times:
+// -schedules=1 -seed=S -sim.repeat=20.
 func TestSimulation(t *testing.T) {
-	n := *simSchedules
+	n := *simSchedules * max(*simRepeat, 1)
 	workers := *simWorkers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -55,7 +58,7 @@ func TestSimulation(t *testing.T) {
 					if i >= int64(n) {
 						return
 					}
-					tot.add(t, runSchedule(t, *simSeed+uint64(i)))
+					tot.add(t, runSchedule(t, *simSeed+uint64(i)/uint64(max(*simRepeat, 1))))
 				}
 			})
 		}
@@ -86,7 +89,8 @@ func TestSimulation(t *testing.T) {
 	for _, k := range kinds {
 		t.Errorf("%s: %d violations in safe schedules, first in schedule %d (seed %d)", k, tot.kinds[k], tot.first[k]-*simSeed+1, tot.first[k])
 	}
-	t.Logf("%d schedules in %v: %.0f schedules/s with %d workers", n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), workers)
+	t.Logf("%d schedules in %v: %.0f schedules/s with %d workers; %d node calls, %d per schedule",
+		n, elapsed.Round(time.Millisecond), float64(n)/elapsed.Seconds(), workers, nodeCalls.Load(), nodeCalls.Load()/int64(max(n, 1)))
 	fmt.Printf("SIM: %d schedules, %d grants, %d faults, %d overlaps in safe schedules, %d/%d unsafe classes caught\n",
 		n, tot.grants, tot.faults, tot.kinds[vOverlap], caught, ran)
 }
@@ -142,7 +146,11 @@ func runSchedule(t *testing.T, seed uint64) *sim {
 	func() {
 		defer func() {
 			if p := recover(); p != nil {
-				sm.violations = append(sm.violations, violation{kind: vLeak, at: sm.since(), msg: fmt.Sprint(p)})
+				var at time.Duration // the bubble's clock is gone: the last event's
+				if len(sm.trace) > 0 {
+					at = sm.trace[len(sm.trace)-1].at
+				}
+				sm.violations = append(sm.violations, violation{kind: vLeak, at: at, msg: fmt.Sprint(p) + sm.leftovers()})
 			}
 		}()
 		synctest.Test(t, func(*testing.T) { sm.run() })
@@ -156,6 +164,7 @@ func (sm *sim) run() {
 	defer sm.recoverPanic("sim")
 	s := sm.s
 	sm.t0 = time.Now()
+	sm.bubble = bubbleOf()
 	sm.quorum = s.nodes/2 + 1
 	for i := range s.nodes {
 		c := newSimClock(s.rates[i])
@@ -251,9 +260,56 @@ func (sm *sim) run() {
 		c.Close()
 	}
 	// Background work (releases of failed attempts and of late SETs) is
-	// bounded by the node timeout, and by the TTL at most; after that no
-	// goroutine may be left, which synctest checks as the root returns.
-	time.Sleep(2 * s.ttl)
+	// bounded by the node timeout (a late SET's reply, then its release);
+	// after that no goroutine may be left, which synctest checks as the
+	// root returns.
+	time.Sleep(3 * s.nodeTimeout)
+}
+
+// bubbleOf returns the "synctest bubble N" of the calling goroutine, from its
+// stack trace's header.
+func bubbleOf() string {
+	buf := make([]byte, 512)
+	buf = buf[:runtime.Stack(buf, false)]
+	header, _, _ := strings.Cut(string(buf), "\n")
+	if i := strings.Index(header, "synctest bubble "); i >= 0 {
+		return strings.TrimSuffix(header[i:], "]:")
+	}
+	return ""
+}
+
+// leftovers describes the goroutines still parked in the schedule's bubble
+// after synctest found them left over: the first frames of each.
+func (sm *sim) leftovers() string {
+	if sm.bubble == "" {
+		return ""
+	}
+	buf := make([]byte, 1<<22)
+	buf = buf[:runtime.Stack(buf, true)]
+	var b strings.Builder
+	shown := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		header, frames, _ := strings.Cut(g, "\n")
+		if !strings.Contains(header, sm.bubble+"]") || strings.Contains(g, "testing.tRunner") || strings.Contains(g, "synctest.Run") {
+			continue
+		}
+		if shown++; shown > 5 {
+			continue
+		}
+		fmt.Fprintf(&b, "\n    %s", header)
+		for i, line := range strings.Split(frames, "\n") {
+			if i >= 12 {
+				break
+			}
+			if i%2 == 0 {
+				fmt.Fprintf(&b, "\n      %s", line)
+			}
+		}
+	}
+	if shown > 5 {
+		fmt.Fprintf(&b, "\n    ... and %d more", shown-5)
+	}
+	return b.String()
 }
 
 func (sm *sim) recoverPanic(who string) {
