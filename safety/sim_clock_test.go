@@ -3,6 +3,8 @@ package safety_test
 import (
 	"context"
 	"sync/atomic"
+	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/go-redlock/redlock/drivers/memory"
@@ -50,4 +52,31 @@ func (c *simClock) Step(d time.Duration) { c.offset.Add(int64(d)) }
 // steps to come.
 func (c *simClock) real(d time.Duration) time.Duration {
 	return time.Duration(float64(d) / c.rate)
+}
+
+func TestSimClock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		fast := newSimClock(1.01)
+		start := fast.Now()
+		time.Sleep(10 * time.Second)
+		if got, want := fast.Now().Sub(start), 10100*time.Millisecond; got != want {
+			t.Errorf("a clock at rate 1.01 moved %v in 10s of virtual time, want %v", got, want)
+		}
+		if got := fast.real(1010 * time.Millisecond); got != time.Second {
+			t.Errorf("real(1.01s) = %v, want 1s", got)
+		}
+		fast.Step(time.Minute)
+		if got, want := fast.Now().Sub(start), time.Minute+10100*time.Millisecond; got != want {
+			t.Errorf("after a 1m step the clock moved %v, want %v", got, want)
+		}
+		before := time.Now()
+		if err := fast.Sleep(t.Context(), time.Second); err != nil || time.Since(before) != time.Second {
+			t.Errorf("Sleep(1s) took %v of virtual time and returned %v", time.Since(before), err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		if err := fast.Sleep(ctx, time.Second); err != context.Canceled {
+			t.Errorf("Sleep with a canceled context returned %v", err)
+		}
+	})
 }
