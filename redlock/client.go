@@ -199,7 +199,7 @@ func (c *Client) TryLock(ctx context.Context, key string) (*Lock, error) {
 		ok = ferr == nil
 	}
 	if ok && c.now().Before(untilAt) {
-		return &Lock{c: c, name: name, key: key, value: value, token: token, until: untilAt, acq: r}, nil
+		return &Lock{c: c, name: name, key: key, value: value, token: token, until: untilAt, expiry: start.Add(ttl), acq: r}, nil
 	}
 	c.abandon(ctx, r, key, value)
 	errs = append(errs, r.err(ctx, ErrNotObtained))
