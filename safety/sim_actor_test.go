@@ -107,6 +107,9 @@ func (a *actor) hold(g *simGrant, l *redlock.Lock) {
 	s := a.sm.s
 	a.sm.keep(l)
 	unlocked := false
+	// Most holders watch Done; the others never call it before Unlock, as
+	// a holder that relies on Until alone does.
+	watch := a.r.IntN(3) != 0
 	for range a.r.IntN(5) {
 		switch a.r.IntN(7) {
 		case 0: // work within the validity
@@ -125,7 +128,7 @@ func (a *actor) hold(g *simGrant, l *redlock.Lock) {
 				time.Sleep(d)
 			}
 		case 2, 3:
-			a.extend(g, l, a.extendTTL(l), unlocked, true)
+			a.extend(g, l, a.extendTTL(l), unlocked, watch, true)
 		case 4: // concurrent Extends with different TTLs
 			n := 2 + a.r.IntN(2)
 			ttls := make([]time.Duration, n)
@@ -134,7 +137,7 @@ func (a *actor) hold(g *simGrant, l *redlock.Lock) {
 			}
 			var wg sync.WaitGroup
 			for _, ttl := range ttls {
-				wg.Go(func() { a.extend(g, l, ttl, unlocked, false) })
+				wg.Go(func() { a.extend(g, l, ttl, unlocked, watch, false) })
 			}
 			wg.Wait()
 		case 5: // Unlock early, then keep using the Lock
@@ -145,7 +148,7 @@ func (a *actor) hold(g *simGrant, l *redlock.Lock) {
 		case 6:
 			time.Sleep(a.dur(0, s.nodeTimeout))
 		}
-		a.observe(g, l, unlocked)
+		a.observe(g, l, unlocked, watch)
 	}
 	if unlocked {
 		return
@@ -172,7 +175,7 @@ func (a *actor) hold(g *simGrant, l *redlock.Lock) {
 		return
 	}
 	if a.r.IntN(4) == 0 {
-		a.extend(g, l, a.extendTTL(l), true, true) // after the end: must fail
+		a.extend(g, l, a.extendTTL(l), true, true, true) // after the end: must fail
 	}
 }
 
@@ -215,10 +218,11 @@ func (a *actor) extendTTL(l *redlock.Lock) time.Duration {
 
 // extend calls Extend and checks it: an Extend that starts after Until,
 // after Done closed or after Unlock must fail with ErrLockLost, close Done,
-// and (when alone) leave Until where it was.
-func (a *actor) extend(g *simGrant, l *redlock.Lock, ttl time.Duration, unlocked, alone bool) {
+// and (when alone) leave Until where it was. A holder that does not watch
+// Done does not call it before the Extend.
+func (a *actor) extend(g *simGrant, l *redlock.Lock, ttl time.Duration, unlocked, watch, alone bool) {
 	u0 := l.Until()
-	done0 := isClosed(l.Done())
+	done0 := watch && isClosed(l.Done())
 	t0 := time.Now()
 	over := unlocked || done0 || !t0.Before(u0)
 	err := l.Extend(a.ctx, ttl)
@@ -246,19 +250,19 @@ func (a *actor) extend(g *simGrant, l *redlock.Lock, ttl time.Duration, unlocked
 	if alone && u1.After(u0) {
 		a.sm.violate(vUntilMoved, g.key, "Extend(%v) of #%d %s moved Until from +%v to +%v", ttl, g.id, why, u0.Sub(a.sm.t0), u1.Sub(a.sm.t0))
 	}
-	if !isClosed(l.Done()) {
+	if watch && !isClosed(l.Done()) {
 		a.sm.violate(vExtendEnded, g.key, "Extend(%v) of #%d %s left Done open", ttl, g.id, why)
 	}
 }
 
 // observe reads Until as the holder would, and checks it against Done and
 // the nodes. It runs while no other call on the lock is in flight.
-func (a *actor) observe(g *simGrant, l *redlock.Lock, unlocked bool) {
+func (a *actor) observe(g *simGrant, l *redlock.Lock, unlocked, watch bool) {
 	u := l.Until()
 	if !unlocked {
 		a.sm.report(g, u)
 	}
-	if time.Now().After(u) && !isClosed(l.Done()) {
+	if watch && time.Now().After(u) && !isClosed(l.Done()) {
 		a.sm.violate(vDoneOpen, g.key, "#%d: Until +%v has passed, Done is open", g.id, u.Sub(a.sm.t0))
 	}
 	if !unlocked {
