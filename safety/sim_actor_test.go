@@ -105,7 +105,7 @@ func (a *actor) expectNotObtained(what, key string, err error) {
 // hold uses a granted lock, then releases it (or lets it expire).
 func (a *actor) hold(g *simGrant, l *redlock.Lock) {
 	s := a.sm.s
-	a.sm.keep(l)
+	a.sm.keep(g, l)
 	unlocked := false
 	// Most holders watch Done; the others never call it before Unlock, as
 	// a holder that relies on Until alone does.
@@ -159,17 +159,11 @@ func (a *actor) hold(g *simGrant, l *redlock.Lock) {
 	case 3: // an ended context: canceled
 		ctx, cancel := context.WithCancel(a.ctx)
 		cancel()
-		a.sm.ended(g)
-		err := l.Unlock(ctx)
-		a.sm.logf(a.name, g.key, "Unlock(canceled) #%d: %v", g.id, errString(err))
-		a.checkUnlocked(g, l)
+		a.unlockWith(ctx, "canceled", g, l)
 	case 4: // an ended context: past its deadline
 		ctx, cancel := context.WithDeadline(a.ctx, time.Now().Add(-time.Millisecond))
-		a.sm.ended(g)
-		err := l.Unlock(ctx)
+		a.unlockWith(ctx, "deadline passed", g, l)
 		cancel()
-		a.sm.logf(a.name, g.key, "Unlock(deadline passed) #%d: %v", g.id, errString(err))
-		a.checkUnlocked(g, l)
 	default:
 		a.sm.logf(a.name, g.key, "abandons #%d to expire", g.id)
 		return
@@ -186,10 +180,20 @@ func errString(err error) string {
 	return short(err)
 }
 
-func (a *actor) unlock(g *simGrant, l *redlock.Lock) {
+func (a *actor) unlock(g *simGrant, l *redlock.Lock) { a.unlockWith(a.ctx, "live", g, l) }
+
+// unlockWith calls Unlock with ctx, and records whether it ran clear of node
+// faults: then it alone must free the key, whatever ctx says.
+func (a *actor) unlockWith(ctx context.Context, what string, g *simGrant, l *redlock.Lock) {
 	a.sm.ended(g)
-	err := l.Unlock(a.ctx)
-	a.sm.logf(a.name, g.key, "Unlock #%d: %v", g.id, errString(err))
+	active, epoch := a.sm.faultState()
+	err := l.Unlock(ctx)
+	_, epoch1 := a.sm.faultState()
+	clean := active == 0 && epoch1 == epoch
+	a.sm.mu.Lock()
+	g.cleanRelease = clean
+	a.sm.mu.Unlock()
+	a.sm.logf(a.name, g.key, "Unlock(%s) #%d: %v (clear of faults: %v)", what, g.id, errString(err), clean)
 	a.checkUnlocked(g, l)
 }
 

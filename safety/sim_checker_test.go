@@ -61,6 +61,14 @@ type simGrant struct {
 	until time.Time // as last reported; for Do, the cancellation of fn's context
 	end   time.Time // Unlock called, or fn returned; zero while held
 	token uint64
+	// cleanRelease: the holder's own Unlock ran with no node fault in force
+	// from its start to its end, so it alone must free the key.
+	cleanRelease bool
+}
+
+type heldLock struct {
+	g *simGrant
+	l *redlock.Lock
 }
 
 // finish is the end of the grant's interval.
@@ -85,7 +93,9 @@ type sim struct {
 
 	mu         sync.Mutex
 	grants     []*simGrant
-	locks      []*redlock.Lock // every Lock granted, for the final release
+	held       []heldLock // every Lock granted, for the final release
+	active     int        // node faults in force
+	epoch      int        // node faults begun so far
 	trace      []event
 	violations []violation
 	faults     int
@@ -104,6 +114,22 @@ func (sm *sim) fault(who, key, format string, args ...any) {
 	sm.mu.Lock()
 	sm.faults++
 	sm.mu.Unlock()
+	sm.logf(who, key, format, args...)
+}
+
+// nodeFault records a fault on a node beginning (+1), healing (-1) or
+// striking once (0), and logs it unless it heals.
+func (sm *sim) nodeFault(delta int, who, key, format string, args ...any) {
+	sm.mu.Lock()
+	sm.active += delta
+	if delta >= 0 { // 0: a fault that strikes once
+		sm.epoch++
+		sm.faults++
+	}
+	sm.mu.Unlock()
+	if delta < 0 {
+		return
+	}
 	sm.logf(who, key, format, args...)
 }
 
@@ -159,6 +185,13 @@ func (sm *sim) canceled(g *simGrant) {
 	g.until = now
 	sm.mu.Unlock()
 	sm.logf(g.who, g.key, "Do canceled fn's context of #%d", g.id)
+}
+
+// faultState returns the node faults in force and begun so far.
+func (sm *sim) faultState() (active, epoch int) {
+	sm.mu.Lock()
+	defer sm.mu.Unlock()
+	return sm.active, sm.epoch
 }
 
 // ended records Unlock being called, or fn returning.

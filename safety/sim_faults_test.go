@@ -44,6 +44,7 @@ func (sm *sim) injectFaults(r *rand.Rand, stop <-chan struct{}) {
 		case fStall:
 			m.SetStalled(false)
 		}
+		sm.nodeFault(-1, "", "", "")
 		sm.logf("faults", "", "node %d: %s healed", f.node, faultNames[f.kind])
 	}
 	defer func() {
@@ -105,7 +106,7 @@ func (sm *sim) injectFaults(r *rand.Rand, stop <-chan struct{}) {
 			m.SetStalled(true)
 		}
 		active = append(active, f)
-		sm.fault("faults", "", "node %d: %s for %v", f.node, what, f.until.Sub(now))
+		sm.nodeFault(+1, "faults", "", "node %d: %s for %v", f.node, what, f.until.Sub(now))
 	}
 }
 
@@ -134,16 +135,17 @@ func (sm *sim) injectUnsafe(r *rand.Rand, stop <-chan struct{}) {
 			case restartNoPersist:
 				m.SetDown(true)
 				m.Forget()
-				sm.fault("faults", g.key, "node %d restarts without persistence while #%d is held", i, g.id)
+				sm.nodeFault(+1, "faults", g.key, "node %d restarts without persistence while #%d is held", i, g.id)
 				time.Sleep(drawDur(r, 0, s.nodeTimeout))
 				m.SetDown(false)
+				sm.nodeFault(-1, "", "", "")
 			case steppedClock:
 				d := s.ttl + drawDur(r, 0, s.ttl)
 				sm.clocks[i].Step(d)
-				sm.fault("faults", g.key, "node %d's clock steps %v forward while #%d is held", i, d, g.id)
+				sm.nodeFault(0, "faults", g.key, "node %d's clock steps %v forward while #%d is held", i, d, g.id)
 			case evictedEarly:
 				m.Delete(g.key)
-				sm.fault("faults", g.key, "node %d evicts %s while #%d is held", i, g.key, g.id)
+				sm.nodeFault(0, "faults", g.key, "node %d evicts %s while #%d is held", i, g.key, g.id)
 			}
 		}
 	}

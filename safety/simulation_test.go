@@ -230,12 +230,20 @@ func (sm *sim) run() {
 		m.SetLoseReplies(false)
 		m.SetLatency(0)
 	}
-	sm.logf("sim", "", "actors done, faults healed; every lock granted is unlocked")
+	// Every lock whose holder did not release it clear of faults is
+	// released now; those released clear of faults must be free already,
+	// whatever context their Unlock had.
+	sm.logf("sim", "", "actors done, faults healed; the locks not released clear of faults are unlocked")
 	sm.mu.Lock()
-	locks := sm.locks
+	held := sm.held
 	sm.mu.Unlock()
-	for _, l := range locks {
-		l.Unlock(ctx)
+	for _, h := range held {
+		sm.mu.Lock()
+		clean := h.g.cleanRelease
+		sm.mu.Unlock()
+		if !clean {
+			h.l.Unlock(ctx)
+		}
 	}
 
 	// Liveness: with the faults healed and the holders gone, a waiter gets
@@ -319,9 +327,9 @@ func (sm *sim) recoverPanic(who string) {
 }
 
 // keep records a granted Lock, for the final release.
-func (sm *sim) keep(l *redlock.Lock) {
+func (sm *sim) keep(g *simGrant, l *redlock.Lock) {
 	sm.mu.Lock()
-	sm.locks = append(sm.locks, l)
+	sm.held = append(sm.held, heldLock{g, l})
 	sm.mu.Unlock()
 }
 
