@@ -32,8 +32,9 @@ type Client struct {
 	now         func() time.Time  // time.Now, replaced in simulation tests
 	closed      atomic.Bool
 
-	turnsMu sync.Mutex
-	turns   map[string]*turn // Lock's waiters, by key
+	turnsMu   sync.Mutex
+	turns     map[string]*turn    // Lock's waiters, by key
+	acquiring map[string]struct{} // keys with a TryLock in flight; guarded by turnsMu
 
 	workers *workers // run the node calls
 }
@@ -156,15 +157,27 @@ func (c *Client) checkKey(key string) error {
 
 // TryLock makes one attempt to acquire the lock named key. It returns a Lock
 // when a quorum of nodes granted it with validity left, and otherwise an error
-// matching ErrNotObtained with the per-node causes joined in; by then the key
-// has been released on every node. Bad input (an empty or too long key, a
-// closed Client) gives an error that does not match ErrNotObtained.
+// matching ErrNotObtained with the per-node causes joined in. By then the
+// release of the key was sent to every node, and confirmed by those that had
+// answered; a node whose outcome is unknown (it failed, or had not answered)
+// gets the release again in the background until it answers, for at most
+// the TTL, or until Close. Bad input (an empty or too long key, a closed
+// Client) gives an error that does not match ErrNotObtained.
+//
+// Only one attempt per key is in flight in a Client at a time, so that
+// concurrent callers never split the nodes' votes among themselves: a
+// TryLock of a key that another TryLock of this Client is acquiring fails at
+// once, without a network call, with an error matching ErrNotObtained.
 //
 // With WithFencing, the lock also gets a fencing token: see Lock.Token.
 func (c *Client) TryLock(ctx context.Context, key string) (*Lock, error) {
 	if err := c.checkKey(key); err != nil {
 		return nil, err
 	}
+	if !c.beginAcquire(key) {
+		return nil, errors.Join(ErrNotObtained, errAcquiring)
+	}
+	defer c.endAcquire(key)
 	name := key
 	key = c.prefix + key // the key on the nodes
 	value := rand.Text() // 128 random bits, fresh for every acquisition
@@ -210,6 +223,30 @@ func (c *Client) TryLock(ctx context.Context, key string) (*Lock, error) {
 		errs = append(errs, fmt.Errorf("no validity left: acquiring took %v of the %v TTL", c.now().Sub(start), ttl))
 	}
 	return nil, errors.Join(errs...)
+}
+
+// errAcquiring joins ErrNotObtained when another TryLock of the key is in
+// flight in the Client.
+var errAcquiring = errors.New("another attempt of this Client is acquiring the key")
+
+// beginAcquire marks key as being acquired, unless it already is.
+func (c *Client) beginAcquire(key string) bool {
+	c.turnsMu.Lock()
+	defer c.turnsMu.Unlock()
+	if _, busy := c.acquiring[key]; busy {
+		return false
+	}
+	if c.acquiring == nil {
+		c.acquiring = make(map[string]struct{})
+	}
+	c.acquiring[key] = struct{}{}
+	return true
+}
+
+func (c *Client) endAcquire(key string) {
+	c.turnsMu.Lock()
+	delete(c.acquiring, key)
+	c.turnsMu.Unlock()
 }
 
 // abandon releases key on every node after a failed attempt: a node that said

@@ -42,6 +42,7 @@ type config struct {
 	backoff        Backoff
 	fencing        bool
 	extendEvery    time.Duration
+	extendEverySet bool
 	keyPrefix      string
 	tls            *tls.Config
 }
@@ -68,7 +69,8 @@ func WithDriftFactor(f float64) Option {
 }
 
 // WithBackoff sets how long Lock waits between attempts (default
-// DefaultBackoff). Lock keeps trying until it holds the lock or its context
+// DefaultBackoff); a wait shorter than 1ms (zero or negative included) is
+// taken as 1ms. Lock keeps trying until it holds the lock or its context
 // ends.
 func WithBackoff(b Backoff) Option {
 	return func(c *config) { c.backoff = b }
@@ -110,10 +112,14 @@ func WithTLSConfig(cfg *tls.Config) Option {
 	return func(c *config) { c.tls = cfg }
 }
 
-// WithExtendInterval sets how often Do extends the lock it holds (default
-// TTL/3). It must be positive and shorter than the TTL.
+// WithExtendInterval sets how often Do extends the lock it holds: the next
+// extension starts at most d after the previous one ended (sooner after a
+// failed one). It must leave room for an extension inside the validity: d +
+// the node timeout < TTL - drift (ttl*driftFactor + 2ms); New and Open reject
+// any other d. The default is TTL/3, or less when the node timeout needs it:
+// (TTL - drift - node timeout)/2.
 func WithExtendInterval(d time.Duration) Option {
-	return func(c *config) { c.extendEvery = d }
+	return func(c *config) { c.extendEvery, c.extendEverySet = d, true }
 }
 
 func newConfig(opts []Option) (config, error) {
@@ -127,8 +133,11 @@ func newConfig(opts []Option) (config, error) {
 	if !c.nodeTimeoutSet {
 		c.nodeTimeout = min(c.ttl/10, MaxNodeTimeout)
 	}
-	if c.extendEvery == 0 {
-		c.extendEvery = c.ttl / 3
+	// The validity left for Do's extensions: one must fit within it, with
+	// the node timeout that its round may take.
+	room := c.ttl - drift(c.ttl, c.driftFactor) - c.nodeTimeout
+	if !c.extendEverySet {
+		c.extendEvery = min(c.ttl/3, room/2)
 	}
 	switch {
 	case math.IsNaN(c.driftFactor) || c.driftFactor < 0 || c.driftFactor >= 1:
@@ -143,8 +152,12 @@ func newConfig(opts []Option) (config, error) {
 		return c, fmt.Errorf("redlock: node timeout %v is not positive", c.nodeTimeout)
 	case c.nodeTimeout >= c.ttl:
 		return c, fmt.Errorf("redlock: node timeout %v is not smaller than the TTL %v", c.nodeTimeout, c.ttl)
-	case c.extendEvery <= 0 || c.extendEvery >= c.ttl:
-		return c, fmt.Errorf("redlock: extend interval %v is not between 0 and the TTL %v", c.extendEvery, c.ttl)
+	case room <= 0:
+		return c, fmt.Errorf("redlock: node timeout %v leaves no room for an extension: the TTL %v minus the drift allowance %v is not longer", c.nodeTimeout, c.ttl, drift(c.ttl, c.driftFactor))
+	case c.extendEvery <= 0:
+		return c, fmt.Errorf("redlock: extend interval %v is not positive", c.extendEvery)
+	case c.extendEvery >= room:
+		return c, fmt.Errorf("redlock: extend interval %v leaves no room for an extension: with the node timeout %v it must stay below the TTL %v minus the drift allowance %v", c.extendEvery, c.nodeTimeout, c.ttl, drift(c.ttl, c.driftFactor))
 	case c.backoff == nil:
 		return c, errors.New("redlock: nil Backoff")
 	case len(c.keyPrefix) >= MaxKeyLen:

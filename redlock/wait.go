@@ -25,7 +25,8 @@ const maxWakeJitter = 5 * time.Millisecond
 //     most twice its last attempt's duration (and at most 5ms), so that
 //     waiters of several Clients woken by one release do not all vote at once.
 //   - Otherwise, and as the fallback for locks that expire rather than being
-//     released, it retries after the Backoff's delays.
+//     released, it retries after the Backoff's delays, each at least
+//     1ms.
 func (c *Client) Lock(ctx context.Context, key string) (*Lock, error) {
 	l, err := c.TryLock(ctx, key)
 	if !retryable(ctx, err) {
@@ -50,7 +51,7 @@ func (c *Client) Lock(ctx context.Context, key string) (*Lock, error) {
 		return l, ended(ctx, err)
 	}
 	took := time.Since(start)
-	timer := time.NewTimer(c.backoff(1))
+	timer := time.NewTimer(c.backoff.wait(1))
 	defer timer.Stop()
 	for attempt := 2; ; attempt++ {
 		select {
@@ -75,7 +76,7 @@ func (c *Client) Lock(ctx context.Context, key string) (*Lock, error) {
 			return l, ended(ctx, err)
 		}
 		took = time.Since(start)
-		timer.Reset(c.backoff(attempt))
+		timer.Reset(c.backoff.wait(attempt))
 	}
 }
 
