@@ -333,7 +333,7 @@ func (sm *sim) failureReport(v violation) string {
 		if !*simFull && (e.at < from || e.at > to || (e.key != "" && v.key != "" && e.key != v.key)) {
 			continue
 		}
-		lines = append(lines, fmt.Sprintf("  %12v %-8s %s", e.at, e.who, e.what))
+		lines = append(lines, fmt.Sprintf("  %12v %-8s %-3s %s", e.at, e.who, e.key, e.what))
 	}
 	if len(lines) > traceMax && !*simFull {
 		fmt.Fprintf(&b, "  ... %d earlier events\n", len(lines)-traceMax)
