@@ -83,8 +83,8 @@ func newSchedule(seed uint64) *schedule {
 	}
 	s.driftFactor = []float64{0.01, 0.01, 0.02, 0.05}[r.IntN(4)]
 	s.fencing = r.IntN(3) == 0
-	s.backoffMin = time.Duration(1+r.IntN(20)) * time.Millisecond
-	s.backoffMax = s.backoffMin + drawDur(r, s.ttl/20, s.ttl/4)
+	s.backoffMin = time.Duration(2+r.IntN(40)) * time.Millisecond
+	s.backoffMax = s.backoffMin + drawDur(r, s.ttl/10, s.ttl/3)
 	s.rates = make([]float64, s.nodes)
 	skew := r.IntN(2) == 0
 	for i := range s.rates {
