@@ -10,7 +10,7 @@ import (
 // while the actors run: latency, lost replies, a node down and back (a
 // restart with persistence: its keys survive), a stalled node (a process
 // stopped, or a network partition that holds the packets). Each lasts a
-// random time up to twice the TTL; any number of nodes may be faulty at once,
+// random time up to the TTL; any number of nodes may be faulty at once,
 // which costs liveness but never safety. Client pauses are the actors' own
 // (see actor.hold), and clock rates are fixed per schedule.
 const (
@@ -83,7 +83,7 @@ func (sm *sim) injectFaults(r *rand.Rand, stop <-chan struct{}) {
 			continue
 		}
 		next = now.Add(drawDur(r, 0, s.faultGap))
-		f := activeFault{node: r.IntN(s.nodes), kind: r.IntN(numFaultKinds), until: now.Add(drawDur(r, time.Millisecond, 2*s.ttl))}
+		f := activeFault{node: r.IntN(s.nodes), kind: r.IntN(numFaultKinds), until: now.Add(drawDur(r, time.Millisecond, s.ttl))}
 		dup := false
 		for _, g := range active {
 			dup = dup || (g.node == f.node && g.kind == f.kind)

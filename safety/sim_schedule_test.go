@@ -79,7 +79,9 @@ func newSchedule(seed uint64) *schedule {
 	case 0:
 		s.nodeTimeout = min(s.ttl/10, 200*time.Millisecond) // the default
 	default:
-		s.nodeTimeout = time.Duration(5+r.IntN(int(s.ttl/10/time.Millisecond)-4)) * time.Millisecond
+		// From TTL/40 to TTL/10: a release whose outcome is unknown is
+		// repeated every node timeout for up to a TTL.
+		s.nodeTimeout = drawDur(r, s.ttl/40, s.ttl/10)
 	}
 	s.driftFactor = []float64{0.01, 0.01, 0.02, 0.05}[r.IntN(4)]
 	s.fencing = r.IntN(3) == 0
