@@ -20,7 +20,7 @@ import (
 )
 
 var (
-	simSchedules = flag.Int("schedules", 300, "how many schedules TestSimulation runs")
+	simSchedules = flag.Int("schedules", defaultSchedules, "how many schedules TestSimulation runs (default 300, 100 with -race)")
 	simSeed      = flag.Uint64("seed", 1, "seed of TestSimulation's first schedule; schedule i has seed+i")
 	simWorkers   = flag.Int("sim.workers", 0, "schedules TestSimulation runs at once (0: GOMAXPROCS)")
 	simReports   = flag.Int("sim.reports", 1, "failure reports TestSimulation prints per kind of violation")
