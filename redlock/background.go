@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -43,69 +44,140 @@ func (t *tracker) wait(d time.Duration) bool {
 	return true
 }
 
-// background runs f on a goroutine of its own that Close waits for.
+// background runs f on a goroutine of its own that Close waits for: while
+// it works (c.inflight), and until it ends (c.running).
 func (c *Client) background(f func()) {
 	c.inflight.add(1)
+	c.running.add(1)
 	go func() {
+		defer c.running.done()
 		defer c.inflight.done()
 		f()
 	}()
 }
 
 // settle releases key on node i after a SET (or Extend) whose outcome may be
-// that the key is set there, and repeats the release until the node has
+// that the key is set there, and has the release repeated until the node has
 // answered need releases in a row. One answer settles a SET that the node
 // answered itself. A SET whose outcome is unknown (it failed, or timed out on
 // a stalled node) may still wait in the node's socket, behind or ahead of a
 // release sent on another connection; it needs two: a release answered after
 // an earlier one was answered follows whatever the node had queued before
-// it. The releases are bounded by the node timeout each, spaced by at least
-// the node timeout; the first is always sent, and the repeats end at
-// deadline (a TTL after the outcome became unknown, or later when the lock
-// was extended) or at Close, whichever comes first.
-// first, when not nil, receives once the first release returned.
+// it. The first release is always sent; the repeats go through the node's
+// cleaner (see clean), and end at deadline (a TTL after the outcome became
+// unknown, or later when the lock was extended) or at Close, whichever
+// comes first. first, when not nil, receives once the first release
+// returned.
 func (c *Client) settle(bg context.Context, i int, key, value string, need int, deadline time.Time, first chan<- struct{}) {
-	defer func() {
-		if first != nil {
-			first <- struct{}{}
-		}
-	}()
-	answered := 0
-	for try := 0; c.quit.Err() == nil; try++ {
-		timeout := c.nodeTimeout
-		if try > 0 {
-			left := deadline.Sub(c.now())
-			if left <= 0 {
-				return
-			}
-			timeout = min(timeout, left)
-		}
-		rctx, cancel := context.WithTimeout(bg, timeout)
-		stop := context.AfterFunc(c.quit, cancel)
-		began := time.Now()
-		// No publish: waking waiters for a failed attempt's partial keys
-		// would only make them collide again.
-		_, err := c.nodes[i].EvalRelease(rctx, key, value)
-		stop()
-		cancel()
-		if first != nil {
-			first <- struct{}{}
-			first = nil
-		}
+	e := &pendingRelease{bg: bg, key: key, value: value, need: need, deadline: deadline}
+	if first != nil {
+		err := c.releaseOnce(i, e)
+		first <- struct{}{}
 		if err == nil {
-			if answered++; answered >= need {
+			if e.answered++; e.answered >= e.need {
 				return
 			}
-			continue
 		}
-		answered = 0
-		if pause := c.nodeTimeout - time.Since(began); pause > 0 {
+	}
+	cl := &c.cleaners[i]
+	cl.mu.Lock()
+	defer cl.mu.Unlock()
+	if c.quit.Err() != nil {
+		return
+	}
+	cl.pending = append(cl.pending, e)
+	if !cl.running {
+		cl.running = true
+		c.background(func() { c.clean(i) })
+	}
+}
+
+// A pendingRelease is a release that settle repeats.
+type pendingRelease struct {
+	bg         context.Context
+	key, value string
+	need       int
+	answered   int // answers in a row
+	tries      int
+	deadline   time.Time
+}
+
+// A cleaner holds the releases pending on one node.
+type cleaner struct {
+	mu      sync.Mutex
+	pending []*pendingRelease
+	running bool // a clean goroutine works on pending
+}
+
+// releaseOnce sends e's release to node i, bounded by the node timeout (and
+// after the first try by e's deadline) and by Close.
+func (c *Client) releaseOnce(i int, e *pendingRelease) error {
+	timeout := c.nodeTimeout
+	if e.tries > 0 {
+		timeout = min(timeout, e.deadline.Sub(c.now()))
+	}
+	e.tries++
+	rctx, cancel := context.WithTimeout(e.bg, timeout)
+	stop := context.AfterFunc(c.quit, cancel)
+	defer cancel()
+	defer stop()
+	// No publish: waking waiters for a failed attempt's partial keys would
+	// only make them collide again.
+	_, err := c.nodes[i].EvalRelease(rctx, e.key, e.value)
+	return err
+}
+
+// clean repeats the releases pending on node i in rounds, one goroutine per
+// node however many keys wait: while the node does not answer, a round sends
+// one release (the others wait for the next), and rounds are spaced by the
+// node timeout; once it answers, every pending release is sent in the round,
+// and the next round follows at once. It ends when nothing is pending, or at
+// Close.
+func (c *Client) clean(i int) {
+	cl := &c.cleaners[i]
+	for {
+		cl.mu.Lock()
+		if len(cl.pending) == 0 || c.quit.Err() != nil {
+			cl.pending, cl.running = nil, false
+			cl.mu.Unlock()
+			return
+		}
+		batch := cl.pending
+		cl.pending = nil
+		cl.mu.Unlock()
+
+		began := time.Now()
+		keep := batch[:0]
+		failed := false
+		for k, e := range batch {
+			if failed {
+				keep = append(keep, batch[k:]...) // the node does not answer: next round
+				break
+			}
+			if e.tries > 0 && !c.now().Before(e.deadline) {
+				continue // its keys have expired
+			}
+			if err := c.releaseOnce(i, e); err != nil {
+				e.answered, failed = 0, true
+			} else if e.answered++; e.answered >= e.need {
+				continue
+			}
+			keep = append(keep, e)
+		}
+		cl.mu.Lock()
+		cl.pending = append(keep, cl.pending...)
+		cl.mu.Unlock()
+
+		if pause := c.nodeTimeout - time.Since(began); failed && pause > 0 {
+			// Nothing in flight meanwhile: Close need not wait for it.
+			c.inflight.done()
 			t := time.NewTimer(pause)
 			select {
 			case <-t.C:
 			case <-c.quit.Done():
 			}
 			t.Stop()
+			c.inflight.add(1)
 		}
 	}
 }

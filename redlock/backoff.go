@@ -7,8 +7,8 @@ import (
 
 // Backoff says how long Lock waits before its next attempt. attempt is 1 before
 // the first retry, 2 before the second, and so on. Lock waits at least 1ms,
-// whatever the Backoff returns. A Backoff must be safe for
-// concurrent use.
+// whatever the Backoff returns (zero or negative included). A Backoff must be
+// safe for concurrent use.
 type Backoff func(attempt int) time.Duration
 
 // minBackoff is the shortest wait of Lock between attempts: a Backoff that

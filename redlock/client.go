@@ -36,8 +36,10 @@ type Client struct {
 	turns     map[string]*turn    // Lock's waiters, by key
 	acquiring map[string]struct{} // keys with a TryLock in flight; guarded by turnsMu
 
-	workers  *workers // run the node calls
-	inflight *tracker // node calls and background work, which Close waits for
+	workers  *workers  // run the node calls
+	inflight *tracker  // node calls and background work in flight, which Close waits for
+	running  *tracker  // background goroutines, which Close waits for after it ended them
+	cleaners []cleaner // by node: the releases repeated there
 	quit     context.Context
 	stopAll  context.CancelFunc // ends quit: Close, after its wait
 }
@@ -102,6 +104,8 @@ func newClient(nodes []driver.Node, cfg config) (*Client, error) {
 		now:         time.Now,
 		workers:     newWorkers(),
 		inflight:    newTracker(),
+		running:     newTracker(),
+		cleaners:    make([]cleaner, len(nodes)),
 	}
 	c.quit, c.stopAll = context.WithCancel(context.Background())
 	for i, n := range nodes {
@@ -136,9 +140,10 @@ func (c *Client) TTL() time.Duration { return c.ttl }
 // Close waits, for at most the node timeout, for the calls and releases in
 // flight (those that Unlock left to finish in the background and those of
 // failed attempts included), then ends what is left (the repeated releases
-// of keys whose SET had an unknown outcome among them) and closes every
-// node. Locks still held expire after their TTL. Calls on a closed Client
-// return ErrClosed.
+// of keys whose SET had an unknown outcome among them, which it does not
+// wait for between two tries), waits for that, bounded by the node timeout
+// too, and closes every node. Locks still held expire after their TTL. Calls
+// on a closed Client return ErrClosed.
 func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
@@ -147,7 +152,7 @@ func (c *Client) Close() error {
 	c.stopAll()
 	// What is left was told to end: its calls return at once, or at
 	// their node timeout at the latest.
-	c.inflight.wait(c.nodeTimeout)
+	c.running.wait(c.nodeTimeout)
 	c.workers.close()
 	var errs []error
 	for i, n := range c.nodes {
@@ -175,8 +180,8 @@ func (c *Client) checkKey(key string) error {
 // matching ErrNotObtained with the per-node causes joined in. By then the
 // release of the key was sent to every node, and confirmed by those that had
 // answered; a node whose outcome is unknown (it failed, or had not answered)
-// gets the release again in the background until it answers, for at most
-// the TTL, or until Close. Bad input (an empty or too long key, a closed
+// gets the release again in the background until it answers, for at most a
+// TTL after its outcome became unknown, or until Close. Bad input (an empty or too long key, a closed
 // Client) gives an error that does not match ErrNotObtained.
 //
 // Only one attempt per key is in flight in a Client at a time, so that
@@ -264,14 +269,14 @@ func (c *Client) endAcquire(key string) {
 	c.turnsMu.Unlock()
 }
 
-// abandon releases key on every node after a failed attempt that started at
-// start: a node that said false may have applied the SET on a retry, one
-// that failed may have applied it and lost the reply, and one that has not
-// replied may apply it yet. It waits for the first release to the nodes that
-// answered, which are known to be responsive, so that the key is free there
-// when TryLock returns. The nodes whose outcome is unknown get the release in
-// the background, repeated until they answer (see settle), whatever ctx
-// does, for at most a TTL after their outcome became unknown, or until Close.
+// abandon releases key on every node after a failed attempt: a node that
+// said false may have applied the SET on a retry, one that failed may have
+// applied it and lost the reply, and one that has not replied may apply it
+// yet. It waits for the first release to the nodes that answered, which are
+// known to be responsive, so that the key is free there when TryLock
+// returns. The nodes whose outcome is unknown get the release in the
+// background, repeated until they answer (see settle), whatever ctx does,
+// for at most a TTL after their outcome became unknown, or until Close.
 func (c *Client) abandon(ctx context.Context, r *round, key, value string, ttl time.Duration) {
 	bg := context.WithoutCancel(ctx)
 	deadline := c.now().Add(ttl)

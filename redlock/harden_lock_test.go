@@ -190,3 +190,31 @@ func TestConcurrentExtendsKeepShortest(t *testing.T) {
 		require.NoError(t, rl.Unlock(t.Context()))
 	})
 }
+
+// Defect 2 with node errors: an Extend that fails on a majority may have
+// been applied on the others; Until must not promise more than its TTL.
+func TestExtendFailedOnNodesLowersUntil(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, nodes := memNodes(5)
+		c, err := redlock.New(nodes, redlock.WithTTL(10*time.Second))
+		require.NoError(t, err)
+		defer c.Close()
+		l, err := c.TryLock(t.Context(), "k")
+		require.NoError(t, err)
+		synctest.Wait()
+		for _, m := range mem[:3] {
+			m.SetDown(true)
+		}
+		start := time.Now()
+		const short = 500 * time.Millisecond
+		err = l.Extend(t.Context(), short)
+		require.ErrorIs(t, err, redlock.ErrLockLost)
+		require.ErrorIs(t, err, memory.ErrDown)
+		bound := start.Add(short - driftOf(short))
+		assert.False(t, l.Until().After(bound), "Until is %v past start + ttl - drift of a failed Extend", l.Until().Sub(bound))
+		done := l.Done()
+		require.False(t, isClosed(done), "not over yet: the short TTL still runs")
+		time.Sleep(short)
+		assert.True(t, isClosed(done), "Done closes at the lowered Until")
+	})
+}

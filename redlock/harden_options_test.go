@@ -29,7 +29,9 @@ func TestImpossibleExtendInterval(t *testing.T) {
 		{"just inside", []redlock.Option{redlock.WithTTL(200 * time.Millisecond), redlock.WithExtendInterval(175 * time.Millisecond)}, false},
 		{"long node timeout", []redlock.Option{redlock.WithTTL(time.Second), redlock.WithNodeTimeout(600 * time.Millisecond), redlock.WithExtendInterval(400 * time.Millisecond)}, true},
 		{"default interval fits a long node timeout", []redlock.Option{redlock.WithTTL(2 * time.Second), redlock.WithNodeTimeout(1500 * time.Millisecond)}, false},
-		{"node timeout eats the validity", []redlock.Option{redlock.WithTTL(time.Second), redlock.WithNodeTimeout(995 * time.Millisecond)}, true},
+		{"node timeout eats the validity", []redlock.Option{redlock.WithTTL(time.Second), redlock.WithNodeTimeout(995 * time.Millisecond), redlock.WithExtendInterval(time.Millisecond)}, true},
+		// Without WithExtendInterval, for TryLock and Lock (safety scenario 4b).
+		{"node timeout eats the validity, default interval", []redlock.Option{redlock.WithTTL(time.Second), redlock.WithNodeTimeout(995 * time.Millisecond)}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			c, err := redlock.New(three(), tc.opts...)

@@ -2,7 +2,9 @@ package redlock_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -145,4 +147,51 @@ func TestReleaseRepeatedUntilAnswered(t *testing.T) {
 		synctest.Wait()
 		assert.Zero(t, holders(mem, "k"), "the repeated releases removed the keys of the late SETs")
 	})
+}
+
+// countRelease counts the releases that reach a node.
+type countRelease struct {
+	driver.Node
+	n *atomic.Int64
+}
+
+func (c countRelease) EvalRelease(ctx context.Context, key, value string) (bool, error) {
+	c.n.Add(1)
+	return c.Node.EvalRelease(ctx, key, value)
+}
+
+// The repeated releases of many failed attempts cost one call per node timeout
+// to a node that does not answer, not one per attempt: they wait in one queue
+// per node.
+func TestRepeatedReleasesShareANode(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	const nodeTimeout = 50 * time.Millisecond
+	mem, _ := memNodes(5)
+	var calls atomic.Int64
+	nodes := make([]driver.Node, len(mem))
+	for i, m := range mem {
+		nodes[i] = opaque{m}
+	}
+	nodes[0] = countRelease{mem[0], &calls}
+	for _, m := range mem[:3] {
+		m.SetDown(true) // fails at once: the releases never get an answer
+	}
+	c, err := redlock.New(nodes, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(nodeTimeout))
+	require.NoError(t, err)
+	const attempts = 200
+	for i := range attempts {
+		_, err := c.TryLock(t.Context(), fmt.Sprint("k", i))
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+	}
+	calls.Store(0)
+	const window = 10 * nodeTimeout
+	time.Sleep(window)
+	n := calls.Load()
+	t.Logf("%d releases reached the down node in %v, for %d failed attempts", n, window, attempts)
+	assert.LessOrEqual(t, n, int64(window/nodeTimeout)+5, "one release per node timeout while the node does not answer")
+	assert.Positive(t, n, "the releases are still repeated")
+	for _, m := range mem[:3] {
+		m.SetDown(false)
+	}
+	require.NoError(t, c.Close())
 }

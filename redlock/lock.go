@@ -269,8 +269,9 @@ func (l *Lock) Unlock(ctx context.Context) error {
 // when TryLock returned. Released now, such a node could apply the SET after
 // the release and keep the key for a whole TTL, so it is released once its
 // SET answers, in the background, and again until it answers (see settle),
-// until the later of deadline and a TTL after the SET's reply. It returns whether any node is left to that: those
-// still pending in acq, whose state no longer changes.
+// until the later of deadline and a TTL after the SET's reply. It returns
+// whether any node is left to that: those still pending in acq, whose state
+// no longer changes.
 func (l *Lock) followLateSets(bg context.Context, acq *round, deadline time.Time) bool {
 	if acq == nil {
 		return false

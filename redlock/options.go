@@ -117,7 +117,10 @@ func WithTLSConfig(cfg *tls.Config) Option {
 // failed one). It must leave room for an extension inside the validity: d +
 // the node timeout < TTL - drift (ttl*driftFactor + 2ms); New and Open reject
 // any other d. The default is TTL/3, or less when the node timeout needs it:
-// (TTL - drift - node timeout)/2.
+// (TTL - drift - node timeout)/2. (A node timeout of TTL - drift or more
+// leaves no room for any interval; New accepts it without WithExtendInterval,
+// for TryLock and Lock, and Do then extends every TTL/3 and keeps the lock
+// only while the nodes answer well within the node timeout.)
 func WithExtendInterval(d time.Duration) Option {
 	return func(c *config) { c.extendEvery, c.extendEverySet = d, true }
 }
@@ -137,7 +140,10 @@ func newConfig(opts []Option) (config, error) {
 	// the node timeout that its round may take.
 	room := c.ttl - drift(c.ttl, c.driftFactor) - c.nodeTimeout
 	if !c.extendEverySet {
-		c.extendEvery = min(c.ttl/3, room/2)
+		c.extendEvery = c.ttl / 3
+		if room > 0 {
+			c.extendEvery = min(c.extendEvery, room/2)
+		}
 	}
 	switch {
 	case math.IsNaN(c.driftFactor) || c.driftFactor < 0 || c.driftFactor >= 1:
@@ -152,11 +158,9 @@ func newConfig(opts []Option) (config, error) {
 		return c, fmt.Errorf("redlock: node timeout %v is not positive", c.nodeTimeout)
 	case c.nodeTimeout >= c.ttl:
 		return c, fmt.Errorf("redlock: node timeout %v is not smaller than the TTL %v", c.nodeTimeout, c.ttl)
-	case room <= 0:
-		return c, fmt.Errorf("redlock: node timeout %v leaves no room for an extension: the TTL %v minus the drift allowance %v is not longer", c.nodeTimeout, c.ttl, drift(c.ttl, c.driftFactor))
 	case c.extendEvery <= 0:
 		return c, fmt.Errorf("redlock: extend interval %v is not positive", c.extendEvery)
-	case c.extendEvery >= room:
+	case c.extendEverySet && c.extendEvery >= room:
 		return c, fmt.Errorf("redlock: extend interval %v leaves no room for an extension: with the node timeout %v it must stay below the TTL %v minus the drift allowance %v", c.extendEvery, c.nodeTimeout, c.ttl, drift(c.ttl, c.driftFactor))
 	case c.backoff == nil:
 		return c, errors.New("redlock: nil Backoff")

@@ -25,8 +25,7 @@ const maxWakeJitter = 5 * time.Millisecond
 //     most twice its last attempt's duration (and at most 5ms), so that
 //     waiters of several Clients woken by one release do not all vote at once.
 //   - Otherwise, and as the fallback for locks that expire rather than being
-//     released, it retries after the Backoff's delays, each at least
-//     1ms.
+//     released, it retries after the Backoff's delays, each at least 1ms.
 func (c *Client) Lock(ctx context.Context, key string) (*Lock, error) {
 	l, err := c.TryLock(ctx, key)
 	if !retryable(ctx, err) {
