@@ -302,7 +302,7 @@ func (sm *sim) span(g *simGrant) string {
 	return fmt.Sprintf("[+%v, %s]", g.start.Sub(sm.t0), f)
 }
 
-// overlaps counts the overlaps found.
+// count counts the violations of kind found.
 func (sm *sim) count(kind string) int {
 	n := 0
 	for _, v := range sm.violations {
@@ -316,7 +316,7 @@ func (sm *sim) count(kind string) int {
 // traceMax is how many events a failure report shows at most.
 const traceMax = 40
 
-// report describes the first violation of a failed schedule: its seed, the
+// failureReport describes a violation of a failed schedule: its seed, the
 // schedule, and the events that led to it, shortened to those about its key
 // (and the faults) in a window before it.
 func (sm *sim) failureReport(v violation) string {
