@@ -54,12 +54,18 @@ func BenchmarkLock(b *testing.B)    { each(b, drivers(), bench.Lock) }
 func BenchmarkExtend(b *testing.B)  { each(b, drivers(), bench.Extend) }
 func BenchmarkHandoff(b *testing.B) { each(b, drivers(), bench.Handoff) }
 func BenchmarkStalled(b *testing.B) { each(b, drivers(), bench.Stalled) }
+func BenchmarkScale(b *testing.B)   { each(b, drivers(), bench.Scale) }
+func BenchmarkFar(b *testing.B)     { each(b, drivers(), bench.Far) }
 
 // BenchmarkFloor is the Lock case for the bare clients: the floor of each
 // driver. Its sub-benchmarks have the names of the drivers' under
 // BenchmarkLock: Floor/rueidis/nodes=5/lockers=64 is the floor of
 // Lock/rueidis/nodes=5/lockers=64.
 func BenchmarkFloor(b *testing.B) { each(b, bench.Floors(), bench.Lock) }
+
+// BenchmarkFloorDel is BenchmarkFloor with floors that release by DEL
+// rather than by the release script (bench.DelFloors).
+func BenchmarkFloorDel(b *testing.B) { each(b, bench.DelFloors(), bench.Lock) }
 
 // BenchmarkRun runs bench.Run, the entry point for a driver's own benchmark,
 // on one driver.
