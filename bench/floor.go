@@ -59,8 +59,8 @@ type floorNode interface {
 
 // The release script of the floors: the drivers' own.
 var (
-	releaseSource = driver.ReleaseScript.Source
-	releaseSHA1   = driver.ReleaseScript.SHA1
+	releaseSource = driver.ReleaseScript().Source()
+	releaseSHA1   = driver.ReleaseScript().SHA1()
 )
 
 // isNoScript reports whether err is the server's NOSCRIPT reply.

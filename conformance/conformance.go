@@ -1,18 +1,16 @@
 // Package conformance checks that a driver.Node keeps the contract in the
 // driver package's documentation, in the way testing/fstest checks a file
-// system. Every driver runs it, the Redis drivers against real servers:
+// system. A driver calls it from a test function of its own.
 //
-//	func TestConformance(t *testing.T) {
-//		srv := redistest.NewServer(t)
-//		conformance.Run(t, func(t *testing.T) driver.Node {
-//			n, err := mydriver.Driver{}.Open(srv.Addr())
-//			if err != nil {
-//				t.Fatal(err)
-//			}
-//			t.Cleanup(func() { n.Close() })
-//			return n
-//		})
-//	}
+// A Redis driver calls [RunRedis] with its Driver: the suite starts the
+// redis-server processes it needs (one per node, on loopback ports) and runs
+// [Run] over nodes the driver opens on them, then the checks that only a Redis
+// driver's Open can pass (passwords, ACL users, databases, TLS, down and
+// stalled servers). The addresses are those of this module's drivers; a driver
+// that writes them its own way passes [WithAddress]. Any other Node calls Run
+// with a function that returns a fresh node, independent of the others: the
+// Redlock subtest makes a redlock.Client of three nodes, which refuses two
+// nodes on one server. The package's example (example_test.go) shows both.
 package conformance
 
 import (
@@ -34,10 +32,10 @@ const subtestTimeout = 20 * time.Second
 // Run runs the conformance subtests, each with fresh nodes from newNode. The
 // subtests of the optional interfaces (driver.Fencer, driver.Notifier) run
 // when the nodes implement them and are skipped otherwise. The
-// nodes newNode returns may share one server: every subtest uses keys of its
-// own, except that the three nodes of the Redlock subtest must be independent
-// (on distinct servers), as the nodes of a redlock.Client must. Some subtests close their node; newNode's cleanup must tolerate a node
-// that is already closed.
+// nodes newNode returns must be independent (on distinct servers), as the
+// nodes of a redlock.Client must: the Redlock subtest gives three of them to
+// redlock.New. Every subtest uses keys of its own. Some subtests close their
+// node; newNode's cleanup must tolerate a node that is already closed.
 func Run(t *testing.T, newNode func(t *testing.T) driver.Node) {
 	t.Helper()
 	for _, tc := range []struct {

@@ -82,3 +82,9 @@ func TestSuiteFailsOnBrokenNodes(t *testing.T) {
 		})
 	}
 }
+
+// TestExample runs the tests of the package's example (example_test.go).
+func TestExample(t *testing.T) {
+	t.Run("RunRedis/WithAddress", testQueryDriver)
+	t.Run("Run", testNodes)
+}

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -42,20 +41,27 @@ const stallBound = 2 * time.Second
 // stalled server ends with the call's context; and, for a driver that
 // implements driver.ConfigOpener, OpenConfig with a driver.Config's TLS
 // connects with TLS whatever the address's scheme.
-func RunRedis(t *testing.T, d driver.Driver) {
+//
+// The addresses are those of this module's drivers (see Addr.URL); a driver
+// that takes others passes WithAddress.
+func RunRedis(t *testing.T, d driver.Driver, opts ...RedisOption) {
 	t.Helper()
+	s := &redisSuite{d: d, format: Addr.URL}
+	for _, o := range opts {
+		o(s)
+	}
 	t.Run("Node", func(t *testing.T) {
-		Run(t, func(t *testing.T) driver.Node { return open(t, d, redistest.NewServer(t).Addr()) })
+		Run(t, func(t *testing.T) driver.Node { return s.open(t, hostAddr(t, redistest.NewServer(t))) })
 	})
 	t.Run("TLS/Node", func(t *testing.T) {
 		Run(t, func(t *testing.T) driver.Node {
 			srv := redistest.NewServer(t, redistest.WithTLS(redistest.NewCerts(t), redistest.ClientCertsRequired), redistest.WithPassword(password))
-			return open(t, d, srv.URL())
+			return s.open(t, fullAddr(t, srv))
 		})
 	})
 	for _, tc := range []struct {
 		name string
-		fn   func(t *testing.T, ctx context.Context, d driver.Driver)
+		fn   func(t *testing.T, ctx context.Context, s *redisSuite)
 	}{
 		{"Open/Password", openPassword},
 		{"Open/ACLUser", openACLUser},
@@ -77,15 +83,24 @@ func RunRedis(t *testing.T, d driver.Driver) {
 			t.Helper()
 			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
 			defer cancel()
-			tc.fn(t, ctx, d)
+			tc.fn(t, ctx, s)
 		})
 	}
 }
 
-// open opens addr with d and closes the node at the end of the test.
-func open(t *testing.T, d driver.Driver, addr string) driver.Node {
+// redisSuite is what RunRedis's subtests test: a driver, and how to write
+// its addresses.
+type redisSuite struct {
+	d      driver.Driver
+	format func(Addr) string
+	custom bool // format is the driver's, from WithAddress
+}
+
+// open opens the node for a, and closes it at the end of the test.
+func (s *redisSuite) open(t *testing.T, a Addr) driver.Node {
 	t.Helper()
-	n, err := d.Open(addr)
+	addr := s.format(a)
+	n, err := s.d.Open(addr)
 	if err != nil {
 		t.Fatalf("Open(%q) = %v", addr, err)
 	}
@@ -103,9 +118,11 @@ func hidesPassword(t *testing.T, what, text string) {
 	}
 }
 
-func openPassword(t *testing.T, ctx context.Context, d driver.Driver) {
+func openPassword(t *testing.T, ctx context.Context, s *redisSuite) {
 	srv := redistest.NewServer(t, redistest.WithPassword(password))
-	good := open(t, d, "redis://:"+password+"@"+srv.Addr())
+	a := hostAddr(t, srv)
+	a.Password = password
+	good := s.open(t, a)
 	if s, ok := good.(interface{ String() string }); ok {
 		hidesPassword(t, "String()", s.String())
 	}
@@ -113,8 +130,10 @@ func openPassword(t *testing.T, ctx context.Context, d driver.Driver) {
 	if ok := must(t, "SetNX with the right password")(good.SetNX(ctx, k, value(), time.Minute)); !ok {
 		t.Fatal("SetNX with the right password = false, want true")
 	}
-	for _, addr := range []string{"redis://:wrong-" + password + "@" + srv.Addr(), srv.Addr()} {
-		bad := open(t, d, addr)
+	wrong := a
+	wrong.Password = "wrong-" + password
+	for _, addr := range []Addr{wrong, hostAddr(t, srv)} {
+		bad := s.open(t, addr)
 		ok, err := bad.SetNX(ctx, key(t), value(), time.Minute)
 		if err == nil {
 			t.Fatalf("SetNX with a wrong or missing password = %v, nil; want an error", ok)
@@ -123,25 +142,36 @@ func openPassword(t *testing.T, ctx context.Context, d driver.Driver) {
 	}
 }
 
-func openDatabase(t *testing.T, ctx context.Context, d driver.Driver) {
+func openDatabase(t *testing.T, ctx context.Context, s *redisSuite) {
 	srv := redistest.NewServer(t)
 	k := key(t)
-	db2 := open(t, d, "redis://"+srv.Addr()+"/2")
+	a := hostAddr(t, srv)
+	a.DB = 2
+	db2 := s.open(t, a)
 	must(t, "SetNX on /2")(db2.SetNX(ctx, k, value(), time.Minute))
-	if ok := must(t, "SetNX on /2 again")(open(t, d, "redis://"+srv.Addr()+"/2").SetNX(ctx, k, value(), time.Minute)); ok {
+	if ok := must(t, "SetNX on /2 again")(s.open(t, a).SetNX(ctx, k, value(), time.Minute)); ok {
 		t.Fatal("SetNX on a key held in database 2, through another node on /2 = true, want false")
 	}
-	if ok := must(t, "SetNX on /0")(open(t, d, "redis://"+srv.Addr()+"/0").SetNX(ctx, k, value(), time.Minute)); !ok {
+	a.DB = 0
+	if ok := must(t, "SetNX on /0")(s.open(t, a).SetNX(ctx, k, value(), time.Minute)); !ok {
 		t.Fatal("SetNX on database 0 of a key held only in database 2 = false, want true: redis://host:port/2 must select database 2")
 	}
 }
 
-func openMalformed(t *testing.T, _ context.Context, d driver.Driver) {
-	for _, addr := range []string{
+func openMalformed(t *testing.T, _ context.Context, s *redisSuite) {
+	addrs := []string{
 		"", "127.0.0.1:0", "127.0.0.1:99999", "redis://:" + password + "@127.0.0.1:1/x",
 		"redis://u:" + password + "@127.0.0.1:99999", "http://u:" + password + "@127.0.0.1:1",
-	} {
-		n, err := d.Open(addr)
+	}
+	if s.custom {
+		// The driver's own grammar: a port out of range is malformed in any.
+		addrs = []string{
+			s.format(Addr{Host: "127.0.0.1", Port: "99999", Password: password}),
+			s.format(Addr{Host: "127.0.0.1", Port: "99999", Username: "u", Password: password}),
+		}
+	}
+	for _, addr := range addrs {
+		n, err := s.d.Open(addr)
 		if err == nil {
 			n.Close()
 			t.Errorf("Open(%q) succeeded, want an error for a malformed address", addr)
@@ -152,20 +182,23 @@ func openMalformed(t *testing.T, _ context.Context, d driver.Driver) {
 }
 
 // deadAddr returns a loopback address on which nothing listens.
-func deadAddr(t *testing.T) string {
+func deadAddr(t *testing.T) Addr {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr := l.Addr().String()
+	host, port, err := net.SplitHostPort(l.Addr().String())
 	l.Close()
-	return addr
+	if err != nil {
+		t.Fatal(err)
+	}
+	return Addr{Host: host, Port: port}
 }
 
-func downNeitherFailsNorBlocks(t *testing.T, ctx context.Context, d driver.Driver) {
+func downNeitherFailsNorBlocks(t *testing.T, ctx context.Context, s *redisSuite) {
 	start := time.Now()
-	n := open(t, d, deadAddr(t))
+	n := s.open(t, deadAddr(t))
 	if took := time.Since(start); took > stallBound {
 		t.Fatalf("Open(address nobody listens on) took %v: Open must not connect", took)
 	}
@@ -183,16 +216,13 @@ func downNeitherFailsNorBlocks(t *testing.T, ctx context.Context, d driver.Drive
 
 // stalled returns a paused server, started with opts, and a node opened on
 // it before (warm: it has connected) or after the pause.
-func stalled(t *testing.T, ctx context.Context, d driver.Driver, warm bool, opts ...redistest.Option) (*redistest.Server, driver.Node) {
+func stalled(t *testing.T, ctx context.Context, s *redisSuite, warm bool, opts ...redistest.Option) (*redistest.Server, driver.Node) {
 	t.Helper()
 	srv := redistest.NewServer(t, opts...)
-	addr := srv.Addr()
-	if srv.Certs() != nil {
-		addr = srv.URL()
-	}
+	addr := fullAddr(t, srv)
 	var n driver.Node
 	if warm {
-		n = open(t, d, addr)
+		n = s.open(t, addr)
 		must(t, "SetNX before the pause")(n.SetNX(ctx, key(t), value(), time.Minute))
 	}
 	if err := srv.Pause(); err != nil {
@@ -201,7 +231,7 @@ func stalled(t *testing.T, ctx context.Context, d driver.Driver, warm bool, opts
 	t.Cleanup(func() { srv.Resume() })
 	if !warm {
 		start := time.Now()
-		n = open(t, d, addr)
+		n = s.open(t, addr)
 		if took := time.Since(start); took > stallBound {
 			t.Fatalf("Open(stalled server) took %v: Open must not connect", took)
 		}
@@ -209,16 +239,16 @@ func stalled(t *testing.T, ctx context.Context, d driver.Driver, warm bool, opts
 	return srv, n
 }
 
-func stalledDeadline(t *testing.T, ctx context.Context, d driver.Driver) {
-	stalledDeadlineWith(t, ctx, d)
+func stalledDeadline(t *testing.T, ctx context.Context, s *redisSuite) {
+	stalledDeadlineWith(t, ctx, s)
 }
 
 // stalledDeadlineWith checks calls with a deadline on a stalled server
 // started with opts.
-func stalledDeadlineWith(t *testing.T, ctx context.Context, d driver.Driver, opts ...redistest.Option) {
+func stalledDeadlineWith(t *testing.T, ctx context.Context, s *redisSuite, opts ...redistest.Option) {
 	const deadline = 200 * time.Millisecond
 	for _, warm := range []bool{true, false} {
-		_, n := stalled(t, ctx, d, warm, opts...)
+		_, n := stalled(t, ctx, s, warm, opts...)
 		for name, call := range methods(n, key(t)) {
 			start := time.Now()
 			cctx, cancel := context.WithTimeout(ctx, deadline)
@@ -235,16 +265,16 @@ func stalledDeadlineWith(t *testing.T, ctx context.Context, d driver.Driver, opt
 	}
 }
 
-func stalledCancel(t *testing.T, ctx context.Context, d driver.Driver) {
-	stalledCancelWith(t, ctx, d)
+func stalledCancel(t *testing.T, ctx context.Context, s *redisSuite) {
+	stalledCancelWith(t, ctx, s)
 }
 
 // stalledCancelWith checks canceled calls on a stalled server started with
 // opts.
-func stalledCancelWith(t *testing.T, ctx context.Context, d driver.Driver, opts ...redistest.Option) {
+func stalledCancelWith(t *testing.T, ctx context.Context, s *redisSuite, opts ...redistest.Option) {
 	const after = 200 * time.Millisecond
 	for _, warm := range []bool{true, false} {
-		_, n := stalled(t, ctx, d, warm, opts...)
+		_, n := stalled(t, ctx, s, warm, opts...)
 		for name, call := range methods(n, key(t)) {
 			start := time.Now()
 			cctx, cancel := context.WithCancel(ctx) // no deadline: only the cancel can end it
@@ -263,8 +293,8 @@ func stalledCancelWith(t *testing.T, ctx context.Context, d driver.Driver, opts 
 	}
 }
 
-func stalledRecovers(t *testing.T, ctx context.Context, d driver.Driver) {
-	srv, n := stalled(t, ctx, d, true)
+func stalledRecovers(t *testing.T, ctx context.Context, s *redisSuite) {
+	srv, n := stalled(t, ctx, s, true)
 	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
 	Calls(cctx, n, key(t))
 	cancel()
@@ -291,9 +321,9 @@ func eventually(ctx context.Context, n driver.Node, k string) bool {
 	return false
 }
 
-func reconnects(t *testing.T, ctx context.Context, d driver.Driver) {
+func reconnects(t *testing.T, ctx context.Context, s *redisSuite) {
 	srv := redistest.NewServer(t)
-	n := open(t, d, srv.Addr())
+	n := s.open(t, hostAddr(t, srv))
 	must(t, "SetNX before the connections are killed")(n.SetNX(ctx, key(t), value(), time.Minute))
 	if _, err := srv.Do(ctx, "CLIENT", "KILL", "TYPE", "normal"); err != nil {
 		t.Fatal(err)
@@ -306,14 +336,16 @@ func reconnects(t *testing.T, ctx context.Context, d driver.Driver) {
 // openACLUser checks that redis://user:password@ authenticates as that ACL
 // user, on the node's command connections and on its pub/sub connection, and
 // that no error shows either password.
-func openACLUser(t *testing.T, ctx context.Context, d driver.Driver) {
+func openACLUser(t *testing.T, ctx context.Context, s *redisSuite) {
 	srv := redistest.NewServer(t, redistest.WithPassword(password)) // no unauthenticated access
 	const user = "locker"
 	userPassword := "acl-" + password
 	if _, err := srv.Do(ctx, "ACL", "SETUSER", user, "on", ">"+userPassword, "~acl:*", "&*", "+@all"); err != nil {
 		t.Fatal(err)
 	}
-	n := open(t, d, "redis://"+user+":"+userPassword+"@"+srv.Addr())
+	a := hostAddr(t, srv)
+	a.Username, a.Password = user, userPassword
+	n := s.open(t, a)
 	if s, ok := n.(fmt.Stringer); ok {
 		hidesPassword(t, "String()", s.String())
 	}
@@ -341,11 +373,11 @@ func openACLUser(t *testing.T, ctx context.Context, d driver.Driver) {
 		must(t, "SetNX")(n.SetNX(ctx, k+"2", v, time.Minute))
 		must(t, "ReleaseNotify")(nn.ReleaseNotify(ctx, k+"2", v))
 	}
-	for _, addr := range []string{
-		"redis://" + user + ":wrong-" + password + "@" + srv.Addr(),
-		"redis://nobody:" + userPassword + "@" + srv.Addr(),
-	} {
-		bad := open(t, d, addr)
+	wrongPassword, wrongUser := a, a
+	wrongPassword.Password = "wrong-" + password
+	wrongUser.Username = "nobody"
+	for _, addr := range []Addr{wrongPassword, wrongUser} {
+		bad := s.open(t, addr)
 		ok, err := bad.SetNX(ctx, "acl:"+key(t), value(), time.Minute)
 		if err == nil {
 			t.Fatalf("SetNX with a wrong user or password = %v, nil; want an error", ok)
@@ -367,14 +399,15 @@ func tlsServer(t *testing.T, opts ...redistest.Option) (*redistest.Server, *tls.
 	return srv, cfg
 }
 
-func tlsOpenConfig(t *testing.T, ctx context.Context, d driver.Driver) {
-	co, ok := d.(driver.ConfigOpener)
+func tlsOpenConfig(t *testing.T, ctx context.Context, s *redisSuite) {
+	co, ok := s.d.(driver.ConfigOpener)
 	if !ok {
-		t.Skipf("%T does not implement driver.ConfigOpener", d)
+		t.Skipf("%T does not implement driver.ConfigOpener", s.d)
 	}
 	srv, cfg := tlsServer(t)
-	openConfig := func(addr string, dc driver.Config) driver.Node {
+	openConfig := func(a Addr, dc driver.Config) driver.Node {
 		t.Helper()
+		addr := s.format(a)
 		n, err := co.OpenConfig(addr, dc)
 		if err != nil {
 			t.Fatalf("OpenConfig(%q) = %v", addr, err)
@@ -383,14 +416,14 @@ func tlsOpenConfig(t *testing.T, ctx context.Context, d driver.Driver) {
 		return n
 	}
 	// host:port with Config.TLS: TLS.
-	n := openConfig(srv.Addr(), driver.Config{TLS: cfg})
+	n := openConfig(hostAddr(t, srv), driver.Config{TLS: cfg})
 	if ok := must(t, "SetNX through OpenConfig(host:port, TLS)")(n.SetNX(ctx, key(t), value(), time.Minute)); !ok {
 		t.Fatal("SetNX through OpenConfig(host:port, TLS) = false, want true")
 	}
 	// A rediss:// address's tls_* parameters apply on top of Config.TLS: here
 	// its CA and client certificate, over a configuration that has neither.
 	base := &tls.Config{MinVersion: tls.VersionTLS12, RootCAs: x509.NewCertPool()}
-	n = openConfig(srv.URL(), driver.Config{TLS: base})
+	n = openConfig(fullAddr(t, srv), driver.Config{TLS: base})
 	if ok := must(t, "SetNX through OpenConfig(rediss://...?tls_ca_file=..., TLS)")(n.SetNX(ctx, key(t), value(), time.Minute)); !ok {
 		t.Fatal("SetNX through OpenConfig(rediss:// with tls_* parameters, TLS) = false, want true")
 	}
@@ -398,7 +431,7 @@ func tlsOpenConfig(t *testing.T, ctx context.Context, d driver.Driver) {
 		t.Error("OpenConfig changed the Config's tls.Config: it must apply the address's parameters to a copy")
 	}
 	// Without Config.TLS, host:port is plain TCP, which a TLS server refuses.
-	n = openConfig(srv.Addr(), driver.Config{})
+	n = openConfig(hostAddr(t, srv), driver.Config{})
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	if ok, err := n.SetNX(cctx, key(t), value(), time.Minute); err == nil {
@@ -437,57 +470,46 @@ func tlsRefused(t *testing.T, ctx context.Context, n driver.Node, k string, want
 	}
 }
 
-func tlsUnknownCA(t *testing.T, ctx context.Context, d driver.Driver) {
+func tlsUnknownCA(t *testing.T, ctx context.Context, s *redisSuite) {
 	srv, _ := tlsServer(t, redistest.WithPassword(password))
 	other := redistest.NewCerts(t) // another CA, which did not sign the server's certificate
-	u, err := url.Parse(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Set("tls_ca_file", other.CAFile)
-	u.RawQuery = q.Encode()
-	n := open(t, d, u.String())
+	a := fullAddr(t, srv)
+	a.CAFile = other.CAFile
+	n := s.open(t, a)
 	var unknown x509.UnknownAuthorityError
 	tlsRefused(t, ctx, n, key(t), &unknown, "certificate signed by unknown authority")
 }
 
-func tlsClientCertRequired(t *testing.T, ctx context.Context, d driver.Driver) {
+func tlsClientCertRequired(t *testing.T, ctx context.Context, s *redisSuite) {
 	srv, _ := tlsServer(t, redistest.WithPassword(password))
-	u, err := url.Parse(srv.URL())
-	if err != nil {
-		t.Fatal(err)
-	}
-	q := u.Query()
-	q.Del("tls_cert_file")
-	q.Del("tls_key_file")
-	u.RawQuery = q.Encode()
-	n := open(t, d, u.String())
+	a := fullAddr(t, srv)
+	a.CertFile, a.KeyFile = "", ""
+	n := s.open(t, a)
 	tlsRefused(t, ctx, n, key(t), nil, "certificate")
 
 	// With the client certificate: accepted.
-	n = open(t, d, srv.URL())
+	n = s.open(t, fullAddr(t, srv))
 	if ok := must(t, "SetNX with a client certificate")(n.SetNX(ctx, key(t), value(), time.Minute)); !ok {
 		t.Fatal("SetNX with a client certificate = false, want true")
 	}
 }
 
-func tlsStalledDeadline(t *testing.T, ctx context.Context, d driver.Driver) {
+func tlsStalledDeadline(t *testing.T, ctx context.Context, s *redisSuite) {
 	certs := redistest.NewCerts(t)
-	stalledDeadlineWith(t, ctx, d, redistest.WithTLS(certs, redistest.ClientCertsRequired))
+	stalledDeadlineWith(t, ctx, s, redistest.WithTLS(certs, redistest.ClientCertsRequired))
 }
 
-func tlsStalledCancel(t *testing.T, ctx context.Context, d driver.Driver) {
+func tlsStalledCancel(t *testing.T, ctx context.Context, s *redisSuite) {
 	certs := redistest.NewCerts(t)
-	stalledCancelWith(t, ctx, d, redistest.WithTLS(certs, redistest.ClientCertsRequired))
+	stalledCancelWith(t, ctx, s, redistest.WithTLS(certs, redistest.ClientCertsRequired))
 }
 
 // scriptsConcurrent runs every script from many goroutines at once, on a
 // server that has no script loaded: first a fresh one, then after SCRIPT
 // FLUSH.
-func scriptsConcurrent(t *testing.T, ctx context.Context, d driver.Driver) {
+func scriptsConcurrent(t *testing.T, ctx context.Context, s *redisSuite) {
 	srv := redistest.NewServer(t)
-	n := open(t, d, srv.Addr())
+	n := s.open(t, hostAddr(t, srv))
 	fencer, _ := n.(driver.Fencer)
 	notifier, _ := n.(driver.Notifier)
 	const goroutines = 32

@@ -8,8 +8,10 @@ import (
 )
 
 // ErrClosed is the error, or the cause of the error, that a Node returns for
-// calls after Close. Drivers may wrap it; test with errors.Is.
-var ErrClosed = errors.New("node is closed")
+// calls after Close. It is also the error of calls on a redlock.Client after
+// Close: redlock.ErrClosed is this same value. Drivers may wrap it; test with
+// errors.Is.
+var ErrClosed = errors.New("redlock: closed")
 
 // ContextError returns err so that errors.Is(result, ctx.Err()) holds when
 // ctx is done, as the Node contract requires. A context whose deadline has

@@ -13,8 +13,7 @@ import (
 // Fencer is implemented by nodes that keep fencing counters, which
 // redlock.WithFencing needs. A fencing counter is a plain Redis string key
 // holding a decimal number. It never expires, and it lives in the same hash
-// slot as its lock key (see redlock's documentation of WithFencing for the
-// name).
+// slot as its lock key, at [FenceKey](key).
 type Fencer interface {
 	// SetNXFence is SetNX that also returns the counter stored at fenceKey (0
 	// when there is none), read in the same atomic step whether or not the key
@@ -44,7 +43,3 @@ type Notifier interface {
 	// returns nothing is sent on notify any more.
 	Subscribe(ctx context.Context, key string, notify chan<- struct{}) (cancel func(), err error)
 }
-
-// ReleaseChannel is the pub/sub channel on which releases of key are
-// published: "redlock:released:" followed by the key.
-func ReleaseChannel(key string) string { return "redlock:released:" + key }

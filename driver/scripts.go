@@ -8,18 +8,23 @@ import (
 	"time"
 )
 
-// Script is a Lua script every Redis driver sends, with its SHA1 digest for
-// EVALSHA. Drivers send it with EVALSHA and fall back to EVAL on NOSCRIPT.
+// Script is a Lua script every Redis driver sends. Drivers send it with
+// EVALSHA and fall back to EVAL when the server answers NOSCRIPT. A Script is
+// a value that cannot be changed: the scripts of this package are the same for
+// every user of the module.
 type Script struct {
-	// Source is the Lua source, for EVAL and SCRIPT LOAD.
-	Source string
-	// SHA1 is the lowercase hex SHA1 digest of Source, for EVALSHA.
-	SHA1 string
+	source, sha1 string
 }
+
+// Source returns the Lua source, for EVAL and SCRIPT LOAD.
+func (s Script) Source() string { return s.source }
+
+// SHA1 returns the lowercase hex SHA1 digest of Source, for EVALSHA.
+func (s Script) SHA1() string { return s.sha1 }
 
 func newScript(src string) Script {
 	sum := sha1.Sum([]byte(src))
-	return Script{Source: src, SHA1: hex.EncodeToString(sum[:])}
+	return Script{source: src, sha1: hex.EncodeToString(sum[:])}
 }
 
 var (
@@ -33,32 +38,38 @@ var (
 	raiseFenceSource string
 	//go:embed release_notify.lua
 	releaseNotifySource string
+
+	releaseScript       = newScript(releaseSource)
+	extendScript        = newScript(extendSource)
+	setNXFenceScript    = newScript(setNXFenceSource)
+	raiseFenceScript    = newScript(raiseFenceSource)
+	releaseNotifyScript = newScript(releaseNotifySource)
 )
 
 // ReleaseScript deletes KEYS[1] only if it holds ARGV[1] and returns 1 if it did,
 // 0 otherwise. EvalRelease runs it.
-var ReleaseScript = newScript(releaseSource)
+func ReleaseScript() Script { return releaseScript }
 
 // ExtendScript sets the time to live of KEYS[1] to ARGV[2] milliseconds only if
 // it holds ARGV[1], and returns 1 if it did, 0 otherwise. Extend runs it.
-var ExtendScript = newScript(extendSource)
+func ExtendScript() Script { return extendScript }
 
 // SetNXFenceScript sets KEYS[1] to ARGV[1] with NX and PX ARGV[2] and reads
 // the fencing counter KEYS[2] in the same step. It returns {1, counter} if the
 // key was set and {0, counter} if not, the counter as a decimal string ("0"
 // when absent). Fencer.SetNXFence runs it.
-var SetNXFenceScript = newScript(setNXFenceSource)
+func SetNXFenceScript() Script { return setNXFenceScript }
 
 // RaiseFenceScript raises the fencing counter KEYS[2] to ARGV[2] (a decimal
 // string; it never lowers it) if KEYS[1] holds ARGV[1], and returns 1 if it
 // did hold it, 0 otherwise. Fencer.RaiseFence runs it.
-var RaiseFenceScript = newScript(raiseFenceSource)
+func RaiseFenceScript() Script { return raiseFenceScript }
 
 // ReleaseNotifyScript is ReleaseScript that also publishes an empty message on
-// ReleaseChannel(KEYS[1]) when it deleted the key; it builds the channel's
-// name itself, so a driver passes the same KEYS and ARGV as to ReleaseScript.
+// the channel ARGV[2] when it deleted the key. A driver passes the same KEYS
+// and ARGV as to ReleaseScript, and ReleaseChannel(KEYS[1]) as ARGV[2].
 // Notifier.ReleaseNotify runs it.
-var ReleaseNotifyScript = newScript(releaseNotifySource)
+func ReleaseNotifyScript() Script { return releaseNotifyScript }
 
 // Milliseconds converts a TTL to the whole milliseconds Redis expects, rounding
 // up so that a positive TTL never becomes zero.

@@ -20,6 +20,19 @@
 // the fault proxy in the repository's safety module, which keeps its heavy
 // dependencies out of this module.
 //
+// # Redis Cluster
+//
+// [NewCluster] and [StartCluster] start a real Redis Cluster: cluster-enabled
+// servers, each with its nodes.conf in its own temporary directory, the 16384
+// hash slots split among the shards' primaries, optional replicas
+// ([WithReplicas]), a password or TLS ([WithServerOptions]), and every node
+// agreeing on the slot map before it returns. [Cluster.MigrateSlot] moves a slot and its keys to another shard
+// (after which the old owner answers -MOVED); [Cluster.StartMigration] leaves
+// a slot half migrated, keys moved on demand ([Migration.MoveKeys]), so that
+// clients meet -ASK, until [Migration.Finish]. [Cluster.SetAnnouncePort]
+// makes a shard announce a [Proxy] in front of it, so that clients that
+// follow the slot map go through the proxy. [KeySlot] computes a key's slot.
+//
 // The redis-server binary is taken from the REDISTEST_SERVER environment
 // variable if set, else from PATH; see [InstallHint]. On Linux a server is
 // killed when the process that started it dies, so it never outlives the test

@@ -33,3 +33,35 @@ func Example() {
 	}
 	fmt.Println(srv.Addr(), v)
 }
+
+// ExampleStartCluster starts a Redis Cluster of three shards, writes a key
+// where its slot is served, and moves the slot to another shard, after which
+// the old owner redirects with -MOVED. Tests use NewCluster, which also
+// closes it. It has no Output line because it needs redis-server.
+func ExampleStartCluster() {
+	ctx := context.Background()
+	c, err := redistest.StartCluster(ctx, 3)
+	if errors.Is(err, redistest.ErrNotInstalled) {
+		fmt.Println(redistest.InstallHint)
+		return
+	}
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer c.Close()
+	fmt.Println(c.URL()) // redis://127.0.0.1:P1?cluster=true&addr=127.0.0.1:P2&addr=127.0.0.1:P3
+
+	slot := redistest.KeySlot("{user42}")
+	from := c.SlotShard(slot)
+	if _, err := from.Primary().Do(ctx, "SET", "{user42}:name", "Ada"); err != nil {
+		log.Fatal(err)
+	}
+	to := c.Shards()[(from.Index()+1)%3]
+	if err := c.MigrateSlot(ctx, slot, to); err != nil {
+		log.Fatal(err)
+	}
+	_, err = from.Primary().Do(ctx, "GET", "{user42}:name")
+	fmt.Println(err) // MOVED <slot> <to's address>
+	v, err := to.Primary().Do(ctx, "GET", "{user42}:name")
+	fmt.Println(v, err) // Ada <nil>
+}

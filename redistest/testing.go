@@ -80,3 +80,22 @@ func inCI() bool {
 	}
 	return true
 }
+
+// NewCluster starts a cluster for a test with [StartCluster] and closes it
+// when the test ends. If redis-server is not installed it skips the test, or
+// fails it when the CI environment variable is set; any other start failure
+// fails the test.
+func NewCluster(tb testing.TB, shards int, opts ...ClusterOption) *Cluster {
+	tb.Helper()
+	c, err := StartCluster(tb.Context(), shards, opts...)
+	if err != nil {
+		startFailed(tb, err)
+		return nil
+	}
+	tb.Cleanup(func() {
+		if err := c.Close(); err != nil {
+			tb.Error(err)
+		}
+	})
+	return c
+}

@@ -176,7 +176,7 @@ func (c *Client) TryLock(ctx context.Context, key string) (*Lock, error) {
 		fk       string
 	)
 	if c.fencers != nil {
-		counters, fk = make([]uint64, len(c.nodes)), fenceKey(key)
+		counters, fk = make([]uint64, len(c.nodes)), driver.FenceKey(key)
 		r = c.start(ctx, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
 			ok, counter, err := c.fencers[i].SetNXFence(ctx, key, value, ttl, fk)
 			counters[i] = counter // read by the caller only after this reply

@@ -3,6 +3,8 @@ package redlock
 import (
 	"errors"
 	"fmt"
+
+	"github.com/go-redlock/redlock/driver"
 )
 
 var (
@@ -14,8 +16,11 @@ var (
 	// nodes still held the lock.
 	ErrLockLost = errors.New("redlock: lock lost")
 
-	// ErrClosed is returned by calls on a Client after Close.
-	ErrClosed = errors.New("redlock: client is closed")
+	// ErrClosed is returned by calls on a Client after Close, and is the
+	// cause of a NodeError from a node that was closed. It is the same value
+	// as driver.ErrClosed, which drivers return, so one errors.Is test covers
+	// both.
+	ErrClosed = driver.ErrClosed
 )
 
 // NodeError is the failure of one node during a call. Errors from TryLock,

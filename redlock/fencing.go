@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"strings"
 
 	"github.com/go-redlock/redlock/driver"
 )
@@ -35,16 +34,4 @@ func (c *Client) fence(ctx context.Context, r *round, counters []uint64, key, va
 		return 0, errors.Join(ErrFenceNotWritten, w.err(ctx, ErrFenceNotWritten))
 	}
 	return token, nil
-}
-
-// fenceKey names the fencing counter of the lock key: "{key}:fence", or
-// "key:fence" when key has a hash tag of its own, so that both are in the same
-// Redis Cluster hash slot (a key's slot is that of its first non-empty {...}
-// section, else of the whole key). A key without a hash tag that contains "}"
-// cannot be wrapped that way; its counter is "key:fence", in another slot.
-func fenceKey(key string) string {
-	if strings.Contains(key, "}") {
-		return key + ":fence"
-	}
-	return "{" + key + "}:fence"
 }

@@ -76,8 +76,7 @@ func WithBackoff(b Backoff) Option {
 
 // WithFencing gives every lock a fencing token (Lock.Token) that rises with
 // every grant of its key. Each node keeps a counter per key, which never
-// expires, at "{key}:fence" (or "key:fence" when the key contains "}"), in the
-// same Redis Cluster hash slot as the key when the key has no "}". Acquiring
+// expires, at driver.FenceKey(key), which says where it is. Acquiring
 // reads the counters with the SET in one step, takes the largest among the
 // granting nodes plus one, and writes it back to a quorum before the lock is
 // returned, at the cost of a second round trip.

@@ -24,11 +24,15 @@ func FuzzOpen(f *testing.F) {
 		"rediss://h:1?tls_cert_file=/nonexistent/c.pem&tls_key_file=/nonexistent/k.pem",
 		"redis://u:p4ssw0rd@h:99999", "redis://u:p4ssw0rd@h:1/x", "http://u:p4ssw0rd@h:1", "", "redis://", "::1",
 		"redis://u:p%34ssw0rd@h:1", "rediss://u:p4ssw0rd@h:1?tls_bogus=1#frag",
+		"redis://u:p4ssw0rd@h:1?cluster=true&addr=h:2&addr=[::1]:3", "rediss://:p4ssw0rd@h:1/0?cluster=true&addr=h:2",
+		"redis://u:p4ssw0rd@h:1/2?cluster=true", "redis://u:p4ssw0rd@h:1?addr=h:2", "redis://u:p4ssw0rd@h:1?cluster=true&addr=h:2&addr=h:2",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, addr string) {
-		a, perr := redisaddr.Parse(addr)
+		// ParseNode accepts every address a driver may accept, a cluster's
+		// included.
+		a, perr := redisaddr.ParseNode(addr)
 		if perr == nil {
 			for _, file := range []string{a.TLSCAFile, a.TLSCertFile, a.TLSKeyFile} {
 				if _, err := os.Stat(file); file != "" && err == nil {

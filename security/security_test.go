@@ -1,4 +1,4 @@
-// Package security_test holds the cross-driver security tests of issue 7,
+// Package security_test holds the cross-driver security tests,
 // against real redis-server processes that the tests start: locking over TLS
 // and mutual TLS, the least-privilege ACL user of the README, secrets (passwords
 // and lock values) that never leak into errors, String methods, logs or

@@ -197,7 +197,7 @@ func TestMarkdown(t *testing.T) {
 	}
 }
 
-// scaleReport is a report over the cases of issue 15 in which rueidis meets
+// scaleReport is a report over the cases of ScaleTargets in which rueidis meets
 // every target and goredis none.
 func scaleReport() *Report {
 	res := func(caseName, params, contender string, kind Kind, m map[string]float64) *Result {
@@ -249,7 +249,7 @@ func TestScaleTargets(t *testing.T) {
 func TestScaleMarkdown(t *testing.T) {
 	md := scaleReport().Markdown()
 	for _, want := range []string{
-		"## Targets (issue 15: performance at scale)",
+		"## Targets at scale",
 		"| floor (DEL): goredis |",
 		"Locks held at once through Do by one client: 20000 on 5 nodes",
 		"| **rueidis** | 20,000 | 0 | 0 | 1,500 | 2.00 µs | 3.00 s |",

@@ -75,7 +75,7 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "![Throughput and p99 latency of lock+unlock per contender](%s)\n\n", ChartFile)
 
 	if t := r.Targets(); len(t) > 0 {
-		fmt.Fprintf(&b, "## Targets (issue 3)\n\n")
+		fmt.Fprintf(&b, "## Targets\n\n")
 		fmt.Fprintf(&b, "Five local nodes, 64 concurrent lockers, lock+unlock, unless the target says otherwise.\n\n")
 		fmt.Fprintf(&b, "| target | met | figures |\n|---|---|---|\n")
 		for _, t := range t {
@@ -89,7 +89,7 @@ func (r *Report) Markdown() string {
 	}
 
 	if t := r.ScaleTargets(); len(t) > 0 {
-		fmt.Fprintf(&b, "## Targets (issue 15: performance at scale)\n\n")
+		fmt.Fprintf(&b, "## Targets at scale\n\n")
 		fmt.Fprintf(&b, "Ratios within this run. Lone call: the floor is the same client doing the driver's commands by hand\n")
 		fmt.Fprintf(&b, "(SET NX PX, then the release script by EVALSHA); the DEL floor is shown beside it.\n\n")
 		fmt.Fprintf(&b, "| target | met | figures |\n|---|---|---|\n")

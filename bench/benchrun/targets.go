@@ -53,8 +53,8 @@ func (l *targetList) add(name string, check func(d string) (ok, have bool, fig s
 	}
 }
 
-// ScaleTargets checks the targets of issue 15 (performance at scale) on the
-// report's medians, for the Redis drivers. A target with no figures in the
+// ScaleTargets checks the targets of performance at scale (many locks held,
+// lone calls, hand-off, far nodes) on the report's medians, for the Redis drivers. A target with no figures in the
 // report is left out.
 func (r *Report) ScaleTargets() []Target {
 	var drivers []string
@@ -140,8 +140,8 @@ func (r *Report) ScaleTargets() []Target {
 	return l.ts
 }
 
-// Targets checks the targets of issue 3 on the report's medians, for the
-// Redis drivers (those with a floor). A target with no figures in the report
+// Targets checks the throughput, allocation and stall targets on the
+// report's medians, for the Redis drivers (those with a floor). A target with no figures in the report
 // (its case was not run) is left out.
 func (r *Report) Targets() []Target {
 	l := targetList{drivers: r.redisDrivers(Headline)}

@@ -250,11 +250,11 @@ func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, o doctorOptio
 	ttl := driver.MillisecondsString(o.ttl)
 	user, err := call("ACL", "WHOAMI").Text()
 	if err == nil {
-		fk, ch := fenceKey(o.key), driver.ReleaseChannel(o.key)
+		fk, ch := driver.FenceKey(o.key), driver.ReleaseChannel(o.key)
 		required := []permission{
 			{"SET", []any{"SET", o.key, "v", "NX", "PX", ttl}},
-			{"EVAL", []any{"EVAL", driver.ReleaseScript.Source, "1", o.key, "v"}},
-			{"EVALSHA", []any{"EVALSHA", driver.ReleaseScript.SHA1, "1", o.key, "v"}},
+			{"EVAL", []any{"EVAL", driver.ReleaseScript().Source(), "1", o.key, "v"}},
+			{"EVALSHA", []any{"EVALSHA", driver.ReleaseScript().SHA1(), "1", o.key, "v"}},
 			{"GET", []any{"GET", o.key}},
 			{"PEXPIRE", []any{"PEXPIRE", o.key, ttl}},
 			{"DEL", []any{"DEL", o.key}},
@@ -310,9 +310,9 @@ func checkPermissionsScratch(n *nodeReport, call func(...any) *redis.Cmd, o doct
 		args []any
 	}{
 		{"SET NX PX", []any{"SET", key, value, "NX", "PX", ttl}},
-		{"EVAL (GET, PEXPIRE)", []any{"EVAL", driver.ExtendScript.Source, "1", key, value, ttl}},
-		{"EVALSHA (GET, PEXPIRE)", []any{"EVALSHA", driver.ExtendScript.SHA1, "1", key, value, ttl}},
-		{"EVAL (GET, DEL)", []any{"EVAL", driver.ReleaseScript.Source, "1", key, value}},
+		{"EVAL (GET, PEXPIRE)", []any{"EVAL", driver.ExtendScript().Source(), "1", key, value, ttl}},
+		{"EVALSHA (GET, PEXPIRE)", []any{"EVALSHA", driver.ExtendScript().SHA1(), "1", key, value, ttl}},
+		{"EVAL (GET, DEL)", []any{"EVAL", driver.ReleaseScript().Source(), "1", key, value}},
 	}
 	for _, s := range steps {
 		if err := call(s.args...).Err(); err != nil {
@@ -335,15 +335,6 @@ func redisErrorText(err error) string {
 		return msg
 	}
 	return err.Error()
-}
-
-// fenceKey is the fencing counter's key for a lock key, as package redlock
-// names it (see redlock.WithFencing).
-func fenceKey(key string) string {
-	if strings.Contains(key, "}") {
-		return key + ":fence"
-	}
-	return "{" + key + "}:fence"
 }
 
 // signed formats d with its sign: "+1.2ms", "-300µs".

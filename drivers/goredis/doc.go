@@ -52,9 +52,8 @@
 // Concurrent calls on a node are pipelined (package internal/batch): a node
 // sends on at most two connections at once; while both are busy, the calls
 // that arrive wait and go together as one pipeline (at most 128 commands),
-// one write and one read for all of them, on the client and on the server.
-// That is what makes the driver several times faster than go-redis used one
-// command at a time under load (bench/RESULTS.md). A call that finds a
+// one write and one read for all of them, on the client and on the server
+// (bench/RESULTS.md measures what that gains). A call that finds a
 // connection free is sent at once, alone, with its own context. A call in a
 // pipeline still returns as soon as its own context ends; a call still
 // waiting when its context ends is never sent.

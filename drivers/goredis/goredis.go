@@ -5,21 +5,19 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"reflect"
 	"runtime"
-	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/batch"
+	"github.com/go-redlock/redlock/internal/drivernode"
 	"github.com/go-redlock/redlock/internal/pubsub"
 	"github.com/go-redlock/redlock/internal/redisaddr"
+	"github.com/go-redlock/redlock/internal/rediscmd"
 	"github.com/go-redlock/redlock/internal/tlsdial"
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -34,13 +32,6 @@ const (
 	ioTimeout   = 3 * time.Second // read and write
 	minPoolSize = 64              // connections, for 64 concurrent lockers
 )
-
-// ErrClosed is [driver.ErrClosed], which calls on a node return after Close.
-var ErrClosed = driver.ErrClosed
-
-// errNilClient is what every call on a node from New(nil), and its Close,
-// return.
-var errNilClient = errors.New("goredis: New was given a nil client")
 
 // Driver opens go-redis nodes by address. It is registered as "goredis".
 type Driver struct{}
@@ -103,7 +94,7 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 		return conn, err
 	}
 	c := redis.NewClient(opts)
-	n := newNode(c, a.String(), true)
+	n := newNode(c, drivernode.Name(a.String()), true)
 	n.owned, n.hub = true, pubsub.New(n.dialPubSub)
 	return n, nil
 }
@@ -127,14 +118,14 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 // another server than the one that publishes a key's release, Subscribe
 // returns an error and waiters poll.
 func New(c redis.UniversalClient) driver.Node {
-	if isNil(c) {
-		n := &node{name: "goredis"}
-		n.Commands.Send = n.do // which fails: no client
+	if drivernode.IsNil(c) {
+		n := &node{Name: "goredis"}
+		n.state.SetNilClient("goredis", "client") // every call fails
 		return n
 	}
 	rc, ok := c.(*redis.Client)
 	if !ok {
-		return newNode(c, "goredis-"+strconv.FormatInt(wrapped.Add(1), 10), false)
+		return newNode(c, unnamed.Next(), false)
 	}
 	o := rc.Options()
 	n := newNode(c, describe(o), o.ContextTimeoutEnabled)
@@ -144,63 +135,59 @@ func New(c redis.UniversalClient) driver.Node {
 
 // newNode returns a node over c that pipelines concurrent commands (see
 // package batch) on at most senders connections at once.
-func newNode(c redis.UniversalClient, name string, bounded bool) *node {
-	n := &node{client: c, name: name, bounded: bounded}
-	n.Commands.Send = n.do
+func newNode(c redis.UniversalClient, name drivernode.Name, bounded bool) *node {
+	n := &node{client: c, Name: name, bounded: bounded}
 	n.batch = batch.New(n.exec, batch.Senders, batch.MaxBatch)
 	return n
 }
 
-// wrapped counts the nodes New made over clients other than *redis.Client, to
-// name them.
-var wrapped atomic.Int64
-
-// isNil reports whether c is nil or a nil pointer.
-func isNil(c any) bool {
-	v := reflect.ValueOf(c)
-	return !v.IsValid() || v.Kind() == reflect.Pointer && v.IsNil()
-}
+// unnamed names the nodes New made over clients other than *redis.Client.
+var unnamed = drivernode.NewCounter("goredis")
 
 // describe names the server o connects to, without credentials.
-func describe(o *redis.Options) string {
+func describe(o *redis.Options) drivernode.Name {
 	host, port, err := net.SplitHostPort(o.Addr)
 	if err != nil {
-		return o.Addr // a Unix socket path, say
+		return drivernode.Name(o.Addr) // a Unix socket path, say
 	}
 	a := redisaddr.Addr{Host: host, Port: port, Username: o.Username, Password: o.Password, DB: o.DB, TLS: o.TLSConfig != nil}
-	return a.String()
+	return drivernode.Name(a.String())
 }
 
-// node is a driver.Node over a go-redis client. Its command methods (SetNX,
-// EvalRelease, Extend, SetNXFence, RaiseFence, ReleaseNotify) come from
-// batch.Commands, over do.
+// node is a driver.Node over a go-redis client. Its command methods send
+// the commands of package rediscmd through do. Its String and Format (from
+// drivernode.Name) show its address without credentials.
 type node struct {
-	batch.Commands
+	drivernode.Name
 	client  redis.UniversalClient // nil for New(nil)
 	owned   bool                  // Close closes client
-	name    string                // address without credentials
 	bounded bool                  // client bounds I/O by the context's deadline (ContextTimeoutEnabled)
 	hub     *pubsub.Hub           // the release subscriptions; nil unless client is a *redis.Client
-	batch   *batch.Batcher[batch.Cmd, batch.Result]
-	closed  atomic.Bool
+	batch   *batch.Batcher[rediscmd.Cmd, rediscmd.Result]
+	state   drivernode.State // nil client, closed
 }
 
-// String returns the node's address with credentials removed.
-func (n *node) String() string { return n.name }
+// SetNX sends SET key value NX PX ttl.
+func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return rediscmd.OK(n.do(ctx, rediscmd.SetNX(key, value, ttl)))
+}
 
-// Format writes String whatever the verb, so that no verb (%#v, %d, ...)
-// prints the node's fields, which hold the password.
-func (n *node) Format(f fmt.State, _ rune) { io.WriteString(f, n.name) }
+// EvalRelease runs driver.ReleaseScript: DEL key if it holds value.
+func (n *node) EvalRelease(ctx context.Context, key, value string) (bool, error) {
+	return rediscmd.OK(n.do(ctx, rediscmd.Release(key, value)))
+}
+
+// Extend runs driver.ExtendScript: PEXPIRE key ttl if it holds value.
+func (n *node) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return rediscmd.OK(n.do(ctx, rediscmd.Extend(key, value, ttl)))
+}
 
 // Close closes the node's pub/sub connection, and the client if the node owns
-// it (a node from Open). Later calls on the node return ErrClosed; closing
+// it (a node from Open). Later calls on the node return driver.ErrClosed; closing
 // twice does nothing. On a node from New(nil) it returns an error.
 func (n *node) Close() error {
-	if n.client == nil {
-		return errNilClient
-	}
-	if n.closed.Swap(true) {
-		return nil
+	if first, err := n.state.Close(); !first {
+		return err
 	}
 	if n.hub != nil {
 		n.hub.Close()
@@ -214,35 +201,23 @@ func (n *node) Close() error {
 	return nil
 }
 
-// usable returns the error of a call on a node that has no client or is
-// closed.
-func (n *node) usable() error {
-	switch {
-	case n.client == nil:
-		return errNilClient
-	case n.closed.Load():
-		return ErrClosed
-	}
-	return nil
-}
-
 // do sends cmd through the node's batcher, and names the command in its
 // error, which matches ctx's error when ctx is done: go-redis reports an
 // expired deadline as a network timeout.
-func (n *node) do(ctx context.Context, cmd batch.Cmd) (batch.Result, error) {
-	if err := n.usable(); err != nil {
-		return batch.Result{}, err
+func (n *node) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error) {
+	if err := n.state.Err(); err != nil {
+		return rediscmd.Result{}, err
 	}
 	r, err := n.batch.Do(ctx, cmd)
 	if err != nil {
-		return batch.Result{}, fmt.Errorf("goredis: %s: %w", cmd.Op, driver.ContextError(ctx, err))
+		return rediscmd.Result{}, cmd.Failed(ctx, "goredis", err)
 	}
 	return r, nil
 }
 
 // exec is the node's batch.Exec: one command on the caller's goroutine
 // (watched, see watch), or several as one pipeline.
-func (n *node) exec(ctx context.Context, calls []*batch.Call[batch.Cmd, batch.Result]) {
+func (n *node) exec(ctx context.Context, calls []*batch.Call[rediscmd.Cmd, rediscmd.Result]) {
 	if len(calls) == 1 {
 		c := calls[0]
 		if err := ctx.Err(); err != nil {
@@ -254,7 +229,7 @@ func (n *node) exec(ctx context.Context, calls []*batch.Call[batch.Cmd, batch.Re
 			return
 		}
 		cmd := c.Cmd // the watch may return before the command: c is then reused
-		c.Res, c.Err = watch(ctx, func(ctx context.Context) (batch.Result, error) { return n.one(ctx, &cmd) })
+		c.Res, c.Err = watch(ctx, func(ctx context.Context) (rediscmd.Result, error) { return n.one(ctx, &cmd) })
 		return
 	}
 	cmds := make([]*redis.Cmd, len(calls))
@@ -289,7 +264,7 @@ type sender interface {
 }
 
 // one sends cmd alone.
-func (n *node) one(ctx context.Context, cmd *batch.Cmd) (batch.Result, error) {
+func (n *node) one(ctx context.Context, cmd *rediscmd.Cmd) (rediscmd.Result, error) {
 	c := send(ctx, n.client, cmd, false)
 	if isNoScript(c.Err()) {
 		c = send(ctx, n.client, cmd, true)
@@ -299,15 +274,24 @@ func (n *node) one(ctx context.Context, cmd *batch.Cmd) (batch.Result, error) {
 
 // send sends cmd on c, a client or a pipeline: SET, or its script by EVALSHA,
 // or by EVAL when eval is set.
-func send(ctx context.Context, c sender, cmd *batch.Cmd, eval bool) *redis.Cmd {
-	s := cmd.Script()
+func send(ctx context.Context, c sender, cmd *rediscmd.Cmd, eval bool) *redis.Cmd {
+	s, ok := cmd.Script()
 	switch {
-	case s == nil:
+	case !ok:
 		return c.Do(ctx, "SET", cmd.Key, cmd.Value, "NX", "PX", driver.Milliseconds(cmd.TTL))
 	case eval:
-		return c.Eval(ctx, s.Source, cmd.Keys(), cmd.Args()...)
+		return c.Eval(ctx, s.Source(), cmd.Keys(), anys(cmd.Args())...)
 	}
-	return c.EvalSha(ctx, s.SHA1, cmd.Keys(), cmd.Args()...)
+	return c.EvalSha(ctx, s.SHA1(), cmd.Keys(), anys(cmd.Args())...)
+}
+
+// anys returns the arguments as go-redis takes them.
+func anys(args []string) []any {
+	a := make([]any, len(args))
+	for i, s := range args {
+		a[i] = s
+	}
+	return a
 }
 
 // isNoScript reports whether err is the server's NOSCRIPT: it does not have
@@ -317,13 +301,13 @@ func isNoScript(err error) bool {
 }
 
 // result reads the reply of cmd.
-func result(cmd *batch.Cmd, c *redis.Cmd) (batch.Result, error) {
+func result(cmd *rediscmd.Cmd, c *redis.Cmd) (rediscmd.Result, error) {
 	reply, err := c.Result()
 	switch {
 	case errors.Is(err, redis.Nil):
 		reply = nil
 	case err != nil:
-		return batch.Result{}, err
+		return rediscmd.Result{}, err
 	}
 	return cmd.Parse(reply)
 }

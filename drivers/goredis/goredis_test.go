@@ -75,7 +75,7 @@ func TestNewDoesNotCloseClient(t *testing.T) {
 	require.NoError(t, n.Close())
 	require.NoError(t, n.Close(), "a second Close")
 	for call, err := range conformance.Calls(t.Context(), n, "k") {
-		require.ErrorIs(t, err, goredis.ErrClosed, call)
+		require.ErrorIs(t, err, driver.ErrClosed, call)
 	}
 	require.NoError(t, rdb.Ping(t.Context()).Err(), "New's Close closed the caller's client")
 }
@@ -202,6 +202,6 @@ func TestCloseDuringCalls(t *testing.T) {
 		require.Error(t, <-done)
 	}
 	for call, err := range conformance.Calls(ctx, n, "k") {
-		require.ErrorIs(t, err, goredis.ErrClosed, call)
+		require.ErrorIs(t, err, driver.ErrClosed, call)
 	}
 }

@@ -3,18 +3,36 @@ package goredis
 import (
 	"context"
 	"errors"
-	"fmt"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/pubsub"
+	"github.com/go-redlock/redlock/internal/rediscmd"
 )
 
 var (
 	_ driver.Fencer   = (*node)(nil)
 	_ driver.Notifier = (*node)(nil)
 )
+
+// SetNXFence runs driver.SetNXFenceScript: SET key value NX PX ttl, and the
+// counter at fenceKey read in the same step.
+func (n *node) SetNXFence(ctx context.Context, key, value string, ttl time.Duration, fenceKey string) (bool, uint64, error) {
+	return rediscmd.OKCounter(n.do(ctx, rediscmd.SetNXFence(key, value, ttl, fenceKey)))
+}
+
+// RaiseFence runs driver.RaiseFenceScript.
+func (n *node) RaiseFence(ctx context.Context, key, value, fenceKey string, token uint64) (bool, error) {
+	return rediscmd.OK(n.do(ctx, rediscmd.RaiseFence(key, value, fenceKey, token)))
+}
+
+// ReleaseNotify runs driver.ReleaseNotifyScript, which publishes the release
+// on driver.ReleaseChannel(key).
+func (n *node) ReleaseNotify(ctx context.Context, key, value string) (bool, error) {
+	return rediscmd.OK(n.do(ctx, rediscmd.ReleaseNotify(key, value)))
+}
 
 // errNoPubSub is what Subscribe returns on a node over a client other than a
 // *redis.Client.
@@ -24,17 +42,13 @@ var errNoPubSub = errors.New("goredis: subscribe: release notifications need a *
 // pub/sub connection, which the node makes on first use and shares among all
 // its subscriptions (see package pubsub).
 func (n *node) Subscribe(ctx context.Context, key string, notify chan<- struct{}) (func(), error) {
-	if err := n.usable(); err != nil {
+	if err := n.state.Err(); err != nil {
 		return nil, err
 	}
 	if n.hub == nil {
 		return nil, errNoPubSub
 	}
-	cancel, err := n.hub.Subscribe(ctx, driver.ReleaseChannel(key), notify)
-	if err != nil {
-		return nil, fmt.Errorf("goredis: subscribe: %w", driver.ContextError(ctx, err))
-	}
-	return cancel, nil
+	return n.hub.SubscribeRelease(ctx, "goredis", key, notify)
 }
 
 // pubSubDial marks the contexts of the pub/sub connection's commands. The

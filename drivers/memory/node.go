@@ -3,19 +3,15 @@ package memory
 import (
 	"context"
 	"errors"
-	"strconv"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/drivernode"
 )
 
 // Errors a node returns.
 var (
-	// ErrClosed is [driver.ErrClosed], which calls on a Node return after
-	// Close.
-	ErrClosed = driver.ErrClosed
 	// ErrDown is returned by every call while the store is down (SetDown).
 	ErrDown = errors.New("memory: node is down")
 	// ErrReplyLost is returned, after the command was applied, while the store
@@ -46,8 +42,8 @@ type entry struct {
 // Node is an in-process driver.Node. Its fault controls act on its store, so
 // they affect every Node opened under the same address.
 type Node struct {
-	s      *store
-	closed atomic.Bool
+	s     *store
+	state drivernode.State // closed
 }
 
 var _ driver.Node = (*Node)(nil)
@@ -62,13 +58,13 @@ func WithClock(c Clock) Option { return func(s *store) { s.clock = c } }
 // "memory-N", N counting the nodes New made).
 func WithName(name string) Option { return func(s *store) { s.name = name } }
 
-// created counts the stores New made, to name them.
-var created atomic.Int64
+// unnamed names the stores New made without WithName.
+var unnamed = drivernode.NewCounter("memory")
 
 // New returns a node with keys of its own.
 func New(opts ...Option) *Node {
 	s := &store{
-		name:  "memory-" + strconv.FormatInt(created.Add(1), 10),
+		name:  unnamed.Next().String(),
 		clock: RealClock{},
 		keys:  make(map[string]entry),
 	}
@@ -84,8 +80,8 @@ func (n *Node) String() string { return n.s.name }
 // enter waits out the store's latency and stall, then checks for faults. It
 // returns with s.mu held when err is nil.
 func (n *Node) enter(ctx context.Context) error {
-	if n.closed.Load() {
-		return ErrClosed
+	if err := n.state.Err(); err != nil {
+		return err
 	}
 	if err := ctx.Err(); err != nil {
 		return err
@@ -182,8 +178,8 @@ func (n *Node) Extend(ctx context.Context, key, value string, ttl time.Duration)
 
 // Close closes this Node; the store and other Nodes opened on it stay.
 func (n *Node) Close() error {
-	n.closed.Store(true)
-	return nil
+	_, err := n.state.Close()
+	return err
 }
 
 // SetDown makes every call fail with ErrDown (down true) or work again.

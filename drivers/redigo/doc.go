@@ -25,10 +25,9 @@
 // sends on at most two connections from the pool at once; while both are
 // busy, the calls that arrive wait and go together as one pipeline (Send for
 // each, one Flush, then their replies; at most 128 commands), one write and
-// one read for all of them, on the client and on the server. That is what
-// makes the driver several times faster than redigo used one command at a
-// time under load (bench/RESULTS.md). A call that finds a connection free is
-// sent at once, alone.
+// one read for all of them, on the client and on the server
+// (bench/RESULTS.md measures what that gains). A call that finds a
+// connection free is sent at once, alone.
 //
 // Every call is bounded by its context: when the context ends, the call
 // returns an error matching ctx.Err() (a call still waiting to be sent is

@@ -3,12 +3,13 @@ package redigo
 import (
 	"context"
 	"errors"
-	"fmt"
+	"time"
 
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/pubsub"
+	"github.com/go-redlock/redlock/internal/rediscmd"
 )
 
 var (
@@ -16,18 +17,31 @@ var (
 	_ driver.Notifier = (*node)(nil)
 )
 
+// SetNXFence runs driver.SetNXFenceScript: SET key value NX PX ttl, and the
+// counter at fenceKey read in the same step.
+func (n *node) SetNXFence(ctx context.Context, key, value string, ttl time.Duration, fenceKey string) (bool, uint64, error) {
+	return rediscmd.OKCounter(n.do(ctx, rediscmd.SetNXFence(key, value, ttl, fenceKey)))
+}
+
+// RaiseFence runs driver.RaiseFenceScript.
+func (n *node) RaiseFence(ctx context.Context, key, value, fenceKey string, token uint64) (bool, error) {
+	return rediscmd.OK(n.do(ctx, rediscmd.RaiseFence(key, value, fenceKey, token)))
+}
+
+// ReleaseNotify runs driver.ReleaseNotifyScript, which publishes the release
+// on driver.ReleaseChannel(key).
+func (n *node) ReleaseNotify(ctx context.Context, key, value string) (bool, error) {
+	return rediscmd.OK(n.do(ctx, rediscmd.ReleaseNotify(key, value)))
+}
+
 // Subscribe subscribes to driver.ReleaseChannel(key) over the node's one
 // pub/sub connection, which the node makes on first use and shares among all
 // its subscriptions (see package pubsub).
 func (n *node) Subscribe(ctx context.Context, key string, notify chan<- struct{}) (func(), error) {
-	if err := n.usable(); err != nil {
+	if err := n.state.Err(); err != nil {
 		return nil, err
 	}
-	cancel, err := n.hub.Subscribe(ctx, driver.ReleaseChannel(key), notify)
-	if err != nil {
-		return nil, fmt.Errorf("redigo: subscribe: %w", driver.ContextError(ctx, err))
-	}
-	return cancel, nil
+	return n.hub.SubscribeRelease(ctx, "redigo", key, notify)
 }
 
 // dialPubSub makes the node's pub/sub connection with the pool's dial

@@ -5,20 +5,20 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/batch"
+	"github.com/go-redlock/redlock/internal/drivernode"
 	"github.com/go-redlock/redlock/internal/pubsub"
 	"github.com/go-redlock/redlock/internal/redisaddr"
+	"github.com/go-redlock/redlock/internal/rediscmd"
 	"github.com/go-redlock/redlock/internal/tlsdial"
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -39,13 +39,6 @@ const (
 	// keepAlive is the TCP keep-alive period, redigo's default.
 	keepAlive = 5 * time.Minute
 )
-
-// ErrClosed is [driver.ErrClosed], which calls on a node return after Close.
-var ErrClosed = driver.ErrClosed
-
-// errNilPool is what every call on a node from New(nil), and its Close,
-// return.
-var errNilPool = errors.New("redigo: New was given a nil pool")
 
 // Driver opens redigo nodes by address. It is registered as "redigo".
 type Driver struct{}
@@ -109,7 +102,7 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 		Wait:        true, // for a connection, as long as the call's context allows
 		IdleTimeout: idleTimeout,
 	}
-	return newNode(pool, a.String(), true), nil
+	return newNode(pool, drivernode.Name(a.String()), true), nil
 }
 
 // New returns a node over a pool the caller configured; its DialContext (or
@@ -128,55 +121,60 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 // the node's own, made with the pool's DialContext (or Dial) and never put in
 // the pool.
 func New(p *redis.Pool) driver.Node {
-	return newNode(p, fmt.Sprintf("redigo(%p)", p), false)
+	return newNode(p, drivernode.Name(fmt.Sprintf("redigo(%p)", p)), false)
 }
 
-func newNode(p *redis.Pool, name string, ownsPool bool) *node {
-	n := &node{pool: p, name: name, ownsPool: ownsPool}
-	n.Commands.Send = n.do
-	if p != nil {
+func newNode(p *redis.Pool, name drivernode.Name, ownsPool bool) *node {
+	n := &node{pool: p, Name: name, ownsPool: ownsPool}
+	if p == nil {
+		n.state.SetNilClient("redigo", "pool") // every call fails
+	} else {
 		n.hub = pubsub.New(n.dialPubSub)
 		n.batch = batch.New(n.exec, batch.Senders, batch.MaxBatch)
 	}
 	return n
 }
 
-// node is a driver.Node over a redigo pool. Its command methods (SetNX,
-// EvalRelease, Extend, SetNXFence, RaiseFence, ReleaseNotify) come from
-// batch.Commands, over do.
+// node is a driver.Node over a redigo pool. Its command methods send the
+// commands of package rediscmd through do. Its String and Format (from
+// drivernode.Name) show its address without credentials, or the pool's.
 type node struct {
-	batch.Commands
+	drivernode.Name
 	pool     *redis.Pool // nil for New(nil)
-	name     string
 	ownsPool bool
-	hub      *pubsub.Hub                             // the release subscriptions; nil for New(nil)
-	batch    *batch.Batcher[batch.Cmd, batch.Result] // nil for New(nil)
-	closed   atomic.Bool
+	hub      *pubsub.Hub                                   // the release subscriptions; nil for New(nil)
+	batch    *batch.Batcher[rediscmd.Cmd, rediscmd.Result] // nil for New(nil)
+	state    drivernode.State                              // nil pool, closed
 	// getting is held (read) around pool.GetContext and (write) by Close:
 	// redigo's Pool.Close races with a GetContext waiting for a connection
 	// (Wait is set), closing the channel that GetContext sends on.
 	getting sync.RWMutex
 }
 
-// String returns the node's address with any password removed.
-func (n *node) String() string { return n.name }
+// SetNX sends SET key value NX PX ttl.
+func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return rediscmd.OK(n.do(ctx, rediscmd.SetNX(key, value, ttl)))
+}
 
-// Format writes String whatever the verb, so that no verb (%#v, %d, ...)
-// prints the node's fields, which hold the password.
-func (n *node) Format(f fmt.State, _ rune) { io.WriteString(f, n.name) }
+// EvalRelease runs driver.ReleaseScript: DEL key if it holds value.
+func (n *node) EvalRelease(ctx context.Context, key, value string) (bool, error) {
+	return rediscmd.OK(n.do(ctx, rediscmd.Release(key, value)))
+}
 
-// Close makes later calls fail with ErrClosed, closes the node's pub/sub
+// Extend runs driver.ExtendScript: PEXPIRE key ttl if it holds value.
+func (n *node) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return rediscmd.OK(n.do(ctx, rediscmd.Extend(key, value, ttl)))
+}
+
+// Close makes later calls fail with driver.ErrClosed, closes the node's pub/sub
 // connection, and closes the pool if Open made it. Closing twice does nothing.
 // On a node from New(nil) it returns an error.
 func (n *node) Close() error {
-	if n.pool == nil {
-		return errNilPool
-	}
 	n.getting.Lock()
-	already := n.closed.Swap(true)
+	first, err := n.state.Close()
 	n.getting.Unlock()
-	if already {
-		return nil
+	if !first {
+		return err
 	}
 	n.hub.Close()
 	if !n.ownsPool {
@@ -188,31 +186,20 @@ func (n *node) Close() error {
 // do sends cmd through the node's batcher. Its errors match ctx.Err() when
 // ctx is done: redigo bounds a read by a socket deadline equal to ctx's,
 // which can fire before ctx itself reports DeadlineExceeded.
-func (n *node) do(ctx context.Context, cmd batch.Cmd) (batch.Result, error) {
-	if err := n.usable(); err != nil {
-		return batch.Result{}, err
+func (n *node) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error) {
+	if err := n.state.Err(); err != nil {
+		return rediscmd.Result{}, err
 	}
 	r, err := n.batch.Do(ctx, cmd)
 	if err != nil {
-		return batch.Result{}, fmt.Errorf("redigo: %s: %w", cmd.Op, driver.ContextError(ctx, err))
+		return rediscmd.Result{}, cmd.Failed(ctx, "redigo", err)
 	}
 	return r, nil
 }
 
-// usable returns the error of a call on a node without a pool or closed.
-func (n *node) usable() error {
-	switch {
-	case n.pool == nil:
-		return errNilPool
-	case n.closed.Load():
-		return ErrClosed
-	}
-	return nil
-}
-
 // exec is the node's batch.Exec: it sends calls on one connection from the
 // pool, one command directly, several as one pipeline.
-func (n *node) exec(ctx context.Context, calls []*batch.Call[batch.Cmd, batch.Result]) {
+func (n *node) exec(ctx context.Context, calls []*batch.Call[rediscmd.Cmd, rediscmd.Result]) {
 	c, err := n.conn(ctx)
 	if err != nil {
 		for _, call := range calls {
@@ -258,7 +245,7 @@ func (n *node) exec(ctx context.Context, calls []*batch.Call[batch.Cmd, batch.Re
 // Redlock node timeout is by default), the read is bounded by it and a
 // cancellation is seen by the deadline at the latest; otherwise redigo
 // watches ctx, at the cost of a goroutine per call.
-func one(ctx context.Context, c redis.Conn, cmd *batch.Cmd) (batch.Result, error) {
+func one(ctx context.Context, c redis.Conn, cmd *rediscmd.Cmd) (rediscmd.Result, error) {
 	do := func(name string, args []any) (any, error) {
 		if d, ok := ctx.Deadline(); ok && time.Until(d) <= batch.CancelLag {
 			timeout := time.Until(d)
@@ -274,14 +261,14 @@ func one(ctx context.Context, c redis.Conn, cmd *batch.Cmd) (batch.Result, error
 		reply, err = do(command(cmd, true))
 	}
 	if err != nil {
-		return batch.Result{}, err
+		return rediscmd.Result{}, err
 	}
 	return cmd.Parse(reply)
 }
 
 // pipeline sends the commands of calls at the indexes idx, then reads their
 // replies into replies and errs, each read bounded by ctx's deadline.
-func pipeline(ctx context.Context, c redis.Conn, calls []*batch.Call[batch.Cmd, batch.Result], idx []int, eval bool, replies []any, errs []error) {
+func pipeline(ctx context.Context, c redis.Conn, calls []*batch.Call[rediscmd.Cmd, rediscmd.Result], idx []int, eval bool, replies []any, errs []error) {
 	fail := func(err error) {
 		for _, i := range idx {
 			replies[i], errs[i] = nil, err
@@ -320,25 +307,27 @@ func pipeline(ctx context.Context, c redis.Conn, calls []*batch.Call[batch.Cmd, 
 
 // command returns the name and arguments that send cmd: SET, or its script
 // by EVALSHA, or by EVAL when eval is set.
-func command(cmd *batch.Cmd, eval bool) (string, []any) {
-	s := cmd.Script()
-	if s == nil {
-		return "SET", append([]any{cmd.Key}, cmd.Args()...)
-	}
-	keys := cmd.Keys()
-	args := make([]any, 0, 2+len(keys)+2)
+func command(cmd *rediscmd.Cmd, eval bool) (string, []any) {
+	keys, argv := cmd.Keys(), cmd.Args()
+	args := make([]any, 0, 2+len(keys)+len(argv))
+	s, ok := cmd.Script()
 	name := "EVALSHA"
-	if eval {
+	switch {
+	case !ok:
+		name = "SET"
+	case eval:
 		name = "EVAL"
-		args = append(args, s.Source)
-	} else {
-		args = append(args, s.SHA1)
+		args = append(args, s.Source(), len(keys))
+	default:
+		args = append(args, s.SHA1(), len(keys))
 	}
-	args = append(args, len(keys))
 	for _, k := range keys {
 		args = append(args, k)
 	}
-	return name, append(args, cmd.Args()...)
+	for _, a := range argv {
+		args = append(args, a)
+	}
+	return name, args
 }
 
 // isNoScript reports whether err is the server's NOSCRIPT: it does not have
@@ -357,8 +346,8 @@ func (n *node) conn(ctx context.Context) (redis.Conn, error) {
 	}
 	n.getting.RLock()
 	defer n.getting.RUnlock()
-	if n.closed.Load() {
-		return nil, ErrClosed
+	if err := n.state.Err(); err != nil {
+		return nil, err
 	}
 	return n.pool.GetContext(ctx)
 }

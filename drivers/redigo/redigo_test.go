@@ -77,7 +77,7 @@ func TestNewCloseKeepsPool(t *testing.T) {
 	require.NoError(t, n.Close())
 	require.NoError(t, n.Close())
 	for call, err := range conformance.Calls(ctx, n, "k") {
-		require.ErrorIs(t, err, redigo.ErrClosed, call)
+		require.ErrorIs(t, err, driver.ErrClosed, call)
 	}
 	c, err := pool.GetContext(ctx)
 	require.NoError(t, err)

@@ -5,10 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"reflect"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -16,8 +13,10 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/drivernode"
 	"github.com/go-redlock/redlock/internal/pubsub"
 	"github.com/go-redlock/redlock/internal/redisaddr"
+	"github.com/go-redlock/redlock/internal/rediscmd"
 	"github.com/go-redlock/redlock/internal/tlsdial"
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -36,22 +35,22 @@ const (
 	connTimeout = 5 * time.Second
 )
 
-// The scripts every node runs. Exec sends EVALSHA and falls back to EVAL when
-// the server answers NOSCRIPT.
-var (
-	releaseScript       = rueidis.NewLuaScript(driver.ReleaseScript.Source)
-	extendScript        = rueidis.NewLuaScript(driver.ExtendScript.Source)
-	setNXFenceScript    = rueidis.NewLuaScript(driver.SetNXFenceScript.Source)
-	raiseFenceScript    = rueidis.NewLuaScript(driver.RaiseFenceScript.Source)
-	releaseNotifyScript = rueidis.NewLuaScript(driver.ReleaseNotifyScript.Source)
-)
-
-// ErrClosed is [driver.ErrClosed], which calls on a node return after Close.
-var ErrClosed = driver.ErrClosed
+// luaScripts holds the scripts every node runs, by their SHA1 digest. Their
+// Exec sends EVALSHA and falls back to EVAL when the server answers NOSCRIPT.
+var luaScripts = func() map[string]*rueidis.Lua {
+	m := make(map[string]*rueidis.Lua)
+	for _, s := range []driver.Script{
+		driver.ReleaseScript(), driver.ExtendScript(), driver.SetNXFenceScript(),
+		driver.RaiseFenceScript(), driver.ReleaseNotifyScript(),
+	} {
+		m[s.SHA1()] = rueidis.NewLuaScript(s.Source())
+	}
+	return m
+}()
 
 // errNilClient is what every call on a node from New(nil), and its Close,
 // return.
-var errNilClient = errors.New("rueidis: New was given a nil client")
+var errNilClient = drivernode.NilClientError("rueidis", "client")
 
 // errRedial is what the dialer of a client made by Open answers when rueidis
 // wants to reconnect in the goroutine of a call, where the wait would not be
@@ -93,7 +92,7 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 		return nil, fmt.Errorf("rueidis: %w", err)
 	}
 	closing, cancel := context.WithCancel(context.Background())
-	n := &node{name: a.String(), owned: true, closing: closing, cancel: cancel}
+	n := &node{Name: drivernode.Name(a.String()), owned: true, closing: closing, cancel: cancel}
 	n.opt = rueidis.ClientOption{
 		InitAddress:       []string{a.HostPort()},
 		Username:          a.Username,
@@ -128,35 +127,29 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 // DisableCache. If c is nil, every call on the node, and Close, return an
 // error.
 func New(c rueidis.Client) driver.Node {
-	if isNil(c) {
-		n := &node{name: "rueidis"}
+	if drivernode.IsNil(c) {
+		n := &node{Name: "rueidis"}
 		n.cur.Store(nilClientState)
 		return n
 	}
-	n := &node{name: clientName(c)}
+	n := &node{Name: clientName(c)}
 	n.cur.Store(&state{client: c})
 	n.hub = pubsub.New(n.dialPubSub)
 	return n
 }
 
-// isNil reports whether c is nil or a nil pointer.
-func isNil(c any) bool {
-	v := reflect.ValueOf(c)
-	return !v.IsValid() || v.Kind() == reflect.Pointer && v.IsNil()
-}
-
-// wrapped counts the clients New wrapped, to name them.
-var wrapped atomic.Int64
+// unnamed names the nodes New made over clients of several servers.
+var unnamed = drivernode.NewCounter("rueidis")
 
 // clientName names a node over c: by its address, so that redlock.New
 // rejects two nodes on one server, or else "rueidis-N".
-func clientName(c rueidis.Client) string {
+func clientName(c rueidis.Client) drivernode.Name {
 	if nodes := c.Nodes(); len(nodes) == 1 {
 		for addr := range nodes {
-			return redisaddr.Redact(addr)
+			return drivernode.Name(redisaddr.Redact(addr))
 		}
 	}
-	return "rueidis-" + strconv.FormatInt(wrapped.Add(1), 10)
+	return unnamed.Next()
 }
 
 // state is what a node's calls use: its client, or else the error they
@@ -168,7 +161,7 @@ type state struct {
 
 // The states of every closed node, and of every node from New(nil).
 var (
-	closedState    = &state{err: ErrClosed}
+	closedState    = &state{err: driver.ErrClosed}
 	nilClientState = &state{err: errNilClient}
 )
 
@@ -183,9 +176,11 @@ type attempt struct {
 	stops   []func() bool // deregister the close-on-Close hooks of its connections
 }
 
-// node is a driver.Node over a rueidis client.
+// node is a driver.Node over a rueidis client. Its command methods send the
+// commands of package rediscmd through do. Its String and Format (from
+// drivernode.Name) show its address without credentials.
 type node struct {
-	name  string
+	drivernode.Name
 	owned bool // created by Open: the node creates and closes its client
 
 	// cur is nil while there is no client (Open: before the first one is
@@ -207,14 +202,6 @@ type node struct {
 }
 
 var _ driver.Node = (*node)(nil)
-
-// String returns the node's address with any password removed; for a node
-// made by New, the address of its client (see New).
-func (n *node) String() string { return n.name }
-
-// Format writes String whatever the verb, so that no verb (%#v, %d, ...)
-// prints the node's fields, which hold the password.
-func (n *node) Format(f fmt.State, _ rune) { io.WriteString(f, n.name) }
 
 // client returns the node's client, creating it first if need be.
 func (n *node) client(ctx context.Context) (rueidis.Client, error) {
@@ -280,7 +267,7 @@ func (n *node) create(a *attempt) {
 		if c != nil {
 			c.Close()
 		}
-		c, err = nil, ErrClosed
+		c, err = nil, driver.ErrClosed
 	case err != nil:
 		err = fmt.Errorf("rueidis: connect: %w", err)
 	}
@@ -351,7 +338,7 @@ func (n *node) lost(c rueidis.Client, err error) bool {
 
 // Close closes the node, its pub/sub connection and, for a node made by Open,
 // its client, including one still being created. Calls after Close return
-// ErrClosed. Close is idempotent. On a node from New(nil) it returns an
+// driver.ErrClosed. Close is idempotent. On a node from New(nil) it returns an
 // error.
 func (n *node) Close() error {
 	if n.cur.Load() == nilClientState {
@@ -373,75 +360,51 @@ func (n *node) Close() error {
 
 // SetNX sends SET key value NX PX ttl.
 func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	var (
-		reply string
-		err   error
-	)
-	for retry := true; ; retry = false {
-		var c rueidis.Client
-		if c, err = n.client(ctx); err != nil {
-			return false, driver.ContextError(ctx, err)
-		}
-		cmd := c.B().Set().Key(key).Value(value).Nx().PxMilliseconds(driver.Milliseconds(ttl)).Build()
-		if reply, err = c.Do(ctx, cmd).ToString(); !retry || !n.lost(c, err) {
-			break
-		}
-	}
-	switch {
-	case err == nil && reply == "OK":
-		return true, nil
-	case rueidis.IsRedisNil(err):
-		return false, nil // NX: the key exists
-	case err == nil:
-		err = fmt.Errorf("unexpected reply %.40q", reply)
-	}
-	return false, driver.ContextError(ctx, fmt.Errorf("rueidis: SET: %w", err))
+	return rediscmd.OK(n.do(ctx, rediscmd.SetNX(key, value, ttl)))
 }
 
-// EvalRelease runs driver.ReleaseScript.
+// EvalRelease runs driver.ReleaseScript: DEL key if it holds value.
 func (n *node) EvalRelease(ctx context.Context, key, value string) (bool, error) {
-	return n.eval(ctx, "release", releaseScript, []string{key}, []string{value})
+	return rediscmd.OK(n.do(ctx, rediscmd.Release(key, value)))
 }
 
-// Extend runs driver.ExtendScript.
+// Extend runs driver.ExtendScript: PEXPIRE key ttl if it holds value.
 func (n *node) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return n.eval(ctx, "extend", extendScript, []string{key}, []string{value, driver.MillisecondsString(ttl)})
+	return rediscmd.OK(n.do(ctx, rediscmd.Extend(key, value, ttl)))
 }
 
-// eval runs one of the scripts, which answer 1 (done) or 0 (not held).
-func (n *node) eval(ctx context.Context, name string, script *rueidis.Lua, keys, args []string) (bool, error) {
-	msg, err := n.exec(ctx, name, script, keys, args)
-	if err != nil {
-		return false, err
-	}
-	v, err := msg.AsInt64()
-	switch {
-	case err != nil:
-	case v == 1:
-		return true, nil
-	case v == 0:
-		return false, nil
-	default:
-		err = fmt.Errorf("unexpected reply %d", v)
-	}
-	return false, driver.ContextError(ctx, fmt.Errorf("rueidis: %s script: %w", name, err))
-}
-
-// exec runs a script and returns its reply. An error matches ctx's when ctx
-// is done, and names the script unless there was no client to run it.
-func (n *node) exec(ctx context.Context, name string, script *rueidis.Lua, keys, args []string) (rueidis.RedisMessage, error) {
+// do sends cmd and reads its reply. An error matches ctx's when ctx is done,
+// and names the command unless there was no client to send it.
+func (n *node) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error) {
 	for retry := true; ; retry = false {
 		c, err := n.client(ctx)
 		if err != nil {
-			return rueidis.RedisMessage{}, driver.ContextError(ctx, err)
+			return rediscmd.Result{}, driver.ContextError(ctx, err)
 		}
-		msg, err := script.Exec(ctx, c, keys, args).ToMessage()
+		reply, err := send(ctx, c, &cmd).ToAny()
 		if retry && n.lost(c, err) {
 			continue
 		}
-		if err != nil {
-			return rueidis.RedisMessage{}, driver.ContextError(ctx, fmt.Errorf("rueidis: %s script: %w", name, err))
+		if rueidis.IsRedisNil(err) {
+			reply, err = nil, nil // SET NX: the key exists
 		}
-		return msg, nil
+		var r rediscmd.Result
+		if err == nil {
+			r, err = cmd.Parse(reply)
+		}
+		if err != nil {
+			return rediscmd.Result{}, cmd.Failed(ctx, "rueidis", err)
+		}
+		return r, nil
 	}
+}
+
+// send sends cmd on c: SET, or its script by EVALSHA, and by EVAL when the
+// server answers NOSCRIPT.
+func send(ctx context.Context, c rueidis.Client, cmd *rediscmd.Cmd) rueidis.RedisResult {
+	s, ok := cmd.Script()
+	if !ok {
+		return c.Do(ctx, c.B().Set().Key(cmd.Key).Value(cmd.Value).Nx().PxMilliseconds(driver.Milliseconds(cmd.TTL)).Build())
+	}
+	return luaScripts[s.SHA1()].Exec(ctx, c, cmd.Keys(), cmd.Args())
 }

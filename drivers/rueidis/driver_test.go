@@ -89,7 +89,7 @@ func TestNewCloseKeepsClient(t *testing.T) {
 	require.NoError(t, n.Close())
 	require.NoError(t, n.Close(), "Close is idempotent")
 	for call, err := range conformance.Calls(ctx, n, "k") {
-		require.ErrorIs(t, err, rueidisdriver.ErrClosed, call)
+		require.ErrorIs(t, err, driver.ErrClosed, call)
 	}
 	v, err := c.Do(ctx, c.B().Get().Key("k").Build()).ToString()
 	require.NoError(t, err, "Close on a node from New must not close the caller's client")
@@ -297,12 +297,12 @@ func TestCloseDuringCreation(t *testing.T) {
 	require.NoError(t, n.Close())
 	select {
 	case err := <-waiter:
-		require.ErrorIs(t, err, rueidisdriver.ErrClosed)
+		require.ErrorIs(t, err, driver.ErrClosed)
 	case <-time.After(2 * time.Second):
 		t.Fatal("a call waiting for the connection did not return after Close")
 	}
 	for call, err := range conformance.Calls(t.Context(), n, "k") {
-		require.ErrorIs(t, err, rueidisdriver.ErrClosed, call)
+		require.ErrorIs(t, err, driver.ErrClosed, call)
 	}
 
 	// Once the server answers again, no connection of the closed node is left.
@@ -329,7 +329,7 @@ func TestCloseDuringCreationSucceeding(t *testing.T) {
 		n.Close()
 		<-done
 		for call, err := range conformance.Calls(t.Context(), n, "k") {
-			require.ErrorIs(t, err, rueidisdriver.ErrClosed, call)
+			require.ErrorIs(t, err, driver.ErrClosed, call)
 		}
 	}
 	require.Eventually(t, func() bool { return clients(t, srv) == 0 }, 5*time.Second, 20*time.Millisecond)

@@ -3,8 +3,6 @@ package rueidis
 import (
 	"context"
 	"errors"
-	"fmt"
-	"strconv"
 	"sync"
 	"time"
 
@@ -12,6 +10,7 @@ import (
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/pubsub"
+	"github.com/go-redlock/redlock/internal/rediscmd"
 )
 
 var (
@@ -25,48 +24,18 @@ var errNoPubSub = errors.New("release notifications need a client of one server,
 // SetNXFence runs driver.SetNXFenceScript: SET key value NX PX ttl, and the
 // counter at fenceKey read in the same step.
 func (n *node) SetNXFence(ctx context.Context, key, value string, ttl time.Duration, fenceKey string) (bool, uint64, error) {
-	msg, err := n.exec(ctx, "SET NX fence", setNXFenceScript, []string{key, fenceKey}, []string{value, driver.MillisecondsString(ttl)})
-	if err != nil {
-		return false, 0, err
-	}
-	ok, counter, err := parseFence(msg)
-	if err != nil {
-		return false, 0, fmt.Errorf("rueidis: SET NX fence script: %w", err)
-	}
-	return ok, counter, nil
-}
-
-// parseFence reads {1|0, counter}. Its errors show only the reply's shape:
-// a lock value never appears in one.
-func parseFence(msg rueidis.RedisMessage) (bool, uint64, error) {
-	values, err := msg.ToArray()
-	if err != nil || len(values) != 2 {
-		return false, 0, errors.New("unexpected reply: want an array of two")
-	}
-	set, err := values[0].AsInt64()
-	if err != nil || set != 0 && set != 1 {
-		return false, 0, errors.New("unexpected reply: the first element is not 1 or 0")
-	}
-	s, err := values[1].ToString()
-	if err != nil {
-		return false, 0, errors.New("unexpected reply: the counter is not a string")
-	}
-	counter, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return false, 0, errors.New("unexpected reply: the counter is not a decimal uint64")
-	}
-	return set == 1, counter, nil
+	return rediscmd.OKCounter(n.do(ctx, rediscmd.SetNXFence(key, value, ttl, fenceKey)))
 }
 
 // RaiseFence runs driver.RaiseFenceScript.
 func (n *node) RaiseFence(ctx context.Context, key, value, fenceKey string, token uint64) (bool, error) {
-	return n.eval(ctx, "raise fence", raiseFenceScript, []string{key, fenceKey}, []string{value, strconv.FormatUint(token, 10)})
+	return rediscmd.OK(n.do(ctx, rediscmd.RaiseFence(key, value, fenceKey, token)))
 }
 
 // ReleaseNotify runs driver.ReleaseNotifyScript, which publishes the release
 // on driver.ReleaseChannel(key).
 func (n *node) ReleaseNotify(ctx context.Context, key, value string) (bool, error) {
-	return n.eval(ctx, "release", releaseNotifyScript, []string{key}, []string{value})
+	return rediscmd.OK(n.do(ctx, rediscmd.ReleaseNotify(key, value)))
 }
 
 // Subscribe subscribes to driver.ReleaseChannel(key) over the node's one
@@ -76,11 +45,7 @@ func (n *node) Subscribe(ctx context.Context, key string, notify chan<- struct{}
 	if s := n.cur.Load(); s != nil && s.err != nil {
 		return nil, s.err // closed, or New(nil)
 	}
-	cancel, err := n.hub.Subscribe(ctx, driver.ReleaseChannel(key), notify)
-	if err != nil {
-		return nil, fmt.Errorf("rueidis: subscribe: %w", driver.ContextError(ctx, err))
-	}
-	return cancel, nil
+	return n.hub.SubscribeRelease(ctx, "rueidis", key, notify)
 }
 
 // dialPubSub makes the node's pub/sub connection: a dedicated connection of

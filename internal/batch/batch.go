@@ -2,9 +2,9 @@
 // Redis server: while a node's connections are busy, the commands that arrive
 // wait in a queue, and the next free sender writes them all at once and reads
 // all their replies, as one pipeline. Under load that turns one write and one
-// read per command (on the client and on the server) into one per batch,
-// which is what lets a driver over go-redis or redigo beat the bare client
-// used one command at a time; rueidis pipelines by itself.
+// read per command (on the client and on the server) into one per batch. The
+// goredis and redigo drivers use it with the commands of package rediscmd;
+// rueidis pipelines by itself.
 //
 // A lone command is sent at once on the caller's goroutine, with the caller's
 // context: batching costs nothing when there is no contention.

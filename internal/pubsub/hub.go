@@ -83,6 +83,17 @@ func New(dial Dialer) *Hub {
 	}
 }
 
+// SubscribeRelease is a driver's Subscribe (driver.Notifier): Subscribe to
+// driver.ReleaseChannel(key), with an error that names driverName and
+// matches ctx's error when ctx is done.
+func (h *Hub) SubscribeRelease(ctx context.Context, driverName, key string, notify chan<- struct{}) (cancel func(), err error) {
+	cancel, err = h.Subscribe(ctx, driver.ReleaseChannel(key), notify)
+	if err != nil {
+		return nil, fmt.Errorf("%s: subscribe: %w", driverName, driver.ContextError(ctx, err))
+	}
+	return cancel, nil
+}
+
 // Subscribe arranges for a send on notify, without blocking, for each
 // message published on channel, until cancel is called; after cancel returns,
 // nothing more is sent. Subscribe returns once the server has confirmed the

@@ -3,14 +3,22 @@
 // "rediss://" for TLS, whose query parameters tls_ca_file, tls_cert_file,
 // tls_key_file and tls_server_name configure it.
 //
+// A node may also be a whole Redis Cluster: "redis://host:port?cluster=true"
+// (or rediss://), with more seed addresses as repeated addr=host:port query
+// parameters, the convention of go-redis's ParseClusterURL:
+// "redis://:pw@10.0.0.1:6379?cluster=true&addr=10.0.0.2:6379&addr=10.0.0.3:6379".
+// [ParseNode] accepts both kinds; [Parse] only single servers.
+//
 // Its errors and String never contain a password.
 package redisaddr
 
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -73,10 +81,70 @@ func (e *Error) Error() string {
 }
 
 // Parse parses "host:port" or "redis://[user:password@]host:port[/db]". A
-// missing port means DefaultPort.
+// missing port means DefaultPort. It refuses a cluster address
+// (cluster=true), which [ParseNode] accepts.
 func Parse(s string) (Addr, error) {
-	fail := func(reason string) (Addr, error) {
-		return Addr{}, &Error{Addr: Redact(s), Reason: reason}
+	n, err := ParseNode(s)
+	if err != nil {
+		return Addr{}, err
+	}
+	if n.Cluster {
+		return Addr{}, &Error{Addr: Redact(s), Reason: "cluster=true names a Redis Cluster, which is not accepted here"}
+	}
+	return n.Addr, nil
+}
+
+// Node is a parsed node address: one server, or a Redis Cluster reached
+// through seed addresses.
+type Node struct {
+	// Addr is the address's host and port (the first seed of a cluster),
+	// with the credentials, database and TLS settings, which a cluster's
+	// seeds and the nodes found through them share.
+	Addr
+	// Cluster is true for a cluster address (cluster=true).
+	Cluster bool
+	// Seeds are the "host:port" addresses to reach the node through:
+	// Addr.HostPort(), then those of the addr query parameters in order.
+	// A single server has only Addr.HostPort().
+	Seeds []string
+}
+
+// String returns the address with the password replaced by "xxxxx", fit for
+// errors and logs: as Addr.String for a single server, and for a cluster a
+// URL with cluster=true and an addr parameter for every seed after the first.
+func (n Node) String() string {
+	if !n.Cluster {
+		return n.Addr.String()
+	}
+	u := url.URL{Scheme: "redis", Host: n.HostPort()}
+	if n.TLS {
+		u.Scheme = "rediss"
+	}
+	switch {
+	case n.Password != "":
+		u.User = url.UserPassword(n.Username, "xxxxx")
+	case n.Username != "":
+		u.User = url.User(n.Username)
+	}
+	q := []string{"cluster=true"}
+	for _, seed := range n.Seeds[min(1, len(n.Seeds)):] {
+		q = append(q, "addr="+seed) // seedHostRune: nothing to escape
+	}
+	u.RawQuery = strings.Join(q, "&")
+	return u.String()
+}
+
+// ParseNode parses a node address: "host:port",
+// "redis://[user:password@]host:port[/db]" (or rediss://) for one server,
+// and "redis://[user:password@]host:port[/0]?cluster=true[&addr=host:port...]"
+// (or rediss://) for a Redis Cluster, whose seeds are the URL's host and
+// those of the addr parameters (each given once; a missing port means
+// DefaultPort, as for the URL's host). cluster takes the values
+// strconv.ParseBool accepts ("true", "1", "false", ...); addr needs
+// cluster=true. A cluster has only database 0.
+func ParseNode(s string) (Node, error) {
+	fail := func(reason string) (Node, error) {
+		return Node{}, &Error{Addr: Redact(s), Reason: reason}
 	}
 	switch {
 	case s == "":
@@ -91,14 +159,16 @@ func Parse(s string) (Addr, error) {
 		if err != nil {
 			return fail(err.Error())
 		}
-		return Addr{Host: host, Port: port}, nil
+		a := Addr{Host: host, Port: port}
+		return Node{Addr: a, Seeds: []string{a.HostPort()}}, nil
 	}
 	u, err := url.Parse(s)
 	if err != nil {
 		// url's errors quote the whole input, password included: never pass them on.
 		return fail("not a valid URL")
 	}
-	var a Addr
+	var n Node
+	a := &n.Addr
 	switch u.Scheme {
 	case "redis":
 	case "rediss":
@@ -116,12 +186,23 @@ func Parse(s string) (Addr, error) {
 	if err != nil {
 		return fail("malformed query")
 	}
-	for name, vals := range q {
+	var seeds []string // of the addr parameters
+	for _, name := range slices.Sorted(maps.Keys(q)) {
+		vals := q[name]
+		if name == "addr" {
+			seeds = vals
+			continue
+		}
 		if len(vals) != 1 {
 			return fail(fmt.Sprintf("query parameter %q given %d times", name, len(vals)))
 		}
 		v := vals[0]
 		switch name {
+		case "cluster":
+			if n.Cluster, err = strconv.ParseBool(v); err != nil {
+				return fail("cluster must be true or false")
+			}
+			continue
 		case "tls_ca_file":
 			a.TLSCAFile = v
 		case "tls_cert_file":
@@ -131,7 +212,7 @@ func Parse(s string) (Addr, error) {
 		case "tls_server_name":
 			a.TLSServerName = v
 		default:
-			return fail(fmt.Sprintf("unknown query parameter %q (known: tls_ca_file, tls_cert_file, tls_key_file, tls_server_name)", name))
+			return fail(fmt.Sprintf("unknown query parameter %q (known: cluster, addr, tls_ca_file, tls_cert_file, tls_key_file, tls_server_name)", name))
 		}
 		if !a.TLS {
 			return fail(fmt.Sprintf("query parameter %q needs rediss://", name))
@@ -156,7 +237,41 @@ func Parse(s string) (Addr, error) {
 		}
 		a.DB = db
 	}
-	return a, nil
+	n.Seeds = []string{a.HostPort()}
+	if !n.Cluster {
+		if len(seeds) > 0 {
+			return fail("query parameter \"addr\" names more seeds of a cluster: it needs cluster=true")
+		}
+		return n, nil
+	}
+	if a.DB != 0 {
+		return fail(fmt.Sprintf("a Redis Cluster has only database 0, not %d", a.DB))
+	}
+	for i, seed := range seeds {
+		if strings.Contains(seed, "@") {
+			return fail(fmt.Sprintf("addr parameter %d: want host:port, without credentials (the URL's apply to every seed)", i+1))
+		}
+		host, port, err := splitHostPort(seed)
+		if err != nil {
+			return fail(fmt.Sprintf("addr parameter %d: %v", i+1, err))
+		}
+		if strings.ContainsFunc(host, func(r rune) bool { return !seedHostRune(r) }) {
+			return fail(fmt.Sprintf("addr parameter %d: the host may have only letters, digits, '.', '-', '_' and, in brackets, ':'", i+1))
+		}
+		hp := net.JoinHostPort(host, port)
+		if slices.Contains(n.Seeds, hp) {
+			return fail(fmt.Sprintf("seed %s given twice", hp))
+		}
+		n.Seeds = append(n.Seeds, hp)
+	}
+	return n, nil
+}
+
+// seedHostRune reports whether r may appear in the host of an addr
+// parameter: a host name, an IPv4 address, or an IPv6 address (its brackets
+// removed), and nothing that would need escaping in a URL's query.
+func seedHostRune(r rune) bool {
+	return 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune(".-_:", r)
 }
 
 func splitHostPort(s string) (host, port string, err error) {

@@ -1,6 +1,8 @@
 package redisaddr
 
 import (
+	"errors"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -45,6 +47,8 @@ func TestParseErrorsHidePasswords(t *testing.T) {
 		"redis://u:s3cret@[::1", "redis://u:s3cret@h:1/-1", "h 1",
 		"redis://u:s3cret@h:1?tls_ca_file=x", "rediss://u:s3cret@h:1?tls_cert_file=c", "rediss://u:s3cret@h:1?nope=1",
 		"rediss://u:s3cret@h:1?tls_ca_file=a&tls_ca_file=b", "rediss://u:s3cret@h:1#frag",
+		// Clusters: Parse takes single servers only.
+		"redis://u:s3cret@h:1?cluster=true", "rediss://u:s3cret@h:1?cluster=true&addr=h:2",
 	} {
 		_, err := Parse(in)
 		if err == nil {
@@ -58,18 +62,147 @@ func TestParseErrorsHidePasswords(t *testing.T) {
 }
 
 func FuzzParse(f *testing.F) {
-	for _, s := range []string{"127.0.0.1:6379", "redis://u:p@h:1/2", "[::1]:1", "redis://u:p@[::1]:2/0"} {
+	for _, s := range []string{
+		"127.0.0.1:6379", "redis://u:p@h:1/2", "[::1]:1", "redis://u:p@[::1]:2/0",
+		"redis://u:p4ss@h:1?cluster=true&addr=h:2&addr=[::1]:3", "rediss://:p4ss@h:1/0?cluster=1&addr=h2&tls_server_name=x",
+		"redis://h:1?cluster=false", "redis://h:1?addr=h:2", "redis://h:1/3?cluster=true",
+	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		n, nerr := ParseNode(s)
 		a, err := Parse(s)
-		if err != nil {
+		switch {
+		case err == nil && (nerr != nil || n.Cluster || n.Addr != a):
+			t.Fatalf("Parse(%q) = %+v, but ParseNode = %+v, %v", s, a, n, nerr)
+		case err != nil && nerr == nil && !n.Cluster:
+			t.Fatalf("Parse(%q) fails (%v), but ParseNode gives a single server %+v", s, err, n)
+		}
+		if nerr != nil {
 			return
 		}
-		if a.Password != "" && strings.Contains(a.String(), a.Password) && !strings.Contains("xxxxx", a.Password) {
-			if !strings.Contains(a.Username, a.Password) && !strings.Contains(a.HostPort(), a.Password) {
-				t.Errorf("String() %q reveals the password", a.String())
+		if len(n.Seeds) == 0 || n.Seeds[0] != n.HostPort() || (!n.Cluster && len(n.Seeds) != 1) {
+			t.Fatalf("ParseNode(%q).Seeds = %q, want %q first, and only it for a single server", s, n.Seeds, n.HostPort())
+		}
+		if n.Cluster && n.DB != 0 {
+			t.Fatalf("ParseNode(%q) = a cluster with database %d", s, n.DB)
+		}
+		if n.Password != "" && strings.Contains(n.String(), n.Password) && !strings.Contains("xxxxx", n.Password) {
+			if !strings.Contains(n.Username, n.Password) && !strings.Contains(strings.Join(n.Seeds, " "), n.Password) {
+				t.Errorf("String() %q reveals the password", n.String())
+			}
+		}
+		if n.Cluster {
+			back, err := ParseNode(n.String())
+			if err != nil || !back.Cluster || !slices.Equal(back.Seeds, n.Seeds) || back.TLS != n.TLS || back.Username != n.Username {
+				t.Errorf("ParseNode(%q).String() = %q, which parses as %+v, %v", s, n.String(), back, err)
 			}
 		}
 	})
+}
+
+func TestParseNode(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want Node
+		str  string
+	}{
+		{"127.0.0.1:6380", Node{Addr: Addr{Host: "127.0.0.1", Port: "6380"}, Seeds: []string{"127.0.0.1:6380"}}, "127.0.0.1:6380"},
+		{"redis://:s3cret@h:1/2", Node{Addr: Addr{Host: "h", Port: "1", Password: "s3cret", DB: 2}, Seeds: []string{"h:1"}}, "redis://:xxxxx@h:1/2"},
+		{"redis://h:1?cluster=false", Node{Addr: Addr{Host: "h", Port: "1"}, Seeds: []string{"h:1"}}, "h:1"},
+		{"redis://h:1?cluster=true",
+			Node{Addr: Addr{Host: "h", Port: "1"}, Cluster: true, Seeds: []string{"h:1"}},
+			"redis://h:1?cluster=true"},
+		{"redis://alice:s3cret@10.0.0.1:7000/0?cluster=true&addr=10.0.0.2:7001&addr=[::1]:7002&addr=node-3.example",
+			Node{Addr: Addr{Host: "10.0.0.1", Port: "7000", Username: "alice", Password: "s3cret"}, Cluster: true,
+				Seeds: []string{"10.0.0.1:7000", "10.0.0.2:7001", "[::1]:7002", "node-3.example:6379"}},
+			"redis://alice:xxxxx@10.0.0.1:7000?cluster=true&addr=10.0.0.2:7001&addr=[::1]:7002&addr=node-3.example:6379"},
+		{"redis://h:1?addr=h:2&cluster=1",
+			Node{Addr: Addr{Host: "h", Port: "1"}, Cluster: true, Seeds: []string{"h:1", "h:2"}},
+			"redis://h:1?cluster=true&addr=h:2"},
+		{"redis://h:1?cluster=true&addr=h%3A2", // an escaped colon, as url.Values.Encode writes it
+			Node{Addr: Addr{Host: "h", Port: "1"}, Cluster: true, Seeds: []string{"h:1", "h:2"}},
+			"redis://h:1?cluster=true&addr=h:2"},
+		{"rediss://:s3cret@h:1?cluster=true&addr=h:2&tls_server_name=redis.internal",
+			Node{Addr: Addr{Host: "h", Port: "1", Password: "s3cret", TLS: true, TLSServerName: "redis.internal"}, Cluster: true, Seeds: []string{"h:1", "h:2"}},
+			"rediss://:xxxxx@h:1?cluster=true&addr=h:2"},
+	} {
+		got, err := ParseNode(tc.in)
+		if err != nil {
+			t.Errorf("ParseNode(%q) error %v", tc.in, err)
+			continue
+		}
+		if got.Addr != tc.want.Addr || got.Cluster != tc.want.Cluster || !slices.Equal(got.Seeds, tc.want.Seeds) {
+			t.Errorf("ParseNode(%q) = %+v, want %+v", tc.in, got, tc.want)
+		}
+		if got.String() != tc.str {
+			t.Errorf("ParseNode(%q).String() = %q, want %q", tc.in, got.String(), tc.str)
+		}
+		back, err := ParseNode(got.String())
+		if err != nil || back.Cluster != got.Cluster || !slices.Equal(back.Seeds, got.Seeds) {
+			t.Errorf("ParseNode(%q) = %+v, %v: String does not round-trip", got.String(), back, err)
+		}
+		// Parse agrees on single servers and refuses clusters.
+		a, err := Parse(tc.in)
+		switch {
+		case tc.want.Cluster && err == nil:
+			t.Errorf("Parse(%q) = %+v, want an error: a cluster address", tc.in, a)
+		case tc.want.Cluster && !strings.Contains(err.Error(), "cluster=true names a Redis Cluster"):
+			t.Errorf("Parse(%q) error %q, want it to say the address names a cluster", tc.in, err)
+		case !tc.want.Cluster && (err != nil || a != tc.want.Addr):
+			t.Errorf("Parse(%q) = %+v, %v, want %+v", tc.in, a, err, tc.want.Addr)
+		}
+	}
+}
+
+func TestParseNodeErrors(t *testing.T) {
+	for in, want := range map[string]string{
+		"redis://u:s3cret@h:1/2?cluster=true":                 "only database 0, not 2",
+		"redis://u:s3cret@h:1?cluster=yes":                    "cluster must be true or false",
+		"redis://u:s3cret@h:1?cluster=true&cluster=true":      `"cluster" given 2 times`,
+		"redis://u:s3cret@h:1?addr=h:2":                       "needs cluster=true",
+		"redis://u:s3cret@h:1?cluster=false&addr=h:2":         "needs cluster=true",
+		"redis://u:s3cret@h:1?cluster=true&addr=":             "addr parameter 1: no host",
+		"redis://u:s3cret@h:1?cluster=true&addr=h:2&addr=h:0": "addr parameter 2: port",
+		"redis://u:s3cret@h:1?cluster=true&addr=h:1":          "seed h:1 given twice",
+		"redis://u:s3cret@h:1?cluster=true&addr=h:2&addr=h:2": "seed h:2 given twice",
+		"redis://u:s3cret@h?cluster=true&addr=h:6379":         "seed h:6379 given twice",
+		"redis://u:s3cret@h:1?cluster=true&addr=u:s3cret@h:2": "addr parameter 1: want host:port, without credentials",
+		"redis://u:s3cret@h:1?cluster=true&addr=h/x:2":        "addr parameter 1: the host may have only",
+		"redis://u:s3cret@h:1?cluster=true&addr=h%26x:2":      "addr parameter 1: the host may have only",
+		"redis://u:s3cret@h:1?cluster=true&addr=::1":          "addr parameter 1: an IPv6 address needs brackets",
+		"redis://u:s3cret@h:1?cluster=true&tls_ca_file=x":     "needs rediss://",
+		"redis://u:s3cret@h:1?cluster=true&db=0":              `unknown query parameter "db"`,
+	} {
+		_, err := ParseNode(in)
+		var aerr *Error
+		switch {
+		case err == nil:
+			t.Errorf("ParseNode(%q) succeeded, want an error", in)
+		case !errors.As(err, &aerr):
+			t.Errorf("ParseNode(%q) error %T, want *Error", in, err)
+		case !strings.Contains(err.Error(), want):
+			t.Errorf("ParseNode(%q) error %q, want it to contain %q", in, err, want)
+		case strings.Contains(err.Error(), "s3cret") && !strings.Contains(Redact(in), "s3cret"):
+			t.Errorf("ParseNode(%q) error %q contains the password", in, err)
+		}
+	}
+}
+
+func TestParseNodeTLS(t *testing.T) {
+	n, cfg, err := ParseNodeTLS("rediss://:s3cret@h1:1?cluster=true&addr=h2:2", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !n.Cluster || !n.TLS || cfg == nil || cfg.ServerName != "h1" || !slices.Equal(n.Seeds, []string{"h1:1", "h2:2"}) {
+		t.Errorf("ParseNodeTLS = %+v, %+v", n, cfg)
+	}
+	n, cfg, err = ParseNodeTLS("redis://h1:1?cluster=true&addr=h2:2", nil)
+	if err != nil || cfg != nil || n.TLS || !n.Cluster {
+		t.Errorf("ParseNodeTLS of a plain cluster = %+v, %v, %v", n, cfg, err)
+	}
+	_, _, err = ParseNodeTLS("rediss://:s3cret@h1:1?cluster=true&tls_ca_file=/nonexistent/ca.pem", nil)
+	if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "cluster=true") {
+		t.Errorf("ParseNodeTLS with a missing CA file: error %v, want one naming the cluster without its password", err)
+	}
 }

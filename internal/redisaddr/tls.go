@@ -71,3 +71,20 @@ func ParseTLS(addr string, base *tls.Config) (Addr, *tls.Config, error) {
 	a.TLS = cfg != nil
 	return a, cfg, nil
 }
+
+// ParseNodeTLS is [ParseTLS] for an address that may name a Redis Cluster
+// (see [ParseNode]). A cluster's nodes share the one TLS configuration
+// returned, whose server name is tls_server_name if given, else the host of
+// the URL (the first seed).
+func ParseNodeTLS(addr string, base *tls.Config) (Node, *tls.Config, error) {
+	n, err := ParseNode(addr)
+	if err != nil {
+		return Node{}, nil, err
+	}
+	cfg, err := n.TLSConfig(base)
+	if err != nil {
+		return Node{}, nil, fmt.Errorf("%s: %w", n, err)
+	}
+	n.TLS = cfg != nil
+	return n, cfg, nil
+}

@@ -31,11 +31,26 @@ func (s *Server) Do(ctx context.Context, args ...string) (any, error) {
 // do runs one command on a new connection to addr, a TLS connection when tc
 // is not nil.
 func do(ctx context.Context, addr, password string, tc *tls.Config, args []string) (any, error) {
+	replies, err := doAll(ctx, addr, password, tc, [][]string{args})
+	if err != nil {
+		return nil, err
+	}
+	if rerr, ok := replies[0].(RedisError); ok {
+		return nil, rerr
+	}
+	return replies[0], nil
+}
+
+// doAll sends cmds in order on one new connection to addr (a TLS connection
+// when tc is not nil), pipelined, and returns their replies, in which error
+// replies are RedisError values. A failed AUTH is returned as the error.
+// cmds must not be empty, nor any of its commands.
+func doAll(ctx context.Context, addr, password string, tc *tls.Config, cmds [][]string) ([]any, error) {
 	fail := func(err error) error {
 		if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-			return fmt.Errorf("redistest: %s on %s: %w (%w)", args[0], addr, cerr, err)
+			return fmt.Errorf("redistest: %s on %s: %w (%w)", cmds[0][0], addr, cerr, err)
 		}
-		return fmt.Errorf("redistest: %s on %s: %w", args[0], addr, err)
+		return fmt.Errorf("redistest: %s on %s: %w", cmds[0][0], addr, err)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fail(err)
@@ -62,15 +77,18 @@ func do(ctx context.Context, addr, password string, tc *tls.Config, args []strin
 			return nil, rerr
 		}
 	}
-	if err := writeCommand(w, args); err != nil {
-		return nil, fail(err)
+	for _, args := range cmds {
+		if err := writeCommand(w, args); err != nil {
+			return nil, fail(err)
+		}
 	}
-	v, err := readReply(r)
-	if err != nil {
-		return nil, fail(err)
+	replies := make([]any, len(cmds))
+	for i := range cmds {
+		v, err := readReply(r)
+		if err != nil {
+			return nil, fail(err)
+		}
+		replies[i] = v
 	}
-	if rerr, ok := v.(RedisError); ok {
-		return nil, rerr
-	}
-	return v, nil
+	return replies, nil
 }

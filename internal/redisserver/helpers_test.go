@@ -18,6 +18,17 @@ func NewServer(t *testing.T, opts ...Option) *Server {
 	return s
 }
 
+// NewCluster starts a cluster for an internal test and closes it at cleanup.
+func NewCluster(t *testing.T, shards int, opts ...ClusterOption) *Cluster {
+	t.Helper()
+	c, err := StartCluster(t.Context(), shards, opts...)
+	if err != nil {
+		startFailed(t, err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 func startFailed(t *testing.T, err error) {
 	t.Helper()
 	if errors.Is(err, ErrNotInstalled) {

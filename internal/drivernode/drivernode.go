@@ -1,0 +1,97 @@
+// Package drivernode holds what the nodes of every driver do alike: the name
+// by which a node is shown in errors and by fmt, which never contains a
+// password; the numbered names of nodes over clients that have no single
+// address; and the check and error for a node made over a nil client, which
+// must fail its calls rather than panic.
+//
+// A driver's node embeds a [Name] for its String and Format methods, and
+// keeps a [State] for the error of a call on a node without a client or
+// closed.
+package drivernode
+
+import (
+	"fmt"
+	"io"
+	"reflect"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/go-redlock/redlock/driver"
+)
+
+// Name is a node's name: the address it connects to with credentials
+// removed, or a numbered name from a [Counter]. Embedded in a node, it gives
+// the node its String and Format methods.
+type Name string
+
+// String returns the name.
+func (n Name) String() string { return string(n) }
+
+// Format writes the name whatever the verb, so that no verb (%#v, %d, ...)
+// prints the fields of the node that embeds it, which may hold a password.
+func (n Name) Format(f fmt.State, _ rune) { io.WriteString(f, string(n)) }
+
+// Counter names the nodes of one driver that have no address to be named by:
+// "prefix-1", "prefix-2", ..., so that redlock.New tells them apart. Its zero
+// value is not usable: use NewCounter. It is safe for concurrent use.
+type Counter struct {
+	prefix string
+	n      atomic.Int64
+}
+
+// NewCounter returns a Counter whose names begin with prefix and a dash.
+func NewCounter(prefix string) *Counter { return &Counter{prefix: prefix + "-"} }
+
+// Next returns a name no earlier call returned.
+func (c *Counter) Next() Name { return Name(c.prefix + strconv.FormatInt(c.n.Add(1), 10)) }
+
+// IsNil reports whether client, given to a driver's constructor, is nil or a
+// nil pointer in an interface.
+func IsNil(client any) bool {
+	v := reflect.ValueOf(client)
+	return !v.IsValid() || v.Kind() == reflect.Pointer && v.IsNil()
+}
+
+// State is whether a node can be used: never when it was made over a nil
+// client, no more once it is closed. Its zero value is the state of an open
+// node that has a client. It is safe for concurrent use.
+type State struct {
+	nilClient error
+	closed    atomic.Bool
+}
+
+// SetNilClient makes s the state of a node that driverName's New made over
+// a nil client, which it names what (see NilClientError). Call it before the
+// node is used.
+func (s *State) SetNilClient(driverName, what string) {
+	s.nilClient = NilClientError(driverName, what)
+}
+
+// Err returns the error of a call on the node: the nil-client error,
+// driver.ErrClosed once Close was called, or nil when the node can be used.
+func (s *State) Err() error {
+	switch {
+	case s.nilClient != nil:
+		return s.nilClient
+	case s.closed.Load():
+		return driver.ErrClosed
+	}
+	return nil
+}
+
+// Close marks the node closed. It reports whether this was the first Close,
+// after which the node must release its resources; the error, for a node
+// over a nil client, is the one its Close returns.
+func (s *State) Close() (first bool, err error) {
+	if s.nilClient != nil {
+		return false, s.nilClient
+	}
+	return !s.closed.Swap(true), nil
+}
+
+// NilClientError returns the error of every call, and of Close, on a node
+// that driverName's New made over a nil client, which it names what (such as
+// "client" or "pool").
+func NilClientError(driverName, what string) error {
+	return fmt.Errorf("%s: New was given a nil %s", driverName, what)
+}

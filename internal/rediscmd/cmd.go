@@ -1,0 +1,210 @@
+// Package rediscmd encodes the commands that the Redis drivers send for the
+// methods of driver.Node, driver.Fencer and driver.Notifier, and parses their
+// replies, once for every driver: a driver builds a Cmd with SetNX, Release,
+// Extend, SetNXFence, RaiseFence or ReleaseNotify, sends the command or
+// script that Script, Keys and Args give with its client, and reads the reply
+// with Parse.
+package rediscmd
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/go-redlock/redlock/driver"
+)
+
+// Op is one of the commands a Redis node runs for the lock.
+type Op uint8
+
+// The commands: one per driver.Node, driver.Fencer and driver.Notifier
+// method.
+const (
+	OpSetNX         Op = iota // SET Key Value NX PX TTL
+	OpSetNXFence              // driver.SetNXFenceScript: Key, FenceKey; Value, TTL
+	OpRelease                 // driver.ReleaseScript: Key; Value
+	OpReleaseNotify           // driver.ReleaseNotifyScript: Key; Value, driver.ReleaseChannel(Key)
+	OpExtend                  // driver.ExtendScript: Key; Value, TTL
+	OpRaiseFence              // driver.RaiseFenceScript: Key, FenceKey; Value, Token
+)
+
+var opNames = [...]string{
+	OpSetNX:         "SET NX",
+	OpSetNXFence:    "SET NX fence",
+	OpRelease:       "release",
+	OpReleaseNotify: "release",
+	OpExtend:        "extend",
+	OpRaiseFence:    "raise fence",
+}
+
+// String names the command in errors.
+func (o Op) String() string {
+	if int(o) < len(opNames) {
+		return opNames[o]
+	}
+	return "op " + strconv.Itoa(int(o))
+}
+
+// Cmd is one command for a node.
+type Cmd struct {
+	Op       Op
+	Key      string
+	Value    string // the lock value; never shown in an error
+	FenceKey string // for SetNXFence and RaiseFence
+	TTL      time.Duration
+	Token    uint64 // for RaiseFence
+}
+
+// SetNX is driver.Node's SetNX: SET key value NX PX ttl.
+func SetNX(key, value string, ttl time.Duration) Cmd {
+	return Cmd{Op: OpSetNX, Key: key, Value: value, TTL: ttl}
+}
+
+// Release is driver.Node's EvalRelease: driver.ReleaseScript, which deletes
+// key if it holds value.
+func Release(key, value string) Cmd { return Cmd{Op: OpRelease, Key: key, Value: value} }
+
+// Extend is driver.Node's Extend: driver.ExtendScript, which sets key's time
+// to live to ttl if it holds value.
+func Extend(key, value string, ttl time.Duration) Cmd {
+	return Cmd{Op: OpExtend, Key: key, Value: value, TTL: ttl}
+}
+
+// SetNXFence is driver.Fencer's SetNXFence: driver.SetNXFenceScript, which is
+// SET key value NX PX ttl and reads the counter at fenceKey in the same step.
+func SetNXFence(key, value string, ttl time.Duration, fenceKey string) Cmd {
+	return Cmd{Op: OpSetNXFence, Key: key, Value: value, TTL: ttl, FenceKey: fenceKey}
+}
+
+// RaiseFence is driver.Fencer's RaiseFence: driver.RaiseFenceScript.
+func RaiseFence(key, value, fenceKey string, token uint64) Cmd {
+	return Cmd{Op: OpRaiseFence, Key: key, Value: value, FenceKey: fenceKey, Token: token}
+}
+
+// ReleaseNotify is driver.Notifier's ReleaseNotify:
+// driver.ReleaseNotifyScript, which also publishes the release on
+// driver.ReleaseChannel(key).
+func ReleaseNotify(key, value string) Cmd { return Cmd{Op: OpReleaseNotify, Key: key, Value: value} }
+
+// Result is what a command returned: OK for true (set, released, extended,
+// raised), and for SetNXFence the counter read.
+type Result struct {
+	OK      bool
+	Counter uint64
+}
+
+// OK returns a command's outcome as a driver.Node method does: whether the
+// command was applied, and the error of sending it.
+func OK(r Result, err error) (bool, error) { return r.OK, err }
+
+// OKCounter is OK with the counter, as driver.Fencer's SetNXFence returns it.
+func OKCounter(r Result, err error) (bool, uint64, error) { return r.OK, r.Counter, err }
+
+// Failed returns the error of a driver whose command failed with err: it
+// names the driver and the command, and matches ctx's error when ctx is done
+// (see driver.ContextError).
+func (c *Cmd) Failed(ctx context.Context, driverName string, err error) error {
+	return fmt.Errorf("%s: %s: %w", driverName, c.Op, driver.ContextError(ctx, err))
+}
+
+// Script returns the script the command runs, and false for SetNX, which is
+// a plain SET.
+func (c *Cmd) Script() (driver.Script, bool) {
+	switch c.Op {
+	case OpSetNXFence:
+		return driver.SetNXFenceScript(), true
+	case OpRelease:
+		return driver.ReleaseScript(), true
+	case OpReleaseNotify:
+		return driver.ReleaseNotifyScript(), true
+	case OpExtend:
+		return driver.ExtendScript(), true
+	case OpRaiseFence:
+		return driver.RaiseFenceScript(), true
+	}
+	return driver.Script{}, false
+}
+
+// Keys returns the command's keys: one, or two with the fencing counter.
+func (c *Cmd) Keys() []string {
+	if c.Op == OpSetNXFence || c.Op == OpRaiseFence {
+		return []string{c.Key, c.FenceKey}
+	}
+	return []string{c.Key}
+}
+
+// Args returns the script's arguments (ARGV), or for SetNX the arguments of
+// SET after the key: Value NX PX ms.
+func (c *Cmd) Args() []string {
+	switch c.Op {
+	case OpSetNX:
+		return []string{c.Value, "NX", "PX", driver.MillisecondsString(c.TTL)}
+	case OpSetNXFence, OpExtend:
+		return []string{c.Value, driver.MillisecondsString(c.TTL)}
+	case OpRaiseFence:
+		return []string{c.Value, strconv.FormatUint(c.Token, 10)}
+	case OpReleaseNotify:
+		return []string{c.Value, driver.ReleaseChannel(c.Key)}
+	}
+	return []string{c.Value}
+}
+
+// Parse reads the command's reply, as a client decodes it: nil for a nil
+// reply, a string or []byte for a status or bulk string, an int64 for an
+// integer and []any for an array. Its errors show only the reply's shape: a
+// lock value never appears in one.
+func (c *Cmd) Parse(reply any) (Result, error) {
+	switch c.Op {
+	case OpSetNX:
+		switch r := reply.(type) {
+		case nil:
+			return Result{}, nil // held
+		case string:
+			if r == "OK" {
+				return Result{OK: true}, nil
+			}
+		case []byte:
+			if string(r) == "OK" {
+				return Result{OK: true}, nil
+			}
+		}
+		return Result{}, fmt.Errorf("unexpected reply of type %T", reply)
+	case OpSetNXFence:
+		return parseFence(reply)
+	}
+	switch reply {
+	case int64(1):
+		return Result{OK: true}, nil
+	case int64(0):
+		return Result{}, nil
+	}
+	return Result{}, fmt.Errorf("unexpected script reply of type %T", reply)
+}
+
+// parseFence reads SetNXFenceScript's {1|0, counter}.
+func parseFence(reply any) (Result, error) {
+	a, ok := reply.([]any)
+	if !ok || len(a) != 2 {
+		return Result{}, fmt.Errorf("unexpected script reply of type %T", reply)
+	}
+	set, ok := a[0].(int64)
+	if !ok || set != 0 && set != 1 {
+		return Result{}, fmt.Errorf("unexpected script reply: first element of type %T", a[0])
+	}
+	var s string
+	switch v := a[1].(type) {
+	case string:
+		s = v
+	case []byte:
+		s = string(v)
+	default:
+		return Result{}, fmt.Errorf("unexpected script reply: counter of type %T", a[1])
+	}
+	counter, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return Result{}, errors.New("unexpected script reply: the counter is not a decimal uint64")
+	}
+	return Result{OK: set == 1, Counter: counter}, nil
+}

@@ -1,0 +1,73 @@
+package rediscmd_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/rediscmd"
+)
+
+func TestCmdParse(t *testing.T) {
+	const secret = "lock-value-secret"
+	for _, tc := range []struct {
+		op    rediscmd.Op
+		reply any
+		want  rediscmd.Result
+		err   bool
+	}{
+		{rediscmd.OpSetNX, "OK", rediscmd.Result{OK: true}, false},
+		{rediscmd.OpSetNX, []byte("OK"), rediscmd.Result{OK: true}, false},
+		{rediscmd.OpSetNX, nil, rediscmd.Result{}, false},
+		{rediscmd.OpSetNX, int64(1), rediscmd.Result{}, true},
+		{rediscmd.OpRelease, int64(1), rediscmd.Result{OK: true}, false},
+		{rediscmd.OpReleaseNotify, int64(0), rediscmd.Result{}, false},
+		{rediscmd.OpExtend, int64(2), rediscmd.Result{}, true},
+		{rediscmd.OpRaiseFence, "1", rediscmd.Result{}, true},
+		{rediscmd.OpSetNXFence, []any{int64(1), "41"}, rediscmd.Result{OK: true, Counter: 41}, false},
+		{rediscmd.OpSetNXFence, []any{int64(0), []byte("18446744073709551615")}, rediscmd.Result{Counter: 1<<64 - 1}, false},
+		{rediscmd.OpSetNXFence, []any{int64(1)}, rediscmd.Result{}, true},
+		{rediscmd.OpSetNXFence, []any{int64(3), "1"}, rediscmd.Result{}, true},
+		{rediscmd.OpSetNXFence, []any{int64(1), "-1"}, rediscmd.Result{}, true},
+		{rediscmd.OpSetNXFence, []any{int64(1), secret}, rediscmd.Result{}, true},
+		{rediscmd.OpSetNXFence, []any{int64(1), int64(4)}, rediscmd.Result{}, true},
+	} {
+		cmd := rediscmd.Cmd{Op: tc.op, Key: "k", Value: secret}
+		got, err := cmd.Parse(tc.reply)
+		if tc.err {
+			require.Error(t, err, "%v %#v", tc.op, tc.reply)
+			require.NotContains(t, err.Error(), secret, "an error never shows a lock value")
+			continue
+		}
+		require.NoError(t, err, "%v %#v", tc.op, tc.reply)
+		require.Equal(t, tc.want, got, "%v %#v", tc.op, tc.reply)
+	}
+}
+
+func TestCmdEncoding(t *testing.T) {
+	ttl := 1500*time.Millisecond + 1 // rounds up
+	for _, tc := range []struct {
+		cmd    rediscmd.Cmd
+		script driver.Script // zero for none
+		keys   []string
+		args   []string
+		name   string
+	}{
+		{rediscmd.SetNX("k", "v", ttl), driver.Script{}, []string{"k"}, []string{"v", "NX", "PX", "1501"}, "SET NX"},
+		{rediscmd.SetNXFence("k", "v", ttl, "f"), driver.SetNXFenceScript(), []string{"k", "f"}, []string{"v", "1501"}, "SET NX fence"},
+		{rediscmd.Release("k", "v"), driver.ReleaseScript(), []string{"k"}, []string{"v"}, "release"},
+		{rediscmd.ReleaseNotify("k", "v"), driver.ReleaseNotifyScript(), []string{"k"}, []string{"v", "redlock:released:k"}, "release"},
+		{rediscmd.Extend("k", "v", ttl), driver.ExtendScript(), []string{"k"}, []string{"v", "1501"}, "extend"},
+		{rediscmd.RaiseFence("k", "v", "f", 9), driver.RaiseFenceScript(), []string{"k", "f"}, []string{"v", "9"}, "raise fence"},
+	} {
+		s, ok := tc.cmd.Script()
+		require.Equal(t, tc.script, s, tc.name)
+		require.Equal(t, tc.script != driver.Script{}, ok, tc.name)
+		require.Equal(t, tc.keys, tc.cmd.Keys(), tc.name)
+		require.Equal(t, tc.args, tc.cmd.Args(), tc.name)
+		require.Equal(t, tc.name, tc.cmd.Op.String())
+	}
+	require.Equal(t, "op 99", rediscmd.Op(99).String())
+}
