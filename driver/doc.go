@@ -39,8 +39,8 @@
 //     [ErrClosed] or an error wrapping it.
 //   - The optional interfaces obey the same rules. [Fencer]'s SetNXFence and
 //     RaiseFence and [Notifier]'s ReleaseNotify run [SetNXFenceScript],
-//     [RaiseFenceScript] and [ReleaseNotifyScript] as above, with the KEYS and
-//     ARGV their documentation gives; SetNXFence parses the counter as a uint64
+//     [RaiseFenceScript] and [ReleaseNotifyScript] as above, and [TTLer]'s TTL
+//     runs [TTLScript], with the KEYS and ARGV their documentation gives; SetNXFence parses the counter as a uint64
 //     (up to 2^64-1), and an unexpected reply is an error. Subscribe listens on
 //     [ReleaseChannel](key); it returns only once the server has confirmed the
 //     subscription, or with an error when ctx ends first; it never blocks on a

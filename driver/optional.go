@@ -43,3 +43,14 @@ type Notifier interface {
 	// returns nothing is sent on notify any more.
 	Subscribe(ctx context.Context, key string, notify chan<- struct{}) (cancel func(), err error)
 }
+
+// TTLer is implemented by nodes that tell how long they still hold a lock,
+// which redlock's Lock.TTL asks. A Node without it counts as failed there.
+type TTLer interface {
+	// TTL returns the remaining time to live of key, rounded down to the
+	// millisecond, and true, if key holds value; it returns (0, false, nil)
+	// otherwise. It runs TTLScript, atomically. A key that holds value
+	// without a time to live (PTTL -1) is an error: a lock key always has
+	// one.
+	TTL(ctx context.Context, key, value string) (time.Duration, bool, error)
+}

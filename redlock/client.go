@@ -25,6 +25,8 @@ type Client struct {
 	driftFactor float64
 	backoff     Backoff
 	extendEvery time.Duration     // Do's extension interval
+	extendSet   bool              // extendEvery was given, not derived from the TTL
+	maxAttempts int               // Lock's cap on attempts; 0: none
 	prefix      string            // before every key on the nodes
 	fencers     []driver.Fencer   // nil unless WithFencing
 	notifiers   []driver.Notifier // nil entries for nodes without notifications
@@ -32,8 +34,9 @@ type Client struct {
 	now         func() time.Time  // time.Now, replaced in simulation tests
 	closed      atomic.Bool
 
-	turnsMu sync.Mutex
-	turns   map[string]*turn // Lock's waiters, by key
+	turnsMu   sync.Mutex
+	turns     map[string]*turn    // Lock's waiters, by key
+	acquiring map[string]struct{} // keys with a TryLock in flight; guarded by turnsMu
 
 	workers *workers // run the node calls
 }
@@ -93,6 +96,8 @@ func newClient(nodes []driver.Node, cfg config) (*Client, error) {
 		driftFactor: cfg.driftFactor,
 		backoff:     cfg.backoff,
 		extendEvery: cfg.extendEvery,
+		extendSet:   cfg.set&optExtend != 0,
+		maxAttempts: cfg.maxAttempts,
 		prefix:      cfg.keyPrefix,
 		notifiers:   make([]driver.Notifier, len(nodes)),
 		now:         time.Now,
@@ -156,19 +161,49 @@ func (c *Client) checkKey(key string) error {
 
 // TryLock makes one attempt to acquire the lock named key. It returns a Lock
 // when a quorum of nodes granted it with validity left, and otherwise an error
-// matching ErrNotObtained with the per-node causes joined in; by then the key
-// has been released on every node. Bad input (an empty or too long key, a
-// closed Client) gives an error that does not match ErrNotObtained.
+// matching ErrNotObtained with the per-node causes and the votes (*VoteError)
+// joined in. By then the release of the key was sent to every node, and
+// confirmed by those that had answered; a node whose outcome is unknown (it
+// failed, or had not answered) gets the release again in the background until
+// it answers, for at most the TTL, or until Close. When so many nodes failed
+// that no quorum was possible, the error matches ErrUnavailable too. Bad input
+// (an empty or too long key, a closed Client, an option TryLock does not
+// take) gives an error that does not match ErrNotObtained.
 //
+// Only one attempt per key is in flight in a Client at a time, so that
+// concurrent callers never split the nodes' votes among themselves: a
+// TryLock of a key that another TryLock of this Client is acquiring fails at
+// once, without a network call, with an error matching ErrNotObtained.
+//
+// opts apply to this call only: WithTTL, which also changes the validity.
 // With WithFencing, the lock also gets a fencing token: see Lock.Token.
-func (c *Client) TryLock(ctx context.Context, key string) (*Lock, error) {
-	if err := c.checkKey(key); err != nil {
+func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
+	cc, err := c.callOptions("TryLock", tryLockOptions, opts)
+	if err != nil {
 		return nil, err
 	}
+	l, _, err := c.tryLock(ctx, key, cc)
+	return l, err
+}
+
+// outcome says how an attempt that did not obtain the lock ended.
+type outcome struct {
+	finished  bool // the nodes' votes decided it; the context did not cut it short
+	permanent bool // too many nodes answered errors that retrying cannot fix
+}
+
+func (c *Client) tryLock(ctx context.Context, key string, cc callConfig) (*Lock, outcome, error) {
+	if err := c.checkKey(key); err != nil {
+		return nil, outcome{}, err
+	}
+	if !c.beginAcquire(key) {
+		return nil, outcome{}, errors.Join(ErrNotObtained, errAcquiring)
+	}
+	defer c.endAcquire(key)
 	name := key
 	key = c.prefix + key // the key on the nodes
 	value := rand.Text() // 128 random bits, fresh for every acquisition
-	ttl := c.ttl
+	ttl := cc.ttl
 	start := c.now()
 	var (
 		r        *round
@@ -192,14 +227,14 @@ func (c *Client) TryLock(ctx context.Context, key string) (*Lock, error) {
 		token   uint64
 		errs    []error
 		ferr    error
-		untilAt = start.Add(ttl - c.drift)
+		untilAt = start.Add(ttl - cc.drift)
 	)
 	if ok && c.fencers != nil {
 		token, ferr = c.fence(ctx, r, counters, key, value, fk)
 		ok = ferr == nil
 	}
 	if ok && c.now().Before(untilAt) {
-		return &Lock{c: c, name: name, key: key, value: value, token: token, until: untilAt, acq: r}, nil
+		return &Lock{c: c, name: name, key: key, value: value, token: token, ttl: ttl, until: untilAt, expiry: start.Add(ttl), acq: r}, outcome{}, nil
 	}
 	c.abandon(ctx, r, key, value)
 	errs = append(errs, r.err(ctx, ErrNotObtained))
@@ -209,7 +244,31 @@ func (c *Client) TryLock(ctx context.Context, key string) (*Lock, error) {
 	case ok:
 		errs = append(errs, fmt.Errorf("no validity left: acquiring took %v of the %v TTL", c.now().Sub(start), ttl))
 	}
-	return nil, errors.Join(errs...)
+	return nil, outcome{finished: r.decided, permanent: r.permanentFailure()}, errors.Join(errs...)
+}
+
+// errAcquiring joins ErrNotObtained when another TryLock of the key is in
+// flight in the Client.
+var errAcquiring = errors.New("another attempt of this Client is acquiring the key")
+
+// beginAcquire marks key as being acquired, unless it already is.
+func (c *Client) beginAcquire(key string) bool {
+	c.turnsMu.Lock()
+	defer c.turnsMu.Unlock()
+	if _, busy := c.acquiring[key]; busy {
+		return false
+	}
+	if c.acquiring == nil {
+		c.acquiring = make(map[string]struct{})
+	}
+	c.acquiring[key] = struct{}{}
+	return true
+}
+
+func (c *Client) endAcquire(key string) {
+	c.turnsMu.Lock()
+	delete(c.acquiring, key)
+	c.turnsMu.Unlock()
 }
 
 // abandon releases key on every node after a failed attempt: a node that said

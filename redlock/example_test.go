@@ -172,3 +172,60 @@ func ExampleClient_Do() {
 	fmt.Println("done:", err)
 	// Output: done: <nil>
 }
+
+// A call's options apply to that call only: one Client serves locks of
+// several lifetimes, each checked as Open checks its options. An option that
+// only a Client takes is an error that names it.
+func ExampleWithTTL_perCall() {
+	ctx := context.Background()
+	client, err := redlock.New([]driver.Node{memory.New(), memory.New(), memory.New()}) // TTL 10s
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	lock, err := client.TryLock(ctx, "nightly-report", redlock.WithTTL(time.Minute))
+	if err != nil {
+		log.Fatal(err)
+	}
+	left, err := lock.TTL(ctx) // what a quorum of nodes guarantees
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("a quorum holds it for about", left.Round(time.Minute))
+	lock.Unlock(ctx)
+
+	_, err = client.Lock(ctx, "nightly-report", redlock.WithKeyPrefix("lock:"))
+	fmt.Println(err)
+	// Output:
+	// a quorum holds it for about 1m0s
+	// redlock: Lock: WithKeyPrefix applies to the Client only: give it to New or Open
+}
+
+// ErrUnavailable tells an outage (too many nodes failed for a quorum) from
+// contention (the key is held elsewhere); the votes are in a *VoteError.
+func ExampleErrUnavailable() {
+	ctx := context.Background()
+	nodes := []*memory.Node{memory.New(), memory.New(), memory.New()}
+	client, err := redlock.New([]driver.Node{nodes[0], nodes[1], nodes[2]})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	held, _ := client.TryLock(ctx, "job")
+	_, err = client.TryLock(ctx, "job")
+	fmt.Println("held elsewhere: unavailable?", errors.Is(err, redlock.ErrUnavailable))
+	held.Unlock(ctx)
+
+	nodes[0].SetDown(true) // two of three nodes fail
+	nodes[1].SetDown(true)
+	_, err = client.Lock(ctx, "other-job", redlock.WithMaxAttempts(3))
+	var votes *redlock.VoteError
+	if errors.Is(err, redlock.ErrUnavailable) && errors.As(err, &votes) {
+		fmt.Printf("unavailable: %d failed, %d needed\n", votes.Failed, votes.Needed)
+	}
+	// Output:
+	// held elsewhere: unavailable? false
+	// unavailable: 2 failed, 2 needed
+}

@@ -11,7 +11,8 @@ import (
 )
 
 // Lock is a lock held on a quorum of nodes. Its methods are safe for
-// concurrent use.
+// concurrent use. A nil *Lock, as TryLock and Lock return with an error, is
+// never held: its Unlock and Extend return an error and its Done is closed.
 type Lock struct {
 	c     *Client
 	name  string // the key as the caller gave it
@@ -19,17 +20,41 @@ type Lock struct {
 	value string // the random value that proves ownership; never shown
 	token uint64 // fencing token; 0 without WithFencing
 
-	mu    sync.Mutex
-	acq   *round // the acquisition, whose late SETs Unlock must follow; nil once taken
-	until time.Time
-	ended bool          // no longer known to be held: expired, lost or unlocked
-	done  chan struct{} // made by the first Done call; closed when ended
-	timer *time.Timer   // closes done at until, while done exists
+	mu       sync.Mutex
+	acq      *round // the acquisition, whose late SETs Unlock must follow; nil once taken
+	until    time.Time
+	expiry   time.Time     // the latest a key of this lock can live on a node: start + ttl of the last SET or Extend sent
+	ttl      time.Duration // of the acquisition or the last successful Extend
+	ended    bool          // no longer held: Until passed, lost or unlocked
+	unlocked bool          // Unlock was called
+	done     chan struct{} // made by the first Done call; closed when ended
+	timer    *time.Timer   // closes done at until, while done exists
+
+	extending int       // Extends in flight
+	groupMin  time.Time // the lowest bound (start + ttl - drift) of the Extends in flight and of those that overlapped them
 }
 
+// errNilLock is returned by the methods of a nil *Lock.
+var errNilLock = errors.New("redlock: nil *Lock (the lock was not obtained)")
+
+// errOver joins ErrLockLost when Extend finds the lock already over.
+var errOver = errors.New("the lock is over: its validity ended, or it was found lost or unlocked")
+
+// closedChan is the Done channel of a nil Lock.
+var closedChan = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
 // Key returns the name of the lock, as given to TryLock or Lock (without the
-// Client's key prefix).
-func (l *Lock) Key() string { return l.name }
+// Client's key prefix); "" for a nil Lock.
+func (l *Lock) Key() string {
+	if l == nil {
+		return ""
+	}
+	return l.name
+}
 
 // Token returns the lock's fencing token, or 0 when the Client was made
 // without WithFencing. Tokens of one key rise with every grant, across clients
@@ -37,31 +62,50 @@ func (l *Lock) Key() string { return l.name }
 // Pass the token to the protected resource with every write, and have it
 // reject a token lower than the highest it has seen: that stops a holder who
 // paused past its validity, which no lock can.
-func (l *Lock) Token() uint64 { return l.token }
+func (l *Lock) Token() uint64 {
+	if l == nil {
+		return 0
+	}
+	return l.token
+}
 
 // Until returns the local deadline of the lock's validity: the holder may act
 // as the only owner until then, under Redlock's timing assumptions. It is
-// measured on the monotonic clock from the start of the acquisition (or of the
-// last Extend) and already discounts the clock-drift allowance.
+// measured on the monotonic clock from the start of the acquisition (or of an
+// Extend) and already discounts the clock-drift allowance. An Extend lowers
+// it at once to its own start + ttl - drift when that is earlier, since the
+// nodes may apply the new TTL at any moment, whether the Extend then succeeds
+// or not; with Extends in flight together, Until is the earliest of their
+// bounds. Once Until has passed, the lock is over for good. A nil Lock's
+// Until is the zero time.
 func (l *Lock) Until() time.Time {
+	if l == nil {
+		return time.Time{}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.until
 }
 
 // Done returns a channel that is closed when the lock is no longer known to be
-// held: its validity (Until) passed without a successful Extend, an Extend
-// found it lost, or Unlock ran. It costs nothing until called: the first call
-// arms a timer, and no goroutine waits on the lock's behalf.
+// held: its validity (Until) passed, an Extend found it lost, or Unlock ran.
+// When Until has already passed, the channel returned is already closed. It
+// costs nothing until called: the first call arms a timer, and no goroutine
+// waits on the lock's behalf. A nil Lock's Done is closed.
 func (l *Lock) Done() <-chan struct{} {
+	if l == nil {
+		return closedChan
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.done == nil {
 		l.done = make(chan struct{})
-		if l.ended {
+		now := l.c.now()
+		if l.ended || !now.Before(l.until) {
+			l.ended = true
 			close(l.done)
 		} else {
-			l.timer = time.AfterFunc(l.until.Sub(l.c.now()), l.expire)
+			l.timer = time.AfterFunc(l.until.Sub(now), l.expire)
 		}
 	}
 	return l.done
@@ -71,7 +115,10 @@ func (l *Lock) Done() <-chan struct{} {
 func (l *Lock) expire() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if left := l.until.Sub(l.c.now()); left > 0 && !l.ended {
+	if l.ended {
+		return
+	}
+	if left := l.until.Sub(l.c.now()); left > 0 {
 		l.timer.Reset(left) // extended while the timer fired
 		return
 	}
@@ -90,18 +137,47 @@ func (l *Lock) endLocked() {
 	}
 }
 
-func (l *Lock) end() {
-	l.mu.Lock()
-	l.endLocked()
-	l.mu.Unlock()
+// overLocked reports whether the lock is over, ending it when Until has
+// passed by now. l.mu is held.
+func (l *Lock) overLocked(now time.Time) bool {
+	if !l.ended && !now.Before(l.until) {
+		l.endLocked()
+	}
+	return l.ended
 }
 
-// Extend sets the lock's time to live on the nodes to ttl, only where they still
-// hold it. It succeeds when a quorum extended it with validity left, and
-// moves Until. Otherwise it returns an error matching ErrLockLost, with the
-// per-node causes joined in, and Until is unchanged; when so many nodes said
+// setUntilLocked moves Until to u, ending the lock when u is not after now.
+// l.mu is held.
+func (l *Lock) setUntilLocked(u, now time.Time) {
+	l.until = u
+	if !now.Before(u) {
+		l.endLocked()
+		return
+	}
+	if l.timer != nil && !l.ended {
+		l.timer.Reset(u.Sub(now))
+	}
+}
+
+// Extend sets the lock's time to live on the nodes to ttl, only where they
+// still hold it.
+//
+// Since a node may apply the new TTL as soon as it is sent, Extend first
+// lowers Until to its start + ttl - drift when that is earlier, and a failed
+// Extend leaves it there. It succeeds when a quorum extended the lock with
+// validity left, and then sets Until to its start + ttl - drift, or to the
+// earliest such bound of the Extends that ran at the same time, since their
+// order on the nodes is unknown. Otherwise it returns an error matching
+// ErrLockLost, with the per-node causes joined in; when so many nodes said
 // they no longer hold it that no quorum can, Done is closed too.
+//
+// Once the lock is over (Until has passed, Done is closed, or Unlock ran),
+// Extend sends nothing, closes Done, leaves Until alone and returns an error
+// matching ErrLockLost. Unlock still releases the key on the nodes.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
+	if l == nil {
+		return errNilLock
+	}
 	c := l.c
 	if ttl <= 0 {
 		return fmt.Errorf("redlock: Extend TTL %v is not positive", ttl)
@@ -114,28 +190,47 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		return fmt.Errorf("redlock: Extend TTL %v is longer than %v", ttl, MaxTTL)
 	}
 	start := c.now()
+	bound := start.Add(ttl - d)
+	l.mu.Lock()
+	if l.overLocked(start) {
+		l.mu.Unlock()
+		return errors.Join(ErrLockLost, errOver)
+	}
+	if l.extending == 0 || bound.Before(l.groupMin) {
+		l.groupMin = bound
+	}
+	l.extending++
+	if bound.Before(l.until) {
+		l.setUntilLocked(bound, start)
+	}
+	if e := start.Add(ttl); e.After(l.expiry) {
+		l.expiry = e
+	}
+	l.mu.Unlock()
+
 	r := c.start(ctx, func(ctx context.Context, _ int, n driver.Node) (bool, error) {
 		return n.Extend(ctx, l.key, l.value, ttl)
 	})
 	ok := r.wait(ctx)
-	until := start.Add(ttl - d)
-	if ok && c.now().Before(until) {
-		l.mu.Lock()
-		if !l.ended {
-			l.until = until
-			if l.timer != nil {
-				l.timer.Reset(until.Sub(c.now()))
-			}
-		}
+	now := c.now()
+	l.mu.Lock()
+	l.extending--
+	// Until is at most every bound in the group, so the lock is over when
+	// the earliest of them has passed.
+	over := l.overLocked(now)
+	if ok && !over {
+		l.setUntilLocked(l.groupMin, now)
+		l.ttl = ttl
 		l.mu.Unlock()
 		return nil
 	}
 	if r.lost() {
-		l.end()
+		l.endLocked()
 	}
+	l.mu.Unlock()
 	err := r.err(ctx, ErrLockLost)
 	if ok {
-		err = errors.Join(err, fmt.Errorf("no validity left: extending took %v of the %v TTL", c.now().Sub(start), ttl))
+		err = errors.Join(err, fmt.Errorf("no validity left: extending took %v of the %v TTL", now.Sub(start), ttl))
 	}
 	return err
 }
@@ -144,9 +239,23 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 // quorum confirmed the release (the other nodes are released in the
 // background, each bounded by the node timeout), or an error matching
 // ErrLockLost when fewer than a quorum still held the lock, with the per-node
-// causes joined in.
+// causes and the votes (*VoteError) joined in; it matches ErrUnavailable too
+// when so many nodes failed that no quorum could answer.
+//
+// Unlock releases once: a later call returns ErrAlreadyUnlocked at once,
+// without a call to the nodes, whatever the first one returned; except after
+// an Unlock whose context ended before the nodes' answers decided the outcome,
+// which may be called again.
 func (l *Lock) Unlock(ctx context.Context) error {
+	if l == nil {
+		return errNilLock
+	}
 	l.mu.Lock()
+	if l.unlocked {
+		l.mu.Unlock()
+		return ErrAlreadyUnlocked
+	}
+	l.unlocked = true
 	l.endLocked()
 	acq := l.acq
 	l.acq = nil
@@ -160,6 +269,11 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	})
 	if r.wait(ctx) {
 		return nil
+	}
+	if !r.decided { // ctx ended first: the caller may try again
+		l.mu.Lock()
+		l.unlocked = false
+		l.mu.Unlock()
 	}
 	return r.err(ctx, ErrLockLost)
 }

@@ -3,7 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
 
 	"github.com/go-redlock/redlock/driver"
@@ -37,8 +36,15 @@ type round struct {
 	yes      int // nodes that answered true
 	no       int // nodes that answered false or failed
 	refused  int // nodes that answered false
-	errs     []error
-	running  atomic.Int32 // calls not yet returned; the last cancels ctx
+	failed   int // nodes that answered with an error
+	// permanent counts the nodes that answered an error retrying cannot fix
+	// (driver.PermanentCode); code is the first such error's code.
+	permanent int
+	code      string
+	decided   bool            // wait saw the outcome decided, rather than ctx end
+	caller    context.Context // the caller's: a failure after it ended is not the node's
+	errs      []error
+	running   atomic.Int32 // calls not yet returned; the last cancels ctx
 
 	op     op
 	ctx    context.Context // bounds every call by the node timeout
@@ -63,6 +69,7 @@ func (c *Client) start(ctx context.Context, o op) *round {
 	}
 	// One deadline for all the calls, which start together: one timer per
 	// round rather than one per node.
+	r.caller = ctx
 	r.ctx, r.cancel = context.WithTimeout(ctx, c.nodeTimeout)
 	r.op = o
 	r.running.Store(int32(len(c.nodes)))
@@ -84,6 +91,8 @@ func (r *round) wait(ctx context.Context) bool {
 			return false
 		}
 	}
+	// Replies that came as ctx ended may be its errors, not the nodes'.
+	r.decided = ctx.Err() == nil
 	return r.yes >= q
 }
 
@@ -92,6 +101,15 @@ func (r *round) record(rep reply) {
 	case rep.err != nil:
 		r.state[rep.node] = failed
 		r.no++
+		if r.caller.Err() == nil { // not cut short by the caller
+			r.failed++
+		}
+		if code := driver.PermanentCode(rep.err); code != "" {
+			r.permanent++
+			if r.code == "" {
+				r.code = code
+			}
+		}
 		r.errs = append(r.errs, &NodeError{Addr: r.c.names[rep.node], Err: rep.err})
 	case rep.ok:
 		r.state[rep.node] = granted
@@ -110,10 +128,23 @@ func (r *round) pendingCount() int { return len(r.state) - r.yes - r.no }
 // lock: it is known to be lost, not merely unconfirmed.
 func (r *round) lost() bool { return r.refused > len(r.state)-r.c.quorum }
 
-// err joins sentinel, a summary of the votes, the nodes' errors and ctx.Err().
+// permanentFailure reports whether so many nodes answered errors that
+// retrying cannot fix that no quorum is possible until someone fixes them.
+func (r *round) permanentFailure() bool { return r.permanent > len(r.state)-r.c.quorum }
+
+// votes returns the round's votes so far.
+func (r *round) votes() *VoteError {
+	return &VoteError{
+		Granted: r.yes, Refused: r.refused, Failed: r.failed, Needed: r.c.quorum, Nodes: len(r.state),
+		Permanent: r.permanent, code: r.code,
+	}
+}
+
+// err joins sentinel, the votes (a *VoteError, which matches ErrUnavailable
+// when too many nodes failed), the nodes' errors and ctx.Err().
 func (r *round) err(ctx context.Context, sentinel error) error {
 	errs := make([]error, 0, len(r.errs)+3)
-	errs = append(errs, sentinel, fmt.Errorf("%d of %d nodes agreed, %d needed", r.yes, len(r.state), r.c.quorum))
+	errs = append(errs, sentinel, r.votes())
 	errs = append(errs, r.errs...)
 	if err := ctx.Err(); err != nil {
 		errs = append(errs, err)

@@ -146,6 +146,7 @@ func probe(t *testing.T, name string, srv *redistest.Server) {
 			continue
 		}
 		l.Extend(ctx, time.Second)
+		l.TTL(ctx)
 		wctx, wcancel := context.WithTimeout(ctx, time.Second)
 		done := make(chan struct{})
 		go func() {

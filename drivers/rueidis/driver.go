@@ -41,7 +41,7 @@ var luaScripts = func() map[string]*rueidis.Lua {
 	m := make(map[string]*rueidis.Lua)
 	for _, s := range []driver.Script{
 		driver.ReleaseScript(), driver.ExtendScript(), driver.SetNXFenceScript(),
-		driver.RaiseFenceScript(), driver.ReleaseNotifyScript(),
+		driver.RaiseFenceScript(), driver.ReleaseNotifyScript(), driver.TTLScript(),
 	} {
 		m[s.SHA1()] = rueidis.NewLuaScript(s.Source())
 	}
