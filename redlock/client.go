@@ -38,7 +38,10 @@ type Client struct {
 	turns     map[string]*turn    // Lock's waiters, by key
 	acquiring map[string]struct{} // keys with a TryLock in flight; guarded by turnsMu
 
-	workers *workers // run the node calls
+	workers  *workers // run the node calls
+	inflight *tracker // node calls and background work, which Close waits for
+	quit     context.Context
+	stopAll  context.CancelFunc // ends quit: Close, after its wait
 }
 
 // New returns a Client over nodes, which must be independent masters: never a
@@ -102,7 +105,9 @@ func newClient(nodes []driver.Node, cfg config) (*Client, error) {
 		notifiers:   make([]driver.Notifier, len(nodes)),
 		now:         time.Now,
 		workers:     newWorkers(),
+		inflight:    newTracker(),
 	}
+	c.quit, c.stopAll = context.WithCancel(context.Background())
 	for i, n := range nodes {
 		if nn, ok := n.(driver.Notifier); ok {
 			c.notifiers[i], c.notify = nn, true
@@ -132,11 +137,21 @@ func (c *Client) Quorum() int { return c.quorum }
 // TTL returns the time to live of new locks.
 func (c *Client) TTL() time.Duration { return c.ttl }
 
-// Close closes every node. Locks still held expire after their TTL.
+// Close waits, for at most the node timeout, for the calls and releases in
+// flight (those that Unlock left to finish in the background and those of
+// failed attempts included), then ends what is left (the repeated releases
+// of keys whose SET had an unknown outcome among them) and closes every
+// node. Locks still held expire after their TTL. Calls on a closed Client
+// return ErrClosed.
 func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
+	c.inflight.wait(c.nodeTimeout)
+	c.stopAll()
+	// What is left was told to end: its calls return at once, or at
+	// their node timeout at the latest.
+	c.inflight.wait(c.nodeTimeout)
 	c.workers.close()
 	var errs []error
 	for i, n := range c.nodes {
@@ -236,7 +251,7 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig) (*Lock,
 	if ok && c.now().Before(untilAt) {
 		return &Lock{c: c, name: name, key: key, value: value, token: token, ttl: ttl, until: untilAt, expiry: start.Add(ttl), acq: r}, outcome{}, nil
 	}
-	c.abandon(ctx, r, key, value)
+	c.abandon(ctx, r, key, value, ttl)
 	errs = append(errs, r.err(ctx, ErrNotObtained))
 	switch {
 	case ferr != nil:
@@ -271,41 +286,43 @@ func (c *Client) endAcquire(key string) {
 	c.turnsMu.Unlock()
 }
 
-// abandon releases key on every node after a failed attempt: a node that said
-// false may have applied the SET on a retry, one that failed may have applied it
-// and lost the reply, and one that has not replied may apply it yet. It waits
-// for the nodes that answered, which are known to be responsive, so that the
-// key is free when TryLock returns; the others are released in the background,
-// each bounded by the node timeout, whatever ctx does.
-func (c *Client) abandon(ctx context.Context, r *round, key, value string) {
+// abandon releases key on every node after a failed attempt that started at
+// start: a node that said false may have applied the SET on a retry, one
+// that failed may have applied it and lost the reply, and one that has not
+// replied may apply it yet. It waits for the first release to the nodes that
+// answered, which are known to be responsive, so that the key is free there
+// when TryLock returns. The nodes whose outcome is unknown get the release in
+// the background, repeated until they answer (see settle), whatever ctx
+// does, for at most a TTL after their outcome became unknown, or until Close.
+func (c *Client) abandon(ctx context.Context, r *round, key, value string, ttl time.Duration) {
 	bg := context.WithoutCancel(ctx)
-	release := func(i int) {
-		rctx, cancel := context.WithTimeout(bg, c.nodeTimeout)
-		// No publish: waking waiters for a failed attempt's partial keys
-		// would only make them collide again.
-		c.nodes[i].EvalRelease(rctx, key, value)
-		cancel()
-	}
-	done := make(chan struct{}, len(c.nodes))
+	deadline := c.now().Add(ttl)
+	first := make(chan struct{}, len(c.nodes))
 	waitFor := 0
 	for i, s := range r.state {
 		switch s {
 		case granted, refused:
 			waitFor++
-			go func() { release(i); done <- struct{}{} }()
+			c.background(func() { c.settle(bg, i, key, value, 1, deadline, first) })
 		case failed:
-			go release(i)
+			c.background(func() { c.settle(bg, i, key, value, 2, deadline, nil) })
 		}
 	}
 	if late := r.pendingCount(); late > 0 {
-		go func() {
+		c.background(func() {
 			for range late {
-				release((<-r.replies).node)
+				rep := <-r.replies
+				need := 1
+				if rep.err != nil {
+					need = 2
+				}
+				deadline := c.now().Add(ttl)
+				c.background(func() { c.settle(bg, rep.node, key, value, need, deadline, nil) })
 			}
-		}()
+		})
 	}
 	for range waitFor {
-		<-done
+		<-first
 	}
 }
 

@@ -1,13 +1,18 @@
 package redlock_test
 
 import (
+	"context"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/drivers/memory"
 	"github.com/go-redlock/redlock/redlock"
 )
 
@@ -45,4 +50,99 @@ func TestConcurrentTryLocksOneWins(t *testing.T) {
 		require.NoError(t, won[0].Unlock(t.Context()))
 		require.Eventually(t, func() bool { return holders(mem, "k") == 0 }, 5*time.Second, time.Millisecond)
 	}
+}
+
+// Defects 11 and 12: the releases of a failed attempt are repeated in the
+// background while the nodes do not answer, and Close ends them: it returns
+// within about twice the node timeout, leaving no goroutine behind.
+func TestCloseEndsRepeatedReleases(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	const nodeTimeout = 50 * time.Millisecond
+	mem, nodes := memNodes(5)
+	for _, m := range mem[:3] {
+		m.SetStalled(true)
+		defer m.SetStalled(false)
+	}
+	c, err := redlock.New(nodes, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(nodeTimeout))
+	require.NoError(t, err)
+	_, err = c.TryLock(t.Context(), "k")
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	time.Sleep(3 * nodeTimeout) // the releases to the stalled nodes are repeated meanwhile
+	start := time.Now()
+	require.NoError(t, c.Close())
+	assert.Less(t, time.Since(start), 2*nodeTimeout+3*time.Second, "Close waits at most about the node timeout, twice")
+}
+
+// lateSet models a stalled server in front of a memory node: while held, a
+// SET is kept back (its call fails, as at the node timeout) and releases
+// fail; land applies the kept SETs, as the server does when it resumes.
+type lateSet struct {
+	*memory.Node
+	mu   *sync.Mutex
+	held *bool
+	kept *[]func()
+}
+
+func (n lateSet) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if *n.held {
+		*n.kept = append(*n.kept, func() { n.Node.SetNX(context.Background(), key, value, ttl) })
+		return false, context.DeadlineExceeded
+	}
+	return n.Node.SetNX(ctx, key, value, ttl)
+}
+
+func (n lateSet) EvalRelease(ctx context.Context, key, value string) (bool, error) {
+	n.mu.Lock()
+	held := *n.held
+	n.mu.Unlock()
+	if held {
+		return false, context.DeadlineExceeded
+	}
+	return n.Node.EvalRelease(ctx, key, value)
+}
+
+func (n lateSet) land() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	*n.held = false
+	for _, f := range *n.kept {
+		f()
+	}
+	*n.kept = nil
+}
+
+// Defect 12 on in-process nodes: the release of a node whose SET had an
+// unknown outcome is repeated until the node answers, so a SET applied late
+// goes within about the node timeout after the node answers again.
+func TestReleaseRepeatedUntilAnswered(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const nodeTimeout = 100 * time.Millisecond
+		mem, _ := memNodes(5)
+		nodes := make([]driver.Node, len(mem))
+		var late []lateSet
+		for i, m := range mem {
+			nodes[i] = opaque{m}
+			if i < 3 {
+				held := true
+				n := lateSet{Node: m, mu: new(sync.Mutex), held: &held, kept: new([]func())}
+				late = append(late, n)
+				nodes[i] = n
+			}
+		}
+		c, err := redlock.New(nodes, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(nodeTimeout))
+		require.NoError(t, err)
+		defer c.Close()
+		_, err = c.TryLock(t.Context(), "k")
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		time.Sleep(5 * nodeTimeout) // the releases fail meanwhile
+		for _, n := range late {
+			n.land() // the kept SETs land after the releases sent so far
+		}
+		require.Equal(t, 3, holders(mem, "k"))
+		time.Sleep(2 * nodeTimeout)
+		synctest.Wait()
+		assert.Zero(t, holders(mem, "k"), "the repeated releases removed the keys of the late SETs")
+	})
 }

@@ -235,17 +235,18 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	return err
 }
 
-// Unlock releases the lock on every node and closes Done. It returns once a
-// quorum confirmed the release (the other nodes are released in the
-// background, each bounded by the node timeout), or an error matching
-// ErrLockLost when fewer than a quorum still held the lock, with the per-node
-// causes and the votes (*VoteError) joined in; it matches ErrUnavailable too
-// when so many nodes failed that no quorum could answer.
+// Unlock releases the lock on every node and closes Done. It sends the
+// release to every node whatever ctx says, an ended ctx included, each bounded
+// by the node timeout. It returns once a quorum confirmed the release (the
+// other nodes are released in the background; Close waits for them), or
+// once the node timeout passed or too many nodes said they did not hold the
+// lock for a quorum to confirm it: then with an error matching ErrLockLost,
+// with the per-node causes and, when ctx ended, ctx's error joined in.
+// A SET of the acquisition that had not answered when TryLock returned is
+// followed too: its node is released once it answers (see TryLock).
 //
 // Unlock releases once: a later call returns ErrAlreadyUnlocked at once,
-// without a call to the nodes, whatever the first one returned; except after
-// an Unlock whose context ended before the nodes' answers decided the outcome,
-// which may be called again.
+// without a call to the nodes, whatever the first one returned.
 func (l *Lock) Unlock(ctx context.Context) error {
 	if l == nil {
 		return errNilLock
@@ -259,21 +260,18 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	l.endLocked()
 	acq := l.acq
 	l.acq = nil
+	deadline := l.expiry
 	l.mu.Unlock()
-	late := l.followLateSets(ctx, acq)
-	r := l.c.start(ctx, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
+	bg := context.WithoutCancel(ctx)
+	late := l.followLateSets(bg, acq, deadline)
+	r := l.c.start(bg, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
 		if late && acq.state[i] == pending {
 			return false, nil // released once its SET has answered
 		}
 		return l.c.release(ctx, i, l.key, l.value)
 	})
-	if r.wait(ctx) {
+	if r.wait(bg) { // the calls end at the node timeout
 		return nil
-	}
-	if !r.decided { // ctx ended first: the caller may try again
-		l.mu.Lock()
-		l.unlocked = false
-		l.mu.Unlock()
 	}
 	return r.err(ctx, ErrLockLost)
 }
@@ -281,10 +279,10 @@ func (l *Lock) Unlock(ctx context.Context) error {
 // followLateSets handles the SETs of the acquisition that had not answered
 // when TryLock returned. Released now, such a node could apply the SET after
 // the release and keep the key for a whole TTL, so it is released once its
-// SET answers, in the background, bounded by the node timeout. It returns
-// whether any node is left to that: those still pending in acq, whose state
-// no longer changes.
-func (l *Lock) followLateSets(ctx context.Context, acq *round) bool {
+// SET answers, in the background, and again until it answers (see settle),
+// until the later of deadline and a TTL after the SET's reply. It returns whether any node is left to that: those
+// still pending in acq, whose state no longer changes.
+func (l *Lock) followLateSets(bg context.Context, acq *round, deadline time.Time) bool {
 	if acq == nil {
 		return false
 	}
@@ -301,16 +299,21 @@ func (l *Lock) followLateSets(ctx context.Context, acq *round) bool {
 	if n == 0 {
 		return false
 	}
-	c, bg := l.c, context.WithoutCancel(ctx)
-	go func() {
+	c := l.c
+	c.background(func() {
 		for range n {
 			rep := <-acq.replies
-			if rep.err != nil || rep.ok {
-				rctx, cancel := context.WithTimeout(bg, c.nodeTimeout)
-				c.nodes[rep.node].EvalRelease(rctx, l.key, l.value)
-				cancel()
+			deadline := deadline
+			if d := c.now().Add(c.ttl); d.After(deadline) {
+				deadline = d
+			}
+			switch {
+			case rep.err != nil:
+				c.background(func() { c.settle(bg, rep.node, l.key, l.value, 2, deadline, nil) })
+			case rep.ok:
+				c.background(func() { c.settle(bg, rep.node, l.key, l.value, 1, deadline, nil) })
 			}
 		}
-	}()
+	})
 	return true
 }

@@ -29,7 +29,7 @@ func (c *Client) watch(ctx context.Context, key string) *watcher {
 			continue
 		}
 		started++
-		go func() {
+		c.background(func() {
 			sctx, cancel := context.WithTimeout(ctx, c.nodeTimeout)
 			stop, err := nn.Subscribe(sctx, key, w.released)
 			cancel()
@@ -37,7 +37,7 @@ func (c *Client) watch(ctx context.Context, key string) *watcher {
 				stop()
 			}
 			results <- err == nil
-		}()
+		})
 	}
 	for range started {
 		if <-results {

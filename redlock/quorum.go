@@ -58,6 +58,7 @@ func (r *round) call(i int) {
 	if r.running.Add(-1) == 0 {
 		r.cancel()
 	}
+	r.c.inflight.done()
 }
 
 func (c *Client) start(ctx context.Context, o op) *round {
@@ -73,6 +74,7 @@ func (c *Client) start(ctx context.Context, o op) *round {
 	r.ctx, r.cancel = context.WithTimeout(ctx, c.nodeTimeout)
 	r.op = o
 	r.running.Store(int32(len(c.nodes)))
+	c.inflight.add(len(c.nodes))
 	for i := range c.nodes {
 		c.workers.run(task{r, i})
 	}
