@@ -39,6 +39,9 @@ type Client struct {
 	acquiring map[string]struct{} // keys with a TryLock in flight; guarded by turnsMu
 
 	workers  *workers // run the node calls
+	queuers  []bool   // by node: it queues commands under load (driver.Queuer)
+	queued   bool     // some node is a driver.Queuer
+	unqueued bool     // some node is not
 	inflight *tracker // node calls and background work, which Close waits for
 	quit     context.Context
 	stopAll  context.CancelFunc // ends quit: Close, after its wait
@@ -108,9 +111,15 @@ func newClient(nodes []driver.Node, cfg config) (*Client, error) {
 		inflight:    newTracker(),
 	}
 	c.quit, c.stopAll = context.WithCancel(context.Background())
+	c.queuers = make([]bool, len(nodes))
 	for i, n := range nodes {
 		if nn, ok := n.(driver.Notifier); ok {
 			c.notifiers[i], c.notify = nn, true
+		}
+		if _, ok := n.(driver.Queuer); ok {
+			c.queuers[i], c.queued = true, true
+		} else {
+			c.unqueued = true
 		}
 	}
 	if cfg.fencing {
@@ -225,15 +234,17 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig) (*Lock,
 		counters []uint64 // with fencing: each granting node's counter
 		fk       string
 	)
+	// A SET that waits in a node's queue past the validity is moot.
+	bound := start.Add(ttl - cc.drift)
 	if c.fencers != nil {
 		counters, fk = make([]uint64, len(c.nodes)), driver.FenceKey(key)
-		r = c.start(ctx, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
+		r = c.startUntil(ctx, bound, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
 			ok, counter, err := c.fencers[i].SetNXFence(ctx, key, value, ttl, fk)
 			counters[i] = counter // read by the caller only after this reply
 			return ok, err
 		})
 	} else {
-		r = c.start(ctx, func(ctx context.Context, _ int, n driver.Node) (bool, error) {
+		r = c.startUntil(ctx, bound, func(ctx context.Context, _ int, n driver.Node) (bool, error) {
 			return n.SetNX(ctx, key, value, ttl)
 		})
 	}

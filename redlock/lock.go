@@ -190,11 +190,28 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 		return fmt.Errorf("redlock: Extend TTL %v is longer than %v", ttl, MaxTTL)
 	}
 	start := c.now()
+	bound, err := l.beginExtend(start, ttl, d)
+	if err != nil {
+		return err
+	}
+	// Extensions of held locks go before new acquisitions in a node's
+	// queue; one that waits there past its own bound is moot.
+	r := c.startUntil(driver.WithUrgent(ctx), bound, func(ctx context.Context, _ int, n driver.Node) (bool, error) {
+		return n.Extend(ctx, l.key, l.value, ttl)
+	})
+	ok := r.wait(ctx)
+	return l.finishExtend(ctx, r, ok, start, ttl)
+}
+
+// beginExtend registers an Extend of ttl starting at start, d being the
+// drift allowance: it returns the Extend's bound (start + ttl - d), lowers
+// Until to it, or fails if the lock is already over.
+func (l *Lock) beginExtend(start time.Time, ttl, d time.Duration) (time.Time, error) {
 	bound := start.Add(ttl - d)
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.overLocked(start) {
-		l.mu.Unlock()
-		return errors.Join(ErrLockLost, errOver)
+		return bound, errors.Join(ErrLockLost, errOver)
 	}
 	if l.extending == 0 || bound.Before(l.groupMin) {
 		l.groupMin = bound
@@ -206,13 +223,13 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if e := start.Add(ttl); e.After(l.expiry) {
 		l.expiry = e
 	}
-	l.mu.Unlock()
+	return bound, nil
+}
 
-	r := c.start(ctx, func(ctx context.Context, _ int, n driver.Node) (bool, error) {
-		return n.Extend(ctx, l.key, l.value, ttl)
-	})
-	ok := r.wait(ctx)
-	now := c.now()
+// finishExtend ends an Extend that beginExtend registered, with the votes of
+// its round r, which has a quorum if ok.
+func (l *Lock) finishExtend(ctx context.Context, r *round, ok bool, start time.Time, ttl time.Duration) error {
+	now := l.c.now()
 	l.mu.Lock()
 	l.extending--
 	// Until is at most every bound in the group, so the lock is over when
@@ -264,7 +281,8 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	l.mu.Unlock()
 	bg := context.WithoutCancel(ctx)
 	late := l.followLateSets(bg, acq, deadline)
-	r := l.c.start(bg, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
+	// A release that waits in a node's queue past the key's expiry is moot.
+	r := l.c.startUntil(bg, deadline.Add(l.c.nodeTimeout), func(ctx context.Context, i int, _ driver.Node) (bool, error) {
 		if late && acq.state[i] == pending {
 			return false, nil // released once its SET has answered
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-redlock/redlock/driver"
 )
@@ -46,35 +47,76 @@ type round struct {
 	errs      []error
 	running   atomic.Int32 // calls not yet returned; the last cancels ctx
 
-	op     op
-	ctx    context.Context // bounds every call by the node timeout
-	cancel context.CancelFunc
+	op      op
+	ctx     context.Context // bounds every call by the node timeout
+	cancel  context.CancelFunc
+	qctx    context.Context // for nodes that queue (driver.Queuer), when the round has a bound; else nil
+	qcancel context.CancelFunc
 }
 
 // call runs the round's op on node i and sends its reply.
 func (r *round) call(i int) {
-	ok, err := r.op(r.ctx, i, r.c.nodes[i])
+	ctx := r.ctx
+	if r.qctx != nil && r.c.queuers[i] {
+		ctx = r.qctx
+	}
+	ok, err := r.op(ctx, i, r.c.nodes[i])
 	r.replies <- reply{node: i, ok: ok && err == nil, err: err}
 	if r.running.Add(-1) == 0 {
-		r.cancel()
+		if r.cancel != nil {
+			r.cancel()
+		}
+		if r.qcancel != nil {
+			r.qcancel()
+		}
 	}
 	r.c.inflight.done()
 }
 
-func (c *Client) start(ctx context.Context, o op) *round {
-	r := &round{c: c, replies: make(chan reply, len(c.nodes))}
+// newRound returns a round over every node that has sent nothing yet.
+func (c *Client) newRound(ctx context.Context) *round {
+	r := &round{c: c, replies: make(chan reply, len(c.nodes)), caller: ctx}
 	if len(c.nodes) <= len(r.stateBuf) {
 		r.state = r.stateBuf[:len(c.nodes)]
 	} else {
 		r.state = make([]uint8, len(c.nodes))
 	}
-	// One deadline for all the calls, which start together: one timer per
-	// round rather than one per node.
-	r.caller = ctx
-	r.ctx, r.cancel = context.WithTimeout(ctx, c.nodeTimeout)
+	return r
+}
+
+// start sends o to every node, each call bounded by the node timeout.
+func (c *Client) start(ctx context.Context, o op) *round { return c.startUntil(ctx, time.Time{}, o) }
+
+// startUntil is start for a command that is moot after bound (the lock's
+// validity or expiry), or that never is if bound is zero. A node that
+// queues commands under load (driver.Queuer) then gets the node timeout as
+// a network timeout (driver.WithNetworkTimeout), which it starts when it
+// sends the command; the command's wait in its queue is bounded by ctx and
+// bound, so that a client under load queues rather than timing out. The
+// other nodes' calls are bounded by the node timeout from now.
+//
+// With one node, the call runs on the caller's goroutine: no decision can be
+// made before its answer anyway, and a lone call then costs no hand-off to a
+// worker.
+func (c *Client) startUntil(ctx context.Context, bound time.Time, o op) *round {
+	r := c.newRound(ctx)
+	queued := c.queued && !bound.IsZero()
+	if queued {
+		qctx, cancel := context.WithDeadline(ctx, bound)
+		r.qctx, r.qcancel = driver.WithNetworkTimeout(qctx, c.nodeTimeout), cancel
+	}
+	if !queued || c.unqueued {
+		// One deadline for all the calls, which start together: one timer
+		// per round rather than one per node.
+		r.ctx, r.cancel = context.WithTimeout(ctx, c.nodeTimeout)
+	}
 	r.op = o
 	r.running.Store(int32(len(c.nodes)))
 	c.inflight.add(len(c.nodes))
+	if len(c.nodes) == 1 {
+		r.call(0)
+		return r
+	}
 	for i := range c.nodes {
 		c.workers.run(task{r, i})
 	}
