@@ -38,13 +38,16 @@ type Client struct {
 	turns     map[string]*turn    // Lock's waiters, by key
 	acquiring map[string]struct{} // keys with a TryLock in flight; guarded by turnsMu
 
-	workers  *workers // run the node calls
-	queuers  []bool   // by node: it queues commands under load (driver.Queuer)
-	queued   bool     // some node is a driver.Queuer
-	unqueued bool     // some node is not
-	inflight *tracker // node calls and background work, which Close waits for
-	quit     context.Context
-	stopAll  context.CancelFunc // ends quit: Close, after its wait
+	workers *workers // run the node calls
+
+	keeperOnce sync.Once
+	keeper     *keeper  // extends Do's locks; made by keeperOf
+	queuers    []bool   // by node: it queues commands under load (driver.Queuer)
+	queued     bool     // some node is a driver.Queuer
+	unqueued   bool     // some node is not
+	inflight   *tracker // node calls and background work, which Close waits for
+	quit       context.Context
+	stopAll    context.CancelFunc // ends quit: Close, after its wait
 }
 
 // New returns a Client over nodes, which must be independent masters: never a
@@ -158,6 +161,9 @@ func (c *Client) Close() error {
 	}
 	c.inflight.wait(c.nodeTimeout)
 	c.stopAll()
+	if c.keeper != nil {
+		c.keeper.stop()
+	}
 	// What is left was told to end: its calls return at once, or at
 	// their node timeout at the latest.
 	c.inflight.wait(c.nodeTimeout)
