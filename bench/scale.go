@@ -118,12 +118,21 @@ func (r heldResult) report(b *testing.B) {
 	}
 }
 
-// memInUse returns the heap and stack memory in use after a collection.
+// memInUse returns the heap and stack memory in use after two collections
+// (the second shrinks the stacks that the first found mostly unused).
 func memInUse() int64 {
+	heap, stack := memSplit()
+	return heap + stack
+}
+
+// memSplit returns the heap and the stack memory in use after two
+// collections.
+func memSplit() (heap, stack int64) {
+	runtime.GC()
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return int64(m.HeapInuse + m.StackInuse)
+	return int64(m.HeapInuse), int64(m.StackInuse)
 }
 
 // parkedBaseline returns the memory that n goroutines parked on a channel
@@ -152,6 +161,7 @@ func holdMany(b *testing.B, d Doer, n int, hold time.Duration) heldResult {
 	defer cancel()
 	keys := newKeys("held", n)
 	baseline := parkedBaseline(n)
+	heap0, stack0 := memSplit()
 
 	r := heldResult{locks: int64(n)}
 	var (
@@ -211,7 +221,9 @@ func holdMany(b *testing.B, d Doer, n int, hold time.Duration) heldResult {
 	}
 	cpu1, _ := processCPU()
 	heldFor := time.Since(t0)
-	inUse := memInUse()
+	heap1, stack1 := memSplit()
+	goroutines := runtime.NumGoroutine()
+	inUse := heap1 + stack1
 	end := time.Now()
 	close(release)
 	wg.Wait()
@@ -220,6 +232,8 @@ func holdMany(b *testing.B, d Doer, n int, hold time.Duration) heldResult {
 
 	r.held, r.lost, r.errs = held.Load(), lost.Load(), errs.Load()
 	r.bytesPerLock = float64(inUse-before-baseline) / float64(n)
+	b.Logf("per held lock: heap %d B, stacks %d B, less %d B for a parked goroutine; %d goroutines for %d locks",
+		(heap1-heap0)/int64(n), (stack1-stack0)/int64(n), baseline/int64(n), goroutines, n)
 	if cpuOK && r.held > 0 {
 		r.cpuPerLockSec = float64(cpu1-cpu0) / (float64(r.held) * heldFor.Seconds())
 	}

@@ -40,6 +40,12 @@ type Client struct {
 
 	workers *workers // run the node calls
 
+	// slots admits the rounds of TryLock and Unlock: at most maxRounds at
+	// once, the others wait their turn, so that thousands of calls at once
+	// queue here, parked, instead of all waking at each reply and starving
+	// the goroutines that read the replies.
+	slots chan struct{}
+
 	keeperOnce sync.Once
 	keeper     *keeper  // extends Do's locks; made by keeperOf
 	queuers    []bool   // by node: it queues commands under load (driver.Queuer)
@@ -111,6 +117,7 @@ func newClient(nodes []driver.Node, cfg config) (*Client, error) {
 		notifiers:   make([]driver.Notifier, len(nodes)),
 		now:         time.Now,
 		workers:     newWorkers(),
+		slots:       make(chan struct{}, maxRounds),
 		inflight:    newTracker(),
 	}
 	c.quit, c.stopAll = context.WithCancel(context.Background())
@@ -137,6 +144,9 @@ func newClient(nodes []driver.Node, cfg config) (*Client, error) {
 	}
 	return c, nil
 }
+
+// maxRounds is how many rounds of TryLock and Unlock a Client runs at once.
+const maxRounds = 512
 
 func sameNode(a, b driver.Node) bool {
 	ta := reflect.TypeOf(a)
@@ -242,6 +252,12 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig) (*Lock,
 	)
 	// A SET that waits in a node's queue past the validity is moot.
 	bound := start.Add(ttl - cc.drift)
+	select {
+	case c.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, outcome{}, errors.Join(ErrNotObtained, ctx.Err())
+	}
+	defer func() { <-c.slots }()
 	if c.fencers != nil {
 		counters, fk = make([]uint64, len(c.nodes)), driver.FenceKey(key)
 		r = c.startUntil(ctx, bound, func(ctx context.Context, i int, _ driver.Node) (bool, error) {

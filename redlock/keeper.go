@@ -280,6 +280,7 @@ func (k *keeper) finish(e *kept, r *round, ok bool, start time.Time) {
 	if err == nil {
 		k.scheduleLocked(e, start.Add(e.every))
 		k.mu.Unlock()
+		e.l.dropSettledAcq()
 		return
 	}
 	until := e.l.Until()
@@ -298,6 +299,28 @@ func (k *keeper) finish(e *kept, r *round, ok bool, start time.Time) {
 	k.mu.Lock()
 	k.scheduleLocked(e, retry)
 	k.mu.Unlock()
+}
+
+// dropSettledAcq lets go of the acquisition's round once every node has
+// answered it: Unlock then has no late SET to follow (see followLateSets),
+// and a lock held for long keeps no round alive.
+func (l *Lock) dropSettledAcq() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	acq := l.acq
+	if acq == nil {
+		return
+	}
+	for acq.pendingCount() > 0 {
+		select {
+		case rep := <-acq.replies:
+			acq.record(rep)
+			continue
+		default:
+		}
+		return
+	}
+	l.acq = nil
 }
 
 // endNow marks the lock as no longer held and closes Done.

@@ -281,6 +281,8 @@ func (l *Lock) Unlock(ctx context.Context) error {
 	l.mu.Unlock()
 	bg := context.WithoutCancel(ctx)
 	late := l.followLateSets(bg, acq, deadline)
+	l.c.slots <- struct{}{} // freed as other rounds end, each bounded
+	defer func() { <-l.c.slots }()
 	// A release that waits in a node's queue past the key's expiry is moot.
 	r := l.c.startUntil(bg, deadline.Add(l.c.nodeTimeout), func(ctx context.Context, i int, _ driver.Node) (bool, error) {
 		if late && acq.state[i] == pending {

@@ -82,11 +82,12 @@ type Batcher[C, R any] struct {
 	senders  int
 	maxBatch int
 
-	mu     sync.Mutex
-	urgent fifo[C, R] // sent first
-	normal fifo[C, R]
-	depth  int // queued calls not yet taken nor abandoned
-	active int // senders running: callers sending alone and draining goroutines
+	mu       sync.Mutex
+	urgent   fifo[C, R] // sent first
+	normal   fifo[C, R]
+	depth    int       // queued calls not yet taken nor abandoned
+	active   int       // senders running: callers sending alone and draining goroutines
+	answered time.Time // when the server last answered a send
 
 	calls sync.Pool // of *Call[C, R]
 }
@@ -186,14 +187,19 @@ func (b *Batcher[C, R]) Do(ctx context.Context, cmd C) (R, error) {
 		b.mu.Unlock()
 		c.self[0] = c
 		ectx, cancel := ctx, context.CancelFunc(nil)
-		if d, ok := driver.NetworkTimeout(ctx); ok {
+		d, hasNet := driver.NetworkTimeout(ctx)
+		if hasNet {
 			ectx, cancel = context.WithTimeout(ctx, d)
 		}
 		b.exec(ectx, c.self[:])
 		if cancel != nil {
 			cancel()
 		}
-		b.release(ectx != ctx && ctx.Err() == nil && isTimeout(c.Err))
+		var timeout time.Duration // of the send, if it timed out on the network
+		if hasNet && ctx.Err() == nil && isTimeout(c.Err) {
+			timeout = d
+		}
+		b.release(timeout)
 		res, err := c.Res, networkError(ctx, c.Err)
 		b.put(c)
 		return res, err
@@ -231,14 +237,12 @@ func (b *Batcher[C, R]) Do(ctx context.Context, cmd C) (R, error) {
 }
 
 // release gives up a sender's turn, handing it to a new draining goroutine
-// when commands wait. A send that timed out on the network fails the queued
-// calls: they would wait behind a server that does not answer.
-func (b *Batcher[C, R]) release(timedOut bool) {
+// when commands wait. timeout is the network timeout of a send that timed
+// out, 0 if it did not (see sent).
+func (b *Batcher[C, R]) release(timeout time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if timedOut {
-		b.failQueuedLocked()
-	}
+	b.sentLocked(timeout)
 	if b.urgent.len()+b.normal.len() > 0 {
 		go b.drain()
 		return
@@ -258,6 +262,22 @@ func networkError(ctx context.Context, err error) error {
 		return fmt.Errorf("%w (%w)", err, context.DeadlineExceeded)
 	}
 	return err
+}
+
+// sentLocked records the end of a send, which timed out on the network
+// after timeout if that is not 0. When the server has answered nothing for
+// twice that long, the queued calls fail: they would wait behind a server
+// that does not answer (a stalled one). A server that answers some sends,
+// however slowly, keeps its queue. b.mu is held.
+func (b *Batcher[C, R]) sentLocked(timeout time.Duration) {
+	now := time.Now()
+	if timeout == 0 {
+		b.answered = now
+		return
+	}
+	if now.Sub(b.answered) > 2*timeout {
+		b.failQueuedLocked()
+	}
 }
 
 // failQueuedLocked fails the queued calls. b.mu is held.
@@ -309,11 +329,10 @@ func (b *Batcher[C, R]) drain() {
 			return
 		}
 		b.mu.Unlock()
-		if b.send(batch) {
-			b.mu.Lock()
-			b.failQueuedLocked()
-			b.mu.Unlock()
-		}
+		timeout := b.send(batch)
+		b.mu.Lock()
+		b.sentLocked(timeout)
+		b.mu.Unlock()
 		clear(batch)
 		batch = batch[:0]
 	}
@@ -321,10 +340,10 @@ func (b *Batcher[C, R]) drain() {
 
 // send sends a batch taken from the queue and hands each call its result.
 // Calls whose context ended while they waited are answered with its error
-// and not sent. It reports whether the batch timed out on the network: every
-// call has a network timeout, and failed with a timeout while its own context
-// had not ended.
-func (b *Batcher[C, R]) send(batch []*Call[C, R]) (timedOut bool) {
+// and not sent. It returns the batch's network timeout if the batch timed
+// out on the network (every call has a network timeout, and failed with a
+// timeout while its own context had not ended), and 0 otherwise.
+func (b *Batcher[C, R]) send(batch []*Call[C, R]) (timeout time.Duration) {
 	live := batch[:0]
 	for _, c := range batch {
 		if err := c.ctx.Err(); err != nil {
@@ -335,20 +354,25 @@ func (b *Batcher[C, R]) send(batch []*Call[C, R]) (timedOut bool) {
 		live = append(live, c)
 	}
 	if len(live) == 0 {
-		return false
+		return 0
 	}
 	ctx, cancel := batchContext(live)
 	b.exec(ctx, live)
 	cancel()
-	timedOut = true
-	for _, c := range live {
-		_, hasNet := driver.NetworkTimeout(c.ctx)
-		timedOut = timedOut && hasNet && c.ctx.Err() == nil && isTimeout(c.Err)
+	for i, c := range live {
+		d, hasNet := driver.NetworkTimeout(c.ctx)
+		if !hasNet || c.ctx.Err() != nil || !isTimeout(c.Err) {
+			timeout = 0
+			break
+		}
+		if i == 0 || d > timeout {
+			timeout = d
+		}
 	}
 	for _, c := range live {
 		c.done <- struct{}{}
 	}
-	return timedOut
+	return timeout
 }
 
 // batchContext returns the context of a batch: the values of its first call's
