@@ -34,9 +34,14 @@ const maxWakeJitter = 5 * time.Millisecond
 //     themselves.
 //   - When the nodes publish releases (driver.Notifier, as the Redis drivers
 //     do), the competing waiter subscribes to the key's releases on every node
-//     and retries as soon as the holder unlocks, after a random delay of at
-//     most twice its last attempt's duration (and at most 5ms), so that
-//     waiters of several Clients woken by one release do not all vote at once.
+//     and retries as soon as the first of them announces that the holder
+//     unlocked. When an attempt so woken lost to a split vote (some nodes
+//     granted it, too few for a quorum: waiters of other Clients voted at the
+//     same time), the waiter retries after a random delay of at most twice
+//     its last attempt's duration (and at most 5ms) rather than the
+//     Backoff's, and its next wake waits such a delay too, so that waiters of
+//     several Clients woken by one release do not keep voting at once. With
+//     one node, no vote can split, and no wake waits.
 //   - Otherwise, and as the fallback for locks that expire rather than being
 //     released, it retries after the Backoff's delays, each at least
 //     1ms.
@@ -111,14 +116,16 @@ func (c *Client) lock(ctx context.Context, key string, cc callConfig) (*Lock, er
 	took := time.Since(start)
 	timer := time.NewTimer(cc.backoff.wait(1))
 	defer timer.Stop()
+	split := false // the last woken attempt lost to a split vote: the next wake waits a random delay
 	for attempt := 2; ; attempt++ {
+		woken := false
 		select {
 		case <-timer.C:
 		case <-released:
 			// Woken by a release: back to the shortest poll if this
 			// attempt is lost to a split vote, which no release follows.
-			attempt = 1
-			if j := min(2*took, maxWakeJitter); j > 0 {
+			attempt, woken = 1, true
+			if j := min(2*took, maxWakeJitter); split && j > 0 {
 				timer.Reset(rand.N(j))
 				select {
 				case <-timer.C:
@@ -134,8 +141,26 @@ func (c *Client) lock(ctx context.Context, key string, cc callConfig) (*Lock, er
 			return l, err
 		}
 		took = time.Since(start)
+		if woken {
+			split = false
+		}
+		if woken && len(c.nodes) > 1 && splitVote(err) {
+			// Every contender lost and released its votes, and no
+			// release will be announced: retry soon, at a random moment
+			// within twice an attempt, before the others.
+			split = true
+			timer.Reset(rand.N(max(min(2*took, maxWakeJitter), time.Microsecond)))
+			continue
+		}
 		timer.Reset(cc.backoff.wait(attempt))
 	}
+}
+
+// splitVote reports whether a failed attempt lost to a split vote: some
+// nodes granted it, too few for a quorum.
+func splitVote(err error) bool {
+	var ve *VoteError
+	return errors.As(err, &ve) && ve.Granted > 0 && ve.Granted < ve.Needed
 }
 
 // ended joins ctx.Err() to err when ctx has ended and err does not say so
