@@ -11,6 +11,12 @@ import (
 // WithExtendInterval (default TTL/3) after the previous one ended, and a
 // quarter of it after a failed one.
 //
+// The extensions are the Client's work, not the call's: one scheduler per
+// Client keeps the locks held through Do in a heap, sends the extensions due
+// within a few milliseconds of each other to every node together (a
+// pipelining node sends them as a few batches, before the acquisitions that
+// wait in its queue), and costs neither a goroutine nor a timer per lock.
+//
 // fn's context is canceled, with ErrLockLost as its cause (context.Cause),
 // when the lock is no longer held: at once when its validity (Until) ends
 // without a successful extension, and otherwise when an extension finds it
