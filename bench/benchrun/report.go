@@ -279,8 +279,9 @@ const methodNotes = `## How these figures are made
 
 - **Operation.** Lock, Stalled: one Lock then one Unlock, each locker on a key of its own, all lockers
   sharing one client (one process). Extend: one Extend of a held lock. Handoff: one hand-off of a
-  contended key between four lockers, each with its own client (as four processes); the holder keeps
-  the key 10ms, releases it, and waits until another locker holds it before it competes again.
+  contended key between lockers spread over several clients (as processes): 4 clients of one locker,
+  2 clients of one (a holder and one waiter), or 8 clients of 4; the holder keeps the key 10ms,
+  releases it, and waits until another locker holds it before it competes again.
 - **ops/s** is operations per second of wall time over all lockers; **ns/op**, go test's figure, is
   its inverse (wall time per operation of all lockers together, not one operation's latency). **p50, p99, max** are the latencies of single operations; for Handoff, of the hand-off:
   from the start of the holder's Unlock to the return of the next holder's Lock. With 64 lockers on
