@@ -111,3 +111,55 @@ func TestTimeoutFailsQueue(t *testing.T) {
 	defer e.mu.Unlock()
 	require.Equal(t, []int{1}, e.sent, "the commands queued behind a timed-out one are not sent")
 }
+
+// A server that answered a send within twice the network timeout keeps its
+// queue when one send times out: it is slow, not stalled.
+func TestSlowServerKeepsQueue(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		sent  []int
+		entry = make(chan struct{}, 10)
+	)
+	b := batch.New(func(ctx context.Context, calls []*batch.Call[int, int]) {
+		mu.Lock()
+		for _, c := range calls {
+			sent = append(sent, c.Cmd)
+		}
+		mu.Unlock()
+		entry <- struct{}{}
+		if calls[0].Cmd == 2 { // this send times out
+			<-ctx.Done()
+			for _, c := range calls {
+				c.Err = os.ErrDeadlineExceeded
+			}
+			return
+		}
+		for _, c := range calls {
+			c.Res = c.Cmd
+		}
+	}, 1, 100)
+	ctx := driver.WithNetworkTimeout(t.Context(), 200*time.Millisecond)
+	_, err := b.Do(ctx, 1) // answered
+	require.NoError(t, err)
+	errc := make(chan error, 4)
+	go func() {
+		_, err := b.Do(ctx, 2)
+		errc <- err
+	}()
+	<-entry
+	<-entry
+	for i := range 3 {
+		go func() {
+			_, err := b.Do(ctx, 3+i)
+			errc <- err
+		}()
+	}
+	err = <-errc
+	require.ErrorIs(t, err, context.DeadlineExceeded, "the send that timed out fails, as a deadline")
+	for range 3 {
+		require.NoError(t, <-errc, "the queued commands of a server that answered recently are sent")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	require.ElementsMatch(t, []int{1, 2, 3, 4, 5}, sent)
+}
