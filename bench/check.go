@@ -22,7 +22,7 @@ const checkTimeout = 10 * time.Minute
 //	func TestBenchmarks(t *testing.T) { bench.CheckBenchmarks(t) }
 //
 // The child inherits the environment (with a Scale case of 200 locks held
-// for 1s unless HeldLocksEnv and HeldForEnv say otherwise), so it starts its own servers unless
+// for 1s unless ScaleLocksEnv and ScaleForEnv say otherwise), so it starts its own servers unless
 // AddrsEnv is set, and skips or fails without redis-server as the tests do.
 func CheckBenchmarks(t *testing.T) {
 	t.Helper()
@@ -36,7 +36,7 @@ func CheckBenchmarks(t *testing.T) {
 		"-test.timeout="+checkTimeout.String())
 	// The Scale case, small: the point is that it runs.
 	cmd.Env = os.Environ()
-	for env, v := range map[string]string{HeldLocksEnv: "200", HeldForEnv: "1s"} {
+	for env, v := range map[string]string{ScaleLocksEnv: "200", ScaleForEnv: "1s"} {
 		if os.Getenv(env) == "" {
 			cmd.Env = append(cmd.Env, env+"="+v)
 		}

@@ -17,40 +17,40 @@ import (
 
 // The environment variables that size the Scale case.
 const (
-	// HeldLocksEnv gives the number of locks the Scale case holds at once
-	// (default DefaultHeldLocks).
-	HeldLocksEnv = "REDLOCK_BENCH_SCALE_LOCKS"
-	// HeldForEnv gives how long the Scale case holds them, as a Go duration
-	// (default DefaultHeldFor).
-	HeldForEnv = "REDLOCK_BENCH_SCALE_FOR"
+	// ScaleLocksEnv gives the number of locks the Scale case holds at once
+	// (default DefaultScaleLocks).
+	ScaleLocksEnv = "REDLOCK_BENCH_SCALE_LOCKS"
+	// ScaleForEnv gives how long the Scale case holds them, as a Go duration
+	// (default DefaultScaleFor).
+	ScaleForEnv = "REDLOCK_BENCH_SCALE_FOR"
 )
 
 const (
-	// DefaultHeldLocks is how many locks the Scale case holds at once.
-	DefaultHeldLocks = 20000
-	// DefaultHeldFor is how long the Scale case holds them: three extension
+	// DefaultScaleLocks is how many locks the Scale case holds at once.
+	DefaultScaleLocks = 20000
+	// DefaultScaleFor is how long the Scale case holds them: three extension
 	// periods of the default TTL (an extension every TTL/3), and a second.
-	DefaultHeldFor = TTL + time.Second
-	// heldNodes is the number of nodes of the Scale case.
-	heldNodes = 5
-	// heldWarmLockers is how many goroutines warm the Locker up.
-	heldWarmLockers = 64
+	DefaultScaleFor = TTL + time.Second
+	// scaleNodes is the number of nodes of the Scale case.
+	scaleNodes = 5
+	// scaleWarmLockers is how many goroutines warm the Locker up.
+	scaleWarmLockers = 64
 )
 
-// heldConfig reads the size of the Scale case from the environment.
-func heldConfig(b *testing.B) (locks int, hold time.Duration) {
-	locks, hold = DefaultHeldLocks, DefaultHeldFor
-	if v := os.Getenv(HeldLocksEnv); v != "" {
+// scaleConfig reads the size of the Scale case from the environment.
+func scaleConfig(b *testing.B) (locks int, hold time.Duration) {
+	locks, hold = DefaultScaleLocks, DefaultScaleFor
+	if v := os.Getenv(ScaleLocksEnv); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n <= 0 {
-			b.Fatalf("bench: %s=%q is not a positive number", HeldLocksEnv, v)
+			b.Fatalf("bench: %s=%q is not a positive number", ScaleLocksEnv, v)
 		}
 		locks = n
 	}
-	if v := os.Getenv(HeldForEnv); v != "" {
+	if v := os.Getenv(ScaleForEnv); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
-			b.Fatalf("bench: %s=%q is not a positive duration", HeldForEnv, v)
+			b.Fatalf("bench: %s=%q is not a positive duration", ScaleForEnv, v)
 		}
 		hold = d
 	}
@@ -72,20 +72,20 @@ func heldConfig(b *testing.B) (locks int, hold time.Duration) {
 //	acquire-ns     from the first Do call to the last fn started
 //	release-ns     from the end of the hold to the return of the last Do
 //
-// N and the hold time come from HeldLocksEnv and HeldForEnv (defaults 20,000
+// N and the hold time come from ScaleLocksEnv and ScaleForEnv (defaults 20,000
 // and 11s). Sub-benchmark: nodes=5/locks=N. Contenders whose Locker is not a
 // Doer skip it.
 func Scale(b *testing.B, c Contender) {
 	b.Helper()
-	locks, hold := heldConfig(b)
-	addrs := Servers(b, heldNodes)
-	name := fmt.Sprintf("nodes=%d/locks=%d", heldNodes, locks)
-	withLocker(b, c, addrs, name, heldWarmLockers, nil, func(b *testing.B, lk Locker) {
+	locks, hold := scaleConfig(b)
+	addrs := Servers(b, scaleNodes)
+	name := fmt.Sprintf("nodes=%d/locks=%d", scaleNodes, locks)
+	withLocker(b, c, addrs, name, scaleWarmLockers, nil, func(b *testing.B, lk Locker) {
 		d, ok := lk.(Doer)
 		if !ok {
 			b.Skipf("%s does not hold locks through Do", c.Name)
 		}
-		var r heldResult
+		var r scaleResult
 		for range b.N {
 			r = holdMany(b, d, locks, hold)
 		}
@@ -93,8 +93,8 @@ func Scale(b *testing.B, c Contender) {
 	})
 }
 
-// heldResult is the outcome of one run of the Scale case.
-type heldResult struct {
+// scaleResult is the outcome of one run of the Scale case.
+type scaleResult struct {
 	locks, held, lost, errs int64
 	firstErr                error
 	bytesPerLock            float64
@@ -102,7 +102,7 @@ type heldResult struct {
 	acquire, release        time.Duration
 }
 
-func (r heldResult) report(b *testing.B) {
+func (r scaleResult) report(b *testing.B) {
 	b.ReportAllocs()
 	b.ReportMetric(float64(r.held), "held")
 	b.ReportMetric(float64(r.lost), "lost")
@@ -156,14 +156,14 @@ func parkedBaseline(n int) int64 {
 }
 
 // holdMany runs one Held operation: n Do calls held for hold.
-func holdMany(b *testing.B, d Doer, n int, hold time.Duration) heldResult {
+func holdMany(b *testing.B, d Doer, n int, hold time.Duration) scaleResult {
 	ctx, cancel := runContext(b)
 	defer cancel()
 	keys := newKeys("held", n)
 	baseline := parkedBaseline(n)
 	heap0, stack0 := memSplit()
 
-	r := heldResult{locks: int64(n)}
+	r := scaleResult{locks: int64(n)}
 	var (
 		held, lost, errs, settled atomic.Int64
 		errOnce                   sync.Once

@@ -51,8 +51,8 @@ type Config struct {
 	// operation takes tens of milliseconds (default "100x": 100 hand-offs).
 	HandoffBenchtime string
 	// ScaleLocks is how many locks the Scale case holds at once (default
-	// bench.DefaultHeldLocks), and ScaleFor for how long (default
-	// bench.DefaultHeldFor). Each run of the Scale case is one operation.
+	// bench.DefaultScaleLocks), and ScaleFor for how long (default
+	// bench.DefaultScaleFor). Each run of the Scale case is one operation.
 	ScaleLocks int
 	ScaleFor   time.Duration
 	// Rounds is how many times each benchmark runs (default 3).
@@ -245,10 +245,10 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.Rounds = 3
 	}
 	if cfg.ScaleLocks <= 0 {
-		cfg.ScaleLocks = bench.DefaultHeldLocks
+		cfg.ScaleLocks = bench.DefaultScaleLocks
 	}
 	if cfg.ScaleFor <= 0 {
-		cfg.ScaleFor = bench.DefaultHeldFor
+		cfg.ScaleFor = bench.DefaultScaleFor
 	}
 	if cfg.Progress == nil {
 		cfg.Progress = io.Discard
@@ -324,7 +324,7 @@ func (r runner) run(ctx context.Context, bin, pattern, benchtime string) (string
 		"-test.benchmem", "-test.count=1", "-test.timeout="+runTimeout.String())
 	cmd.Dir = filepath.Dir(bin)
 	cmd.Env = append(os.Environ(), bench.AddrsEnv+"="+strings.Join(r.addrs, ","),
-		bench.HeldLocksEnv+"="+strconv.Itoa(r.cfg.ScaleLocks), bench.HeldForEnv+"="+r.cfg.ScaleFor.String())
+		bench.ScaleLocksEnv+"="+strconv.Itoa(r.cfg.ScaleLocks), bench.ScaleForEnv+"="+r.cfg.ScaleFor.String())
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
