@@ -58,6 +58,8 @@ func BenchmarkLock(b *testing.B)    { each(b, drivers(), bench.Lock) }
 func BenchmarkExtend(b *testing.B)  { each(b, drivers(), bench.Extend) }
 func BenchmarkHandoff(b *testing.B) { each(b, drivers(), bench.Handoff) }
 func BenchmarkStalled(b *testing.B) { each(b, drivers(), bench.Stalled) }
+func BenchmarkScale(b *testing.B)   { each(b, drivers(), bench.Scale) }
+func BenchmarkFar(b *testing.B)     { each(b, drivers(), bench.Far) }
 
 // observed returns, for the memory driver (the library's own cost) and for
 // rueidis (over the network), the contender without observers, with a no-op
@@ -86,6 +88,10 @@ func BenchmarkObserve(b *testing.B) { each(b, observed(), bench.Observe) }
 // BenchmarkLock: Floor/rueidis/nodes=5/lockers=64 is the floor of
 // Lock/rueidis/nodes=5/lockers=64.
 func BenchmarkFloor(b *testing.B) { each(b, bench.Floors(), bench.Lock) }
+
+// BenchmarkFloorDel is BenchmarkFloor with floors that release by DEL
+// rather than by the release script (bench.DelFloors).
+func BenchmarkFloorDel(b *testing.B) { each(b, bench.DelFloors(), bench.Lock) }
 
 // BenchmarkRun runs bench.Run, the entry point for a driver's own benchmark,
 // on one driver.

@@ -21,12 +21,14 @@ var (
 	extendLockers = []int{64}
 	handoffNodes  = []int{1, 5}
 	stallLockers  = []int{1, 64}
+	// handoffSetups are the Handoff case's Lockers (clients) and goroutines
+	// on each (lockers per client): four clients of one locker each, as
+	// four processes; a holder and one waiter; 8 clients of 4 waiters each.
+	handoffSetups = []struct{ clients, per int }{{4, 1}, {2, 1}, {8, 4}}
+	farLockers    = []int{1}
 )
 
 const (
-	// handoffLockers contend for the key of the Handoff case: one holder and
-	// three waiters.
-	handoffLockers = 4
 	// handoffHold is how long a holder of the Handoff case keeps the key, as
 	// if it worked under the lock: long enough that the waiters are waiting
 	// (or sleeping between tries) when it releases.
@@ -38,6 +40,11 @@ const (
 	// stallOpTimeout bounds each lock+unlock of the Stalled case, for
 	// contenders that would otherwise wait for a stalled node forever.
 	stallOpTimeout = time.Second
+	// farNodes is the number of nodes of the Far case, of which the last
+	// farAway are behind a delay of farRoundTrip.
+	farNodes     = 5
+	farAway      = 2
+	farRoundTrip = 40 * time.Millisecond
 )
 
 // Lock benchmarks lock+unlock, uncontended: each locker locks and unlocks a
@@ -130,14 +137,18 @@ func Extend(b *testing.B, c Contender) {
 	}
 }
 
-// Handoff benchmarks the hand-off of one contended key between four lockers,
-// each with a Locker of its own, as separate processes would have. The holder
-// keeps the key for 10ms, as if it worked under the lock, and releases it; it
-// then waits until another locker holds the key before it calls Lock again, so
-// every acquisition is a hand-off to a locker that was waiting. One operation
-// is one hand-off (ns/op includes the 10ms); p50-ns and p99-ns are the
-// hand-off latency, from the start of the holder's Unlock to the return of the
-// next holder's Lock. Sub-benchmarks: nodes=1,5 × lockers=4.
+// Handoff benchmarks the hand-off of one contended key between lockers
+// spread over several Lockers (clients), as separate processes would have.
+// The holder keeps the key for 10ms, as if it worked under the lock, and
+// releases it; it then waits until another locker holds the key before it
+// calls Lock again, so every acquisition is a hand-off to a locker that was
+// waiting. One operation is one hand-off (ns/op includes the 10ms); p50-ns
+// and p99-ns are the hand-off latency, from the start of the holder's Unlock
+// to the return of the next holder's Lock; wait-p50-ns and wait-max-ns are the
+// time a locker waited in Lock, so that a starved waiter shows as a maximum
+// far above the median. Sub-benchmarks: nodes=1,5 × clients/lockers: 4
+// clients of one locker each (clients=4/lockers=4), a holder and one waiter
+// (clients=2/lockers=2), and 8 clients of 4 lockers each (clients=8/lockers=32).
 func Handoff(b *testing.B, c Contender) {
 	b.Helper()
 	addrs := Servers(b, slices.Max(handoffNodes))
@@ -145,35 +156,38 @@ func Handoff(b *testing.B, c Contender) {
 		if !c.supports(nodes) {
 			continue
 		}
-		var lks []Locker
-		b.Run(fmt.Sprintf("nodes=%d/lockers=%d", nodes, handoffLockers), func(b *testing.B) {
-			if lks == nil {
-				for range handoffLockers {
-					lk, err := c.Open(addrs[:nodes])
-					if err != nil {
-						b.Fatalf("%s: Open: %v", c.Name, err)
-					}
-					lks = append(lks, lk)
-					ctx, cancel := context.WithTimeout(b.Context(), time.Minute)
-					err = warmUp(ctx, lk, 1)
-					cancel()
-					if err != nil {
-						b.Fatalf("%s: %v", c.Name, err)
+		for _, setup := range handoffSetups {
+			var lks []Locker
+			name := fmt.Sprintf("nodes=%d/clients=%d/lockers=%d", nodes, setup.clients, setup.clients*setup.per)
+			b.Run(name, func(b *testing.B) {
+				if lks == nil {
+					for range setup.clients {
+						lk, err := c.Open(addrs[:nodes])
+						if err != nil {
+							b.Fatalf("%s: Open: %v", c.Name, err)
+						}
+						lks = append(lks, lk)
+						ctx, cancel := context.WithTimeout(b.Context(), time.Minute)
+						err = warmUp(ctx, lk, setup.per)
+						cancel()
+						if err != nil {
+							b.Fatalf("%s: %v", c.Name, err)
+						}
 					}
 				}
-			}
-			handoff(b, c, lks)
-		})
-		for _, lk := range lks {
-			if err := lk.Close(); err != nil {
-				b.Errorf("%s: Close: %v", c.Name, err)
+				handoff(b, c, lks, setup.per)
+			})
+			for _, lk := range lks {
+				if err := lk.Close(); err != nil {
+					b.Errorf("%s: Close: %v", c.Name, err)
+				}
 			}
 		}
 	}
 }
 
-// handoff runs b.N hand-offs of one key between lks.
-func handoff(b *testing.B, c Contender, lks []Locker) {
+// handoff runs b.N hand-offs of one key between per lockers on each of lks.
+func handoff(b *testing.B, c Contender, lks []Locker, per int) {
 	ctx, cancel := runContext(b)
 	defer cancel()
 	lockCtx, stopLocking := context.WithCancel(ctx)
@@ -191,6 +205,8 @@ func handoff(b *testing.B, c Contender, lks []Locker) {
 		err          error // stops the run
 		unlocks      failures
 		wg           sync.WaitGroup
+		waitsMu      sync.Mutex
+		waits        []int64 // how long each Lock waited
 	)
 	fail := func(e error) {
 		errOnce.Do(func() { err = e })
@@ -198,10 +214,13 @@ func handoff(b *testing.B, c Contender, lks []Locker) {
 	}
 	b.ResetTimer()
 	start := time.Now()
-	for _, lk := range lks {
+	for g := range len(lks) * per {
+		lk := lks[g%len(lks)]
 		wg.Go(func() {
 			for {
+				t0 := time.Now()
 				h, e := lk.Lock(lockCtx, key)
+				waited := int64(time.Since(t0))
 				if e != nil {
 					if lockCtx.Err() == nil {
 						fail(fmt.Errorf("Lock: %w", e))
@@ -215,6 +234,9 @@ func handoff(b *testing.B, c Contender, lks []Locker) {
 				i := acquisitions.Add(1) - 1
 				if i > 0 && i <= n {
 					lat[i-1] = now - releasedAt.Load()
+					waitsMu.Lock()
+					waits = append(waits, waited)
+					waitsMu.Unlock()
 				}
 				mu.Lock()
 				close(acquired)
@@ -250,6 +272,44 @@ func handoff(b *testing.B, c Contender, lks []Locker) {
 	}
 	unlocks.check(b)
 	report(b, lat)
+	if len(waits) > 0 {
+		slices.Sort(waits)
+		b.ReportMetric(float64(percentile(waits, 0.50)), "wait-p50-ns")
+		b.ReportMetric(float64(waits[len(waits)-1]), "wait-max-ns")
+	}
+}
+
+// Far benchmarks lock+unlock on five nodes of which two are far: behind a
+// proxy that delays each direction by half of a 40ms round trip. A Redlock
+// that decides on a quorum answers at the speed of the three near nodes;
+// one that waits for every node, at the far ones'. One operation is Lock then
+// Unlock; compare its p50 with that of Lock/nodes=5/lockers=1.
+// Sub-benchmark: nodes=5/far=2/lockers=1. Contenders limited to fewer nodes
+// skip it.
+func Far(b *testing.B, c Contender) {
+	b.Helper()
+	if !c.supports(farNodes) {
+		b.Skipf("%s locks over at most %d node(s)", c.Name, c.MaxNodes)
+	}
+	servers := Servers(b, farNodes)
+	addrs := slices.Clone(servers)
+	for i := farNodes - farAway; i < farNodes; i++ {
+		p, err := newDelayProxy(servers[i], farRoundTrip/2)
+		if err != nil {
+			b.Fatalf("delay proxy: %v", err)
+		}
+		b.Cleanup(func() { p.Close() })
+		addrs[i] = p.Addr()
+	}
+	for _, lockers := range farLockers {
+		name := fmt.Sprintf("nodes=%d/far=%d/lockers=%d", farNodes, farAway, lockers)
+		withLocker(b, c, addrs, name, lockers, nil, func(b *testing.B, lk Locker) {
+			ctx, cancel := runContext(b)
+			defer cancel()
+			keys := newKeys("far", lockers)
+			measure(b, lockers, func(g int) error { return lockUnlock(ctx, lk, keys[g]) })
+		})
+	}
 }
 
 // Stalled benchmarks lock+unlock on five nodes of which two are stalled: their

@@ -21,7 +21,8 @@ const checkTimeout = 10 * time.Minute
 //
 //	func TestBenchmarks(t *testing.T) { bench.CheckBenchmarks(t) }
 //
-// The child inherits the environment, so it starts its own servers unless
+// The child inherits the environment (with a Scale case of 200 locks held
+// for 1s unless ScaleLocksEnv and ScaleForEnv say otherwise), so it starts its own servers unless
 // AddrsEnv is set, and skips or fails without redis-server as the tests do.
 func CheckBenchmarks(t *testing.T) {
 	t.Helper()
@@ -33,6 +34,13 @@ func CheckBenchmarks(t *testing.T) {
 	cmd := exec.CommandContext(ctx, os.Args[0],
 		"-test.run=^$", "-test.bench=.", "-test.benchtime=1x", "-test.benchmem", "-test.count=1",
 		"-test.timeout="+checkTimeout.String())
+	// The Scale case, small: the point is that it runs.
+	cmd.Env = os.Environ()
+	for env, v := range map[string]string{ScaleLocksEnv: "200", ScaleForEnv: "1s"} {
+		if os.Getenv(env) == "" {
+			cmd.Env = append(cmd.Env, env+"="+v)
+		}
+	}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()

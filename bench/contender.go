@@ -33,6 +33,15 @@ type Held interface {
 	Unlock(ctx context.Context) error
 }
 
+// A Doer is a Locker that also holds locks the way redlock.Client.Do does:
+// it waits for the lock, runs fn while holding it, extends it in the
+// background, and releases it when fn returns. fn's context is canceled when
+// the lock is lost. The Scale case runs only contenders whose Locker is a
+// Doer.
+type Doer interface {
+	Do(ctx context.Context, key string, fn func(ctx context.Context) error) error
+}
+
 // ErrNoExtend is what Held.Extend returns for contenders that cannot extend a
 // lock on demand; the Extend case skips them (see Contender.NoExtend).
 var ErrNoExtend = errors.New("bench: this contender does not extend locks on demand")
@@ -100,6 +109,10 @@ func (l clientLocker) Lock(ctx context.Context, key string) (Held, error) {
 
 func (l clientLocker) Close() error { return l.c.Close() }
 
+func (l clientLocker) Do(ctx context.Context, key string, fn func(ctx context.Context) error) error {
+	return l.c.Do(ctx, key, fn)
+}
+
 // Run runs every case for one driver, given as a function that opens a
 // redlock.Client over addresses, as a driver's own benchmark would:
 //
@@ -121,6 +134,8 @@ func Run(b *testing.B, open func(addrs []string) (*redlock.Client, error)) {
 		{"Extend", Extend},
 		{"Handoff", Handoff},
 		{"Stalled", Stalled},
+		{"Scale", Scale},
+		{"Far", Far},
 	} {
 		b.Run(tc.name, func(b *testing.B) { tc.run(b, c) })
 	}

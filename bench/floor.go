@@ -20,25 +20,33 @@ import (
 // (rand.Text), but fixed, since generating it is lock logic.
 var floorValue = strings.Repeat("F", 26)
 
-// Floors returns the raw floor of each client: SET key value NX PX ttl on
-// every node at once, a goroutine per node, then DEL on every node at once,
-// with the bare client (NewGoRedis, NewRedigoPool, NewRueidis, NewValkey) and no lock
-// logic: no random value, no quorum, no validity, no scripts. Run under the
-// Lock case, a floor is what the client can do; a driver's throughput over its
-// client's floor is what the library costs. Floors neither extend nor wait: a
-// floor's Lock fails if any node refuses.
-func Floors() []Contender {
+// Floors returns the floor of each client: the same commands as a driver's
+// lock+unlock, made by hand with the bare client (NewGoRedis, NewRedigoPool,
+// NewRueidis, NewValkey): SET key value NX PX ttl on every node at once, a goroutine per
+// node, then the release script (driver.ReleaseScript) by EVALSHA on every
+// node at once; and no lock logic: no random value, no quorum, no validity.
+// Run under the Lock case, a floor is what the client can do; a driver's
+// throughput over its client's floor is what the library costs. Floors
+// neither extend nor wait: a floor's Lock fails if any node refuses.
+func Floors() []Contender { return floors(false) }
+
+// DelFloors returns the floors of Floors that release with a plain DEL
+// instead of the release script: the least a client can do for lock+unlock,
+// shown beside the fair floor.
+func DelFloors() []Contender { return floors(true) }
+
+func floors(del bool) []Contender {
 	return []Contender{
-		floor("goredis", func(addr string) (floorNode, error) { return goredisFloor{NewGoRedis(addr)}, nil }),
-		floor("redigo", func(addr string) (floorNode, error) { return redigoFloor{NewRedigoPool(addr)}, nil }),
-		floor("rueidis", func(addr string) (floorNode, error) {
+		floor("goredis", del, func(addr string) (floorNode, error) { return goredisFloor{NewGoRedis(addr)}, nil }),
+		floor("redigo", del, func(addr string) (floorNode, error) { return redigoFloor{NewRedigoPool(addr)}, nil }),
+		floor("rueidis", del, func(addr string) (floorNode, error) {
 			c, err := NewRueidis(addr)
 			if err != nil {
 				return nil, err
 			}
 			return rueidisFloor{c}, nil
 		}),
-		floor("valkeygo", func(addr string) (floorNode, error) {
+		floor("valkeygo", del, func(addr string) (floorNode, error) {
 			c, err := NewValkey(addr)
 			return valkeyFloor{c}, err
 		}),
@@ -49,10 +57,30 @@ func Floors() []Contender {
 type floorNode interface {
 	setNX(ctx context.Context, key string) (bool, error)
 	del(ctx context.Context, key string) error
+	// release runs the release script by EVALSHA (by EVAL on NOSCRIPT).
+	release(ctx context.Context, key string) error
 	close() error
 }
 
-func floor(name string, open func(addr string) (floorNode, error)) Contender {
+// The release script of the floors: the drivers' own.
+var (
+	releaseSource = driver.ReleaseScript().Source()
+	releaseSHA1   = driver.ReleaseScript().SHA1()
+)
+
+// isNoScript reports whether err is the server's NOSCRIPT reply.
+func isNoScript(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") }
+
+// checkReleased turns a release script's reply (1 if it deleted the key) into
+// an error when it did not.
+func checkReleased(n int64, err error) error {
+	if err == nil && n != 1 {
+		err = fmt.Errorf("release: the key was not held (reply %d)", n)
+	}
+	return err
+}
+
+func floor(name string, del bool, open func(addr string) (floorNode, error)) Contender {
 	return Contender{
 		Name:     name,
 		NoExtend: true,
@@ -68,13 +96,16 @@ func floor(name string, open func(addr string) (floorNode, error)) Contender {
 				}
 				nodes = append(nodes, n)
 			}
-			return &floorLocker{nodes: nodes}, nil
+			return &floorLocker{nodes: nodes, del: del}, nil
 		},
 	}
 }
 
 // floorLocker fans each command out to every node and waits for all.
-type floorLocker struct{ nodes []floorNode }
+type floorLocker struct {
+	nodes []floorNode
+	del   bool // release with DEL rather than the release script
+}
 
 // floorHeld is a key set on every node of a floorLocker.
 type floorHeld struct {
@@ -97,7 +128,10 @@ func (l *floorLocker) Lock(ctx context.Context, key string) (Held, error) {
 }
 
 func (h floorHeld) Unlock(ctx context.Context) error {
-	return h.l.each(func(n floorNode) error { return n.del(ctx, h.key) })
+	if h.l.del {
+		return h.l.each(func(n floorNode) error { return n.del(ctx, h.key) })
+	}
+	return h.l.each(func(n floorNode) error { return n.release(ctx, h.key) })
 }
 
 func (floorHeld) Extend(context.Context, time.Duration) error { return ErrNoExtend }
@@ -137,7 +171,15 @@ func (f goredisFloor) setNX(ctx context.Context, key string) (bool, error) {
 }
 
 func (f goredisFloor) del(ctx context.Context, key string) error { return f.c.Del(ctx, key).Err() }
-func (f goredisFloor) close() error                              { return f.c.Close() }
+func (f goredisFloor) release(ctx context.Context, key string) error {
+	n, err := f.c.EvalSha(ctx, releaseSHA1, []string{key}, floorValue).Int64()
+	if isNoScript(err) {
+		n, err = f.c.Eval(ctx, releaseSource, []string{key}, floorValue).Int64()
+	}
+	return checkReleased(n, err)
+}
+
+func (f goredisFloor) close() error { return f.c.Close() }
 
 type redigoFloor struct{ p *redigo.Pool }
 
@@ -160,6 +202,14 @@ func (f redigoFloor) del(ctx context.Context, key string) error {
 	return err
 }
 
+func (f redigoFloor) release(ctx context.Context, key string) error {
+	n, err := redigo.Int64(f.do(ctx, "EVALSHA", releaseSHA1, 1, key, floorValue))
+	if isNoScript(err) {
+		n, err = redigo.Int64(f.do(ctx, "EVAL", releaseSource, 1, key, floorValue))
+	}
+	return checkReleased(n, err)
+}
+
 func (f redigoFloor) close() error { return f.p.Close() }
 
 type rueidisFloor struct{ c rueidis.Client }
@@ -177,6 +227,14 @@ func (f rueidisFloor) del(ctx context.Context, key string) error {
 	return f.c.Do(ctx, f.c.B().Del().Key(key).Build()).Error()
 }
 
+func (f rueidisFloor) release(ctx context.Context, key string) error {
+	n, err := f.c.Do(ctx, f.c.B().Evalsha().Sha1(releaseSHA1).Numkeys(1).Key(key).Arg(floorValue).Build()).AsInt64()
+	if isNoScript(err) {
+		n, err = f.c.Do(ctx, f.c.B().Eval().Script(releaseSource).Numkeys(1).Key(key).Arg(floorValue).Build()).AsInt64()
+	}
+	return checkReleased(n, err)
+}
+
 func (f rueidisFloor) close() error {
 	f.c.Close()
 	return nil
@@ -191,6 +249,14 @@ func (f valkeyFloor) setNX(ctx context.Context, key string) (bool, error) {
 
 func (f valkeyFloor) del(ctx context.Context, key string) error {
 	return f.c.Do(ctx, f.c.B().Del().Key(key).Build()).Error()
+}
+
+func (f valkeyFloor) release(ctx context.Context, key string) error {
+	n, err := f.c.Do(ctx, f.c.B().Evalsha().Sha1(releaseSHA1).Numkeys(1).Key(key).Arg(floorValue).Build()).AsInt64()
+	if isNoScript(err) {
+		n, err = f.c.Do(ctx, f.c.B().Eval().Script(releaseSource).Numkeys(1).Key(key).Arg(floorValue).Build()).AsInt64()
+	}
+	return checkReleased(n, err)
 }
 
 func (f valkeyFloor) close() error { f.c.Close(); return nil }

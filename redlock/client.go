@@ -39,12 +39,24 @@ type Client struct {
 	turns     map[string]*turn    // Lock's waiters, by key
 	acquiring map[string]struct{} // keys with a TryLock in flight; guarded by turnsMu
 
-	workers  *workers  // run the node calls
-	inflight *tracker  // node calls and background work in flight, which Close waits for
-	running  *tracker  // background goroutines, which Close waits for after it ended them
-	cleaners []cleaner // by node: the releases repeated there
-	quit     context.Context
-	stopAll  context.CancelFunc // ends quit: Close, after its wait
+	workers *workers // run the node calls
+
+	// slots admits the rounds of TryLock and Unlock: at most maxRounds at
+	// once, the others wait their turn, so that thousands of calls at once
+	// queue here, parked, instead of all waking at each reply and starving
+	// the goroutines that read the replies.
+	slots chan struct{}
+
+	keeperOnce sync.Once
+	keeper     *keeper   // extends Do's locks; made by keeperOf
+	queuers    []bool    // by node: it queues commands under load (driver.Queuer)
+	queued     bool      // some node is a driver.Queuer
+	unqueued   bool      // some node is not
+	inflight   *tracker  // node calls and background work in flight, which Close waits for
+	running    *tracker  // background goroutines, which Close waits for after it ended them
+	cleaners   []cleaner // by node: the releases repeated there
+	quit       context.Context
+	stopAll    context.CancelFunc // ends quit: Close, after its wait
 }
 
 // New returns a Client over nodes, which must be independent masters: never a
@@ -108,15 +120,22 @@ func newClient(nodes []driver.Node, cfg config) (*Client, error) {
 		notifiers:   make([]driver.Notifier, len(nodes)),
 		now:         time.Now,
 		workers:     newWorkers(),
+		slots:       make(chan struct{}, maxRounds),
 		inflight:    newTracker(),
 		running:     newTracker(),
 		cleaners:    make([]cleaner, len(nodes)),
 		obs:         observerOf(cfg.observers),
 	}
 	c.quit, c.stopAll = context.WithCancel(context.Background())
+	c.queuers = make([]bool, len(nodes))
 	for i, n := range nodes {
 		if nn, ok := n.(driver.Notifier); ok {
 			c.notifiers[i], c.notify = nn, true
+		}
+		if _, ok := n.(driver.Queuer); ok {
+			c.queuers[i], c.queued = true, true
+		} else {
+			c.unqueued = true
 		}
 	}
 	if cfg.fencing {
@@ -131,6 +150,9 @@ func newClient(nodes []driver.Node, cfg config) (*Client, error) {
 	}
 	return c, nil
 }
+
+// maxRounds is how many rounds of TryLock and Unlock a Client runs at once.
+const maxRounds = 512
 
 func sameNode(a, b driver.Node) bool {
 	ta := reflect.TypeOf(a)
@@ -156,6 +178,9 @@ func (c *Client) Close() error {
 	}
 	c.inflight.wait(c.nodeTimeout)
 	c.stopAll()
+	if c.keeper != nil {
+		c.keeper.stop()
+	}
 	// What is left was told to end: its calls return at once, or at
 	// their node timeout at the latest.
 	c.running.wait(c.nodeTimeout)
@@ -234,15 +259,23 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig) (*Lock,
 		counters []uint64 // with fencing: each granting node's counter
 		fk       string
 	)
+	// A SET that waits in a node's queue past the validity is moot.
+	bound := start.Add(ttl - cc.drift)
+	select {
+	case c.slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, outcome{}, errors.Join(ErrNotObtained, ctx.Err())
+	}
+	defer func() { <-c.slots }()
 	if c.fencers != nil {
 		counters, fk = make([]uint64, len(c.nodes)), driver.FenceKey(key)
-		r = c.start(ctx, OpAcquire, name, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
+		r = c.startUntil(ctx, OpAcquire, name, bound, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
 			ok, counter, err := c.fencers[i].SetNXFence(ctx, key, value, ttl, fk)
 			counters[i] = counter // read by the caller only after this reply
 			return ok, err
 		})
 	} else {
-		r = c.start(ctx, OpAcquire, name, func(ctx context.Context, _ int, n driver.Node) (bool, error) {
+		r = c.startUntil(ctx, OpAcquire, name, bound, func(ctx context.Context, _ int, n driver.Node) (bool, error) {
 			return n.SetNX(ctx, key, value, ttl)
 		})
 	}

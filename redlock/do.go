@@ -3,8 +3,6 @@ package redlock
 import (
 	"context"
 	"errors"
-	"sync"
-	"time"
 )
 
 // Do waits for the lock named key as Lock does, runs fn while holding it, and
@@ -12,6 +10,12 @@ import (
 // background to the TTL: each extension starts at most one
 // WithExtendInterval (default TTL/3) after the previous one ended, and a
 // quarter of it after a failed one.
+//
+// The extensions are the Client's work, not the call's: one scheduler per
+// Client keeps the locks held through Do in a heap, sends the extensions due
+// within a few milliseconds of each other to every node together (a
+// pipelining node sends them as a few batches, before the acquisitions that
+// wait in its queue), and costs neither a goroutine nor a timer per lock.
 //
 // fn's context is canceled, with ErrLockLost as its cause (context.Cause),
 // when the lock is no longer held: at once when its validity (Until) ends
@@ -53,19 +57,16 @@ func (c *Client) do(ctx context.Context, key string, cc callConfig, fn func(ctx 
 		return err
 	}
 	fctx, cancel := context.WithCancelCause(ctx)
-	// Extensions go on while fn winds down after a cancel, and end with Do.
-	ectx, ecancel := context.WithCancel(context.WithoutCancel(ctx))
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() { c.keepAlive(ectx, l, cc, stop, cancel) })
+	// The Client's keeper extends the lock; extensions go on while fn
+	// winds down after a cancel, and end with Do.
+	k := c.keeperOf()
+	kept := k.add(context.WithoutCancel(ctx), l, cc.ttl, cc.extendEvery, cancel)
 	// finish stops the extensions and releases the lock. Deferred, it runs
 	// when fn panics or calls runtime.Goexit too, which then go on.
 	finished := false
 	finish := func() (lost bool, uerr error) {
 		finished = true
-		close(stop)
-		ecancel() // an extension in flight is moot: the release follows
-		wg.Wait()
+		k.remove(kept) // an extension in flight is moot: the release follows
 		lost = errors.Is(context.Cause(fctx), ErrLockLost)
 		cancel(nil)
 		return lost, l.Unlock(context.WithoutCancel(ctx))
@@ -83,30 +84,4 @@ func (c *Client) do(ctx context.Context, key string, cc callConfig, fn func(ctx 
 		return errors.Join(ferr, ErrLockLost)
 	}
 	return ferr
-}
-
-// keepAlive extends l to cc.ttl until stop is closed, and cancels fn's
-// context with ErrLockLost as soon as l is done. Each extension starts at
-// most cc.extendEvery after the previous one ended; a failed extension that
-// did not find the lock lost is retried after a quarter of that, while
-// validity lasts.
-func (c *Client) keepAlive(ectx context.Context, l *Lock, cc callConfig, stop <-chan struct{}, cancel context.CancelCauseFunc) {
-	done := l.Done()
-	timer := time.NewTimer(cc.extendEvery)
-	defer timer.Stop()
-	for {
-		select {
-		case <-stop:
-			return
-		case <-done:
-			cancel(ErrLockLost)
-			return
-		case <-timer.C:
-			if err := l.Extend(ectx, cc.ttl); err != nil {
-				timer.Reset(max(cc.extendEvery/4, time.Millisecond))
-			} else {
-				timer.Reset(cc.extendEvery)
-			}
-		}
-	}
 }

@@ -209,11 +209,33 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (*round, error) {
 		return nil, fmt.Errorf("redlock: Extend TTL %v is longer than %v", ttl, MaxTTL)
 	}
 	start := c.now()
+	bound, err := l.beginExtend(start, ttl, d)
+	if err != nil {
+		return nil, err
+	}
+	// Extensions of held locks go before new acquisitions in a node's
+	// queue; one that waits there past its own bound is moot. The Extend
+	// is in flight until its last node call has returned, not only until
+	// it decided: a call still on its way may apply its TTL after a later
+	// Extend succeeded (see extendReturned).
+	r := c.startRound(driver.WithUrgent(ctx), OpExtend, l.name, bound, func(ctx context.Context, _ int, n driver.Node) (bool, error) {
+		return n.Extend(ctx, l.key, l.value, ttl)
+	}, l.extendReturned)
+	ok := r.wait(ctx)
+	return r, l.finishExtend(ctx, r, ok, start, ttl)
+}
+
+// beginExtend registers an Extend of ttl starting at start, d being the
+// drift allowance: it returns the Extend's bound (start + ttl - d), lowers
+// Until to it, or fails if the lock is already over. Every beginExtend that
+// succeeded is followed by one extendReturned once the Extend's last node
+// call has returned.
+func (l *Lock) beginExtend(start time.Time, ttl, d time.Duration) (time.Time, error) {
 	bound := start.Add(ttl - d)
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	if l.overLocked(start) {
-		l.mu.Unlock()
-		return nil, errors.Join(ErrLockLost, errOver)
+		return bound, errors.Join(ErrLockLost, errOver)
 	}
 	if l.extending == 0 || bound.Before(l.groupMin) {
 		l.groupMin = bound
@@ -225,16 +247,14 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (*round, error) {
 	if e := start.Add(ttl); e.After(l.expiry) {
 		l.expiry = e
 	}
-	l.mu.Unlock()
+	return bound, nil
+}
 
-	// The Extend is in flight until its last node call has returned, not
-	// only until it decided: a call still on its way may apply its TTL
-	// after a later Extend succeeded.
-	r := c.startThen(ctx, OpExtend, l.name, func(ctx context.Context, _ int, n driver.Node) (bool, error) {
-		return n.Extend(ctx, l.key, l.value, ttl)
-	}, l.extendReturned)
-	ok := r.wait(ctx)
-	now := c.now()
+// finishExtend judges an Extend that beginExtend registered, with the votes
+// of its round r, which has a quorum if ok.
+func (l *Lock) finishExtend(ctx context.Context, r *round, ok bool, start time.Time, ttl time.Duration) error {
+	now := l.c.now()
+	bound := start.Add(ttl - drift(ttl, l.c.driftFactor))
 	l.mu.Lock()
 	// Until is at most every bound in the group, so the lock is over when
 	// the earliest of them has passed. The group may have ended and a new
@@ -244,7 +264,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (*round, error) {
 		l.setUntilLocked(minTime(bound, l.groupMin), now)
 		l.ttl = ttl
 		l.mu.Unlock()
-		return r, nil
+		return nil
 	}
 	if r.lost() && l.endLocked() {
 		l.endHow = endLostExtend
@@ -254,7 +274,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (*round, error) {
 	if ok {
 		err = errors.Join(err, fmt.Errorf("no validity left: extending took %v of the %v TTL", now.Sub(start), ttl))
 	}
-	return r, err
+	return err
 }
 
 // extendReturned runs when the last node call of an Extend has returned.
@@ -314,7 +334,10 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 	l.mu.Unlock()
 	bg := context.WithoutCancel(ctx)
 	late := l.followLateSets(bg, acq, deadline)
-	r := l.c.start(bg, OpRelease, l.name, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
+	l.c.slots <- struct{}{} // freed as other rounds end, each bounded
+	defer func() { <-l.c.slots }()
+	// A release that waits in a node's queue past the key's expiry is moot.
+	r := l.c.startUntil(bg, OpRelease, l.name, deadline.Add(l.c.nodeTimeout), func(ctx context.Context, i int, _ driver.Node) (bool, error) {
 		if late && acq.state[i] == pending {
 			// Released once its SET has answered; until then its state
 			// is unknown, as a failed node's is, not a refusal.

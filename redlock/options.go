@@ -99,6 +99,15 @@ func WithTTL(ttl time.Duration) Option {
 // WithNodeTimeout bounds each call to one node. It must be positive and
 // smaller than the TTL; keep it much smaller, since a slow node eats into the
 // lock's validity. The default is TTL/10, at most 200ms.
+//
+// A node that queues commands under load and pipelines them
+// (driver.Queuer, as the goredis and redigo drivers' nodes do) is given it
+// as the bound of a command's time on the network, from the moment the
+// command leaves the queue; the wait in the queue is bounded by the call's
+// context and by the lock's validity (for a SET or an extension) or its
+// expiry (for a release), so that a client under load queues rather than
+// timing out. The lock's validity is measured from the start of the call
+// either way.
 func WithNodeTimeout(d time.Duration) Option {
 	return func(c *config) { c.nodeTimeout, c.nodeTimeoutSet, c.set = d, true, c.set|optNodeTimeout }
 }

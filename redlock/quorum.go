@@ -48,13 +48,7 @@ func (ro *roundObs) Value(key any) any {
 
 // observed returns the round's roundObs; nil when the Client has no
 // observers.
-func (r *round) observed() *roundObs {
-	if r.c.obs == nil {
-		return nil
-	}
-	ro, _ := r.ctx.Value(roundObsKey{}).(*roundObs)
-	return ro
-}
+func (r *round) observed() *roundObs { return r.ro }
 
 // keyName is the lock's key without the prefix, for the observers; "" when
 // the Client has none.
@@ -86,21 +80,33 @@ type round struct {
 	errs      []error
 	running   atomic.Int32 // calls not yet returned; the last cancels ctx
 	finished  func()       // nil, or run once every call has returned
+	ro        *roundObs    // what the observers need; nil without observers
 
-	op     op
-	ctx    context.Context // bounds every call by the node timeout
-	cancel context.CancelFunc
+	op      op
+	ctx     context.Context // bounds every call by the node timeout; nil when every node queues
+	cancel  context.CancelFunc
+	qctx    context.Context // for nodes that queue (driver.Queuer), when the round has a bound; else nil
+	qcancel context.CancelFunc
 }
 
 // call runs the round's op on node i and sends its reply.
 func (r *round) call(i int) {
-	ok, err := r.op(r.ctx, i, r.c.nodes[i])
-	if ro := r.observed(); ro != nil {
-		r.c.observeNode(r.ctx, i, ro.op, ro.name, ro.began, ok, err)
+	ctx := r.ctx
+	if r.qctx != nil && r.c.queuers[i] {
+		ctx = r.qctx
+	}
+	ok, err := r.op(ctx, i, r.c.nodes[i])
+	if ro := r.ro; ro != nil {
+		r.c.observeNode(ctx, i, ro.op, ro.name, ro.began, ok, err)
 	}
 	r.replies <- reply{node: i, ok: ok && err == nil, err: err}
 	if r.running.Add(-1) == 0 {
-		r.cancel()
+		if r.cancel != nil {
+			r.cancel()
+		}
+		if r.qcancel != nil {
+			r.qcancel()
+		}
 		if r.finished != nil {
 			r.finished()
 		}
@@ -108,29 +114,64 @@ func (r *round) call(i int) {
 	r.c.inflight.done()
 }
 
-func (c *Client) start(ctx context.Context, opName, name string, o op) *round {
-	return c.startThen(ctx, opName, name, o, nil)
-}
-
-// startThen is start, with finished (if not nil) run once every call of the
-// round has returned, which may be long after the caller's wait decided.
-func (c *Client) startThen(ctx context.Context, opName, name string, o op, finished func()) *round {
-	r := &round{c: c, replies: make(chan reply, len(c.nodes)), finished: finished}
+// newRound returns a round over every node that has sent nothing yet.
+func (c *Client) newRound(ctx context.Context) *round {
+	r := &round{c: c, replies: make(chan reply, len(c.nodes)), caller: ctx}
 	if len(c.nodes) <= len(r.stateBuf) {
 		r.state = r.stateBuf[:len(c.nodes)]
 	} else {
 		r.state = make([]uint8, len(c.nodes))
 	}
-	// One deadline for all the calls, which start together: one timer per
-	// round rather than one per node.
-	r.caller = ctx
+	return r
+}
+
+// start sends o to every node, each call bounded by the node timeout. opName
+// and name (the lock's key without the prefix) are for the observers.
+func (c *Client) start(ctx context.Context, opName, name string, o op) *round {
+	return c.startRound(ctx, opName, name, time.Time{}, o, nil)
+}
+
+// startUntil is start for a command that is moot after bound (the lock's
+// validity or expiry), or that never is if bound is zero. A node that
+// queues commands under load (driver.Queuer) then gets the node timeout as
+// a network timeout (driver.WithNetworkTimeout), which it starts when it
+// sends the command; the command's wait in its queue is bounded by ctx and
+// bound, so that a client under load queues rather than timing out. The
+// other nodes' calls are bounded by the node timeout from now.
+func (c *Client) startUntil(ctx context.Context, opName, name string, bound time.Time, o op) *round {
+	return c.startRound(ctx, opName, name, bound, o, nil)
+}
+
+// startRound is startUntil, with finished (if not nil) run once every call of
+// the round has returned, which may be long after the caller's wait decided.
+//
+// With one node, the call runs on the caller's goroutine: no decision can be
+// made before its answer anyway, and a lone call then costs no hand-off to a
+// worker.
+func (c *Client) startRound(ctx context.Context, opName, name string, bound time.Time, o op, finished func()) *round {
+	r := c.newRound(ctx)
+	r.finished = finished
 	if c.obs != nil {
-		ctx = &roundObs{Context: ctx, op: opName, name: name, began: time.Now()}
+		r.ro = &roundObs{Context: ctx, op: opName, name: name, began: time.Now()}
+		ctx = r.ro
 	}
-	r.ctx, r.cancel = context.WithTimeout(ctx, c.nodeTimeout)
+	queued := c.queued && !bound.IsZero()
+	if queued {
+		qctx, cancel := context.WithDeadline(ctx, bound)
+		r.qctx, r.qcancel = driver.WithNetworkTimeout(qctx, c.nodeTimeout), cancel
+	}
+	if !queued || c.unqueued {
+		// One deadline for all the calls, which start together: one timer
+		// per round rather than one per node.
+		r.ctx, r.cancel = context.WithTimeout(ctx, c.nodeTimeout)
+	}
 	r.op = o
 	r.running.Store(int32(len(c.nodes)))
 	c.inflight.add(len(c.nodes))
+	if len(c.nodes) == 1 {
+		r.call(0)
+		return r
+	}
 	for i := range c.nodes {
 		c.workers.run(task{r, i})
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -34,9 +35,15 @@ const maxWakeJitter = 5 * time.Millisecond
 //     themselves.
 //   - When the nodes publish releases (driver.Notifier, as the Redis drivers
 //     do), the competing waiter subscribes to the key's releases on every node
-//     and retries as soon as the holder unlocks, after a random delay of at
-//     most twice its last attempt's duration (and at most 5ms), so that
-//     waiters of several Clients woken by one release do not all vote at once.
+//     and retries as soon as the first of them announces that the holder
+//     unlocked. When an attempt so woken lost to a split vote (some nodes
+//     granted it, too few for a quorum: waiters of other Clients voted at the
+//     same time), the waiter retries after a random delay of at most twice
+//     its last attempt's duration (and at most 5ms) rather than the
+//     Backoff's, and for a second the wakes of this Client's waiters for the
+//     key wait such a delay too, so that waiters of several Clients woken by
+//     one release do not keep voting at once. A waiter alone, and any waiter
+//     with one node, where no vote can split, attempts at once.
 //   - Otherwise, and as the fallback for locks that expire rather than being
 //     released, it retries after the Backoff's delays, each at least 1ms.
 func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
@@ -90,7 +97,7 @@ func (c *Client) lock(ctx context.Context, a *attempts) (*Lock, error) {
 	if stop {
 		return l, err
 	}
-	done, terr := c.takeTurn(ctx, key)
+	t, done, terr := c.takeTurn(ctx, key)
 	if terr != nil {
 		return nil, errors.Join(err, terr)
 	}
@@ -112,6 +119,7 @@ func (c *Client) lock(ctx context.Context, a *attempts) (*Lock, error) {
 	timer := time.NewTimer(cc.backoff.wait(1))
 	defer timer.Stop()
 	for attempt := 2; ; attempt++ {
+		woken := false
 		select {
 		case <-timer.C:
 		case <-released:
@@ -120,8 +128,8 @@ func (c *Client) lock(ctx context.Context, a *attempts) (*Lock, error) {
 			}
 			// Woken by a release: back to the shortest poll if this
 			// attempt is lost to a split vote, which no release follows.
-			attempt = 1
-			if j := min(2*took, maxWakeJitter); j > 0 {
+			attempt, woken = 1, true
+			if j := min(2*took, maxWakeJitter); t.contended() && j > 0 {
 				timer.Reset(rand.N(j))
 				select {
 				case <-timer.C:
@@ -137,8 +145,23 @@ func (c *Client) lock(ctx context.Context, a *attempts) (*Lock, error) {
 			return l, err
 		}
 		took = time.Since(start)
+		if woken && len(c.nodes) > 1 && splitVote(err) {
+			// Every contender lost and released its votes, and no
+			// release will be announced: retry soon, at a random moment
+			// within twice an attempt, before the others.
+			t.splitAt.Store(time.Now().UnixNano())
+			timer.Reset(rand.N(max(min(2*took, maxWakeJitter), time.Microsecond)))
+			continue
+		}
 		timer.Reset(cc.backoff.wait(attempt))
 	}
+}
+
+// splitVote reports whether a failed attempt lost to a split vote: some
+// nodes granted it, too few for a quorum.
+func splitVote(err error) bool {
+	var ve *VoteError
+	return errors.As(err, &ve) && ve.Granted > 0 && ve.Granted < ve.Needed
 }
 
 // ended joins ctx.Err() to err when ctx has ended and err does not say so
@@ -155,16 +178,32 @@ func ended(ctx context.Context, err error) error {
 type turn struct {
 	sem     chan struct{} // holds a token while a waiter has the turn
 	waiters int           // guarded by Client.turnsMu
+	// splitAt is when a woken attempt of this Client on the key last lost
+	// to a split vote (UnixNano; 0: never): until splitMemory later, its
+	// waiters' wakes wait a random delay.
+	splitAt atomic.Int64
+}
+
+// splitMemory is how long a split vote on a key makes a Client's waiters
+// for it wait a random delay at their wakes: waiters of several Clients
+// compete for it.
+const splitMemory = time.Second
+
+// contended reports whether a woken attempt of this Client on the key lost
+// to a split vote within splitMemory.
+func (t *turn) contended() bool {
+	at := t.splitAt.Load()
+	return at != 0 && time.Since(time.Unix(0, at)) < splitMemory
 }
 
 // takeTurn waits until no other waiter of this Client competes for key, or
 // ctx ends. done passes the turn on.
-func (c *Client) takeTurn(ctx context.Context, key string) (done func(), err error) {
+func (c *Client) takeTurn(ctx context.Context, key string) (t *turn, done func(), err error) {
 	c.turnsMu.Lock()
 	if c.turns == nil {
 		c.turns = make(map[string]*turn)
 	}
-	t := c.turns[key]
+	t = c.turns[key]
 	if t == nil {
 		t = &turn{sem: make(chan struct{}, 1)}
 		c.turns[key] = t
@@ -181,9 +220,9 @@ func (c *Client) takeTurn(ctx context.Context, key string) (done func(), err err
 	select {
 	case t.sem <- struct{}{}:
 		var once sync.Once
-		return func() { once.Do(func() { <-t.sem; leave() }) }, nil
+		return t, func() { once.Do(func() { <-t.sem; leave() }) }, nil
 	case <-ctx.Done():
 		leave()
-		return nil, ctx.Err()
+		return nil, nil, ctx.Err()
 	}
 }

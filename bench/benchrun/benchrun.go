@@ -34,7 +34,7 @@ import (
 )
 
 // DefaultBench selects the benchmarks of the suite: its cases and the floors.
-const DefaultBench = "^Benchmark(Lock|Floor|Extend|Handoff|Stalled|Observe)$"
+const DefaultBench = "^Benchmark(Lock|Floor|FloorDel|Extend|Handoff|Stalled|Far|Scale|Observe)$"
 
 // Config says what to run. The zero value of each field means its default.
 type Config struct {
@@ -50,6 +50,11 @@ type Config struct {
 	// HandoffBenchtime is the -test.benchtime of the Handoff case, in which an
 	// operation takes tens of milliseconds (default "100x": 100 hand-offs).
 	HandoffBenchtime string
+	// ScaleLocks is how many locks the Scale case holds at once (default
+	// bench.DefaultScaleLocks), and ScaleFor for how long (default
+	// bench.DefaultScaleFor). Each run of the Scale case is one operation.
+	ScaleLocks int
+	ScaleFor   time.Duration
 	// Rounds is how many times each benchmark runs (default 3).
 	Rounds int
 	// NoPeers leaves out the package bench/peers.
@@ -63,9 +68,10 @@ type Kind int
 
 // The kinds of contenders.
 const (
-	KindDriver Kind = iota // a redlock driver
-	KindFloor              // a bare client, no lock logic
-	KindPeer               // another lock library
+	KindDriver   Kind = iota // a redlock driver
+	KindFloor                // a bare client, no lock logic: the driver's commands by hand
+	KindPeer                 // another lock library
+	KindDelFloor             // a bare client that releases by DEL, not by the release script
 )
 
 // Result is one benchmark: one case with its parameters, for one contender.
@@ -90,10 +96,14 @@ type Result struct {
 	name string // benchmark name: "Floor/rueidis/nodes=5/lockers=64"
 }
 
-// Label is how reports name the contender: a floor is "floor: rueidis".
+// Label is how reports name the contender: a floor is "floor: rueidis", a
+// floor that releases by DEL "floor (DEL): rueidis".
 func (r *Result) Label() string {
-	if r.Kind == KindFloor {
+	switch r.Kind {
+	case KindFloor:
 		return "floor: " + r.Contender
+	case KindDelFloor:
+		return "floor (DEL): " + r.Contender
 	}
 	return r.Contender
 }
@@ -189,8 +199,11 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			}
 			for _, res := range order {
 				benchtime := cfg.Benchtime
-				if res.Case == "Handoff" {
+				switch res.Case {
+				case "Handoff":
 					benchtime = cfg.HandoffBenchtime
+				case "Scale":
+					benchtime = "1x"
 				}
 				out, err := r.run(ctx, res.bin, benchPattern(res.name), benchtime)
 				if err != nil {
@@ -230,6 +243,12 @@ func (cfg Config) withDefaults() (Config, error) {
 	}
 	if cfg.Rounds <= 0 {
 		cfg.Rounds = 3
+	}
+	if cfg.ScaleLocks <= 0 {
+		cfg.ScaleLocks = bench.DefaultScaleLocks
+	}
+	if cfg.ScaleFor <= 0 {
+		cfg.ScaleFor = bench.DefaultScaleFor
 	}
 	if cfg.Progress == nil {
 		cfg.Progress = io.Discard
@@ -304,7 +323,8 @@ func (r runner) run(ctx context.Context, bin, pattern, benchtime string) (string
 		"-test.run=^$", "-test.bench="+pattern, "-test.benchtime="+benchtime,
 		"-test.benchmem", "-test.count=1", "-test.timeout="+runTimeout.String())
 	cmd.Dir = filepath.Dir(bin)
-	cmd.Env = append(os.Environ(), bench.AddrsEnv+"="+strings.Join(r.addrs, ","))
+	cmd.Env = append(os.Environ(), bench.AddrsEnv+"="+strings.Join(r.addrs, ","),
+		bench.ScaleLocksEnv+"="+strconv.Itoa(r.cfg.ScaleLocks), bench.ScaleForEnv+"="+r.cfg.ScaleFor.String())
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Run(); err != nil {
@@ -321,7 +341,7 @@ func tail(out string) string {
 
 // cases are the suite's cases in report order; the floors' benchmark is
 // "Floor", reported under "Lock".
-var cases = []string{"Lock", "Extend", "Handoff", "Stalled", "Observe"}
+var cases = []string{"Lock", "Extend", "Handoff", "Stalled", "Far", "Scale", "Observe"}
 
 // clients are the Redis clients, in report order.
 var clients = []string{"goredis", "redigo", "rueidis", "valkeygo"}
@@ -341,6 +361,8 @@ func newResult(name, bin string, main bool) *Result {
 	switch {
 	case parts[0] == "Floor" && main:
 		res.Case, res.Kind, res.Client = "Lock", KindFloor, res.Contender
+	case parts[0] == "FloorDel" && main:
+		res.Case, res.Kind, res.Client = "Lock", KindDelFloor, res.Contender
 	case !slices.Contains(cases, parts[0]):
 		return nil
 	case main:
@@ -386,9 +408,9 @@ func sortResults(rs []*Result) {
 	})
 }
 
-// kindRank orders the contenders of one client: its floor, its driver, then
+// kindRank orders the contenders of one client: its floors, its driver, then
 // the peers over it.
-var kindRank = map[Kind]int{KindFloor: 0, KindDriver: 1, KindPeer: 2}
+var kindRank = map[Kind]int{KindDelFloor: 0, KindFloor: 1, KindDriver: 2, KindPeer: 3}
 
 // compareParams compares "nodes=5/lockers=64" parameter by parameter, values
 // as numbers.

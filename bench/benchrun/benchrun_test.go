@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -87,6 +88,9 @@ func TestNewResult(t *testing.T) {
 		{name: "Lock/rueidislock/nodes=1/lockers=1", kind: KindPeer, caseName: "Lock", client: "rueidis", cont: "rueidislock"},
 		{name: "Observe/rueidis+redlockotel/nodes=5/lockers=64", main: true, kind: KindDriver, caseName: "Observe", client: "rueidis", cont: "rueidis+redlockotel"},
 		{name: "Observe/memory+observer/nodes=5/lockers=1", main: true, kind: KindDriver, caseName: "Observe", client: "", cont: "memory+observer"},
+		{name: "FloorDel/goredis/nodes=1/lockers=1", main: true, kind: KindDelFloor, caseName: "Lock", client: "goredis", cont: "goredis"},
+		{name: "Scale/rueidis/nodes=5/locks=20000", main: true, kind: KindDriver, caseName: "Scale", client: "rueidis", cont: "rueidis"},
+		{name: "Far/redsync-redigo/nodes=5/far=2/lockers=1", kind: KindPeer, caseName: "Far", client: "redigo", cont: "redsync-redigo"},
 		{name: "Run/Lock/nodes=1/lockers=1", main: true, wantNil: true},
 		{name: "Lock/rueidis", main: true, wantNil: true},
 	} {
@@ -192,6 +196,72 @@ func TestMarkdown(t *testing.T) {
 	// The floor comes before its driver, the driver before its peers.
 	if i, j := strings.Index(md, "| floor: rueidis"), strings.Index(md, "| **rueidis**"); i < 0 || j < i {
 		t.Errorf("the floor is not listed before its driver")
+	}
+}
+
+// scaleReport is a report over the cases of ScaleTargets in which rueidis meets
+// every target and goredis none.
+func scaleReport() *Report {
+	res := func(caseName, params, contender string, kind Kind, m map[string]float64) *Result {
+		return &Result{Case: caseName, Params: params, Contender: contender, Kind: kind, Client: contender,
+			Samples: []map[string]float64{m}, Median: m}
+	}
+	p50 := func(v float64) map[string]float64 { return map[string]float64{OpsPerSec: 1e9 / v, P50: v} }
+	rs := []*Result{
+		res("Lock", "nodes=1/lockers=1", "goredis", KindFloor, p50(100e3)),
+		res("Lock", "nodes=1/lockers=1", "goredis", KindDelFloor, p50(95e3)),
+		res("Lock", "nodes=1/lockers=1", "goredis", KindDriver, p50(130e3)),
+		res("Lock", "nodes=1/lockers=1", "rueidis", KindFloor, p50(100e3)),
+		res("Lock", "nodes=1/lockers=1", "rueidis", KindDriver, p50(102e3)),
+		res("Lock", "nodes=5/lockers=1", "goredis", KindDriver, p50(500e3)),
+		res("Lock", "nodes=5/lockers=1", "rueidis", KindDriver, p50(500e3)),
+		res("Far", "nodes=5/far=2/lockers=1", "goredis", KindDriver, p50(600e3)),
+		res("Far", "nodes=5/far=2/lockers=1", "rueidis", KindDriver, p50(520e3)),
+		res("Handoff", "nodes=5/clients=2/lockers=2", "goredis", KindDriver, map[string]float64{P50: 2e6, WaitP50: 12e6, WaitMax: 15e6}),
+		res("Handoff", "nodes=5/clients=2/lockers=2", "rueidis", KindDriver, map[string]float64{P50: 400e3, WaitP50: 11e6, WaitMax: 12e6}),
+		res("Scale", "nodes=5/locks=20000", "goredis", KindDriver, map[string]float64{Held: 19000, Lost: 5000, Errors: 19700, BytesPerLock: 36e3, AcquireNs: 28e9}),
+		res("Scale", "nodes=5/locks=20000", "rueidis", KindDriver, map[string]float64{Held: 20000, BytesPerLock: 1500, CPUPerLockSec: 2000, AcquireNs: 3e9}),
+	}
+	sortResults(rs)
+	return &Report{Config: Config{Rounds: 1}, Results: rs}
+}
+
+func TestScaleTargets(t *testing.T) {
+	ts := scaleReport().ScaleTargets()
+	if len(ts) != 5 {
+		t.Fatalf("ScaleTargets() = %d targets, want 5 (the 3-node lone call and 8×4 hand-off have no figures): %+v", len(ts), ts)
+	}
+	for _, tg := range ts {
+		if tg.Met {
+			t.Errorf("target %q met, want not met: goredis misses it (figures %s)", tg.Name, tg.Figures)
+		}
+		if !strings.Contains(tg.Figures, "goredis") || !strings.Contains(tg.Figures, "rueidis") {
+			t.Errorf("target %q: figures %q do not name both drivers", tg.Name, tg.Figures)
+		}
+	}
+	r := scaleReport()
+	r.Results = slices.DeleteFunc(r.Results, func(res *Result) bool { return res.Contender == "goredis" })
+	for _, tg := range r.ScaleTargets() {
+		if !tg.Met {
+			t.Errorf("target %q not met by rueidis alone, want met (figures %s)", tg.Name, tg.Figures)
+		}
+	}
+}
+
+func TestScaleMarkdown(t *testing.T) {
+	md := scaleReport().Markdown()
+	for _, want := range []string{
+		"## Targets at scale",
+		"| floor (DEL): goredis |",
+		"Locks held at once through Do by one client: 20000 on 5 nodes",
+		"| **rueidis** | 20,000 | 0 | 0 | 1,500 | 2.00 µs | 3.00 s |",
+		"Hand-off of one key: 5 nodes, 2 clients, 2 lockers in all",
+		"| 12.0 ms | 15.0 ms | 1.2× |",
+		"Lock+unlock with 2 of 5 nodes 40ms away",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown() lacks %q:\n%s", want, md)
+		}
 	}
 }
 

@@ -17,6 +17,17 @@ const (
 	BytesPerOp  = "B/op"
 	AllocsPerOp = "allocs/op"
 	FailedPerOp = "failed/op"
+	// Handoff's waits: how long a locker waited in Lock, median and longest.
+	WaitP50 = "wait-p50-ns"
+	WaitMax = "wait-max-ns"
+	// The Scale case's metrics (see bench.Scale).
+	Held          = "held"
+	Lost          = "lost"
+	Errors        = "errors"
+	BytesPerLock  = "B/lock"
+	CPUPerLockSec = "cpu-ns/lock-s"
+	AcquireNs     = "acquire-ns"
+	ReleaseNs     = "release-ns"
 )
 
 // A Line is one benchmark result line of `go test -bench` output.

@@ -71,12 +71,27 @@ func (r *Report) Markdown() string {
 		}
 	}
 	fmt.Fprintf(&b, "| Modules | %s |\n", strings.Join(mods, ", "))
-	fmt.Fprintf(&b, "| Benchtime | %s per run; Handoff %s |\n\n", cfg.Benchtime, cfg.HandoffBenchtime)
+	fmt.Fprintf(&b, "| Benchtime | %s per run; Handoff %s; Scale one run of %d locks held %v |\n\n", cfg.Benchtime, cfg.HandoffBenchtime, cfg.ScaleLocks, cfg.ScaleFor)
 	fmt.Fprintf(&b, "![Throughput and p99 latency of lock+unlock per contender](%s)\n\n", ChartFile)
 
 	if t := r.Targets(); len(t) > 0 {
 		fmt.Fprintf(&b, "## Targets\n\n")
 		fmt.Fprintf(&b, "Five local nodes, 64 concurrent lockers, lock+unlock, unless the target says otherwise.\n\n")
+		fmt.Fprintf(&b, "| target | met | figures |\n|---|---|---|\n")
+		for _, t := range t {
+			met := "**no**"
+			if t.Met {
+				met = "yes"
+			}
+			fmt.Fprintf(&b, "| %s | %s | %s |\n", t.Name, met, t.Figures)
+		}
+		b.WriteString("\n")
+	}
+
+	if t := r.ScaleTargets(); len(t) > 0 {
+		fmt.Fprintf(&b, "## Targets at scale\n\n")
+		fmt.Fprintf(&b, "Ratios within this run. Lone call: the floor is the same client doing the driver's commands by hand\n")
+		fmt.Fprintf(&b, "(SET NX PX, then the release script by EVALSHA); the DEL floor is shown beside it.\n\n")
 		fmt.Fprintf(&b, "| target | met | figures |\n|---|---|---|\n")
 		for _, t := range t {
 			met := "**no**"
@@ -106,44 +121,57 @@ func (r *Report) Markdown() string {
 
 // title describes a case.
 func title(res *Result) string {
-	p := strings.NewReplacer("nodes=", "", "lockers=", "", "/", " ").Replace(res.Params)
-	var nodes, lockers string
-	fmt.Sscan(p, &nodes, &lockers)
+	p := make(map[string]string)
+	for kv := range strings.SplitSeq(res.Params, "/") {
+		k, v, _ := strings.Cut(kv, "=")
+		p[k] = v
+	}
 	plural := func(n, word string) string {
 		if n == "1" {
 			return n + " " + word
 		}
 		return n + " " + word + "s"
 	}
-	where := plural(nodes, "node") + ", " + plural(lockers, "locker")
+	where := plural(p["nodes"], "node") + ", " + plural(p["lockers"], "locker")
+	code := " (`" + res.Case + "/…/" + res.Params + "`)"
 	switch res.Case {
 	case "Lock":
-		return "Lock+unlock, uncontended: " + where + " (`Lock/…/" + res.Params + "`)"
+		return "Lock+unlock, uncontended: " + where + code
 	case "Extend":
-		return "Extend: " + where + " (`Extend/…/" + res.Params + "`)"
+		return "Extend: " + where + code
 	case "Handoff":
-		return "Hand-off of one key: " + where + ", each held 10ms (`Handoff/…/" + res.Params + "`)"
+		return "Hand-off of one key: " + plural(p["nodes"], "node") + ", " + plural(p["clients"], "client") + ", " +
+			plural(p["lockers"], "locker") + " in all, each held 10ms" + code
 	case "Stalled":
-		return "Lock+unlock with 2 of 5 nodes stalled: " + plural(lockers, "locker") + " (`Stalled/…/" + res.Params + "`)"
+		return "Lock+unlock with 2 of 5 nodes stalled: " + plural(p["lockers"], "locker") + code
+	case "Far":
+		return "Lock+unlock with " + p["far"] + " of " + p["nodes"] + " nodes 40ms away (round trip): " + plural(p["lockers"], "locker") + code
+	case "Scale":
+		return "Locks held at once through Do by one client: " + p["locks"] + " on " + plural(p["nodes"], "node") + code
 	case "Observe":
-		return "Observation's cost, lock+unlock: " + where + "; no observer, a no-op Observer, redlockotel over no-op providers (`Observe/…/" + res.Params + "`)"
+		return "Observation's cost, lock+unlock: " + where + "; no observer, a no-op Observer, redlockotel over no-op providers" + code
 	}
 	return res.Case + " " + res.Params
 }
 
 // table writes the table of one case.
 func (r *Report) table(b *strings.Builder, g []*Result) {
+	if g[0].Case == "Scale" {
+		r.scaleTable(b, g)
+		return
+	}
 	failed := false
 	for _, res := range g {
 		failed = failed || res.Median[FailedPerOp] > 0
 	}
+	handoff := g[0].Case == "Handoff"
 	lat := "p50 | p99 | max"
-	switch g[0].Case {
-	case "Handoff":
-		lat = "hand-off p50 | hand-off p99 | hand-off max"
+	sep := "|---|--:|--:|--:|--:|--:|--:|--:|--:|"
+	if handoff {
+		lat = "hand-off p50 | hand-off p99 | hand-off max | wait p50 | longest wait | longest ÷ p50"
+		sep += "--:|--:|--:|"
 	}
 	fmt.Fprintf(b, "| contender | ops/s | ns/op | × floor | %s | allocs/op | B/op |", lat)
-	sep := "|---|--:|--:|--:|--:|--:|--:|--:|--:|"
 	if failed {
 		b.WriteString(" failed/op |")
 		sep += "--:|"
@@ -152,21 +180,56 @@ func (r *Report) table(b *strings.Builder, g []*Result) {
 	for _, res := range g {
 		m := res.Median
 		ratio := "–"
-		if f := r.floorOf(res); f != nil && f.Median[OpsPerSec] > 0 {
+		if f := r.floorOf(res); f != nil && f != res && f.Median[OpsPerSec] > 0 {
 			ratio = fmt.Sprintf("%.2f×", m[OpsPerSec]/f.Median[OpsPerSec])
+		} else if f == res {
+			ratio = "1.00×"
 		}
 		label := res.Label()
 		if res.Kind == KindDriver {
 			label = "**" + label + "**"
 		}
-		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s | %.0f | %.0f |", label, formatCount(m[OpsPerSec]), formatCount(m[NsPerOp]),
-			ratio, formatNs(m[P50]), formatNs(m[P99]), formatNs(m[Max]), m[AllocsPerOp], m[BytesPerOp])
+		fmt.Fprintf(b, "| %s | %s | %s | %s | %s | %s | %s |", label, formatCount(m[OpsPerSec]), formatCount(m[NsPerOp]),
+			ratio, formatNs(m[P50]), formatNs(m[P99]), formatNs(m[Max]))
+		if handoff {
+			starve := "–"
+			if m[WaitP50] > 0 {
+				starve = fmt.Sprintf("%.1f×", m[WaitMax]/m[WaitP50])
+			}
+			fmt.Fprintf(b, " %s | %s | %s |", formatNs(m[WaitP50]), formatNs(m[WaitMax]), starve)
+		}
+		fmt.Fprintf(b, " %.0f | %.0f |", m[AllocsPerOp], m[BytesPerOp])
 		if failed {
 			fmt.Fprintf(b, " %.2g |", m[FailedPerOp])
 		}
 		b.WriteString("\n")
 	}
 	b.WriteString("\n")
+}
+
+// scaleTable writes the table of the Scale case.
+func (r *Report) scaleTable(b *strings.Builder, g []*Result) {
+	b.WriteString("| contender | held | lost | Do errors | bytes per held lock | CPU per held lock per second | acquire all | release all |\n")
+	b.WriteString("|---|--:|--:|--:|--:|--:|--:|--:|\n")
+	for _, res := range g {
+		m := res.Median
+		cpu := "–"
+		if m[CPUPerLockSec] > 0 {
+			cpu = formatNs(m[CPUPerLockSec])
+		}
+		fmt.Fprintf(b, "| **%s** | %s | %s | %s | %s | %s | %s | %s |\n", res.Label(), formatCount0(m[Held]), formatCount0(m[Lost]),
+			formatCount0(m[Errors]), formatCount0(m[BytesPerLock]), cpu, formatNs(m[AcquireNs]), formatNs(m[ReleaseNs]))
+	}
+	b.WriteString("\n")
+}
+
+// formatCount0 writes n as formatCount does, but a whole number below 100
+// without a decimal.
+func formatCount0(n float64) string {
+	if n < 100 && n == math.Trunc(n) {
+		return strconv.FormatFloat(n, 'f', 0, 64)
+	}
+	return formatCount(n)
 }
 
 // formatCount writes n with thousands separators: 12,345; below 100, with
@@ -218,15 +281,17 @@ const methodNotes = `## How these figures are made
 
 - **Operation.** Lock, Stalled: one Lock then one Unlock, each locker on a key of its own, all lockers
   sharing one client (one process). Extend: one Extend of a held lock. Handoff: one hand-off of a
-  contended key between four lockers, each with its own client (as four processes); the holder keeps
-  the key 10ms, releases it, and waits until another locker holds it before it competes again.
+  contended key between lockers spread over several clients (as processes): 4 clients of one locker,
+  2 clients of one (a holder and one waiter), or 8 clients of 4; the holder keeps the key 10ms,
+  releases it, and waits until another locker holds it before it competes again.
 - **ops/s** is operations per second of wall time over all lockers; **ns/op**, go test's figure, is
   its inverse (wall time per operation of all lockers together, not one operation's latency). **p50, p99, max** are the latencies of single operations; for Handoff, of the hand-off:
   from the start of the holder's Unlock to the return of the next holder's Lock. With 64 lockers on
   two cores, latency is mostly queueing: compare it between contenders, not with the one-locker cases.
 - **× floor** is the contender's throughput over its client's floor in the same case: the floor does
-  SET key value NX PX and then DEL on every node at once (a goroutine per node) with the bare client
-  and no lock logic. For a driver, that ratio is what the library costs; the drivers configure their
+  the driver's commands by hand, SET key value NX PX and then the release script by EVALSHA, on every
+  node at once (a goroutine per node) with the bare client and no lock logic; **floor (DEL)** releases
+  with a plain DEL instead, the least a client can do. For a driver, that ratio is what the library costs; the drivers configure their
   own clients, so the cost of their settings is part of it. The floors and the peers share the bare
   clients of package bench (each client's defaults, pools of 64 connections, timeouts as go-redis').
 - **allocs/op, B/op** count every allocation of the process during the timed part, including the
@@ -243,6 +308,18 @@ const methodNotes = `## How these figures are made
 - **Observe:** the Lock case for the memory driver (the library alone, no network) and rueidis,
   each without observers, with a no-op ` + "`redlock.Observer`" + ` ("+observer"), and with
   ` + "`redlockotel.Instrument`" + ` over OpenTelemetry's no-op tracer and meter providers ("+redlockotel").
+- **Handoff** also reports how long each locker waited in Lock: the median and the longest, whose ratio
+  shows a starved waiter. clients=2/lockers=2 is a holder and one waiter; clients=8/lockers=32 is 8
+  clients of 4 waiters each on one key.
+- **Far:** two of five nodes are reached through a proxy in the benchmark's process that delays every
+  byte by 20ms each way (a 40ms round trip); compare its p50 with Lock's at 5 nodes and 1 locker.
+- **Scale:** N concurrent Do calls on five nodes by one client (TTL 10s, an extension every TTL/3), each
+  fn waiting until all hold their lock and then for the hold time (11s: three extension periods);
+  one run is one operation. **bytes per held lock** is the heap and stacks in use while all are held,
+  less those of N parked goroutines (fn's own), over N; **CPU per held lock per second** is the
+  process's CPU time during the hold (getrusage) over N × the hold time; **lost** counts fn contexts
+  canceled with ErrLockLost; **Do errors** counts Do calls that returned an error. Size it with
+  ` + "`-scale-locks`" + ` and ` + "`-scale-for`" + `, or ` + "`REDLOCK_BENCH_SCALE_LOCKS`" + ` and ` + "`REDLOCK_BENCH_SCALE_FOR`" + ` for go test.
 - One case alone: ` + "`go test -run '^$' -bench 'Lock/rueidis/nodes=5/lockers=64' -benchmem . (in bench/)`" + `
   (peers: the same in bench/peers); add ` + "`-cpuprofile cpu.out -memprofile mem.out`" + ` to profile.
 `

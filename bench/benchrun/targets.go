@@ -2,6 +2,7 @@ package benchrun
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -15,33 +16,136 @@ type Target struct {
 	Figures string
 }
 
-// Targets checks the throughput, allocation, stall and hand-off targets on the report's medians, for the
-// Redis drivers (those with a floor). A target with no figures in the report
-// (its case was not run) is left out.
-func (r *Report) Targets() []Target {
+// redisDrivers returns the Redis drivers (those with a floor) that have a
+// result in caseParams.
+func (r *Report) redisDrivers(caseParams string) []string {
 	var drivers []string
 	for _, c := range clients {
-		if r.find(Headline, KindDriver, c) != nil {
+		if r.find(caseParams, KindDriver, c) != nil {
 			drivers = append(drivers, c)
 		}
 	}
-	var ts []Target
-	add := func(name string, check func(d string) (ok, have bool, fig string)) {
-		t := Target{Name: name, Met: true}
-		var figs []string
-		for _, d := range drivers {
-			ok, have, fig := check(d)
-			if !have {
-				continue
-			}
-			t.Met = t.Met && ok
-			figs = append(figs, fig)
+	return drivers
+}
+
+// targetList builds a list of targets, each checked for every driver.
+type targetList struct {
+	drivers []string
+	ts      []Target
+}
+
+// add checks one target for every driver: check returns whether the driver
+// meets it, whether there are figures to judge by, and the figures.
+func (l *targetList) add(name string, check func(d string) (ok, have bool, fig string)) {
+	t := Target{Name: name, Met: true}
+	var figs []string
+	for _, d := range l.drivers {
+		ok, have, fig := check(d)
+		if !have {
+			continue
 		}
-		if len(figs) > 0 {
-			t.Figures = strings.Join(figs, "; ")
-			ts = append(ts, t)
+		t.Met = t.Met && ok
+		figs = append(figs, fig)
+	}
+	if len(figs) > 0 {
+		t.Figures = strings.Join(figs, "; ")
+		l.ts = append(l.ts, t)
+	}
+}
+
+// ScaleTargets checks the targets of performance at scale (many locks held,
+// lone calls, hand-off, far nodes) on the report's medians, for the Redis drivers. A target with no figures in the
+// report is left out.
+func (r *Report) ScaleTargets() []Target {
+	var drivers []string
+	seen := make(map[string]bool)
+	for _, res := range r.Results {
+		if res.Kind == KindDriver && slices.Contains(clients, res.Contender) && !seen[res.Contender] {
+			seen[res.Contender] = true
 		}
 	}
+	for _, c := range clients {
+		if seen[c] {
+			drivers = append(drivers, c)
+		}
+	}
+	l := targetList{drivers: drivers}
+	scale := func(d string) *Result {
+		for _, res := range r.Results {
+			if res.Case == "Scale" && res.Kind == KindDriver && res.Contender == d {
+				return res
+			}
+		}
+		return nil
+	}
+	l.add("Scale: every lock acquired within 5s, 0 lost over three extension periods, 0 Do errors", func(d string) (bool, bool, string) {
+		res := scale(d)
+		if res == nil {
+			return false, false, ""
+		}
+		m := res.Median
+		locks := strings.TrimPrefix(res.Params[strings.LastIndex(res.Params, "/")+1:], "locks=")
+		ok := fmt.Sprint(m[Held]) == locks && m[Lost] == 0 && m[Errors] == 0 && m[AcquireNs] <= 5e9
+		return ok, true, fmt.Sprintf("%s %s of %s held in %s, %s lost, %s errors", d, formatCount0(m[Held]), locks,
+			formatNs(m[AcquireNs]), formatCount0(m[Lost]), formatCount0(m[Errors]))
+	})
+	l.add("Scale: ≤ 2 KB per held lock beyond fn's goroutine (CPU per held lock-second shown)", func(d string) (bool, bool, string) {
+		res := scale(d)
+		if res == nil {
+			return false, false, ""
+		}
+		m := res.Median
+		return m[BytesPerLock] <= 2048, true, fmt.Sprintf("%s %s B, CPU %s per lock-second", d, formatCount0(m[BytesPerLock]), formatNs(m[CPUPerLockSec]))
+	})
+	for _, nodes := range []string{"1", "3"} {
+		cp := "Lock/nodes=" + nodes + "/lockers=1"
+		l.add("lone call, "+nodes+" node(s), 1 caller: driver ≥ 0.95× the speed (p50) of its client's SET NX PX + EVALSHA release by hand", func(d string) (bool, bool, string) {
+			drv, fl := r.find(cp, KindDriver, d), r.find(cp, KindFloor, d)
+			if drv == nil || fl == nil || drv.Median[P50] == 0 {
+				return false, false, ""
+			}
+			v := fl.Median[P50] / drv.Median[P50]
+			fig := fmt.Sprintf("%s %.2f× (%s vs %s", d, v, formatNs(drv.Median[P50]), formatNs(fl.Median[P50]))
+			if del := r.find(cp, KindDelFloor, d); del != nil && del.Median[P50] > 0 {
+				fig += fmt.Sprintf("; %.2f× the DEL floor", del.Median[P50]/drv.Median[P50])
+			}
+			return v >= 0.95, true, fig + ")"
+		})
+	}
+	handoff := func(params, name string, limit float64) {
+		l.add(name, func(d string) (bool, bool, string) {
+			res := r.find("Handoff/"+params, KindDriver, d)
+			if res == nil || res.Median[P50] == 0 {
+				return false, false, ""
+			}
+			m := res.Median
+			fig := fmt.Sprintf("%s %s", d, formatNs(m[P50]))
+			if m[WaitP50] > 0 {
+				fig += fmt.Sprintf(" (longest wait %.1f× the median)", m[WaitMax]/m[WaitP50])
+			}
+			return m[P50] <= limit, true, fig
+		})
+	}
+	handoff("nodes=5/clients=2/lockers=2", "hand-off p50 ≤ 600 µs, 5 nodes, one waiter", 600e3)
+	handoff("nodes=5/clients=8/lockers=32", "hand-off p50 < 1 ms, 5 nodes, 8 clients × 4 waiters (longest wait against the median shown)", 1e6-1)
+	l.add("2 of 5 nodes 40 ms away: lock+unlock p50 within 1.1× all-near (1 locker)", func(d string) (bool, bool, string) {
+		near := r.find("Lock/nodes=5/lockers=1", KindDriver, d)
+		far := r.find("Far/nodes=5/far=2/lockers=1", KindDriver, d)
+		if near == nil || far == nil || near.Median[P50] == 0 {
+			return false, false, ""
+		}
+		n, f := near.Median[P50], far.Median[P50]
+		return f <= 1.1*n, true, fmt.Sprintf("%s %s vs %s (%.2f×)", d, formatNs(f), formatNs(n), f/n)
+	})
+	return l.ts
+}
+
+// Targets checks the throughput, allocation and stall targets on the
+// report's medians, for the Redis drivers (those with a floor). A target with no figures in the report
+// (its case was not run) is left out.
+func (r *Report) Targets() []Target {
+	l := targetList{drivers: r.redisDrivers(Headline)}
+	add := l.add
 	ops := func(kind Kind, name string) (float64, bool) {
 		res := r.find(Headline, kind, name)
 		if res == nil || res.Median[OpsPerSec] == 0 {
@@ -97,5 +201,5 @@ func (r *Report) Targets() []Target {
 			return s <= 2*h, true, fmt.Sprintf("%s %s vs %s (%.2f×)", d, formatNs(s), formatNs(h), s/h)
 		})
 	}
-	return ts
+	return l.ts
 }

@@ -20,5 +20,6 @@ func BenchmarkLock(b *testing.B)    { each(b, bench.Lock) }
 func BenchmarkExtend(b *testing.B)  { each(b, bench.Extend) }
 func BenchmarkHandoff(b *testing.B) { each(b, bench.Handoff) }
 func BenchmarkStalled(b *testing.B) { each(b, bench.Stalled) }
+func BenchmarkFar(b *testing.B)     { each(b, bench.Far) }
 
 func TestBenchmarks(t *testing.T) { bench.CheckBenchmarks(t) }

@@ -346,3 +346,14 @@ func watch[T any](ctx context.Context, f func(context.Context) (T, error)) (T, e
 		return zero, ctx.Err()
 	}
 }
+
+var _ driver.Queuer = (*node)(nil)
+
+// Pending reports the commands waiting in the node's pipelining queue (see
+// driver.Queuer).
+func (n *node) Pending() driver.Pending {
+	if n.batch == nil {
+		return driver.Pending{}
+	}
+	return n.batch.Pending()
+}

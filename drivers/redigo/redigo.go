@@ -351,3 +351,14 @@ func (n *node) conn(ctx context.Context) (redis.Conn, error) {
 	}
 	return n.pool.GetContext(ctx)
 }
+
+var _ driver.Queuer = (*node)(nil)
+
+// Pending reports the commands waiting in the node's pipelining queue (see
+// driver.Queuer).
+func (n *node) Pending() driver.Pending {
+	if n.batch == nil {
+		return driver.Pending{}
+	}
+	return n.batch.Pending()
+}

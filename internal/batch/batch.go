@@ -8,13 +8,25 @@
 //
 // A lone command is sent at once on the caller's goroutine, with the caller's
 // context: batching costs nothing when there is no contention.
+//
+// A command whose context carries a network timeout (driver.WithNetworkTimeout)
+// waits in the queue for as long as its context allows, and is then bounded on
+// the network by that timeout, from the moment its batch is sent; a batch that
+// times out fails the commands queued before it was sent, which would wait
+// behind a server that does not answer. Urgent commands (driver.WithUrgent)
+// go before the others. Pending reports the queue.
 package batch
 
 import (
 	"context"
-	"slices"
+	"errors"
+	"fmt"
+	"net"
 	"sync"
+	"sync/atomic"
 	"time"
+
+	"github.com/go-redlock/redlock/driver"
 )
 
 // Settings the Redis drivers share.
@@ -38,16 +50,27 @@ type Call[C, R any] struct {
 	Res R
 	Err error
 
-	ctx  context.Context
-	done chan struct{}  // receives once Res and Err are set
-	self [1]*Call[C, R] // the batch of a call sent alone
+	ctx    context.Context
+	done   chan struct{}  // receives once Res and Err are set
+	self   [1]*Call[C, R] // the batch of a call sent alone
+	state  atomic.Int32   // queued, taken or abandoned
+	queued time.Time      // when it joined the queue
 }
+
+// The states of a queued call: a sender takes it, or its caller abandons it
+// when its context ends first; whichever comes first wins.
+const (
+	queued = iota
+	taken
+	abandoned
+)
 
 // Ctx returns the context of the call's caller.
 func (c *Call[C, R]) Ctx() context.Context { return c.ctx }
 
 // Exec sends calls in one round trip (a pipeline) bounded by ctx, and sets
-// each one's Res or Err. With one call, ctx is the caller's own.
+// each one's Res or Err. With one call, ctx is the caller's own, or with a
+// network timeout, the caller's bounded by it.
 // Exec must not use the calls once it returns: they are reused.
 type Exec[C, R any] func(ctx context.Context, calls []*Call[C, R])
 
@@ -59,11 +82,43 @@ type Batcher[C, R any] struct {
 	senders  int
 	maxBatch int
 
-	mu     sync.Mutex
-	queue  []*Call[C, R]
-	active int // senders running: callers sending alone and draining goroutines
+	mu       sync.Mutex
+	urgent   fifo[C, R] // sent first
+	normal   fifo[C, R]
+	depth    int       // queued calls not yet taken nor abandoned
+	active   int       // senders running: callers sending alone and draining goroutines
+	answered time.Time // when the server last answered a send
 
 	calls sync.Pool // of *Call[C, R]
+}
+
+// fifo is a queue of calls. Abandoned calls stay in it until a sender pops
+// them, so that abandoning costs no search.
+type fifo[C, R any] struct {
+	calls []*Call[C, R]
+	head  int
+}
+
+func (q *fifo[C, R]) len() int { return len(q.calls) - q.head }
+
+func (q *fifo[C, R]) push(c *Call[C, R]) {
+	if q.head > 0 && q.head >= len(q.calls)/2 {
+		n := copy(q.calls, q.calls[q.head:])
+		clear(q.calls[n:])
+		q.calls = q.calls[:n]
+		q.head = 0
+	}
+	q.calls = append(q.calls, c)
+}
+
+func (q *fifo[C, R]) pop() *Call[C, R] {
+	c := q.calls[q.head]
+	q.calls[q.head] = nil
+	q.head++
+	if q.head == len(q.calls) {
+		q.calls, q.head = q.calls[:0], 0
+	}
+	return c
 }
 
 // New returns a Batcher that sends through exec, with at most senders
@@ -79,14 +134,40 @@ func (b *Batcher[C, R]) get(ctx context.Context, cmd C) *Call[C, R] {
 		c = &Call[C, R]{done: make(chan struct{}, 1)}
 	}
 	c.Cmd, c.ctx = cmd, ctx
+	c.state.Store(queued)
 	return c
 }
 
 // put recycles c, which nothing else refers to any more.
 func (b *Batcher[C, R]) put(c *Call[C, R]) {
-	done := c.done
-	*c = Call[C, R]{done: done}
+	c.Cmd, c.Res, c.Err, c.ctx, c.self[0] = *new(C), *new(R), nil, nil, nil
 	b.calls.Put(c)
+}
+
+// Pending reports the calls waiting in the queue: how many, and how long the
+// oldest has waited.
+func (b *Batcher[C, R]) Pending() driver.Pending {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	p := driver.Pending{Depth: b.depth}
+	if b.depth == 0 {
+		return p
+	}
+	var oldest time.Time
+	for _, q := range []*fifo[C, R]{&b.urgent, &b.normal} {
+		for i := q.head; i < len(q.calls); i++ {
+			if c := q.calls[i]; c.state.Load() == queued {
+				if oldest.IsZero() || c.queued.Before(oldest) {
+					oldest = c.queued
+				}
+				break
+			}
+		}
+	}
+	if !oldest.IsZero() {
+		p.Oldest = time.Since(oldest)
+	}
+	return p
 }
 
 // Do sends cmd and returns its result. When a sender is free and nothing
@@ -101,17 +182,35 @@ func (b *Batcher[C, R]) Do(ctx context.Context, cmd C) (R, error) {
 	}
 	c := b.get(ctx, cmd)
 	b.mu.Lock()
-	if b.active < b.senders && len(b.queue) == 0 {
+	if b.active < b.senders && b.depth == 0 {
 		b.active++
 		b.mu.Unlock()
 		c.self[0] = c
-		b.exec(ctx, c.self[:])
-		b.release()
-		res, err := c.Res, c.Err
+		ectx, cancel := ctx, context.CancelFunc(nil)
+		d, hasNet := driver.NetworkTimeout(ctx)
+		if hasNet {
+			ectx, cancel = context.WithTimeout(ctx, d)
+		}
+		b.exec(ectx, c.self[:])
+		if cancel != nil {
+			cancel()
+		}
+		var timeout time.Duration // of the send, if it timed out on the network
+		if hasNet && ctx.Err() == nil && isTimeout(c.Err) {
+			timeout = d
+		}
+		b.release(timeout)
+		res, err := c.Res, networkError(ctx, c.Err)
 		b.put(c)
 		return res, err
 	}
-	b.queue = append(b.queue, c)
+	c.queued = time.Now()
+	if driver.Urgent(ctx) {
+		b.urgent.push(c)
+	} else {
+		b.normal.push(c)
+	}
+	b.depth++
 	if b.active < b.senders {
 		b.active++
 		go b.drain()
@@ -123,33 +222,84 @@ func (b *Batcher[C, R]) Do(ctx context.Context, cmd C) (R, error) {
 		select {
 		case <-c.done: // the result came too
 		default:
-			b.mu.Lock()
-			i := slices.Index(b.queue, c)
-			if i >= 0 {
-				b.queue = slices.Delete(b.queue, i, i+1)
-			}
-			b.mu.Unlock()
-			if i >= 0 {
-				b.put(c) // never sent
+			if c.state.CompareAndSwap(queued, abandoned) {
+				// Never sent: the sender that pops it recycles it.
+				b.mu.Lock()
+				b.depth--
+				b.mu.Unlock()
 			} // else c is in flight: its sender still writes to it
 			return zero, ctx.Err()
 		}
 	}
-	res, err := c.Res, c.Err
+	res, err := c.Res, networkError(ctx, c.Err)
 	b.put(c)
 	return res, err
 }
 
 // release gives up a sender's turn, handing it to a new draining goroutine
-// when commands wait.
-func (b *Batcher[C, R]) release() {
+// when commands wait. timeout is the network timeout of a send that timed
+// out, 0 if it did not (see sent).
+func (b *Batcher[C, R]) release(timeout time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if len(b.queue) > 0 {
+	b.sentLocked(timeout)
+	if b.urgent.len()+b.normal.len() > 0 {
 		go b.drain()
 		return
 	}
 	b.active--
+}
+
+// errStalled is the error of the calls failed by failQueuedLocked: their
+// network timeout, in effect.
+var errStalled = fmt.Errorf("not sent: the server did not answer the commands sent before: %w", context.DeadlineExceeded)
+
+// networkError makes the error of a call sent with a network timeout match
+// context.DeadlineExceeded when it timed out, as when a context's deadline
+// bounds the call.
+func networkError(ctx context.Context, err error) error {
+	if _, ok := driver.NetworkTimeout(ctx); ok && isTimeout(err) && !errors.Is(err, context.DeadlineExceeded) {
+		return fmt.Errorf("%w (%w)", err, context.DeadlineExceeded)
+	}
+	return err
+}
+
+// sentLocked records the end of a send, which timed out on the network
+// after timeout if that is not 0. When the server has answered nothing for
+// twice that long, the queued calls fail: they would wait behind a server
+// that does not answer (a stalled one). A server that answers some sends,
+// however slowly, keeps its queue. b.mu is held.
+func (b *Batcher[C, R]) sentLocked(timeout time.Duration) {
+	now := time.Now()
+	if timeout == 0 {
+		b.answered = now
+		return
+	}
+	if now.Sub(b.answered) > 2*timeout {
+		b.failQueuedLocked()
+	}
+}
+
+// failQueuedLocked fails the queued calls. b.mu is held.
+func (b *Batcher[C, R]) failQueuedLocked() {
+	for _, q := range []*fifo[C, R]{&b.urgent, &b.normal} {
+		for q.len() > 0 {
+			c := q.pop()
+			if !c.state.CompareAndSwap(queued, taken) {
+				b.put(c) // abandoned by its caller
+				continue
+			}
+			b.depth--
+			c.Err = errStalled
+			c.done <- struct{}{}
+		}
+	}
+}
+
+// isTimeout reports whether err is a timeout on the network or a deadline.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout())
 }
 
 // drain sends the queued commands, batch after batch, until none is left.
@@ -157,26 +307,43 @@ func (b *Batcher[C, R]) drain() {
 	var batch []*Call[C, R]
 	for {
 		b.mu.Lock()
-		n := min(len(b.queue), b.maxBatch)
-		if n == 0 {
+		for len(batch) < b.maxBatch {
+			q := &b.urgent
+			if q.len() == 0 {
+				q = &b.normal
+			}
+			if q.len() == 0 {
+				break
+			}
+			c := q.pop()
+			if !c.state.CompareAndSwap(queued, taken) {
+				b.put(c) // abandoned by its caller
+				continue
+			}
+			b.depth--
+			batch = append(batch, c)
+		}
+		if len(batch) == 0 {
 			b.active--
 			b.mu.Unlock()
 			return
 		}
-		batch = append(batch[:0], b.queue[:n]...)
-		rest := copy(b.queue, b.queue[n:])
-		clear(b.queue[rest:])
-		b.queue = b.queue[:rest]
 		b.mu.Unlock()
-		b.send(batch)
+		timeout := b.send(batch)
+		b.mu.Lock()
+		b.sentLocked(timeout)
+		b.mu.Unlock()
 		clear(batch)
+		batch = batch[:0]
 	}
 }
 
 // send sends a batch taken from the queue and hands each call its result.
 // Calls whose context ended while they waited are answered with its error
-// and not sent.
-func (b *Batcher[C, R]) send(batch []*Call[C, R]) {
+// and not sent. It returns the batch's network timeout if the batch timed
+// out on the network (every call has a network timeout, and failed with a
+// timeout while its own context had not ended), and 0 otherwise.
+func (b *Batcher[C, R]) send(batch []*Call[C, R]) (timeout time.Duration) {
 	live := batch[:0]
 	for _, c := range batch {
 		if err := c.ctx.Err(); err != nil {
@@ -187,24 +354,40 @@ func (b *Batcher[C, R]) send(batch []*Call[C, R]) {
 		live = append(live, c)
 	}
 	if len(live) == 0 {
-		return
+		return 0
 	}
 	ctx, cancel := batchContext(live)
 	b.exec(ctx, live)
 	cancel()
+	for i, c := range live {
+		d, hasNet := driver.NetworkTimeout(c.ctx)
+		if !hasNet || c.ctx.Err() != nil || !isTimeout(c.Err) {
+			timeout = 0
+			break
+		}
+		if i == 0 || d > timeout {
+			timeout = d
+		}
+	}
 	for _, c := range live {
 		c.done <- struct{}{}
 	}
+	return timeout
 }
 
 // batchContext returns the context of a batch: the values of its first call's
 // context, no cancellation (each caller watches its own), and the latest of
 // the calls' deadlines, so that no call is cut short by another's; none if a
-// call has none.
+// call has none. The deadline of a call with a network timeout is that
+// timeout from now, or its context's deadline if sooner.
 func batchContext[C, R any](calls []*Call[C, R]) (context.Context, context.CancelFunc) {
 	var latest time.Time
+	now := time.Now()
 	for _, c := range calls {
 		d, ok := c.ctx.Deadline()
+		if t, hasNet := driver.NetworkTimeout(c.ctx); hasNet && (!ok || now.Add(t).Before(d)) {
+			d, ok = now.Add(t), true
+		}
 		if !ok {
 			return context.WithoutCancel(calls[0].ctx), func() {}
 		}

@@ -4,6 +4,7 @@
 //
 //	cd bench && go run ./cmd/benchrun
 //	cd bench && go run ./cmd/benchrun -bench 'Lock/.*/nodes=5' -rounds 5
+//	cd bench && go run ./cmd/benchrun -quick            # a first look in a few minutes
 //
 // Progress goes to standard error, the markdown report to standard output.
 // See package benchrun for how it runs.
@@ -18,6 +19,7 @@ import (
 	"os/signal"
 	"path/filepath"
 
+	"github.com/go-redlock/redlock/bench"
 	"github.com/go-redlock/redlock/bench/benchrun"
 )
 
@@ -32,6 +34,9 @@ func main() {
 	flag.StringVar(&cfg.Benchtime, "benchtime", "1s", "go test -benchtime of each run")
 	flag.StringVar(&cfg.HandoffBenchtime, "handoff-benchtime", "100x", "go test -benchtime of each run of the Handoff case")
 	flag.IntVar(&cfg.Rounds, "rounds", 3, "how many times each benchmark runs; the report gives medians")
+	flag.IntVar(&cfg.ScaleLocks, "scale-locks", bench.DefaultScaleLocks, "how many locks the Scale case holds at once")
+	flag.DurationVar(&cfg.ScaleFor, "scale-for", bench.DefaultScaleFor, "how long the Scale case holds them")
+	quick := flag.Bool("quick", false, "a quick look: 1 round, benchtime 200ms, Handoff 30x, Scale 5,000 locks (flags given explicitly win)")
 	flag.BoolVar(&cfg.NoPeers, "no-peers", false, "leave out the peers (package bench/peers)")
 	flag.StringVar(&cfg.Dir, "dir", "", "root of the module github.com/go-redlock/redlock (default: the one holding the working directory)")
 	flag.StringVar(&out, "out", "", "`directory` for "+benchrun.ResultsFile+" and "+benchrun.ChartFile+" (default: bench/ of the module); \"-\" writes no file")
@@ -45,6 +50,22 @@ func main() {
 	if flag.NArg() > 0 {
 		flag.Usage()
 		os.Exit(2)
+	}
+	if *quick {
+		set := make(map[string]bool)
+		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["rounds"] {
+			cfg.Rounds = 1
+		}
+		if !set["benchtime"] {
+			cfg.Benchtime = "200ms"
+		}
+		if !set["handoff-benchtime"] {
+			cfg.HandoffBenchtime = "30x"
+		}
+		if !set["scale-locks"] {
+			cfg.ScaleLocks = 5000
+		}
 	}
 	cfg.Progress = os.Stderr
 

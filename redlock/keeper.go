@@ -1,0 +1,376 @@
+package redlock
+
+import (
+	"container/heap"
+	"context"
+	"sync"
+	"time"
+
+	"github.com/go-redlock/redlock/driver"
+)
+
+// keeperWindow is how far ahead of its time an extension may go with others
+// due then, so that the extensions due at about the same time go together.
+const keeperWindow = 20 * time.Millisecond
+
+// keeperFanout is how many calls to one node an extension group keeps in
+// flight at once; a node that pipelines (driver.Queuer) sends them as
+// batches.
+const keeperFanout = 64
+
+// A keeper extends the locks that Do holds: one per Client, in place of a
+// goroutine and a timer per lock. It keeps the locks in a heap ordered by
+// the time of their next extension, with one timer for the earliest. When it
+// fires, the extensions due within keeperWindow go together, as a group: to
+// each node at once, the group's calls in flight together, so that a node
+// that pipelines sends them as a few batches, before the acquisitions that
+// wait (they are urgent: driver.WithUrgent). Each lock of the group is then
+// judged alone, as Lock.Extend judges it, as soon as its votes decide.
+type keeper struct {
+	c *Client
+
+	mu    sync.Mutex
+	heap  keptHeap
+	timer *time.Timer // fires at the earliest due; nil until the first add
+}
+
+// A kept is one lock held through Do.
+type kept struct {
+	l      *Lock
+	ttl    time.Duration // of each extension
+	every  time.Duration // between extensions
+	cancel context.CancelCauseFunc
+	ectx   context.Context // the extensions' context: Do's, without its cancellation
+
+	// Guarded by keeper.mu:
+	due      time.Time // of the next extension, or, while one is in flight, the end of the validity
+	index    int       // in the heap; -1 when out of it
+	inflight bool      // an extension is in flight: due is the validity's end
+	stopped  bool      // Do is done with it
+}
+
+// keptHeap orders kept locks by due.
+type keptHeap []*kept
+
+func (h keptHeap) Len() int           { return len(h) }
+func (h keptHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
+func (h keptHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *keptHeap) Push(x any) {
+	k := x.(*kept)
+	k.index = len(*h)
+	*h = append(*h, k)
+}
+func (h *keptHeap) Pop() any {
+	old := *h
+	k := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	k.index = -1
+	return k
+}
+
+// keeperOf returns the Client's keeper, made on first use.
+func (c *Client) keeperOf() *keeper {
+	c.keeperOnce.Do(func() { c.keeper = &keeper{c: c} })
+	return c.keeper
+}
+
+// add starts extending l every every to ttl, the first time every from now;
+// cancel is called with ErrLockLost when the lock is lost. ectx is the
+// context of the extensions.
+func (k *keeper) add(ectx context.Context, l *Lock, ttl, every time.Duration, cancel context.CancelCauseFunc) *kept {
+	e := &kept{l: l, ttl: ttl, every: every, cancel: cancel, ectx: ectx, index: -1}
+	k.mu.Lock()
+	k.scheduleLocked(e, k.c.now().Add(every))
+	k.mu.Unlock()
+	return e
+}
+
+// remove stops extending e's lock. An extension in flight still finishes; it
+// changes nothing that matters, since Do releases the lock next.
+func (k *keeper) remove(e *kept) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	e.stopped = true
+	if e.index >= 0 {
+		heap.Remove(&k.heap, e.index)
+	}
+}
+
+// scheduleLocked puts e, which is out of the heap, in it at due and arms the
+// timer if e is now the earliest. k.mu is held.
+func (k *keeper) scheduleLocked(e *kept, due time.Time) {
+	if e.stopped {
+		return
+	}
+	e.due = due
+	heap.Push(&k.heap, e)
+	if e.index == 0 {
+		d := max(due.Sub(k.c.now()), 0)
+		if k.timer == nil {
+			k.timer = time.AfterFunc(d, k.fire)
+		} else {
+			k.timer.Reset(d)
+		}
+	}
+}
+
+// fire takes the locks due within keeperWindow, re-arms the timer for the
+// next, ends the locks whose validity passed and extends the others as a
+// group. A lock whose extension is in flight stays in the heap at the end of
+// its validity, so that its Do's context is canceled then if the extension
+// has not succeeded by that time.
+func (k *keeper) fire() {
+	now := k.c.now()
+	var group, over []*kept
+	k.mu.Lock()
+	for len(k.heap) > 0 {
+		e := k.heap[0]
+		if e.due.After(now.Add(keeperWindow)) || e.inflight && e.due.After(now) {
+			break
+		}
+		heap.Pop(&k.heap)
+		until := e.l.Until()
+		switch {
+		case !now.Before(until):
+			e.stopped = true
+			over = append(over, e)
+		case e.inflight:
+			k.scheduleLocked(e, until) // lowered by the extension in flight
+		default:
+			e.inflight = true
+			group = append(group, e)
+		}
+	}
+	if len(k.heap) > 0 {
+		k.timer.Reset(max(k.heap[0].due.Sub(now), 0))
+	}
+	k.mu.Unlock()
+	for _, e := range over { // its validity ended without a successful extension
+		k.lost(e)
+	}
+	if len(group) > 0 {
+		k.extend(group)
+	}
+}
+
+// extend extends the locks of group, each to its own TTL, and schedules
+// each one's next extension: every after this one started if it succeeded,
+// a quarter of that if it failed without finding the lock lost (or when the
+// validity ends, if sooner); a lock found lost is ended and its Do's context
+// canceled.
+func (k *keeper) extend(group []*kept) {
+	c := k.c
+	start := c.now()
+	type job struct {
+		e     *kept
+		r     *round
+		ok    bool
+		done  bool
+		votes int
+		// With observers: the Extend's context and end, as Lock.Extend
+		// reports them.
+		octx  context.Context
+		end   func(ExtendDone)
+		began time.Time
+	}
+	jobs := make([]job, 0, len(group))
+	var latest time.Time
+	for _, e := range group {
+		bound, err := e.l.beginExtend(start, e.ttl, drift(e.ttl, c.driftFactor))
+		if err != nil { // over already
+			k.mu.Lock()
+			e.stopped = true
+			k.mu.Unlock()
+			k.lost(e)
+			continue
+		}
+		if bound.After(latest) {
+			latest = bound
+		}
+		// Watched at the end of its validity while the extension is in
+		// flight.
+		k.mu.Lock()
+		k.scheduleLocked(e, e.l.Until())
+		k.mu.Unlock()
+		j := job{e: e, r: c.newRound(e.ectx), octx: e.ectx}
+		if c.obs != nil {
+			j.began = time.Now()
+			var octx context.Context
+			octx, j.end = c.obs.Extend(e.ectx, ExtendStart{Key: e.l.name, Token: e.l.token, TTL: e.ttl})
+			j.octx = keep(e.ectx, octx)
+		}
+		jobs = append(jobs, j)
+	}
+	if len(jobs) == 0 {
+		return
+	}
+	// One context per kind of node for the whole group, as a round has.
+	base := driver.WithUrgent(context.WithoutCancel(group[0].ectx))
+	var (
+		qctx, tctx       context.Context
+		qcancel, tcancel context.CancelFunc = func() {}, func() {}
+	)
+	if c.queued {
+		qctx, qcancel = context.WithDeadline(base, latest)
+		qctx = driver.WithNetworkTimeout(qctx, c.nodeTimeout)
+	}
+	if c.unqueued {
+		tctx, tcancel = context.WithTimeout(base, c.nodeTimeout)
+	}
+	type vote struct {
+		job  int
+		node int
+		ok   bool
+		err  error
+	}
+	votes := make(chan vote, len(jobs)*len(c.nodes))
+	var wg sync.WaitGroup
+	for i, n := range c.nodes {
+		ctx := tctx
+		if c.queuers[i] {
+			ctx = qctx
+		}
+		next := make(chan int, len(jobs))
+		for j := range jobs {
+			next <- j
+		}
+		close(next)
+		for range min(len(jobs), keeperFanout) {
+			c.inflight.add(1)
+			wg.Go(func() {
+				defer c.inflight.done()
+				for j := range next {
+					e := jobs[j].e
+					var began time.Time
+					if c.obs != nil {
+						began = time.Now()
+					}
+					ok, err := n.Extend(ctx, e.l.key, e.l.value, e.ttl)
+					if c.obs != nil {
+						c.observeNode(jobs[j].octx, i, OpExtend, e.l.name, began, ok, err)
+					}
+					votes <- vote{j, i, ok && err == nil, err}
+				}
+			})
+		}
+	}
+	go func() {
+		wg.Wait()
+		qcancel()
+		tcancel()
+		close(votes)
+	}()
+	n, q := len(c.nodes), c.quorum
+	for v := range votes {
+		j := &jobs[v.job]
+		if j.done {
+			continue
+		}
+		j.r.record(reply{node: v.node, ok: v.ok, err: v.err})
+		if j.r.yes < q && j.r.no <= n-q {
+			continue
+		}
+		j.done, j.r.decided = true, true
+		k.finish(j.e, j.r, j.r.yes >= q, start, j.octx, j.end, j.began)
+	}
+	for i := range jobs { // the votes ended undecided: cannot happen with every node answering
+		if j := &jobs[i]; !j.done {
+			k.finish(j.e, j.r, false, start, j.octx, j.end, j.began)
+		}
+	}
+	// Every node call of the group has returned (votes is closed).
+	for i := range jobs {
+		jobs[i].e.l.extendReturned()
+	}
+}
+
+// finish judges one lock's extension, which started at start, reports it to
+// the observers (end, when not nil), and schedules what comes next for it.
+func (k *keeper) finish(e *kept, r *round, ok bool, start time.Time, octx context.Context, end func(ExtendDone), began time.Time) {
+	err := e.l.finishExtend(octx, r, ok, start, e.ttl)
+	if k.c.obs != nil {
+		lost := e.l.reportEnd(octx) == EndLostExtend
+		if end != nil {
+			end(ExtendDone{Key: e.l.name, Token: e.l.token, TTL: e.ttl, Votes: r.counts(), Duration: time.Since(began), Lost: lost, Until: e.l.Until(), Err: err})
+		}
+	}
+	now := k.c.now()
+	k.mu.Lock()
+	e.inflight = false
+	if e.index >= 0 {
+		heap.Remove(&k.heap, e.index)
+	}
+	if err == nil {
+		k.scheduleLocked(e, start.Add(e.every))
+		k.mu.Unlock()
+		e.l.dropSettledAcq()
+		return
+	}
+	until := e.l.Until()
+	if r.lost() || !now.Before(until) {
+		e.stopped = true
+		k.mu.Unlock()
+		k.lost(e)
+		return
+	}
+	k.mu.Unlock()
+	retry := now.Add(max(e.every/4, time.Millisecond))
+	if until.Before(retry) {
+		retry = until
+	}
+	k.mu.Lock()
+	k.scheduleLocked(e, retry)
+	k.mu.Unlock()
+}
+
+// dropSettledAcq lets go of the acquisition's round once every node has
+// answered it: Unlock then has no late SET to follow (see followLateSets),
+// and a lock held for long keeps no round alive.
+func (l *Lock) dropSettledAcq() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	acq := l.acq
+	if acq == nil {
+		return
+	}
+	for acq.pendingCount() > 0 {
+		select {
+		case rep := <-acq.replies:
+			acq.record(rep)
+			continue
+		default:
+		}
+		return
+	}
+	l.acq = nil
+}
+
+// lost ends e's lock, reports the end to the observers at once (not at Do's
+// Unlock), and cancels its Do's context with ErrLockLost.
+func (k *keeper) lost(e *kept) {
+	e.l.endNow()
+	if k.c.obs != nil {
+		e.l.reportEnd(e.ectx)
+	}
+	e.cancel(ErrLockLost)
+}
+
+// endNow marks the lock as no longer held and closes Done.
+func (l *Lock) endNow() {
+	l.mu.Lock()
+	l.endLocked()
+	l.mu.Unlock()
+}
+
+// stop stops the keeper's timer, for Close.
+func (k *keeper) stop() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.timer != nil {
+		k.timer.Stop()
+	}
+}
