@@ -33,7 +33,7 @@ func setNXFence(t *testing.T, ctx context.Context, f driver.Fencer, k, v, fk str
 func fenceCounts(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
 	n, f := fencer(t, newNode)
 	k, v := key(t), value()
-	fk := k + ":fence"
+	fk := "{" + k + "}:counter" // a counter of its own, in the key's slot
 	if ok, c := setNXFence(t, ctx, f, k, v, fk, time.Minute); !ok || c != 0 {
 		t.Fatalf("SetNXFence(absent key, no counter) = %v, %d; want true, 0", ok, c)
 	}
@@ -58,7 +58,7 @@ func fenceCounts(t *testing.T, ctx context.Context, newNode func(*testing.T) dri
 func fenceOutlivesKey(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
 	_, f := fencer(t, newNode)
 	k, v := key(t), value()
-	fk := k + ":fence"
+	fk := "{" + k + "}:counter"   // a counter of its own, in the key's slot
 	const big = uint64(1)<<62 + 7 // beyond a Lua number's exact integers
 	setNXFence(t, ctx, f, k, v, fk, 100*time.Millisecond)
 	must(t, "RaiseFence")(f.RaiseFence(ctx, k, v, fk, big))

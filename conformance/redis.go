@@ -50,6 +50,10 @@ func RunRedis(t *testing.T, d driver.Driver, opts ...RedisOption) {
 	for _, o := range opts {
 		o(s)
 	}
+	if s.onlyCluster {
+		s.runCluster(t)
+		return
+	}
 	t.Run("Node", func(t *testing.T) {
 		Run(t, func(t *testing.T) driver.Node { return s.open(t, hostAddr(t, redistest.NewServer(t))) })
 	})
@@ -59,6 +63,9 @@ func RunRedis(t *testing.T, d driver.Driver, opts ...RedisOption) {
 			return s.open(t, fullAddr(t, srv))
 		})
 	})
+	if s.cluster {
+		s.runCluster(t)
+	}
 	for _, tc := range []struct {
 		name string
 		fn   func(t *testing.T, ctx context.Context, s *redisSuite)
@@ -91,9 +98,11 @@ func RunRedis(t *testing.T, d driver.Driver, opts ...RedisOption) {
 // redisSuite is what RunRedis's subtests test: a driver, and how to write
 // its addresses.
 type redisSuite struct {
-	d      driver.Driver
-	format func(Addr) string
-	custom bool // format is the driver's, from WithAddress
+	d           driver.Driver
+	format      func(Addr) string
+	custom      bool // format is the driver's, from WithAddress
+	cluster     bool // WithCluster
+	onlyCluster bool // OnlyCluster
 }
 
 // open opens the node for a, and closes it at the end of the test.

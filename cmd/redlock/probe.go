@@ -262,10 +262,11 @@ func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, o doctorOptio
 		fencing := []permission{
 			{"GET", []any{"GET", fk}},
 			{"SET", []any{"SET", fk, "1"}},
+			{"GET legacy", []any{"GET", driver.LegacyFenceKey(o.key)}},
 		}
 		notify := []permission{
-			{"PUBLISH", []any{"PUBLISH", ch, ""}},
-			{"SUBSCRIBE", []any{"SUBSCRIBE", ch}},
+			{"SPUBLISH", []any{"SPUBLISH", ch, ""}},
+			{"SSUBSCRIBE", []any{"SSUBSCRIBE", ch}},
 		}
 		dry := func(ps []permission) (denied []string, err error) {
 			for _, p := range ps {

@@ -88,8 +88,8 @@ func (n *node) dedicate(c rueidis.Client) (rueidis.DedicatedClient, func()) {
 }
 
 // pubSubConn is a pubsub.Conn over a rueidis DedicatedClient. The client's
-// pub/sub hooks queue what they receive for Receive; SUBSCRIBE and
-// UNSUBSCRIBE go through Do.
+// pub/sub hooks queue what they receive for Receive; SSUBSCRIBE and
+// SUNSUBSCRIBE go through Do.
 type pubSubConn struct {
 	dc      rueidis.DedicatedClient
 	release func()
@@ -115,20 +115,15 @@ func (c *pubSubConn) onMessage(m rueidis.PubSubMessage) {
 }
 
 func (c *pubSubConn) onSubscription(s rueidis.PubSubSubscription) {
-	switch s.Kind {
-	case "subscribe":
-		c.push(pubsub.Event{Kind: pubsub.Subscribed, Channel: s.Channel})
-	case "unsubscribe":
-		c.push(pubsub.Event{Kind: pubsub.Unsubscribed, Channel: s.Channel})
-	}
+	c.push(pubsub.Event{Kind: pubsub.KindOf(s.Kind), Channel: s.Channel})
 }
 
 func (c *pubSubConn) Subscribe(ctx context.Context, channels ...string) error {
-	return c.dc.Do(ctx, c.dc.B().Subscribe().Channel(channels...).Build()).Error()
+	return c.dc.Do(ctx, c.dc.B().Ssubscribe().Channel(channels...).Build()).Error()
 }
 
 func (c *pubSubConn) Unsubscribe(ctx context.Context, channels ...string) error {
-	return c.dc.Do(ctx, c.dc.B().Unsubscribe().Channel(channels...).Build()).Error()
+	return c.dc.Do(ctx, c.dc.B().Sunsubscribe().Channel(channels...).Build()).Error()
 }
 
 func (c *pubSubConn) Receive(ctx context.Context) (pubsub.Event, error) {

@@ -23,7 +23,7 @@ type Op uint8
 // method.
 const (
 	OpSetNX         Op = iota // SET Key Value NX PX TTL
-	OpSetNXFence              // driver.SetNXFenceScript: Key, FenceKey; Value, TTL
+	OpSetNXFence              // driver.SetNXFenceScript: Key, driver.FenceKeys; Value, TTL
 	OpRelease                 // driver.ReleaseScript: Key; Value
 	OpReleaseNotify           // driver.ReleaseNotifyScript: Key; Value, driver.ReleaseChannel(Key)
 	OpExtend                  // driver.ExtendScript: Key; Value, TTL
@@ -55,6 +55,10 @@ type Cmd struct {
 	FenceKey string // for SetNXFence and RaiseFence
 	TTL      time.Duration
 	Token    uint64 // for RaiseFence
+	// Cluster is set by a driver whose node is a Redis Cluster, which
+	// refuses a script whose keys are in several hash slots: SetNXFence then
+	// leaves out a legacy counter of another slot (see driver.FenceKeys).
+	Cluster bool
 }
 
 // SetNX is driver.Node's SetNX: SET key value NX PX ttl.
@@ -127,9 +131,13 @@ func (c *Cmd) Script() (driver.Script, bool) {
 	return driver.Script{}, false
 }
 
-// Keys returns the command's keys: one, or two with the fencing counter.
+// Keys returns the command's keys: the lock key, then for RaiseFence the
+// fencing counter, and for SetNXFence driver.FenceKeys.
 func (c *Cmd) Keys() []string {
-	if c.Op == OpSetNXFence || c.Op == OpRaiseFence {
+	switch c.Op {
+	case OpSetNXFence:
+		return append([]string{c.Key}, driver.FenceKeys(c.Key, c.FenceKey, c.Cluster)...)
+	case OpRaiseFence:
 		return []string{c.Key, c.FenceKey}
 	}
 	return []string{c.Key}

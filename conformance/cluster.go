@@ -1,0 +1,189 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/redistest"
+)
+
+// WithCluster makes RunRedis test the driver on Redis Cluster nodes too,
+// opened with addresses "redis://host:port?cluster=true&addr=..." (see
+// redistest.Cluster.URL): Cluster/Node runs Run over nodes that are clusters
+// of two shards (three clusters, so that Redlock/ThreeNodes has three
+// independent nodes), and Cluster/Migration takes and releases locks while
+// their slots migrate, whole (MOVED) and half way (ASK, TRYAGAIN): every
+// call must answer as on a still cluster, or fail; never "not held" for a
+// key that is held, nor "held" for one that is free.
+func WithCluster() RedisOption {
+	return func(s *redisSuite) { s.cluster = true }
+}
+
+// OnlyCluster makes RunRedis run only what WithCluster adds, for a test of
+// its own (one left out under -race, say).
+func OnlyCluster() RedisOption {
+	return func(s *redisSuite) { s.cluster, s.onlyCluster = true, true }
+}
+
+// clusterShards is the number of shards of the clusters RunRedis starts.
+const clusterShards = 2
+
+// runCluster runs the cluster subtests of RunRedis.
+func (s *redisSuite) runCluster(t *testing.T) {
+	clusters := make([]*redistest.Cluster, 3)
+	var once sync.Once
+	start := func(t *testing.T) {
+		once.Do(func() {
+			var wg sync.WaitGroup
+			for i := range clusters {
+				wg.Go(func() { clusters[i] = redistest.NewCluster(t, clusterShards) })
+			}
+			wg.Wait()
+		})
+	}
+	t.Run("Cluster", func(t *testing.T) {
+		start(t)
+		var next atomic.Int64
+		t.Run("Node", func(t *testing.T) {
+			Run(t, func(t *testing.T) driver.Node {
+				return s.openURL(t, clusters[next.Add(1)%int64(len(clusters))].URL())
+			})
+		})
+		t.Run("Migration", func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*subtestTimeout)
+			defer cancel()
+			clusterMigration(t, ctx, s, clusters[0])
+		})
+	})
+}
+
+// openURL opens the node for addr, and closes it at the end of the test.
+func (s *redisSuite) openURL(t *testing.T, addr string) driver.Node {
+	t.Helper()
+	n, err := s.d.Open(addr)
+	if err != nil {
+		t.Fatalf("Open(%q) = %v", addr, err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n
+}
+
+// clusterMigration takes and releases locks on keys of a few slots, from
+// several goroutines, while those slots migrate between the shards, whole
+// and half way.
+func clusterMigration(t *testing.T, ctx context.Context, s *redisSuite, c *redistest.Cluster) {
+	n := s.openURL(t, c.URL())
+	fencer, _ := n.(driver.Fencer)
+	// Keys of four slots, a worker per key.
+	tags := []string{"a", "b", "c", "d"}
+	workCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var (
+		wg         sync.WaitGroup
+		ok, failed atomic.Int64
+		wrongMu    sync.Mutex
+		wrong      []string
+		errorsSeen sync.Map
+	)
+	recordWrong := func(format string, args ...any) {
+		wrongMu.Lock()
+		wrong = append(wrong, fmt.Sprintf(format, args...))
+		wrongMu.Unlock()
+	}
+	recordErr := func(err error) {
+		failed.Add(1)
+		errorsSeen.Store(err.Error(), true)
+	}
+	for w, tag := range tags {
+		wg.Go(func() {
+			for i := 0; workCtx.Err() == nil; i++ {
+				k := fmt.Sprintf("{%s}:migrating:%d:%d", tag, w, i)
+				v := value()
+				cctx, cancel := context.WithTimeout(workCtx, 2*time.Second)
+				var set bool
+				var err error
+				if fencer != nil && i%2 == 1 {
+					set, _, err = fencer.SetNXFence(cctx, k, v, time.Minute, driver.FenceKey(k))
+				} else {
+					set, err = n.SetNX(cctx, k, v, time.Minute)
+				}
+				switch {
+				case err != nil:
+					recordErr(err)
+					cancel()
+					continue // unknown outcome: the key may be set
+				case !set:
+					recordWrong("SetNX(%s, new key) = false, nil: the key was free", k)
+				}
+				if got, err := n.Extend(cctx, k, v, time.Minute); err != nil {
+					recordErr(err)
+				} else if !got {
+					recordWrong("Extend(%s, own value) = false, nil: the key is held", k)
+				}
+				if got, err := n.SetNX(cctx, k, value(), time.Minute); err != nil {
+					recordErr(err)
+				} else if got {
+					recordWrong("SetNX(%s, other value) = true: the key is held", k)
+				}
+				if got, err := n.EvalRelease(cctx, k, v); err != nil {
+					recordErr(err)
+				} else if !got {
+					recordWrong("EvalRelease(%s, own value) = false, nil: the key is held", k)
+				} else {
+					ok.Add(1)
+				}
+				cancel()
+			}
+		})
+	}
+	// Move each slot to the other shard and back, whole and then half way.
+	shards := c.Shards()
+	moves := 0
+	for round := 0; round < 2 && ctx.Err() == nil; round++ {
+		for _, tag := range tags {
+			slot := redistest.KeySlot(tag)
+			from := c.SlotShard(slot)
+			to := shards[(from.Index()+1)%len(shards)]
+			if round == 0 {
+				if err := c.MigrateSlot(ctx, slot, to); err != nil {
+					t.Fatalf("MigrateSlot(%d): %v", slot, err)
+				}
+			} else {
+				m, err := c.StartMigration(ctx, slot, to)
+				if err != nil {
+					t.Fatalf("StartMigration(%d): %v", slot, err)
+				}
+				time.Sleep(50 * time.Millisecond) // keys on both sides: ASK, TRYAGAIN
+				if _, err := m.MoveKeys(ctx, 10); err != nil {
+					t.Fatalf("MoveKeys(%d): %v", slot, err)
+				}
+				time.Sleep(50 * time.Millisecond)
+				if err := m.Finish(ctx); err != nil {
+					t.Fatalf("Finish(%d): %v", slot, err)
+				}
+			}
+			moves++
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // calls after the last move
+	stop()
+	wg.Wait()
+	if len(wrong) > 0 {
+		t.Fatalf("%d wrong answers while slots migrated (%d moves), first: %s", len(wrong), moves, wrong[0])
+	}
+	if ok.Load() == 0 {
+		t.Fatalf("no lock taken and released while slots migrated (%d calls failed)", failed.Load())
+	}
+	var seen []string
+	errorsSeen.Range(func(k, _ any) bool { seen = append(seen, k.(string)); return len(seen) < 3 })
+	t.Logf("%d moves: %d locks taken and released, %d calls failed (a redirection that cannot be followed fails like a node): %q", moves, ok.Load(), failed.Load(), seen)
+	if err := ctx.Err(); err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("the migration test ran out of time: %v", err)
+	}
+}
