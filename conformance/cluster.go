@@ -55,6 +55,11 @@ func (s *redisSuite) runCluster(t *testing.T) {
 				return s.openURL(t, clusters[next.Add(1)%int64(len(clusters))].URL())
 			})
 		})
+		t.Run("Notifier/FollowsSlot", func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
+			defer cancel()
+			notifyFollowsSlot(t, ctx, s, clusters[1])
+		})
 		t.Run("Migration", func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*subtestTimeout)
 			defer cancel()
@@ -186,4 +191,42 @@ func clusterMigration(t *testing.T, ctx context.Context, s *redisSuite, c *redis
 	if err := ctx.Err(); err != nil && !errors.Is(err, context.Canceled) {
 		t.Fatalf("the migration test ran out of time: %v", err)
 	}
+}
+
+// notifyFollowsSlot checks that a subscription to a key's releases still
+// hears them after the key's slot moved to another shard.
+func notifyFollowsSlot(t *testing.T, ctx context.Context, s *redisSuite, c *redistest.Cluster) {
+	n := s.openURL(t, c.URL())
+	notifier, ok := n.(driver.Notifier)
+	if !ok {
+		t.Skip("the node is not a driver.Notifier")
+	}
+	k := key(t)
+	notify := make(chan struct{}, 1)
+	cancel, err := notifier.Subscribe(ctx, k, notify)
+	if err != nil {
+		t.Fatalf("Subscribe = %v", err)
+	}
+	defer cancel()
+	slot := redistest.KeySlot(k)
+	to := c.Shards()[(c.SlotShard(slot).Index()+1)%len(c.Shards())]
+	if err := c.MigrateSlot(ctx, slot, to); err != nil {
+		t.Fatalf("MigrateSlot(%d): %v", slot, err)
+	}
+	// Release until the subscription, moved with the slot, hears it.
+	for ctx.Err() == nil {
+		v := value()
+		if ok, err := n.SetNX(ctx, k, v, time.Minute); err != nil || !ok {
+			t.Fatalf("SetNX after the move = %v, %v", ok, err)
+		}
+		if ok, err := notifier.ReleaseNotify(ctx, k, v); err != nil || !ok {
+			t.Fatalf("ReleaseNotify after the move = %v, %v", ok, err)
+		}
+		select {
+		case <-notify:
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	t.Fatal("no release heard after the key's slot moved: the subscription did not follow it")
 }

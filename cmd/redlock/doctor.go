@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -52,6 +53,8 @@ type nodeReport struct {
 	Version   string  `json:"version,omitempty"`
 	Role      string  `json:"role,omitempty"`
 	RunID     string  `json:"run_id,omitempty"`
+	// Shards describes a node that is a Redis Cluster: one entry per shard.
+	Shards []shardReport `json:"shards,omitempty"`
 	// ClockOffsetMillis is the node's clock minus this machine's, known to
 	// within ClockErrorMillis (half the round trip of TIME).
 	ClockOffsetMillis *float64 `json:"clock_offset_ms,omitempty"`
@@ -60,6 +63,7 @@ type nodeReport struct {
 	Checks            []check  `json:"checks"`
 
 	hostPort    string
+	clusterIDs  []string // the node IDs of a cluster node, for duplicates
 	clockOffset time.Duration
 	clockError  time.Duration
 }
@@ -163,16 +167,22 @@ func runDoctor(ctx context.Context, w io.Writer, o doctorOptions) error {
 	if err != nil {
 		return err
 	}
-	addrs := make([]redisaddr.Addr, len(raw))
+	addrs := make([]redisaddr.Node, len(raw))
 	for i, s := range raw {
-		if addrs[i], err = redisaddr.Parse(s); err != nil {
+		if addrs[i], err = redisaddr.ParseNode(s); err != nil {
 			return usageErrorf("doctor: address %d: %v", i+1, err)
 		}
 	}
 	rep := &doctorReport{Quorum: len(addrs)/2 + 1, Nodes: make([]*nodeReport, len(addrs))}
 	var wg sync.WaitGroup
 	for i, a := range addrs {
-		wg.Go(func() { rep.Nodes[i] = probeNode(ctx, a, o) })
+		wg.Go(func() {
+			if !a.Cluster {
+				rep.Nodes[i] = probeNode(ctx, a.Addr, o)
+				return
+			}
+			rep.Nodes[i] = probeClusterNode(ctx, a, o)
+		})
 	}
 	wg.Wait()
 	checkSet(rep, o)
@@ -199,6 +209,16 @@ func runDoctor(ctx context.Context, w io.Writer, o doctorOptions) error {
 	return nil
 }
 
+// sharesID returns an ID that both a and b contain, or "".
+func sharesID(a, b []string) string {
+	for _, id := range a {
+		if slices.Contains(b, id) {
+			return id
+		}
+	}
+	return ""
+}
+
 // checkSet adds the checks of the set as a whole.
 func checkSet(rep *doctorReport, o doctorOptions) {
 	n := len(rep.Nodes)
@@ -219,6 +239,9 @@ func checkSet(rep *doctorReport, o doctorOptions) {
 			switch {
 			case a.hostPort == b.hostPort:
 				rep.add("duplicates", statusFail, "%s and %s are the same address: the node would count twice towards the quorum", a.Addr, b.Addr)
+				dup = true
+			case sharesID(a.clusterIDs, b.clusterIDs) != "":
+				rep.add("duplicates", statusFail, "%s and %s are the same Redis Cluster (node %s in both): it would count twice towards the quorum", a.Addr, b.Addr, sharesID(a.clusterIDs, b.clusterIDs))
 				dup = true
 			case a.RunID != "" && a.RunID == b.RunID:
 				rep.add("duplicates", statusFail, "%s and %s are the same server (run_id %s): it would count twice towards the quorum", a.Addr, b.Addr, a.RunID)

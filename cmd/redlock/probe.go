@@ -167,7 +167,7 @@ func checkEviction(n *nodeReport, f map[string]string) {
 
 func checkCluster(n *nodeReport, f map[string]string) {
 	if f["cluster_enabled"] == "1" {
-		n.add("cluster", statusWarn, "cluster mode: each lock lives in one slot of one shard, and the shard's failover loses locks; Redlock nodes should be independent standalone masters")
+		n.add("cluster", statusWarn, "cluster mode, given as a single server: to use the whole cluster as one node, give its address with ?cluster=true (redis://host:port?cluster=true&addr=host2:port2); a shard's failover loses locks")
 	}
 }
 
