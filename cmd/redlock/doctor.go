@@ -1,11 +1,11 @@
 package main
 
 import (
-	"slices"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
