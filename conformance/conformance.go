@@ -63,6 +63,7 @@ func Run(t *testing.T, newNode func(t *testing.T) driver.Node) {
 		{"Fencer/CounterOutlivesKey", fenceOutlivesKey},
 		{"Notifier/NotifiesRelease", notifyOnRelease},
 		{"Notifier/StopsOnCancel", notifyStopsOnCancel},
+		{"Identifier/Stable", identityStable},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Helper()

@@ -2,6 +2,8 @@ package conformance
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -139,4 +141,31 @@ func notifyStopsOnCancel(t *testing.T, ctx context.Context, newNode func(*testin
 	must(t, "SetNX")(n.SetNX(ctx, k, v, time.Minute))
 	must(t, "ReleaseNotify")(nn.ReleaseNotify(ctx, k, v))
 	quiet(t, notify, "Subscribe: notified after cancel returned")
+}
+
+// identityStable checks driver.Identifier: a node names at least one server,
+// and the same ones when asked again.
+func identityStable(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	n := newNode(t)
+	ider, ok := n.(driver.Identifier)
+	if !ok {
+		t.Skipf("%T does not implement driver.Identifier", n)
+	}
+	first, err := ider.Identity(ctx)
+	if err != nil {
+		t.Fatalf("Identity: %v", err)
+	}
+	second, err := ider.Identity(ctx)
+	if err != nil {
+		t.Fatalf("Identity again: %v", err)
+	}
+	if len(first) == 0 || !slices.ContainsFunc(first, func(id string) bool { return slices.Contains(second, id) }) {
+		t.Fatalf("Identity = %q, then %q: want IDs, and the same server named twice", first, second)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if _, err := ider.Identity(ctx); !errors.Is(err, driver.ErrClosed) {
+		t.Fatalf("Identity after Close = %v, want driver.ErrClosed", err)
+	}
 }

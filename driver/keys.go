@@ -114,3 +114,23 @@ func crc16(s string) uint16 {
 	}
 	return crc
 }
+
+// IdentityOf returns a node's identity (see [Identifier]) from the replies
+// of its server: info, the text of INFO (at least its server and cluster
+// sections), and nodes, the text of CLUSTER NODES for a node that is a
+// cluster, or the reply of CLUSTER MYID for a cluster-enabled server reached
+// as one server, or "" for neither.
+func IdentityOf(info, nodes string) []string {
+	var ids []string
+	for line := range strings.Lines(info) {
+		if id, ok := strings.CutPrefix(strings.TrimSpace(line), "run_id:"); ok && id != "" {
+			ids = append(ids, "run:"+id)
+		}
+	}
+	for line := range strings.Lines(nodes) {
+		if f := strings.Fields(line); len(f) > 0 {
+			ids = append(ids, "node:"+f[0])
+		}
+	}
+	return ids
+}

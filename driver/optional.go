@@ -48,3 +48,16 @@ type Notifier interface {
 	// returns nothing is sent on notify any more.
 	Subscribe(ctx context.Context, key string, notify chan<- struct{}) (cancel func(), err error)
 }
+
+// Identifier is implemented by nodes that can tell which Redis servers they
+// reach, so that redlock refuses two nodes that are one server or one
+// cluster under different addresses: they would count twice towards the
+// quorum.
+type Identifier interface {
+	// Identity returns IDs of the servers the node reaches: for a Redis
+	// Cluster, "node:" and the node ID of each of its nodes (CLUSTER NODES);
+	// for one server, "run:" and its run_id (INFO server), and also "node:"
+	// and its node ID if it is cluster-enabled (CLUSTER MYID). Two nodes that
+	// share an ID reach the same server. See IdentityOf.
+	Identity(ctx context.Context) ([]string, error)
+}

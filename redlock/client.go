@@ -36,13 +36,18 @@ type Client struct {
 	turns   map[string]*turn // Lock's waiters, by key
 
 	workers *workers // run the node calls
+
+	identities identities // nodes that are one server under two addresses
 }
 
 // New returns a Client over nodes, which must be independent masters: never a
 // primary and its replicas. The quorum is len(nodes)/2+1. An odd count is
 // best: an even count N tolerates no more failed nodes than N-1 does. A node
 // given twice (the same value, or the same name from fmt.Stringer) is an
-// error, since it would count twice towards the quorum.
+// error, since it would count twice towards the quorum. Nodes that are one
+// server or one Redis Cluster under different addresses are found at first
+// use, when they implement driver.Identifier (as the Redis drivers do):
+// TryLock, Lock and Do then fail with an error that names them.
 //
 // The Client owns the nodes: Close closes them.
 func New(nodes []driver.Node, opts ...Option) (*Client, error) {
@@ -163,6 +168,9 @@ func (c *Client) checkKey(key string) error {
 // With WithFencing, the lock also gets a fencing token: see Lock.Token.
 func (c *Client) TryLock(ctx context.Context, key string) (*Lock, error) {
 	if err := c.checkKey(key); err != nil {
+		return nil, err
+	}
+	if err := c.checkIdentities(ctx); err != nil {
 		return nil, err
 	}
 	name := key

@@ -3,6 +3,8 @@ package goredis
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -128,3 +130,40 @@ func (c pubSubConn) Receive(ctx context.Context) (pubsub.Event, error) {
 }
 
 func (c pubSubConn) Close() error { return c.ps.Close() }
+
+var _ driver.Identifier = (*node)(nil)
+
+// Identity returns the IDs of the servers the node reaches (see
+// driver.Identifier): a cluster's node IDs, or a server's run_id and, if it
+// is cluster-enabled, its node ID.
+func (n *node) Identity(ctx context.Context) ([]string, error) {
+	if err := n.state.Err(); err != nil {
+		return nil, err
+	}
+	if _, ok := n.client.(*redis.Client); !ok && !n.cluster {
+		return nil, nil // a Ring, say: no one server to name
+	}
+	ids, err := watch(ctx, n.identity)
+	if err != nil {
+		return nil, fmt.Errorf("goredis: identity: %w", driver.ContextError(ctx, err))
+	}
+	return ids, nil
+}
+
+func (n *node) identity(ctx context.Context) ([]string, error) {
+	if n.cluster {
+		nodes, err := n.client.ClusterNodes(ctx).Result()
+		return driver.IdentityOf("", nodes), err
+	}
+	info, err := n.client.Info(ctx, "server", "cluster").Result()
+	if err != nil {
+		return nil, err
+	}
+	var myID string
+	if strings.Contains(info, "cluster_enabled:1") {
+		if myID, err = n.client.Do(ctx, "CLUSTER", "MYID").Text(); err != nil {
+			return nil, err
+		}
+	}
+	return driver.IdentityOf(info, myID), nil
+}

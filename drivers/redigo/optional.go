@@ -3,6 +3,8 @@ package redigo
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -131,3 +133,27 @@ func (c pubSubConn) Receive(context.Context) (pubsub.Event, error) {
 }
 
 func (c pubSubConn) Close() error { return c.c.Close() }
+
+var _ driver.Identifier = (*node)(nil)
+
+// Identity returns the server's run_id and, if it is cluster-enabled, its
+// node ID (see driver.Identifier).
+func (n *node) Identity(ctx context.Context) ([]string, error) {
+	c, err := n.conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("redigo: identity: %w", driver.ContextError(ctx, err))
+	}
+	defer c.Close()
+	info, err := redis.String(redis.DoContext(c, ctx, "INFO", "server"))
+	var myID string
+	if err == nil {
+		var cluster string
+		if cluster, err = redis.String(redis.DoContext(c, ctx, "INFO", "cluster")); err == nil && strings.Contains(cluster, "cluster_enabled:1") {
+			myID, err = redis.String(redis.DoContext(c, ctx, "CLUSTER", "MYID"))
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redigo: identity: %w", driver.ContextError(ctx, err))
+	}
+	return driver.IdentityOf(info, myID), nil
+}
