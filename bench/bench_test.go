@@ -55,6 +55,12 @@ func BenchmarkExtend(b *testing.B)  { each(b, drivers(), bench.Extend) }
 func BenchmarkHandoff(b *testing.B) { each(b, drivers(), bench.Handoff) }
 func BenchmarkStalled(b *testing.B) { each(b, drivers(), bench.Stalled) }
 
+// BenchmarkCluster is the Cluster case for the drivers with a cluster
+// client: three single servers against three clusters of 1, 2, 3 shards.
+func BenchmarkCluster(b *testing.B) {
+	each(b, []bench.Contender{bench.Driver("goredis")}, bench.Cluster)
+}
+
 // BenchmarkFloor is the Lock case for the bare clients: the floor of each
 // driver. Its sub-benchmarks have the names of the drivers' under
 // BenchmarkLock: Floor/rueidis/nodes=5/lockers=64 is the floor of
