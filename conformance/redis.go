@@ -98,11 +98,12 @@ func RunRedis(t *testing.T, d driver.Driver, opts ...RedisOption) {
 // redisSuite is what RunRedis's subtests test: a driver, and how to write
 // its addresses.
 type redisSuite struct {
-	d           driver.Driver
-	format      func(Addr) string
-	custom      bool // format is the driver's, from WithAddress
-	cluster     bool // WithCluster
-	onlyCluster bool // OnlyCluster
+	d             driver.Driver
+	format        func(Addr) string
+	custom        bool   // format is the driver's, from WithAddress
+	cluster       bool   // WithCluster
+	onlyCluster   bool   // OnlyCluster
+	skipMigration string // SkipClusterMigration's reason
 }
 
 // open opens the node for a, and closes it at the end of the test.

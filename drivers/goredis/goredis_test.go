@@ -18,7 +18,7 @@ import (
 	"github.com/go-redlock/redlock/redlock"
 )
 
-func TestRedisConformance(t *testing.T) { conformance.RunRedis(t, goredis.Driver{}) }
+func TestRedisConformance(t *testing.T) { conformance.RunRedis(t, goredis.Driver{}, clusterOptions...) }
 
 func TestConformanceNew(t *testing.T) {
 	conformance.Run(t, func(t *testing.T) driver.Node {
