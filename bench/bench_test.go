@@ -6,8 +6,9 @@ import (
 	"github.com/go-redlock/redlock/bench"
 	_ "github.com/go-redlock/redlock/drivers/goredis" // registers "goredis"
 	"github.com/go-redlock/redlock/drivers/memory"
-	_ "github.com/go-redlock/redlock/drivers/redigo"  // registers "redigo"
-	_ "github.com/go-redlock/redlock/drivers/rueidis" // registers "rueidis"
+	_ "github.com/go-redlock/redlock/drivers/redigo"   // registers "redigo"
+	_ "github.com/go-redlock/redlock/drivers/rueidis"  // registers "rueidis"
+	_ "github.com/go-redlock/redlock/drivers/valkeygo" // registers "valkeygo"
 	"github.com/go-redlock/redlock/redlock"
 )
 

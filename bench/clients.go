@@ -7,6 +7,7 @@ import (
 	redigo "github.com/gomodule/redigo/redis"
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
+	"github.com/valkey-io/valkey-go"
 )
 
 // The bare clients, configured alike for the floors and for the peers in
@@ -64,4 +65,13 @@ func RueidisOption(addr string) rueidis.ClientOption {
 		ForceSingleClient: true,
 		DisableCache:      true,
 	}
+}
+
+// NewValkey returns the valkey-go client for addr, configured as NewRueidis
+// (valkey-go is a fork of rueidis).
+func NewValkey(addr string) (valkey.Client, error) {
+	o := RueidisOption(addr)
+	return valkey.NewClient(valkey.ClientOption{
+		InitAddress: o.InitAddress, ForceSingleClient: o.ForceSingleClient, DisableCache: o.DisableCache,
+	})
 }

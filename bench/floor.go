@@ -11,6 +11,7 @@ import (
 	redigo "github.com/gomodule/redigo/redis"
 	goredis "github.com/redis/go-redis/v9"
 	"github.com/redis/rueidis"
+	"github.com/valkey-io/valkey-go"
 
 	"github.com/go-redlock/redlock/driver"
 )
@@ -21,7 +22,7 @@ var floorValue = strings.Repeat("F", 26)
 
 // Floors returns the raw floor of each client: SET key value NX PX ttl on
 // every node at once, a goroutine per node, then DEL on every node at once,
-// with the bare client (NewGoRedis, NewRedigoPool, NewRueidis) and no lock
+// with the bare client (NewGoRedis, NewRedigoPool, NewRueidis, NewValkey) and no lock
 // logic: no random value, no quorum, no validity, no scripts. Run under the
 // Lock case, a floor is what the client can do; a driver's throughput over its
 // client's floor is what the library costs. Floors neither extend nor wait: a
@@ -36,6 +37,10 @@ func Floors() []Contender {
 				return nil, err
 			}
 			return rueidisFloor{c}, nil
+		}),
+		floor("valkeygo", func(addr string) (floorNode, error) {
+			c, err := NewValkey(addr)
+			return valkeyFloor{c}, err
 		}),
 	}
 }
@@ -175,4 +180,25 @@ func (f rueidisFloor) del(ctx context.Context, key string) error {
 func (f rueidisFloor) close() error {
 	f.c.Close()
 	return nil
+}
+
+type valkeyFloor struct{ c valkey.Client }
+
+func (f valkeyFloor) setNX(ctx context.Context, key string) (bool, error) {
+	err := f.c.Do(ctx, f.c.B().Set().Key(key).Value(floorValue).Nx().PxMilliseconds(ttlMillis).Build()).Error()
+	return err == nil, nilIf(valkey.IsValkeyNil, err)
+}
+
+func (f valkeyFloor) del(ctx context.Context, key string) error {
+	return f.c.Do(ctx, f.c.B().Del().Key(key).Build()).Error()
+}
+
+func (f valkeyFloor) close() error { f.c.Close(); return nil }
+
+// nilIf returns err, or nil if isNil(err): a nil reply, which is no error.
+func nilIf(isNil func(error) bool, err error) error {
+	if isNil(err) {
+		return nil
+	}
+	return err
 }

@@ -16,13 +16,14 @@ import (
 	"github.com/go-redlock/redlock/drivers/goredis"
 	"github.com/go-redlock/redlock/drivers/redigo"
 	"github.com/go-redlock/redlock/drivers/rueidis"
+	"github.com/go-redlock/redlock/drivers/valkeygo"
 	"github.com/go-redlock/redlock/redistest"
 	"github.com/go-redlock/redlock/redlock"
 )
 
 // The algorithm against real redis-server processes, through every Redis driver.
 
-var redisDrivers = []string{"goredis", "redigo", "rueidis"}
+var redisDrivers = []string{"goredis", "redigo", "rueidis", "valkeygo"}
 
 func openRedis(t *testing.T, name string, servers []*redistest.Server, opts ...redlock.Option) *redlock.Client {
 	t.Helper()
@@ -166,7 +167,7 @@ func TestRedisReleaseAfterLostReplies(t *testing.T) {
 
 func driverByName(t testing.TB, name string) driver.Driver {
 	t.Helper()
-	d, ok := map[string]driver.Driver{"goredis": goredis.Driver{}, "redigo": redigo.Driver{}, "rueidis": rueidis.Driver{}}[name]
+	d, ok := map[string]driver.Driver{"goredis": goredis.Driver{}, "redigo": redigo.Driver{}, "rueidis": rueidis.Driver{}, "valkeygo": valkeygo.Driver{}}[name]
 	require.True(t, ok, name)
 	return d
 }
@@ -199,7 +200,7 @@ func TestRedisContentionAllDrivers(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	assert.EqualValues(t, 3*3*perContender, grants.Load())
+	assert.EqualValues(t, len(redisDrivers)*3*perContender, grants.Load())
 }
 
 func TestRedisInteroperation(t *testing.T) {

@@ -11,9 +11,10 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	_ "github.com/go-redlock/redlock/drivers/goredis" // registers "goredis"
-	_ "github.com/go-redlock/redlock/drivers/redigo"  // registers "redigo"
-	_ "github.com/go-redlock/redlock/drivers/rueidis" // registers "rueidis"
+	_ "github.com/go-redlock/redlock/drivers/goredis"  // registers "goredis"
+	_ "github.com/go-redlock/redlock/drivers/redigo"   // registers "redigo"
+	_ "github.com/go-redlock/redlock/drivers/rueidis"  // registers "rueidis"
+	_ "github.com/go-redlock/redlock/drivers/valkeygo" // registers "valkeygo"
 	"github.com/go-redlock/redlock/redistest"
 	"github.com/go-redlock/redlock/redlock"
 	"github.com/go-redlock/redlock/safety/chaos"
@@ -21,7 +22,7 @@ import (
 )
 
 // redisDrivers are the drivers every scenario runs through.
-var redisDrivers = []string{"goredis", "redigo", "rueidis"}
+var redisDrivers = []string{"goredis", "redigo", "rueidis", "valkeygo"}
 
 // nodes are independent redis-server processes, each behind its own proxy.
 // Clients connect to the proxies; tests inspect the servers directly.

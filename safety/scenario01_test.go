@@ -14,7 +14,7 @@ import (
 	"github.com/go-redlock/redlock/safety/chaos"
 )
 
-// Scenario 1: many contenders on one key through all three drivers at once,
+// Scenario 1: many contenders on one key through all the Redis drivers at once,
 // with no fault: never two holders. Each grant's interval [granted,
 // min(Until, unlock)] is recorded and every pair is checked; a counter of
 // holders inside the critical section checks the same thing from the inside.

@@ -18,7 +18,7 @@ var (
 	soakLog  = flag.Bool("soak.log", false, "log every fault TestSoak applies and heals")
 )
 
-// TestSoak runs contenders through all three Redis drivers for -soak (3s by
+// TestSoak runs contenders through all the Redis drivers for -soak (3s by
 // default; -soak=2m for a real soak) while a random schedule applies the
 // faults Redlock tolerates to never more than a minority of five nodes:
 // pauses, cuts, blackholes, latency, lost replies, and kills with a delayed

@@ -22,6 +22,7 @@ import (
 	"github.com/go-redlock/redlock/drivers/goredis"
 	"github.com/go-redlock/redlock/drivers/redigo"
 	"github.com/go-redlock/redlock/drivers/rueidis"
+	"github.com/go-redlock/redlock/drivers/valkeygo"
 	"github.com/go-redlock/redlock/redistest"
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -42,6 +43,7 @@ var drivers = []struct {
 	{"goredis", goredis.Driver{}},
 	{"redigo", redigo.Driver{}},
 	{"rueidis", rueidis.Driver{}},
+	{"valkeygo", valkeygo.Driver{}},
 }
 
 // openClient opens a Client through the named driver and closes it when the

@@ -324,7 +324,7 @@ func tail(out string) string {
 var cases = []string{"Lock", "Extend", "Handoff", "Stalled"}
 
 // clients are the Redis clients, in report order.
-var clients = []string{"goredis", "redigo", "rueidis"}
+var clients = []string{"goredis", "redigo", "rueidis", "valkeygo"}
 
 // peerClients names the client of the peers whose names do not end in one.
 var peerClients = map[string]string{"redislock": "goredis", "rueidislock": "rueidis"}

@@ -21,6 +21,7 @@ import (
 	"github.com/go-redlock/redlock/drivers/memory"
 	"github.com/go-redlock/redlock/drivers/redigo"
 	"github.com/go-redlock/redlock/drivers/rueidis"
+	"github.com/go-redlock/redlock/drivers/valkeygo"
 	"github.com/go-redlock/redlock/internal/redisserver"
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -28,10 +29,11 @@ import (
 // demoDrivers are the drivers the demo can use, by registered name; naming
 // the packages also registers them.
 var demoDrivers = map[string]driver.Driver{
-	"goredis": goredis.Driver{},
-	"redigo":  redigo.Driver{},
-	"rueidis": rueidis.Driver{},
-	"memory":  memory.Driver{},
+	"goredis":  goredis.Driver{},
+	"redigo":   redigo.Driver{},
+	"rueidis":  rueidis.Driver{},
+	"valkeygo": valkeygo.Driver{},
+	"memory":   memory.Driver{},
 }
 
 type demoOptions struct {
@@ -96,8 +98,8 @@ func startDemoNodes(ctx context.Context, w io.Writer, o demoOptions) (*demoEnv, 
 			fmt.Fprintf(w, "Started %d redis-server processes on %s.\n", len(servers), strings.Join(addrs, ", "))
 			return &demoEnv{
 				kind:    "redis-server",
-				drivers: []string{"goredis", "redigo", "rueidis"},
-				addrs:   map[string][]string{"goredis": addrs, "redigo": addrs, "rueidis": addrs},
+				drivers: []string{"goredis", "redigo", "rueidis", "valkeygo"},
+				addrs:   map[string][]string{"goredis": addrs, "redigo": addrs, "rueidis": addrs, "valkeygo": addrs},
 				deleteKey: func(ctx context.Context, key string) error {
 					var errs []error
 					for _, s := range servers {

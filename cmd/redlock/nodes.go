@@ -28,7 +28,7 @@ func (f *nodeFlags) addNodes(cmd *cobra.Command) {
 
 // addDriver adds --driver to cmd.
 func (f *nodeFlags) addDriver(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.driver, "driver", defaultDriver, "the driver that talks to the nodes: goredis, redigo or rueidis")
+	cmd.Flags().StringVar(&f.driver, "driver", defaultDriver, "the driver that talks to the nodes: goredis, redigo, rueidis or valkeygo")
 }
 
 // addrs returns the node addresses from --nodes, or else from REDLOCK_NODES,

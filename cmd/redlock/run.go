@@ -118,9 +118,9 @@ func runLocked(ctx context.Context, o runOptions, argv []string, stderr io.Write
 	case o.grace < 0:
 		return usageErrorf("run: --grace %v is negative", o.grace)
 	case o.driver == "memory":
-		return usageErrorf("run: the memory driver keeps its locks inside one process; use goredis, redigo or rueidis")
+		return usageErrorf("run: the memory driver keeps its locks inside one process; use goredis, redigo, rueidis or valkeygo")
 	case !slices.Contains(redlock.Drivers(), o.driver):
-		return usageErrorf("run: unknown driver %q; the drivers are goredis, redigo and rueidis", o.driver)
+		return usageErrorf("run: unknown driver %q; the drivers are goredis, redigo, rueidis and valkeygo", o.driver)
 	}
 	addrs, err := o.addrs()
 	if err != nil {

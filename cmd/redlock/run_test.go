@@ -293,7 +293,7 @@ func TestRunNodesFromEnvironment(t *testing.T) {
 func TestRunEveryDriver(t *testing.T) {
 	t.Parallel()
 	_, addrs := nodes(t, 3)
-	for _, d := range []string{"goredis", "redigo", "rueidis"} {
+	for _, d := range []string{"goredis", "redigo", "rueidis", "valkeygo"} {
 		r := invoke(t, "", "run", "--driver", d, "--nodes", addrs, "--key", "k", "--", "echo", d)
 		if r.code != 0 || r.stdout != fmt.Sprintln(d) {
 			t.Errorf("--driver %s: %v", d, r)

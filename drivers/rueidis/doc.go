@@ -31,6 +31,10 @@
 //
 // [New] wraps a client the caller configured and keeps owning.
 //
+// The valkeygo driver (github.com/go-redlock/redlock/drivers/valkeygo), for
+// valkey-go, a fork of rueidis, shares this driver's implementation and
+// behaves the same way.
+//
 // Nodes also keep fencing counters (driver.Fencer, for redlock.WithFencing)
 // and publish their releases (driver.Notifier): a waiter in redlock's Lock
 // subscribes to the key's releases and retries as soon as the holder unlocks.

@@ -134,13 +134,25 @@ func (c *Cmd) Script() (driver.Script, bool) {
 // Keys returns the command's keys: the lock key, then for RaiseFence the
 // fencing counter, and for SetNXFence driver.FenceKeys.
 func (c *Cmd) Keys() []string {
+	keys, n := c.KeyArray()
+	return keys[:n:n]
+}
+
+// KeyArray returns the command's keys as Keys does, by value: the first n of
+// keys. A driver that passes them through a function value copies the array
+// rather than a slice, which would escape to the heap.
+func (c *Cmd) KeyArray() (keys [3]string, n int) {
 	switch c.Op {
 	case OpSetNXFence:
-		return append([]string{c.Key}, driver.FenceKeys(c.Key, c.FenceKey, c.Cluster)...)
+		keys[0], n = c.Key, 1
+		for _, k := range driver.FenceKeys(c.Key, c.FenceKey, c.Cluster) {
+			keys[n], n = k, n+1
+		}
+		return keys, n
 	case OpRaiseFence:
-		return []string{c.Key, c.FenceKey}
+		return [3]string{c.Key, c.FenceKey}, 2
 	}
-	return []string{c.Key}
+	return [3]string{c.Key}, 1
 }
 
 // Args returns the script's arguments (ARGV), or for SetNX the arguments of

@@ -67,6 +67,8 @@ func TestCmdEncoding(t *testing.T) {
 		require.Equal(t, tc.script, s, tc.name)
 		require.Equal(t, tc.script != driver.Script{}, ok, tc.name)
 		require.Equal(t, tc.keys, tc.cmd.Keys(), tc.name)
+		keys, n := tc.cmd.KeyArray()
+		require.Equal(t, tc.keys, keys[:n], "KeyArray of %s", tc.name)
 		require.Equal(t, tc.args, tc.cmd.Args(), tc.name)
 		require.Equal(t, tc.name, tc.cmd.Op.String())
 	}

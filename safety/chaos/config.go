@@ -35,7 +35,7 @@ var AllFaults = []Fault{Pause, Cut, Blackhole, Latency, LoseReplies, KillRestart
 // but Drivers means its default.
 type Config struct {
 	// Drivers are the registered names of the drivers the contenders use,
-	// e.g. "goredis", "redigo", "rueidis"; import their packages. Required.
+	// e.g. "goredis", "redigo", "rueidis", "valkeygo"; import their packages. Required.
 	Drivers []string
 	// Nodes is how many redis-server processes to start (default 5).
 	Nodes int

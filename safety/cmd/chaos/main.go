@@ -33,6 +33,7 @@ import (
 	_ "github.com/go-redlock/redlock/drivers/goredis"
 	_ "github.com/go-redlock/redlock/drivers/redigo"
 	_ "github.com/go-redlock/redlock/drivers/rueidis"
+	_ "github.com/go-redlock/redlock/drivers/valkeygo"
 	"github.com/go-redlock/redlock/redistest"
 	"github.com/go-redlock/redlock/redlock"
 	"github.com/go-redlock/redlock/safety/chaos"
@@ -56,7 +57,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	f := flag.NewFlagSet("chaos", flag.ContinueOnError)
 	f.SetOutput(stderr)
 	f.DurationVar(&cfg.Duration, "duration", 30*time.Second, "how long the contenders compete")
-	f.StringVar(&drivers, "drivers", "goredis,redigo,rueidis", "comma-separated drivers the contenders use")
+	f.StringVar(&drivers, "drivers", "goredis,redigo,rueidis,valkeygo", "comma-separated drivers the contenders use")
 	f.IntVar(&cfg.Nodes, "nodes", 5, "how many redis-server processes to start (at least 3)")
 	f.IntVar(&cfg.Contenders, "contenders", 2, "contenders per driver")
 	f.DurationVar(&cfg.TTL, "ttl", 500*time.Millisecond, "the locks' time to live; short, so that delayed restarts are short")
@@ -79,7 +80,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	cfg.Drivers = splitList(drivers)
 	for _, d := range cfg.Drivers {
 		if d == "memory" || !slices.Contains(redlock.Drivers(), d) {
-			fmt.Fprintf(stderr, "chaos: unknown driver %q; the drivers are goredis, redigo and rueidis\n", d)
+			fmt.Fprintf(stderr, "chaos: unknown driver %q; the drivers are goredis, redigo, rueidis and valkeygo\n", d)
 			return 2
 		}
 	}

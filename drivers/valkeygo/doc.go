@@ -1,0 +1,46 @@
+// Package valkeygo is the Redlock driver for the valkey-go client
+// (github.com/valkey-io/valkey-go), the client of Valkey, which also speaks
+// to Redis.
+//
+// It registers itself as "valkeygo", so that a blank import is enough to open
+// a lock client over addresses:
+//
+//	import _ "github.com/go-redlock/redlock/drivers/valkeygo"
+//
+//	c, err := redlock.Open("valkeygo", []string{"10.0.0.1:6379", "redis://:secret@10.0.0.2:6379/0", ...})
+//
+// Addresses are "host:port", "redis://[user:password@]host:port[/db]" or the
+// same with "rediss://" for TLS; the query parameters tls_ca_file,
+// tls_cert_file, tls_key_file and tls_server_name of a rediss:// address name
+// the CA bundle to trust, a client certificate and its key (mutual TLS), and
+// the name to verify the server's certificate against.
+// [Driver.OpenConfig], which redlock.Open calls for redlock.WithTLSConfig,
+// connects with a tls.Config of the caller's for addresses in any form. The
+// TLS handshake is bounded by the call's context, and a node's pub/sub
+// connection uses TLS too.
+//
+// valkey-go is a fork of rueidis, and this driver shares all its logic with
+// the rueidis driver (github.com/go-redlock/redlock/drivers/rueidis): it
+// behaves the same way. A node opened by address creates its valkey-go client
+// in the background on first use, not in Open: Open neither fails nor blocks
+// because a server is down or stalled, and a call waits for the connection no
+// longer than its context allows. A failed attempt is retried by the next
+// call, and a client that lost its connection is replaced by a new one in the
+// same way, so that no call ever waits for a connection beyond its context.
+// The client is a plain single-node client (ForceSingleClient) over one
+// pipelined connection, without client-side caching, and never retries a
+// command on its own: a retried SET NX whose first reply was lost would look
+// like a lock held by someone else.
+//
+// [New] wraps a client the caller configured and keeps owning.
+//
+// Nodes also keep fencing counters (driver.Fencer, for redlock.WithFencing)
+// and publish their releases (driver.Notifier): a waiter in redlock's Lock
+// subscribes to the key's releases and retries as soon as the holder unlocks.
+// All the subscriptions of a node share one dedicated connection of its client
+// (Dedicate, with pub/sub hooks), made on the first Subscribe and closed by
+// the node's Close. If the connection breaks, the next Subscribe makes a new
+// one, which also subscribes the earlier subscriptions again; until then their
+// waiters poll. A node over a cluster client publishes releases but refuses
+// subscriptions, and its waiters poll.
+package valkeygo

@@ -1,0 +1,86 @@
+package valkeygo
+
+import (
+	"context"
+
+	"github.com/valkey-io/valkey-go"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/rueidiscore"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+func init() { redlock.Register("valkeygo", Driver{}) }
+
+// Driver opens valkey-go nodes by address. It is registered as "valkeygo".
+type Driver struct{}
+
+var (
+	_ driver.Driver       = Driver{}
+	_ driver.ConfigOpener = Driver{}
+)
+
+// Open returns a node for addr, "host:port",
+// "redis://[user:password@]host:port[/db]" or the same with "rediss://" for
+// TLS, whose query parameters tls_ca_file, tls_cert_file, tls_key_file and
+// tls_server_name set the CAs to trust (default: the system's), a client
+// certificate and its key, and the name to verify the server's certificate
+// against (default: the host). It does not connect: the node creates its
+// valkey-go client on first use, and again on the next use after an attempt
+// failed. Open fails only for a malformed address or TLS files it cannot load,
+// and its error never contains the password. The node owns its client and
+// closes it on Close.
+func (Driver) Open(addr string) (driver.Node, error) { return rueidiscore.Open(library, addr, nil) }
+
+// OpenConfig is Open with a driver.Config: with cfg.TLS set, the node
+// connects with TLS whatever the address's scheme, with a copy of cfg.TLS on
+// which a rediss:// address's tls_* parameters are applied. redlock.Open calls
+// it for redlock.WithTLSConfig.
+func (Driver) OpenConfig(addr string, cfg driver.Config) (driver.Node, error) {
+	return rueidiscore.Open(library, addr, cfg.TLS)
+}
+
+// New returns a node over c, a client the caller configured, for one
+// independent master. The caller keeps ownership: Close on the node does not
+// close c, but calls on the node after Close fail. The node's String is the
+// address c connects to, or "valkeygo-N" if c has several.
+//
+// Configure c with DisableRetry, so that a command whose reply was lost is
+// reported as an error rather than retried, and prefer ForceSingleClient and
+// DisableCache. If c is nil, every call on the node, and Close, return an
+// error.
+func New(c valkey.Client) driver.Node { return rueidiscore.New(library, c) }
+
+// library is valkey-go as package rueidiscore, which holds this driver's
+// logic, uses it.
+var library = &rueidiscore.Library[valkey.Client, valkey.DedicatedClient, valkey.ValkeyResult, *valkey.Lua]{
+	Name: "valkeygo",
+	NewClient: func(o rueidiscore.Options) (valkey.Client, error) {
+		return valkey.NewClient(valkey.ClientOption{
+			InitAddress: o.InitAddress, Username: o.Username, Password: o.Password, SelectDB: o.SelectDB,
+			Dialer: o.Dialer, TLSConfig: o.TLSConfig, DialCtxFn: o.DialCtxFn, ConnWriteTimeout: o.ConnWriteTimeout,
+			ForceSingleClient: true, DisableCache: true, DisableRetry: true, AlwaysPipelining: true, PipelineMultiplex: -1,
+		})
+	},
+	Cluster: func(c valkey.Client) bool { return c.Mode() == valkey.ClientModeCluster },
+	Set: func(ctx context.Context, c valkey.Client, key, value string, ms int64) valkey.ValkeyResult {
+		return c.Do(ctx, c.B().Set().Key(key).Value(value).Nx().PxMilliseconds(ms).Build())
+	},
+	NewScript: func(src string) *valkey.Lua { return valkey.NewLuaScript(src) },
+	Exec: func(ctx context.Context, c valkey.Client, s *valkey.Lua, keys rueidiscore.Keys, args []string) valkey.ValkeyResult {
+		return s.Exec(ctx, c, keys.Slice(), args)
+	},
+	IsNil: valkey.IsValkeyNil,
+	SetHooks: func(d valkey.DedicatedClient, h rueidiscore.Hooks) <-chan error {
+		return d.SetPubSubHooks(valkey.PubSubHooks{
+			OnMessage:      func(m valkey.PubSubMessage) { h.OnMessage(m.Channel) },
+			OnSubscription: func(s valkey.PubSubSubscription) { h.OnSubscription(s.Kind, s.Channel) },
+		})
+	},
+	Subscribe: func(ctx context.Context, d valkey.DedicatedClient, channels ...string) error {
+		return d.Do(ctx, d.B().Ssubscribe().Channel(channels...).Build()).Error()
+	},
+	Unsubscribe: func(ctx context.Context, d valkey.DedicatedClient, channels ...string) error {
+		return d.Do(ctx, d.B().Sunsubscribe().Channel(channels...).Build()).Error()
+	},
+}

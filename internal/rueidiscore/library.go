@@ -1,0 +1,151 @@
+// Package rueidiscore is the Redlock driver for the clients of the rueidis
+// family, written once for all of them: rueidis (github.com/redis/rueidis)
+// and its fork valkey-go (github.com/valkey-io/valkey-go), whose APIs are the
+// same but for the names of their packages and types.
+//
+// The logic lives here: the node that creates its client in the background
+// and replaces it when it loses its connection, the commands of package
+// rediscmd sent over it, the fencing counters and the release notifications
+// over one dedicated pub/sub connection. A driver package describes its client
+// library with a [Library] (its types as type parameters, and the few calls
+// whose types differ) and opens its nodes with [Open] and [New].
+package rueidiscore
+
+import (
+	"context"
+	"crypto/tls"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/drivernode"
+)
+
+// Client is what the core calls on a client of the library (rueidis.Client,
+// valkey.Client) directly: C is the client type itself and D its dedicated
+// client type (rueidis.DedicatedClient, valkey.DedicatedClient).
+type Client[C any, D Dedicated] interface {
+	comparable
+	// Nodes returns the client of each server it connects to, by address.
+	Nodes() map[string]C
+	// Dedicate returns a connection of the client's own and the function
+	// that gives it back.
+	Dedicate() (D, func())
+	// Close closes the client.
+	Close()
+}
+
+// Dedicated is what the core calls on a dedicated client directly.
+type Dedicated interface {
+	// Close closes the dedicated connection rather than give it back.
+	Close()
+}
+
+// Result is a command's reply (rueidis.RedisResult, valkey.ValkeyResult).
+type Result interface {
+	// ToAny returns the reply decoded: nil, a string, an int64, []any...;
+	// its error is the library's nil error for a nil reply.
+	ToAny() (any, error)
+}
+
+// Keys are the keys of a script, held by value, so that passing them to a
+// Library's Exec, a function value, costs no allocation (a slice would escape
+// to the heap).
+type Keys struct {
+	a [3]string
+	n int
+}
+
+// Slice returns the keys.
+func (k *Keys) Slice() []string { return k.a[:k.n] }
+
+// Hooks are the pub/sub callbacks a [Library]'s SetHooks installs on a
+// dedicated connection.
+type Hooks struct {
+	// OnMessage is called for a message published on channel.
+	OnMessage func(channel string)
+	// OnSubscription is called for a confirmation of kind "ssubscribe",
+	// "sunsubscribe" (or another the core ignores) of channel.
+	OnSubscription func(kind, channel string)
+}
+
+// Options configure a client that [Open] creates. A Library's NewClient
+// passes them to its ClientOption under the same names, and always sets
+// these, which the core relies on:
+//
+//   - ForceSingleClient: one master, no CLUSTER probe (ForceSingleClient
+//     also returns a client when it failed to connect: the core closes it);
+//   - DisableCache: no client-side caching, no CLIENT TRACKING;
+//   - DisableRetry: a retried SET NX could turn "applied" into "held by
+//     another";
+//   - AlwaysPipelining: every command goes through the pipeline, whose
+//     callers wait with a select on ctx.Done(); without it a lone caller
+//     with a deadline does synchronous I/O that a cancellation does not
+//     interrupt;
+//   - PipelineMultiplex -1: one connection, made while the client is
+//     created; the library would dial further ones in the goroutine of a
+//     call, unbounded by its context (see node.dial).
+type Options struct {
+	InitAddress      []string
+	Username         string
+	Password         string
+	SelectDB         int
+	Dialer           net.Dialer
+	TLSConfig        *tls.Config // for DialCtxFn, which does the handshake
+	DialCtxFn        func(ctx context.Context, addr string, d *net.Dialer, tc *tls.Config) (net.Conn, error)
+	ConnWriteTimeout time.Duration
+}
+
+// Library describes a client library of the rueidis family to the core: its
+// client type C, dedicated client type D, result type R and script type L
+// (*rueidis.Lua, *valkey.Lua), and the calls whose types differ from one
+// library to another. Every field must be set.
+// Use a Library by pointer, and never change it once used.
+type Library[C Client[C, D], D Dedicated, R Result, L any] struct {
+	// Name is the driver's name, as it is registered: it begins its errors
+	// and the numbered names of nodes over clients of several servers.
+	Name string
+	// NewClient creates a client with opt (see [Options]).
+	NewClient func(opt Options) (C, error)
+	// Cluster reports whether c is a cluster client.
+	Cluster func(c C) bool
+	// Set sends SET key value NX PX ms on c.
+	Set func(ctx context.Context, c C, key, value string, ms int64) R
+	// NewScript returns the library's script for the Lua source src.
+	NewScript func(src string) L
+	// Exec runs s on c, by EVALSHA, and by EVAL when the server answers
+	// NOSCRIPT (the library's Lua.Exec).
+	Exec func(ctx context.Context, c C, s L, keys Keys, args []string) R
+	// IsNil reports whether err is the library's error for a nil reply.
+	IsNil func(err error) bool
+	// SetHooks installs h on d as its pub/sub hooks, and returns the
+	// channel that receives the error that ends the connection, or is
+	// closed (the library's SetPubSubHooks).
+	SetHooks func(d D, h Hooks) <-chan error
+	// Subscribe sends SSUBSCRIBE for the channels on d.
+	Subscribe func(ctx context.Context, d D, channels ...string) error
+	// Unsubscribe sends SUNSUBSCRIBE for the channels on d.
+	Unsubscribe func(ctx context.Context, d D, channels ...string) error
+
+	once    sync.Once
+	scripts map[string]L // by SHA1; see init
+	unnamed *drivernode.Counter
+	nilErr  error // of every call on a node from New(nil)
+}
+
+// init makes the library's scripts, one per script every node runs, and what
+// else the core derives from the fields, on first use.
+func (l *Library[C, D, R, L]) init() {
+	l.once.Do(func() {
+		l.scripts = make(map[string]L)
+		for _, s := range []driver.Script{
+			driver.ReleaseScript(), driver.ExtendScript(), driver.SetNXFenceScript(),
+			driver.RaiseFenceScript(), driver.ReleaseNotifyScript(),
+		} {
+			l.scripts[s.SHA1()] = l.NewScript(s.Source())
+		}
+		l.unnamed = drivernode.NewCounter(l.Name)
+		l.nilErr = drivernode.NilClientError(l.Name, "client")
+	})
+}

@@ -1,0 +1,467 @@
+// Package rueidiscoretest checks, against real redis-server processes, a
+// driver built on package rueidiscore (rueidis, valkeygo): the conformance
+// suites, the shared pub/sub connection, and how its nodes make, lose and
+// replace their client without any call waiting beyond its context. Each such
+// driver's tests call [Run].
+package rueidiscoretest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/go-redlock/redlock/conformance"
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/pubsub/pubsubtest"
+	"github.com/go-redlock/redlock/redistest"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// target is the driver under test, as the subtests see it.
+type target struct {
+	// Name is the name the driver registers.
+	Name string
+	// Driver is the driver's Driver.
+	Driver driver.Driver
+	// Client makes a client on addr as a caller might configure it, closed
+	// when the test ends, and returns a function that makes a node over it
+	// with the driver's New; its nodes are closed by the test.
+	Client func(t *testing.T, addr string) (newNode func() driver.Node)
+	// NewNil returns the driver's New(nil).
+	NewNil func() driver.Node
+}
+
+// Run runs the subtests on the nodes of the driver registered as name: d's,
+// and those that newNode (the driver's New) makes over clients that newClient
+// makes for a server's address as a caller might configure them.
+func Run[C interface {
+	comparable
+	Close()
+}](t *testing.T, name string, d driver.Driver, newNode func(C) driver.Node, newClient func(addr string) (C, error)) {
+	t.Helper()
+	tg := target{
+		Name:   name,
+		Driver: d,
+		Client: func(t *testing.T, addr string) func() driver.Node {
+			c, err := newClient(addr)
+			require.NoError(t, err)
+			t.Cleanup(c.Close)
+			return func() driver.Node { return newNode(c) }
+		},
+		NewNil: func() driver.Node {
+			var none C
+			return newNode(none)
+		},
+	}
+	for _, tc := range []struct {
+		name string
+		fn   func(*testing.T, target)
+	}{
+		{"RedisConformance", func(t *testing.T, tg target) { conformance.RunRedis(t, tg.Driver) }},
+		{"ConformanceNew", conformanceNew},
+		{"PubSubOpen", func(t *testing.T, tg target) { pubsubtest.RunOpen(t, tg.Driver) }},
+		{"PubSubNew", func(t *testing.T, tg target) { pubsubtest.Run(t, tg.newNode) }},
+		{"Registered", registered},
+		{"NewCloseKeepsClient", newCloseKeepsClient},
+		{"NewNil", newNil},
+		{"String", stringer},
+		{"OpenUnreachable", openUnreachable},
+		{"OpenPausedServer", openPausedServer},
+		{"PausedAfterConnect", pausedAfterConnect},
+		{"CloseDuringCreation", closeDuringCreation},
+		{"CloseDuringCreationSucceeding", closeDuringCreationSucceeding},
+		{"ConcurrentFirstUse", concurrentFirstUse},
+		{"Reconnect", reconnect},
+		{"ReconnectToStalledServer", reconnectToStalledServer},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Helper()
+			tc.fn(t, tg)
+		})
+	}
+}
+
+// newNode returns a node from New over a new client on addr, closed when the
+// test ends.
+func (tg target) newNode(t *testing.T, addr string) driver.Node {
+	t.Helper()
+	n := tg.Client(t, addr)()
+	t.Cleanup(func() { n.Close() })
+	return n
+}
+
+// open opens a node on addr and closes it when the test ends.
+func (tg target) open(t *testing.T, addr string) driver.Node {
+	t.Helper()
+	n, err := tg.Driver.Open(addr)
+	require.NoError(t, err)
+	t.Cleanup(func() { n.Close() })
+	return n
+}
+
+func conformanceNew(t *testing.T, tg target) {
+	conformance.Run(t, func(t *testing.T) driver.Node { return tg.newNode(t, redistest.NewServer(t).Addr()) })
+}
+
+// testContext returns a context that ends after d or with the test.
+func testContext(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func registered(t *testing.T, tg target) {
+	require.Contains(t, redlock.Drivers(), tg.Name)
+}
+
+func newCloseKeepsClient(t *testing.T, tg target) {
+	ctx := testContext(t, 10*time.Second)
+	newNode := tg.Client(t, redistest.NewServer(t).Addr())
+	n := newNode()
+	ok, err := n.SetNX(ctx, "k", "v", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, n.Close())
+	require.NoError(t, n.Close(), "Close is idempotent")
+	for call, err := range conformance.Calls(ctx, n, "k") {
+		require.ErrorIs(t, err, driver.ErrClosed, call)
+	}
+	again := newNode()
+	defer again.Close()
+	ok, err = again.EvalRelease(ctx, "k", "v")
+	require.NoError(t, err, "Close on a node from New must not close the caller's client")
+	require.True(t, ok, "the key set through the closed node")
+}
+
+func newNil(t *testing.T, tg target) {
+	want := tg.Name + ": New was given a nil client"
+	n := tg.NewNil()
+	for call, err := range conformance.Calls(t.Context(), n, "k") {
+		require.EqualError(t, err, want, call)
+	}
+	require.EqualError(t, n.Close(), want, "Close")
+}
+
+func stringer(t *testing.T, tg target) {
+	for addr, want := range map[string]string{
+		"127.0.0.1:6380":                       "127.0.0.1:6380",
+		"redis://:s3cret@redis.example:6379/7": "redis://:xxxxx@redis.example:6379/7",
+	} {
+		require.Equal(t, want, tg.open(t, addr).(fmt.Stringer).String(), "Open(%q).String()", addr)
+	}
+	srv := redistest.NewServer(t)
+	n := tg.newNode(t, srv.Addr())
+	require.Equal(t, srv.Addr(), n.(fmt.Stringer).String(), "a node from New is named by its client's address")
+}
+
+// freeAddr returns a loopback address on which nobody listens.
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	return addr
+}
+
+// proxy forwards the connections a listener accepts to a target address.
+type proxy struct {
+	l      net.Listener
+	target string
+	wg     sync.WaitGroup
+
+	mu    sync.Mutex
+	conns map[net.Conn]bool
+}
+
+// startProxy forwards the connections l accepts to target until the test ends.
+func startProxy(t *testing.T, l net.Listener, target string) *proxy {
+	p := &proxy{l: l, target: target, conns: make(map[net.Conn]bool)}
+	p.wg.Go(p.serve)
+	t.Cleanup(p.Close)
+	return p
+}
+
+func (p *proxy) serve() {
+	for {
+		c, err := p.l.Accept()
+		if err != nil {
+			return
+		}
+		d, err := net.Dial("tcp", p.target)
+		if err != nil {
+			c.Close()
+			continue
+		}
+		p.mu.Lock()
+		p.conns[c], p.conns[d] = true, true
+		p.mu.Unlock()
+		p.wg.Go(func() { io.Copy(d, c); d.Close() })
+		p.wg.Go(func() { io.Copy(c, d); c.Close() })
+	}
+}
+
+// Drop closes the connections made so far, as a network failure would.
+func (p *proxy) Drop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for c := range p.conns {
+		c.Close()
+		delete(p.conns, c)
+	}
+}
+
+// Close stops accepting, drops the connections and waits for the goroutines.
+func (p *proxy) Close() {
+	p.l.Close()
+	p.Drop()
+	p.wg.Wait()
+}
+
+// listenProxy starts a proxy to target on a new loopback port.
+func listenProxy(t *testing.T, target string) *proxy {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	return startProxy(t, l, target)
+}
+
+func openUnreachable(t *testing.T, tg target) {
+	addr := freeAddr(t)
+	start := time.Now()
+	n := tg.open(t, "redis://:s3cret@"+addr)
+	require.Less(t, time.Since(start), 100*time.Millisecond, "Open must not connect")
+
+	for call, err := range conformance.Calls(testContext(t, time.Second), n, "k") {
+		require.Error(t, err, call)
+		require.NotContains(t, err.Error(), "s3cret", call)
+	}
+	require.Less(t, time.Since(start), 1500*time.Millisecond)
+
+	// A server appears on the address: the next call connects.
+	srv := redistest.NewServer(t, redistest.WithPassword("s3cret"))
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Skipf("cannot listen on %s again: %v", addr, err)
+	}
+	startProxy(t, l, srv.Addr())
+	ctx := testContext(t, 10*time.Second)
+	ok, err := n.SetNX(ctx, "k", "v", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+}
+
+// A call waiting for the connection to a stalled server ends when its context
+// is canceled, even one with a distant deadline, and the client is created
+// once the server resumes.
+func openPausedServer(t *testing.T, tg target) {
+	srv := redistest.NewServer(t)
+	require.NoError(t, srv.Pause())
+	n := tg.open(t, srv.Addr())
+
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := n.SetNX(ctx, "k", "v", time.Minute)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Less(t, time.Since(start), 600*time.Millisecond)
+
+	require.NoError(t, srv.Resume())
+	ok, err := n.SetNX(testContext(t, 10*time.Second), "k", "v", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+}
+
+// Always pipelining, a call whose context has a distant deadline ends when the
+// context is canceled, rather than block in a synchronous read; the node
+// works again once the server resumes.
+func pausedAfterConnect(t *testing.T, tg target) {
+	srv := redistest.NewServer(t)
+	n := tg.open(t, srv.Addr())
+	ok, err := n.SetNX(testContext(t, 10*time.Second), "k", "v", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NoError(t, srv.Pause())
+
+	for name, call := range map[string]func(context.Context) error{
+		"SetNX":       func(ctx context.Context) error { _, err := n.SetNX(ctx, "k", "v", time.Minute); return err },
+		"EvalRelease": func(ctx context.Context) error { _, err := n.EvalRelease(ctx, "k", "v"); return err },
+		"Extend":      func(ctx context.Context) error { _, err := n.Extend(ctx, "k", "v", time.Minute); return err },
+	} {
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		time.AfterFunc(100*time.Millisecond, cancel)
+		start := time.Now()
+		require.ErrorIs(t, call(ctx), context.Canceled, name)
+		require.Less(t, time.Since(start), 1500*time.Millisecond, name)
+	}
+
+	require.NoError(t, srv.Resume())
+	ctx := testContext(t, 10*time.Second)
+	ok, err = n.Extend(ctx, "k", "v", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	ok, err = n.EvalRelease(ctx, "k", "v")
+	require.NoError(t, err)
+	require.True(t, ok)
+}
+
+// clients returns the number of clients connected to srv, not counting the
+// connection that asks.
+func clients(t *testing.T, srv *redistest.Server) int {
+	t.Helper()
+	v, err := srv.Do(testContext(t, 5*time.Second), "CLIENT", "LIST")
+	require.NoError(t, err)
+	return strings.Count(strings.TrimSpace(v.(string)), "\n")
+}
+
+func closeDuringCreation(t *testing.T, tg target) {
+	srv := redistest.NewServer(t)
+	require.NoError(t, srv.Pause())
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+
+	n, err := tg.Driver.Open(srv.Addr())
+	require.NoError(t, err)
+	// The first call starts creating the client, which stalls in its handshake.
+	_, err = n.SetNX(testContext(t, 100*time.Millisecond), "k", "v", time.Minute)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+
+	// A call without a deadline waits for the creation until Close ends it.
+	waiter := make(chan error, 1)
+	go func() {
+		_, err := n.SetNX(context.Background(), "k", "v", time.Minute)
+		waiter <- err
+	}()
+	time.Sleep(50 * time.Millisecond)
+	require.NoError(t, n.Close())
+	select {
+	case err := <-waiter:
+		require.ErrorIs(t, err, driver.ErrClosed)
+	case <-time.After(2 * time.Second):
+		t.Fatal("a call waiting for the connection did not return after Close")
+	}
+	for call, err := range conformance.Calls(t.Context(), n, "k") {
+		require.ErrorIs(t, err, driver.ErrClosed, call)
+	}
+
+	// Once the server answers again, no connection of the closed node is left.
+	require.NoError(t, srv.Resume())
+	require.Eventually(t, func() bool { return clients(t, srv) == 0 }, 5*time.Second, 20*time.Millisecond)
+	v, err := srv.Do(testContext(t, 5*time.Second), "EXISTS", "k")
+	require.NoError(t, err)
+	require.Equal(t, int64(0), v, "no command may be applied after Close")
+}
+
+func closeDuringCreationSucceeding(t *testing.T, tg target) {
+	// Close while the handshake is under way on a live server, many times, to
+	// exercise the race between creation and Close.
+	srv := redistest.NewServer(t)
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	for range 50 {
+		n, err := tg.Driver.Open(srv.Addr())
+		require.NoError(t, err)
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			n.SetNX(context.Background(), "k", "v", time.Millisecond)
+		}()
+		n.Close()
+		<-done
+		for call, err := range conformance.Calls(t.Context(), n, "k") {
+			require.ErrorIs(t, err, driver.ErrClosed, call)
+		}
+	}
+	require.Eventually(t, func() bool { return clients(t, srv) == 0 }, 5*time.Second, 20*time.Millisecond)
+}
+
+func concurrentFirstUse(t *testing.T, tg target) {
+	srv := redistest.NewServer(t)
+	n := tg.open(t, srv.Addr())
+	ctx := testContext(t, 10*time.Second)
+	var wg sync.WaitGroup
+	errs := make([]error, 32)
+	for i := range errs {
+		wg.Go(func() { _, errs[i] = n.SetNX(ctx, fmt.Sprint("k", i), "v", time.Minute) })
+	}
+	wg.Wait()
+	require.NoError(t, errors.Join(errs...))
+}
+
+func reconnect(t *testing.T, tg target) {
+	srv := redistest.NewServer(t)
+	p := listenProxy(t, srv.Addr())
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	defer p.Close()
+	n, err := tg.Driver.Open(p.l.Addr().String())
+	require.NoError(t, err)
+	defer n.Close()
+
+	ctx := testContext(t, 10*time.Second)
+	for i := range 5 {
+		ok, err := n.SetNX(ctx, "k", "v", time.Minute)
+		require.NoError(t, err)
+		require.Equal(t, i == 0, ok)
+		require.Equal(t, 1, clients(t, srv), "one connection")
+
+		p.Drop()
+		// A call that sees the connection fail reports it (or, if rueidis
+		// noticed first, connects again); the next one works.
+		n.Extend(ctx, "k", "v", time.Minute)
+		ok, err = n.Extend(ctx, "k", "v", time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	require.Eventually(t, func() bool { return clients(t, srv) == 1 }, 5*time.Second, 20*time.Millisecond,
+		"replaced clients must be closed")
+	require.NoError(t, n.Close())
+	require.Eventually(t, func() bool { return clients(t, srv) == 0 }, 5*time.Second, 20*time.Millisecond)
+}
+
+func reconnectToStalledServer(t *testing.T, tg target) {
+	srv := redistest.NewServer(t)
+	p := listenProxy(t, srv.Addr())
+	n := tg.open(t, p.l.Addr().String())
+	ok, err := n.SetNX(testContext(t, 10*time.Second), "k", "v", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	require.NoError(t, srv.Pause())
+	p.Drop()
+	// Whether a call sees the failure or a reconnect stalled in its
+	// handshake, it returns by its deadline; all calls at once, too.
+	for range 3 {
+		start := time.Now()
+		var wg sync.WaitGroup
+		errs := make([]error, 8)
+		for i := range errs {
+			wg.Go(func() {
+				_, errs[i] = n.Extend(testContext(t, 200*time.Millisecond), "k", "v", time.Minute)
+			})
+		}
+		wg.Wait()
+		require.Less(t, time.Since(start), 700*time.Millisecond)
+		for _, err := range errs {
+			require.Error(t, err)
+		}
+	}
+	// And a canceled call returns at once, whatever its deadline.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	time.AfterFunc(100*time.Millisecond, cancel)
+	start := time.Now()
+	_, err = n.Extend(ctx, "k", "v", time.Minute)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Less(t, time.Since(start), 600*time.Millisecond)
+
+	require.NoError(t, srv.Resume())
+	require.Eventually(t, func() bool {
+		ok, err := n.Extend(testContext(t, time.Second), "k", "v", time.Minute)
+		return err == nil && ok
+	}, 10*time.Second, 10*time.Millisecond)
+}
