@@ -290,11 +290,11 @@ func methods(n driver.Node, k string) map[string]func(context.Context) error {
 	}
 	if f, ok := n.(driver.Fencer); ok {
 		m["SetNXFence"] = func(ctx context.Context) error {
-			_, _, err := f.SetNXFence(ctx, k, value(), time.Minute, k+":fence")
+			_, _, err := f.SetNXFence(ctx, k, value(), time.Minute, driver.FenceKey(k))
 			return err
 		}
 		m["RaiseFence"] = func(ctx context.Context) error {
-			_, err := f.RaiseFence(ctx, k, value(), k+":fence", 1)
+			_, err := f.RaiseFence(ctx, k, value(), driver.FenceKey(k), 1)
 			return err
 		}
 	}

@@ -177,6 +177,22 @@ func (r *Router) follow(from, channel string, fs []*follower) {
 	}
 }
 
+// Closing is Hub.Closing for every hub: Subscribe calls still waiting, and
+// later ones, return [driver.ErrClosed], whatever happens to the
+// connections meanwhile.
+func (r *Router) Closing() {
+	r.mu.Lock()
+	r.closed = true
+	hubs := make([]*Hub, 0, len(r.hubs))
+	for _, h := range r.hubs {
+		hubs = append(hubs, h)
+	}
+	r.mu.Unlock()
+	for _, h := range hubs {
+		h.Closing()
+	}
+}
+
 // Close closes every hub and waits for the followings in flight. Subscribe
 // calls after it return [driver.ErrClosed].
 func (r *Router) Close() {

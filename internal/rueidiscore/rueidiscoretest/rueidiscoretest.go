@@ -66,7 +66,7 @@ func Run[C interface {
 		name string
 		fn   func(*testing.T, target)
 	}{
-		{"RedisConformance", func(t *testing.T, tg target) { conformance.RunRedis(t, tg.Driver) }},
+		{"RedisConformance", func(t *testing.T, tg target) { conformance.RunRedis(t, tg.Driver, conformance.WithCluster()) }},
 		{"ConformanceNew", conformanceNew},
 		{"PubSubOpen", func(t *testing.T, tg target) { pubsubtest.RunOpen(t, tg.Driver) }},
 		{"PubSubNew", func(t *testing.T, tg target) { pubsubtest.Run(t, tg.newNode) }},
