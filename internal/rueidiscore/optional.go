@@ -14,7 +14,6 @@ import (
 	"github.com/go-redlock/redlock/internal/rediscmd"
 )
 
-
 // SetNXFence runs driver.SetNXFenceScript: SET key value NX PX ttl, and the
 // counter at fenceKey read in the same step.
 func (n *node[C, D, R, L]) SetNXFence(ctx context.Context, key, value string, ttl time.Duration, fenceKey string) (bool, uint64, error) {
@@ -208,11 +207,11 @@ func (c *pubSubConn[C, D, R, L]) Close() error {
 }
 
 var (
-	_ driver.Fencer   = (*node[nopClient, nopDedicated, nopResult, struct{}])(nil)
+	_ driver.Fencer     = (*node[nopClient, nopDedicated, nopResult, struct{}])(nil)
 	_ driver.Notifier   = (*node[nopClient, nopDedicated, nopResult, struct{}])(nil)
 	_ driver.Identifier = (*node[nopClient, nopDedicated, nopResult, struct{}])(nil)
-	_ driver.Node     = (*node[nopClient, nopDedicated, nopResult, struct{}])(nil)
-	_ pubsub.Conn     = (*pubSubConn[nopClient, nopDedicated, nopResult, struct{}])(nil)
+	_ driver.Node       = (*node[nopClient, nopDedicated, nopResult, struct{}])(nil)
+	_ pubsub.Conn       = (*pubSubConn[nopClient, nopDedicated, nopResult, struct{}])(nil)
 )
 
 // Identity returns the IDs of the servers the node reaches (see
