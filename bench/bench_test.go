@@ -59,7 +59,7 @@ func BenchmarkStalled(b *testing.B) { each(b, drivers(), bench.Stalled) }
 // BenchmarkCluster is the Cluster case for the drivers with a cluster
 // client: three single servers against three clusters of 1, 2, 3 shards.
 func BenchmarkCluster(b *testing.B) {
-	each(b, []bench.Contender{bench.Driver("goredis")}, bench.Cluster)
+	each(b, []bench.Contender{bench.Driver("goredis"), bench.Driver("rueidis"), bench.Driver("valkeygo")}, bench.Cluster)
 }
 
 // BenchmarkFloor is the Lock case for the bare clients: the floor of each

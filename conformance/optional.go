@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,6 +162,12 @@ func identityStable(t *testing.T, ctx context.Context, newNode func(*testing.T) 
 	}
 	if len(first) == 0 || !slices.ContainsFunc(first, func(id string) bool { return slices.Contains(second, id) }) {
 		t.Fatalf("Identity = %q, then %q: want IDs, and the same server named twice", first, second)
+	}
+	for _, id := range first {
+		kind, hex, _ := strings.Cut(id, ":")
+		if kind != "run" && kind != "node" || len(hex) != 40 || strings.Trim(hex, "0123456789abcdef") != "" {
+			t.Fatalf("Identity = %q: want \"run:\" or \"node:\" and 40 hex digits, the server's run_id or node ID", first)
+		}
 	}
 	if err := n.Close(); err != nil {
 		t.Fatalf("Close: %v", err)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -11,15 +12,19 @@ import (
 	"github.com/go-redlock/redlock/redlock"
 )
 
+// slow are options that give a first use time to connect, on a loaded
+// machine: the identity check is bounded by the node timeout.
+var slow = []redlock.Option{redlock.WithTTL(30 * time.Second), redlock.WithNodeTimeout(3 * time.Second)}
+
 // Two addresses of one server, or of one cluster, pass New (which must not
 // reach the network) but fail at first use: they would count twice.
 func TestSameServerUnderTwoAddresses(t *testing.T) {
 	servers := redistest.NewServers(t, 2)
 	_, port, _ := strings.Cut(servers[0].Addr(), ":")
 	twice := []string{servers[0].Addr(), "localhost:" + port, servers[1].Addr()}
-	for _, name := range []string{"goredis", "redigo"} {
+	for _, name := range redisDrivers {
 		t.Run(name, func(t *testing.T) {
-			c, err := redlock.Open(name, twice)
+			c, err := redlock.Open(name, twice, slow...)
 			require.NoError(t, err)
 			defer c.Close()
 			_, err = c.TryLock(t.Context(), "k")
@@ -30,7 +35,7 @@ func TestSameServerUnderTwoAddresses(t *testing.T) {
 			_, again := c.TryLock(t.Context(), "k")
 			require.Equal(t, err, again, "the error stays")
 
-			ok, err := redlock.Open(name, redistest.Addrs(servers))
+			ok, err := redlock.Open(name, redistest.Addrs(servers), slow...)
 			require.NoError(t, err)
 			defer ok.Close()
 			l, err := ok.TryLock(t.Context(), "k")
@@ -43,17 +48,29 @@ func TestSameServerUnderTwoAddresses(t *testing.T) {
 func TestSameClusterUnderTwoSeeds(t *testing.T) {
 	cl := redistest.NewCluster(t, 2)
 	other := redistest.NewServer(t)
-	addrs := []string{cl.URL(), "redis://" + cl.Seeds()[1] + "?cluster=true", other.Addr()}
-	c, err := redlock.Open("goredis", addrs)
-	require.NoError(t, err)
-	defer c.Close()
-	_, err = c.TryLock(t.Context(), "k")
-	require.ErrorContains(t, err, "reach the same server (node:")
+	for _, name := range []string{"goredis", "rueidis", "valkeygo"} {
+		t.Run(name, func(t *testing.T) {
+			addrs := []string{cl.URL(), "redis://" + cl.Seeds()[1] + "?cluster=true", other.Addr()}
+			c, err := redlock.Open(name, addrs, slow...)
+			require.NoError(t, err)
+			defer c.Close()
+			_, err = c.TryLock(t.Context(), "k")
+			require.ErrorContains(t, err, "reach the same server (node:")
 
-	// A shard's primary given as a server beside its cluster.
-	c2, err := redlock.Open("goredis", []string{cl.URL(), cl.Seeds()[0], other.Addr()})
-	require.NoError(t, err)
-	defer c2.Close()
-	_, err = c2.TryLock(t.Context(), "k")
-	require.ErrorContains(t, err, "reach the same server (node:")
+			// A shard's primary given as a server beside its cluster.
+			c2, err := redlock.Open(name, []string{cl.URL(), cl.Seeds()[0], other.Addr()}, slow...)
+			require.NoError(t, err)
+			defer c2.Close()
+			_, err = c2.TryLock(t.Context(), "k")
+			require.ErrorContains(t, err, "reach the same server (node:")
+
+			// Distinct nodes, one of them a cluster, lock and unlock.
+			c3, err := redlock.Open(name, []string{cl.URL(), other.Addr(), redistest.NewServer(t).Addr()}, slow...)
+			require.NoError(t, err)
+			defer c3.Close()
+			l, err := c3.TryLock(t.Context(), "k")
+			require.NoError(t, err)
+			require.NoError(t, l.Unlock(t.Context()))
+		})
+	}
 }

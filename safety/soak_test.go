@@ -62,7 +62,7 @@ func TestSoak(t *testing.T) {
 }
 
 // clusterDrivers are the drivers that open Redis Cluster nodes.
-var clusterDrivers = []string{"goredis"}
+var clusterDrivers = []string{"goredis", "rueidis", "valkeygo"}
 
 // TestSoakClusters is TestSoak with two of the five nodes each a Redis
 // Cluster of two shards, every shard behind a fault proxy that its primary

@@ -73,7 +73,7 @@ func maxActive() int { return max(minMaxActive, 10*runtime.GOMAXPROCS(0)) }
 
 // open opens a node for addr, with TLS over a copy of base when base is set.
 // errCluster is Open's error for a Redis Cluster address.
-var errCluster = errors.New("redigo has no Redis Cluster client: open a cluster node (cluster=true) with the goredis or rueidis driver")
+var errCluster = errors.New("redigo has no Redis Cluster client: open a cluster node (cluster=true) with the goredis, rueidis or valkeygo driver")
 
 func open(addr string, base *tls.Config) (driver.Node, error) {
 	if n, err := redisaddr.ParseNode(addr); err == nil && n.Cluster {

@@ -239,6 +239,10 @@ func (n *node[C, D, R, L]) identity(ctx context.Context) ([]string, error) {
 		if !ok {
 			return "", fmt.Errorf("%s: unexpected reply of type %T", args[0], v)
 		}
+		// A RESP3 verbatim string keeps its format: "txt:...".
+		if len(s) >= 4 && s[3] == ':' && (strings.HasPrefix(s, "txt") || strings.HasPrefix(s, "mkd")) {
+			s = s[4:]
+		}
 		return s, nil
 	}
 	if n.cluster {
