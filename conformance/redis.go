@@ -42,6 +42,9 @@ const stallBound = 2 * time.Second
 // implements driver.ConfigOpener, OpenConfig with a driver.Config's TLS
 // connects with TLS whatever the address's scheme.
 //
+// With WithCluster, it also runs Run on nodes that are Redis Clusters, and
+// takes and releases locks while their slots migrate (see WithCluster).
+//
 // The addresses are those of this module's drivers (see Addr.URL); a driver
 // that takes others passes WithAddress.
 func RunRedis(t *testing.T, d driver.Driver, opts ...RedisOption) {
