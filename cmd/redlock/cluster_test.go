@@ -44,6 +44,12 @@ func TestDoctorCluster(t *testing.T) {
 		t.Errorf("a cluster given as a cluster is warned about cluster mode: %+v", n.Checks)
 	}
 
+	// A shard's primary given as a server beside its cluster.
+	rep, r = doctorJSON(t, strings.Join([]string{c.URL(), seeds[0], single.Addr()}, ","))
+	if _, ok := findCheck(rep.Checks, "duplicates", statusFail); !ok || r.code == 0 {
+		t.Errorf("no failed duplicates check for a shard's primary beside its cluster: %+v", rep.Checks)
+	}
+
 	// A slot that no shard serves.
 	if _, err := c.Shards()[0].Primary().Do(t.Context(), "CLUSTER", "DELSLOTS", "0"); err != nil {
 		t.Fatal(err)

@@ -106,7 +106,8 @@ checks each node and the set:
 
   reachable     PING answers; the round trip (median of 5) against the node
                 timeout that --ttl implies (TTL/10, at most 200ms)
-  version       the server and its version (SET NX PX needs Redis 2.6.12)
+  version       the server and its version (SET NX PX needs Redis 2.6.12;
+                release notifications, SPUBLISH, 7.0)
   role          a replica is unsafe: replication is asynchronous, so a
                 promoted replica can lack a lock its primary granted
   eviction      maxmemory with any maxmemory-policy but noeviction can drop
@@ -119,7 +120,12 @@ checks each node and the set:
                 EVAL, EVALSHA and, inside the scripts, GET, PEXPIRE and DEL
                 (with ACL DRYRUN, or else on a scratch key beside --key);
                 fencing counters and release notifications are warnings
-  the set       the same server under two addresses (same run_id): unsafe;
+  cluster       for a node given as a cluster (?cluster=true): its shards,
+                replicas a failover could promote (a warning), slots no
+                shard serves (unsafe), primaries that disagree on the slot
+                map (a warning)
+  the set       the same server under two addresses (same run_id), or the
+                same cluster (a node ID in both): unsafe;
                 an even or small node count: a warning; clock skew between
                 the nodes; too few reachable nodes for a quorum: unsafe
 

@@ -75,6 +75,12 @@ func probeNode(ctx context.Context, a redisaddr.Addr, o doctorOptions) *nodeRepo
 		checkEviction(n, fields)
 		checkCluster(n, fields)
 		n.RunID = fields["run_id"]
+		if fields["cluster_enabled"] == "1" {
+			// A shard's primary beside its cluster would count twice.
+			if id, err := call("CLUSTER", "MYID").Text(); err == nil {
+				n.clusterIDs = []string{id}
+			}
+		}
 	}
 	checkPersistence(n, fields, infoErr == nil, call, o.ttl)
 	checkClock(n, call, o.maxSkew)
@@ -109,6 +115,10 @@ func checkVersion(n *nodeReport, f map[string]string) {
 	}
 	if !versionAtLeast(n.Version, 2, 6, 12) {
 		n.add("version", statusFail, "redis %s: SET with NX and PX needs 2.6.12 or later", n.Version)
+		return
+	}
+	if !versionAtLeast(n.Version, 7, 0, 0) {
+		n.add("version", statusWarn, "redis %s: release notifications need 7.0 (SPUBLISH); releases succeed unannounced and waiters poll", n.Version)
 		return
 	}
 	n.add("version", statusOK, "%s %s", n.Server, n.Version)
@@ -258,6 +268,7 @@ func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, o doctorOptio
 			{"GET", []any{"GET", o.key}},
 			{"PEXPIRE", []any{"PEXPIRE", o.key, ttl}},
 			{"DEL", []any{"DEL", o.key}},
+			{"INFO", []any{"INFO", "server"}},
 		}
 		fencing := []permission{
 			{"GET", []any{"GET", fk}},
