@@ -10,7 +10,7 @@ GO ?= go
 # by hand).
 export GOWORK := off
 # The modules of this repository: the library (root), then the tooling.
-MODULES := . bench safety
+MODULES := . redlockotel bench safety
 
 .PHONY: test check vet deps redis-server demo
 

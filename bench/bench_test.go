@@ -10,6 +10,9 @@ import (
 	_ "github.com/go-redlock/redlock/drivers/rueidis"  // registers "rueidis"
 	_ "github.com/go-redlock/redlock/drivers/valkeygo" // registers "valkeygo"
 	"github.com/go-redlock/redlock/redlock"
+	"github.com/go-redlock/redlock/redlockotel"
+	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	tracenoop "go.opentelemetry.io/otel/trace/noop"
 )
 
 // drivers returns a contender for every registered driver, with its defaults.
@@ -61,6 +64,28 @@ func BenchmarkStalled(b *testing.B) { each(b, drivers(), bench.Stalled) }
 func BenchmarkCluster(b *testing.B) {
 	each(b, []bench.Contender{bench.Driver("goredis"), bench.Driver("rueidis"), bench.Driver("valkeygo")}, bench.Cluster)
 }
+
+// observed returns, for the memory driver (the library's own cost) and for
+// rueidis (over the network), the contender without observers, with a no-op
+// redlock.Observer, and with redlockotel over no-op providers: the names are
+// the driver's, "+observer" and "+redlockotel".
+func observed() []bench.Contender {
+	otel := redlockotel.Instrument(redlockotel.WithTracerProvider(tracenoop.NewTracerProvider()),
+		redlockotel.WithMeterProvider(metricnoop.NewMeterProvider()))
+	var cs []bench.Contender
+	for _, name := range []string{"memory", "rueidis"} {
+		nop := bench.Driver(name, redlock.WithObserver(redlock.NopObserver{}))
+		nop.Name = name + "+observer"
+		ot := bench.Driver(name, otel)
+		ot.Name = name + "+redlockotel"
+		cs = append(cs, bench.Driver(name), nop, ot)
+	}
+	return cs
+}
+
+// BenchmarkObserve is the cost of observation: Observe/rueidis+observer/...
+// against Observe/rueidis/....
+func BenchmarkObserve(b *testing.B) { each(b, observed(), bench.Observe) }
 
 // BenchmarkFloor is the Lock case for the bare clients: the floor of each
 // driver. Its sub-benchmarks have the names of the drivers' under

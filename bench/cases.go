@@ -62,6 +62,30 @@ func Lock(b *testing.B, c Contender) {
 	}
 }
 
+// observeNodes and observeLockers are the parameters of the Observe case.
+var (
+	observeNodes   = 5
+	observeLockers = []int{1, 64}
+)
+
+// Observe is the Lock case over 5 nodes, lockers=1,64, for contenders that
+// differ only in the observers attached to their Client (none, a no-op
+// redlock.Observer, redlockotel over no-op providers): what observation
+// costs. One operation is Lock then Unlock.
+func Observe(b *testing.B, c Contender) {
+	b.Helper()
+	addrs := Servers(b, observeNodes)
+	for _, lockers := range observeLockers {
+		name := fmt.Sprintf("nodes=%d/lockers=%d", observeNodes, lockers)
+		withLocker(b, c, addrs, name, lockers, nil, func(b *testing.B, lk Locker) {
+			ctx, cancel := runContext(b)
+			defer cancel()
+			keys := newKeys("observe", lockers)
+			measure(b, lockers, func(g int) error { return lockUnlock(ctx, lk, keys[g]) })
+		})
+	}
+}
+
 // Extend benchmarks Extend on held locks: each locker extends a lock of its
 // own, over and over. Sub-benchmarks: nodes=1,5 × lockers=64. One operation
 // is one Extend. Contenders with NoExtend skip it.

@@ -30,7 +30,8 @@ import (
 const subtestTimeout = 20 * time.Second
 
 // Run runs the conformance subtests, each with fresh nodes from newNode. The
-// subtests of the optional interfaces (driver.Fencer, driver.Notifier) run
+// subtests of the optional interfaces (driver.Fencer, driver.Notifier,
+// driver.TTLer) run
 // when the nodes implement them and are skipped otherwise. The
 // nodes newNode returns must be independent (on distinct servers), as the
 // nodes of a redlock.Client must: the Redlock subtest gives three of them to
@@ -64,6 +65,7 @@ func Run(t *testing.T, newNode func(t *testing.T) driver.Node) {
 		{"Notifier/NotifiesRelease", notifyOnRelease},
 		{"Notifier/StopsOnCancel", notifyStopsOnCancel},
 		{"Identifier/Stable", identityStable},
+		{"TTLer/OwnKey", ttlOwnKey},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Helper()
@@ -298,6 +300,12 @@ func methods(n driver.Node, k string) map[string]func(context.Context) error {
 			return err
 		}
 	}
+	if tt, ok := n.(driver.TTLer); ok {
+		m["TTL"] = func(ctx context.Context) error {
+			_, _, err := tt.TTL(ctx, k, value())
+			return err
+		}
+	}
 	if nn, ok := n.(driver.Notifier); ok {
 		m["ReleaseNotify"] = func(ctx context.Context) error {
 			_, err := nn.ReleaseNotify(ctx, k, value())
@@ -315,7 +323,8 @@ func methods(n driver.Node, k string) map[string]func(context.Context) error {
 }
 
 // Calls runs every method of n once on key (SetNX, EvalRelease, Extend, and
-// those of driver.Fencer and driver.Notifier when n implements them) and
+// those of driver.Fencer, driver.Notifier and driver.TTLer when n implements
+// them) and
 // returns their errors by method name: for a driver's own tests of a node
 // that is closed, down or given a done context, where every call must fail.
 func Calls(ctx context.Context, n driver.Node, key string) map[string]error {

@@ -49,6 +49,17 @@ func (b broken) Extend(ctx context.Context, key, value string, ttl time.Duration
 	return b.Node.Extend(ctx, key, value, ttl)
 }
 
+// TTL reports a key held by any value as held, for "ttl-any-value".
+func (b broken) TTL(ctx context.Context, key, value string) (time.Duration, bool, error) {
+	d, held, err := b.Node.TTL(ctx, key, value)
+	if b.kind == "ttl-any-value" && err == nil && !held {
+		if d, ok := b.Node.PTTL(key); ok {
+			return d.Truncate(time.Millisecond), true, nil
+		}
+	}
+	return d, held, err
+}
+
 const brokenEnv = "CONFORMANCE_BROKEN_KIND"
 
 // TestBrokenNodeHelper runs the suite on a broken node when started by
@@ -67,6 +78,7 @@ func TestSuiteFailsOnBrokenNodes(t *testing.T) {
 		"setnx-overwrites": "SetNX(otherValue) = true, want false: a Node must not set a key held by another value (NX)",
 		"extend-creates":   "Extend(absent key) = true, want false: there was nothing to extend",
 		"ignores-context":  "Extend(canceled ctx) error = <nil>, want one matching context.Canceled: a Node must honour its context",
+		"ttl-any-value":    "want 0, false: a Node must not report a key held by another value",
 	} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()

@@ -176,3 +176,42 @@ func identityStable(t *testing.T, ctx context.Context, newNode func(*testing.T) 
 		t.Fatalf("Identity after Close = %v, want driver.ErrClosed", err)
 	}
 }
+
+func ttlOwnKey(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	n := newNode(t)
+	tt, ok := n.(driver.TTLer)
+	if !ok {
+		t.Skipf("%T does not implement driver.TTLer", n)
+	}
+	k, v := key(t), value()
+	ttlOf := func(call, val string) (time.Duration, bool) {
+		t.Helper()
+		d, held, err := tt.TTL(ctx, k, val)
+		if err != nil {
+			t.Fatalf("%s: unexpected error %v", call, err)
+		}
+		return d, held
+	}
+	if d, held := ttlOf("TTL(absent key)", v); held || d != 0 {
+		t.Fatalf("TTL(absent key) = %v, %v; want 0, false: nothing holds the value", d, held)
+	}
+	must(t, "SetNX")(n.SetNX(ctx, k, v, time.Minute))
+	d, held := ttlOf("TTL(value)", v)
+	if !held || d <= 50*time.Second || d > time.Minute {
+		t.Fatalf("TTL(value) after SetNX(ttl=1m) = %v, %v; want true and a time to live in (50s, 1m]", d, held)
+	}
+	if d%time.Millisecond != 0 {
+		t.Fatalf("TTL(value) = %v; want whole milliseconds, as PTTL gives", d)
+	}
+	if d, held := ttlOf("TTL(otherValue)", value()); held || d != 0 {
+		t.Fatalf("TTL(otherValue) = %v, %v; want 0, false: a Node must not report a key held by another value", d, held)
+	}
+	must(t, "Extend(10s)")(n.Extend(ctx, k, v, 10*time.Second))
+	if d, held := ttlOf("TTL(value) after Extend(10s)", v); !held || d > 10*time.Second || d <= 5*time.Second {
+		t.Fatalf("TTL(value) after Extend(10s) = %v, %v; want true and a time to live in (5s, 10s]", d, held)
+	}
+	must(t, "EvalRelease")(n.EvalRelease(ctx, k, v))
+	if d, held := ttlOf("TTL(value) after EvalRelease", v); held || d != 0 {
+		t.Fatalf("TTL(value) after EvalRelease = %v, %v; want 0, false", d, held)
+	}
+}

@@ -32,6 +32,9 @@
 //   - Methods are safe for concurrent use by multiple goroutines.
 //   - A node must not fail or block at construction because its server is down or
 //     never answers; it connects on use and reconnects after failures.
+//   - Keep the client's error in the chain of the error returned (wrap it with
+//     %w): [PermanentCode] finds a server's error reply there (WRONGPASS,
+//     NOPERM, READONLY, ...), and redlock stops retrying on such errors.
 //   - Errors and String must never contain a password or a lock value. A node
 //     that implements fmt.Stringer is named by it in error messages; return the
 //     address with credentials removed.
@@ -39,8 +42,8 @@
 //     [ErrClosed] or an error wrapping it.
 //   - The optional interfaces obey the same rules. [Fencer]'s SetNXFence and
 //     RaiseFence and [Notifier]'s ReleaseNotify run [SetNXFenceScript],
-//     [RaiseFenceScript] and [ReleaseNotifyScript] as above, with the KEYS and
-//     ARGV their documentation gives; SetNXFence parses the counter as a uint64
+//     [RaiseFenceScript] and [ReleaseNotifyScript] as above, and [TTLer]'s TTL
+//     runs [TTLScript], with the KEYS and ARGV their documentation gives; SetNXFence parses the counter as a uint64
 //     (up to 2^64-1), and an unexpected reply is an error. Subscribe listens on
 //     [ReleaseChannel](key) with SSUBSCRIBE; it returns only once the server has confirmed the
 //     subscription, or with an error when ctx ends first; it never blocks on a

@@ -61,3 +61,14 @@ type Identifier interface {
 	// share an ID reach the same server. See IdentityOf.
 	Identity(ctx context.Context) ([]string, error)
 }
+
+// TTLer is implemented by nodes that tell how long they still hold a lock,
+// which redlock's Lock.TTL asks. A Node without it counts as failed there.
+type TTLer interface {
+	// TTL returns the remaining time to live of key, rounded down to the
+	// millisecond, and true, if key holds value; it returns (0, false, nil)
+	// otherwise. It runs TTLScript, atomically. A key that holds value
+	// without a time to live (PTTL -1) is an error: a lock key always has
+	// one.
+	TTL(ctx context.Context, key, value string) (time.Duration, bool, error)
+}

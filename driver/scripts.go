@@ -38,12 +38,15 @@ var (
 	raiseFenceSource string
 	//go:embed release_notify.lua
 	releaseNotifySource string
+	//go:embed pttl.lua
+	ttlSource string
 
 	releaseScript       = newScript(releaseSource)
 	extendScript        = newScript(extendSource)
 	setNXFenceScript    = newScript(setNXFenceSource)
 	raiseFenceScript    = newScript(raiseFenceSource)
 	releaseNotifyScript = newScript(releaseNotifySource)
+	ttlScript           = newScript(ttlSource)
 )
 
 // ReleaseScript deletes KEYS[1] only if it holds ARGV[1] and returns 1 if it did,
@@ -74,6 +77,11 @@ func RaiseFenceScript() Script { return raiseFenceScript }
 // fail the script: the release is done, and waiters poll.
 // Notifier.ReleaseNotify runs it.
 func ReleaseNotifyScript() Script { return releaseNotifyScript }
+
+// TTLScript returns the remaining time to live of KEYS[1] in milliseconds
+// (PTTL) if it holds ARGV[1], and -2 otherwise, as PTTL does for a missing
+// key. TTLer.TTL runs it.
+func TTLScript() Script { return ttlScript }
 
 // Milliseconds converts a TTL to the whole milliseconds Redis expects, rounding
 // up so that a positive TTL never becomes zero.

@@ -6,9 +6,17 @@ import (
 )
 
 // Backoff says how long Lock waits before its next attempt. attempt is 1 before
-// the first retry, 2 before the second, and so on. A Backoff must be safe for
-// concurrent use.
+// the first retry, 2 before the second, and so on. Lock waits at least 1ms,
+// whatever the Backoff returns (zero or negative included). A Backoff must be
+// safe for concurrent use.
 type Backoff func(attempt int) time.Duration
+
+// minBackoff is the shortest wait of Lock between attempts: a Backoff that
+// returns less (zero, or a negative duration) gets this.
+const minBackoff = time.Millisecond
+
+// wait returns b's wait before attempt, at least minBackoff.
+func (b Backoff) wait(attempt int) time.Duration { return max(b(attempt), minBackoff) }
 
 // ExponentialBackoff waits about min before the first retry and doubles the wait
 // with each attempt up to max. Each wait is drawn at random from [w/2, w], so that

@@ -25,17 +25,26 @@ type Client struct {
 	driftFactor float64
 	backoff     Backoff
 	extendEvery time.Duration     // Do's extension interval
+	extendSet   bool              // extendEvery was given, not derived from the TTL
+	maxAttempts int               // Lock's cap on attempts; 0: none
 	prefix      string            // before every key on the nodes
 	fencers     []driver.Fencer   // nil unless WithFencing
 	notifiers   []driver.Notifier // nil entries for nodes without notifications
 	notify      bool              // some node is a Notifier
 	now         func() time.Time  // time.Now, replaced in simulation tests
 	closed      atomic.Bool
+	obs         Observer // nil unless WithObserver or WithLogger
 
-	turnsMu sync.Mutex
-	turns   map[string]*turn // Lock's waiters, by key
+	turnsMu   sync.Mutex
+	turns     map[string]*turn    // Lock's waiters, by key
+	acquiring map[string]struct{} // keys with a TryLock in flight; guarded by turnsMu
 
-	workers *workers // run the node calls
+	workers  *workers  // run the node calls
+	inflight *tracker  // node calls and background work in flight, which Close waits for
+	running  *tracker  // background goroutines, which Close waits for after it ended them
+	cleaners []cleaner // by node: the releases repeated there
+	quit     context.Context
+	stopAll  context.CancelFunc // ends quit: Close, after its wait
 
 	identities identities // nodes that are one server under two addresses
 }
@@ -98,11 +107,18 @@ func newClient(nodes []driver.Node, cfg config) (*Client, error) {
 		driftFactor: cfg.driftFactor,
 		backoff:     cfg.backoff,
 		extendEvery: cfg.extendEvery,
+		extendSet:   cfg.set&optExtend != 0,
+		maxAttempts: cfg.maxAttempts,
 		prefix:      cfg.keyPrefix,
 		notifiers:   make([]driver.Notifier, len(nodes)),
 		now:         time.Now,
 		workers:     newWorkers(),
+		inflight:    newTracker(),
+		running:     newTracker(),
+		cleaners:    make([]cleaner, len(nodes)),
+		obs:         observerOf(cfg.observers),
 	}
+	c.quit, c.stopAll = context.WithCancel(context.Background())
 	for i, n := range nodes {
 		if nn, ok := n.(driver.Notifier); ok {
 			c.notifiers[i], c.notify = nn, true
@@ -132,11 +148,22 @@ func (c *Client) Quorum() int { return c.quorum }
 // TTL returns the time to live of new locks.
 func (c *Client) TTL() time.Duration { return c.ttl }
 
-// Close closes every node. Locks still held expire after their TTL.
+// Close waits, for at most the node timeout, for the calls and releases in
+// flight (those that Unlock left to finish in the background and those of
+// failed attempts included), then ends what is left (the repeated releases
+// of keys whose SET had an unknown outcome among them, which it does not
+// wait for between two tries), waits for that, bounded by the node timeout
+// too, and closes every node. Locks still held expire after their TTL. Calls
+// on a closed Client return ErrClosed.
 func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
+	c.inflight.wait(c.nodeTimeout)
+	c.stopAll()
+	// What is left was told to end: its calls return at once, or at
+	// their node timeout at the latest.
+	c.running.wait(c.nodeTimeout)
 	c.workers.close()
 	var errs []error
 	for i, n := range c.nodes {
@@ -161,22 +188,54 @@ func (c *Client) checkKey(key string) error {
 
 // TryLock makes one attempt to acquire the lock named key. It returns a Lock
 // when a quorum of nodes granted it with validity left, and otherwise an error
-// matching ErrNotObtained with the per-node causes joined in; by then the key
-// has been released on every node. Bad input (an empty or too long key, a
-// closed Client) gives an error that does not match ErrNotObtained.
+// matching ErrNotObtained with the per-node causes and the votes (*VoteError)
+// joined in. By then the release of the key was sent to every node, and
+// confirmed by those that had answered; a node whose outcome is unknown (it
+// failed, or had not answered) gets the release again in the background until
+// it answers, for at most a TTL after its outcome became unknown, or until
+// Close. When so many nodes failed that no quorum was possible, the error
+// matches ErrUnavailable too. Bad input (an empty or too long key, a closed
+// Client, an option TryLock does not take) gives an error that does not
+// match ErrNotObtained.
 //
+// Only one attempt per key is in flight in a Client at a time, so that
+// concurrent callers never split the nodes' votes among themselves: a
+// TryLock of a key that another TryLock of this Client is acquiring fails at
+// once, without a network call, with an error matching ErrNotObtained.
+//
+// opts apply to this call only: WithTTL, which also changes the validity.
 // With WithFencing, the lock also gets a fencing token: see Lock.Token.
-func (c *Client) TryLock(ctx context.Context, key string) (*Lock, error) {
-	if err := c.checkKey(key); err != nil {
+func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
+	cc, err := c.callOptions("TryLock", tryLockOptions, opts)
+	if err != nil {
 		return nil, err
+	}
+	l, _, err := c.attempt(ctx, key, cc, 1)
+	return l, err
+}
+
+// outcome says how an attempt that did not obtain the lock ended.
+type outcome struct {
+	finished  bool   // the nodes' votes decided it; the context did not cut it short
+	permanent bool   // too many nodes answered errors that retrying cannot fix
+	r         *round // the SET round, for the observers; nil when none was sent
+}
+
+func (c *Client) tryLock(ctx context.Context, key string, cc callConfig) (*Lock, outcome, error) {
+	if err := c.checkKey(key); err != nil {
+		return nil, outcome{}, err
 	}
 	if err := c.checkIdentities(ctx); err != nil {
-		return nil, err
+		return nil, outcome{}, err
 	}
+	if !c.beginAcquire(key) {
+		return nil, outcome{}, errors.Join(ErrNotObtained, errAcquiring)
+	}
+	defer c.endAcquire(key)
 	name := key
 	key = c.prefix + key // the key on the nodes
 	value := rand.Text() // 128 random bits, fresh for every acquisition
-	ttl := c.ttl
+	ttl := cc.ttl
 	start := c.now()
 	var (
 		r        *round
@@ -185,13 +244,13 @@ func (c *Client) TryLock(ctx context.Context, key string) (*Lock, error) {
 	)
 	if c.fencers != nil {
 		counters, fk = make([]uint64, len(c.nodes)), driver.FenceKey(key)
-		r = c.start(ctx, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
+		r = c.start(ctx, OpAcquire, name, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
 			ok, counter, err := c.fencers[i].SetNXFence(ctx, key, value, ttl, fk)
 			counters[i] = counter // read by the caller only after this reply
 			return ok, err
 		})
 	} else {
-		r = c.start(ctx, func(ctx context.Context, _ int, n driver.Node) (bool, error) {
+		r = c.start(ctx, OpAcquire, name, func(ctx context.Context, _ int, n driver.Node) (bool, error) {
 			return n.SetNX(ctx, key, value, ttl)
 		})
 	}
@@ -200,16 +259,16 @@ func (c *Client) TryLock(ctx context.Context, key string) (*Lock, error) {
 		token   uint64
 		errs    []error
 		ferr    error
-		untilAt = start.Add(ttl - c.drift)
+		untilAt = start.Add(ttl - cc.drift)
 	)
 	if ok && c.fencers != nil {
 		token, ferr = c.fence(ctx, r, counters, key, value, fk)
 		ok = ferr == nil
 	}
-	if ok && c.now().Before(untilAt) {
-		return &Lock{c: c, name: name, key: key, value: value, token: token, until: untilAt, acq: r}, nil
+	if now := c.now(); ok && now.Before(untilAt) {
+		return &Lock{c: c, name: name, key: key, value: value, token: token, ttl: ttl, until: untilAt, expiry: start.Add(ttl), acq: r, granted: now.Sub(clockBase)}, outcome{r: r}, nil
 	}
-	c.abandon(ctx, r, key, value)
+	c.abandon(ctx, r, key, value, ttl)
 	errs = append(errs, r.err(ctx, ErrNotObtained))
 	switch {
 	case ferr != nil:
@@ -217,44 +276,70 @@ func (c *Client) TryLock(ctx context.Context, key string) (*Lock, error) {
 	case ok:
 		errs = append(errs, fmt.Errorf("no validity left: acquiring took %v of the %v TTL", c.now().Sub(start), ttl))
 	}
-	return nil, errors.Join(errs...)
+	return nil, outcome{finished: r.decided, permanent: r.permanentFailure(), r: r}, errors.Join(errs...)
 }
 
-// abandon releases key on every node after a failed attempt: a node that said
-// false may have applied the SET on a retry, one that failed may have applied it
-// and lost the reply, and one that has not replied may apply it yet. It waits
-// for the nodes that answered, which are known to be responsive, so that the
-// key is free when TryLock returns; the others are released in the background,
-// each bounded by the node timeout, whatever ctx does.
-func (c *Client) abandon(ctx context.Context, r *round, key, value string) {
-	bg := context.WithoutCancel(ctx)
-	release := func(i int) {
-		rctx, cancel := context.WithTimeout(bg, c.nodeTimeout)
-		// No publish: waking waiters for a failed attempt's partial keys
-		// would only make them collide again.
-		c.nodes[i].EvalRelease(rctx, key, value)
-		cancel()
+// errAcquiring joins ErrNotObtained when another TryLock of the key is in
+// flight in the Client.
+var errAcquiring = errors.New("another attempt of this Client is acquiring the key")
+
+// beginAcquire marks key as being acquired, unless it already is.
+func (c *Client) beginAcquire(key string) bool {
+	c.turnsMu.Lock()
+	defer c.turnsMu.Unlock()
+	if _, busy := c.acquiring[key]; busy {
+		return false
 	}
-	done := make(chan struct{}, len(c.nodes))
+	if c.acquiring == nil {
+		c.acquiring = make(map[string]struct{})
+	}
+	c.acquiring[key] = struct{}{}
+	return true
+}
+
+func (c *Client) endAcquire(key string) {
+	c.turnsMu.Lock()
+	delete(c.acquiring, key)
+	c.turnsMu.Unlock()
+}
+
+// abandon releases key on every node after a failed attempt: a node that
+// said false may have applied the SET on a retry, one that failed may have
+// applied it and lost the reply, and one that has not replied may apply it
+// yet. It waits for the first release to the nodes that answered, which are
+// known to be responsive, so that the key is free there when TryLock
+// returns. The nodes whose outcome is unknown get the release in the
+// background, repeated until they answer (see settle), whatever ctx does,
+// for at most a TTL after their outcome became unknown, or until Close.
+func (c *Client) abandon(ctx context.Context, r *round, key, value string, ttl time.Duration) {
+	bg := context.WithoutCancel(ctx)
+	deadline := c.now().Add(ttl)
+	first := make(chan struct{}, len(c.nodes))
 	waitFor := 0
 	for i, s := range r.state {
 		switch s {
 		case granted, refused:
 			waitFor++
-			go func() { release(i); done <- struct{}{} }()
+			c.background(func() { c.settle(bg, i, key, value, 1, deadline, first) })
 		case failed:
-			go release(i)
+			c.background(func() { c.settle(bg, i, key, value, 2, deadline, nil) })
 		}
 	}
 	if late := r.pendingCount(); late > 0 {
-		go func() {
+		c.background(func() {
 			for range late {
-				release((<-r.replies).node)
+				rep := <-r.replies
+				need := 1
+				if rep.err != nil {
+					need = 2
+				}
+				deadline := c.now().Add(ttl)
+				c.background(func() { c.settle(bg, rep.node, key, value, need, deadline, nil) })
 			}
-		}()
+		})
 	}
 	for range waitFor {
-		<-done
+		<-first
 	}
 }
 

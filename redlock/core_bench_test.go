@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -58,3 +59,36 @@ func lockUnlockParallel(b *testing.B, c *redlock.Client) {
 var keySeq atomic.Int64
 
 func redlockKey() string { return fmt.Sprint("bench-", keySeq.Add(1)) }
+
+// BenchmarkCallOptions measures TryLock and Unlock on three in-process nodes
+// without options and with a per-call TTL: the path without options must not
+// allocate more than it did before options existed.
+func BenchmarkCallOptions(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		opts []redlock.Option
+	}{
+		{"none", nil},
+		{"WithTTL", []redlock.Option{redlock.WithTTL(time.Minute)}},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			_, nodes := memNodes(3)
+			c, err := redlock.New(nodes)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer c.Close()
+			ctx := b.Context()
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				l, err := c.TryLock(ctx, "k", tc.opts...)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := l.Unlock(ctx); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

@@ -43,8 +43,29 @@
 // # Errors
 //
 // A lock that was not obtained gives an error matching [ErrNotObtained]; an
-// Extend or Unlock that found the lock no longer held by a quorum gives
-// [ErrLockLost]. The per-node causes are joined in as [*NodeError] values, and
-// when the context ended its error is in the chain too: use errors.Is and
-// errors.As.
+// Extend, Unlock or TTL that found the lock no longer held by a quorum gives
+// [ErrLockLost]. Either also matches [ErrUnavailable] when too many nodes
+// failed for a quorum to be possible, rather than refused; the counts are in
+// a [*VoteError]. The per-node causes are joined in as [*NodeError] values,
+// and when the context ended its error is in the chain too: use errors.Is and
+// errors.As. Lock and Do stop retrying at once when so many nodes answer an
+// error that retrying cannot fix (a wrong password, an ACL refusal, a
+// read-only replica: see driver.PermanentCode) that no quorum is possible.
+//
+// # Per-call options
+//
+// TryLock, Lock and Do take the [Option] type of [New] and [Open], for that
+// call only: [WithTTL], and for Lock and Do [WithBackoff] and
+// [WithMaxAttempts], and for Do [WithExtendInterval]. Options that only a
+// Client takes are refused by name.
+//
+// # Observation
+//
+// [WithLogger] logs through log/slog: lost locks and failed extensions at
+// Warn, attempts and node errors at Debug. [WithObserver] gives every event
+// to an [Observer]: each acquisition attempt, Lock, Do, Extend and Unlock,
+// each node call, the end of each lock's life and each waiter woken by a
+// release, with contexts an observer can carry a trace span in. The module
+// github.com/go-redlock/redlock/redlockotel is an Observer for OpenTelemetry.
+// Without observers, none of this costs an allocation or a clock read.
 package redlock

@@ -16,6 +16,19 @@ var (
 	// nodes still held the lock.
 	ErrLockLost = errors.New("redlock: lock lost")
 
+	// ErrUnavailable joins ErrNotObtained (TryLock, Lock, Do) or ErrLockLost
+	// (Extend, Unlock, Lock.TTL) when too many nodes failed (errors,
+	// timeouts: more than len(nodes)-Quorum of them) for a quorum to be
+	// possible even had every other node agreed, rather than refused because
+	// the key is held by someone else. The *VoteError in the same chain
+	// has the counts. For Lock and Do, it is the verdict of the last attempt
+	// that finished.
+	ErrUnavailable = errors.New("redlock: too many nodes unavailable for a quorum")
+
+	// ErrAlreadyUnlocked is returned by an Unlock of a lock that Unlock was
+	// called for before. It answers at once, without a call to the nodes.
+	ErrAlreadyUnlocked = errors.New("redlock: lock already released by an earlier Unlock")
+
 	// ErrClosed is returned by calls on a Client after Close, and is the
 	// cause of a NodeError from a node that was closed. It is the same value
 	// as driver.ErrClosed, which drivers return, so one errors.Is test covers
@@ -39,3 +52,51 @@ func (e *NodeError) Error() string {
 
 // Unwrap returns the cause.
 func (e *NodeError) Unwrap() error { return e.Err }
+
+// VoteError counts the votes of the nodes in a call that found no quorum. It
+// is joined into the errors of TryLock, Lock, Do, Extend, Unlock and Lock.TTL
+// that match ErrNotObtained or ErrLockLost; find it with errors.As. It matches
+// ErrUnavailable (errors.Is) when Failed > Nodes-Needed.
+//
+// Nodes that had not answered when the call decided, and nodes whose calls
+// failed because the caller's context ended, count in none of Granted,
+// Refused and Failed.
+type VoteError struct {
+	// Granted is how many nodes agreed: granted the lock, extended or
+	// released it, or (Lock.TTL) still hold it.
+	Granted int
+	// Refused is how many nodes answered no: the key is held by another
+	// value, or no longer by this lock's.
+	Refused int
+	// Failed is how many nodes answered with an error or timed out.
+	Failed int
+	// Needed is the quorum.
+	Needed int
+	// Nodes is how many nodes the Client has.
+	Nodes int
+	// Permanent is how many of the Failed nodes answered an error that
+	// retrying cannot fix: authentication, an ACL permission, a wrong type,
+	// out of memory, a read-only replica (see driver.PermanentCode). When
+	// more than Nodes-Needed did, Lock and Do stop retrying.
+	Permanent int
+
+	code string // the first permanent error's code, such as "WRONGPASS"
+}
+
+// Error summarizes the votes.
+func (e *VoteError) Error() string {
+	s := fmt.Sprintf("%d of %d nodes agreed, %d needed (%d refused, %d failed)", e.Granted, e.Nodes, e.Needed, e.Refused, e.Failed)
+	if e.unavailable() {
+		s += ": too many nodes failed for a quorum"
+	}
+	if e.Permanent > e.Nodes-e.Needed {
+		s += fmt.Sprintf("; %d answered %s, which retrying cannot fix", e.Permanent, e.code)
+	}
+	return s
+}
+
+func (e *VoteError) unavailable() bool { return e.Failed > e.Nodes-e.Needed }
+
+// Is reports whether target is ErrUnavailable and too many nodes failed for a
+// quorum.
+func (e *VoteError) Is(target error) bool { return target == ErrUnavailable && e.unavailable() }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"log/slog"
+	"os"
 	"sync"
 	"time"
 
@@ -171,4 +173,133 @@ func ExampleClient_Do() {
 	})
 	fmt.Println("done:", err)
 	// Output: done: <nil>
+}
+
+// A call's options apply to that call only: one Client serves locks of
+// several lifetimes, each checked as Open checks its options. An option that
+// only a Client takes is an error that names it.
+func ExampleWithTTL_perCall() {
+	ctx := context.Background()
+	client, err := redlock.New([]driver.Node{memory.New(), memory.New(), memory.New()}) // TTL 10s
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	lock, err := client.TryLock(ctx, "nightly-report", redlock.WithTTL(time.Minute))
+	if err != nil {
+		log.Fatal(err)
+	}
+	left, err := lock.TTL(ctx) // what a quorum of nodes guarantees
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("a quorum holds it for about", left.Round(time.Minute))
+	lock.Unlock(ctx)
+
+	_, err = client.Lock(ctx, "nightly-report", redlock.WithKeyPrefix("lock:"))
+	fmt.Println(err)
+	// Output:
+	// a quorum holds it for about 1m0s
+	// redlock: Lock: WithKeyPrefix applies to the Client only: give it to New or Open
+}
+
+// ErrUnavailable tells an outage (too many nodes failed for a quorum) from
+// contention (the key is held elsewhere); the votes are in a *VoteError.
+func ExampleErrUnavailable() {
+	ctx := context.Background()
+	nodes := []*memory.Node{memory.New(), memory.New(), memory.New()}
+	client, err := redlock.New([]driver.Node{nodes[0], nodes[1], nodes[2]})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	held, _ := client.TryLock(ctx, "job")
+	_, err = client.TryLock(ctx, "job")
+	fmt.Println("held elsewhere: unavailable?", errors.Is(err, redlock.ErrUnavailable))
+	held.Unlock(ctx)
+
+	nodes[0].SetDown(true) // two of three nodes fail
+	nodes[1].SetDown(true)
+	_, err = client.Lock(ctx, "other-job", redlock.WithMaxAttempts(3))
+	var votes *redlock.VoteError
+	if errors.Is(err, redlock.ErrUnavailable) && errors.As(err, &votes) {
+		fmt.Printf("unavailable: %d failed, %d needed\n", votes.Failed, votes.Needed)
+	}
+	// Output:
+	// held elsewhere: unavailable? false
+	// unavailable: 2 failed, 2 needed
+}
+
+// WithLogger logs through log/slog: at Warn, a lost lock and an extension
+// that failed while the lock was held; at Debug, every attempt, wait and node
+// error too. Every record has the key; none has a password or a lock value.
+func ExampleWithLogger() {
+	// A handler for the example's output: no time, no durations.
+	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
+		Level: slog.LevelWarn,
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Key == slog.TimeKey || a.Key == "held" {
+				return slog.Attr{}
+			}
+			return a
+		},
+	}))
+	nodes := []*memory.Node{memory.New(), memory.New(), memory.New()}
+	client, err := redlock.New([]driver.Node{nodes[0], nodes[1], nodes[2]}, redlock.WithLogger(logger))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+
+	lock, err := client.Lock(ctx, "invoice:42")
+	if err != nil {
+		log.Fatal(err)
+	}
+	for _, n := range nodes {
+		n.Delete("invoice:42") // evicted underneath its holder
+	}
+	lock.Extend(ctx, 10*time.Second)
+	// Output: level=WARN msg="redlock: lock lost" key=invoice:42 how=lost_extend
+}
+
+// nodeLatency is an Observer that keeps the slowest call to each node; it
+// embeds NopObserver for the events it ignores.
+type nodeLatency struct {
+	redlock.NopObserver
+	mu      sync.Mutex
+	slowest map[string]time.Duration
+}
+
+func (o *nodeLatency) NodeCall(_ context.Context, e redlock.NodeCall) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.slowest[e.Node] = max(o.slowest[e.Node], e.Duration)
+}
+
+// An Observer sees every attempt, Extend, Unlock, node call, lost lock and
+// wake-up; its context-taking methods can carry a trace span to the calls
+// within (redlockotel does).
+func ExampleWithObserver() {
+	obs := &nodeLatency{slowest: map[string]time.Duration{}}
+	client, err := redlock.Open("memory", []string{"observed-1", "observed-2", "observed-3"}, redlock.WithObserver(obs))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+	lock, err := client.Lock(ctx, "report")
+	if err != nil {
+		log.Fatal(err)
+	}
+	lock.Unlock(ctx)
+
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	// A node's call is reported before its reply counts, so at least a
+	// quorum's are in by now; the last node's may still be on its way.
+	fmt.Println("a quorum of nodes reported:", len(obs.slowest) >= client.Quorum())
+	// Output: a quorum of nodes reported: true
 }

@@ -1,6 +1,38 @@
 package redlock
 
-import "time"
+import (
+	"context"
+	"time"
+)
 
 // SetClock makes c measure elapsed time by now, for simulation with a fake clock.
 func SetClock(c *Client, now func() time.Time) { c.now = now }
+
+// TryLockCore is TryLock without its observation wrapper.
+func TryLockCore(c *Client, ctx context.Context, key string) (*Lock, error) {
+	cc, err := c.callOptions("TryLock", tryLockOptions, nil)
+	if err != nil {
+		return nil, err
+	}
+	l, _, err := c.tryLock(ctx, key, cc)
+	return l, err
+}
+
+// UnlockCore is Unlock without its observation wrapper.
+func UnlockCore(l *Lock, ctx context.Context) error {
+	_, _, err := l.unlock(ctx)
+	return err
+}
+
+// ExtendCore is Extend without its observation wrapper.
+func ExtendCore(l *Lock, ctx context.Context, ttl time.Duration) error {
+	_, err := l.extend(ctx, ttl)
+	return err
+}
+
+// CallOptions reads the settings of a call of Do with opts, for a test of
+// its cost.
+func CallOptions(c *Client, opts ...Option) error {
+	_, err := c.callOptions("Do", doOptions, opts)
+	return err
+}

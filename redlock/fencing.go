@@ -27,7 +27,7 @@ func (c *Client) fence(ctx context.Context, r *round, counters []uint64, key, va
 		}
 	}
 	token := highest + 1
-	w := c.start(ctx, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
+	w := c.start(ctx, OpFence, r.keyName(), func(ctx context.Context, i int, _ driver.Node) (bool, error) {
 		return c.fencers[i].RaiseFence(ctx, key, value, fk, token)
 	})
 	if !w.wait(ctx) {

@@ -11,25 +11,52 @@ import (
 )
 
 // Lock is a lock held on a quorum of nodes. Its methods are safe for
-// concurrent use.
+// concurrent use. A nil *Lock, as TryLock and Lock return with an error, is
+// never held: its Unlock and Extend return an error and its Done is closed.
 type Lock struct {
-	c     *Client
-	name  string // the key as the caller gave it
-	key   string // the key on the nodes: the Client's prefix and name
-	value string // the random value that proves ownership; never shown
-	token uint64 // fencing token; 0 without WithFencing
+	c       *Client
+	name    string        // the key as the caller gave it
+	key     string        // the key on the nodes: the Client's prefix and name
+	value   string        // the random value that proves ownership; never shown
+	token   uint64        // fencing token; 0 without WithFencing
+	granted time.Duration // when it was granted, since clockBase, for the observers
 
-	mu    sync.Mutex
-	acq   *round // the acquisition, whose late SETs Unlock must follow; nil once taken
-	until time.Time
-	ended bool          // no longer known to be held: expired, lost or unlocked
-	done  chan struct{} // made by the first Done call; closed when ended
-	timer *time.Timer   // closes done at until, while done exists
+	mu       sync.Mutex
+	acq      *round // the acquisition, whose late SETs Unlock must follow; nil once taken
+	until    time.Time
+	expiry   time.Time     // the latest a key of this lock can live on a node: start + ttl of the last SET or Extend sent
+	ttl      time.Duration // of the acquisition or the last successful Extend
+	ended    bool          // no longer held: Until passed, lost or unlocked
+	unlocked bool          // Unlock was called
+	endHow   endKind       // how it ended, until reported to the observers (reportEnd)
+	done     chan struct{} // made by the first Done call; closed when ended
+	timer    *time.Timer   // closes done at until, while done exists
+
+	extending int       // Extends in flight
+	groupMin  time.Time // the lowest bound (start + ttl - drift) of the Extends in flight and of those that overlapped them
 }
 
+// errNilLock is returned by the methods of a nil *Lock.
+var errNilLock = errors.New("redlock: nil *Lock (the lock was not obtained)")
+
+// errOver joins ErrLockLost when Extend finds the lock already over.
+var errOver = errors.New("the lock is over: its validity ended, or it was found lost or unlocked")
+
+// closedChan is the Done channel of a nil Lock.
+var closedChan = func() chan struct{} {
+	ch := make(chan struct{})
+	close(ch)
+	return ch
+}()
+
 // Key returns the name of the lock, as given to TryLock or Lock (without the
-// Client's key prefix).
-func (l *Lock) Key() string { return l.name }
+// Client's key prefix); "" for a nil Lock.
+func (l *Lock) Key() string {
+	if l == nil {
+		return ""
+	}
+	return l.name
+}
 
 // Token returns the lock's fencing token, or 0 when the Client was made
 // without WithFencing. Tokens of one key rise with every grant, across clients
@@ -37,31 +64,56 @@ func (l *Lock) Key() string { return l.name }
 // Pass the token to the protected resource with every write, and have it
 // reject a token lower than the highest it has seen: that stops a holder who
 // paused past its validity, which no lock can.
-func (l *Lock) Token() uint64 { return l.token }
+func (l *Lock) Token() uint64 {
+	if l == nil {
+		return 0
+	}
+	return l.token
+}
 
 // Until returns the local deadline of the lock's validity: the holder may act
 // as the only owner until then, under Redlock's timing assumptions. It is
-// measured on the monotonic clock from the start of the acquisition (or of the
-// last Extend) and already discounts the clock-drift allowance.
+// measured on the monotonic clock from the start of the acquisition (or of an
+// Extend) and already discounts the clock-drift allowance. An Extend lowers
+// it at once to its own start + ttl - drift when that is earlier, since the
+// nodes may apply the new TTL at any moment, whether the Extend then succeeds
+// or not; with Extends in flight together, Until is the earliest of their
+// bounds. Once Until has passed, the lock is over for good. A nil Lock's
+// Until is the zero time.
 func (l *Lock) Until() time.Time {
+	if l == nil {
+		return time.Time{}
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.until
 }
 
 // Done returns a channel that is closed when the lock is no longer known to be
-// held: its validity (Until) passed without a successful Extend, an Extend
-// found it lost, or Unlock ran. It costs nothing until called: the first call
-// arms a timer, and no goroutine waits on the lock's behalf.
+// held: its validity (Until) passed, an Extend found it lost, or Unlock ran.
+// When Until has already passed, the channel returned is already closed. It
+// costs nothing until called: the first call arms a timer, and no goroutine
+// waits on the lock's behalf. A nil Lock's Done is closed.
 func (l *Lock) Done() <-chan struct{} {
+	if l == nil {
+		return closedChan
+	}
+	if l.c.obs != nil {
+		defer l.reportEnd(context.Background()) // after the Unlock below
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.done == nil {
 		l.done = make(chan struct{})
-		if l.ended {
+		now := l.c.now()
+		if l.ended || !now.Before(l.until) {
+			if !l.ended {
+				l.endHow = endExpired
+			}
+			l.ended = true
 			close(l.done)
 		} else {
-			l.timer = time.AfterFunc(l.until.Sub(l.c.now()), l.expire)
+			l.timer = time.AfterFunc(l.until.Sub(now), l.expire)
 		}
 	}
 	return l.done
@@ -69,9 +121,15 @@ func (l *Lock) Done() <-chan struct{} {
 
 // expire runs when the timer fires at Until.
 func (l *Lock) expire() {
+	if l.c.obs != nil {
+		defer l.reportEnd(context.Background()) // after the Unlock below
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if left := l.until.Sub(l.c.now()); left > 0 && !l.ended {
+	if l.ended {
+		return
+	}
+	if left := l.until.Sub(l.c.now()); left > 0 {
 		l.timer.Reset(left) // extended while the timer fired
 		return
 	}
@@ -79,98 +137,183 @@ func (l *Lock) expire() {
 }
 
 // endLocked marks the lock as no longer held and closes Done. l.mu is held.
-func (l *Lock) endLocked() {
+func (l *Lock) endLocked() bool {
 	if l.ended {
-		return
+		return false
 	}
 	l.ended = true
+	l.endHow = endExpired // unless the caller says otherwise
 	if l.done != nil {
 		l.timer.Stop()
 		close(l.done)
 	}
+	return true
 }
 
-func (l *Lock) end() {
-	l.mu.Lock()
-	l.endLocked()
-	l.mu.Unlock()
+// overLocked reports whether the lock is over, ending it when Until has
+// passed by now. l.mu is held.
+func (l *Lock) overLocked(now time.Time) bool {
+	if !l.ended && !now.Before(l.until) {
+		l.endLocked()
+	}
+	return l.ended
 }
 
-// Extend sets the lock's time to live on the nodes to ttl, only where they still
-// hold it. It succeeds when a quorum extended it with validity left, and
-// moves Until. Otherwise it returns an error matching ErrLockLost, with the
-// per-node causes joined in, and Until is unchanged; when so many nodes said
+// setUntilLocked moves Until to u, ending the lock when u is not after now.
+// l.mu is held.
+func (l *Lock) setUntilLocked(u, now time.Time) {
+	l.until = u
+	if !now.Before(u) {
+		l.endLocked()
+		return
+	}
+	if l.timer != nil && !l.ended {
+		l.timer.Reset(u.Sub(now))
+	}
+}
+
+// Extend sets the lock's time to live on the nodes to ttl, only where they
+// still hold it.
+//
+// Since a node may apply the new TTL as soon as it is sent, Extend first
+// lowers Until to its start + ttl - drift when that is earlier, and a failed
+// Extend leaves it there. It succeeds when a quorum extended the lock with
+// validity left, and then sets Until to its start + ttl - drift, or to the
+// earliest such bound of the Extends that ran at the same time, since their
+// order on the nodes is unknown. Otherwise it returns an error matching
+// ErrLockLost, with the per-node causes joined in; when so many nodes said
 // they no longer hold it that no quorum can, Done is closed too.
+//
+// Once the lock is over (Until has passed, Done is closed, or Unlock ran),
+// Extend sends nothing, closes Done, leaves Until alone and returns an error
+// matching ErrLockLost. Unlock still releases the key on the nodes.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
+	if l == nil {
+		return errNilLock
+	}
+	return l.observedExtend(ctx, ttl)
+}
+
+// extend is Extend, which also returns its round (nil when it sent nothing)
+// for the observers.
+func (l *Lock) extend(ctx context.Context, ttl time.Duration) (*round, error) {
 	c := l.c
 	if ttl <= 0 {
-		return fmt.Errorf("redlock: Extend TTL %v is not positive", ttl)
+		return nil, fmt.Errorf("redlock: Extend TTL %v is not positive", ttl)
 	}
 	d := drift(ttl, c.driftFactor)
 	if ttl <= d {
-		return fmt.Errorf("redlock: Extend TTL %v is too small: the drift allowance alone is %v", ttl, d)
+		return nil, fmt.Errorf("redlock: Extend TTL %v is too small: the drift allowance alone is %v", ttl, d)
 	}
 	if ttl > MaxTTL {
-		return fmt.Errorf("redlock: Extend TTL %v is longer than %v", ttl, MaxTTL)
+		return nil, fmt.Errorf("redlock: Extend TTL %v is longer than %v", ttl, MaxTTL)
 	}
 	start := c.now()
-	r := c.start(ctx, func(ctx context.Context, _ int, n driver.Node) (bool, error) {
+	bound := start.Add(ttl - d)
+	l.mu.Lock()
+	if l.overLocked(start) {
+		l.mu.Unlock()
+		return nil, errors.Join(ErrLockLost, errOver)
+	}
+	if l.extending == 0 || bound.Before(l.groupMin) {
+		l.groupMin = bound
+	}
+	l.extending++
+	if bound.Before(l.until) {
+		l.setUntilLocked(bound, start)
+	}
+	if e := start.Add(ttl); e.After(l.expiry) {
+		l.expiry = e
+	}
+	l.mu.Unlock()
+
+	r := c.start(ctx, OpExtend, l.name, func(ctx context.Context, _ int, n driver.Node) (bool, error) {
 		return n.Extend(ctx, l.key, l.value, ttl)
 	})
 	ok := r.wait(ctx)
-	until := start.Add(ttl - d)
-	if ok && c.now().Before(until) {
-		l.mu.Lock()
-		if !l.ended {
-			l.until = until
-			if l.timer != nil {
-				l.timer.Reset(until.Sub(c.now()))
-			}
-		}
+	now := c.now()
+	l.mu.Lock()
+	l.extending--
+	// Until is at most every bound in the group, so the lock is over when
+	// the earliest of them has passed.
+	over := l.overLocked(now)
+	if ok && !over {
+		l.setUntilLocked(l.groupMin, now)
+		l.ttl = ttl
 		l.mu.Unlock()
-		return nil
+		return r, nil
 	}
-	if r.lost() {
-		l.end()
+	if r.lost() && l.endLocked() {
+		l.endHow = endLostExtend
 	}
+	l.mu.Unlock()
 	err := r.err(ctx, ErrLockLost)
 	if ok {
-		err = errors.Join(err, fmt.Errorf("no validity left: extending took %v of the %v TTL", c.now().Sub(start), ttl))
+		err = errors.Join(err, fmt.Errorf("no validity left: extending took %v of the %v TTL", now.Sub(start), ttl))
 	}
-	return err
+	return r, err
 }
 
-// Unlock releases the lock on every node and closes Done. It returns once a
-// quorum confirmed the release (the other nodes are released in the
-// background, each bounded by the node timeout), or an error matching
-// ErrLockLost when fewer than a quorum still held the lock, with the per-node
-// causes joined in.
+// Unlock releases the lock on every node and closes Done. It sends the
+// release to every node whatever ctx says, an ended ctx included, each bounded
+// by the node timeout. It returns once a quorum confirmed the release (the
+// other nodes are released in the background; Close waits for them), or
+// once the node timeout passed or too many nodes said they did not hold the
+// lock for a quorum to confirm it: then with an error matching ErrLockLost,
+// with the per-node causes, the votes (*VoteError) and, when ctx ended, ctx's
+// error joined in; it matches ErrUnavailable too when so many nodes failed
+// that no quorum could answer. A SET of the acquisition that had not answered
+// when TryLock returned is followed too: its node is released once it answers
+// (see TryLock).
+//
+// Unlock releases once: a later call returns ErrAlreadyUnlocked at once,
+// without a call to the nodes, whatever the first one returned.
 func (l *Lock) Unlock(ctx context.Context) error {
+	if l == nil {
+		return errNilLock
+	}
+	return l.observedUnlock(ctx)
+}
+
+// unlock is Unlock, which also returns its round (nil when it sent nothing)
+// and whether it ended the lock, for the observers.
+func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 	l.mu.Lock()
-	l.endLocked()
+	if l.unlocked {
+		l.mu.Unlock()
+		return nil, false, ErrAlreadyUnlocked
+	}
+	l.unlocked = true
+	ended := l.endLocked()
+	if ended {
+		l.endHow = endNone // reported by Unlock, which knows how it ended
+	}
 	acq := l.acq
 	l.acq = nil
+	deadline := l.expiry
 	l.mu.Unlock()
-	late := l.followLateSets(ctx, acq)
-	r := l.c.start(ctx, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
+	bg := context.WithoutCancel(ctx)
+	late := l.followLateSets(bg, acq, deadline)
+	r := l.c.start(bg, OpRelease, l.name, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
 		if late && acq.state[i] == pending {
 			return false, nil // released once its SET has answered
 		}
 		return l.c.release(ctx, i, l.key, l.value)
 	})
-	if r.wait(ctx) {
-		return nil
+	if r.wait(bg) { // the calls end at the node timeout
+		return r, ended, nil
 	}
-	return r.err(ctx, ErrLockLost)
+	return r, ended, r.err(ctx, ErrLockLost)
 }
 
 // followLateSets handles the SETs of the acquisition that had not answered
 // when TryLock returned. Released now, such a node could apply the SET after
 // the release and keep the key for a whole TTL, so it is released once its
-// SET answers, in the background, bounded by the node timeout. It returns
+// SET answers, in the background, and again until it answers (see settle),
+// until the later of deadline and a TTL after the SET's reply. It returns
 // whether any node is left to that: those still pending in acq, whose state
 // no longer changes.
-func (l *Lock) followLateSets(ctx context.Context, acq *round) bool {
+func (l *Lock) followLateSets(bg context.Context, acq *round, deadline time.Time) bool {
 	if acq == nil {
 		return false
 	}
@@ -187,16 +330,21 @@ func (l *Lock) followLateSets(ctx context.Context, acq *round) bool {
 	if n == 0 {
 		return false
 	}
-	c, bg := l.c, context.WithoutCancel(ctx)
-	go func() {
+	c := l.c
+	c.background(func() {
 		for range n {
 			rep := <-acq.replies
-			if rep.err != nil || rep.ok {
-				rctx, cancel := context.WithTimeout(bg, c.nodeTimeout)
-				c.nodes[rep.node].EvalRelease(rctx, l.key, l.value)
-				cancel()
+			deadline := deadline
+			if d := c.now().Add(c.ttl); d.After(deadline) {
+				deadline = d
+			}
+			switch {
+			case rep.err != nil:
+				c.background(func() { c.settle(bg, rep.node, l.key, l.value, 2, deadline, nil) })
+			case rep.ok:
+				c.background(func() { c.settle(bg, rep.node, l.key, l.value, 1, deadline, nil) })
 			}
 		}
-	}()
+	})
 	return true
 }

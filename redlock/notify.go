@@ -24,20 +24,20 @@ func (c *Client) watch(ctx context.Context, key string) *watcher {
 	w := &watcher{released: make(chan struct{}, 1)}
 	results := make(chan bool, len(c.nodes))
 	started := 0
-	for _, nn := range c.notifiers {
+	for i, nn := range c.notifiers {
 		if nn == nil {
 			continue
 		}
 		started++
-		go func() {
+		c.background(func() {
 			sctx, cancel := context.WithTimeout(ctx, c.nodeTimeout)
-			stop, err := nn.Subscribe(sctx, key, w.released)
+			stop, err := c.subscribe(sctx, i, nn, key, w.released)
 			cancel()
 			if err == nil && !w.keep(stop) {
 				stop()
 			}
 			results <- err == nil
-		}()
+		})
 	}
 	for range started {
 		if <-results {

@@ -30,11 +30,51 @@ const (
 // jittered exponential from 10ms up to 250ms.
 var DefaultBackoff = ExponentialBackoff(10*time.Millisecond, 250*time.Millisecond)
 
-// An Option configures a Client. Options are checked by New and Open, which
-// return an error that names a bad value.
+// An Option configures a Client, or one call. Options are checked by New and
+// Open, which return an error that names a bad value.
+//
+// TryLock, Lock and Do take options too, which apply to that call only, over
+// the Client's: WithTTL (all three), WithBackoff and WithMaxAttempts (Lock and
+// Do) and WithExtendInterval (Do). A call checks them as Open does, and
+// returns an error that names an option that applies to the Client only
+// (WithTLSConfig, WithKeyPrefix, WithFencing, WithNodeTimeout,
+// WithDriftFactor, WithObserver, WithLogger) or that means nothing for the method (WithBackoff on
+// TryLock, say).
 type Option func(*config)
 
+// optionSet records which options a config was given, one bit per option.
+type optionSet uint16
+
+// The options, as bits of an optionSet. Every Option sets its bit; a call
+// accepts only the options of its method (see callOptions).
+const (
+	optTTL optionSet = 1 << iota
+	optNodeTimeout
+	optDrift
+	optBackoff
+	optFencing
+	optKeyPrefix
+	optTLS
+	optExtend
+	optMaxAttempts
+	optObserver // WithObserver and WithLogger
+)
+
+var optionNames = map[optionSet]string{
+	optTTL:         "WithTTL",
+	optNodeTimeout: "WithNodeTimeout",
+	optDrift:       "WithDriftFactor",
+	optBackoff:     "WithBackoff",
+	optFencing:     "WithFencing",
+	optKeyPrefix:   "WithKeyPrefix",
+	optTLS:         "WithTLSConfig",
+	optExtend:      "WithExtendInterval",
+	optMaxAttempts: "WithMaxAttempts",
+	optObserver:    "WithObserver (or WithLogger)",
+}
+
 type config struct {
+	set            optionSet
 	ttl            time.Duration
 	nodeTimeout    time.Duration
 	nodeTimeoutSet bool
@@ -42,36 +82,41 @@ type config struct {
 	backoff        Backoff
 	fencing        bool
 	extendEvery    time.Duration
+	maxAttempts    int // 0: no cap
 	keyPrefix      string
 	tls            *tls.Config
+	observers      []Observer // WithObserver, WithLogger
+	errs           []error    // from options that found a bad value at once
 }
 
 // WithTTL sets how long a lock lives on the nodes unless extended (default
 // 10s). It must be positive and larger than the drift it implies
 // (ttl*driftFactor + 2ms).
 func WithTTL(ttl time.Duration) Option {
-	return func(c *config) { c.ttl = ttl }
+	return func(c *config) { c.ttl, c.set = ttl, c.set|optTTL }
 }
 
 // WithNodeTimeout bounds each call to one node. It must be positive and
 // smaller than the TTL; keep it much smaller, since a slow node eats into the
 // lock's validity. The default is TTL/10, at most 200ms.
 func WithNodeTimeout(d time.Duration) Option {
-	return func(c *config) { c.nodeTimeout, c.nodeTimeoutSet = d, true }
+	return func(c *config) { c.nodeTimeout, c.nodeTimeoutSet, c.set = d, true, c.set|optNodeTimeout }
 }
 
 // WithDriftFactor sets the share of the TTL subtracted from a lock's validity
 // for clock drift between the client and the nodes (default 0.01); 2ms are
 // always added for Redis' own expiry precision. It must be in [0, 1).
 func WithDriftFactor(f float64) Option {
-	return func(c *config) { c.driftFactor = f }
+	return func(c *config) { c.driftFactor, c.set = f, c.set|optDrift }
 }
 
 // WithBackoff sets how long Lock waits between attempts (default
-// DefaultBackoff). Lock keeps trying until it holds the lock or its context
-// ends.
+// DefaultBackoff); a wait shorter than 1ms (zero or negative included) is
+// taken as 1ms. Lock keeps trying until it holds the lock, its context ends,
+// or WithMaxAttempts's cap is reached: without a deadline on the context or a
+// cap, Lock waits as long as the key is held.
 func WithBackoff(b Backoff) Option {
-	return func(c *config) { c.backoff = b }
+	return func(c *config) { c.backoff, c.set = b, c.set|optBackoff }
 }
 
 // WithFencing gives every lock a fencing token (Lock.Token) that rises with
@@ -87,7 +132,7 @@ func WithBackoff(b Backoff) Option {
 // node must implement driver.Fencer (all drivers of this module do); New and
 // Open fail otherwise.
 func WithFencing() Option {
-	return func(c *config) { c.fencing = true }
+	return func(c *config) { c.fencing, c.set = true, c.set|optFencing }
 }
 
 // WithKeyPrefix puts prefix before every lock key on the nodes (default none),
@@ -97,7 +142,7 @@ func WithFencing() Option {
 // shared by all prefixes; the README gives the whole rule). Lock.Key still
 // returns the key without the prefix.
 func WithKeyPrefix(prefix string) Option {
-	return func(c *config) { c.keyPrefix = prefix }
+	return func(c *config) { c.keyPrefix, c.set = prefix, c.set|optKeyPrefix }
 }
 
 // WithTLSConfig makes Open connect to every node with TLS using cfg, for
@@ -107,13 +152,29 @@ func WithKeyPrefix(prefix string) Option {
 // Redis driver here does. New, which takes nodes already configured, rejects
 // it.
 func WithTLSConfig(cfg *tls.Config) Option {
-	return func(c *config) { c.tls = cfg }
+	return func(c *config) { c.tls, c.set = cfg, c.set|optTLS }
 }
 
-// WithExtendInterval sets how often Do extends the lock it holds (default
-// TTL/3). It must be positive and shorter than the TTL.
+// WithMaxAttempts caps the attempts of Lock and Do at n (at least 1; the
+// first attempt counts): after n attempts that did not obtain the lock, they
+// return the last attempt's error, which matches ErrNotObtained. Without a cap
+// (the default) and without a deadline on the context, Lock waits as long as
+// the key is held.
+func WithMaxAttempts(n int) Option {
+	return func(c *config) { c.maxAttempts, c.set = n, c.set|optMaxAttempts }
+}
+
+// WithExtendInterval sets how often Do extends the lock it holds: the next
+// extension starts at most d after the previous one ended (sooner after a
+// failed one). It must leave room for an extension inside the validity: d +
+// the node timeout < TTL - drift (ttl*driftFactor + 2ms); New and Open reject
+// any other d. The default is TTL/3, or less when the node timeout needs it:
+// (TTL - drift - node timeout)/2. (A node timeout of TTL - drift or more
+// leaves no room for any interval; New accepts it without WithExtendInterval,
+// for TryLock and Lock, and Do then extends every TTL/3 and keeps the lock
+// only while the nodes answer well within the node timeout.)
 func WithExtendInterval(d time.Duration) Option {
-	return func(c *config) { c.extendEvery = d }
+	return func(c *config) { c.extendEvery, c.set = d, c.set|optExtend }
 }
 
 func newConfig(opts []Option) (config, error) {
@@ -127,10 +188,15 @@ func newConfig(opts []Option) (config, error) {
 	if !c.nodeTimeoutSet {
 		c.nodeTimeout = min(c.ttl/10, MaxNodeTimeout)
 	}
-	if c.extendEvery == 0 {
-		c.extendEvery = c.ttl / 3
+	// The validity left for Do's extensions: one must fit within it, with
+	// the node timeout that its round may take.
+	room := extendRoom(c.ttl, drift(c.ttl, c.driftFactor), c.nodeTimeout)
+	if c.set&optExtend == 0 {
+		c.extendEvery = defaultExtendInterval(c.ttl, room)
 	}
 	switch {
+	case len(c.errs) > 0:
+		return c, errors.Join(c.errs...)
 	case math.IsNaN(c.driftFactor) || c.driftFactor < 0 || c.driftFactor >= 1:
 		return c, fmt.Errorf("redlock: drift factor %v is not in [0, 1)", c.driftFactor)
 	case c.ttl <= 0:
@@ -143,14 +209,33 @@ func newConfig(opts []Option) (config, error) {
 		return c, fmt.Errorf("redlock: node timeout %v is not positive", c.nodeTimeout)
 	case c.nodeTimeout >= c.ttl:
 		return c, fmt.Errorf("redlock: node timeout %v is not smaller than the TTL %v", c.nodeTimeout, c.ttl)
-	case c.extendEvery <= 0 || c.extendEvery >= c.ttl:
-		return c, fmt.Errorf("redlock: extend interval %v is not between 0 and the TTL %v", c.extendEvery, c.ttl)
+	case c.extendEvery <= 0:
+		return c, fmt.Errorf("redlock: extend interval %v is not positive", c.extendEvery)
+	case c.set&optExtend != 0 && c.extendEvery >= room:
+		return c, fmt.Errorf("redlock: extend interval %v leaves no room for an extension: with the node timeout %v it must stay below the TTL %v minus the drift allowance %v", c.extendEvery, c.nodeTimeout, c.ttl, drift(c.ttl, c.driftFactor))
 	case c.backoff == nil:
 		return c, errors.New("redlock: nil Backoff")
+	case c.set&optMaxAttempts != 0 && c.maxAttempts < 1:
+		return c, fmt.Errorf("redlock: max attempts %d is less than 1", c.maxAttempts)
 	case len(c.keyPrefix) >= MaxKeyLen:
 		return c, fmt.Errorf("redlock: key prefix of %d bytes leaves no room for a key (at most %d bytes together)", len(c.keyPrefix), MaxKeyLen)
 	}
 	return c, nil
+}
+
+// extendRoom is the validity left for Do's extensions, which must fit in it
+// with the node timeout that an extension's round may take.
+func extendRoom(ttl, drift, nodeTimeout time.Duration) time.Duration {
+	return ttl - drift - nodeTimeout
+}
+
+// defaultExtendInterval is Do's extension interval when none is given: TTL/3,
+// or less when the node timeout needs it (half the room, when there is any).
+func defaultExtendInterval(ttl, room time.Duration) time.Duration {
+	if room > 0 {
+		return min(ttl/3, room/2)
+	}
+	return ttl / 3
 }
 
 // drift is the part of a TTL that a lock's validity sets aside for clock drift

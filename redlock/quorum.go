@@ -3,8 +3,8 @@ package redlock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-redlock/redlock/driver"
 )
@@ -26,6 +26,45 @@ const (
 	failed         // answered with an error: outcome unknown
 )
 
+// roundObs is what the observers need to know of a round. It is the parent
+// of the round's context, set only when the Client has observers, so that a
+// round without them is no larger; with them, it costs one allocation.
+type roundObs struct {
+	context.Context
+	op    string    // OpAcquire, ...
+	name  string    // the lock's key without the prefix
+	began time.Time // when the calls were handed to the workers
+}
+
+type roundObsKey struct{}
+
+// Value returns ro for roundObsKey, and otherwise the parent's value.
+func (ro *roundObs) Value(key any) any {
+	if key == (roundObsKey{}) {
+		return ro
+	}
+	return ro.Context.Value(key)
+}
+
+// observed returns the round's roundObs; nil when the Client has no
+// observers.
+func (r *round) observed() *roundObs {
+	if r.c.obs == nil {
+		return nil
+	}
+	ro, _ := r.ctx.Value(roundObsKey{}).(*roundObs)
+	return ro
+}
+
+// keyName is the lock's key without the prefix, for the observers; "" when
+// the Client has none.
+func (r *round) keyName() string {
+	if ro := r.observed(); ro != nil {
+		return ro.name
+	}
+	return ""
+}
+
 // A round is one command sent to every node at once, each call bounded by the
 // node timeout. The caller collects replies only until the outcome is decided;
 // calls still running finish in the background, bounded by the node timeout.
@@ -37,8 +76,15 @@ type round struct {
 	yes      int // nodes that answered true
 	no       int // nodes that answered false or failed
 	refused  int // nodes that answered false
-	errs     []error
-	running  atomic.Int32 // calls not yet returned; the last cancels ctx
+	failed   int // nodes that answered with an error
+	// permanent counts the nodes that answered an error retrying cannot fix
+	// (driver.PermanentCode); code is the first such error's code.
+	permanent int
+	code      string
+	decided   bool            // wait saw the outcome decided, rather than ctx end
+	caller    context.Context // the caller's: a failure after it ended is not the node's
+	errs      []error
+	running   atomic.Int32 // calls not yet returned; the last cancels ctx
 
 	op     op
 	ctx    context.Context // bounds every call by the node timeout
@@ -48,13 +94,17 @@ type round struct {
 // call runs the round's op on node i and sends its reply.
 func (r *round) call(i int) {
 	ok, err := r.op(r.ctx, i, r.c.nodes[i])
+	if ro := r.observed(); ro != nil {
+		r.c.observeNode(r.ctx, i, ro.op, ro.name, ro.began, ok, err)
+	}
 	r.replies <- reply{node: i, ok: ok && err == nil, err: err}
 	if r.running.Add(-1) == 0 {
 		r.cancel()
 	}
+	r.c.inflight.done()
 }
 
-func (c *Client) start(ctx context.Context, o op) *round {
+func (c *Client) start(ctx context.Context, opName, name string, o op) *round {
 	r := &round{c: c, replies: make(chan reply, len(c.nodes))}
 	if len(c.nodes) <= len(r.stateBuf) {
 		r.state = r.stateBuf[:len(c.nodes)]
@@ -63,9 +113,14 @@ func (c *Client) start(ctx context.Context, o op) *round {
 	}
 	// One deadline for all the calls, which start together: one timer per
 	// round rather than one per node.
+	r.caller = ctx
+	if c.obs != nil {
+		ctx = &roundObs{Context: ctx, op: opName, name: name, began: time.Now()}
+	}
 	r.ctx, r.cancel = context.WithTimeout(ctx, c.nodeTimeout)
 	r.op = o
 	r.running.Store(int32(len(c.nodes)))
+	c.inflight.add(len(c.nodes))
 	for i := range c.nodes {
 		c.workers.run(task{r, i})
 	}
@@ -84,6 +139,8 @@ func (r *round) wait(ctx context.Context) bool {
 			return false
 		}
 	}
+	// Replies that came as ctx ended may be its errors, not the nodes'.
+	r.decided = ctx.Err() == nil
 	return r.yes >= q
 }
 
@@ -92,6 +149,15 @@ func (r *round) record(rep reply) {
 	case rep.err != nil:
 		r.state[rep.node] = failed
 		r.no++
+		if r.caller.Err() == nil { // not cut short by the caller
+			r.failed++
+		}
+		if code := driver.PermanentCode(rep.err); code != "" {
+			r.permanent++
+			if r.code == "" {
+				r.code = code
+			}
+		}
 		r.errs = append(r.errs, &NodeError{Addr: r.c.names[rep.node], Err: rep.err})
 	case rep.ok:
 		r.state[rep.node] = granted
@@ -110,10 +176,23 @@ func (r *round) pendingCount() int { return len(r.state) - r.yes - r.no }
 // lock: it is known to be lost, not merely unconfirmed.
 func (r *round) lost() bool { return r.refused > len(r.state)-r.c.quorum }
 
-// err joins sentinel, a summary of the votes, the nodes' errors and ctx.Err().
+// permanentFailure reports whether so many nodes answered errors that
+// retrying cannot fix that no quorum is possible until someone fixes them.
+func (r *round) permanentFailure() bool { return r.permanent > len(r.state)-r.c.quorum }
+
+// votes returns the round's votes so far.
+func (r *round) votes() *VoteError {
+	return &VoteError{
+		Granted: r.yes, Refused: r.refused, Failed: r.failed, Needed: r.c.quorum, Nodes: len(r.state),
+		Permanent: r.permanent, code: r.code,
+	}
+}
+
+// err joins sentinel, the votes (a *VoteError, which matches ErrUnavailable
+// when too many nodes failed), the nodes' errors and ctx.Err().
 func (r *round) err(ctx context.Context, sentinel error) error {
 	errs := make([]error, 0, len(r.errs)+3)
-	errs = append(errs, sentinel, fmt.Errorf("%d of %d nodes agreed, %d needed", r.yes, len(r.state), r.c.quorum))
+	errs = append(errs, sentinel, r.votes())
 	errs = append(errs, r.errs...)
 	if err := ctx.Err(); err != nil {
 		errs = append(errs, err)

@@ -63,7 +63,9 @@ func TestLockExcludesAndUnlockFrees(t *testing.T) {
 
 	require.NoError(t, l.Unlock(ctx))
 	require.Eventually(t, func() bool { return holders(mem, "k") == 0 }, 5*time.Second, time.Millisecond)
-	require.ErrorIs(t, l.Unlock(ctx), redlock.ErrLockLost, "a second Unlock finds nothing to release")
+	err = l.Unlock(ctx)
+	require.ErrorIs(t, err, redlock.ErrAlreadyUnlocked, "a second Unlock says the lock was released")
+	assert.NotErrorIs(t, err, redlock.ErrLockLost, "a second Unlock did not lose the lock")
 
 	l2, err := c.Lock(ctx, "k")
 	require.NoError(t, err)
@@ -230,7 +232,7 @@ func TestExtend(t *testing.T) {
 }
 
 func TestContextEnds(t *testing.T) {
-	_, nodes := memNodes(3)
+	mem, nodes := memNodes(3)
 	c := newClient(t, nodes)
 
 	canceled, cancel := context.WithCancel(t.Context())
@@ -247,10 +249,19 @@ func TestContextEnds(t *testing.T) {
 	require.ErrorIs(t, err, redlock.ErrNotObtained)
 	require.ErrorIs(t, err, context.DeadlineExceeded, "Lock must say that its context ended")
 
+	// Unlock releases whatever its context says (issue 11, defect 4).
+	require.NoError(t, l.Unlock(canceled))
+	require.ErrorIs(t, l.Unlock(canceled), redlock.ErrAlreadyUnlocked, "a second Unlock calls no node (issue 12)")
+
+	l, err = c.TryLock(t.Context(), "k2")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return holders(mem, "k2") == 3 }, 5*time.Second, time.Millisecond)
+	for _, m := range mem {
+		m.Delete("k2")
+	}
 	err = l.Unlock(canceled)
-	require.ErrorIs(t, err, redlock.ErrLockLost)
-	require.ErrorIs(t, err, context.Canceled)
-	require.NoError(t, l.Unlock(t.Context()))
+	require.ErrorIs(t, err, redlock.ErrLockLost, "nothing left to release")
+	require.ErrorIs(t, err, context.Canceled, "the ended context is joined when no quorum confirmed")
 }
 
 func TestLockWaitsForRelease(t *testing.T) {

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -11,9 +12,21 @@ import (
 // maxWakeJitter caps the random delay of a waiter woken by a release.
 const maxWakeJitter = 5 * time.Millisecond
 
-// Lock acquires the lock named key, retrying until it holds the lock or ctx
-// ends. Give ctx a deadline to bound the wait. When ctx ends first, the error
-// matches ErrNotObtained and ctx.Err().
+// Lock acquires the lock named key, retrying until it holds the lock, ctx
+// ends, or the attempts reach WithMaxAttempts's cap. Give ctx a deadline, or
+// a cap, to bound the wait: without either, Lock waits as long as the key is
+// held. When ctx ends first, the error matches ErrNotObtained and ctx.Err();
+// after the last allowed attempt, it matches ErrNotObtained. Either way it is
+// the error of the last attempt that finished (not cut short by ctx), with
+// its votes (*VoteError): it matches ErrUnavailable when too many nodes
+// failed in that attempt for a quorum.
+//
+// Lock stops at once, without waiting for ctx, when more than
+// len(nodes)-Quorum nodes answered errors that retrying cannot fix
+// (driver.PermanentCode: authentication, ACL permission, wrong type, out of
+// memory, read-only replica); the error names the cause.
+//
+// opts apply to this call only: WithTTL, WithBackoff and WithMaxAttempts.
 //
 // How it waits, after a first attempt failed:
 //   - Waiters for one key in one Client take turns: only one of them competes
@@ -25,11 +38,57 @@ const maxWakeJitter = 5 * time.Millisecond
 //     most twice its last attempt's duration (and at most 5ms), so that
 //     waiters of several Clients woken by one release do not all vote at once.
 //   - Otherwise, and as the fallback for locks that expire rather than being
-//     released, it retries after the Backoff's delays.
-func (c *Client) Lock(ctx context.Context, key string) (*Lock, error) {
-	l, err := c.TryLock(ctx, key)
-	if !retryable(ctx, err) {
-		return l, ended(ctx, err)
+//     released, it retries after the Backoff's delays, each at least 1ms.
+func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
+	cc, err := c.callOptions("Lock", lockOptions, opts)
+	if err != nil {
+		return nil, err
+	}
+	return c.observedLock(ctx, key, cc)
+}
+
+// attempts runs Lock's attempts and keeps its verdict.
+type attempts struct {
+	c       *Client
+	key     string
+	cc      callConfig
+	made    int
+	verdict error // the error of the last attempt that finished
+}
+
+// try makes one attempt. It returns stop=true with the lock, or with the error
+// to return, when Lock must not try again.
+func (a *attempts) try(ctx context.Context) (l *Lock, stop bool, err error) {
+	a.made++
+	l, o, err := a.c.attempt(ctx, a.key, a.cc, a.made)
+	if o.finished || a.verdict == nil {
+		a.verdict = err
+	}
+	switch {
+	case err == nil:
+		return l, true, nil
+	case !errors.Is(err, ErrNotObtained): // bad input, closed Client
+		return nil, true, err
+	case ctx.Err() != nil:
+		return nil, true, a.ended(ctx)
+	case o.permanent:
+		return nil, true, err
+	case a.cc.maxAttempts > 0 && a.made >= a.cc.maxAttempts:
+		return nil, true, errors.Join(err, fmt.Errorf("gave up after %d attempts (WithMaxAttempts)", a.made))
+	}
+	return nil, false, err
+}
+
+// ended is the error of Lock when ctx ended: the verdict of the last attempt
+// that finished, and ctx.Err().
+func (a *attempts) ended(ctx context.Context) error { return ended(ctx, a.verdict) }
+
+// lock runs Lock's attempts, counted in a.
+func (c *Client) lock(ctx context.Context, a *attempts) (*Lock, error) {
+	key, cc := a.key, a.cc
+	l, stop, err := a.try(ctx)
+	if stop {
+		return l, err
 	}
 	done, terr := c.takeTurn(ctx, key)
 	if terr != nil {
@@ -46,16 +105,19 @@ func (c *Client) Lock(ctx context.Context, key string) (*Lock, error) {
 	// Try again at once: the lock may have been released while this waiter
 	// waited for its turn or subscribed, unheard.
 	start := time.Now()
-	if l, err = c.TryLock(ctx, key); !retryable(ctx, err) {
-		return l, ended(ctx, err)
+	if l, stop, err = a.try(ctx); stop {
+		return l, err
 	}
 	took := time.Since(start)
-	timer := time.NewTimer(c.backoff(1))
+	timer := time.NewTimer(cc.backoff.wait(1))
 	defer timer.Stop()
 	for attempt := 2; ; attempt++ {
 		select {
 		case <-timer.C:
 		case <-released:
+			if c.obs != nil {
+				c.obs.Wake(ctx, Wake{Key: key, Attempt: a.made + 1})
+			}
 			// Woken by a release: back to the shortest poll if this
 			// attempt is lost to a split vote, which no release follows.
 			attempt = 1
@@ -64,18 +126,18 @@ func (c *Client) Lock(ctx context.Context, key string) (*Lock, error) {
 				select {
 				case <-timer.C:
 				case <-ctx.Done():
-					return nil, errors.Join(err, ctx.Err())
+					return nil, a.ended(ctx)
 				}
 			}
 		case <-ctx.Done():
-			return nil, errors.Join(err, ctx.Err())
+			return nil, a.ended(ctx)
 		}
 		start = time.Now()
-		if l, err = c.TryLock(ctx, key); !retryable(ctx, err) {
-			return l, ended(ctx, err)
+		if l, stop, err = a.try(ctx); stop {
+			return l, err
 		}
 		took = time.Since(start)
-		timer.Reset(c.backoff(attempt))
+		timer.Reset(cc.backoff.wait(attempt))
 	}
 }
 
@@ -86,11 +148,6 @@ func ended(ctx context.Context, err error) error {
 		return errors.Join(err, cerr)
 	}
 	return err
-}
-
-// retryable reports whether a failed TryLock is worth another attempt.
-func retryable(ctx context.Context, err error) bool {
-	return err != nil && errors.Is(err, ErrNotObtained) && ctx.Err() == nil
 }
 
 // A turn is the right to compete for one key over the network among the

@@ -22,14 +22,20 @@ import (
 // after the nodes resume.
 //
 //   - client gave up: the client refused the lock at the node timeout and
-//     sent its release to every node, in the background, bounded by the node
-//     timeout too. Whether a release reaches a paused node behind its SET
-//     depends on the driver's connections (the same connection, a new one,
-//     or a new one whose handshake must be answered first), so the cost is
-//     between nothing and a TTL; the test bounds it by a TTL.
+//     sent its release to every node. A release sent on another connection
+//     than the SET (or behind a handshake) can be executed before the late
+//     SET, so the client repeats the release to a node whose SET had an
+//     unknown outcome until the node has answered two in a row (issue 11,
+//     rule 12), for at most a TTL after the failure: the late keys go as
+//     soon as the nodes resume, and the next client waits about nothing.
+//     The nodes stay paused for two node timeouts, so that the releases sent
+//     meanwhile time out too, and resume within the TTL; resumed after it
+//     (the check that the SETs are queued can take seconds on a busy
+//     machine), the repeats have ended and a late key costs up to a TTL.
 //   - client gone: the client's host vanished while it waited (its
-//     connections cut), so no release ever arrives: the phantom keys block
-//     the lock for a full TTL from the moment they are applied.
+//     connections cut, its process gone: closed), so no release ever
+//     arrives: the phantom keys block the lock for a full TTL from the
+//     moment they are applied.
 func TestScenario06PausedNodeLateSet(t *testing.T) {
 	t.Parallel()
 	const ttl = 2 * time.Second
@@ -77,17 +83,26 @@ func TestScenario06PausedNodeLateSet(t *testing.T) {
 				ns.warmAll(t, a)
 				pause(t, ns.servers[:3])
 				_, err := a.TryLock(t.Context(), key)
+				gaveUp := time.Now()
 				require.ErrorIs(t, err, redlock.ErrNotObtained)
 				require.ErrorIs(t, err, context.DeadlineExceeded)
 				queued(t, ns.servers[:3])
 				// The scenario: the nodes stay paused until the releases the
 				// client sent them in the background have timed out too.
-				time.Sleep(3 * nodeTimeout)
+				time.Sleep(time.Until(gaveUp.Add(2 * nodeTimeout)))
 				resumed := resume(t, ns.servers[:3])
 				waited := lockAfter(t, d, ns.addrs(), key, resumed)
-				require.Less(t, waited, ttl+2*time.Second, "a late SET blocks the lock for at most a TTL")
-				measured(t, "paused nodes, client gave up, %s: the next client waited %v after the nodes resumed (TTL %v)",
-					d, waited.Round(time.Millisecond), ttl)
+				paused := resumed.Sub(gaveUp)
+				if paused < ttl-nodeTimeout {
+					require.Less(t, waited, ttl/2, "the repeated releases remove the late keys once the nodes resume")
+				} else {
+					// Reading /proc/net/tcp (queued) can take seconds on a
+					// busy machine: the nodes resumed after the repeats'
+					// window, and a late key may cost a TTL as before.
+					require.Less(t, waited, ttl+2*time.Second, "a late SET blocks the lock for at most a TTL")
+				}
+				measured(t, "paused nodes, client gave up, %s: resumed %v after the client gave up; the next client waited %v after the nodes resumed (TTL %v)",
+					d, paused.Round(time.Millisecond), waited.Round(time.Millisecond), ttl)
 			})
 
 			t.Run("client gone", func(t *testing.T) {
@@ -107,6 +122,9 @@ func TestScenario06PausedNodeLateSet(t *testing.T) {
 					require.NoError(t, p.Cut())
 				}
 				require.ErrorIs(t, <-done, redlock.ErrNotObtained)
+				// The client's process is gone too: nothing repeats its
+				// releases (Close ends the repeats).
+				require.NoError(t, a.Close())
 				resumed := resume(t, ns.servers[:3])
 				require.Eventually(t, func() bool {
 					h := ns.holders(t, key)

@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/keystatus"
+	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/redistest"
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -95,9 +97,44 @@ func TestACLLeastPrivilegeSuffices(t *testing.T) {
 			})
 		}
 	})
+	t.Run("status", func(t *testing.T) {
+		// What "redlock status" reads: a held key's TTL and its fencing
+		// counter, and a free key's absence.
+		c := openClient(t, "goredis", addrs, redlock.WithKeyPrefix(aclPrefix), redlock.WithFencing())
+		l, err := c.TryLock(t.Context(), "status")
+		require.NoError(t, err, "TryLock")
+		defer l.Unlock(context.WithoutCancel(t.Context()))
+		held, fenced := 0, 0 // a quorum at least: the grant and the token's write need no more
+		for _, a := range addrs {
+			k, free := readKeyStatus(t, a, aclPrefix+"status"), readKeyStatus(t, a, aclPrefix+"status-free")
+			if k.Held && k.TTL > 0 {
+				held++
+			}
+			if k.FenceSet && k.Fence == l.Token() {
+				fenced++
+			}
+			require.False(t, free.Held, "keystatus.Read of a free key")
+		}
+		require.GreaterOrEqual(t, held, c.Quorum(), "nodes on which keystatus.Read finds the held key with a TTL")
+		require.GreaterOrEqual(t, fenced, c.Quorum(), "nodes on which keystatus.Read finds the lock's token")
+	})
 	for _, s := range servers {
-		require.Empty(t, aclLog(t, s), "ACL LOG of %s: the README's rule must allow everything the drivers send", s.Addr())
+		require.Empty(t, aclLog(t, s), "ACL LOG of %s: the README's rule must allow everything the drivers and the command send", s.Addr())
 	}
+}
+
+// readKeyStatus reads what the node at addr holds for key, as "redlock
+// status" does.
+func readKeyStatus(t *testing.T, addr, key string) keystatus.Key {
+	t.Helper()
+	a, err := redisaddr.Parse(addr)
+	require.NoError(t, err)
+	c, err := keystatus.NewClient(a, 2*time.Second)
+	require.NoError(t, err)
+	defer c.Close()
+	k, err := keystatus.Read(t.Context(), c, key)
+	require.NoError(t, err, "keystatus.Read(%s) through %s", key, a)
+	return k
 }
 
 // Every permission of the README's rule is needed: without any one of them,
@@ -146,6 +183,7 @@ func probe(t *testing.T, name string, srv *redistest.Server) {
 			continue
 		}
 		l.Extend(ctx, time.Second)
+		l.TTL(ctx)
 		wctx, wcancel := context.WithTimeout(ctx, time.Second)
 		done := make(chan struct{})
 		go func() {
@@ -162,6 +200,13 @@ func probe(t *testing.T, name string, srv *redistest.Server) {
 		dctx, dcancel := context.WithTimeout(ctx, time.Second)
 		c.Do(dctx, key, func(context.Context) error { return nil })
 		dcancel()
+	}
+	// What "redlock status" reads.
+	if a, err := redisaddr.Parse(addrs[0]); err == nil {
+		if kc, err := keystatus.NewClient(a, time.Second); err == nil {
+			keystatus.Read(ctx, kc, aclPrefix+key)
+			kc.Close()
+		}
 	}
 }
 

@@ -108,6 +108,9 @@ func exercise(t *testing.T, servers []*redistest.Server, prefix string, newClien
 	_, err = waiter.TryLock(ctx, key)
 	require.ErrorIs(t, err, redlock.ErrNotObtained, "TryLock of a held lock")
 	require.NoError(t, l.Extend(ctx, ttl), "Extend")
+	left, err := l.TTL(ctx)
+	require.NoError(t, err, "Lock.TTL")
+	require.Positive(t, left, "Lock.TTL")
 
 	got := make(chan *redlock.Lock, 1)
 	errc := make(chan error, 1)

@@ -34,7 +34,7 @@ import (
 )
 
 // DefaultBench selects the benchmarks of the suite: its cases and the floors.
-const DefaultBench = "^Benchmark(Lock|Floor|Extend|Handoff|Stalled)$"
+const DefaultBench = "^Benchmark(Lock|Floor|Extend|Handoff|Stalled|Observe)$"
 
 // Config says what to run. The zero value of each field means its default.
 type Config struct {
@@ -70,8 +70,8 @@ const (
 
 // Result is one benchmark: one case with its parameters, for one contender.
 type Result struct {
-	// Case is the case: "Lock", "Extend", "Handoff" or "Stalled". The floors
-	// are under "Lock", with Kind KindFloor.
+	// Case is the case: "Lock", "Extend", "Handoff", "Stalled" or "Observe".
+	// The floors are under "Lock", with Kind KindFloor.
 	Case string
 	// Params are the sub-benchmark's parameters: "nodes=5/lockers=64".
 	Params string
@@ -321,7 +321,7 @@ func tail(out string) string {
 
 // cases are the suite's cases in report order; the floors' benchmark is
 // "Floor", reported under "Lock".
-var cases = []string{"Lock", "Extend", "Handoff", "Stalled"}
+var cases = []string{"Lock", "Extend", "Handoff", "Stalled", "Observe"}
 
 // clients are the Redis clients, in report order.
 var clients = []string{"goredis", "redigo", "rueidis", "valkeygo"}
@@ -345,8 +345,10 @@ func newResult(name, bin string, main bool) *Result {
 		return nil
 	case main:
 		res.Kind = KindDriver
-		if slices.Contains(clients, res.Contender) {
-			res.Client = res.Contender
+		// The Observe case's "rueidis+observer" is the rueidis driver
+		// with an observer.
+		if c, _, _ := strings.Cut(res.Contender, "+"); slices.Contains(clients, c) {
+			res.Client = c
 		}
 	default:
 		res.Kind = KindPeer

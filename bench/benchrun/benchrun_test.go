@@ -85,6 +85,8 @@ func TestNewResult(t *testing.T) {
 		{name: "Handoff/redsync-goredis/nodes=5/lockers=4", kind: KindPeer, caseName: "Handoff", client: "goredis", cont: "redsync-goredis"},
 		{name: "Lock/redislock/nodes=1/lockers=1", kind: KindPeer, caseName: "Lock", client: "goredis", cont: "redislock"},
 		{name: "Lock/rueidislock/nodes=1/lockers=1", kind: KindPeer, caseName: "Lock", client: "rueidis", cont: "rueidislock"},
+		{name: "Observe/rueidis+redlockotel/nodes=5/lockers=64", main: true, kind: KindDriver, caseName: "Observe", client: "rueidis", cont: "rueidis+redlockotel"},
+		{name: "Observe/memory+observer/nodes=5/lockers=1", main: true, kind: KindDriver, caseName: "Observe", client: "", cont: "memory+observer"},
 		{name: "Run/Lock/nodes=1/lockers=1", main: true, wantNil: true},
 		{name: "Lock/rueidis", main: true, wantNil: true},
 	} {

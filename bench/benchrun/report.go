@@ -139,6 +139,8 @@ func title(res *Result) string {
 		return "Hand-off of one key: " + where + ", each held 10ms (`Handoff/…/" + res.Params + "`)"
 	case "Stalled":
 		return "Lock+unlock with 2 of 5 nodes stalled: " + plural(lockers, "locker") + " (`Stalled/…/" + res.Params + "`)"
+	case "Observe":
+		return "Observation's cost, lock+unlock: " + where + "; no observer, a no-op Observer, redlockotel over no-op providers (`Observe/…/" + res.Params + "`)"
 	}
 	return res.Case + " " + res.Params
 }
@@ -252,6 +254,9 @@ const methodNotes = `## How these figures are made
 - **Stalled:** two of five nodes are redis-server processes stopped with SIGSTOP after the client
   connected to them; every operation is bounded by a 1s context. **failed/op**, when shown, is the
   share of operations that returned an error (the run goes on; a benchmark fails only above 10%).
+- **Observe:** the Lock case for the memory driver (the library alone, no network) and rueidis,
+  each without observers, with a no-op ` + "`redlock.Observer`" + ` ("+observer"), and with
+  ` + "`redlockotel.Instrument`" + ` over OpenTelemetry's no-op tracer and meter providers ("+redlockotel").
 - One case alone: ` + "`go test -run '^$' -bench 'Lock/rueidis/nodes=5/lockers=64' -benchmem . (in bench/)`" + `
   (peers: the same in bench/peers); add ` + "`-cpuprofile cpu.out -memprofile mem.out`" + ` to profile.
 `

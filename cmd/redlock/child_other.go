@@ -7,6 +7,9 @@ import "os"
 // forwardedSignals are the signals run passes on to its command.
 var forwardedSignals = []os.Signal{os.Interrupt}
 
+// holdSignals are the signals that end hold's holding.
+var holdSignals = []os.Signal{os.Interrupt}
+
 // terminate stops p; without SIGTERM, it is killed.
 func terminate(p *os.Process) error { return p.Kill() }
 

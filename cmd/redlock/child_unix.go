@@ -12,6 +12,9 @@ var forwardedSignals = []os.Signal{
 	syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2,
 }
 
+// holdSignals are the signals that end hold's holding.
+var holdSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+
 // terminate asks p to stop with SIGTERM.
 func terminate(p *os.Process) error { return p.Signal(syscall.SIGTERM) }
 

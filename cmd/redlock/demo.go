@@ -87,6 +87,7 @@ type demoEnv struct {
 	// would, underneath its holder.
 	deleteKey func(ctx context.Context, key string) error
 	stop      func()
+	latency   *nodeLatencies // the contention part's node calls
 }
 
 // startDemoNodes starts the nodes.
@@ -191,6 +192,7 @@ func runDemo(ctx context.Context, w io.Writer, o demoOptions) error {
 		return err
 	}
 	defer env.stop()
+	env.latency = newNodeLatencies()
 	stats := make([]*driverStats, len(env.drivers))
 	for i, name := range env.drivers {
 		stats[i] = &driverStats{name: name, notifies: notifies(name, env.addrs[name][0])}
@@ -256,6 +258,7 @@ func runDemo(ctx context.Context, w io.Writer, o demoOptions) error {
 	fmt.Fprintln(w)
 	printDemoTable(w, stats, o.duration)
 	fmt.Fprintf(w, "\nLock latency includes waiting for the other contenders: all drivers share one key.\n")
+	env.latency.print(w)
 	for _, st := range stats {
 		if st.lastErr != nil {
 			fmt.Fprintf(w, "%s: %d errors; the last: %s\n", st.name, st.failed, oneLine(st.lastErr))
@@ -295,7 +298,7 @@ func demoContention(ctx context.Context, env *demoEnv, stats []*driverStats, o d
 	runCtx, cancel := context.WithTimeout(ctx, o.duration)
 	defer cancel()
 	for _, st := range stats {
-		client, err := redlock.Open(st.name, env.addrs[st.name], redlock.WithTTL(5*time.Second))
+		client, err := redlock.Open(st.name, env.addrs[st.name], redlock.WithTTL(5*time.Second), redlock.WithObserver(env.latency))
 		if err != nil {
 			return err
 		}

@@ -26,6 +26,7 @@ func TestDemo(t *testing.T) {
 		"tokens: ",
 		"refused by the store",
 		"hand-off p50",
+		"Per-node latency of the contention part",
 		"Finished in",
 	} {
 		if !strings.Contains(r.stdout, want) {

@@ -119,7 +119,8 @@ checks each node and the set:
   permissions   that the user may run what the drivers send on --key: SET,
                 EVAL, EVALSHA and, inside the scripts, GET, PEXPIRE and DEL
                 (with ACL DRYRUN, or else on a scratch key beside --key);
-                fencing counters and release notifications are warnings
+                fencing counters, release notifications and the reads of
+                status and Lock.TTL (PTTL) are warnings
   cluster       for a node given as a cluster (?cluster=true): its shards,
                 replicas a failover could promote (a warning), slots no
                 shard serves (unsafe), primaries that disagree on the slot
@@ -131,7 +132,9 @@ checks each node and the set:
 
 It exits with 1 when any check fails (unsafe, or a node that cannot be
 reached or used), with 0 otherwise (warnings included), and with 2 for bad
-flags or no nodes. Passwords are never printed.`,
+flags or no nodes. Passwords are never printed.
+
+` + envHelp("nodes", "key", "ttl", "timeout", "max-skew", "json"),
 		Example: `  redlock doctor --nodes 10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379
   REDLOCK_NODES=redis://locker:secret@10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379 redlock doctor --key jobs:nightly
   redlock doctor --json | jq '.nodes[] | {addr, status}'`,
@@ -147,7 +150,7 @@ flags or no nodes. Passwords are never printed.`,
 	f.DurationVar(&o.timeout, "timeout", 2*time.Second, "bounds the connection and each command to one node")
 	f.DurationVar(&o.maxSkew, "max-skew", time.Second, "warn when clocks differ by more than this")
 	f.BoolVar(&o.json, "json", false, "print the report as JSON")
-	return cmd
+	return withEnv(cmd)
 }
 
 // noArgs is cobra.NoArgs with a usage error.

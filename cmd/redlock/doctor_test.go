@@ -223,3 +223,32 @@ func TestDoctorHidesPasswords(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorReadPermissions checks a user that may lock but not run PTTL:
+// doctor passes it, warning that status and Lock.TTL fail.
+func TestDoctorReadPermissions(t *testing.T) {
+	t.Parallel()
+	const password = "s3cret-Passw0rd"
+	servers := redistest.NewServers(t, 3)
+	var urls []string
+	for _, s := range servers {
+		if _, err := s.Do(t.Context(), "ACL", "SETUSER", "nopttl", "on", ">"+password, "~*", "&*", "+@all", "-pttl"); err != nil {
+			t.Fatal(err)
+		}
+		urls = append(urls, "redis://nopttl:"+password+"@"+s.Addr())
+	}
+	rep, r := doctorJSON(t, strings.Join(urls, ","))
+	if r.code == exitFailure && rep.Status == statusFail {
+		for _, n := range rep.Nodes {
+			if c, ok := findCheck(n.Checks, "permissions", statusFail); ok {
+				t.Fatalf("doctor failed a user without PTTL, which only status and Lock.TTL need: %+v", c)
+			}
+		}
+	}
+	for _, n := range rep.Nodes {
+		c, ok := findCheck(n.Checks, "permissions", statusWarn)
+		if !ok || !strings.Contains(c.Message, "PTTL") || !strings.Contains(c.Message, "status") {
+			t.Errorf("node %s: no warning that PTTL is refused: %+v", n.Addr, n.Checks)
+		}
+	}
+}

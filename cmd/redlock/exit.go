@@ -11,10 +11,16 @@ const (
 	exitFailure = 1
 	// exitUsage: bad flags or arguments, no nodes, a bad address or option.
 	exitUsage = 2
-	// exitNotObtained: run did not obtain the lock within --wait (EX_TEMPFAIL
-	// of sysexits.h: try again later).
-	exitNotObtained = 75
-	// exitLockLost: run lost the lock while its command ran.
+	// exitUnavailable: run or hold did not obtain the lock because too many
+	// nodes failed (errors, timeouts) for a quorum to be possible, or status
+	// could not ask a quorum (EX_UNAVAILABLE of sysexits.h).
+	exitUnavailable = 69
+	// exitConflict: run or hold did not obtain the lock within --wait because
+	// it is held elsewhere (EX_TEMPFAIL of sysexits.h: try again later);
+	// --conflict-exit-code replaces it.
+	exitConflict = 75
+	// exitLockLost: run lost the lock while its command ran, or hold while
+	// it held it.
 	exitLockLost = 76
 	// exitCannotExec: run found the command but could not execute it, as
 	// shells report it.

@@ -1,13 +1,17 @@
 // Command redlock puts the Redlock algorithm in a shell.
 //
-//	redlock demo     five local nodes: contention through every driver, a hand-off,
-//	                 a lost lock detected, fencing tokens rising, a report
-//	redlock run      run a command while holding a lock, like flock(1) across machines
-//	redlock doctor   check that a set of Redis nodes is fit for Redlock
+//	redlock run KEY -- CMD   run a command while holding a lock, like flock(1) across machines
+//	redlock hold KEY         hold a lock until interrupted, for shell scripts
+//	redlock status KEY...    who holds a lock on every node: TTL and fencing counter
+//	redlock doctor           check that a set of Redis nodes is fit for Redlock
+//	redlock demo             five local nodes: contention through every driver, a hand-off,
+//	                         a lost lock detected, fencing tokens rising, a report
+//	redlock completion SHELL shell completion for bash, zsh, fish or powershell
 //
-// The nodes of run and doctor come from --nodes host:port,... or from the
-// REDLOCK_NODES environment variable. See "redlock help run" for the exit
-// codes of run.
+// The nodes of run, hold, status and doctor come from --nodes host:port,...
+// or from the REDLOCK_NODES environment variable; every other flag of theirs
+// has its variable too (REDLOCK_TTL, REDLOCK_WAIT, REDLOCK_PREFIX, ...). See
+// "redlock help run" for the exit codes.
 package main
 
 import (
@@ -60,29 +64,49 @@ func rootCommand() *cobra.Command {
 		Use:   "redlock",
 		Short: "Distributed locks on independent Redis masters (Redlock)",
 		Long: `redlock puts the Redlock algorithm in a shell: a lock around any command
-(run), a check of the nodes (doctor), and a tour on local nodes (demo).
+(run), a lock held across the steps of a script (hold), who holds a lock
+(status), a check of the nodes (doctor), and a tour on local nodes (demo).
 
-The nodes of run and doctor are independent Redis masters, given with
---nodes host:port,... or the REDLOCK_NODES environment variable. An address is
-host:port or redis://[user:password@]host:port[/db]; a missing port means 6379.`,
+The nodes are independent Redis masters, given with --nodes host:port,... or
+the REDLOCK_NODES environment variable. An address is host:port,
+redis://[user:password@]host:port[/db] or rediss://... for TLS; a missing port
+means 6379. Every flag of run, hold, status and doctor may come from the
+environment: REDLOCK_ and the flag's name in capitals, with _ for -
+(REDLOCK_TTL, REDLOCK_WAIT, REDLOCK_PREFIX, REDLOCK_CONFLICT_EXIT_CODE, ...);
+a flag on the command line wins.
+
+Exit codes of run and hold: 75 when the lock is held elsewhere
+(--conflict-exit-code), 69 when too many nodes failed for a quorum, 76 when
+the lock was lost, 2 for bad flags or arguments; run also exits with its
+command's status. Shell completion: redlock completion bash|zsh|fish.`,
 		Example: `  redlock demo
   redlock doctor --nodes 10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379
   export REDLOCK_NODES=10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379
-  redlock run --key nightly-report -- ./build-report.sh`,
-		Args: cobra.ArbitraryArgs,
+  redlock run nightly-report -- ./build-report.sh
+  redlock status nightly-report
+  source <(redlock completion bash)`,
+		Version: version(),
+		Args:    cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
 				return usageErrorf("unknown command %q: see redlock --help", args[0])
 			}
 			return cmd.Help()
 		},
+		PersistentPreRunE: func(cmd *cobra.Command, _ []string) error {
+			return applyEnv(cmd)
+		},
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	// --version without the shorthand -v, which is --verbose in run and hold.
+	root.Flags().Bool("version", false, "print the module's version, the VCS revision it was built from, and the Go release")
+	root.SetVersionTemplate("redlock {{.Version}}\n")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageErrorf("%v (see %s --help)", err, cmd.CommandPath())
 	})
-	root.AddCommand(demoCommand(), runCommand(), doctorCommand())
+	root.AddCommand(runCommand(), holdCommand(), statusCommand(), doctorCommand(), demoCommand())
+	addCompletion(root)
 	return root
 }
 

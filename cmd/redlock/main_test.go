@@ -61,12 +61,13 @@ func (r result) String() string {
 	return fmt.Sprintf("exit %d after %v\nstdout:\n%s\nstderr:\n%s", r.code, r.took.Round(time.Millisecond), r.stdout, r.stderr)
 }
 
-// command returns the binary with args, its environment without
-// REDLOCK_NODES so that only the test's flags name nodes.
+// command returns the binary with args, its environment without any
+// REDLOCK_ variable so that only the test's flags and variables count.
 func command(ctx context.Context, args ...string) *exec.Cmd {
 	cmd := exec.CommandContext(ctx, binary, args...)
+	cmd.Env = []string{}
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, nodesEnv+"=") {
+		if !strings.HasPrefix(kv, envPrefix) {
 			cmd.Env = append(cmd.Env, kv)
 		}
 	}
@@ -78,9 +79,17 @@ func command(ctx context.Context, args ...string) *exec.Cmd {
 // returns what it did.
 func invoke(t *testing.T, stdin string, args ...string) result {
 	t.Helper()
+	return invokeEnv(t, nil, stdin, args...)
+}
+
+// invokeEnv is invoke with the environment variables env ("NAME=value")
+// added.
+func invokeEnv(t *testing.T, env []string, stdin string, args ...string) result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 	defer cancel()
 	cmd := command(ctx, args...)
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdin = strings.NewReader(stdin)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
@@ -115,8 +124,15 @@ type background struct {
 // of its own, which the test kills at its end if the binary still runs.
 func start(t *testing.T, args ...string) *background {
 	t.Helper()
+	return startEnv(t, nil, args...)
+}
+
+// startEnv is start with the environment variables env added.
+func startEnv(t *testing.T, env []string, args ...string) *background {
+	t.Helper()
 	b := &background{t: t, lines: make(chan string, 100), done: make(chan struct{})}
 	b.cmd = command(context.Background(), args...)
+	b.cmd.Env = append(b.cmd.Env, env...)
 	b.cmd.Stderr = &b.stderr
 	b.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	pr, pw := io.Pipe()
@@ -219,18 +235,15 @@ func haveRedisServer() bool {
 
 func TestHelp(t *testing.T) {
 	t.Parallel()
-	for _, sub := range []string{"", "demo", "run", "doctor"} {
-		args := []string{"--help"}
-		if sub != "" {
-			args = []string{sub, "--help"}
-		}
+	for _, sub := range []string{"", "demo", "run", "hold", "status", "doctor", "completion", "completion bash", "completion zsh", "completion fish"} {
+		args := append(strings.Fields(sub), "--help")
 		r := invoke(t, "", args...)
 		if r.code != 0 || !strings.Contains(r.stdout, "Examples:") {
 			t.Errorf("redlock %s --help: want exit 0 and examples, got %v", sub, r)
 		}
 	}
 	r := invoke(t, "", "run", "--help")
-	for _, want := range []string{"75", "76", "REDLOCK_TOKEN", "--grace", "--wait"} {
+	for _, want := range []string{"69", "75", "76", "REDLOCK_TOKEN", "--grace", "--wait", "--conflict-exit-code", "--prefix", "--verbose", "REDLOCK_TTL", "REDLOCK_WAIT", "REDLOCK_PREFIX"} {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("redlock run --help does not mention %s:\n%s", want, r.stdout)
 		}
@@ -247,7 +260,15 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown command", []string{"frobnicate"}, "unknown command"},
 		{"unknown flag", []string{"run", "--frob", "--key", "k", "--", "true"}, "unknown flag"},
 		{"no nodes", []string{"run", "--key", "k", "--", "true"}, "no nodes"},
-		{"no key", []string{"run", "--nodes", "127.0.0.1:1", "--", "true"}, "--key"},
+		{"no key", []string{"run", "--nodes", "127.0.0.1:1"}, "no key"},
+		{"empty key", []string{"run", "--nodes", "127.0.0.1:1", "", "--", "true"}, "no key"},
+		{"hold without a key", []string{"hold", "--nodes", "127.0.0.1:1"}, "one key"},
+		{"hold with two keys", []string{"hold", "--nodes", "127.0.0.1:1", "a", "b"}, "one key"},
+		{"hold --for 0", []string{"hold", "--nodes", "127.0.0.1:1", "--for", "0s", "a"}, "--for"},
+		{"status without a key", []string{"status", "--nodes", "127.0.0.1:1"}, "no key"},
+		{"status with an empty key", []string{"status", "--nodes", "127.0.0.1:1", ""}, "empty"},
+		{"status without nodes", []string{"status", "k"}, "no nodes"},
+		{"bad conflict code", []string{"run", "--conflict-exit-code", "-1", "--nodes", "127.0.0.1:1", "k", "--", "true"}, "conflict-exit-code"},
 		{"no command", []string{"run", "--nodes", "127.0.0.1:1", "--key", "k"}, "no command"},
 		{"bad address", []string{"run", "--nodes", "redis://u:hunter2@host:99999", "--key", "k", "--", "true"}, "port"},
 		{"memory driver", []string{"run", "--driver", "memory", "--nodes", "a", "--key", "k", "--", "true"}, "memory"},

@@ -1,15 +1,14 @@
 package main
 
 import (
-	"os"
 	"strings"
 
 	"github.com/spf13/cobra"
 )
 
 // nodesEnv is the environment variable that gives the nodes when --nodes is
-// not set.
-const nodesEnv = "REDLOCK_NODES"
+// not set (see withEnv).
+var nodesEnv = envName("nodes")
 
 // defaultDriver is the driver of run when --driver is not given.
 const defaultDriver = "rueidis"
@@ -23,7 +22,7 @@ type nodeFlags struct {
 // addNodes adds --nodes to cmd.
 func (f *nodeFlags) addNodes(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.nodes, "nodes", "",
-		"comma-separated node addresses, host:port or redis://[user:password@]host:port[/db] (default $"+nodesEnv+")")
+		"comma-separated node addresses, host:port or redis[s]://[user:password@]host:port[/db]")
 }
 
 // addDriver adds --driver to cmd.
@@ -31,14 +30,10 @@ func (f *nodeFlags) addDriver(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.driver, "driver", defaultDriver, "the driver that talks to the nodes: goredis, redigo, rueidis or valkeygo")
 }
 
-// addrs returns the node addresses from --nodes, or else from REDLOCK_NODES,
-// or a usage error when neither names any.
+// addrs returns the node addresses from --nodes (or REDLOCK_NODES, which
+// applyEnv copied into it), or a usage error when neither names any.
 func (f *nodeFlags) addrs() ([]string, error) {
-	src := f.nodes
-	if src == "" {
-		src = os.Getenv(nodesEnv)
-	}
-	addrs := splitList(src)
+	addrs := splitList(f.nodes)
 	if len(addrs) == 0 {
 		return nil, usageErrorf("no nodes: give --nodes host:port,... or set %s", nodesEnv)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/keystatus"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -23,21 +24,11 @@ const pings = 5
 // probeNode runs every check of one node.
 func probeNode(ctx context.Context, a redisaddr.Addr, o doctorOptions) *nodeReport {
 	n := &nodeReport{Addr: a.String(), hostPort: a.HostPort(), Status: statusOK}
-	c := redis.NewClient(&redis.Options{
-		Addr:                  a.HostPort(),
-		Username:              a.Username,
-		Password:              a.Password,
-		DB:                    a.DB,
-		Protocol:              2,
-		DisableIdentity:       true,
-		ContextTimeoutEnabled: true,
-		MaxRetries:            -1,
-		DialerRetries:         1,
-		DialTimeout:           o.timeout,
-		ReadTimeout:           o.timeout,
-		WriteTimeout:          o.timeout,
-		PoolSize:              1,
-	})
+	c, err := keystatus.NewClient(a, o.timeout) // TLS for rediss://
+	if err != nil {
+		n.add("reachable", statusFail, "%v", err)
+		return n
+	}
 	defer c.Close()
 	call := func(args ...any) *redis.Cmd {
 		cctx, cancel := context.WithTimeout(ctx, o.timeout)
@@ -279,6 +270,10 @@ func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, o doctorOptio
 			{"SPUBLISH", []any{"SPUBLISH", ch, ""}},
 			{"SSUBSCRIBE", []any{"SSUBSCRIBE", ch}},
 		}
+		reads := []permission{
+			{"PTTL", []any{"PTTL", o.key}},
+			{"GET", []any{"GET", fk}},
+		}
 		dry := func(ps []permission) (denied []string, err error) {
 			for _, p := range ps {
 				args := append([]any{"ACL", "DRYRUN", user}, p.args...)
@@ -304,6 +299,9 @@ func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, o doctorOptio
 			}
 			if d, err := dry(notify); err == nil && len(d) > 0 {
 				n.add("permissions", statusWarn, "user %s may not publish or subscribe to %q, so waiters poll instead of hearing releases: %s", user, ch, strings.Join(d, "; "))
+			}
+			if d, err := dry(reads); err == nil && len(d) > 0 {
+				n.add("permissions", statusWarn, "user %s may not read the TTL of %q or its fencing counter, so redlock status and Lock.TTL fail: %s", user, o.key, strings.Join(d, "; "))
 			}
 			return
 		}

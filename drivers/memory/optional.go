@@ -10,6 +10,7 @@ import (
 var (
 	_ driver.Fencer   = (*Node)(nil)
 	_ driver.Notifier = (*Node)(nil)
+	_ driver.TTLer    = (*Node)(nil)
 )
 
 // SetNXFence is SetNX that also returns the fencing counter at fenceKey.
@@ -51,6 +52,26 @@ func (n *Node) Fence(fenceKey string) uint64 {
 	n.s.mu.Lock()
 	defer n.s.mu.Unlock()
 	return n.s.fences[fenceKey]
+}
+
+// TTL returns key's remaining time to live, rounded down to the millisecond
+// as Redis' PTTL is, if key holds value.
+func (n *Node) TTL(ctx context.Context, key, value string) (time.Duration, bool, error) {
+	if err := n.enter(ctx); err != nil {
+		return 0, false, err
+	}
+	s := n.s
+	e, ok := s.get(key)
+	if !ok || e.value != value {
+		_, err := n.leave(false)
+		return 0, false, err
+	}
+	left := e.expires.Sub(s.clock.Now()).Truncate(time.Millisecond)
+	ok, err := n.leave(true)
+	if err != nil {
+		return 0, false, err
+	}
+	return left, ok, nil
 }
 
 // ReleaseNotify is EvalRelease that also notifies the key's subscribers.

@@ -17,6 +17,7 @@ import (
 var (
 	_ driver.Fencer   = (*node)(nil)
 	_ driver.Notifier = (*node)(nil)
+	_ driver.TTLer    = (*node)(nil)
 )
 
 // SetNXFence runs driver.SetNXFenceScript: SET key value NX PX ttl, and the
@@ -28,6 +29,11 @@ func (n *node) SetNXFence(ctx context.Context, key, value string, ttl time.Durat
 // RaiseFence runs driver.RaiseFenceScript.
 func (n *node) RaiseFence(ctx context.Context, key, value, fenceKey string, token uint64) (bool, error) {
 	return rediscmd.OK(n.do(ctx, rediscmd.RaiseFence(key, value, fenceKey, token)))
+}
+
+// TTL runs driver.TTLScript: the key's PTTL if it holds value.
+func (n *node) TTL(ctx context.Context, key, value string) (time.Duration, bool, error) {
+	return rediscmd.TTLHeld(n.do(ctx, rediscmd.TTL(key, value)))
 }
 
 // ReleaseNotify runs driver.ReleaseNotifyScript, which publishes the release

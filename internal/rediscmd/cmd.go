@@ -28,6 +28,7 @@ const (
 	OpReleaseNotify           // driver.ReleaseNotifyScript: Key; Value, driver.ReleaseChannel(Key)
 	OpExtend                  // driver.ExtendScript: Key; Value, TTL
 	OpRaiseFence              // driver.RaiseFenceScript: Key, FenceKey; Value, Token
+	OpTTL                     // driver.TTLScript: Key; Value
 )
 
 var opNames = [...]string{
@@ -37,6 +38,7 @@ var opNames = [...]string{
 	OpReleaseNotify: "release",
 	OpExtend:        "extend",
 	OpRaiseFence:    "raise fence",
+	OpTTL:           "TTL",
 }
 
 // String names the command in errors.
@@ -92,16 +94,25 @@ func RaiseFence(key, value, fenceKey string, token uint64) Cmd {
 // driver.ReleaseChannel(key).
 func ReleaseNotify(key, value string) Cmd { return Cmd{Op: OpReleaseNotify, Key: key, Value: value} }
 
+// TTL is driver.TTLer's TTL: driver.TTLScript, which reads key's remaining
+// time to live if it holds value.
+func TTL(key, value string) Cmd { return Cmd{Op: OpTTL, Key: key, Value: value} }
+
 // Result is what a command returned: OK for true (set, released, extended,
-// raised), and for SetNXFence the counter read.
+// raised, held), for SetNXFence the counter read, and for TTL the remaining
+// time to live.
 type Result struct {
 	OK      bool
 	Counter uint64
+	TTL     time.Duration
 }
 
 // OK returns a command's outcome as a driver.Node method does: whether the
 // command was applied, and the error of sending it.
 func OK(r Result, err error) (bool, error) { return r.OK, err }
+
+// TTLHeld returns a TTL command's outcome as driver.TTLer's TTL does.
+func TTLHeld(r Result, err error) (time.Duration, bool, error) { return r.TTL, r.OK, err }
 
 // OKCounter is OK with the counter, as driver.Fencer's SetNXFence returns it.
 func OKCounter(r Result, err error) (bool, uint64, error) { return r.OK, r.Counter, err }
@@ -127,6 +138,8 @@ func (c *Cmd) Script() (driver.Script, bool) {
 		return driver.ExtendScript(), true
 	case OpRaiseFence:
 		return driver.RaiseFenceScript(), true
+	case OpTTL:
+		return driver.TTLScript(), true
 	}
 	return driver.Script{}, false
 }
@@ -193,6 +206,8 @@ func (c *Cmd) Parse(reply any) (Result, error) {
 		return Result{}, fmt.Errorf("unexpected reply of type %T", reply)
 	case OpSetNXFence:
 		return parseFence(reply)
+	case OpTTL:
+		return parseTTL(reply)
 	}
 	switch reply {
 	case int64(1):
@@ -201,6 +216,22 @@ func (c *Cmd) Parse(reply any) (Result, error) {
 		return Result{}, nil
 	}
 	return Result{}, fmt.Errorf("unexpected script reply of type %T", reply)
+}
+
+// parseTTL reads TTLScript's PTTL, or -2 when the key does not hold the value.
+func parseTTL(reply any) (Result, error) {
+	ms, ok := reply.(int64)
+	switch {
+	case !ok:
+		return Result{}, fmt.Errorf("unexpected script reply of type %T", reply)
+	case ms == -2:
+		return Result{}, nil
+	case ms == -1:
+		return Result{}, errors.New("the key holds the lock without a time to live (PTTL -1)")
+	case ms < 0:
+		return Result{}, fmt.Errorf("unexpected script reply %d", ms)
+	}
+	return Result{OK: true, TTL: time.Duration(ms) * time.Millisecond}, nil
 }
 
 // parseFence reads SetNXFenceScript's {1|0, counter}.

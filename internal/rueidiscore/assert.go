@@ -1,7 +1,7 @@
 package rueidiscore
 
 // The types of the compile-time checks that every node implements
-// driver.Node, driver.Fencer and driver.Notifier (see optional.go): a
+// driver.Node, driver.Fencer, driver.Notifier and driver.TTLer (see optional.go): a
 // library whose client does nothing.
 type (
 	nopClient    struct{}

@@ -147,7 +147,7 @@ func (l *Library[C, D, R, L]) init() {
 		l.scripts = make(map[string]L)
 		for _, s := range []driver.Script{
 			driver.ReleaseScript(), driver.ExtendScript(), driver.SetNXFenceScript(),
-			driver.RaiseFenceScript(), driver.ReleaseNotifyScript(),
+			driver.RaiseFenceScript(), driver.ReleaseNotifyScript(), driver.TTLScript(),
 		} {
 			l.scripts[s.SHA1()] = l.NewScript(s.Source())
 		}

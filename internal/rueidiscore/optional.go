@@ -25,6 +25,11 @@ func (n *node[C, D, R, L]) RaiseFence(ctx context.Context, key, value, fenceKey 
 	return rediscmd.OK(n.do(ctx, rediscmd.RaiseFence(key, value, fenceKey, token)))
 }
 
+// TTL runs driver.TTLScript: the key's PTTL if it holds value.
+func (n *node[C, D, R, L]) TTL(ctx context.Context, key, value string) (time.Duration, bool, error) {
+	return rediscmd.TTLHeld(n.do(ctx, rediscmd.TTL(key, value)))
+}
+
 // ReleaseNotify runs driver.ReleaseNotifyScript, which publishes the release
 // on driver.ReleaseChannel(key).
 func (n *node[C, D, R, L]) ReleaseNotify(ctx context.Context, key, value string) (bool, error) {
@@ -210,6 +215,7 @@ var (
 	_ driver.Fencer     = (*node[nopClient, nopDedicated, nopResult, struct{}])(nil)
 	_ driver.Notifier   = (*node[nopClient, nopDedicated, nopResult, struct{}])(nil)
 	_ driver.Identifier = (*node[nopClient, nopDedicated, nopResult, struct{}])(nil)
+	_ driver.TTLer      = (*node[nopClient, nopDedicated, nopResult, struct{}])(nil)
 	_ driver.Node       = (*node[nopClient, nopDedicated, nopResult, struct{}])(nil)
 	_ pubsub.Conn       = (*pubSubConn[nopClient, nopDedicated, nopResult, struct{}])(nil)
 )

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// lockEvents is the Observer of the Client of run and hold: it learns the
+// token and validity of the lock that Do obtains (which Do does not hand to
+// its function), how its release went, and, with --verbose, is the one place
+// that tells on stderr what happens to the lock: the wait, the grant, failed
+// extensions, the loss, the release.
+type lockEvents struct {
+	redlock.NopObserver
+	verbose bool
+	// warnUnavailable tells, even without verbose, that the wait goes on
+	// while too many nodes fail: a wait that would otherwise be silent for
+	// as long as they do.
+	warnUnavailable bool
+	stderr          io.Writer
+
+	mu           sync.Mutex
+	token        uint64
+	until        time.Time                // validity at the grant
+	told         map[redlock.Outcome]bool // the reasons to wait told already
+	extendFails  int                      // failed extensions since the last that succeeded
+	lost         bool                     // a LockEnd told the loss
+	unlockErr    error                    // the last Unlock's
+	unlockCalled bool
+}
+
+// granted returns the token and validity of the lock obtained.
+func (e *lockEvents) granted() (token uint64, until time.Time) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.token, e.until
+}
+
+// unlocked reports whether Unlock was called, and its error.
+func (e *lockEvents) unlocked() (called bool, err error) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.unlockCalled, e.unlockErr
+}
+
+// say writes one line to stderr with --verbose.
+func (e *lockEvents) say(format string, args ...any) {
+	if e.verbose {
+		e.warn(format, args...)
+	}
+}
+
+// warn writes one line to stderr.
+func (e *lockEvents) warn(format string, args ...any) {
+	fmt.Fprintf(e.stderr, "redlock: "+format+"\n", args...)
+}
+
+// Attempt records the grant, and says (once for each reason) why the wait
+// goes on.
+func (e *lockEvents) Attempt(ctx context.Context, _ redlock.AttemptStart) (context.Context, func(redlock.AttemptDone)) {
+	return ctx, func(d redlock.AttemptDone) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		switch d.Outcome {
+		case redlock.OutcomeGranted:
+			e.token, e.until = d.Token, d.Until
+		case redlock.OutcomeNotObtained, redlock.OutcomeUnavailable:
+			// Once each: the verdicts of a long wait can alternate.
+			if e.told[d.Outcome] {
+				return
+			}
+			if e.told == nil {
+				e.told = map[redlock.Outcome]bool{}
+			}
+			e.told[d.Outcome] = true
+			v := d.Votes
+			if d.Outcome == redlock.OutcomeNotObtained {
+				e.say("waiting for %s (held elsewhere: %d of %d nodes refused, %d granted, %d needed)", d.Key, v.Refused, v.Nodes, v.Granted, v.Quorum)
+			} else if e.verbose || e.warnUnavailable {
+				e.warn("waiting for %s (%d of %d nodes failed, %d needed: no quorum possible): %v", d.Key, v.Failed, v.Nodes, v.Quorum, d.Err)
+			}
+		}
+	}
+}
+
+// Lock says when and how the lock was obtained.
+func (e *lockEvents) Lock(ctx context.Context, _ redlock.LockStart) (context.Context, func(redlock.LockDone)) {
+	if !e.verbose {
+		return ctx, nil
+	}
+	return ctx, func(d redlock.LockDone) {
+		if d.Err != nil {
+			return // the command reports it
+		}
+		msg := fmt.Sprintf("acquired %s after %v", d.Key, roundWait(d.Duration))
+		if d.Attempts > 1 {
+			msg += fmt.Sprintf(" (%d attempts)", d.Attempts)
+		}
+		if d.Token != 0 {
+			msg += fmt.Sprintf(", token %d", d.Token)
+		}
+		e.say("%s", msg)
+	}
+}
+
+// Extend says when an extension fails, and when one succeeds again.
+func (e *lockEvents) Extend(ctx context.Context, _ redlock.ExtendStart) (context.Context, func(redlock.ExtendDone)) {
+	return ctx, func(d redlock.ExtendDone) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		switch {
+		case d.Err == nil:
+			if e.extendFails > 0 {
+				e.say("extended %s again after %d failed extension(s)", d.Key, e.extendFails)
+			}
+			e.extendFails = 0
+		case d.Lost:
+			// LockEnd tells.
+		default:
+			e.extendFails++
+			if e.extendFails == 1 {
+				e.say("extending %s failed (%d of %d nodes agreed, %d needed); retrying while its validity lasts (%v): %v",
+					d.Key, d.Votes.Granted, d.Votes.Nodes, d.Votes.Quorum, roundWait(max(time.Until(d.Until), 0)), d.Err)
+			}
+		}
+	}
+}
+
+// Unlock records how the release went.
+func (e *lockEvents) Unlock(ctx context.Context, _ redlock.UnlockStart) (context.Context, func(redlock.UnlockDone)) {
+	return ctx, func(d redlock.UnlockDone) {
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		e.unlockErr, e.unlockCalled = d.Err, true
+		switch {
+		case d.Err == nil:
+			e.say("released %s", d.Key)
+		case errors.Is(d.Err, redlock.ErrUnavailable):
+			e.say("releasing %s failed (%d of %d nodes failed); it expires by itself within its TTL: %v", d.Key, d.Votes.Failed, d.Votes.Nodes, d.Err)
+		case !e.lost: // else LockEnd told already
+			e.say("releasing %s found it no longer held by a quorum (%d of %d nodes released it, %d needed): %v", d.Key, d.Votes.Granted, d.Votes.Nodes, d.Votes.Quorum, d.Err)
+		}
+	}
+}
+
+// LockEnd says how a lost lock was found lost.
+func (e *lockEvents) LockEnd(_ context.Context, d redlock.LockEnd) {
+	if !d.Lost() {
+		return
+	}
+	e.mu.Lock()
+	e.lost = true
+	e.mu.Unlock()
+	how := map[string]string{
+		redlock.EndLostExtend: "an extension found it gone from a quorum of the nodes",
+		redlock.EndExpired:    "its validity ran out before an extension succeeded",
+		redlock.EndLostUnlock: "the release found it gone from a quorum of the nodes",
+	}[d.How]
+	if how == "" {
+		how = d.How
+	}
+	e.say("lost %s after holding it for %v: %s", d.Key, roundWait(d.Held), how)
+}
+
+// roundWait rounds a duration for a message: to the millisecond below ten
+// seconds, else to the tenth of a second.
+func roundWait(d time.Duration) time.Duration {
+	if d < 10*time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(100 * time.Millisecond)
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+// untilFormat is RFC 3339 with milliseconds, the format of hold's "until".
+const untilFormat = "2006-01-02T15:04:05.000Z07:00"
+
+type holdOptions struct {
+	lockFlags
+	holdFor time.Duration
+}
+
+// holdLine is the line hold prints on stdout once it holds the lock.
+type holdLine struct {
+	Key   string `json:"key"`
+	Token uint64 `json:"token"` // 0 without --fencing
+	Until string `json:"until"` // the validity at the grant, RFC 3339 with milliseconds
+}
+
+func holdCommand() *cobra.Command {
+	var o holdOptions
+	cmd := &cobra.Command{
+		Use:   "hold [flags] KEY",
+		Short: "Hold a lock until interrupted, for shell scripts",
+		Long: `hold acquires the lock KEY on the nodes, prints one line of JSON on stdout
+once it holds it,
+
+  {"key":"KEY","token":7,"until":"2026-11-30T10:00:10.000Z"}
+
+and keeps it, extended every TTL/3, until it gets SIGINT, SIGTERM or SIGHUP,
+or --for has passed; then it releases the lock and exits with 0. It is the
+lock around several steps of a shell script: start it in the background, wait
+for its line, do the steps, and kill it (see the example). token is the
+fencing token with --fencing, 0 without; until is the lock's validity at the
+grant, in UTC, which hold moves forward while it holds it.
+
+If the lock is lost meanwhile (an extension finds it gone from a majority of
+the nodes, or its validity runs out because they could not be reached), hold
+exits with 76 at once: whatever the script does under the lock must stop.
+A signal while hold still waits for the lock ends the wait: it exits with
+128 + the signal's number, and prints nothing.
+
+Exit codes:
+  0       held, then released after a signal or --for
+  75      the lock is held elsewhere: not obtained within --wait
+          (--conflict-exit-code replaces 75)
+  69      too many nodes failed (errors, timeouts) for a quorum
+  76      the lock was lost while held, or on release a majority of the
+          nodes no longer held it
+  128+N   signal N ended the wait for the lock
+  2       bad flags or arguments, no nodes, a bad address or option
+  1       any other error of redlock
+
+` + envHelp("nodes", "ttl", "wait", "prefix", "for", "fencing", "conflict-exit-code", "verbose"),
+		Example: `  # hold the lock across the steps of a script
+  coproc HOLD { exec redlock hold --wait 1m deploy; }
+  read -r held <&"${HOLD[0]}" || exit 1   # {"key":"deploy","token":0,...}
+  ./step-1 && ./step-2
+  kill "$HOLD_PID"; wait "$HOLD_PID"       # released; 76 if it was lost
+
+  # the same with a fencing token, read with jq
+  redlock hold --fencing --for 10m invoices > held.json &
+  until [ -s held.json ]; do sleep 0.1; done
+  import-invoices --fence "$(jq .token held.json)"
+
+  # hold it for five minutes, as a maintenance window
+  redlock hold --for 5m maintenance`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usageErrorf("hold: give one key, as in: redlock hold KEY (got %d arguments)", len(args))
+			}
+			return nil
+		},
+		ValidArgsFunction: cobra.NoFileCompletions, // KEY is a name, not a file
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.key = args[0]
+			if err := o.check(cmd, "hold"); err != nil {
+				return err
+			}
+			if cmd.Flags().Changed("for") && o.holdFor <= 0 {
+				return usageErrorf("hold: --for %v is not positive", o.holdFor)
+			}
+			return runHold(cmd.Context(), o, cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	o.add(cmd)
+	cmd.Flags().DurationVar(&o.holdFor, "for", 0, "release the lock and exit after this long (default: until a signal)")
+	return withEnv(cmd)
+}
+
+// runHold is the hold command.
+func runHold(ctx context.Context, o holdOptions, stdout, stderr io.Writer) error {
+	return withLock(ctx, "hold", &o.lockFlags, stderr, holdSignals, func(ctx context.Context, l heldLock) error {
+		line, err := json.Marshal(holdLine{Key: o.key, Token: l.token, Until: l.until.UTC().Format(untilFormat)})
+		if err != nil {
+			return err
+		}
+		if _, err := fmt.Fprintf(stdout, "%s\n", line); err != nil {
+			return fmt.Errorf("hold: writing the line on stdout: %w", err)
+		}
+		var over <-chan time.Time
+		if o.holdFor > 0 {
+			t := time.NewTimer(o.holdFor)
+			defer t.Stop()
+			over = t.C
+		}
+		select {
+		case sig := <-l.sigs:
+			if o.verbose {
+				fmt.Fprintf(stderr, "redlock: hold: %v: releasing %s\n", sig, o.key)
+			}
+		case <-over:
+		case <-ctx.Done():
+			// Lost: withLock tells.
+		}
+		return nil
+	})
+}

@@ -1,0 +1,252 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// lockFlags are the flags of the commands that take a lock: run and hold.
+type lockFlags struct {
+	nodeFlags
+	key          string // --key, run's alias of its positional KEY
+	prefix       string
+	ttl          time.Duration
+	nodeTimeout  time.Duration // 0: the library's default
+	wait         time.Duration
+	waitSet      bool // --wait given; otherwise wait as long as it takes
+	fencing      bool
+	conflictCode int
+	verbose      bool
+}
+
+// add adds the flags to cmd.
+func (o *lockFlags) add(cmd *cobra.Command) {
+	f := cmd.Flags()
+	o.addNodes(cmd)
+	o.addDriver(cmd)
+	f.StringVar(&o.prefix, "prefix", "", "put this before the key on the nodes (redlock.WithKeyPrefix), for a namespace an ACL rule can name")
+	f.DurationVar(&o.ttl, "ttl", redlock.DefaultTTL, "the lock's time to live; it is extended every TTL/3 while held")
+	f.DurationVar(&o.nodeTimeout, "node-timeout", 0, "bounds each call to one node; a node slower than this counts as failed (default TTL/10, at most 200ms)")
+	f.DurationVar(&o.wait, "wait", 0, "how long to wait for the lock; 0 tries once (default: as long as it takes)")
+	f.BoolVar(&o.fencing, "fencing", false, "give the lock a fencing token, a number that rises with every grant of the key")
+	f.IntVar(&o.conflictCode, "conflict-exit-code", exitConflict, "the exit code when the lock is held elsewhere past --wait, 0 to 255 (flock -E)")
+	f.BoolVarP(&o.verbose, "verbose", "v", false, "tell on stderr what happens to the lock: the wait, the grant, failed extensions, its loss, the release")
+}
+
+// check returns a usage error for a bad flag; name is the command's.
+func (o *lockFlags) check(cmd *cobra.Command, name string) error {
+	o.waitSet = cmd.Flags().Changed("wait")
+	switch {
+	case o.key == "":
+		return usageErrorf("%s: no key: give the lock's name, as in: redlock %s KEY", name, name)
+	case o.waitSet && o.wait < 0:
+		return usageErrorf("%s: --wait %v is negative", name, o.wait)
+	case o.conflictCode < 0 || o.conflictCode > 255:
+		return usageErrorf("%s: --conflict-exit-code %d is not between 0 and 255", name, o.conflictCode)
+	case o.driver == "memory":
+		return usageErrorf("%s: the memory driver keeps its locks inside one process; use goredis, redigo, rueidis or valkeygo", name)
+	case !slices.Contains(redlock.Drivers(), o.driver):
+		return usageErrorf("%s: unknown driver %q; the drivers are goredis, redigo, rueidis and valkeygo", name, o.driver)
+	}
+	return nil
+}
+
+// heldLock is what the function of withLock learns about the lock it holds.
+type heldLock struct {
+	token uint64
+	until time.Time // the validity at the grant; extended while held
+	// sigs delivers the caught signals while the function runs.
+	sigs <-chan os.Signal
+}
+
+// errWaitOver is the cause of a wait for the lock that --wait ended.
+var errWaitOver = errors.New("--wait is over")
+
+// signalError is the cause of a wait ended by a signal.
+type signalError struct{ sig os.Signal }
+
+func (e signalError) Error() string { return "received " + e.sig.String() }
+
+// withLock opens the Client, waits for the lock as the flags say and runs fn
+// while holding it, through Client.Do: the lock is extended while fn runs,
+// fn's context is canceled with ErrLockLost as its cause when the lock is
+// lost, and the lock is released when fn returns. The signals in caught end
+// the wait; while fn runs, they are delivered to it. name is the command's,
+// for messages.
+//
+// It returns nil or an *exitError: the conflict code when the key is held
+// elsewhere, exitUnavailable when too many nodes failed, 128+N for a signal
+// that ended the wait, exitLockLost when the lock was lost while fn ran or
+// found gone by a quorum at the release (fn's own exit code is in the
+// message then), fn's error otherwise.
+func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, caught []os.Signal, fn func(ctx context.Context, l heldLock) error) error {
+	addrs, err := o.addrs()
+	if err != nil {
+		return err
+	}
+	// From here on, the signals are caught: while waiting they end the wait,
+	// and while fn runs they go to fn.
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, caught...)
+	defer signal.Stop(sigs)
+
+	events := &lockEvents{verbose: o.verbose, warnUnavailable: !o.waitSet || o.wait > 0, stderr: stderr}
+	opts := []redlock.Option{redlock.WithTTL(o.ttl), redlock.WithObserver(events)}
+	if o.fencing {
+		opts = append(opts, redlock.WithFencing())
+	}
+	if o.prefix != "" {
+		opts = append(opts, redlock.WithKeyPrefix(o.prefix))
+	}
+	if o.nodeTimeout != 0 {
+		opts = append(opts, redlock.WithNodeTimeout(o.nodeTimeout))
+	}
+	client, err := redlock.Open(o.driver, addrs, opts...)
+	if err != nil {
+		return exitWith(exitUsage, err)
+	}
+	defer client.Close()
+
+	// The wait ends with a signal, or when --wait is over; never once fn
+	// runs, whose context Do derives from this one.
+	waitCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stopWatch := make(chan struct{})
+	var watch sync.WaitGroup
+	watch.Go(func() {
+		var over <-chan time.Time
+		if o.waitSet && o.wait > 0 {
+			t := time.NewTimer(o.wait)
+			defer t.Stop()
+			over = t.C
+		}
+		select {
+		case sig := <-sigs:
+			cancel(signalError{sig})
+		case <-over:
+			cancel(errWaitOver)
+		case <-stopWatch:
+		}
+	})
+	endWatch := sync.OnceFunc(func() { close(stopWatch); watch.Wait() })
+	defer endWatch()
+
+	var callOpts []redlock.Option
+	if o.waitSet && o.wait == 0 {
+		callOpts = append(callOpts, redlock.WithMaxAttempts(1))
+	}
+	ran, lost := false, false
+	err = client.Do(waitCtx, o.key, func(ctx context.Context) error {
+		endWatch()
+		ran = true
+		switch cause := context.Cause(ctx); {
+		case errors.Is(cause, redlock.ErrLockLost): // already: do not start
+			lost = true
+			return nil
+		case cause != nil: // a signal, or the end of --wait, as the lock was granted
+			ran = false
+			return cause
+		}
+		token, until := events.granted()
+		ferr := fn(ctx, heldLock{token: token, until: until, sigs: sigs})
+		lost = errors.Is(context.Cause(ctx), redlock.ErrLockLost)
+		return ferr
+	}, callOpts...)
+	endWatch()
+	if err == nil {
+		return nil
+	}
+
+	if !ran {
+		return notObtained(name, o, err, context.Cause(waitCtx))
+	}
+	if errors.Is(err, redlock.ErrLockLost) && !lost {
+		// Found gone at the release: lost while fn ran, unless the release
+		// could not reach a quorum, which proves nothing.
+		if called, uerr := events.unlocked(); called && errors.Is(uerr, redlock.ErrUnavailable) {
+			fmt.Fprintf(stderr, "redlock: %s: releasing the lock %q failed; it expires by itself within its TTL:\n%v\n", name, o.key, uerr)
+			err = withoutLost(err)
+			if err == nil {
+				return nil
+			}
+		} else {
+			lost = true
+		}
+	}
+	var ee *exitError
+	if lost {
+		msg := fmt.Sprintf("%s: the lock %q was lost", name, o.key)
+		switch {
+		case errors.As(err, &ee) && ee.err != nil:
+			msg += ": " + ee.err.Error()
+		case errors.As(err, &ee):
+			msg += fmt.Sprintf(" (the command's exit status was %d)", ee.code)
+		}
+		return exitWith(exitLockLost, errors.New(msg))
+	}
+	if errors.As(err, &ee) {
+		return ee
+	}
+	return exitWith(exitFailure, fmt.Errorf("%s: %w", name, err))
+}
+
+// withoutLost returns err without the ErrLockLost that Do joined to it.
+func withoutLost(err error) error {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		if errors.Is(err, redlock.ErrLockLost) {
+			return nil
+		}
+		return err
+	}
+	var rest []error
+	for _, e := range j.Unwrap() {
+		if e != redlock.ErrLockLost {
+			rest = append(rest, e)
+		}
+	}
+	switch len(rest) {
+	case 0:
+		return nil
+	case 1:
+		return rest[0]
+	}
+	return errors.Join(rest...)
+}
+
+// notObtained is the outcome of a Do whose function did not run: the lock
+// was not obtained (err), or it was and cause ended the wait as it was.
+func notObtained(name string, o *lockFlags, err, cause error) error {
+	var serr signalError
+	if errors.As(cause, &serr) || errors.As(err, &serr) {
+		return exitWith(signalExitCode(serr.sig), fmt.Errorf("%s: %v while waiting for the lock %q; it was not held", name, serr.sig, o.key))
+	}
+	within := " within " + o.wait.String()
+	switch {
+	case !o.waitSet:
+		within = "" // only an error ends an endless wait
+	case o.wait == 0:
+		within = " in one attempt (--wait 0)"
+	}
+	var votes *redlock.VoteError
+	switch {
+	case errors.As(err, &votes) && votes.Permanent > votes.Nodes-votes.Needed:
+		return exitWith(exitFailure, fmt.Errorf("%s: lock %q not obtained: the nodes answer an error that retrying cannot fix:\n%w", name, o.key, err))
+	case errors.Is(err, redlock.ErrUnavailable):
+		return exitWith(exitUnavailable, fmt.Errorf("%s: lock %q not obtained%s: too many nodes failed for a quorum:\n%w", name, o.key, within, err))
+	case errors.Is(err, redlock.ErrNotObtained), errors.Is(cause, errWaitOver):
+		return exitWith(o.conflictCode, fmt.Errorf("%s: lock %q not obtained%s: held elsewhere:\n%w", name, o.key, within, err))
+	}
+	return exitWith(exitFailure, fmt.Errorf("%s: %w", name, err))
+}

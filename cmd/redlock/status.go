@@ -1,0 +1,251 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/keystatus"
+	"github.com/go-redlock/redlock/internal/redisaddr"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+type statusOptions struct {
+	nodeFlags
+	prefix  string
+	timeout time.Duration
+	json    bool
+}
+
+func statusCommand() *cobra.Command {
+	var o statusOptions
+	cmd := &cobra.Command{
+		Use:   "status [flags] KEY...",
+		Short: "Show who holds a lock on every node: TTL and fencing counter",
+		Long: `status asks every node about each KEY: whether the key is held there, its
+remaining time to live, and its fencing counter (the highest token granted,
+kept at ` + driver.FenceKey("KEY") + ` with --fencing), and prints the nodes that could not be
+asked with their error. It never reads or prints a lock's value, which is the
+secret that lets its holder extend and release it.
+
+Each key gets a verdict: held (a quorum of the nodes hold it), free (a quorum
+do not: it can be acquired now), or unknown (neither: too few nodes answered).
+It is a snapshot: a lock may be taken or released the moment after.
+
+status talks to the nodes with go-redis whatever --driver run uses, and sends
+PTTL on the key and GET on its fencing counter. Give the same --prefix as the
+clients that take the locks.
+
+Exit codes:
+  0    every key was asked of a quorum of the nodes
+  69   fewer than a quorum of the nodes answered for some key
+  2    bad flags or arguments, no nodes, a bad address
+
+` + envHelp("nodes", "prefix", "timeout", "json"),
+		Example: `  redlock status --nodes 10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379 nightly-report
+  REDLOCK_PREFIX=lock: redlock status deploy invoices
+  redlock status --json deploy | jq '.keys[0].state'`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return usageErrorf("status: no key: give one or more, as in: redlock status KEY...")
+			}
+			return nil
+		},
+		ValidArgsFunction: cobra.NoFileCompletions, // keys are names, not files
+		RunE: func(cmd *cobra.Command, keys []string) error {
+			return runStatus(cmd.Context(), cmd.OutOrStdout(), o, keys)
+		},
+	}
+	f := cmd.Flags()
+	o.addNodes(cmd)
+	f.StringVar(&o.prefix, "prefix", "", "the key prefix of the clients (redlock.WithKeyPrefix)")
+	f.DurationVar(&o.timeout, "timeout", 2*time.Second, "bounds the connection and each command to one node")
+	f.BoolVar(&o.json, "json", false, "print the report as JSON")
+	return withEnv(cmd)
+}
+
+// The verdicts of status on a key.
+const (
+	keyHeld    = "held"    // a quorum of the nodes hold it
+	keyFree    = "free"    // a quorum do not
+	keyUnknown = "unknown" // neither
+)
+
+// statusReport is what status found, as --json prints it.
+type statusReport struct {
+	Nodes  int          `json:"nodes"`
+	Quorum int          `json:"quorum"`
+	Keys   []*keyReport `json:"keys"`
+}
+
+// keyReport is what status found about one key.
+type keyReport struct {
+	Key      string `json:"key"` // without the prefix
+	State    string `json:"state"`
+	HeldOn   int    `json:"held_on"`  // nodes that hold it
+	Answered int    `json:"answered"` // nodes that answered
+	// Fence is the largest fencing counter among the nodes; omitted when
+	// none has one.
+	Fence *uint64         `json:"fence,omitempty"`
+	Nodes []keyNodeReport `json:"per_node"`
+}
+
+// keyNodeReport is what one node holds for a key.
+type keyNodeReport struct {
+	Addr string `json:"addr"` // without any password
+	Held bool   `json:"held"`
+	// TTLMillis is the remaining time to live when held, -1 for a key
+	// without one; omitted when not held.
+	TTLMillis *int64  `json:"ttl_ms,omitempty"`
+	Fence     *uint64 `json:"fence,omitempty"`
+	Error     string  `json:"error,omitempty"`
+}
+
+func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string) error {
+	switch {
+	case o.timeout <= 0:
+		return usageErrorf("status: --timeout %v is not positive", o.timeout)
+	case len(o.prefix) >= redlock.MaxKeyLen:
+		return usageErrorf("status: --prefix of %d bytes leaves no room for a key", len(o.prefix))
+	}
+	for _, k := range keys {
+		if k == "" {
+			return usageErrorf("status: a key is empty")
+		}
+		if len(o.prefix)+len(k) > redlock.MaxKeyLen {
+			return usageErrorf("status: key of %d bytes (prefix included) is longer than %d", len(o.prefix)+len(k), redlock.MaxKeyLen)
+		}
+	}
+	raw, err := o.addrs()
+	if err != nil {
+		return err
+	}
+	addrs := make([]redisaddr.Addr, len(raw))
+	for i, s := range raw {
+		if addrs[i], err = redisaddr.Parse(s); err != nil {
+			return usageErrorf("status: address %d: %v", i+1, err)
+		}
+	}
+	rep := &statusReport{Nodes: len(addrs), Quorum: len(addrs)/2 + 1, Keys: make([]*keyReport, len(keys))}
+	for i, k := range keys {
+		rep.Keys[i] = &keyReport{Key: k, Nodes: make([]keyNodeReport, len(addrs))}
+	}
+	// Every node at once; a node's keys one after the other, each bounded by
+	// the timeout.
+	var wg sync.WaitGroup
+	for n, a := range addrs {
+		wg.Go(func() {
+			c, err := keystatus.NewClient(a, o.timeout)
+			if err == nil {
+				defer c.Close()
+			}
+			for _, kr := range rep.Keys {
+				nr := keyNodeReport{Addr: a.String()}
+				if err != nil {
+					nr.Error = err.Error()
+					kr.Nodes[n] = nr
+					continue
+				}
+				cctx, cancel := context.WithTimeout(ctx, o.timeout)
+				k, rerr := keystatus.Read(cctx, c, o.prefix+kr.Key)
+				cancel()
+				switch {
+				case rerr != nil:
+					nr.Error = rerr.Error()
+				case k.Held:
+					ttl := k.TTL.Milliseconds()
+					if k.TTL == keystatus.NoExpiry {
+						ttl = -1
+					}
+					nr.Held, nr.TTLMillis = true, &ttl
+				}
+				if rerr == nil && k.FenceSet {
+					nr.Fence = &k.Fence
+				}
+				kr.Nodes[n] = nr
+			}
+		})
+	}
+	wg.Wait()
+	unavailable := false
+	for _, kr := range rep.Keys {
+		for _, nr := range kr.Nodes {
+			if nr.Error != "" {
+				continue
+			}
+			kr.Answered++
+			if nr.Held {
+				kr.HeldOn++
+			}
+			if nr.Fence != nil && (kr.Fence == nil || *nr.Fence > *kr.Fence) {
+				kr.Fence = nr.Fence
+			}
+		}
+		switch {
+		case kr.HeldOn >= rep.Quorum:
+			kr.State = keyHeld
+		case kr.Answered-kr.HeldOn >= rep.Quorum:
+			kr.State = keyFree
+		default:
+			kr.State = keyUnknown
+		}
+		if kr.Answered < rep.Quorum {
+			unavailable = true
+		}
+	}
+
+	if o.json {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return err
+		}
+	} else {
+		printStatus(w, rep)
+	}
+	if unavailable {
+		return exitWith(exitUnavailable, fmt.Errorf("status: fewer than a quorum (%d) of the %d nodes answered", rep.Quorum, rep.Nodes))
+	}
+	return nil
+}
+
+// printStatus writes the readable report: a table of every key on every
+// node, then a verdict for each key.
+func printStatus(w io.Writer, rep *statusReport) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "KEY\tNODE\tHELD\tTTL\tFENCE\tERROR")
+	for _, kr := range rep.Keys {
+		for _, nr := range kr.Nodes {
+			if nr.Error != "" {
+				fmt.Fprintf(tw, "%s\t%s\t?\t?\t?\t%s\n", kr.Key, nr.Addr, nr.Error)
+				continue
+			}
+			held, ttl, fence := "no", "-", "-"
+			if nr.Held {
+				held = "yes"
+				if *nr.TTLMillis < 0 {
+					ttl = "none"
+				} else {
+					ttl = (time.Duration(*nr.TTLMillis) * time.Millisecond).String()
+				}
+			}
+			if nr.Fence != nil {
+				fence = fmt.Sprint(*nr.Fence)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", kr.Key, nr.Addr, held, ttl, fence)
+		}
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	for _, kr := range rep.Keys {
+		fmt.Fprintf(w, "%s: %s: held on %d of %d nodes, %d answered, quorum %d\n",
+			kr.Key, kr.State, kr.HeldOn, rep.Nodes, kr.Answered, rep.Quorum)
+	}
+}

@@ -1,0 +1,126 @@
+package redlock_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/redistest"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// Regression tests for the defects of issue 11 that are about what reaches
+// Redis, against real redis-server processes through every Redis driver.
+
+// Defect 4: Unlock with an ended context still sends the release to every
+// node; it returns once a quorum confirmed, or after the node timeout with
+// the context's error joined.
+func TestRedisUnlockWithEndedContext(t *testing.T) {
+	servers := redistest.NewServers(t, 5)
+	const nodeTimeout = 300 * time.Millisecond
+	for _, name := range redisDrivers {
+		t.Run(name, func(t *testing.T) {
+			c := openRedis(t, name, servers, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(nodeTimeout))
+			ended, cancel := context.WithCancel(t.Context())
+			cancel() // the request is over: defer lock.Unlock(reqCtx)
+
+			key := "ended-" + name
+			l, err := c.TryLock(t.Context(), key)
+			require.NoError(t, err)
+			require.NoError(t, l.Unlock(ended), "a quorum confirmed the release")
+			require.Eventually(t, func() bool { return keysLeft(t, servers, key) == 0 }, 5*time.Second, 5*time.Millisecond,
+				"Unlock with an ended context released the key on every node")
+
+			l, err = c.TryLock(t.Context(), key)
+			require.NoError(t, err)
+			for _, s := range servers[:3] {
+				require.NoError(t, s.Pause())
+			}
+			start := time.Now()
+			err = l.Unlock(ended)
+			took := time.Since(start)
+			for _, s := range servers[:3] {
+				require.NoError(t, s.Resume())
+			}
+			require.ErrorIs(t, err, redlock.ErrLockLost, "no quorum confirmed")
+			require.ErrorIs(t, err, context.Canceled, "the context's error is joined")
+			assert.Less(t, took, nodeTimeout+3*time.Second, "Unlock returns after about the node timeout")
+			require.Eventually(t, func() bool { return keysLeft(t, servers[3:], key) == 0 }, 5*time.Second, 5*time.Millisecond,
+				"the answering nodes released the key")
+		})
+	}
+}
+
+// Defect 11: Unlock returns at a quorum, and Close then waits for the
+// releases still in flight: no key is left on any node.
+func TestRedisCloseWaitsForReleases(t *testing.T) {
+	servers := redistest.NewServers(t, 5)
+	for _, name := range redisDrivers {
+		t.Run(name, func(t *testing.T) {
+			left := 0
+			for i := range 20 {
+				c, err := redlock.Open(name, redistest.Addrs(servers))
+				require.NoError(t, err)
+				key := fmt.Sprintf("close-%s-%d", name, i)
+				l, err := c.TryLock(t.Context(), key)
+				require.NoError(t, err)
+				require.NoError(t, l.Unlock(t.Context()))
+				require.NoError(t, c.Close())
+				if n := keysLeft(t, servers, key); n > 0 {
+					t.Logf("try %d: the key is left on %d nodes after Unlock and Close", i, n)
+					left++
+				}
+			}
+			assert.Zero(t, left, "tries of 20 that left the key on a node after Unlock and Close")
+		})
+	}
+}
+
+// Defect 12: 3 of 5 nodes paused during an attempt, past the node timeout:
+// their SETs are applied when they resume, after the releases the client sent
+// meanwhile. The client repeats those releases until the nodes answer, so
+// that shortly after they resume no key of the failed attempt remains.
+func TestRedisNoPhantomAfterStall(t *testing.T) {
+	servers := redistest.NewServers(t, 5)
+	const nodeTimeout = 100 * time.Millisecond
+	for _, name := range redisDrivers {
+		t.Run(name, func(t *testing.T) {
+			c := openRedis(t, name, servers, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(nodeTimeout))
+			for range 3 { // connect to every node first
+				l, err := c.TryLock(t.Context(), "warm-"+name)
+				require.NoError(t, err)
+				require.NoError(t, l.Unlock(t.Context()))
+			}
+			for try := range 3 {
+				key := fmt.Sprintf("phantom-%s-%d", name, try)
+				for _, s := range servers[:3] {
+					require.NoError(t, s.Pause())
+				}
+				_, err := c.TryLock(t.Context(), key)
+				require.ErrorIs(t, err, redlock.ErrNotObtained)
+				require.Eventually(t, func() bool {
+					for _, s := range servers[:3] {
+						if n, err := s.Unread(); err != nil || n == 0 {
+							return false
+						}
+					}
+					return true
+				}, 10*time.Second, time.Millisecond, "the SETs are queued at the paused servers")
+				time.Sleep(3 * nodeTimeout) // the releases sent meanwhile time out too
+				for _, s := range servers[:3] {
+					require.NoError(t, s.Resume())
+				}
+				resumed := time.Now()
+				require.Eventually(t, func() bool { return keysLeft(t, servers, key) == 0 }, 5*time.Second, 5*time.Millisecond,
+					"try %d: a key of the failed attempt is left after the nodes resumed (TTL 1 minute)", try)
+				t.Logf("try %d: no key left %v after the nodes resumed", try, time.Since(resumed).Round(time.Millisecond))
+				time.Sleep(5 * nodeTimeout)
+				require.Zero(t, keysLeft(t, servers, key), "try %d: a late SET came back after the key was gone", try)
+			}
+		})
+	}
+}

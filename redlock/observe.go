@@ -1,0 +1,211 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/go-redlock/redlock/driver"
+)
+
+// The calls of the Client and Lock, with their observers. Without observers
+// (c.obs == nil) each is one nil check in front of the call: no clock read, no
+// allocation.
+
+// keep returns the observer's context, or ctx when the observer gave none.
+func keep(ctx, observed context.Context) context.Context {
+	if observed == nil {
+		return ctx
+	}
+	return observed
+}
+
+func (c *Client) observedDo(ctx context.Context, key string, cc callConfig, fn func(context.Context) error) error {
+	if c.obs == nil {
+		return c.do(ctx, key, cc, fn)
+	}
+	start := time.Now()
+	octx, end := c.obs.Do(ctx, DoStart{Key: key})
+	err := c.do(keep(ctx, octx), key, cc, fn)
+	if end != nil {
+		end(DoDone{Key: key, Duration: time.Since(start), Lost: errors.Is(err, ErrLockLost), Err: err})
+	}
+	return err
+}
+
+func (c *Client) observedLock(ctx context.Context, key string, cc callConfig) (*Lock, error) {
+	a := attempts{c: c, key: key, cc: cc}
+	if c.obs == nil {
+		return c.lock(ctx, &a)
+	}
+	start := time.Now()
+	octx, end := c.obs.Lock(ctx, LockStart{Key: key})
+	l, err := c.lock(keep(ctx, octx), &a)
+	if end != nil {
+		d := LockDone{Key: key, Attempts: a.made, Duration: time.Since(start), Err: err}
+		if l != nil {
+			d.Token = l.token
+		}
+		end(d)
+	}
+	return l, err
+}
+
+// attempt makes the acquisition attempt number n (1 for a TryLock).
+func (c *Client) attempt(ctx context.Context, key string, cc callConfig, n int) (*Lock, outcome, error) {
+	if c.obs == nil {
+		return c.tryLock(ctx, key, cc)
+	}
+	start := time.Now()
+	octx, end := c.obs.Attempt(ctx, AttemptStart{Key: key, Attempt: n})
+	ctx = keep(ctx, octx)
+	l, o, err := c.tryLock(ctx, key, cc)
+	if end != nil {
+		d := AttemptDone{Key: key, Attempt: n, Outcome: classify(o, l, err), Duration: time.Since(start), Err: err}
+		if o.r != nil {
+			d.Votes = o.r.counts()
+		}
+		if l != nil {
+			d.Token, d.Until = l.token, l.until
+		}
+		end(d)
+	}
+	return l, o, err
+}
+
+// classify says how an attempt that returned l, o, err ended.
+func classify(o outcome, l *Lock, err error) Outcome {
+	switch {
+	case l != nil:
+		return OutcomeGranted
+	case !errors.Is(err, ErrNotObtained), o.permanent:
+		return OutcomeError // bad input, a closed Client, a permanent error
+	case errors.Is(err, ErrUnavailable):
+		return OutcomeUnavailable
+	case o.r != nil && !o.finished:
+		return OutcomeError // no verdict: the context ended first
+	}
+	return OutcomeNotObtained
+}
+
+// counts counts the round's replies so far.
+func (r *round) counts() Votes {
+	return Votes{Nodes: len(r.state), Quorum: r.c.quorum, Granted: r.yes, Refused: r.refused, Failed: r.failed}
+}
+
+func (l *Lock) observedExtend(ctx context.Context, ttl time.Duration) error {
+	c := l.c
+	if c.obs == nil {
+		_, err := l.extend(ctx, ttl)
+		return err
+	}
+	start := time.Now()
+	octx, end := c.obs.Extend(ctx, ExtendStart{Key: l.name, Token: l.token, TTL: ttl})
+	ctx = keep(ctx, octx)
+	r, err := l.extend(ctx, ttl)
+	lost := l.reportEnd(ctx) == EndLostExtend
+	if end != nil {
+		d := ExtendDone{Key: l.name, Token: l.token, TTL: ttl, Duration: time.Since(start), Lost: lost, Until: l.Until(), Err: err}
+		if r != nil {
+			d.Votes = r.counts()
+		}
+		end(d)
+	}
+	return err
+}
+
+func (l *Lock) observedUnlock(ctx context.Context) error {
+	c := l.c
+	if c.obs == nil {
+		_, _, err := l.unlock(ctx)
+		return err
+	}
+	start := time.Now()
+	octx, end := c.obs.Unlock(ctx, UnlockStart{Key: l.name, Token: l.token})
+	ctx = keep(ctx, octx)
+	r, ended, err := l.unlock(ctx)
+	if ended && r != nil {
+		how := EndUnlocked
+		if r.lost() {
+			how = EndLostUnlock
+			if !c.now().Before(l.Until()) {
+				how = EndExpired
+			}
+		}
+		c.obs.LockEnd(ctx, l.endEvent(how))
+	} else {
+		l.reportEnd(ctx) // an end before Unlock, not reported yet
+	}
+	if end != nil {
+		d := UnlockDone{Key: l.name, Token: l.token, Duration: time.Since(start), Err: err}
+		if r != nil {
+			d.Votes = r.counts()
+		}
+		end(d)
+	}
+	return err
+}
+
+// reportEnd reports the end of l's life to the observers, unless it has not
+// ended, was reported already, or was ended by Unlock (which reports it); it
+// returns how l ended, "" when it reported nothing. l.mu must not be held.
+func (l *Lock) reportEnd(ctx context.Context) string {
+	l.mu.Lock()
+	how := endNames[l.endHow]
+	l.endHow = endNone
+	l.mu.Unlock()
+	if how != "" {
+		l.c.obs.LockEnd(ctx, l.endEvent(how))
+	}
+	return how
+}
+
+// endKind is how a lock ended, kept in a byte of the Lock until reported.
+type endKind uint8
+
+const (
+	endNone endKind = iota // not ended, reported already, or ended by Unlock
+	endExpired
+	endLostExtend
+	endLostTTL
+)
+
+var endNames = [...]string{endNone: "", endExpired: EndExpired, endLostExtend: EndLostExtend, endLostTTL: EndLostTTL}
+
+// clockBase is the origin of Lock.granted.
+var clockBase = time.Now()
+
+// endEvent describes the end of l's life.
+func (l *Lock) endEvent(how string) LockEnd {
+	return LockEnd{Key: l.name, Token: l.token, How: how, Held: l.c.now().Sub(clockBase) - l.granted}
+}
+
+// observeNode reports a node call that started at began.
+func (c *Client) observeNode(ctx context.Context, i int, op, name string, began time.Time, ok bool, err error) {
+	c.obs.NodeCall(ctx, NodeCall{Key: name, Node: c.names[i], Operation: op, Duration: time.Since(began), OK: ok && err == nil, Err: err})
+}
+
+// observedRelease releases key (prefix included) on node i outside a round
+// (after a failed attempt, or after a late SET), reporting the call to the
+// observers.
+func (c *Client) observedRelease(ctx context.Context, i int, key, value string) (bool, error) {
+	if c.obs == nil {
+		return c.nodes[i].EvalRelease(ctx, key, value)
+	}
+	began := time.Now()
+	ok, err := c.nodes[i].EvalRelease(ctx, key, value)
+	c.observeNode(ctx, i, OpRelease, key[len(c.prefix):], began, ok, err)
+	return ok, err
+}
+
+// subscribe subscribes to key's releases on node i, reporting the call to the
+// observers.
+func (c *Client) subscribe(ctx context.Context, i int, nn driver.Notifier, key string, ch chan<- struct{}) (func(), error) {
+	if c.obs == nil {
+		return nn.Subscribe(ctx, key, ch)
+	}
+	began := time.Now()
+	stop, err := nn.Subscribe(ctx, key, ch)
+	c.observeNode(ctx, i, OpSubscribe, key[len(c.prefix):], began, err == nil, err)
+	return stop, err
+}

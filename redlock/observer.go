@@ -1,0 +1,352 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"time"
+)
+
+// An Observer sees what a Client does: every acquisition attempt, every wait
+// in Lock, every Do, Extend and Unlock, every call to a node, every end of a
+// lock's life (and whether it was lost, and how that was found), and every
+// waiter woken by a release. Give one to a Client with WithObserver;
+// WithLogger is one that logs. Several may be given: each sees every event.
+//
+// The methods for a call that spans time (Do, Lock, Attempt, Extend, Unlock)
+// are called when it starts, with its context, and return the context the
+// call runs on from then on and a function the Client calls, once, when the
+// call ends. The context returned must be ctx or derived from it (as
+// context.WithValue does): this is how an observer carries a trace span to
+// the calls within, since the Client passes it down (Do's to its Lock, to
+// the Extends that keep the lock, to its Unlock and to the function it runs;
+// Lock's to its attempts; an attempt's, Extend's or Unlock's to the node
+// calls within). The end function may be nil when there is nothing to do.
+//
+// The Client calls the methods from the goroutine of the call they observe,
+// except NodeCall, which comes from the goroutine that ran the node call
+// (after the call's verdict, for a node that answered late), and LockEnd for
+// a lock whose validity ran out, which comes from Done's timer or from the
+// first call that noticed (Done, Extend, TTL, Unlock).
+// Methods may be called concurrently and must not block: the lock's
+// validity runs meanwhile.
+//
+// No event contains a lock's value or a node's password: nodes are named as
+// in NodeError.
+//
+// To implement only some methods, embed NopObserver: Observer may gain
+// methods, and NopObserver will have them.
+type Observer interface {
+	// Do is called when Client.Do starts.
+	Do(ctx context.Context, e DoStart) (context.Context, func(DoDone))
+	// Lock is called when Client.Lock starts (Do's included).
+	Lock(ctx context.Context, e LockStart) (context.Context, func(LockDone))
+	// Attempt is called when an acquisition attempt starts: a TryLock, or
+	// one of the attempts of a Lock.
+	Attempt(ctx context.Context, e AttemptStart) (context.Context, func(AttemptDone))
+	// Extend is called when Lock.Extend starts (Do's included).
+	Extend(ctx context.Context, e ExtendStart) (context.Context, func(ExtendDone))
+	// Unlock is called when Lock.Unlock starts (Do's included).
+	Unlock(ctx context.Context, e UnlockStart) (context.Context, func(UnlockDone))
+	// NodeCall is called when a call to one node returns.
+	NodeCall(ctx context.Context, e NodeCall)
+	// LockEnd is called once per granted lock, when it is no longer known to
+	// be held: unlocked, or lost.
+	LockEnd(ctx context.Context, e LockEnd)
+	// Wake is called when a waiter in Lock is woken by a release published
+	// on the nodes (driver.Notifier), before its next attempt.
+	Wake(ctx context.Context, e Wake)
+}
+
+// NopObserver observes nothing. Embed it in an Observer to implement only
+// some of the methods.
+type NopObserver struct{}
+
+// Do returns ctx and no end function.
+func (NopObserver) Do(ctx context.Context, _ DoStart) (context.Context, func(DoDone)) {
+	return ctx, nil
+}
+
+// Lock returns ctx and no end function.
+func (NopObserver) Lock(ctx context.Context, _ LockStart) (context.Context, func(LockDone)) {
+	return ctx, nil
+}
+
+// Attempt returns ctx and no end function.
+func (NopObserver) Attempt(ctx context.Context, _ AttemptStart) (context.Context, func(AttemptDone)) {
+	return ctx, nil
+}
+
+// Extend returns ctx and no end function.
+func (NopObserver) Extend(ctx context.Context, _ ExtendStart) (context.Context, func(ExtendDone)) {
+	return ctx, nil
+}
+
+// Unlock returns ctx and no end function.
+func (NopObserver) Unlock(ctx context.Context, _ UnlockStart) (context.Context, func(UnlockDone)) {
+	return ctx, nil
+}
+
+// NodeCall does nothing.
+func (NopObserver) NodeCall(context.Context, NodeCall) {}
+
+// LockEnd does nothing.
+func (NopObserver) LockEnd(context.Context, LockEnd) {}
+
+// Wake does nothing.
+func (NopObserver) Wake(context.Context, Wake) {}
+
+// DoStart describes a Do that starts.
+type DoStart struct {
+	Key string // the lock's key, without the Client's prefix
+}
+
+// DoDone describes a Do that returned.
+type DoDone struct {
+	Key      string
+	Duration time.Duration // from the start of Do to its return
+	// Lost reports whether Do returned ErrLockLost: the lock was lost while
+	// its function ran, or was no longer held by a quorum at the end.
+	Lost bool
+	Err  error // what Do returned
+}
+
+// LockStart describes a Lock that starts waiting for a key.
+type LockStart struct {
+	Key string
+}
+
+// LockDone describes a Lock that returned.
+type LockDone struct {
+	Key      string
+	Attempts int           // acquisition attempts made
+	Duration time.Duration // the wait: from the start of Lock to its return
+	Token    uint64        // the fencing token of the lock obtained; 0 without
+	Err      error         // nil when the lock was obtained
+}
+
+// AttemptStart describes an acquisition attempt that starts.
+type AttemptStart struct {
+	Key     string
+	Attempt int // 1 for a TryLock and for the first attempt of a Lock
+}
+
+// Outcome classifies the end of an acquisition attempt.
+type Outcome string
+
+// The outcomes of an acquisition attempt.
+const (
+	// OutcomeGranted: the lock was obtained.
+	OutcomeGranted Outcome = "granted"
+	// OutcomeNotObtained: too few nodes granted it (some refused), or too
+	// little validity was left.
+	OutcomeNotObtained Outcome = "not_obtained"
+	// OutcomeUnavailable: so many nodes failed (errors or timeouts, more than
+	// nodes minus quorum) that no quorum was possible.
+	OutcomeUnavailable Outcome = "unavailable"
+	// OutcomeError: bad input, a closed Client, or a context that ended
+	// before a verdict.
+	OutcomeError Outcome = "error"
+)
+
+// Votes counts the replies of the nodes to one round of calls.
+type Votes struct {
+	Nodes   int // nodes of the Client
+	Quorum  int // nodes that must agree
+	Granted int // nodes that said yes, when the verdict was reached
+	Refused int // nodes that said no
+	Failed  int // nodes that failed (error or timeout)
+}
+
+// AttemptDone describes an acquisition attempt that ended.
+type AttemptDone struct {
+	Key      string
+	Attempt  int
+	Outcome  Outcome
+	Votes    Votes         // the SET round's; zero for bad input
+	Duration time.Duration // from the start of the attempt to its verdict
+	Token    uint64        // the fencing token when granted with WithFencing
+	Until    time.Time     // the lock's validity when granted
+	Err      error         // nil when granted
+}
+
+// ExtendStart describes an Extend that starts.
+type ExtendStart struct {
+	Key   string
+	Token uint64
+	TTL   time.Duration
+}
+
+// ExtendDone describes an Extend that returned.
+type ExtendDone struct {
+	Key      string
+	Token    uint64
+	TTL      time.Duration
+	Votes    Votes
+	Duration time.Duration
+	// Lost reports whether this Extend found the lock lost: so many nodes
+	// no longer held it that no quorum can (a LockEnd follows).
+	Lost bool
+	// Until is the lock's validity after the call: moved when it succeeded,
+	// unchanged otherwise. A failed Extend that did not find the lock lost
+	// leaves it held until then.
+	Until time.Time
+	Err   error // nil when extended
+}
+
+// UnlockStart describes an Unlock that starts.
+type UnlockStart struct {
+	Key   string
+	Token uint64
+}
+
+// UnlockDone describes an Unlock that returned.
+type UnlockDone struct {
+	Key      string
+	Token    uint64
+	Votes    Votes // Granted: nodes that released the lock
+	Duration time.Duration
+	Err      error
+}
+
+// NodeCall describes one call to one node.
+type NodeCall struct {
+	Key       string // the lock's key, without the Client's prefix
+	Node      string // the node's name, as in NodeError: any password masked
+	Operation string // one of the Op constants
+	// Duration is the call as the Client sees it: from the moment the round
+	// of calls started to the reply, local queueing (in the Client and in
+	// the driver) included.
+	Duration time.Duration
+	OK       bool  // the node said yes
+	Err      error // the node's error; nil when it answered
+}
+
+// The operations of NodeCall.Operation.
+const (
+	OpAcquire   = "acquire"   // SET NX PX, with the fencing counter's read under WithFencing
+	OpFence     = "fence"     // the fencing token's write (WithFencing)
+	OpExtend    = "extend"    // the extension script
+	OpRelease   = "release"   // the release script: Unlock, or after a failed attempt
+	OpSubscribe = "subscribe" // a waiter's subscription to the key's releases
+	OpTTL       = "ttl"       // Lock.TTL's query of the time to live left
+)
+
+// How a lock's life ended, in LockEnd.How.
+const (
+	// EndUnlocked: Unlock released it.
+	EndUnlocked = "unlocked"
+	// EndLostExtend: an Extend found that no quorum held it any more.
+	EndLostExtend = "lost_extend"
+	// EndExpired: its validity ran out without a successful Extend, noticed
+	// by Done's timer or by the Unlock that found it gone.
+	EndExpired = "expired"
+	// EndLostUnlock: Unlock found that no quorum held it any more, while
+	// validity was left (deleted, evicted, or forgotten by a node).
+	EndLostUnlock = "lost_unlock"
+	// EndLostTTL: Lock.TTL found that no quorum held it any more.
+	EndLostTTL = "lost_ttl"
+)
+
+// LockEnd describes the end of a granted lock's life, reported once per lock.
+type LockEnd struct {
+	Key   string
+	Token uint64
+	// How is EndUnlocked, or how the loss was found: EndLostExtend,
+	// EndExpired, EndLostUnlock or EndLostTTL.
+	How  string
+	Held time.Duration // from the grant to this end
+}
+
+// Lost reports whether the lock was lost rather than unlocked.
+func (e LockEnd) Lost() bool { return e.How != EndUnlocked }
+
+// Wake describes a waiter in Lock woken by a published release.
+type Wake struct {
+	Key     string
+	Attempt int // the attempt that follows
+}
+
+// WithObserver adds o to the Client's observers; give it several times for
+// several observers, each of which sees every event. See Observer.
+func WithObserver(o Observer) Option {
+	return func(c *config) {
+		c.set |= optObserver
+		if o == nil {
+			c.errs = append(c.errs, errors.New("redlock: WithObserver(nil)"))
+			return
+		}
+		c.observers = append(c.observers, o)
+	}
+}
+
+// observerOf combines obs into one Observer: nil for none.
+func observerOf(obs []Observer) Observer {
+	switch len(obs) {
+	case 0:
+		return nil
+	case 1:
+		return obs[0]
+	}
+	return multiObserver(obs)
+}
+
+// multiObserver calls each of its Observers in turn, each with the context the
+// one before returned; end functions run in the reverse order.
+type multiObserver []Observer
+
+func (m multiObserver) Do(ctx context.Context, e DoStart) (context.Context, func(DoDone)) {
+	return fanOut(ctx, m, e, Observer.Do)
+}
+
+func (m multiObserver) Lock(ctx context.Context, e LockStart) (context.Context, func(LockDone)) {
+	return fanOut(ctx, m, e, Observer.Lock)
+}
+
+func (m multiObserver) Attempt(ctx context.Context, e AttemptStart) (context.Context, func(AttemptDone)) {
+	return fanOut(ctx, m, e, Observer.Attempt)
+}
+
+func (m multiObserver) Extend(ctx context.Context, e ExtendStart) (context.Context, func(ExtendDone)) {
+	return fanOut(ctx, m, e, Observer.Extend)
+}
+
+func (m multiObserver) Unlock(ctx context.Context, e UnlockStart) (context.Context, func(UnlockDone)) {
+	return fanOut(ctx, m, e, Observer.Unlock)
+}
+
+func (m multiObserver) NodeCall(ctx context.Context, e NodeCall) {
+	for _, o := range m {
+		o.NodeCall(ctx, e)
+	}
+}
+
+func (m multiObserver) LockEnd(ctx context.Context, e LockEnd) {
+	for _, o := range m {
+		o.LockEnd(ctx, e)
+	}
+}
+
+func (m multiObserver) Wake(ctx context.Context, e Wake) {
+	for _, o := range m {
+		o.Wake(ctx, e)
+	}
+}
+
+func fanOut[S, D any](ctx context.Context, m multiObserver, e S, start func(Observer, context.Context, S) (context.Context, func(D))) (context.Context, func(D)) {
+	var ends []func(D)
+	for _, o := range m {
+		octx, end := start(o, ctx, e)
+		ctx = keep(ctx, octx)
+		if end != nil {
+			ends = append(ends, end)
+		}
+	}
+	if len(ends) == 0 {
+		return ctx, nil
+	}
+	return ctx, func(d D) {
+		for i := len(ends) - 1; i >= 0; i-- {
+			ends[i](d)
+		}
+	}
+}

@@ -1,0 +1,562 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/redistest"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// recorder is an Observer that records every event, with the path of scopes
+// (do/lock/attempt...) that the context it received carries: that is how the
+// tests see that the Client passes each observer's context down.
+type recorder struct {
+	id string // tells this recorder's context values from another's
+
+	mu       sync.Mutex
+	log      []string // "kind path" in the order of the events, ends included
+	attempts []redlock.AttemptDone
+	locks    []redlock.LockDone
+	dos      []redlock.DoDone
+	extends  []redlock.ExtendDone
+	unlocks  []redlock.UnlockDone
+	nodes    []redlock.NodeCall
+	nodePath []string
+	ends     []redlock.LockEnd
+	wakes    []redlock.Wake
+}
+
+type pathKey struct{ id string }
+
+func (r *recorder) path(ctx context.Context) string {
+	p, _ := ctx.Value(pathKey{r.id}).(string)
+	return p
+}
+
+// enter records the start of a scope and returns the context that names it.
+func (r *recorder) enter(ctx context.Context, kind string) (context.Context, string) {
+	p := r.path(ctx) + "/" + kind
+	r.add("start " + p)
+	return context.WithValue(ctx, pathKey{r.id}, p), p
+}
+
+func (r *recorder) add(s string) {
+	r.mu.Lock()
+	r.log = append(r.log, s)
+	r.mu.Unlock()
+}
+
+func (r *recorder) Do(ctx context.Context, e redlock.DoStart) (context.Context, func(redlock.DoDone)) {
+	ctx, p := r.enter(ctx, "do")
+	return ctx, func(d redlock.DoDone) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.log, r.dos = append(r.log, "end "+p), append(r.dos, d)
+	}
+}
+
+func (r *recorder) Lock(ctx context.Context, e redlock.LockStart) (context.Context, func(redlock.LockDone)) {
+	ctx, p := r.enter(ctx, "lock")
+	return ctx, func(d redlock.LockDone) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.log, r.locks = append(r.log, "end "+p), append(r.locks, d)
+	}
+}
+
+func (r *recorder) Attempt(ctx context.Context, e redlock.AttemptStart) (context.Context, func(redlock.AttemptDone)) {
+	ctx, p := r.enter(ctx, "attempt")
+	return ctx, func(d redlock.AttemptDone) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.log, r.attempts = append(r.log, "end "+p), append(r.attempts, d)
+	}
+}
+
+func (r *recorder) Extend(ctx context.Context, e redlock.ExtendStart) (context.Context, func(redlock.ExtendDone)) {
+	ctx, p := r.enter(ctx, "extend")
+	return ctx, func(d redlock.ExtendDone) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.log, r.extends = append(r.log, "end "+p), append(r.extends, d)
+	}
+}
+
+func (r *recorder) Unlock(ctx context.Context, e redlock.UnlockStart) (context.Context, func(redlock.UnlockDone)) {
+	ctx, p := r.enter(ctx, "unlock")
+	return ctx, func(d redlock.UnlockDone) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.log, r.unlocks = append(r.log, "end "+p), append(r.unlocks, d)
+	}
+}
+
+func (r *recorder) NodeCall(ctx context.Context, e redlock.NodeCall) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.nodes, r.nodePath = append(r.nodes, e), append(r.nodePath, r.path(ctx))
+}
+
+func (r *recorder) LockEnd(ctx context.Context, e redlock.LockEnd) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.log, r.ends = append(r.log, "lockend "+r.path(ctx)+" "+e.How), append(r.ends, e)
+}
+
+func (r *recorder) Wake(ctx context.Context, e redlock.Wake) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.log, r.wakes = append(r.log, "wake "+r.path(ctx)), append(r.wakes, e)
+}
+
+// snapshot returns a copy of the event log.
+func (r *recorder) snapshot() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.log)
+}
+
+func (r *recorder) lockEnds() []redlock.LockEnd {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.ends)
+}
+
+func (r *recorder) nodeCalls() ([]redlock.NodeCall, []string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.nodes), slices.Clone(r.nodePath)
+}
+
+func TestObserverDoEvents(t *testing.T) {
+	servers := redistest.NewServers(t, 3)
+	a, b := &recorder{id: "a"}, &recorder{id: "b"}
+	c := openRedis(t, "goredis", servers, redlock.WithTTL(time.Second),
+		redlock.WithExtendInterval(50*time.Millisecond), redlock.WithObserver(a), redlock.WithObserver(b))
+	const key = "obs-do"
+	var fnPath string
+	err := c.Do(t.Context(), key, func(ctx context.Context) error {
+		fnPath = a.path(ctx)
+		time.Sleep(200 * time.Millisecond) // a few extensions
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, "/do", fnPath, "Do's function runs on the context its observer returned")
+
+	for _, r := range []*recorder{a, b} {
+		log := r.snapshot()
+		require.GreaterOrEqual(t, len(log), 8, "%s: %v", r.id, log)
+		assert.Equal(t, []string{"start /do", "start /do/lock", "start /do/lock/attempt", "end /do/lock/attempt", "end /do/lock"}, log[:5],
+			"%s: Lock is a child of Do, and its attempt a child of Lock", r.id)
+		assert.Equal(t, []string{"start /do/unlock", "lockend /do/unlock unlocked", "end /do/unlock", "end /do"}, log[len(log)-4:], r.id)
+		extends := 0
+		for _, e := range log[5 : len(log)-4] {
+			if e == "start /do/extend" {
+				extends++
+			} else {
+				assert.Equal(t, "end /do/extend", e, "%s: between the grant and Unlock, only Do's extensions", r.id)
+			}
+		}
+		assert.GreaterOrEqual(t, extends, 2, "%s: Do extended the lock every 50ms for 200ms", r.id)
+
+		require.Len(t, r.attempts, 1)
+		at := r.attempts[0]
+		assert.Equal(t, key, at.Key)
+		assert.Equal(t, 1, at.Attempt)
+		assert.Equal(t, redlock.OutcomeGranted, at.Outcome)
+		assert.NoError(t, at.Err)
+		assert.Equal(t, 3, at.Votes.Nodes)
+		assert.Equal(t, 2, at.Votes.Quorum)
+		assert.GreaterOrEqual(t, at.Votes.Granted, 2)
+		assert.Positive(t, at.Duration)
+		assert.False(t, at.Until.IsZero())
+		require.Len(t, r.locks, 1)
+		assert.Equal(t, 1, r.locks[0].Attempts)
+		require.Len(t, r.dos, 1)
+		assert.False(t, r.dos[0].Lost)
+		for i, e := range r.extends {
+			assert.Equal(t, time.Second, e.TTL)
+			if i == len(r.extends)-1 && errors.Is(e.Err, context.Canceled) {
+				continue // in flight when the function returned: Do cancels it
+			}
+			assert.NoError(t, e.Err)
+		}
+		require.Len(t, r.unlocks, 1)
+		assert.NoError(t, r.unlocks[0].Err)
+		ends := r.lockEnds()
+		require.Len(t, ends, 1)
+		assert.Equal(t, redlock.EndUnlocked, ends[0].How)
+		assert.False(t, ends[0].Lost())
+		assert.GreaterOrEqual(t, ends[0].Held, 200*time.Millisecond)
+	}
+
+	// Every node call, named without credentials, each under its scope.
+	require.Eventually(t, func() bool {
+		calls, _ := a.nodeCalls()
+		n := 0
+		for _, nc := range calls {
+			if nc.Operation == redlock.OpRelease {
+				n++
+			}
+		}
+		return n == 3
+	}, 5*time.Second, 10*time.Millisecond, "Unlock's releases on all three nodes are reported, the late ones too")
+	calls, paths := a.nodeCalls()
+	addrs := redistest.Addrs(servers)
+	byOp := map[string]int{}
+	for i, nc := range calls {
+		byOp[nc.Operation]++
+		assert.Contains(t, addrs, nc.Node)
+		assert.Equal(t, key, nc.Key)
+		assert.Positive(t, nc.Duration)
+		want := map[string]string{redlock.OpAcquire: "/do/lock/attempt", redlock.OpExtend: "/do/extend", redlock.OpRelease: "/do/unlock"}[nc.Operation]
+		assert.Equal(t, want, paths[i], "a %s call runs on the context of its scope", nc.Operation)
+	}
+	assert.Equal(t, 3, byOp[redlock.OpAcquire])
+	assert.GreaterOrEqual(t, byOp[redlock.OpExtend], 4)
+}
+
+func TestObserverOutcomes(t *testing.T) {
+	servers := redistest.NewServers(t, 3)
+	rec := &recorder{id: "r"}
+	c := openRedis(t, "goredis", servers, redlock.WithObserver(rec))
+	other := openRedis(t, "goredis", servers)
+	ctx := t.Context()
+
+	held, err := other.TryLock(ctx, "busy")
+	require.NoError(t, err)
+	_, err = c.TryLock(ctx, "busy")
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	_, err = c.TryLock(ctx, "")
+	require.Error(t, err)
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	_, err = c.TryLock(canceled, "canceled")
+	require.Error(t, err)
+	require.NoError(t, held.Unlock(ctx))
+
+	require.Len(t, rec.attempts, 3)
+	refused := rec.attempts[0]
+	assert.Equal(t, redlock.OutcomeNotObtained, refused.Outcome)
+	assert.Equal(t, 3, refused.Votes.Nodes)
+	assert.Equal(t, 2, refused.Votes.Quorum)
+	assert.Zero(t, refused.Votes.Failed)
+	assert.GreaterOrEqual(t, refused.Votes.Refused, 2, "two refusals decide")
+	assert.LessOrEqual(t, refused.Votes.Granted, 1, "the holder's third SET may not have landed yet")
+	assert.ErrorIs(t, refused.Err, redlock.ErrNotObtained)
+	bad := rec.attempts[1]
+	assert.Equal(t, redlock.OutcomeError, bad.Outcome, "bad input")
+	assert.Equal(t, redlock.Votes{}, bad.Votes)
+	assert.Equal(t, redlock.OutcomeError, rec.attempts[2].Outcome, "a context that ended before a verdict")
+	assert.Empty(t, rec.lockEnds(), "no lock was granted through c")
+
+	for _, s := range servers[:2] {
+		require.NoError(t, s.Kill())
+	}
+	_, err = c.TryLock(ctx, "unavailable")
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	require.Len(t, rec.attempts, 4)
+	down := rec.attempts[3]
+	assert.Equal(t, redlock.OutcomeUnavailable, down.Outcome, "%+v", down)
+	assert.Equal(t, 2, down.Votes.Failed)
+	calls, _ := rec.nodeCalls()
+	failed := map[string]bool{}
+	for _, nc := range calls {
+		if nc.Key == "unavailable" && nc.Operation == redlock.OpAcquire && nc.Err != nil {
+			failed[nc.Node] = true
+		}
+	}
+	assert.Equal(t, map[string]bool{servers[0].Addr(): true, servers[1].Addr(): true}, failed)
+}
+
+// deleteEverywhere deletes key on every server, underneath its holder.
+func deleteEverywhere(t *testing.T, servers []*redistest.Server, key string) {
+	t.Helper()
+	for _, s := range servers {
+		_, err := s.Do(t.Context(), "DEL", key)
+		require.NoError(t, err)
+	}
+}
+
+func TestObserverLockLost(t *testing.T) {
+	servers := redistest.NewServers(t, 3)
+	ctx := t.Context()
+
+	t.Run("extend", func(t *testing.T) {
+		rec := &recorder{id: "r"}
+		c := openRedis(t, "goredis", servers, redlock.WithObserver(rec))
+		l, err := c.TryLock(ctx, "lost-extend")
+		require.NoError(t, err)
+		deleteEverywhere(t, servers, "lost-extend")
+		require.ErrorIs(t, l.Extend(ctx, time.Minute), redlock.ErrLockLost)
+		require.ErrorIs(t, l.Unlock(ctx), redlock.ErrLockLost)
+		ends := rec.lockEnds()
+		require.Len(t, ends, 1, "a lock's life ends once: %v", rec.snapshot())
+		assert.Equal(t, redlock.EndLostExtend, ends[0].How)
+		assert.True(t, ends[0].Lost())
+		require.Len(t, rec.extends, 1)
+		assert.True(t, rec.extends[0].Lost)
+		assert.Contains(t, rec.snapshot(), "lockend /extend lost_extend", "reported within the Extend that found it")
+	})
+	t.Run("expired", func(t *testing.T) {
+		rec := &recorder{id: "r"}
+		c := openRedis(t, "goredis", servers, redlock.WithObserver(rec),
+			redlock.WithTTL(500*time.Millisecond), redlock.WithNodeTimeout(150*time.Millisecond))
+		l, err := c.TryLock(ctx, "lost-expired")
+		require.NoError(t, err)
+		select {
+		case <-l.Done():
+		case <-time.After(10 * time.Second):
+			t.Fatal("Done not closed after the validity")
+		}
+		require.Eventually(t, func() bool { return len(rec.lockEnds()) == 1 }, 5*time.Second, 5*time.Millisecond)
+		assert.Equal(t, redlock.EndExpired, rec.lockEnds()[0].How)
+		l.Unlock(ctx)
+		assert.Len(t, rec.lockEnds(), 1)
+	})
+	t.Run("unlock", func(t *testing.T) {
+		rec := &recorder{id: "r"}
+		c := openRedis(t, "goredis", servers, redlock.WithObserver(rec))
+		l, err := c.TryLock(ctx, "lost-unlock")
+		require.NoError(t, err)
+		deleteEverywhere(t, servers, "lost-unlock")
+		require.ErrorIs(t, l.Unlock(ctx), redlock.ErrLockLost)
+		ends := rec.lockEnds()
+		require.Len(t, ends, 1)
+		assert.Equal(t, redlock.EndLostUnlock, ends[0].How)
+	})
+	t.Run("do", func(t *testing.T) {
+		rec := &recorder{id: "r"}
+		c := openRedis(t, "goredis", servers, redlock.WithObserver(rec), redlock.WithExtendInterval(50*time.Millisecond))
+		err := c.Do(ctx, "lost-do", func(fctx context.Context) error {
+			deleteEverywhere(t, servers, "lost-do")
+			<-fctx.Done()
+			return nil
+		})
+		require.ErrorIs(t, err, redlock.ErrLockLost)
+		require.Len(t, rec.dos, 1)
+		assert.True(t, rec.dos[0].Lost)
+		ends := rec.lockEnds()
+		require.Len(t, ends, 1)
+		assert.Equal(t, redlock.EndLostExtend, ends[0].How)
+	})
+}
+
+func TestObserverWake(t *testing.T) {
+	servers := redistest.NewServers(t, 3)
+	rec := &recorder{id: "r"}
+	waiter := openRedis(t, "goredis", servers, redlock.WithObserver(rec), redlock.WithBackoff(redlock.ConstantBackoff(time.Minute)))
+	holder := openRedis(t, "goredis", servers)
+	ctx := t.Context()
+	l, err := holder.TryLock(ctx, "wake")
+	require.NoError(t, err)
+	got := make(chan error, 1)
+	go func() {
+		w, err := waiter.Lock(ctx, "wake")
+		if err == nil {
+			err = w.Unlock(ctx)
+		}
+		got <- err
+	}()
+	require.Eventually(t, func() bool {
+		_, paths := rec.nodeCalls()
+		return slices.Contains(paths, "/lock")
+	}, 5*time.Second, 5*time.Millisecond, "the waiter subscribes to the releases")
+	require.NoError(t, l.Unlock(ctx))
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		calls, paths := rec.nodeCalls()
+		t.Fatalf("the waiter was not woken by the release; events: %v; node calls: %+v at %v", rec.snapshot(), calls, paths)
+	}
+	require.NotEmpty(t, rec.wakes)
+	assert.Equal(t, "wake", rec.wakes[0].Key)
+	require.Len(t, rec.locks, 1)
+	last := rec.attempts[len(rec.attempts)-1]
+	assert.Equal(t, redlock.OutcomeGranted, last.Outcome)
+	assert.Equal(t, rec.locks[0].Attempts, last.Attempt)
+	assert.GreaterOrEqual(t, last.Attempt, 3, "a first attempt, one after the subscription, one after the wake-up")
+	assert.Contains(t, rec.snapshot(), "wake /lock")
+	// Lock waits for the first subscription only; the others report when
+	// they return.
+	require.Eventually(t, func() bool {
+		calls, _ := rec.nodeCalls()
+		subs := 0
+		for _, nc := range calls {
+			if nc.Operation == redlock.OpSubscribe && nc.Err == nil {
+				subs++
+			}
+		}
+		return subs == 3
+	}, 5*time.Second, 5*time.Millisecond, "a subscription on each node")
+}
+
+func TestObserverSlowNode(t *testing.T) {
+	servers := redistest.NewServers(t, 3)
+	rec := &recorder{id: "r"}
+	c := openRedis(t, "goredis", servers, redlock.WithObserver(rec), redlock.WithNodeTimeout(100*time.Millisecond))
+	require.NoError(t, servers[2].Pause())
+	t.Cleanup(func() { servers[2].Resume() })
+	l, err := c.TryLock(t.Context(), "slow")
+	require.NoError(t, err)
+	require.NoError(t, l.Unlock(t.Context()))
+	require.Eventually(t, func() bool {
+		calls, _ := rec.nodeCalls()
+		for _, nc := range calls {
+			if nc.Node == servers[2].Addr() && nc.Operation == redlock.OpAcquire {
+				return true
+			}
+		}
+		return false
+	}, 5*time.Second, 5*time.Millisecond, "the paused node's call is reported when its timeout ends, after TryLock returned")
+	calls, _ := rec.nodeCalls()
+	for _, nc := range calls {
+		if nc.Operation != redlock.OpAcquire {
+			continue
+		}
+		if nc.Node == servers[2].Addr() {
+			assert.Error(t, nc.Err)
+			assert.GreaterOrEqual(t, nc.Duration, 100*time.Millisecond, "the call lasted its node timeout")
+		} else {
+			assert.NoError(t, nc.Err)
+			assert.True(t, nc.OK)
+		}
+	}
+}
+
+func TestObserverNil(t *testing.T) {
+	_, err := redlock.Open("goredis", []string{"127.0.0.1:1"}, redlock.WithObserver(nil))
+	require.ErrorContains(t, err, "WithObserver(nil)")
+	_, err = redlock.Open("goredis", []string{"127.0.0.1:1"}, redlock.WithLogger(nil))
+	require.ErrorContains(t, err, "WithLogger(nil)")
+
+	// Observers belong to the Client, not to a call.
+	_, nodes := memNodes(3)
+	c := newClient(t, nodes)
+	_, err = c.TryLock(t.Context(), "k", redlock.WithObserver(redlock.NopObserver{}))
+	require.ErrorContains(t, err, "applies to the Client only")
+	err = c.Do(t.Context(), "k", func(context.Context) error { return nil }, redlock.WithLogger(slog.Default()))
+	require.ErrorContains(t, err, "applies to the Client only")
+}
+
+// nilCtxObserver returns a nil context, which the Client must survive.
+type nilCtxObserver struct{ redlock.NopObserver }
+
+func (nilCtxObserver) Attempt(context.Context, redlock.AttemptStart) (context.Context, func(redlock.AttemptDone)) {
+	return nil, nil
+}
+
+func TestObserverNopAndNilContext(t *testing.T) {
+	servers := redistest.NewServers(t, 3)
+	rec := &recorder{id: "r"}
+	c := openRedis(t, "goredis", servers, redlock.WithObserver(redlock.NopObserver{}),
+		redlock.WithObserver(nilCtxObserver{}), redlock.WithObserver(rec), redlock.WithObserver(nilCtxObserver{}))
+	err := c.Do(t.Context(), "nop", func(context.Context) error { return nil })
+	require.NoError(t, err)
+	assert.Contains(t, rec.snapshot(), "end /do/lock/attempt", "the observer after one that returned a nil context gets the one before")
+}
+
+// The observation point costs nothing when no observer is set: the public
+// calls allocate exactly as much as the algorithm under them.
+func TestNoObserverNoAllocs(t *testing.T) {
+	if raceOn {
+		t.Skip("the race detector's instrumentation changes allocation counts")
+	}
+	_, nodes := memNodes(5)
+	c := newClient(t, nodes)
+	ctx := context.Background()
+	keys := make([]string, 64)
+	for i := range keys {
+		keys[i] = fmt.Sprint("alloc-", i)
+	}
+	// Workers started for calls that found none idle make the count jitter:
+	// take the least of a few measurements.
+	least := func(f func()) float64 {
+		m := testing.AllocsPerRun(100, f)
+		for range 4 {
+			m = min(m, testing.AllocsPerRun(100, f))
+		}
+		return m
+	}
+	measure := func(lock func(string) (*redlock.Lock, error), unlock func(*redlock.Lock) error) float64 {
+		i := 0
+		return least(func() {
+			i++
+			l, err := lock(keys[i%len(keys)])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := unlock(l); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	core := measure(func(k string) (*redlock.Lock, error) { return redlock.TryLockCore(c, ctx, k) },
+		func(l *redlock.Lock) error { return redlock.UnlockCore(l, ctx) })
+	public := measure(func(k string) (*redlock.Lock, error) { return c.TryLock(ctx, k) },
+		func(l *redlock.Lock) error { return l.Unlock(ctx) })
+	lock := measure(func(k string) (*redlock.Lock, error) { return c.Lock(ctx, k) },
+		func(l *redlock.Lock) error { return l.Unlock(ctx) })
+	t.Logf("allocations per TryLock+Unlock: core %v, public %v, Lock+Unlock %v", core, public, lock)
+	assert.LessOrEqual(t, public, core, "TryLock and Unlock without observers allocate nothing beyond the algorithm")
+	assert.LessOrEqual(t, lock, core, "Lock without observers allocates nothing beyond its first attempt")
+
+	l, err := c.TryLock(ctx, "extend")
+	require.NoError(t, err)
+	coreExt := least(func() { redlock.ExtendCore(l, ctx, time.Minute) })
+	pubExt := least(func() { l.Extend(ctx, time.Minute) })
+	t.Logf("allocations per Extend: core %v, public %v", coreExt, pubExt)
+	assert.LessOrEqual(t, pubExt, coreExt, "Extend without observers allocates nothing beyond the algorithm")
+}
+
+// A no-op observer costs one allocation per round of node calls (the
+// round's observation data), two for a TryLock and its Unlock.
+func TestNopObserverAllocs(t *testing.T) {
+	if raceOn {
+		t.Skip("the race detector's instrumentation changes allocation counts")
+	}
+	ctx := context.Background()
+	measure := func(opts ...redlock.Option) float64 {
+		_, nodes := memNodes(5)
+		c := newClient(t, nodes, opts...)
+		m := 1e9
+		for range 5 {
+			m = min(m, testing.AllocsPerRun(100, func() {
+				l, err := c.TryLock(ctx, "k")
+				if err != nil {
+					t.Fatal(err)
+				}
+				l.Unlock(ctx)
+			}))
+		}
+		return m
+	}
+	none, nop := measure(), measure(redlock.WithObserver(redlock.NopObserver{}))
+	t.Logf("allocations per TryLock+Unlock: %v without observers, %v with a no-op one", none, nop)
+	assert.LessOrEqual(t, nop, none+2)
+}
+
+// With an observer set, every event goes through it: a sanity check that
+// the comparison above measures the observed path.
+func TestObserverAllocsCounted(t *testing.T) {
+	_, nodes := memNodes(5)
+	rec := &recorder{id: "r"}
+	c := newClient(t, nodes, redlock.WithObserver(rec))
+	ctx := context.Background()
+	l, err := c.TryLock(ctx, "k")
+	require.NoError(t, err)
+	require.NoError(t, l.Unlock(ctx))
+	assert.True(t, strings.HasPrefix(strings.Join(rec.snapshot(), ","), "start /attempt,end /attempt,start /unlock"))
+}

@@ -1,0 +1,103 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/go-redlock/redlock/driver"
+)
+
+// errNoTTLer is a node's failure in TTL when it does not implement
+// driver.TTLer.
+var errNoTTLer = errors.New("the node cannot tell a key's time to live (no driver.TTLer)")
+
+// TTL asks the nodes how long they still hold the lock and returns how long a
+// quorum guarantees it: the quorum-th largest remaining time to live among the
+// nodes that still hold this lock's value, less the time the call took and
+// the drift allowance. It waits for every node's answer, each bounded by the
+// node timeout (or until ctx ends, once a quorum answered). It moves Until to
+// that if it is earlier; it never moves Until later (Extend does).
+//
+// It returns an error matching ErrLockLost when fewer than a quorum hold the
+// lock, when Until has passed, or after Unlock, with the per-node causes and
+// the votes (*VoteError) joined in when the nodes were asked; the error
+// matches ErrUnavailable too when so many nodes failed that no quorum could
+// answer. When so many nodes said they no longer hold it that no quorum can,
+// Done is closed.
+//
+// Nodes must implement driver.TTLer, as every driver of this module does; a
+// node that does not counts as failed.
+func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
+	if l == nil {
+		return 0, errNilLock
+	}
+	c := l.c
+	if c.obs != nil {
+		defer l.reportEnd(ctx) // a loss or expiry this call found
+	}
+	start := c.now()
+	l.mu.Lock()
+	over, unlocked, ttl := l.overLocked(start), l.unlocked, l.ttl
+	l.mu.Unlock()
+	switch {
+	case unlocked:
+		return 0, errors.Join(ErrLockLost, ErrAlreadyUnlocked)
+	case over:
+		return 0, errors.Join(ErrLockLost, errOver)
+	}
+	left := make([]time.Duration, len(c.nodes)) // by node, read once it replied
+	r := c.start(ctx, OpTTL, l.name, func(ctx context.Context, i int, n driver.Node) (bool, error) {
+		t, ok := n.(driver.TTLer)
+		if !ok {
+			return false, errNoTTLer
+		}
+		d, held, err := t.TTL(ctx, l.key, l.value)
+		left[i] = d
+		return held, err
+	})
+	if !r.wait(ctx) {
+		if r.lost() {
+			l.mu.Lock()
+			if l.endLocked() {
+				l.endHow = endLostTTL
+			}
+			l.mu.Unlock()
+		}
+		return 0, r.err(ctx, ErrLockLost)
+	}
+	// Hear every node (each bounded by the node timeout): a node that
+	// answers last may raise the quorum-th largest TTL, and a low answer
+	// would lower Until for nothing.
+collect:
+	for r.pendingCount() > 0 {
+		select {
+		case rep := <-r.replies:
+			r.record(rep)
+		case <-ctx.Done():
+			break collect
+		}
+	}
+	held := make([]time.Duration, 0, r.yes)
+	for i, s := range r.state {
+		if s == granted {
+			held = append(held, left[i])
+		}
+	}
+	slices.Sort(held)
+	guaranteed := held[len(held)-c.quorum] // the quorum-th largest
+	d := drift(ttl, c.driftFactor)
+	at := start.Add(guaranteed - d)
+	now := c.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.overLocked(now) && at.Before(l.until) {
+		l.setUntilLocked(at, now)
+	}
+	if rest := l.until.Sub(now); rest > 0 && !l.ended {
+		return rest, nil
+	}
+	return 0, errors.Join(ErrLockLost, fmt.Errorf("no validity left: a quorum holds it for %v, the call took %v, the drift allowance is %v", guaranteed, now.Sub(start), d))
+}

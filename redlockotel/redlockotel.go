@@ -1,0 +1,338 @@
+// Package redlockotel reports what a redlock.Client does as OpenTelemetry
+// traces and metrics. It is a module of its own, so that users of redlock
+// who do not want OpenTelemetry never download it.
+//
+//	client, err := redlock.Open("rueidis", addrs, redlockotel.Instrument())
+//
+// # Spans
+//
+// redlock.TryLock (one per acquisition attempt: a TryLock, or each attempt of
+// a Lock), redlock.Lock (the parent of its attempts), redlock.Extend,
+// redlock.Unlock, and redlock.Do (the parent of its Lock, of the Extends that
+// keep the lock, of its Unlock, and of whatever its function starts on the
+// context it gets). Their attributes: redlock.key, redlock.quorum,
+// redlock.nodes.granted, redlock.fencing.token when the Client fences, and
+// redlock.outcome and redlock.attempt on an attempt. A failed call has status
+// Error with its error recorded. A lost lock is an event, redlock.lock.lost,
+// on the span of the call that found it; a waiter woken by a release is an
+// event, redlock.wake, on its Lock span.
+//
+// # Metrics
+//
+// Durations are in seconds; no metric has the key as an attribute, since keys
+// are unbounded.
+//
+//   - redlock.acquire.duration (histogram): every acquisition attempt, with
+//     redlock.outcome = granted, not_obtained, unavailable or error (see
+//     redlock.Outcome).
+//   - redlock.hold.duration (histogram): from a grant to the end of the
+//     lock's life (Unlock, or the loss), with redlock.lost (bool).
+//   - redlock.locks.held (up-down counter): locks granted whose life has not
+//     ended. A Lock that is neither unlocked nor watched (Lock.Done, as Do
+//     does) ends only at Unlock, so it counts until then.
+//   - redlock.lock.lost (counter): locks lost, with redlock.lost.how =
+//     lost_extend, expired, lost_unlock or lost_ttl (see redlock.LockEnd).
+//   - redlock.node.duration (histogram): every call to a node as the Client
+//     sees it (queueing included), with redlock.node (the node's address,
+//     without credentials), redlock.operation (redlock.OpAcquire, ...) and,
+//     on failure, error.type.
+package redlockotel
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"sync"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// ScopeName is the instrumentation scope of the tracer and the meter.
+const ScopeName = "github.com/go-redlock/redlock/redlockotel"
+
+// An Option configures Instrument.
+type Option func(*config)
+
+type config struct {
+	tp trace.TracerProvider
+	mp metric.MeterProvider
+}
+
+// WithTracerProvider sets the provider of the tracer (default: the global
+// one, otel.GetTracerProvider, at the time of Instrument).
+func WithTracerProvider(tp trace.TracerProvider) Option {
+	return func(c *config) { c.tp = tp }
+}
+
+// WithMeterProvider sets the provider of the meter (default: the global one,
+// otel.GetMeterProvider, at the time of Instrument).
+func WithMeterProvider(mp metric.MeterProvider) Option {
+	return func(c *config) { c.mp = mp }
+}
+
+// Instrument returns a redlock.Option that makes a Client report its spans
+// and metrics. It can stand beside other observers (redlock.WithObserver,
+// redlock.WithLogger). An instrument that cannot be created is reported to
+// otel.Handle and records nothing; the others still work.
+func Instrument(opts ...Option) redlock.Option {
+	return redlock.WithObserver(NewObserver(opts...))
+}
+
+// NewObserver returns the redlock.Observer that Instrument installs, for
+// callers that combine observers themselves.
+func NewObserver(opts ...Option) redlock.Observer {
+	var cfg config
+	for _, o := range opts {
+		if o != nil {
+			o(&cfg)
+		}
+	}
+	if cfg.tp == nil {
+		cfg.tp = otel.GetTracerProvider()
+	}
+	if cfg.mp == nil {
+		cfg.mp = otel.GetMeterProvider()
+	}
+	meter := cfg.mp.Meter(ScopeName)
+	o := &observer{tracer: cfg.tp.Tracer(ScopeName)}
+	var err, errs error
+	o.acquire, err = meter.Float64Histogram("redlock.acquire.duration", metric.WithUnit("s"),
+		metric.WithDescription("Duration of lock acquisition attempts."),
+		metric.WithExplicitBucketBoundaries(secondsBuckets...))
+	errs = errors.Join(errs, err)
+	o.hold, err = meter.Float64Histogram("redlock.hold.duration", metric.WithUnit("s"),
+		metric.WithDescription("How long locks were held, from the grant to Unlock or the loss."),
+		metric.WithExplicitBucketBoundaries(holdBuckets...))
+	errs = errors.Join(errs, err)
+	o.held, err = meter.Int64UpDownCounter("redlock.locks.held", metric.WithUnit("{lock}"),
+		metric.WithDescription("Locks granted and not yet unlocked or lost."))
+	errs = errors.Join(errs, err)
+	o.lost, err = meter.Int64Counter("redlock.lock.lost", metric.WithUnit("{lock}"),
+		metric.WithDescription("Locks lost while held."))
+	errs = errors.Join(errs, err)
+	o.node, err = meter.Float64Histogram("redlock.node.duration", metric.WithUnit("s"),
+		metric.WithDescription("Duration of calls to one node, as the client sees them."),
+		metric.WithExplicitBucketBoundaries(nodeBuckets...))
+	errs = errors.Join(errs, err)
+	if errs != nil {
+		otel.Handle(fmt.Errorf("redlockotel: %w", errs))
+	}
+	return o
+}
+
+var (
+	secondsBuckets = []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60}
+	holdBuckets    = []float64{0.001, 0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600}
+	nodeBuckets    = []float64{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1}
+)
+
+// Attribute keys.
+const (
+	keyKey       = attribute.Key("redlock.key")
+	quorumKey    = attribute.Key("redlock.quorum")
+	grantedKey   = attribute.Key("redlock.nodes.granted")
+	tokenKey     = attribute.Key("redlock.fencing.token")
+	outcomeKey   = attribute.Key("redlock.outcome")
+	attemptKey   = attribute.Key("redlock.attempt")
+	attemptsKey  = attribute.Key("redlock.attempts")
+	lostKey      = attribute.Key("redlock.lost")
+	lostHowKey   = attribute.Key("redlock.lost.how")
+	ttlKey       = attribute.Key("redlock.ttl")
+	nodeKey      = attribute.Key("redlock.node")
+	operationKey = attribute.Key("redlock.operation")
+	errorTypeKey = attribute.Key("error.type")
+)
+
+type observer struct {
+	redlock.NopObserver // for the methods Observer may gain
+
+	tracer  trace.Tracer
+	acquire metric.Float64Histogram
+	hold    metric.Float64Histogram
+	held    metric.Int64UpDownCounter
+	lost    metric.Int64Counter
+	node    metric.Float64Histogram
+
+	nodeAttrs sync.Map // nodeOp: metric.MeasurementOption, for calls without error
+}
+
+type nodeOp struct{ node, op string }
+
+func (o *observer) start(ctx context.Context, name, key string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	return o.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal),
+		trace.WithAttributes(append(attrs, keyKey.String(key))...))
+}
+
+// finish sets the span's status from err and ends it.
+func finish(span trace.Span, err error) {
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, firstLine(err.Error()))
+	}
+	span.End()
+}
+
+// firstLine is the start of an error's text: errors.Join puts each error on a
+// line of its own, and the status needs only the first.
+func firstLine(s string) string {
+	for i := range len(s) {
+		if s[i] == '\n' {
+			return s[:i]
+		}
+	}
+	return s
+}
+
+func tokenAttr(span trace.Span, token uint64) {
+	if token != 0 {
+		span.SetAttributes(tokenKey.Int64(int64(token)))
+	}
+}
+
+func votesAttrs(span trace.Span, v redlock.Votes) {
+	span.SetAttributes(quorumKey.Int(v.Quorum), grantedKey.Int(v.Granted))
+}
+
+func (o *observer) Do(ctx context.Context, e redlock.DoStart) (context.Context, func(redlock.DoDone)) {
+	ctx, span := o.start(ctx, "redlock.Do", e.Key)
+	return ctx, func(d redlock.DoDone) {
+		span.SetAttributes(lostKey.Bool(d.Lost))
+		finish(span, d.Err)
+	}
+}
+
+func (o *observer) Lock(ctx context.Context, e redlock.LockStart) (context.Context, func(redlock.LockDone)) {
+	ctx, span := o.start(ctx, "redlock.Lock", e.Key)
+	return ctx, func(d redlock.LockDone) {
+		span.SetAttributes(attemptsKey.Int(d.Attempts))
+		tokenAttr(span, d.Token)
+		finish(span, d.Err)
+	}
+}
+
+func (o *observer) Attempt(ctx context.Context, e redlock.AttemptStart) (context.Context, func(redlock.AttemptDone)) {
+	ctx, span := o.start(ctx, "redlock.TryLock", e.Key, attemptKey.Int(e.Attempt))
+	return ctx, func(d redlock.AttemptDone) {
+		span.SetAttributes(outcomeKey.String(string(d.Outcome)))
+		votesAttrs(span, d.Votes)
+		tokenAttr(span, d.Token)
+		o.acquire.Record(ctx, d.Duration.Seconds(), outcomeOption(d.Outcome))
+		if d.Outcome == redlock.OutcomeGranted {
+			o.held.Add(ctx, 1)
+		}
+		finish(span, d.Err)
+	}
+}
+
+var outcomeOptions = map[redlock.Outcome]metric.MeasurementOption{}
+
+func init() {
+	for _, oc := range []redlock.Outcome{redlock.OutcomeGranted, redlock.OutcomeNotObtained, redlock.OutcomeUnavailable, redlock.OutcomeError} {
+		outcomeOptions[oc] = metric.WithAttributeSet(attribute.NewSet(outcomeKey.String(string(oc))))
+	}
+}
+
+func outcomeOption(oc redlock.Outcome) metric.MeasurementOption {
+	if opt, ok := outcomeOptions[oc]; ok {
+		return opt
+	}
+	return metric.WithAttributes(outcomeKey.String(string(oc)))
+}
+
+func (o *observer) Extend(ctx context.Context, e redlock.ExtendStart) (context.Context, func(redlock.ExtendDone)) {
+	ctx, span := o.start(ctx, "redlock.Extend", e.Key, ttlKey.Float64(e.TTL.Seconds()))
+	tokenAttr(span, e.Token)
+	return ctx, func(d redlock.ExtendDone) {
+		votesAttrs(span, d.Votes)
+		span.SetAttributes(lostKey.Bool(d.Lost))
+		finish(span, d.Err)
+	}
+}
+
+func (o *observer) Unlock(ctx context.Context, e redlock.UnlockStart) (context.Context, func(redlock.UnlockDone)) {
+	ctx, span := o.start(ctx, "redlock.Unlock", e.Key)
+	tokenAttr(span, e.Token)
+	return ctx, func(d redlock.UnlockDone) {
+		votesAttrs(span, d.Votes)
+		finish(span, d.Err)
+	}
+}
+
+var (
+	heldLost   = metric.WithAttributeSet(attribute.NewSet(lostKey.Bool(true)))
+	heldUnlock = metric.WithAttributeSet(attribute.NewSet(lostKey.Bool(false)))
+)
+
+func (o *observer) LockEnd(ctx context.Context, e redlock.LockEnd) {
+	o.held.Add(ctx, -1)
+	if !e.Lost() {
+		o.hold.Record(ctx, e.Held.Seconds(), heldUnlock)
+		return
+	}
+	o.hold.Record(ctx, e.Held.Seconds(), heldLost)
+	o.lost.Add(ctx, 1, metric.WithAttributes(lostHowKey.String(e.How)))
+	trace.SpanFromContext(ctx).AddEvent("redlock.lock.lost", trace.WithAttributes(
+		keyKey.String(e.Key), lostHowKey.String(e.How), attribute.Float64("redlock.held", e.Held.Seconds())))
+}
+
+func (o *observer) Wake(ctx context.Context, e redlock.Wake) {
+	trace.SpanFromContext(ctx).AddEvent("redlock.wake", trace.WithAttributes(attemptKey.Int(e.Attempt)))
+}
+
+func (o *observer) NodeCall(ctx context.Context, e redlock.NodeCall) {
+	if e.Err != nil {
+		o.node.Record(ctx, e.Duration.Seconds(), metric.WithAttributes(
+			nodeKey.String(address(e.Node)), operationKey.String(e.Operation), errorTypeKey.String(errorType(e.Err))))
+		return
+	}
+	k := nodeOp{e.Node, e.Operation}
+	opt, ok := o.nodeAttrs.Load(k)
+	if !ok {
+		opt, _ = o.nodeAttrs.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(
+			nodeKey.String(address(e.Node)), operationKey.String(e.Operation))))
+	}
+	o.node.Record(ctx, e.Duration.Seconds(), opt.(metric.MeasurementOption))
+}
+
+// address is a node's name without credentials: a URL loses its user
+// information (already masked by the drivers) and its query.
+func address(name string) string {
+	u, err := url.Parse(name)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return name
+	}
+	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	return u.String()
+}
+
+// errorType classifies a node's error for the error.type attribute, with few
+// values: timeout, canceled, or the Go type of the innermost error.
+func errorType(err error) string {
+	var ne net.Error
+	switch {
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &ne) && ne.Timeout():
+		return "timeout"
+	case errors.Is(err, context.Canceled):
+		return "canceled"
+	}
+	for {
+		next := errors.Unwrap(err)
+		if next == nil {
+			break
+		}
+		err = next
+	}
+	t := fmt.Sprintf("%T", err)
+	if t == "*errors.errorString" || t == "*fmt.wrapError" || t == "*errors.joinError" {
+		return "_OTHER"
+	}
+	return t
+}

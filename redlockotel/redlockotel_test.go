@@ -1,0 +1,380 @@
+package redlockotel_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	_ "github.com/go-redlock/redlock/drivers/goredis"
+	"github.com/go-redlock/redlock/redistest"
+	"github.com/go-redlock/redlock/redlock"
+	"github.com/go-redlock/redlock/redlockotel"
+)
+
+// telemetry is an in-memory span recorder and a manual metric reader.
+type telemetry struct {
+	spans  *tracetest.SpanRecorder
+	reader *sdkmetric.ManualReader
+	tp     *sdktrace.TracerProvider
+	mp     *sdkmetric.MeterProvider
+}
+
+func newTelemetry(t *testing.T) *telemetry {
+	tel := &telemetry{spans: tracetest.NewSpanRecorder(), reader: sdkmetric.NewManualReader()}
+	tel.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(tel.spans))
+	tel.mp = sdkmetric.NewMeterProvider(sdkmetric.WithReader(tel.reader))
+	t.Cleanup(func() {
+		tel.tp.Shutdown(context.Background())
+		tel.mp.Shutdown(context.Background())
+	})
+	return tel
+}
+
+func (tel *telemetry) option() redlock.Option {
+	return redlockotel.Instrument(redlockotel.WithTracerProvider(tel.tp), redlockotel.WithMeterProvider(tel.mp))
+}
+
+// metrics collects the metrics, by name.
+func (tel *telemetry) metrics(t *testing.T) map[string]metricdata.Aggregation {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, tel.reader.Collect(context.Background(), &rm))
+	out := map[string]metricdata.Aggregation{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			out[m.Name] = m.Data
+		}
+	}
+	return out
+}
+
+func open(t *testing.T, addrs []string, opts ...redlock.Option) *redlock.Client {
+	t.Helper()
+	c, err := redlock.Open("goredis", addrs, opts...)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func attr(attrs []attribute.KeyValue, key string) (attribute.Value, bool) {
+	for _, a := range attrs {
+		if string(a.Key) == key {
+			return a.Value, true
+		}
+	}
+	return attribute.Value{}, false
+}
+
+func histogram(t *testing.T, data metricdata.Aggregation) []metricdata.HistogramDataPoint[float64] {
+	t.Helper()
+	h, ok := data.(metricdata.Histogram[float64])
+	require.True(t, ok, "%T is not a float64 histogram", data)
+	return h.DataPoints
+}
+
+func sum(t *testing.T, data metricdata.Aggregation) []metricdata.DataPoint[int64] {
+	t.Helper()
+	s, ok := data.(metricdata.Sum[int64])
+	require.True(t, ok, "%T is not an int64 sum", data)
+	return s.DataPoints
+}
+
+// noKey checks that no data point of any metric has the lock's key.
+func noKey(t *testing.T, ms map[string]metricdata.Aggregation) {
+	t.Helper()
+	check := func(name string, set attribute.Set) {
+		_, has := set.Value("redlock.key")
+		assert.False(t, has, "%s has the key as an attribute: keys are unbounded", name)
+	}
+	for name, data := range ms {
+		switch d := data.(type) {
+		case metricdata.Histogram[float64]:
+			for _, p := range d.DataPoints {
+				check(name, p.Attributes)
+			}
+		case metricdata.Sum[int64]:
+			for _, p := range d.DataPoints {
+				check(name, p.Attributes)
+			}
+		}
+	}
+}
+
+func TestDoSpanTree(t *testing.T) {
+	servers := redistest.NewServers(t, 3)
+	tel := newTelemetry(t)
+	c := open(t, redistest.Addrs(servers), tel.option(), redlock.WithFencing(),
+		redlock.WithTTL(time.Second), redlock.WithExtendInterval(50*time.Millisecond))
+	var heldDuring int64
+	err := c.Do(t.Context(), "otel-do", func(ctx context.Context) error {
+		_, span := tel.tp.Tracer("user").Start(ctx, "work")
+		time.Sleep(200 * time.Millisecond)
+		span.End()
+		for _, p := range sum(t, tel.metrics(t)["redlock.locks.held"]) {
+			heldDuring += p.Value
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, int64(1), heldDuring, "redlock.locks.held while Do's function runs")
+
+	spans := tel.spans.Ended()
+	byName := map[string][]sdktrace.ReadOnlySpan{}
+	for _, s := range spans {
+		byName[s.Name()] = append(byName[s.Name()], s)
+	}
+	require.Len(t, byName["redlock.Do"], 1)
+	do := byName["redlock.Do"][0]
+	assert.False(t, do.Parent().IsValid(), "Do is a root span here")
+	require.Len(t, byName["redlock.Lock"], 1)
+	lock := byName["redlock.Lock"][0]
+	assert.Equal(t, do.SpanContext().SpanID(), lock.Parent().SpanID(), "Lock is a child of Do")
+	require.Len(t, byName["redlock.TryLock"], 1)
+	try := byName["redlock.TryLock"][0]
+	assert.Equal(t, lock.SpanContext().SpanID(), try.Parent().SpanID(), "the attempt is a child of Lock")
+	require.GreaterOrEqual(t, len(byName["redlock.Extend"]), 2, "Do extended every 50ms for 200ms")
+	failed := 0
+	for _, e := range byName["redlock.Extend"] {
+		assert.Equal(t, do.SpanContext().SpanID(), e.Parent().SpanID(), "Extend is a child of Do")
+		if e.Status().Code == codes.Error {
+			failed++ // in flight when the function returned: Do cancels it
+		}
+	}
+	assert.LessOrEqual(t, failed, 1, "only an extension cut short by the end of Do fails")
+	require.Len(t, byName["redlock.Unlock"], 1)
+	assert.Equal(t, do.SpanContext().SpanID(), byName["redlock.Unlock"][0].Parent().SpanID(), "Unlock is a child of Do")
+	require.Len(t, byName["work"], 1)
+	assert.Equal(t, do.SpanContext().SpanID(), byName["work"][0].Parent().SpanID(), "the function's own spans are children of Do")
+	for _, s := range spans {
+		assert.Equal(t, do.SpanContext().TraceID(), s.SpanContext().TraceID())
+		if s.Name() == "work" {
+			continue
+		}
+		v, ok := attr(s.Attributes(), "redlock.key")
+		assert.True(t, ok, "%s has redlock.key", s.Name())
+		assert.Equal(t, "otel-do", v.AsString())
+	}
+	for _, name := range []string{"redlock.TryLock", "redlock.Extend", "redlock.Unlock"} {
+		s := byName[name][0]
+		q, ok := attr(s.Attributes(), "redlock.quorum")
+		assert.True(t, ok, name)
+		assert.Equal(t, int64(2), q.AsInt64(), name)
+		g, ok := attr(s.Attributes(), "redlock.nodes.granted")
+		assert.True(t, ok, name)
+		assert.GreaterOrEqual(t, g.AsInt64(), int64(2), name)
+		tok, ok := attr(s.Attributes(), "redlock.fencing.token")
+		assert.True(t, ok, "%s has the fencing token", name)
+		assert.Equal(t, int64(1), tok.AsInt64(), name)
+	}
+	oc, _ := attr(try.Attributes(), "redlock.outcome")
+	assert.Equal(t, "granted", oc.AsString())
+
+	ms := tel.metrics(t)
+	noKey(t, ms)
+	acq := histogram(t, ms["redlock.acquire.duration"])
+	require.Len(t, acq, 1)
+	assert.Equal(t, uint64(1), acq[0].Count)
+	v, _ := acq[0].Attributes.Value("redlock.outcome")
+	assert.Equal(t, "granted", v.AsString())
+	hold := histogram(t, ms["redlock.hold.duration"])
+	require.Len(t, hold, 1)
+	assert.Equal(t, uint64(1), hold[0].Count)
+	assert.GreaterOrEqual(t, hold[0].Sum, 0.2, "held for the 200ms of the function at least (seconds)")
+	held := sum(t, ms["redlock.locks.held"])
+	require.Len(t, held, 1)
+	assert.Zero(t, held[0].Value, "released")
+	var ops []string
+	for _, p := range histogram(t, ms["redlock.node.duration"]) {
+		op, _ := p.Attributes.Value("redlock.operation")
+		ops = append(ops, op.AsString())
+	}
+	for _, op := range []string{redlock.OpAcquire, redlock.OpFence, redlock.OpExtend, redlock.OpRelease} {
+		assert.Contains(t, ops, op)
+	}
+}
+
+func TestRefusedAttempt(t *testing.T) {
+	servers := redistest.NewServers(t, 3)
+	tel := newTelemetry(t)
+	c := open(t, redistest.Addrs(servers), tel.option())
+	holder := open(t, redistest.Addrs(servers))
+	ctx := t.Context()
+	l, err := holder.TryLock(ctx, "otel-busy")
+	require.NoError(t, err)
+	defer l.Unlock(ctx)
+
+	_, err = c.TryLock(ctx, "otel-busy")
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	spans := tel.spans.Ended()
+	require.Len(t, spans, 1)
+	s := spans[0]
+	assert.Equal(t, "redlock.TryLock", s.Name())
+	assert.Equal(t, codes.Error, s.Status().Code)
+	assert.Contains(t, s.Status().Description, "lock not obtained")
+	require.NotEmpty(t, s.Events())
+	assert.Equal(t, "exception", s.Events()[0].Name, "the error is recorded")
+	oc, _ := attr(s.Attributes(), "redlock.outcome")
+	assert.Equal(t, "not_obtained", oc.AsString())
+
+	ms := tel.metrics(t)
+	noKey(t, ms)
+	acq := histogram(t, ms["redlock.acquire.duration"])
+	require.Len(t, acq, 1)
+	v, _ := acq[0].Attributes.Value("redlock.outcome")
+	assert.Equal(t, "not_obtained", v.AsString())
+
+	// Two nodes of three down: unavailable, not merely refused.
+	for _, s := range servers[:2] {
+		require.NoError(t, s.Kill())
+	}
+	_, err = c.TryLock(ctx, "otel-down")
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	outcomes := map[string]uint64{}
+	for _, p := range histogram(t, tel.metrics(t)["redlock.acquire.duration"]) {
+		v, _ := p.Attributes.Value("redlock.outcome")
+		outcomes[v.AsString()] += p.Count
+	}
+	assert.Equal(t, map[string]uint64{"not_obtained": 1, "unavailable": 1}, outcomes)
+}
+
+func TestLostLockCounting(t *testing.T) {
+	servers := redistest.NewServers(t, 3)
+	tel := newTelemetry(t)
+	c := open(t, redistest.Addrs(servers), tel.option(), redlock.WithExtendInterval(50*time.Millisecond))
+	ctx := t.Context()
+	del := func(key string) {
+		for _, s := range servers {
+			_, err := s.Do(ctx, "DEL", key)
+			require.NoError(t, err)
+		}
+	}
+
+	err := c.Do(ctx, "otel-lost-do", func(fctx context.Context) error {
+		del("otel-lost-do")
+		<-fctx.Done()
+		return nil
+	})
+	require.ErrorIs(t, err, redlock.ErrLockLost)
+
+	l, err := c.TryLock(ctx, "otel-lost-unlock")
+	require.NoError(t, err)
+	del("otel-lost-unlock")
+	require.ErrorIs(t, l.Unlock(ctx), redlock.ErrLockLost)
+
+	l, err = c.TryLock(ctx, "otel-kept")
+	require.NoError(t, err)
+	require.NoError(t, l.Unlock(ctx))
+
+	ms := tel.metrics(t)
+	noKey(t, ms)
+	lost := map[string]int64{}
+	for _, p := range sum(t, ms["redlock.lock.lost"]) {
+		v, _ := p.Attributes.Value("redlock.lost.how")
+		lost[v.AsString()] += p.Value
+	}
+	assert.Equal(t, map[string]int64{redlock.EndLostExtend: 1, redlock.EndLostUnlock: 1}, lost)
+	held := sum(t, ms["redlock.locks.held"])
+	require.Len(t, held, 1)
+	assert.Zero(t, held[0].Value, "each lost or released lock counted down once")
+	var holds uint64
+	for _, p := range histogram(t, ms["redlock.hold.duration"]) {
+		holds += p.Count
+	}
+	assert.Equal(t, uint64(3), holds)
+
+	var found bool
+	for _, s := range tel.spans.Ended() {
+		if s.Name() != "redlock.Extend" {
+			continue
+		}
+		for _, e := range s.Events() {
+			if e.Name == "redlock.lock.lost" {
+				found = true
+				assert.Equal(t, codes.Error, s.Status().Code)
+			}
+		}
+	}
+	assert.True(t, found, "the Extend that found the lock lost has the event")
+}
+
+func TestSlowNodeHistogram(t *testing.T) {
+	const password = "otel-pw-5xR2"
+	servers := redistest.NewServers(t, 3, redistest.WithPassword(password))
+	urls := make([]string, len(servers))
+	for i, s := range servers {
+		urls[i] = s.URL()
+	}
+	tel := newTelemetry(t)
+	c := open(t, urls, tel.option(), redlock.WithNodeTimeout(100*time.Millisecond))
+	slow := servers[2]
+	require.NoError(t, slow.Pause())
+	defer slow.Resume()
+	ctx := t.Context()
+	l, err := c.TryLock(ctx, "otel-slow")
+	require.NoError(t, err, "two nodes of three are a quorum")
+	require.NoError(t, l.Unlock(ctx))
+
+	type point struct {
+		count     uint64
+		sum       float64
+		errorType string
+	}
+	var points map[string]point
+	require.Eventually(t, func() bool {
+		points = map[string]point{}
+		for _, p := range histogram(t, tel.metrics(t)["redlock.node.duration"]) {
+			node, _ := p.Attributes.Value("redlock.node")
+			op, _ := p.Attributes.Value("redlock.operation")
+			et, _ := p.Attributes.Value("error.type")
+			points[node.AsString()+" "+op.AsString()] = point{p.Count, p.Sum, et.AsString()}
+		}
+		_, ok := points["redis://"+slow.Addr()+" acquire"]
+		return ok
+	}, 5*time.Second, 10*time.Millisecond, "the slow node's acquire is recorded when its timeout ends")
+	for k := range points {
+		assert.NotContains(t, k, password)
+		assert.NotContains(t, k, "xxxxx", "no credentials, not even masked")
+	}
+	sp := points["redis://"+slow.Addr()+" acquire"]
+	assert.Equal(t, "timeout", sp.errorType, "the slow node is named, with error.type")
+	assert.GreaterOrEqual(t, sp.sum, 0.1, "it took its node timeout (seconds)")
+	for _, s := range servers[:2] {
+		p, ok := points["redis://"+s.Addr()+" acquire"]
+		require.True(t, ok, "%v", points)
+		assert.Empty(t, p.errorType)
+		assert.Less(t, p.sum, sp.sum, "a healthy node is faster than the paused one")
+	}
+}
+
+func TestGlobalProviders(t *testing.T) {
+	tel := newTelemetry(t)
+	tp, mp := otel.GetTracerProvider(), otel.GetMeterProvider()
+	otel.SetTracerProvider(tel.tp)
+	otel.SetMeterProvider(tel.mp)
+	t.Cleanup(func() {
+		otel.SetTracerProvider(tp)
+		otel.SetMeterProvider(mp)
+	})
+	servers := redistest.NewServers(t, 3)
+	c := open(t, redistest.Addrs(servers), redlockotel.Instrument())
+	l, err := c.TryLock(t.Context(), "otel-global")
+	require.NoError(t, err)
+	require.NoError(t, l.Unlock(t.Context()))
+	var names []string
+	for _, s := range tel.spans.Ended() {
+		names = append(names, s.Name())
+	}
+	assert.Equal(t, "redlock.TryLock redlock.Unlock", strings.Join(names, " "))
+	assert.Contains(t, tel.metrics(t), "redlock.acquire.duration")
+}
