@@ -67,6 +67,11 @@ func (s *redisSuite) runCluster(t *testing.T) {
 			defer cancel()
 			notifyFollowsSlot(t, ctx, s, clusters[1])
 		})
+		t.Run("TLS", func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
+			defer cancel()
+			clusterTLS(t, ctx, s)
+		})
 		t.Run("Migration", func(t *testing.T) {
 			if s.skipMigration != "" {
 				t.Skip(s.skipMigration)
@@ -240,4 +245,44 @@ func notifyFollowsSlot(t *testing.T, ctx context.Context, s *redisSuite, c *redi
 		}
 	}
 	t.Fatal("no release heard after the key's slot moved: the subscription did not follow it")
+}
+
+// clusterTLS checks a cluster node over TLS with a password and client
+// certificates: locks on keys of both shards, a release heard, and the
+// password never shown.
+func clusterTLS(t *testing.T, ctx context.Context, s *redisSuite) {
+	c := redistest.NewCluster(t, clusterShards, redistest.WithServerOptions(
+		redistest.WithTLS(redistest.NewCerts(t), redistest.ClientCertsRequired), redistest.WithPassword(password)))
+	n := s.openURL(t, c.URL())
+	if sn, ok := n.(fmt.Stringer); ok {
+		hidesPassword(t, "String()", sn.String())
+	}
+	for _, tag := range []string{"a", "b", "c", "d"} { // slots on both shards
+		k, v := "{"+tag+"}"+key(t), value()
+		if ok := must(t, "SetNX over TLS")(n.SetNX(ctx, k, v, time.Minute)); !ok {
+			t.Fatalf("SetNX(%s) over TLS = false, want true", k)
+		}
+		if ok := must(t, "EvalRelease over TLS")(n.EvalRelease(ctx, k, v)); !ok {
+			t.Fatalf("EvalRelease(%s) over TLS = false, want true", k)
+		}
+	}
+	nn, ok := n.(driver.Notifier)
+	if !ok {
+		return
+	}
+	k := key(t)
+	notify := make(chan struct{}, 1)
+	cancel, err := nn.Subscribe(ctx, k, notify)
+	if err != nil {
+		t.Fatalf("Subscribe over TLS: %v", err)
+	}
+	defer cancel()
+	v := value()
+	must(t, "SetNX")(n.SetNX(ctx, k, v, time.Minute))
+	must(t, "ReleaseNotify")(nn.ReleaseNotify(ctx, k, v))
+	select {
+	case <-notify:
+	case <-ctx.Done():
+		t.Fatal("no release heard over TLS")
+	}
 }

@@ -7,8 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/redis/go-redis/v9"
-
+	"github.com/go-redlock/redlock/internal/keystatus"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 )
 
@@ -107,12 +106,10 @@ func probeClusterNode(ctx context.Context, a redisaddr.Node, o doctorOptions) *n
 		return n
 	}
 	view := func(hostPort string) ([]clusterNodeInfo, error) {
-		sa := at(hostPort)
-		c := redis.NewClient(&redis.Options{
-			Addr: sa.HostPort(), Username: sa.Username, Password: sa.Password, Protocol: 2,
-			DisableIdentity: true, ContextTimeoutEnabled: true, MaxRetries: -1, DialerRetries: 1,
-			DialTimeout: o.timeout, ReadTimeout: o.timeout, WriteTimeout: o.timeout, PoolSize: 1,
-		})
+		c, err := keystatus.NewClient(at(hostPort), o.timeout) // TLS for rediss://
+		if err != nil {
+			return nil, err
+		}
 		defer c.Close()
 		cctx, cancel := context.WithTimeout(ctx, o.timeout)
 		defer cancel()

@@ -59,3 +59,22 @@ func TestDoctorCluster(t *testing.T) {
 		t.Errorf("no failed slots check after DELSLOTS 0: %+v", rep.Nodes[0].Checks)
 	}
 }
+
+// doctor on a cluster node that requires TLS and a password: the shards are
+// read over TLS too, and the report never shows the password.
+func TestDoctorClusterTLS(t *testing.T) {
+	t.Parallel()
+	certs := redistest.NewCerts(t)
+	c := redistest.NewCluster(t, 2, redistest.WithServerOptions(redistest.WithTLS(certs, redistest.ClientCertsRequired), redistest.WithPassword("doctor-cluster-secret")))
+	rep, r := doctorJSON(t, c.URL())
+	if strings.Contains(r.stdout+r.stderr, "doctor-cluster-secret") {
+		t.Fatalf("the report shows the password:\n%v", r)
+	}
+	n := rep.Nodes[0]
+	if !n.Reachable || len(n.Shards) != 2 {
+		t.Fatalf("cluster node over TLS: want reachable with 2 shards, got %+v", n)
+	}
+	if _, ok := findCheck(n.Checks, "slot map", statusOK); !ok {
+		t.Errorf("the slot map was not read from every primary over TLS: %+v", n.Checks)
+	}
+}
