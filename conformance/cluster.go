@@ -17,7 +17,9 @@ import (
 // opened with addresses "redis://host:port?cluster=true&addr=..." (see
 // redistest.Cluster.URL): Cluster/Node runs Run over nodes that are clusters
 // of two shards (three clusters, so that Redlock/ThreeNodes has three
-// independent nodes), and Cluster/Migration takes and releases locks while
+// independent nodes), Cluster/Notifier/FollowsSlot hears a release after the
+// key's slot moved, Cluster/TLS reaches a cluster over TLS with client
+// certificates and a password, and Cluster/Migration takes and releases locks while
 // their slots migrate, whole (MOVED) and half way (ASK, TRYAGAIN): every
 // call must answer as on a still cluster, or fail; never "not held" for a
 // key that is held, nor "held" for one that is free.
