@@ -15,7 +15,7 @@ import (
 	"github.com/go-redlock/redlock/redlock"
 )
 
-// Regression tests for the defects of issue 11, on in-process nodes; the
+// Regression tests for the defects an outside review found, on in-process nodes; the
 // ones about what reaches Redis are in harden_redis_test.go.
 
 // driftOf is the drift allowance of a TTL at the default drift factor.
@@ -216,5 +216,87 @@ func TestExtendFailedOnNodesLowersUntil(t *testing.T) {
 		require.False(t, isClosed(done), "not over yet: the short TTL still runs")
 		time.Sleep(short)
 		assert.True(t, isClosed(done), "Done closes at the lowered Until")
+	})
+}
+
+// An Extend returns once a quorum answered, while its calls to slower nodes
+// are still on their way; such a call may apply its shorter TTL after a later,
+// longer Extend succeeded. Until must then stay within the earlier Extend's
+// bound, so that no rival is granted the lock while Until says this one holds
+// it. Found by the simulation (safety/, TestSimulation).
+func TestStaleExtendCallKeepsUntilShort(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		mem, nodes := memNodes(5)
+		rival := make([]driver.Node, len(mem))
+		for i := range rival {
+			rival[i] = sameStore{mem[i]}
+		}
+		opts := []redlock.Option{redlock.WithTTL(time.Second), redlock.WithNodeTimeout(100 * time.Millisecond)}
+		a, err := redlock.New(nodes, opts...)
+		require.NoError(t, err)
+		defer a.Close()
+		b, err := redlock.New(rival, opts...)
+		require.NoError(t, err)
+		defer b.Close()
+		l, err := a.TryLock(ctx, "k")
+		require.NoError(t, err)
+		synctest.Wait()
+
+		mem[3].SetLatency(50 * time.Millisecond) // the short Extend lands late here
+		mem[4].SetLatency(50 * time.Millisecond)
+		require.NoError(t, l.Extend(ctx, 20*time.Millisecond))
+		mem[3].SetLatency(0)
+		mem[4].SetLatency(0)
+		mem[1].SetLatency(80 * time.Millisecond)
+		mem[2].SetLatency(80 * time.Millisecond)
+		longStart := time.Now()
+		err = l.Extend(ctx, time.Second) // granted by 0, 3, 4 at once
+		mem[1].SetLatency(0)
+		mem[2].SetLatency(0)
+		if err == nil {
+			assert.False(t, l.Until().After(longStart.Add(20*time.Millisecond)),
+				"Until %v after the long Extend began, beyond the short Extend still landing", l.Until().Sub(longStart))
+		}
+		time.Sleep(90 * time.Millisecond)
+		synctest.Wait()
+		if l2, err := b.TryLock(ctx, "k"); err == nil {
+			assert.False(t, time.Now().Before(l.Until()), "double grant: a rival holds the lock while Until is %v ahead", time.Until(l.Until()))
+			l2.Unlock(ctx)
+		}
+		l.Unlock(ctx)
+	})
+}
+
+// sameStore is another Client's view of a memory node: the same keys under
+// another identity, so that redlock.New accepts it beside the first Client.
+type sameStore struct{ *memory.Node }
+
+// An Unlock whose releases failed (nodes down) repeats them in the background
+// until the nodes answer: once they are back, the key is gone from every node
+// well before its TTL, although a second Unlock sends nothing.
+func TestUnlockRepeatsFailedReleases(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, nodes := memNodes(5)
+		c, err := redlock.New(nodes, redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(100*time.Millisecond))
+		require.NoError(t, err)
+		defer c.Close()
+		l, err := c.TryLock(t.Context(), "k")
+		require.NoError(t, err)
+		for _, m := range mem[:3] {
+			m.SetDown(true)
+		}
+		err = l.Unlock(t.Context())
+		require.ErrorIs(t, err, redlock.ErrUnavailable)
+		require.ErrorIs(t, l.Unlock(t.Context()), redlock.ErrAlreadyUnlocked)
+		time.Sleep(time.Second)
+		for _, m := range mem[:3] {
+			m.SetDown(false)
+		}
+		time.Sleep(time.Second) // a few node timeouts: the repeats reach them
+		synctest.Wait()
+		for i, m := range mem {
+			assert.False(t, m.Holds("k"), "node %d still holds the key a second after it came back (TTL 10s)", i)
+		}
 	})
 }

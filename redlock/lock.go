@@ -32,7 +32,7 @@ type Lock struct {
 	done     chan struct{} // made by the first Done call; closed when ended
 	timer    *time.Timer   // closes done at until, while done exists
 
-	extending int       // Extends in flight
+	extending int       // Extends with node calls in flight (decided or not)
 	groupMin  time.Time // the lowest bound (start + ttl - drift) of the Extends in flight and of those that overlapped them
 }
 
@@ -227,18 +227,21 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (*round, error) {
 	}
 	l.mu.Unlock()
 
-	r := c.start(ctx, OpExtend, l.name, func(ctx context.Context, _ int, n driver.Node) (bool, error) {
+	// The Extend is in flight until its last node call has returned, not
+	// only until it decided: a call still on its way may apply its TTL
+	// after a later Extend succeeded.
+	r := c.startThen(ctx, OpExtend, l.name, func(ctx context.Context, _ int, n driver.Node) (bool, error) {
 		return n.Extend(ctx, l.key, l.value, ttl)
-	})
+	}, l.extendReturned)
 	ok := r.wait(ctx)
 	now := c.now()
 	l.mu.Lock()
-	l.extending--
 	// Until is at most every bound in the group, so the lock is over when
-	// the earliest of them has passed.
+	// the earliest of them has passed. The group may have ended and a new
+	// one begun since this Extend started: its own bound caps Until too.
 	over := l.overLocked(now)
 	if ok && !over {
-		l.setUntilLocked(l.groupMin, now)
+		l.setUntilLocked(minTime(bound, l.groupMin), now)
 		l.ttl = ttl
 		l.mu.Unlock()
 		return r, nil
@@ -254,6 +257,21 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (*round, error) {
 	return r, err
 }
 
+// extendReturned runs when the last node call of an Extend has returned.
+func (l *Lock) extendReturned() {
+	l.mu.Lock()
+	l.extending--
+	l.mu.Unlock()
+}
+
+// minTime returns the earlier of a and b.
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
 // Unlock releases the lock on every node and closes Done. It sends the
 // release to every node whatever ctx says, an ended ctx included, each bounded
 // by the node timeout. It returns once a quorum confirmed the release (the
@@ -266,6 +284,8 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (*round, error) {
 // when TryLock returned is followed too: its node is released once it answers
 // (see TryLock).
 //
+// A release that fails (its outcome unknown) is repeated in the background
+// until the node answers, up to the key's expiry on the nodes or Close. So
 // Unlock releases once: a later call returns ErrAlreadyUnlocked at once,
 // without a call to the nodes, whatever the first one returned.
 func (l *Lock) Unlock(ctx context.Context) error {
@@ -296,15 +316,29 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 	late := l.followLateSets(bg, acq, deadline)
 	r := l.c.start(bg, OpRelease, l.name, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
 		if late && acq.state[i] == pending {
-			return false, nil // released once its SET has answered
+			// Released once its SET has answered; until then its state
+			// is unknown, as a failed node's is, not a refusal.
+			return false, errSetUnanswered
 		}
-		return l.c.release(ctx, i, l.key, l.value)
+		ok, err := l.c.release(ctx, i, l.key, l.value)
+		if err != nil {
+			// Its outcome is unknown, and an earlier Extend may still wait
+			// in the node's socket: repeat the release until the node has
+			// answered after whatever held it up, so that the key does not
+			// outlive the faults that failed this call (see settle).
+			l.c.background(func() { l.c.settle(bg, i, l.key, l.value, 2, deadline, nil) })
+		}
+		return ok, err
 	})
 	if r.wait(bg) { // the calls end at the node timeout
 		return r, ended, nil
 	}
 	return r, ended, r.err(ctx, ErrLockLost)
 }
+
+// errSetUnanswered is Unlock's verdict on a node whose acquisition SET had
+// not answered when the lock was granted.
+var errSetUnanswered = errors.New("its SET had not answered when the lock was granted: released once it answers")
 
 // followLateSets handles the SETs of the acquisition that had not answered
 // when TryLock returned. Released now, such a node could apply the SET after

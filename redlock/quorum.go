@@ -85,6 +85,7 @@ type round struct {
 	caller    context.Context // the caller's: a failure after it ended is not the node's
 	errs      []error
 	running   atomic.Int32 // calls not yet returned; the last cancels ctx
+	finished  func()       // nil, or run once every call has returned
 
 	op     op
 	ctx    context.Context // bounds every call by the node timeout
@@ -100,12 +101,21 @@ func (r *round) call(i int) {
 	r.replies <- reply{node: i, ok: ok && err == nil, err: err}
 	if r.running.Add(-1) == 0 {
 		r.cancel()
+		if r.finished != nil {
+			r.finished()
+		}
 	}
 	r.c.inflight.done()
 }
 
 func (c *Client) start(ctx context.Context, opName, name string, o op) *round {
-	r := &round{c: c, replies: make(chan reply, len(c.nodes))}
+	return c.startThen(ctx, opName, name, o, nil)
+}
+
+// startThen is start, with finished (if not nil) run once every call of the
+// round has returned, which may be long after the caller's wait decided.
+func (c *Client) startThen(ctx context.Context, opName, name string, o op, finished func()) *round {
+	r := &round{c: c, replies: make(chan reply, len(c.nodes)), finished: finished}
 	if len(c.nodes) <= len(r.stateBuf) {
 		r.state = r.stateBuf[:len(c.nodes)]
 	} else {

@@ -16,6 +16,8 @@
 //	TestScenario09DelayedRestartOrAOF               safe
 //	TestScenario10ClockJump                         unsafe: double grant reproduced (memory nodes)
 //	TestSoak                                        zero overlaps under tolerated faults (-soak=2m for longer)
+//	TestSimulation                                  the real code over memory nodes in synctest bubbles: random
+//	                                                calls and faults, every grant and call checked (-schedules=N -seed=S)
 //
 // SAFETY.md at the root of the module tabulates the outcomes, the measured
 // figures, the command that reproduces each, and the mitigations.
