@@ -61,6 +61,12 @@ func BenchmarkStalled(b *testing.B) { each(b, drivers(), bench.Stalled) }
 func BenchmarkScale(b *testing.B)   { each(b, drivers(), bench.Scale) }
 func BenchmarkFar(b *testing.B)     { each(b, drivers(), bench.Far) }
 
+// BenchmarkCluster is the Cluster case for the drivers with a cluster
+// client: three single servers against three clusters of 1, 2, 3 shards.
+func BenchmarkCluster(b *testing.B) {
+	each(b, []bench.Contender{bench.Driver("goredis"), bench.Driver("rueidis"), bench.Driver("valkeygo")}, bench.Cluster)
+}
+
 // observed returns, for the memory driver (the library's own cost) and for
 // rueidis (over the network), the contender without observers, with a no-op
 // redlock.Observer, and with redlockotel over no-op providers: the names are

@@ -64,6 +64,7 @@ func Run(t *testing.T, newNode func(t *testing.T) driver.Node) {
 		{"Fencer/CounterOutlivesKey", fenceOutlivesKey},
 		{"Notifier/NotifiesRelease", notifyOnRelease},
 		{"Notifier/StopsOnCancel", notifyStopsOnCancel},
+		{"Identifier/Stable", identityStable},
 		{"TTLer/OwnKey", ttlOwnKey},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -291,11 +292,11 @@ func methods(n driver.Node, k string) map[string]func(context.Context) error {
 	}
 	if f, ok := n.(driver.Fencer); ok {
 		m["SetNXFence"] = func(ctx context.Context) error {
-			_, _, err := f.SetNXFence(ctx, k, value(), time.Minute, k+":fence")
+			_, _, err := f.SetNXFence(ctx, k, value(), time.Minute, driver.FenceKey(k))
 			return err
 		}
 		m["RaiseFence"] = func(ctx context.Context) error {
-			_, err := f.RaiseFence(ctx, k, value(), k+":fence", 1)
+			_, err := f.RaiseFence(ctx, k, value(), driver.FenceKey(k), 1)
 			return err
 		}
 	}

@@ -2,6 +2,9 @@ package conformance
 
 import (
 	"context"
+	"errors"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,7 +36,7 @@ func setNXFence(t *testing.T, ctx context.Context, f driver.Fencer, k, v, fk str
 func fenceCounts(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
 	n, f := fencer(t, newNode)
 	k, v := key(t), value()
-	fk := k + ":fence"
+	fk := "{" + k + "}:counter" // a counter of its own, in the key's slot
 	if ok, c := setNXFence(t, ctx, f, k, v, fk, time.Minute); !ok || c != 0 {
 		t.Fatalf("SetNXFence(absent key, no counter) = %v, %d; want true, 0", ok, c)
 	}
@@ -58,7 +61,7 @@ func fenceCounts(t *testing.T, ctx context.Context, newNode func(*testing.T) dri
 func fenceOutlivesKey(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
 	_, f := fencer(t, newNode)
 	k, v := key(t), value()
-	fk := k + ":fence"
+	fk := "{" + k + "}:counter"   // a counter of its own, in the key's slot
 	const big = uint64(1)<<62 + 7 // beyond a Lua number's exact integers
 	setNXFence(t, ctx, f, k, v, fk, 100*time.Millisecond)
 	must(t, "RaiseFence")(f.RaiseFence(ctx, k, v, fk, big))
@@ -139,6 +142,39 @@ func notifyStopsOnCancel(t *testing.T, ctx context.Context, newNode func(*testin
 	must(t, "SetNX")(n.SetNX(ctx, k, v, time.Minute))
 	must(t, "ReleaseNotify")(nn.ReleaseNotify(ctx, k, v))
 	quiet(t, notify, "Subscribe: notified after cancel returned")
+}
+
+// identityStable checks driver.Identifier: a node names at least one server,
+// and the same ones when asked again.
+func identityStable(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	n := newNode(t)
+	ider, ok := n.(driver.Identifier)
+	if !ok {
+		t.Skipf("%T does not implement driver.Identifier", n)
+	}
+	first, err := ider.Identity(ctx)
+	if err != nil {
+		t.Fatalf("Identity: %v", err)
+	}
+	second, err := ider.Identity(ctx)
+	if err != nil {
+		t.Fatalf("Identity again: %v", err)
+	}
+	if len(first) == 0 || !slices.ContainsFunc(first, func(id string) bool { return slices.Contains(second, id) }) {
+		t.Fatalf("Identity = %q, then %q: want IDs, and the same server named twice", first, second)
+	}
+	for _, id := range first {
+		kind, hex, _ := strings.Cut(id, ":")
+		if kind != "run" && kind != "node" || len(hex) != 40 || strings.Trim(hex, "0123456789abcdef") != "" {
+			t.Fatalf("Identity = %q: want \"run:\" or \"node:\" and 40 hex digits, the server's run_id or node ID", first)
+		}
+	}
+	if err := n.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	if _, err := ider.Identity(ctx); !errors.Is(err, driver.ErrClosed) {
+		t.Fatalf("Identity after Close = %v, want driver.ErrClosed", err)
+	}
 }
 
 func ttlOwnKey(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {

@@ -42,6 +42,9 @@ const stallBound = 2 * time.Second
 // implements driver.ConfigOpener, OpenConfig with a driver.Config's TLS
 // connects with TLS whatever the address's scheme.
 //
+// With WithCluster, it also runs Run on nodes that are Redis Clusters, and
+// takes and releases locks while their slots migrate (see WithCluster).
+//
 // The addresses are those of this module's drivers (see Addr.URL); a driver
 // that takes others passes WithAddress.
 func RunRedis(t *testing.T, d driver.Driver, opts ...RedisOption) {
@@ -49,6 +52,10 @@ func RunRedis(t *testing.T, d driver.Driver, opts ...RedisOption) {
 	s := &redisSuite{d: d, format: Addr.URL}
 	for _, o := range opts {
 		o(s)
+	}
+	if s.onlyCluster {
+		s.runCluster(t)
+		return
 	}
 	t.Run("Node", func(t *testing.T) {
 		Run(t, func(t *testing.T) driver.Node { return s.open(t, hostAddr(t, redistest.NewServer(t))) })
@@ -59,6 +66,9 @@ func RunRedis(t *testing.T, d driver.Driver, opts ...RedisOption) {
 			return s.open(t, fullAddr(t, srv))
 		})
 	})
+	if s.cluster {
+		s.runCluster(t)
+	}
 	for _, tc := range []struct {
 		name string
 		fn   func(t *testing.T, ctx context.Context, s *redisSuite)
@@ -73,6 +83,8 @@ func RunRedis(t *testing.T, d driver.Driver, opts ...RedisOption) {
 		{"Stalled/Recovers", stalledRecovers},
 		{"Reconnects", reconnects},
 		{"Scripts/Concurrent", scriptsConcurrent},
+		{"Notifier/ReleaseWithoutSPUBLISH", releaseWithoutSPublish},
+		{"Fencer/ReadsLegacyCounter", fenceReadsLegacyCounter},
 		{"TLS/OpenConfig", tlsOpenConfig},
 		{"TLS/UnknownCA", tlsUnknownCA},
 		{"TLS/ClientCertRequired", tlsClientCertRequired},
@@ -91,9 +103,12 @@ func RunRedis(t *testing.T, d driver.Driver, opts ...RedisOption) {
 // redisSuite is what RunRedis's subtests test: a driver, and how to write
 // its addresses.
 type redisSuite struct {
-	d      driver.Driver
-	format func(Addr) string
-	custom bool // format is the driver's, from WithAddress
+	d             driver.Driver
+	format        func(Addr) string
+	custom        bool   // format is the driver's, from WithAddress
+	cluster       bool   // WithCluster
+	onlyCluster   bool   // OnlyCluster
+	skipMigration string // SkipClusterMigration's reason
 }
 
 // open opens the node for a, and closes it at the end of the test.
@@ -590,4 +605,61 @@ func scriptsOnce(ctx context.Context, n driver.Node, fencer driver.Fencer, notif
 		}
 	}
 	return nil
+}
+
+// releaseWithoutSPublish checks that a release succeeds where the
+// publication of its notification fails, as on a server older than Redis
+// 7.0 that has no SPUBLISH: here a user whose ACL refuses SPUBLISH.
+func releaseWithoutSPublish(t *testing.T, ctx context.Context, s *redisSuite) {
+	srv := redistest.NewServer(t, redistest.WithPassword(password))
+	const user = "nopublish"
+	userPassword := "np-" + password
+	if _, err := srv.Do(ctx, "ACL", "SETUSER", user, "on", ">"+userPassword, "~*", "&*", "+@all", "-spublish"); err != nil {
+		t.Fatal(err)
+	}
+	a := hostAddr(t, srv)
+	a.Username, a.Password = user, userPassword
+	n := s.open(t, a)
+	nn, ok := n.(driver.Notifier)
+	if !ok {
+		t.Skipf("%T does not implement driver.Notifier", n)
+	}
+	k, v := key(t), value()
+	must(t, "SetNX")(n.SetNX(ctx, k, v, time.Minute))
+	if ok := must(t, "ReleaseNotify without SPUBLISH")(nn.ReleaseNotify(ctx, k, v)); !ok {
+		t.Fatal("ReleaseNotify = false, want true: the key was deleted; only its announcement failed")
+	}
+	if ok := must(t, "SetNX after the release")(n.SetNX(ctx, k, value(), time.Minute)); !ok {
+		t.Fatal("SetNX after ReleaseNotify = false, want true: the release must have deleted the key")
+	}
+}
+
+// fenceReadsLegacyCounter checks that SetNXFence reads the per-key counter
+// of earlier versions (driver.LegacyFenceKey) beside the current one, so
+// that tokens keep rising across an upgrade.
+func fenceReadsLegacyCounter(t *testing.T, ctx context.Context, s *redisSuite) {
+	srv := redistest.NewServer(t)
+	n := s.open(t, hostAddr(t, srv))
+	f, ok := n.(driver.Fencer)
+	if !ok {
+		t.Skipf("%T does not implement driver.Fencer", n)
+	}
+	k := key(t)
+	// What an earlier version left: a per-key counter at 41.
+	if _, err := srv.Do(ctx, "SET", driver.LegacyFenceKey(k), "41"); err != nil {
+		t.Fatal(err)
+	}
+	set, counter, err := f.SetNXFence(ctx, k, value(), time.Minute, driver.FenceKey(k))
+	if err != nil || !set || counter < 41 {
+		t.Fatalf("SetNXFence with a legacy counter at 41 = %v, %d, %v; want true, at least 41: tokens must keep rising across the upgrade", set, counter, err)
+	}
+	// A key with "}" and no "{": its legacy counter is in another slot,
+	// which a single server reads all the same.
+	k = key(t) + "}"
+	if _, err := srv.Do(ctx, "SET", driver.LegacyFenceKey(k), "77"); err != nil {
+		t.Fatal(err)
+	}
+	if set, counter, err = f.SetNXFence(ctx, k, value(), time.Minute, driver.FenceKey(k)); err != nil || !set || counter < 77 {
+		t.Fatalf("SetNXFence(key with \"}\") with a legacy counter at 77 = %v, %d, %v; want true, at least 77", set, counter, err)
+	}
 }

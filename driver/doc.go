@@ -45,12 +45,14 @@
 //     [RaiseFenceScript] and [ReleaseNotifyScript] as above, and [TTLer]'s TTL
 //     runs [TTLScript], with the KEYS and ARGV their documentation gives; SetNXFence parses the counter as a uint64
 //     (up to 2^64-1), and an unexpected reply is an error. Subscribe listens on
-//     [ReleaseChannel](key); it returns only once the server has confirmed the
+//     [ReleaseChannel](key) with SSUBSCRIBE; it returns only once the server has confirmed the
 //     subscription, or with an error when ctx ends first; it never blocks on a
 //     send, and sends nothing after cancel returns. Keep it cheap per waiter:
 //     share one pub/sub connection per node among all subscriptions, made on
-//     first use and again after it breaks, with SUBSCRIBE for a channel's first
-//     waiter and UNSUBSCRIBE after its last. Close closes that connection and
+//     first use and again after it breaks, with SSUBSCRIBE for a channel's
+//     first waiter and SUNSUBSCRIBE after its last (on a Redis Cluster, one
+//     connection per shard). Redis 7.0 is the minimum: on an older server
+//     releases still succeed, unannounced, and Subscribe fails. Close closes that connection and
 //     ends its goroutines. conformance.Run tests a node's optional interfaces
 //     when it has them.
 //   - Register the driver from an init function in its package, and also offer a

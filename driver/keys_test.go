@@ -3,31 +3,108 @@ package driver_test
 import (
 	"crypto/sha1"
 	"encoding/hex"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/go-redlock/redlock/driver"
 )
 
-func TestFenceKey(t *testing.T) {
+func TestLegacyFenceKey(t *testing.T) {
 	for key, want := range map[string]string{
 		"orders":       "{orders}:fence",
 		"lock:orders":  "{lock:orders}:fence",
-		"{user1}:lock": "{user1}:lock:fence", // its own hash tag: same slot
-		"a}b":          "a}b:fence",          // cannot be wrapped
+		"{user1}:lock": "{user1}:lock:fence",
+		"a}b":          "a}b:fence",
 		"":             "{}:fence",
 		"{}:empty-tag": "{}:empty-tag:fence",
 		"open {brace":  "{open {brace}:fence",
 	} {
-		if got := driver.FenceKey(key); got != want {
-			t.Errorf("FenceKey(%q) = %q, want %q", key, got, want)
+		if got := driver.LegacyFenceKey(key); got != want {
+			t.Errorf("LegacyFenceKey(%q) = %q, want %q", key, got, want)
 		}
 	}
 }
 
-func TestReleaseChannel(t *testing.T) {
-	if got := driver.ReleaseChannel("lock:a"); got != "redlock:released:lock:a" {
-		t.Errorf(`ReleaseChannel("lock:a") = %q, want "redlock:released:lock:a"`, got)
+// keyShapes are lock keys of every shape a hash tag can take.
+var keyShapes = []string{
+	"orders", "lock:orders", "{user1}:lock", "a}b", "lock:a}b", "", "{}:empty-tag",
+	"open {brace", "}{", "{a}{b}", "x{}y{z}", "\xff\x00", "lock:日本",
+}
+
+func TestNamesShareTheKeySlot(t *testing.T) {
+	for _, key := range keyShapes {
+		slot := driver.HashSlot(key)
+		if fk := driver.FenceKey(key); driver.HashSlot(fk) != slot {
+			t.Errorf("FenceKey(%q) = %q in slot %d, want the key's slot %d", key, fk, driver.HashSlot(fk), slot)
+		}
+		if ch := driver.ReleaseChannel(key); driver.HashSlot(ch) != slot {
+			t.Errorf("ReleaseChannel(%q) = %q in slot %d, want the key's slot %d", key, ch, driver.HashSlot(ch), slot)
+		}
+		if ch := driver.ReleaseChannel(key); !strings.HasSuffix(ch, key) || !strings.HasPrefix(ch, "redlock:released:{") {
+			t.Errorf("ReleaseChannel(%q) = %q, want redlock:released:{tag} then the key", key, ch)
+		}
+		for _, k := range driver.FenceKeys(key, driver.FenceKey(key), true) {
+			if driver.HashSlot(k) != slot {
+				t.Errorf("FenceKeys(%q, cluster) has %q in slot %d, want only the key's slot %d", key, k, driver.HashSlot(k), slot)
+			}
+		}
+	}
+}
+
+func TestFenceKeyPerSlot(t *testing.T) {
+	// Known values: CLUSTER KEYSLOT gives these slots.
+	for key, slot := range map[string]int{"foo": 12182, "bar": 5061, "{user1000}.following": 3443, "": 0} {
+		if got := driver.HashSlot(key); got != slot {
+			t.Errorf("HashSlot(%q) = %d, want %d", key, got, slot)
+		}
+	}
+	if got := driver.FenceKey("foo"); got != "redlock:fence:{"+driver.SlotTag(12182)+"}" {
+		t.Errorf("FenceKey(foo) = %q, want the counter of slot 12182", got)
+	}
+	// Two keys of one slot share a counter; the number of counters is
+	// bounded by the number of slots, whatever the number of keys.
+	if driver.FenceKey("{u}a") != driver.FenceKey("{u}b") {
+		t.Error("FenceKey differs for two keys of one slot")
+	}
+	counters := make(map[string]bool)
+	for i := range 100000 {
+		counters[driver.FenceKey(fmt.Sprint("lock:job:", i))] = true
+	}
+	if len(counters) > driver.Slots {
+		t.Errorf("100000 keys have %d counters, want at most %d", len(counters), driver.Slots)
+	}
+}
+
+func TestSlotTag(t *testing.T) {
+	seen := make(map[string]bool, driver.Slots)
+	for slot := range driver.Slots {
+		tag := driver.SlotTag(slot)
+		if driver.HashSlot(tag) != slot || len(tag) == 0 || len(tag) > 6 || seen[tag] {
+			t.Fatalf("SlotTag(%d) = %q (slot %d), want a new short tag of that slot", slot, tag, driver.HashSlot(tag))
+		}
+		seen[tag] = true
+	}
+	// The table is a storage format: pin a few values.
+	for slot, tag := range map[int]string{driver.HashSlot("0"): "0", driver.HashSlot("7"): "7"} {
+		if got := driver.SlotTag(slot); got != tag {
+			t.Errorf("SlotTag(%d) = %q, want %q", slot, got, tag)
+		}
+	}
+}
+
+func TestFenceKeys(t *testing.T) {
+	fk := driver.FenceKey("a}b")
+	if got := driver.FenceKeys("a}b", fk, false); !slices.Equal(got, []string{fk, "a}b:fence"}) {
+		t.Errorf("FenceKeys(a}b, single server) = %q, want the counter and the legacy counter", got)
+	}
+	if got := driver.FenceKeys("a}b", fk, true); !slices.Equal(got, []string{fk}) {
+		t.Errorf("FenceKeys(a}b, cluster) = %q, want the counter only: the legacy counter is in another slot", got)
+	}
+	fk = driver.FenceKey("lock:x")
+	if got := driver.FenceKeys("lock:x", fk, true); !slices.Equal(got, []string{fk, "{lock:x}:fence"}) {
+		t.Errorf("FenceKeys(lock:x, cluster) = %q, want both: same slot", got)
 	}
 }
 

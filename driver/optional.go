@@ -13,11 +13,14 @@ import (
 // Fencer is implemented by nodes that keep fencing counters, which
 // redlock.WithFencing needs. A fencing counter is a plain Redis string key
 // holding a decimal number. It never expires, and it lives in the same hash
-// slot as its lock key, at [FenceKey](key).
+// slot as its lock key, at [FenceKey](key), which every key of that slot
+// shares.
 type Fencer interface {
 	// SetNXFence is SetNX that also returns the counter stored at fenceKey (0
 	// when there is none), read in the same atomic step whether or not the key
-	// was set, by running SetNXFenceScript.
+	// was set, by running SetNXFenceScript with the keys key and
+	// FenceKeys(key, fenceKey, cluster), cluster telling whether the node is
+	// a Redis Cluster: the larger of fenceKey's and the legacy counter's.
 	SetNXFence(ctx context.Context, key, value string, ttl time.Duration, fenceKey string) (ok bool, counter uint64, err error)
 
 	// RaiseFence raises the counter at fenceKey to token, never lowering it,
@@ -31,17 +34,32 @@ type Fencer interface {
 // holder releases instead of polling.
 type Notifier interface {
 	// ReleaseNotify is EvalRelease that also publishes the release on
-	// ReleaseChannel(key) when it deleted the key, by running
+	// ReleaseChannel(key) with SPUBLISH when it deleted the key, by running
 	// ReleaseNotifyScript.
 	ReleaseNotify(ctx context.Context, key, value string) (bool, error)
 
-	// Subscribe arranges for a send on notify, without blocking (a send that
+	// Subscribe listens on ReleaseChannel(key) with SSUBSCRIBE (sharded
+	// pub/sub; on a Redis Cluster, at the shard that owns the channel's slot,
+	// following it when the slot moves). It arranges for a send on notify, without blocking (a send that
 	// would block is dropped), each time a release of key is published on the
 	// node, until cancel is called. It returns once the server has confirmed
 	// the subscription, or with an error when ctx ends first or the
 	// subscription fails. cancel must be called exactly once, and after it
 	// returns nothing is sent on notify any more.
 	Subscribe(ctx context.Context, key string, notify chan<- struct{}) (cancel func(), err error)
+}
+
+// Identifier is implemented by nodes that can tell which Redis servers they
+// reach, so that redlock refuses two nodes that are one server or one
+// cluster under different addresses: they would count twice towards the
+// quorum.
+type Identifier interface {
+	// Identity returns IDs of the servers the node reaches: for a Redis
+	// Cluster, "node:" and the node ID of each of its nodes (CLUSTER NODES);
+	// for one server, "run:" and its run_id (INFO server), and also "node:"
+	// and its node ID if it is cluster-enabled (CLUSTER MYID). Two nodes that
+	// share an ID reach the same server. See IdentityOf.
+	Identity(ctx context.Context) ([]string, error)
 }
 
 // TTLer is implemented by nodes that tell how long they still hold a lock,

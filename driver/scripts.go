@@ -58,9 +58,10 @@ func ReleaseScript() Script { return releaseScript }
 func ExtendScript() Script { return extendScript }
 
 // SetNXFenceScript sets KEYS[1] to ARGV[1] with NX and PX ARGV[2] and reads
-// the fencing counter KEYS[2] in the same step. It returns {1, counter} if the
-// key was set and {0, counter} if not, the counter as a decimal string ("0"
-// when absent). Fencer.SetNXFence runs it.
+// the fencing counter KEYS[2] in the same step, and KEYS[3] when given (the
+// legacy counter: see [FenceKeys]), taking the larger. It returns {1, counter}
+// if the key was set and {0, counter} if not, the counter as a decimal string
+// ("0" when absent). Fencer.SetNXFence runs it.
 func SetNXFenceScript() Script { return setNXFenceScript }
 
 // RaiseFenceScript raises the fencing counter KEYS[2] to ARGV[2] (a decimal
@@ -69,8 +70,11 @@ func SetNXFenceScript() Script { return setNXFenceScript }
 func RaiseFenceScript() Script { return raiseFenceScript }
 
 // ReleaseNotifyScript is ReleaseScript that also publishes an empty message on
-// the channel ARGV[2] when it deleted the key. A driver passes the same KEYS
-// and ARGV as to ReleaseScript, and ReleaseChannel(KEYS[1]) as ARGV[2].
+// the channel ARGV[2] with SPUBLISH (sharded pub/sub, Redis 7.0) when it
+// deleted the key. A driver passes the same KEYS and ARGV as to
+// ReleaseScript, and ReleaseChannel(KEYS[1]) as ARGV[2]. A failed
+// publication (a server without SPUBLISH, an ACL that refuses it) does not
+// fail the script: the release is done, and waiters poll.
 // Notifier.ReleaseNotify runs it.
 func ReleaseNotifyScript() Script { return releaseNotifyScript }
 

@@ -57,13 +57,18 @@ type Client struct {
 	cleaners   []cleaner // by node: the releases repeated there
 	quit       context.Context
 	stopAll    context.CancelFunc // ends quit: Close, after its wait
+
+	identities identities // nodes that are one server under two addresses
 }
 
 // New returns a Client over nodes, which must be independent masters: never a
 // primary and its replicas. The quorum is len(nodes)/2+1. An odd count is
 // best: an even count N tolerates no more failed nodes than N-1 does. A node
 // given twice (the same value, or the same name from fmt.Stringer) is an
-// error, since it would count twice towards the quorum.
+// error, since it would count twice towards the quorum. Nodes that are one
+// server or one Redis Cluster under different addresses are found at first
+// use, when they implement driver.Identifier (as the Redis drivers do):
+// TryLock, Lock and Do then fail with an error that names them.
 //
 // The Client owns the nodes: Close closes them.
 func New(nodes []driver.Node, opts ...Option) (*Client, error) {
@@ -243,6 +248,9 @@ type outcome struct {
 
 func (c *Client) tryLock(ctx context.Context, key string, cc callConfig) (*Lock, outcome, error) {
 	if err := c.checkKey(key); err != nil {
+		return nil, outcome{}, err
+	}
+	if err := c.checkIdentities(ctx); err != nil {
 		return nil, outcome{}, err
 	}
 	if !c.beginAcquire(key) {

@@ -115,7 +115,7 @@ func TestKeyPrefix(t *testing.T) {
 	assert.Equal(t, "orders", l.Key(), "Key is the name the caller gave")
 	require.Eventually(t, func() bool { return holders(mem, "lock:orders") == 3 }, 5*time.Second, time.Millisecond)
 	assert.Equal(t, 0, holders(mem, "orders"))
-	assert.EqualValues(t, 1, mem[0].Fence("{lock:orders}:fence"), "the fencing counter lives under the prefix too")
+	assert.EqualValues(t, 1, mem[0].Fence(driver.FenceKey("lock:orders")), "the fencing counter is that of the prefixed key")
 	require.NoError(t, l.Unlock(t.Context()))
 
 	_, err = c.TryLock(t.Context(), strings.Repeat("k", redlock.MaxKeyLen-len("lock:")+1))

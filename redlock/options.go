@@ -129,8 +129,9 @@ func WithBackoff(b Backoff) Option {
 }
 
 // WithFencing gives every lock a fencing token (Lock.Token) that rises with
-// every grant of its key. Each node keeps a counter per key, which never
-// expires, at driver.FenceKey(key), which says where it is. Acquiring
+// every grant of its key. Each node keeps a counter per hash slot, shared by
+// the keys of the slot, which never expires, at driver.FenceKey(key), which
+// says where it is. Acquiring
 // reads the counters with the SET in one step, takes the largest among the
 // granting nodes plus one, and writes it back to a quorum before the lock is
 // returned, at the cost of a second round trip.
@@ -144,11 +145,11 @@ func WithFencing() Option {
 }
 
 // WithKeyPrefix puts prefix before every lock key on the nodes (default none),
-// so that lock keys, their fencing counters and their release channels stay in
-// a namespace of their own and an ACL rule can be narrow (~lock:* ~{lock:*
-// and &redlock:released:lock:* for the prefix "lock:"; the README gives the
-// whole rule). Lock.Key still returns
-// the key without the prefix.
+// so that lock keys and their release channels stay in a namespace of their
+// own and an ACL rule can be narrow (~lock:* and &redlock:released:{*}lock:*
+// for the prefix "lock:"; the fencing counters, one per hash slot, are
+// shared by all prefixes; the README gives the whole rule). Lock.Key still
+// returns the key without the prefix.
 func WithKeyPrefix(prefix string) Option {
 	return func(c *config) { c.keyPrefix, c.set = prefix, c.set|optKeyPrefix }
 }

@@ -60,3 +60,35 @@ func TestSoak(t *testing.T) {
 	}
 	measured(t, "soak %v, seed %d: %d grants, %d faults, %d overlaps", rep.Elapsed.Round(time.Second), rep.Config.Seed, len(rep.Grants), rep.FaultCount(), len(rep.Overlaps))
 }
+
+// clusterDrivers are the drivers that open Redis Cluster nodes.
+var clusterDrivers = []string{"goredis", "rueidis", "valkeygo"}
+
+// TestSoakClusters is TestSoak with two of the five nodes each a Redis
+// Cluster of two shards, every shard behind a fault proxy that its primary
+// announces (cluster-announce-port), so that the clients' connections, the
+// redirected ones included, pass through the proxies; a fault hits a
+// cluster node's every shard at once.
+func TestSoakClusters(t *testing.T) {
+	cfg := chaos.Config{
+		Drivers:      clusterDrivers,
+		Nodes:        5,
+		ClusterNodes: 2,
+		Contenders:   2,
+		Duration:     *soakFor,
+		Seed:         *soakSeed,
+	}
+	if *soakLog {
+		cfg.Logf = t.Logf
+	}
+	rep, err := chaos.Run(t.Context(), cfg)
+	if errors.Is(err, redistest.ErrNotInstalled) {
+		redistest.NewServer(t)
+	}
+	t.Log("\n" + rep.String())
+	require.NoError(t, err, "the harness applied and healed every fault")
+	require.True(t, rep.Safe(), "overlapping grants: %v", rep.Overlaps)
+	require.Zero(t, rep.UnexpectedCount, "errors other than ErrNotObtained and ErrLockLost: %v", rep.Unexpected)
+	require.NotEmpty(t, rep.Grants)
+	measured(t, "soak with 2 cluster nodes %v, seed %d: %d grants, %d faults, %d overlaps", rep.Elapsed.Round(time.Second), rep.Config.Seed, len(rep.Grants), rep.FaultCount(), len(rep.Overlaps))
+}

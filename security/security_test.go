@@ -73,7 +73,7 @@ func waitSubscribed(t *testing.T, ctx context.Context, servers []*redistest.Serv
 	deadline := time.Now().Add(5 * time.Second)
 	for _, s := range servers {
 		for {
-			v, err := s.Do(ctx, "PUBSUB", "NUMSUB", channel)
+			v, err := s.Do(ctx, "PUBSUB", "SHARDNUMSUB", channel)
 			require.NoError(t, err)
 			if r, ok := v.([]any); ok && len(r) == 2 && r[1] != int64(0) {
 				break

@@ -367,4 +367,17 @@ func TestRun(t *testing.T) {
 			t.Errorf("%s not written: %v", f, err)
 		}
 	}
+	// A section after KeptMarker survives a new report.
+	kept := KeptMarker + "\n\n## Measured by hand\n"
+	path := filepath.Join(dir, ResultsFile)
+	old, _ := os.ReadFile(path)
+	if err := os.WriteFile(path, append(old, kept...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := rep.WriteFiles(dir); err != nil {
+		t.Fatal(err)
+	}
+	if now, _ := os.ReadFile(path); !strings.HasSuffix(string(now), kept) || strings.Count(string(now), "# Benchmark results") != 1 {
+		t.Errorf("the kept section is not at the end once, after one report:\n%s", now)
+	}
 }

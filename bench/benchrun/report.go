@@ -20,9 +20,23 @@ const (
 // the targets.
 const Headline = "Lock/nodes=5/lockers=64"
 
-// WriteFiles writes the report to dir as RESULTS.md and results.svg.
+// KeptMarker starts the part of an existing RESULTS.md that WriteFiles keeps
+// after the report it writes: results measured by other means (the Cluster
+// case, run by hand with go test -bench, say).
+const KeptMarker = "<!-- kept by benchrun: measured by hand, see each section -->"
+
+// WriteFiles writes the report to dir as RESULTS.md and results.svg. The
+// part of the RESULTS.md already in dir from KeptMarker on is kept, after
+// the report.
 func (r *Report) WriteFiles(dir string) error {
-	if err := os.WriteFile(filepath.Join(dir, ResultsFile), []byte(r.Markdown()), 0o644); err != nil {
+	path := filepath.Join(dir, ResultsFile)
+	md := r.Markdown()
+	if old, err := os.ReadFile(path); err == nil {
+		if i := strings.Index(string(old), KeptMarker); i >= 0 {
+			md += "\n" + string(old[i:])
+		}
+	}
+	if err := os.WriteFile(path, []byte(md), 0o644); err != nil {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, ChartFile), r.SVG(), 0o644)

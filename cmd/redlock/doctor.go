@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -52,6 +53,8 @@ type nodeReport struct {
 	Version   string  `json:"version,omitempty"`
 	Role      string  `json:"role,omitempty"`
 	RunID     string  `json:"run_id,omitempty"`
+	// Shards describes a node that is a Redis Cluster: one entry per shard.
+	Shards []shardReport `json:"shards,omitempty"`
 	// ClockOffsetMillis is the node's clock minus this machine's, known to
 	// within ClockErrorMillis (half the round trip of TIME).
 	ClockOffsetMillis *float64 `json:"clock_offset_ms,omitempty"`
@@ -60,6 +63,7 @@ type nodeReport struct {
 	Checks            []check  `json:"checks"`
 
 	hostPort    string
+	clusterIDs  []string // the node IDs of a cluster node, for duplicates
 	clockOffset time.Duration
 	clockError  time.Duration
 }
@@ -102,7 +106,8 @@ checks each node and the set:
 
   reachable     PING answers; the round trip (median of 5) against the node
                 timeout that --ttl implies (TTL/10, at most 200ms)
-  version       the server and its version (SET NX PX needs Redis 2.6.12)
+  version       the server and its version (SET NX PX needs Redis 2.6.12;
+                release notifications, SPUBLISH, 7.0)
   role          a replica is unsafe: replication is asynchronous, so a
                 promoted replica can lack a lock its primary granted
   eviction      maxmemory with any maxmemory-policy but noeviction can drop
@@ -116,7 +121,12 @@ checks each node and the set:
                 (with ACL DRYRUN, or else on a scratch key beside --key);
                 fencing counters, release notifications and the reads of
                 status and Lock.TTL (PTTL) are warnings
-  the set       the same server under two addresses (same run_id): unsafe;
+  cluster       for a node given as a cluster (?cluster=true): its shards,
+                replicas a failover could promote (a warning), slots no
+                shard serves (unsafe), primaries that disagree on the slot
+                map (a warning)
+  the set       the same server under two addresses (same run_id), or the
+                same cluster (a node ID in both): unsafe;
                 an even or small node count: a warning; clock skew between
                 the nodes; too few reachable nodes for a quorum: unsafe
 
@@ -166,16 +176,22 @@ func runDoctor(ctx context.Context, w io.Writer, o doctorOptions) error {
 	if err != nil {
 		return err
 	}
-	addrs := make([]redisaddr.Addr, len(raw))
+	addrs := make([]redisaddr.Node, len(raw))
 	for i, s := range raw {
-		if addrs[i], err = redisaddr.Parse(s); err != nil {
+		if addrs[i], err = redisaddr.ParseNode(s); err != nil {
 			return usageErrorf("doctor: address %d: %v", i+1, err)
 		}
 	}
 	rep := &doctorReport{Quorum: len(addrs)/2 + 1, Nodes: make([]*nodeReport, len(addrs))}
 	var wg sync.WaitGroup
 	for i, a := range addrs {
-		wg.Go(func() { rep.Nodes[i] = probeNode(ctx, a, o) })
+		wg.Go(func() {
+			if !a.Cluster {
+				rep.Nodes[i] = probeNode(ctx, a.Addr, o)
+				return
+			}
+			rep.Nodes[i] = probeClusterNode(ctx, a, o)
+		})
 	}
 	wg.Wait()
 	checkSet(rep, o)
@@ -202,6 +218,16 @@ func runDoctor(ctx context.Context, w io.Writer, o doctorOptions) error {
 	return nil
 }
 
+// sharesID returns an ID that both a and b contain, or "".
+func sharesID(a, b []string) string {
+	for _, id := range a {
+		if slices.Contains(b, id) {
+			return id
+		}
+	}
+	return ""
+}
+
 // checkSet adds the checks of the set as a whole.
 func checkSet(rep *doctorReport, o doctorOptions) {
 	n := len(rep.Nodes)
@@ -222,6 +248,9 @@ func checkSet(rep *doctorReport, o doctorOptions) {
 			switch {
 			case a.hostPort == b.hostPort:
 				rep.add("duplicates", statusFail, "%s and %s are the same address: the node would count twice towards the quorum", a.Addr, b.Addr)
+				dup = true
+			case sharesID(a.clusterIDs, b.clusterIDs) != "":
+				rep.add("duplicates", statusFail, "%s and %s are the same Redis Cluster (node %s in both): it would count twice towards the quorum", a.Addr, b.Addr, sharesID(a.clusterIDs, b.clusterIDs))
 				dup = true
 			case a.RunID != "" && a.RunID == b.RunID:
 				rep.add("duplicates", statusFail, "%s and %s are the same server (run_id %s): it would count twice towards the quorum", a.Addr, b.Addr, a.RunID)

@@ -66,6 +66,12 @@ func probeNode(ctx context.Context, a redisaddr.Addr, o doctorOptions) *nodeRepo
 		checkEviction(n, fields)
 		checkCluster(n, fields)
 		n.RunID = fields["run_id"]
+		if fields["cluster_enabled"] == "1" {
+			// A shard's primary beside its cluster would count twice.
+			if id, err := call("CLUSTER", "MYID").Text(); err == nil {
+				n.clusterIDs = []string{id}
+			}
+		}
 	}
 	checkPersistence(n, fields, infoErr == nil, call, o.ttl)
 	checkClock(n, call, o.maxSkew)
@@ -100,6 +106,10 @@ func checkVersion(n *nodeReport, f map[string]string) {
 	}
 	if !versionAtLeast(n.Version, 2, 6, 12) {
 		n.add("version", statusFail, "redis %s: SET with NX and PX needs 2.6.12 or later", n.Version)
+		return
+	}
+	if !versionAtLeast(n.Version, 7, 0, 0) {
+		n.add("version", statusWarn, "redis %s: release notifications need 7.0 (SPUBLISH); releases succeed unannounced and waiters poll", n.Version)
 		return
 	}
 	n.add("version", statusOK, "%s %s", n.Server, n.Version)
@@ -158,7 +168,7 @@ func checkEviction(n *nodeReport, f map[string]string) {
 
 func checkCluster(n *nodeReport, f map[string]string) {
 	if f["cluster_enabled"] == "1" {
-		n.add("cluster", statusWarn, "cluster mode: each lock lives in one slot of one shard, and the shard's failover loses locks; Redlock nodes should be independent standalone masters")
+		n.add("cluster", statusWarn, "cluster mode, given as a single server: to use the whole cluster as one node, give its address with ?cluster=true (redis://host:port?cluster=true&addr=host2:port2); a shard's failover loses locks")
 	}
 }
 
@@ -249,14 +259,16 @@ func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, o doctorOptio
 			{"GET", []any{"GET", o.key}},
 			{"PEXPIRE", []any{"PEXPIRE", o.key, ttl}},
 			{"DEL", []any{"DEL", o.key}},
+			{"INFO", []any{"INFO", "server"}},
 		}
 		fencing := []permission{
 			{"GET", []any{"GET", fk}},
 			{"SET", []any{"SET", fk, "1"}},
+			{"GET legacy", []any{"GET", driver.LegacyFenceKey(o.key)}},
 		}
 		notify := []permission{
-			{"PUBLISH", []any{"PUBLISH", ch, ""}},
-			{"SUBSCRIBE", []any{"SUBSCRIBE", ch}},
+			{"SPUBLISH", []any{"SPUBLISH", ch, ""}},
+			{"SSUBSCRIBE", []any{"SSUBSCRIBE", ch}},
 		}
 		reads := []permission{
 			{"PTTL", []any{"PTTL", o.key}},

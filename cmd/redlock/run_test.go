@@ -125,7 +125,7 @@ func waitForWaiter(t *testing.T, servers []*redistest.Server, key string) {
 	defer cancel()
 	for {
 		for _, s := range servers {
-			v, err := s.Do(ctx, "PUBSUB", "NUMSUB", driver.ReleaseChannel(key))
+			v, err := s.Do(ctx, "PUBSUB", "SHARDNUMSUB", driver.ReleaseChannel(key))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -21,6 +21,14 @@
 // TLS handshake is bounded by the call's context, and a node's pub/sub
 // connection uses TLS too.
 //
+// A node may be a whole Redis Cluster:
+// "redis://host:port?cluster=true&addr=host2:port2" (the URL's host and every
+// addr are seeds) opens a *redis.ClusterClient, and [New] takes one. Its
+// commands follow MOVED and ASK redirections but are never resent after a
+// lost reply; concurrent commands go as one pipeline, which go-redis splits
+// by slot; release notifications use sharded pub/sub, a connection per shard,
+// following a channel whose slot moves.
+//
 // [Driver.Open] builds and owns a *redis.Client configured for Redlock: each
 // command is bounded by its context's deadline (ContextTimeoutEnabled), go-redis
 // never retries a command (the algorithm treats a failed command as one whose

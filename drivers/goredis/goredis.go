@@ -58,25 +58,11 @@ var _ driver.ConfigOpener = Driver{}
 
 // open opens a node for addr, with TLS over a copy of base when base is set.
 func open(addr string, base *tls.Config) (driver.Node, error) {
-	a, tlsConfig, err := redisaddr.ParseTLS(addr, base)
+	a, tlsConfig, err := redisaddr.ParseNodeTLS(addr, base)
 	if err != nil {
 		return nil, fmt.Errorf("goredis: %w", err)
 	}
-	opts := &redis.Options{
-		Addr:                  a.HostPort(),
-		Username:              a.Username,
-		Password:              a.Password,
-		DB:                    a.DB,
-		TLSConfig:             tlsConfig, // informative: the Dialer below does the TLS
-		ContextTimeoutEnabled: true,
-		MaxRetries:            -1, // a lost reply means an unknown outcome: never resend
-		DialerRetries:         1,  // fail fast on a down server; the next call dials again
-		DialTimeout:           dialTimeout,
-		ReadTimeout:           ioTimeout,
-		WriteTimeout:          ioTimeout,
-		PoolSize:              max(minPoolSize, 10*runtime.GOMAXPROCS(0)),
-	}
-	dial := redis.NewDialer(opts)
+	dial := redis.NewDialer(&redis.Options{DialTimeout: dialTimeout, TLSConfig: tlsConfig})
 	if tlsConfig != nil {
 		// go-redis' own TLS dialer does not watch the context during the
 		// handshake; this one does, so a stalled server holds no call
@@ -86,18 +72,59 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 			return tlsdial.Dial(ctx, d, network, addr, tlsConfig)
 		}
 	}
-	opts.Dialer = func(ctx context.Context, network, addr string) (net.Conn, error) {
+	dialer := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := dial(ctx, network, addr)
 		if err == nil && ctx.Value(pubSubDial{}) != nil {
 			conn = pubsub.CloseOnDone(ctx, conn)
 		}
 		return conn, err
 	}
+	if a.Cluster {
+		c := redis.NewClusterClient(&redis.ClusterOptions{
+			Addrs:                 a.Seeds,
+			Username:              a.Username,
+			Password:              a.Password,
+			TLSConfig:             tlsConfig, // informative: the Dialer does the TLS
+			Dialer:                dialer,
+			ContextTimeoutEnabled: true,
+			MaxRetries:            -1, // a lost reply means an unknown outcome: never resend
+			MaxRedirects:          maxRedirects,
+			DialerRetries:         1,
+			DialTimeout:           dialTimeout,
+			ReadTimeout:           ioTimeout,
+			WriteTimeout:          ioTimeout,
+			PoolSize:              max(minPoolSize, 10*runtime.GOMAXPROCS(0)),
+		})
+		n := newNode(c, drivernode.Name(a.String()), true)
+		n.owned, n.cluster = true, true
+		n.router = newRouter(c)
+		return n, nil
+	}
+	opts := &redis.Options{
+		Addr:                  a.HostPort(),
+		Username:              a.Username,
+		Password:              a.Password,
+		DB:                    a.DB,
+		TLSConfig:             tlsConfig, // informative: the Dialer does the TLS
+		Dialer:                dialer,
+		ContextTimeoutEnabled: true,
+		MaxRetries:            -1, // a lost reply means an unknown outcome: never resend
+		DialerRetries:         1,  // fail fast on a down server; the next call dials again
+		DialTimeout:           dialTimeout,
+		ReadTimeout:           ioTimeout,
+		WriteTimeout:          ioTimeout,
+		PoolSize:              max(minPoolSize, 10*runtime.GOMAXPROCS(0)),
+	}
 	c := redis.NewClient(opts)
-	n := newNode(c, drivernode.Name(a.String()), true)
+	n := newNode(c, drivernode.Name(a.Addr.String()), true)
 	n.owned, n.hub = true, pubsub.New(n.dialPubSub)
 	return n, nil
 }
+
+// maxRedirects bounds the MOVED and ASK redirections a command follows on a
+// cluster while slots migrate. A redirection is safe to follow: the node
+// that answers MOVED or ASK did not run the command.
+const maxRedirects = 8
 
 // New returns a node over c, a client the caller configured. The caller keeps
 // ownership: the node's Close does not close c. If c is nil, every call on the
@@ -113,14 +140,25 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 // a *redis.Client, else by "goredis-N", N counting such nodes, so that
 // redlock.New tells them apart.
 //
-// Release notifications (driver.Notifier's Subscribe) need a *redis.Client:
-// on another client, such as a Ring, whose pub/sub connection may reach
-// another server than the one that publishes a key's release, Subscribe
-// returns an error and waiters poll.
+// A *redis.ClusterClient makes a node that is a whole Redis Cluster, named
+// by its seed addresses: c should have MaxRetries -1 too, and the node sends
+// every command so that go-redis follows MOVED and ASK redirections but
+// never resends one whose reply was lost.
+//
+// Release notifications (driver.Notifier's Subscribe) need a *redis.Client
+// or a *redis.ClusterClient: on another client, such as a Ring, whose
+// pub/sub connection may reach another server than the one that publishes a
+// key's release, Subscribe returns an error and waiters poll.
 func New(c redis.UniversalClient) driver.Node {
 	if drivernode.IsNil(c) {
 		n := &node{Name: "goredis"}
 		n.state.SetNilClient("goredis", "client") // every call fails
+		return n
+	}
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		o := cc.Options()
+		n := newNode(c, describeCluster(o), o.ContextTimeoutEnabled)
+		n.cluster, n.router = true, newRouter(cc)
 		return n
 	}
 	rc, ok := c.(*redis.Client)
@@ -154,6 +192,19 @@ func describe(o *redis.Options) drivernode.Name {
 	return drivernode.Name(a.String())
 }
 
+// describeCluster names the cluster o reaches by its seeds, without
+// credentials.
+func describeCluster(o *redis.ClusterOptions) drivernode.Name {
+	a := redisaddr.Node{Cluster: true, Seeds: o.Addrs}
+	a.Username, a.Password, a.TLS = o.Username, o.Password, o.TLSConfig != nil
+	if len(o.Addrs) > 0 {
+		if host, port, err := net.SplitHostPort(o.Addrs[0]); err == nil {
+			a.Host, a.Port = host, port
+		}
+	}
+	return drivernode.Name(a.String())
+}
+
 // node is a driver.Node over a go-redis client. Its command methods send
 // the commands of package rediscmd through do. Its String and Format (from
 // drivernode.Name) show its address without credentials.
@@ -162,7 +213,9 @@ type node struct {
 	client  redis.UniversalClient // nil for New(nil)
 	owned   bool                  // Close closes client
 	bounded bool                  // client bounds I/O by the context's deadline (ContextTimeoutEnabled)
-	hub     *pubsub.Hub           // the release subscriptions; nil unless client is a *redis.Client
+	cluster bool                  // client is a *redis.ClusterClient
+	hub     *pubsub.Hub           // the release subscriptions of a *redis.Client
+	router  *pubsub.Router        // those of a *redis.ClusterClient
 	batch   *batch.Batcher[rediscmd.Cmd, rediscmd.Result]
 	state   drivernode.State // nil client, closed
 }
@@ -192,6 +245,9 @@ func (n *node) Close() error {
 	if n.hub != nil {
 		n.hub.Close()
 	}
+	if n.router != nil {
+		n.router.Close()
+	}
 	if !n.owned {
 		return nil
 	}
@@ -208,6 +264,7 @@ func (n *node) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error
 	if err := n.state.Err(); err != nil {
 		return rediscmd.Result{}, err
 	}
+	cmd.Cluster = n.cluster
 	r, err := n.batch.Do(ctx, cmd)
 	if err != nil {
 		return rediscmd.Result{}, cmd.Failed(ctx, "goredis", err)
@@ -258,9 +315,7 @@ func (n *node) exec(ctx context.Context, calls []*batch.Call[rediscmd.Cmd, redis
 
 // sender is what a client and a pipeline have in common.
 type sender interface {
-	Do(ctx context.Context, args ...any) *redis.Cmd
-	Eval(ctx context.Context, script string, keys []string, args ...any) *redis.Cmd
-	EvalSha(ctx context.Context, sha1 string, keys []string, args ...any) *redis.Cmd
+	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
 // one sends cmd alone.
@@ -273,25 +328,46 @@ func (n *node) one(ctx context.Context, cmd *rediscmd.Cmd) (rediscmd.Result, err
 }
 
 // send sends cmd on c, a client or a pipeline: SET, or its script by EVALSHA,
-// or by EVAL when eval is set.
+// or by EVAL when eval is set. The command is never resent after a network
+// error (see noRetry).
 func send(ctx context.Context, c sender, cmd *rediscmd.Cmd, eval bool) *redis.Cmd {
+	var args []any
 	s, ok := cmd.Script()
 	switch {
 	case !ok:
-		return c.Do(ctx, "SET", cmd.Key, cmd.Value, "NX", "PX", driver.Milliseconds(cmd.TTL))
+		args = []any{"SET", cmd.Key, cmd.Value, "NX", "PX", driver.Milliseconds(cmd.TTL)}
 	case eval:
-		return c.Eval(ctx, s.Source(), cmd.Keys(), anys(cmd.Args())...)
+		args = scriptArgs("EVAL", s.Source(), cmd)
+	default:
+		args = scriptArgs("EVALSHA", s.SHA1(), cmd)
 	}
-	return c.EvalSha(ctx, s.SHA1(), cmd.Keys(), anys(cmd.Args())...)
+	rc := redis.NewCmd(ctx, args...)
+	_ = c.Process(ctx, noRetry{rc}) // the error is rc's
+	return rc
 }
 
-// anys returns the arguments as go-redis takes them.
-func anys(args []string) []any {
-	a := make([]any, len(args))
-	for i, s := range args {
-		a[i] = s
+// noRetry is a command that go-redis never resends after a network error or
+// a timeout: a ClusterClient resends such commands whatever its MaxRetries,
+// and a command whose reply was lost has an unknown outcome (a resent
+// release would find the key gone and report it not held). Redirections
+// (MOVED, ASK) are still followed: the node that answers them did not run
+// the command.
+type noRetry struct{ *redis.Cmd }
+
+func (noRetry) NoRetry() bool { return true }
+
+// scriptArgs returns the arguments of EVAL or EVALSHA for cmd's script.
+func scriptArgs(name, script string, cmd *rediscmd.Cmd) []any {
+	keys, argv := cmd.Keys(), cmd.Args()
+	args := make([]any, 0, 3+len(keys)+len(argv))
+	args = append(args, name, script, len(keys))
+	for _, k := range keys {
+		args = append(args, k)
 	}
-	return a
+	for _, a := range argv {
+		args = append(args, a)
+	}
+	return args
 }
 
 // isNoScript reports whether err is the server's NOSCRIPT: it does not have

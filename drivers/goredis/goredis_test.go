@@ -18,7 +18,7 @@ import (
 	"github.com/go-redlock/redlock/redlock"
 )
 
-func TestRedisConformance(t *testing.T) { conformance.RunRedis(t, goredis.Driver{}) }
+func TestRedisConformance(t *testing.T) { conformance.RunRedis(t, goredis.Driver{}, clusterOptions...) }
 
 func TestConformanceNew(t *testing.T) {
 	conformance.Run(t, func(t *testing.T) driver.Node {
@@ -204,4 +204,25 @@ func TestCloseDuringCalls(t *testing.T) {
 	for call, err := range conformance.Calls(ctx, n, "k") {
 		require.ErrorIs(t, err, driver.ErrClosed, call)
 	}
+}
+
+// New over a *redis.ClusterClient a caller configured: three clusters, so
+// that Redlock/ThreeNodes has three independent nodes.
+func TestConformanceNewCluster(t *testing.T) {
+	clusters := make([]*redistest.Cluster, 3)
+	for i := range clusters {
+		clusters[i] = redistest.NewCluster(t, 2)
+	}
+	next := 0
+	conformance.Run(t, func(t *testing.T) driver.Node {
+		cl := clusters[next%len(clusters)]
+		next++
+		rdb := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Seeds(), ContextTimeoutEnabled: true, MaxRetries: -1})
+		n := goredis.New(rdb)
+		t.Cleanup(func() {
+			n.Close()
+			require.NoError(t, rdb.Close(), "the caller's client outlives the node")
+		})
+		return n
+	})
 }

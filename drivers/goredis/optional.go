@@ -3,6 +3,8 @@ package goredis
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -41,20 +43,38 @@ func (n *node) ReleaseNotify(ctx context.Context, key, value string) (bool, erro
 }
 
 // errNoPubSub is what Subscribe returns on a node over a client other than a
-// *redis.Client.
-var errNoPubSub = errors.New("goredis: subscribe: release notifications need a *redis.Client")
+// *redis.Client or a *redis.ClusterClient.
+var errNoPubSub = errors.New("goredis: subscribe: release notifications need a *redis.Client or a *redis.ClusterClient")
 
-// Subscribe subscribes to driver.ReleaseChannel(key) over the node's one
-// pub/sub connection, which the node makes on first use and shares among all
-// its subscriptions (see package pubsub).
+// Subscribe subscribes to driver.ReleaseChannel(key) with SSUBSCRIBE over
+// the node's one pub/sub connection, which the node makes on first use and
+// shares among all its subscriptions (see package pubsub); on a cluster, over
+// one connection per shard, following the channel when its slot moves.
 func (n *node) Subscribe(ctx context.Context, key string, notify chan<- struct{}) (func(), error) {
 	if err := n.state.Err(); err != nil {
 		return nil, err
 	}
-	if n.hub == nil {
-		return nil, errNoPubSub
+	switch {
+	case n.router != nil:
+		return n.router.SubscribeRelease(ctx, "goredis", key, notify)
+	case n.hub != nil:
+		return n.hub.SubscribeRelease(ctx, "goredis", key, notify)
 	}
-	return n.hub.SubscribeRelease(ctx, "goredis", key, notify)
+	return nil, errNoPubSub
+}
+
+// newRouter returns the release subscriptions of a node over c: a hub per
+// primary, which go-redis finds for a channel's slot (MasterForKey), and
+// ReloadState after a slot moved.
+func newRouter(c *redis.ClusterClient) *pubsub.Router {
+	route := func(ctx context.Context, channel string) (string, pubsub.Dialer, error) {
+		m, err := c.MasterForKey(ctx, channel)
+		if err != nil {
+			return "", nil, err
+		}
+		return m.Options().Addr, func(ctx context.Context) (pubsub.Conn, error) { return dialPubSub(ctx, m) }, nil
+	}
+	return pubsub.NewRouter(route, c.ReloadState)
 }
 
 // pubSubDial marks the contexts of the pub/sub connection's commands. The
@@ -73,8 +93,13 @@ func markPubSub(ctx context.Context) context.Context {
 // dialPubSub makes the node's pub/sub connection, a *redis.PubSub that is
 // connected (by a PING) before it is returned.
 func (n *node) dialPubSub(ctx context.Context) (pubsub.Conn, error) {
+	return dialPubSub(ctx, n.client)
+}
+
+// dialPubSub makes a pub/sub connection over c.
+func dialPubSub(ctx context.Context, c redis.UniversalClient) (pubsub.Conn, error) {
 	ctx = markPubSub(ctx)
-	ps := n.client.Subscribe(ctx)
+	ps := c.SSubscribe(ctx)
 	if err := ps.Ping(ctx); err != nil {
 		ps.Close()
 		return nil, err
@@ -89,11 +114,11 @@ func (n *node) dialPubSub(ctx context.Context) (pubsub.Conn, error) {
 type pubSubConn struct{ ps *redis.PubSub }
 
 func (c pubSubConn) Subscribe(ctx context.Context, channels ...string) error {
-	return c.ps.Subscribe(markPubSub(ctx), channels...)
+	return c.ps.SSubscribe(markPubSub(ctx), channels...)
 }
 
 func (c pubSubConn) Unsubscribe(ctx context.Context, channels ...string) error {
-	return c.ps.Unsubscribe(markPubSub(ctx), channels...)
+	return c.ps.SUnsubscribe(markPubSub(ctx), channels...)
 }
 
 func (c pubSubConn) Receive(ctx context.Context) (pubsub.Event, error) {
@@ -105,14 +130,46 @@ func (c pubSubConn) Receive(ctx context.Context) (pubsub.Event, error) {
 	case *redis.Message:
 		return pubsub.Event{Kind: pubsub.Message, Channel: m.Channel}, nil
 	case *redis.Subscription:
-		switch m.Kind {
-		case "subscribe":
-			return pubsub.Event{Kind: pubsub.Subscribed, Channel: m.Channel}, nil
-		case "unsubscribe":
-			return pubsub.Event{Kind: pubsub.Unsubscribed, Channel: m.Channel}, nil
-		}
+		return pubsub.Event{Kind: pubsub.KindOf(m.Kind), Channel: m.Channel}, nil
 	}
 	return pubsub.Event{}, nil
 }
 
 func (c pubSubConn) Close() error { return c.ps.Close() }
+
+var _ driver.Identifier = (*node)(nil)
+
+// Identity returns the IDs of the servers the node reaches (see
+// driver.Identifier): a cluster's node IDs, or a server's run_id and, if it
+// is cluster-enabled, its node ID.
+func (n *node) Identity(ctx context.Context) ([]string, error) {
+	if err := n.state.Err(); err != nil {
+		return nil, err
+	}
+	if _, ok := n.client.(*redis.Client); !ok && !n.cluster {
+		return nil, nil // a Ring, say: no one server to name
+	}
+	ids, err := watch(ctx, n.identity)
+	if err != nil {
+		return nil, fmt.Errorf("goredis: identity: %w", driver.ContextError(ctx, err))
+	}
+	return ids, nil
+}
+
+func (n *node) identity(ctx context.Context) ([]string, error) {
+	if n.cluster {
+		nodes, err := n.client.ClusterNodes(ctx).Result()
+		return driver.IdentityOf("", nodes), err
+	}
+	info, err := n.client.Info(ctx, "server", "cluster").Result()
+	if err != nil {
+		return nil, err
+	}
+	var myID string
+	if strings.Contains(info, "cluster_enabled:1") {
+		if myID, err = n.client.Do(ctx, "CLUSTER", "MYID").Text(); err != nil {
+			return nil, err
+		}
+	}
+	return driver.IdentityOf(info, myID), nil
+}

@@ -3,6 +3,8 @@ package redigo
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -57,7 +59,7 @@ func (n *node) dialPubSub(ctx context.Context) (pubsub.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	return pubSubConn{redis.PubSubConn{Conn: c}}, nil
+	return pubSubConn{c}, nil
 }
 
 // dial calls the pool's DialContext, or its Dial, which cannot be
@@ -93,41 +95,71 @@ func (n *node) dial(ctx context.Context) (redis.Conn, error) {
 	}
 }
 
-// pubSubConn is a pubsub.Conn over a redis.PubSubConn. A redigo connection
-// allows one goroutine to receive while another sends.
-type pubSubConn struct{ psc redis.PubSubConn }
+// pubSubConn is a pubsub.Conn over a redigo connection, which allows one
+// goroutine to receive while another sends. redigo's PubSubConn knows no
+// sharded pub/sub, whose pushes Receive reads itself.
+type pubSubConn struct{ c redis.Conn }
 
 func (c pubSubConn) Subscribe(_ context.Context, channels ...string) error {
-	return c.psc.Subscribe(redis.Args{}.AddFlat(channels)...)
+	return c.send("SSUBSCRIBE", channels)
 }
 
 func (c pubSubConn) Unsubscribe(_ context.Context, channels ...string) error {
-	return c.psc.Unsubscribe(redis.Args{}.AddFlat(channels)...)
+	return c.send("SUNSUBSCRIBE", channels)
+}
+
+func (c pubSubConn) send(cmd string, channels []string) error {
+	if err := c.c.Send(cmd, redis.Args{}.AddFlat(channels)...); err != nil {
+		return err
+	}
+	return c.c.Flush()
 }
 
 // Receive waits for the next event without a deadline, whatever read timeout
 // the pool's connections have: a quiet channel is not a failure.
 func (c pubSubConn) Receive(context.Context) (pubsub.Event, error) {
-	var v any
-	if _, ok := c.psc.Conn.(redis.ConnWithTimeout); ok {
-		v = c.psc.ReceiveWithTimeout(0)
+	var (
+		v   any
+		err error
+	)
+	if cwt, ok := c.c.(redis.ConnWithTimeout); ok {
+		v, err = cwt.ReceiveWithTimeout(0)
 	} else {
-		v = c.psc.Receive()
+		v, err = c.c.Receive()
 	}
-	switch m := v.(type) {
-	case error:
-		return pubsub.Event{}, m
-	case redis.Message:
-		return pubsub.Event{Kind: pubsub.Message, Channel: m.Channel}, nil
-	case redis.Subscription:
-		switch m.Kind {
-		case "subscribe":
-			return pubsub.Event{Kind: pubsub.Subscribed, Channel: m.Channel}, nil
-		case "unsubscribe":
-			return pubsub.Event{Kind: pubsub.Unsubscribed, Channel: m.Channel}, nil
-		}
+	push, err := redis.Values(v, err)
+	if err != nil {
+		return pubsub.Event{}, err
 	}
-	return pubsub.Event{}, nil
+	var kind, channel string
+	if _, err := redis.Scan(push, &kind, &channel); err != nil {
+		return pubsub.Event{}, err
+	}
+	return pubsub.Event{Kind: pubsub.KindOf(kind), Channel: channel}, nil
 }
 
-func (c pubSubConn) Close() error { return c.psc.Close() }
+func (c pubSubConn) Close() error { return c.c.Close() }
+
+var _ driver.Identifier = (*node)(nil)
+
+// Identity returns the server's run_id and, if it is cluster-enabled, its
+// node ID (see driver.Identifier).
+func (n *node) Identity(ctx context.Context) ([]string, error) {
+	c, err := n.conn(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("redigo: identity: %w", driver.ContextError(ctx, err))
+	}
+	defer c.Close()
+	info, err := redis.String(redis.DoContext(c, ctx, "INFO", "server"))
+	var myID string
+	if err == nil {
+		var cluster string
+		if cluster, err = redis.String(redis.DoContext(c, ctx, "INFO", "cluster")); err == nil && strings.Contains(cluster, "cluster_enabled:1") {
+			myID, err = redis.String(redis.DoContext(c, ctx, "CLUSTER", "MYID"))
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("redigo: identity: %w", driver.ContextError(ctx, err))
+	}
+	return driver.IdentityOf(info, myID), nil
+}

@@ -72,7 +72,13 @@ var _ driver.ConfigOpener = Driver{}
 func maxActive() int { return max(minMaxActive, 10*runtime.GOMAXPROCS(0)) }
 
 // open opens a node for addr, with TLS over a copy of base when base is set.
+// errCluster is Open's error for a Redis Cluster address.
+var errCluster = errors.New("redigo has no Redis Cluster client: open a cluster node (cluster=true) with the goredis, rueidis or valkeygo driver")
+
 func open(addr string, base *tls.Config) (driver.Node, error) {
+	if n, err := redisaddr.ParseNode(addr); err == nil && n.Cluster {
+		return nil, fmt.Errorf("redigo: %s: %w", n, errCluster)
+	}
 	a, tlsConfig, err := redisaddr.ParseTLS(addr, base)
 	if err != nil {
 		return nil, fmt.Errorf("redigo: %w", err)

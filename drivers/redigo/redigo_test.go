@@ -168,3 +168,17 @@ func TestPausedServer(t *testing.T) {
 		}
 	}
 }
+
+func TestOpenRefusesCluster(t *testing.T) {
+	for _, addr := range []string{
+		"redis://u:secret@127.0.0.1:7000?cluster=true&addr=127.0.0.1:7001",
+		"rediss://127.0.0.1:7000?cluster=1",
+	} {
+		_, err := redigo.Driver{}.Open(addr)
+		require.Error(t, err, addr)
+		for _, want := range []string{"Redis Cluster", "goredis", "rueidis"} {
+			require.Contains(t, err.Error(), want, addr)
+		}
+		require.NotContains(t, err.Error(), "secret")
+	}
+}

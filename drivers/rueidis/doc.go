@@ -42,6 +42,14 @@
 // (Dedicate, with pub/sub hooks), made on the first Subscribe and closed by the
 // node's Close. If the
 // connection breaks, the next Subscribe makes a new one, which also subscribes
-// the earlier subscriptions again; until then their waiters poll. A node over a cluster client publishes releases
-// but refuses subscriptions, and its waiters poll.
+// the earlier subscriptions again; until then their waiters poll. A node that is a Redis Cluster
+// subscribes on a dedicated connection per shard instead (sharded pub/sub),
+// and follows a channel whose slot moves.
+//
+// A Redis Cluster is one node with an address
+// "redis://host:port?cluster=true&addr=host2:port2" (the URL's host and every
+// addr are seeds): the node opens a cluster client (ForceSingleClient off) and
+// connects to every primary while it creates it; a command whose slot moved
+// may fail with MOVED or TRYAGAIN, like any node failure, and is never
+// resent. [New] takes a cluster client too.
 package rueidis

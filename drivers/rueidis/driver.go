@@ -59,12 +59,15 @@ var library = &rueidiscore.Library[rueidis.Client, rueidis.DedicatedClient, ruei
 		return rueidis.NewClient(rueidis.ClientOption{
 			InitAddress: o.InitAddress, Username: o.Username, Password: o.Password, SelectDB: o.SelectDB,
 			Dialer: o.Dialer, TLSConfig: o.TLSConfig, DialCtxFn: o.DialCtxFn, ConnWriteTimeout: o.ConnWriteTimeout,
-			ForceSingleClient: true, DisableCache: true, DisableRetry: true, AlwaysPipelining: true, PipelineMultiplex: -1,
+			ForceSingleClient: !o.Cluster, DisableCache: true, DisableRetry: true, AlwaysPipelining: true, PipelineMultiplex: -1,
 		})
 	},
 	Cluster: func(c rueidis.Client) bool { return c.Mode() == rueidis.ClientModeCluster },
 	Set: func(ctx context.Context, c rueidis.Client, key, value string, ms int64) rueidis.RedisResult {
 		return c.Do(ctx, c.B().Set().Key(key).Value(value).Nx().PxMilliseconds(ms).Build())
+	},
+	Do: func(ctx context.Context, c rueidis.Client, args ...string) rueidis.RedisResult {
+		return c.Do(ctx, c.B().Arbitrary(args...).Build())
 	},
 	NewScript: func(src string) *rueidis.Lua { return rueidis.NewLuaScript(src) },
 	Exec: func(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys rueidiscore.Keys, args []string) rueidis.RedisResult {
@@ -78,9 +81,9 @@ var library = &rueidiscore.Library[rueidis.Client, rueidis.DedicatedClient, ruei
 		})
 	},
 	Subscribe: func(ctx context.Context, d rueidis.DedicatedClient, channels ...string) error {
-		return d.Do(ctx, d.B().Subscribe().Channel(channels...).Build()).Error()
+		return d.Do(ctx, d.B().Ssubscribe().Channel(channels...).Build()).Error()
 	},
 	Unsubscribe: func(ctx context.Context, d rueidis.DedicatedClient, channels ...string) error {
-		return d.Do(ctx, d.B().Unsubscribe().Channel(channels...).Build()).Error()
+		return d.Do(ctx, d.B().Sunsubscribe().Channel(channels...).Build()).Error()
 	},
 }

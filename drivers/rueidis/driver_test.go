@@ -16,3 +16,10 @@ func TestDriver(t *testing.T) {
 		})
 	})
 }
+
+// New over a cluster client a caller configured.
+func TestNewCluster(t *testing.T) {
+	rueidiscoretest.RunCluster(t, rueidisdriver.New, func(seeds []string) (rueidis.Client, error) {
+		return rueidis.NewClient(rueidis.ClientOption{InitAddress: seeds, DisableCache: true, DisableRetry: true})
+	})
+}

@@ -59,12 +59,15 @@ var library = &rueidiscore.Library[valkey.Client, valkey.DedicatedClient, valkey
 		return valkey.NewClient(valkey.ClientOption{
 			InitAddress: o.InitAddress, Username: o.Username, Password: o.Password, SelectDB: o.SelectDB,
 			Dialer: o.Dialer, TLSConfig: o.TLSConfig, DialCtxFn: o.DialCtxFn, ConnWriteTimeout: o.ConnWriteTimeout,
-			ForceSingleClient: true, DisableCache: true, DisableRetry: true, AlwaysPipelining: true, PipelineMultiplex: -1,
+			ForceSingleClient: !o.Cluster, DisableCache: true, DisableRetry: true, AlwaysPipelining: true, PipelineMultiplex: -1,
 		})
 	},
 	Cluster: func(c valkey.Client) bool { return c.Mode() == valkey.ClientModeCluster },
 	Set: func(ctx context.Context, c valkey.Client, key, value string, ms int64) valkey.ValkeyResult {
 		return c.Do(ctx, c.B().Set().Key(key).Value(value).Nx().PxMilliseconds(ms).Build())
+	},
+	Do: func(ctx context.Context, c valkey.Client, args ...string) valkey.ValkeyResult {
+		return c.Do(ctx, c.B().Arbitrary(args...).Build())
 	},
 	NewScript: func(src string) *valkey.Lua { return valkey.NewLuaScript(src) },
 	Exec: func(ctx context.Context, c valkey.Client, s *valkey.Lua, keys rueidiscore.Keys, args []string) valkey.ValkeyResult {
@@ -78,9 +81,9 @@ var library = &rueidiscore.Library[valkey.Client, valkey.DedicatedClient, valkey
 		})
 	},
 	Subscribe: func(ctx context.Context, d valkey.DedicatedClient, channels ...string) error {
-		return d.Do(ctx, d.B().Subscribe().Channel(channels...).Build()).Error()
+		return d.Do(ctx, d.B().Ssubscribe().Channel(channels...).Build()).Error()
 	},
 	Unsubscribe: func(ctx context.Context, d valkey.DedicatedClient, channels ...string) error {
-		return d.Do(ctx, d.B().Unsubscribe().Channel(channels...).Build()).Error()
+		return d.Do(ctx, d.B().Sunsubscribe().Channel(channels...).Build()).Error()
 	},
 }

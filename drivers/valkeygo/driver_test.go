@@ -17,3 +17,10 @@ func TestDriver(t *testing.T) {
 		return valkey.NewClient(opt)
 	})
 }
+
+// New over a cluster client a caller configured.
+func TestNewCluster(t *testing.T) {
+	rueidiscoretest.RunCluster(t, valkeygo.New, func(seeds []string) (valkey.Client, error) {
+		return valkey.NewClient(valkey.ClientOption{InitAddress: seeds, DisableCache: true, DisableRetry: true})
+	})
+}

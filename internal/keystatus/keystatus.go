@@ -27,8 +27,9 @@ type Key struct {
 	// TTL is the key's remaining time to live when Held; NoExpiry when the
 	// key has none (it was not set by a Redlock client).
 	TTL time.Duration
-	// Fence is the key's fencing counter (driver.FenceKey), 0 when it has
-	// none; FenceSet tells 0 from none.
+	// Fence is the key's fencing counter (driver.FenceKey: the counter of
+	// its hash slot, which the keys of the slot share), 0 when it has none;
+	// FenceSet tells 0 from none.
 	Fence    uint64
 	FenceSet bool
 }

@@ -9,11 +9,12 @@ import "context"
 // another, concurrently, and Close from any goroutine at any time: Close must
 // make a Receive, Subscribe or Unsubscribe in progress return.
 type Conn interface {
-	// Subscribe sends SUBSCRIBE for the channels. It need not wait for the
+	// Subscribe sends SSUBSCRIBE for the channels (all in one hash slot on a
+	// Redis Cluster). It need not wait for the
 	// server's confirmations, which Receive returns.
 	Subscribe(ctx context.Context, channels ...string) error
 
-	// Unsubscribe sends UNSUBSCRIBE for the channels. It need not wait for
+	// Unsubscribe sends SUNSUBSCRIBE for the channels. It need not wait for
 	// the server's confirmations, which Receive returns.
 	Unsubscribe(ctx context.Context, channels ...string) error
 
@@ -40,9 +41,9 @@ const (
 	Ignored Kind = iota
 	// Message is a message published on Event.Channel.
 	Message
-	// Subscribed confirms a SUBSCRIBE of Event.Channel.
+	// Subscribed confirms a SSUBSCRIBE of Event.Channel.
 	Subscribed
-	// Unsubscribed confirms an UNSUBSCRIBE of Event.Channel.
+	// Unsubscribed confirms an SUNSUBSCRIBE of Event.Channel.
 	Unsubscribed
 )
 
@@ -51,4 +52,19 @@ const (
 type Event struct {
 	Kind    Kind
 	Channel string
+}
+
+// KindOf returns the Kind of a pub/sub push of the given kind, as the server
+// names it: "smessage", "ssubscribe" and "sunsubscribe" (sharded pub/sub,
+// which the release notifications use), or their unsharded forms.
+func KindOf(kind string) Kind {
+	switch kind {
+	case "smessage", "message":
+		return Message
+	case "ssubscribe", "subscribe":
+		return Subscribed
+	case "sunsubscribe", "unsubscribe":
+		return Unsubscribed
+	}
+	return Ignored
 }

@@ -1,16 +1,16 @@
 // Package pubsub shares one pub/sub connection per node among all the
 // subscribers of that node, for the Redis drivers' driver.Notifier.
 //
-// A [Hub] holds, per channel, the set of subscribers. It sends SUBSCRIBE when
-// the first subscriber of a channel arrives and UNSUBSCRIBE when the last one
+// A [Hub] holds, per channel, the set of subscribers. It sends SSUBSCRIBE when
+// the first subscriber of a channel arrives and SUNSUBSCRIBE when the last one
 // leaves, over one connection that it makes on first use with the driver's
 // [Dialer]. One goroutine reads the connection and delivers each message to
 // the channel's subscribers with a send that never blocks; another sends the
-// SUBSCRIBE and UNSUBSCRIBE commands, so that a caller of [Hub.Subscribe]
+// SSUBSCRIBE and SUNSUBSCRIBE commands, so that a caller of [Hub.Subscribe]
 // only ever waits on channels and its context. The drivers implement [Conn]
 // over their clients; everything else lives here.
 //
-// At most one SUBSCRIBE or UNSUBSCRIBE of a channel is unconfirmed at a time,
+// At most one SSUBSCRIBE or SUNSUBSCRIBE of a channel is unconfirmed at a time,
 // so that each confirmation the server sends is known to answer the command
 // it confirms.
 //
@@ -35,16 +35,17 @@ type state int
 
 const (
 	unsubscribed  state = iota // not subscribed, nothing pending
-	subscribing                // SUBSCRIBE sent, not yet confirmed
-	subscribed                 // SUBSCRIBE confirmed
-	unsubscribing              // UNSUBSCRIBE sent, not yet confirmed
+	subscribing                // SSUBSCRIBE sent, not yet confirmed
+	subscribed                 // SSUBSCRIBE confirmed
+	unsubscribing              // SUNSUBSCRIBE sent, not yet confirmed
 )
 
 // Hub shares one pub/sub connection among subscribers; see the package
 // documentation. Its methods are safe for concurrent use.
 type Hub struct {
-	dial Dialer
-	wg   sync.WaitGroup // the goroutines of every session
+	dial  Dialer
+	moved func(channel string) // see NewMoving; nil for a single server
+	wg    sync.WaitGroup       // the goroutines of every session
 
 	mu       sync.Mutex
 	closed   bool
@@ -57,7 +58,7 @@ type Hub struct {
 type channel struct {
 	subs  map[*sub]struct{}
 	state state
-	ready chan struct{} // closed when a SUBSCRIBE is confirmed; nil if nobody waits
+	ready chan struct{} // closed when a SSUBSCRIBE is confirmed; nil if nobody waits
 }
 
 type sub struct{ notify chan<- struct{} }
@@ -81,6 +82,18 @@ func New(dial Dialer) *Hub {
 		channels: make(map[string]*channel),
 		dirty:    make(map[string]struct{}),
 	}
+}
+
+// NewMoving returns a hub for one shard of a Redis Cluster: when the server
+// unsubscribes a channel that still has subscribers on its own (as Redis 7
+// does with SSUBSCRIBE when the channel's slot moves to another shard), the
+// hub forgets the channel and its subscribers, whose cancel functions then
+// do nothing, and calls moved, with no lock held, for its owner to
+// subscribe them again where the slot went (see [Router]).
+func NewMoving(dial Dialer, moved func(channel string)) *Hub {
+	h := New(dial)
+	h.moved = moved
+	return h
 }
 
 // SubscribeRelease is a driver's Subscribe (driver.Notifier): Subscribe to
@@ -151,6 +164,12 @@ func (h *Hub) remove(name string, s *sub) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	c := h.channels[name]
+	if c == nil {
+		return // its channel moved away
+	}
+	if _, ok := c.subs[s]; !ok {
+		return // its channel moved away
+	}
 	delete(c.subs, s)
 	if len(c.subs) > 0 {
 		return
@@ -214,22 +233,27 @@ func (h *Hub) run(sess *session) {
 			h.fail(sess, err)
 			return
 		}
-		if !h.handle(sess, ev) {
+		ok, moved := h.handle(sess, ev)
+		if moved {
+			h.moved(ev.Channel)
+		}
+		if !ok {
 			return
 		}
 	}
 }
 
-// handle applies one event; it returns false if sess is no longer current.
-func (h *Hub) handle(sess *session, ev Event) bool {
+// handle applies one event; it returns false if sess is no longer current,
+// and moved when the event moved the channel away (see NewMoving).
+func (h *Hub) handle(sess *session, ev Event) (ok, moved bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.sess != sess {
-		return false
+		return false, false
 	}
 	c := h.channels[ev.Channel]
 	if c == nil {
-		return true
+		return true, false
 	}
 	switch ev.Kind {
 	case Message:
@@ -241,7 +265,7 @@ func (h *Hub) handle(sess *session, ev Event) bool {
 		}
 	case Subscribed:
 		if c.state != subscribing {
-			return true
+			return true, false
 		}
 		c.state = subscribed
 		if c.ready != nil {
@@ -252,8 +276,13 @@ func (h *Hub) handle(sess *session, ev Event) bool {
 			h.markLocked(sess, ev.Channel)
 		}
 	case Unsubscribed:
+		if c.state == subscribed && h.moved != nil {
+			// Not asked for: the channel's slot left this shard.
+			delete(h.channels, ev.Channel)
+			return true, len(c.subs) > 0
+		}
 		if c.state != unsubscribing {
-			return true
+			return true, false
 		}
 		c.state = unsubscribed
 		if len(c.subs) == 0 {
@@ -262,10 +291,10 @@ func (h *Hub) handle(sess *session, ev Event) bool {
 			h.markLocked(sess, ev.Channel)
 		}
 	}
-	return true
+	return true, false
 }
 
-// write sends the SUBSCRIBE and UNSUBSCRIBE commands that the changes of
+// write sends the SSUBSCRIBE and SUNSUBSCRIBE commands that the changes of
 // subscribers call for, until the session ends.
 func (h *Hub) write(sess *session, conn Conn) {
 	defer h.wg.Done()
@@ -279,18 +308,32 @@ func (h *Hub) write(sess *session, conn Conn) {
 		if !ok {
 			return
 		}
-		var err error
-		if len(subs) > 0 {
-			err = conn.Subscribe(sess.ctx, subs...)
-		}
-		if err == nil && len(unsubs) > 0 {
-			err = conn.Unsubscribe(sess.ctx, unsubs...)
+		err := h.send(sess.ctx, conn.Subscribe, subs)
+		if err == nil {
+			err = h.send(sess.ctx, conn.Unsubscribe, unsubs)
 		}
 		if err != nil {
 			h.fail(sess, err)
 			return
 		}
 	}
+}
+
+// send sends one command for the channels, or on a cluster's shard (a hub
+// from NewMoving) one per channel: their channels must share a slot.
+func (h *Hub) send(ctx context.Context, cmd func(context.Context, ...string) error, channels []string) error {
+	if len(channels) == 0 {
+		return nil
+	}
+	if h.moved == nil {
+		return cmd(ctx, channels...)
+	}
+	for _, name := range channels {
+		if err := cmd(ctx, name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // pending returns the channels to subscribe and to unsubscribe now, and

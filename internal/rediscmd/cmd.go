@@ -23,7 +23,7 @@ type Op uint8
 // method.
 const (
 	OpSetNX         Op = iota // SET Key Value NX PX TTL
-	OpSetNXFence              // driver.SetNXFenceScript: Key, FenceKey; Value, TTL
+	OpSetNXFence              // driver.SetNXFenceScript: Key, driver.FenceKeys; Value, TTL
 	OpRelease                 // driver.ReleaseScript: Key; Value
 	OpReleaseNotify           // driver.ReleaseNotifyScript: Key; Value, driver.ReleaseChannel(Key)
 	OpExtend                  // driver.ExtendScript: Key; Value, TTL
@@ -57,6 +57,10 @@ type Cmd struct {
 	FenceKey string // for SetNXFence and RaiseFence
 	TTL      time.Duration
 	Token    uint64 // for RaiseFence
+	// Cluster is set by a driver whose node is a Redis Cluster, which
+	// refuses a script whose keys are in several hash slots: SetNXFence then
+	// leaves out a legacy counter of another slot (see driver.FenceKeys).
+	Cluster bool
 }
 
 // SetNX is driver.Node's SetNX: SET key value NX PX ttl.
@@ -140,7 +144,8 @@ func (c *Cmd) Script() (driver.Script, bool) {
 	return driver.Script{}, false
 }
 
-// Keys returns the command's keys: one, or two with the fencing counter.
+// Keys returns the command's keys: the lock key, then for RaiseFence the
+// fencing counter, and for SetNXFence driver.FenceKeys.
 func (c *Cmd) Keys() []string {
 	keys, n := c.KeyArray()
 	return keys[:n:n]
@@ -149,11 +154,18 @@ func (c *Cmd) Keys() []string {
 // KeyArray returns the command's keys as Keys does, by value: the first n of
 // keys. A driver that passes them through a function value copies the array
 // rather than a slice, which would escape to the heap.
-func (c *Cmd) KeyArray() (keys [2]string, n int) {
-	if c.Op == OpSetNXFence || c.Op == OpRaiseFence {
-		return [2]string{c.Key, c.FenceKey}, 2
+func (c *Cmd) KeyArray() (keys [3]string, n int) {
+	switch c.Op {
+	case OpSetNXFence:
+		keys[0], n = c.Key, 1
+		for _, k := range driver.FenceKeys(c.Key, c.FenceKey, c.Cluster) {
+			keys[n], n = k, n+1
+		}
+		return keys, n
+	case OpRaiseFence:
+		return [3]string{c.Key, c.FenceKey}, 2
 	}
-	return [2]string{c.Key}, 1
+	return [3]string{c.Key}, 1
 }
 
 // Args returns the script's arguments (ARGV), or for SetNX the arguments of

@@ -56,9 +56,10 @@ func TestCmdEncoding(t *testing.T) {
 		name   string
 	}{
 		{rediscmd.SetNX("k", "v", ttl), driver.Script{}, []string{"k"}, []string{"v", "NX", "PX", "1501"}, "SET NX"},
-		{rediscmd.SetNXFence("k", "v", ttl, "f"), driver.SetNXFenceScript(), []string{"k", "f"}, []string{"v", "1501"}, "SET NX fence"},
+		{rediscmd.SetNXFence("k", "v", ttl, "f"), driver.SetNXFenceScript(), []string{"k", "f", "{k}:fence"}, []string{"v", "1501"}, "SET NX fence"},
+		{onCluster(rediscmd.SetNXFence("k}", "v", ttl, "f")), driver.SetNXFenceScript(), []string{"k}", "f"}, []string{"v", "1501"}, "SET NX fence"},
 		{rediscmd.Release("k", "v"), driver.ReleaseScript(), []string{"k"}, []string{"v"}, "release"},
-		{rediscmd.ReleaseNotify("k", "v"), driver.ReleaseNotifyScript(), []string{"k"}, []string{"v", "redlock:released:k"}, "release"},
+		{rediscmd.ReleaseNotify("k", "v"), driver.ReleaseNotifyScript(), []string{"k"}, []string{"v", driver.ReleaseChannel("k")}, "release"},
 		{rediscmd.Extend("k", "v", ttl), driver.ExtendScript(), []string{"k"}, []string{"v", "1501"}, "extend"},
 		{rediscmd.RaiseFence("k", "v", "f", 9), driver.RaiseFenceScript(), []string{"k", "f"}, []string{"v", "9"}, "raise fence"},
 	} {
@@ -72,4 +73,10 @@ func TestCmdEncoding(t *testing.T) {
 		require.Equal(t, tc.name, tc.cmd.Op.String())
 	}
 	require.Equal(t, "op 99", rediscmd.Op(99).String())
+}
+
+// onCluster returns c as a driver sends it to a Redis Cluster.
+func onCluster(c rediscmd.Cmd) rediscmd.Cmd {
+	c.Cluster = true
+	return c
 }

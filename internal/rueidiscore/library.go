@@ -53,7 +53,7 @@ type Result interface {
 // Library's Exec, a function value, costs no allocation (a slice would escape
 // to the heap).
 type Keys struct {
-	a [2]string
+	a [3]string
 	n int
 }
 
@@ -65,8 +65,8 @@ func (k *Keys) Slice() []string { return k.a[:k.n] }
 type Hooks struct {
 	// OnMessage is called for a message published on channel.
 	OnMessage func(channel string)
-	// OnSubscription is called for a confirmation of kind "subscribe",
-	// "unsubscribe" (or another the core ignores) of channel.
+	// OnSubscription is called for a confirmation of kind "ssubscribe",
+	// "sunsubscribe" (or another the core ignores) of channel.
 	OnSubscription func(kind, channel string)
 }
 
@@ -75,7 +75,8 @@ type Hooks struct {
 // these, which the core relies on:
 //
 //   - ForceSingleClient: one master, no CLUSTER probe (ForceSingleClient
-//     also returns a client when it failed to connect: the core closes it);
+//     also returns a client when it failed to connect: the core closes it),
+//     unless Cluster is set;
 //   - DisableCache: no client-side caching, no CLIENT TRACKING;
 //   - DisableRetry: a retried SET NX could turn "applied" into "held by
 //     another";
@@ -95,6 +96,9 @@ type Options struct {
 	TLSConfig        *tls.Config // for DialCtxFn, which does the handshake
 	DialCtxFn        func(ctx context.Context, addr string, d *net.Dialer, tc *tls.Config) (net.Conn, error)
 	ConnWriteTimeout time.Duration
+	// Cluster asks for a cluster client, whose InitAddress are seeds:
+	// NewClient then sets ForceSingleClient false instead.
+	Cluster bool
 }
 
 // Library describes a client library of the rueidis family to the core: its
@@ -112,6 +116,8 @@ type Library[C Client[C, D], D Dedicated, R Result, L any] struct {
 	Cluster func(c C) bool
 	// Set sends SET key value NX PX ms on c.
 	Set func(ctx context.Context, c C, key, value string, ms int64) R
+	// Do sends the command args on c (INFO, CLUSTER SLOTS, PING...).
+	Do func(ctx context.Context, c C, args ...string) R
 	// NewScript returns the library's script for the Lua source src.
 	NewScript func(src string) L
 	// Exec runs s on c, by EVALSHA, and by EVAL when the server answers
@@ -123,9 +129,9 @@ type Library[C Client[C, D], D Dedicated, R Result, L any] struct {
 	// channel that receives the error that ends the connection, or is
 	// closed (the library's SetPubSubHooks).
 	SetHooks func(d D, h Hooks) <-chan error
-	// Subscribe sends SUBSCRIBE for the channels on d.
+	// Subscribe sends SSUBSCRIBE for the channels on d.
 	Subscribe func(ctx context.Context, d D, channels ...string) error
-	// Unsubscribe sends UNSUBSCRIBE for the channels on d.
+	// Unsubscribe sends SUNSUBSCRIBE for the channels on d.
 	Unsubscribe func(ctx context.Context, d D, channels ...string) error
 
 	once    sync.Once

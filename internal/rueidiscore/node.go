@@ -36,22 +36,30 @@ const (
 // waits for a new one as for the first (see node.dial and node.lost).
 var errRedial = errors.New("connection lost")
 
+// errCrossSlot is the error of a command for a cluster whose lock key and
+// fencing counter are in different hash slots (driver.FenceKey never makes
+// such a pair).
+var errCrossSlot = errors.New("CROSSSLOT the fencing counter is not in the lock key's hash slot (see driver.FenceKey)")
+
 // Open returns a node of lib for addr, "host:port",
 // "redis://[user:password@]host:port[/db]" or the same with "rediss://" for
-// TLS (see redisaddr.ParseTLS), with TLS over a copy of base when base is
-// set. It does not connect: the node creates its client on first use, and
+// TLS (see redisaddr.ParseTLS), or a Redis Cluster's
+// "redis://host:port?cluster=true&addr=host:port..." (see
+// redisaddr.ParseNode), with TLS over a copy of base when base is set. It
+// does not connect: the node creates its client on first use, and
 // again on the next use after an attempt failed. The node owns its client and
 // closes it on Close.
 func Open[C Client[C, D], D Dedicated, R Result, L any](lib *Library[C, D, R, L], addr string, base *tls.Config) (driver.Node, error) {
 	lib.init()
-	a, tlsConfig, err := redisaddr.ParseTLS(addr, base)
+	a, tlsConfig, err := redisaddr.ParseNodeTLS(addr, base)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", lib.Name, err)
 	}
 	closing, cancel := context.WithCancel(context.Background())
-	n := &node[C, D, R, L]{Name: drivernode.Name(a.String()), lib: lib, owned: true, closing: closing, cancel: cancel}
+	n := &node[C, D, R, L]{Name: drivernode.Name(a.String()), lib: lib, owned: true, closing: closing, cancel: cancel, cluster: a.Cluster}
 	n.opt = Options{
-		InitAddress:      []string{a.HostPort()},
+		Cluster:          a.Cluster,
+		InitAddress:      a.Seeds,
 		Username:         a.Username,
 		Password:         a.Password,
 		SelectDB:         a.DB,
@@ -59,7 +67,7 @@ func Open[C Client[C, D], D Dedicated, R Result, L any](lib *Library[C, D, R, L]
 		TLSConfig:        tlsConfig,
 		ConnWriteTimeout: connTimeout,
 	}
-	n.hub = pubsub.New(n.dialPubSub)
+	n.startPubSub()
 	return n, nil
 }
 
@@ -75,9 +83,9 @@ func New[C Client[C, D], D Dedicated, R Result, L any](lib *Library[C, D, R, L],
 		n.cur.Store(&state[C]{err: lib.nilErr})
 		return n
 	}
-	n := &node[C, D, R, L]{Name: clientName(lib, c), lib: lib}
+	n := &node[C, D, R, L]{Name: clientName(lib, c), lib: lib, cluster: lib.Cluster(c)}
 	n.cur.Store(&state[C]{client: c})
-	n.hub = pubsub.New(n.dialPubSub)
+	n.startPubSub()
 	return n
 }
 
@@ -132,7 +140,10 @@ type node[C Client[C, D], D Dedicated, R Result, L any] struct {
 	closing context.Context // done once Close is called
 	cancel  context.CancelFunc
 
-	hub *pubsub.Hub // the release subscriptions; nil for New(nil)
+	cluster bool           // the client is a cluster client
+	hub     *pubsub.Hub    // the release subscriptions of one server
+	router  *pubsub.Router // those of a cluster (see optional.go)
+	slots   slotMap        // a cluster's slots, for router
 
 	mu         sync.Mutex
 	pending    *attempt[C] // the client being created, if any
@@ -183,6 +194,9 @@ func (n *node[C, D, R, L]) create(a *attempt[C]) {
 		return n.dial(ctx, a, addr, d, tc)
 	}
 	c, err := n.lib.NewClient(opt)
+	if err == nil && n.cluster {
+		err = n.warm(c)
+	}
 	if err != nil && c != none {
 		c.Close() // ForceSingleClient returns a client even when it failed to connect
 		c = none
@@ -212,6 +226,30 @@ func (n *node[C, D, R, L]) create(a *attempt[C]) {
 	}
 	a.client, a.err = c, err
 	close(a.done)
+}
+
+// warm connects the client of a cluster to every node it knows, while it is
+// being created and may dial (see dial): the library dials a node on its
+// first command, which would otherwise be a call's.
+func (n *node[C, D, R, L]) warm(c C) error {
+	ctx, cancel := context.WithTimeout(n.closing, dialTimeout)
+	defer cancel()
+	var (
+		wg   sync.WaitGroup
+		mu   sync.Mutex
+		errs []error
+	)
+	for addr, nc := range c.Nodes() {
+		wg.Go(func() {
+			if _, err := n.lib.Do(ctx, nc, "PING").ToAny(); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("%s: %w", redisaddr.Redact(addr), err))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // dial connects to addr for the client that a creates, while NewClient runs,
@@ -287,11 +325,11 @@ func (n *node[C, D, R, L]) Close() error {
 	n.mu.Lock()
 	s := n.cur.Swap(&state[C]{err: driver.ErrClosed})
 	n.mu.Unlock()
-	n.hub.Closing() // waiting Subscribes report ErrClosed, not the broken connection
+	n.pubSubClosing() // waiting Subscribes report ErrClosed, not the broken connection
 	if n.cancel != nil {
 		n.cancel() // before the hub's Close, which waits for its dial
 	}
-	n.hub.Close()
+	n.pubSubClose()
 	if s != nil && s.client != none && n.owned {
 		s.client.Close()
 	}
@@ -316,6 +354,11 @@ func (n *node[C, D, R, L]) Extend(ctx context.Context, key, value string, ttl ti
 // do sends cmd and reads its reply. An error matches ctx's when ctx is done,
 // and names the command unless there was no client to send it.
 func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error) {
+	cmd.Cluster = n.cluster
+	if n.cluster && cmd.FenceKey != "" && driver.HashSlot(cmd.FenceKey) != driver.HashSlot(cmd.Key) {
+		// The library panics on a command whose keys are in several slots.
+		return rediscmd.Result{}, cmd.Failed(ctx, n.lib.Name, errCrossSlot)
+	}
 	for retry := true; ; retry = false {
 		c, err := n.client(ctx)
 		if err != nil {

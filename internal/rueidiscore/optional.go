@@ -3,16 +3,16 @@ package rueidiscore
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/pubsub"
+	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/internal/rediscmd"
 )
-
-// errNoPubSub is what Subscribe returns on a node over a cluster client.
-var errNoPubSub = errors.New("release notifications need a client of one server, not a cluster client")
 
 // SetNXFence runs driver.SetNXFenceScript: SET key value NX PX ttl, and the
 // counter at fenceKey read in the same step.
@@ -43,7 +43,61 @@ func (n *node[C, D, R, L]) Subscribe(ctx context.Context, key string, notify cha
 	if s := n.cur.Load(); s != nil && s.err != nil {
 		return nil, s.err // closed, or New(nil)
 	}
+	if n.router != nil {
+		return n.router.SubscribeRelease(ctx, n.lib.Name, key, notify)
+	}
 	return n.hub.SubscribeRelease(ctx, n.lib.Name, key, notify)
+}
+
+// startPubSub makes the node's release subscriptions: one hub over one
+// dedicated connection for a server; for a cluster, a hub per shard, each
+// over a dedicated connection to the shard's primary (see route).
+func (n *node[C, D, R, L]) startPubSub() {
+	if n.cluster {
+		n.router = pubsub.NewRouter(n.route, n.slots.reset)
+		return
+	}
+	n.hub = pubsub.New(n.dialPubSub)
+}
+
+// pubSubClosing is Hub.Closing (or Router.Closing) of the node's
+// subscriptions.
+func (n *node[C, D, R, L]) pubSubClosing() {
+	if n.router != nil {
+		n.router.Closing()
+		return
+	}
+	n.hub.Closing()
+}
+
+// pubSubClose closes the node's subscriptions.
+func (n *node[C, D, R, L]) pubSubClose() {
+	if n.router != nil {
+		n.router.Close()
+		return
+	}
+	n.hub.Close()
+}
+
+// route finds the primary that serves channel's slot on the cluster (see
+// pubsub.Route), from the slot map the node reads with CLUSTER SLOTS and
+// reads again after a slot moved.
+func (n *node[C, D, R, L]) route(ctx context.Context, channel string) (string, pubsub.Dialer, error) {
+	c, err := n.client(ctx)
+	if err != nil {
+		return "", nil, err
+	}
+	addr, err := n.slots.owner(ctx, driver.HashSlot(channel), func(ctx context.Context) (any, error) {
+		return n.lib.Do(ctx, c, "CLUSTER", "SLOTS").ToAny()
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	nc, ok := c.Nodes()[addr]
+	if !ok {
+		return "", nil, fmt.Errorf("the client has no connection to %s, which serves the slot of the channel", redisaddr.Redact(addr))
+	}
+	return addr, func(context.Context) (pubsub.Conn, error) { return n.dialPubSubOn(nc) }, nil
 }
 
 // dialPubSub makes the node's pub/sub connection: a dedicated connection of
@@ -53,9 +107,12 @@ func (n *node[C, D, R, L]) dialPubSub(ctx context.Context) (pubsub.Conn, error) 
 	if err != nil {
 		return nil, err
 	}
-	if n.lib.Cluster(c) {
-		return nil, errNoPubSub
-	}
+	return n.dialPubSubOn(c)
+}
+
+// dialPubSubOn makes a pub/sub connection: a dedicated connection of c, a
+// client of one server, with pub/sub hooks.
+func (n *node[C, D, R, L]) dialPubSubOn(c C) (pubsub.Conn, error) {
 	conn := &pubSubConn[C, D, R, L]{lib: n.lib, dc: n.dedicate(c), signal: make(chan struct{}, 1)}
 	conn.errs = n.lib.SetHooks(conn.dc, Hooks{OnMessage: conn.onMessage, OnSubscription: conn.onSubscription})
 	select {
@@ -87,7 +144,7 @@ func (n *node[C, D, R, L]) dedicate(c C) D {
 }
 
 // pubSubConn is a pubsub.Conn over a dedicated client. The client's pub/sub
-// hooks queue what they receive for Receive; SUBSCRIBE and UNSUBSCRIBE go
+// hooks queue what they receive for Receive; SSUBSCRIBE and SUNSUBSCRIBE go
 // through the library's Subscribe and Unsubscribe.
 type pubSubConn[C Client[C, D], D Dedicated, R Result, L any] struct {
 	lib    *Library[C, D, R, L]
@@ -114,12 +171,7 @@ func (c *pubSubConn[C, D, R, L]) onMessage(channel string) {
 }
 
 func (c *pubSubConn[C, D, R, L]) onSubscription(kind, channel string) {
-	switch kind {
-	case "subscribe":
-		c.push(pubsub.Event{Kind: pubsub.Subscribed, Channel: channel})
-	case "unsubscribe":
-		c.push(pubsub.Event{Kind: pubsub.Unsubscribed, Channel: channel})
-	}
+	c.push(pubsub.Event{Kind: pubsub.KindOf(kind), Channel: channel})
 }
 
 func (c *pubSubConn[C, D, R, L]) Subscribe(ctx context.Context, channels ...string) error {
@@ -160,9 +212,62 @@ func (c *pubSubConn[C, D, R, L]) Close() error {
 }
 
 var (
-	_ driver.Fencer   = (*node[nopClient, nopDedicated, nopResult, struct{}])(nil)
-	_ driver.Notifier = (*node[nopClient, nopDedicated, nopResult, struct{}])(nil)
-	_ driver.TTLer    = (*node[nopClient, nopDedicated, nopResult, struct{}])(nil)
-	_ driver.Node     = (*node[nopClient, nopDedicated, nopResult, struct{}])(nil)
-	_ pubsub.Conn     = (*pubSubConn[nopClient, nopDedicated, nopResult, struct{}])(nil)
+	_ driver.Fencer     = (*node[nopClient, nopDedicated, nopResult, struct{}])(nil)
+	_ driver.Notifier   = (*node[nopClient, nopDedicated, nopResult, struct{}])(nil)
+	_ driver.Identifier = (*node[nopClient, nopDedicated, nopResult, struct{}])(nil)
+	_ driver.TTLer      = (*node[nopClient, nopDedicated, nopResult, struct{}])(nil)
+	_ driver.Node       = (*node[nopClient, nopDedicated, nopResult, struct{}])(nil)
+	_ pubsub.Conn       = (*pubSubConn[nopClient, nopDedicated, nopResult, struct{}])(nil)
 )
+
+// Identity returns the IDs of the servers the node reaches (see
+// driver.Identifier): a cluster's node IDs, or a server's run_id and, if it
+// is cluster-enabled, its node ID.
+func (n *node[C, D, R, L]) Identity(ctx context.Context) ([]string, error) {
+	ids, err := n.identity(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("%s: identity: %w", n.lib.Name, driver.ContextError(ctx, err))
+	}
+	return ids, nil
+}
+
+func (n *node[C, D, R, L]) identity(ctx context.Context) ([]string, error) {
+	c, err := n.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	text := func(args ...string) (string, error) {
+		v, err := n.lib.Do(ctx, c, args...).ToAny()
+		if err != nil {
+			return "", err
+		}
+		s, ok := v.(string)
+		if !ok {
+			return "", fmt.Errorf("%s: unexpected reply of type %T", args[0], v)
+		}
+		// A RESP3 verbatim string keeps its format: "txt:...".
+		if len(s) >= 4 && s[3] == ':' && (strings.HasPrefix(s, "txt") || strings.HasPrefix(s, "mkd")) {
+			s = s[4:]
+		}
+		return s, nil
+	}
+	if n.cluster {
+		nodes, err := text("CLUSTER", "NODES")
+		return driver.IdentityOf("", nodes), err
+	}
+	info, err := text("INFO", "server")
+	if err != nil {
+		return nil, err
+	}
+	cluster, err := text("INFO", "cluster")
+	if err != nil {
+		return nil, err
+	}
+	var myID string
+	if strings.Contains(cluster, "cluster_enabled:1") {
+		if myID, err = text("CLUSTER", "MYID"); err != nil {
+			return nil, err
+		}
+	}
+	return driver.IdentityOf(info, myID), nil
+}

@@ -39,6 +39,13 @@ type Config struct {
 	Drivers []string
 	// Nodes is how many redis-server processes to start (default 5).
 	Nodes int
+	// ClusterNodes is how many of the Nodes are each a Redis Cluster of
+	// ClusterShards shards (default 2) instead of one server, with a fault
+	// proxy in front of every shard (announced with cluster-announce-port,
+	// so that clients reach the shard through it); a fault hits every shard
+	// of the node at once. Only drivers with a cluster client can open them.
+	ClusterNodes  int
+	ClusterShards int
 	// Contenders is how many clients compete through each driver (default 2).
 	Contenders int
 	// Duration is how long the contenders compete (default 5s).
@@ -106,7 +113,12 @@ func (c Config) withDefaults() (Config, error) {
 	if c.Key == "" {
 		c.Key = "chaos"
 	}
+	if c.ClusterNodes > 0 && c.ClusterShards == 0 {
+		c.ClusterShards = 2
+	}
 	switch {
+	case c.ClusterNodes < 0 || c.ClusterNodes > c.Nodes || c.ClusterShards < 0:
+		return c, fmt.Errorf("chaos: %d cluster nodes of %d shards among %d nodes", c.ClusterNodes, c.ClusterShards, c.Nodes)
 	case len(c.Drivers) == 0:
 		return c, errors.New("chaos: no drivers")
 	case c.Nodes < 3:

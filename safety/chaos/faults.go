@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -111,38 +112,49 @@ func (s *scheduler) next() Fault {
 // heals it; when ctx ends it heals at once, except that a killed node then
 // stays down.
 func (s *scheduler) apply(ctx context.Context, node int, kind Fault, d time.Duration, lat [2]time.Duration, down time.Duration) error {
-	srv, p := s.cl.servers[node], s.cl.proxies[node]
+	n := s.cl.nodes[node]
 	s.logf("node %d: %s for %v", node, kind, d)
 	defer s.logf("node %d: %s healed", node, kind)
+	// each applies f to every server of the node (a cluster's every shard)
+	// at once.
+	each := func(f func(i int) error) error {
+		errs := make([]error, len(n.servers))
+		var wg sync.WaitGroup
+		for i := range n.servers {
+			wg.Go(func() { errs[i] = f(i) })
+		}
+		wg.Wait()
+		return errors.Join(errs...)
+	}
 	var err error
-	hold := func(heal func() error) {
+	hold := func(heal func(i int) error) {
 		if err == nil {
 			sleep(ctx, d)
 		}
-		if herr := heal(); herr != nil && err == nil {
+		if herr := each(heal); herr != nil && err == nil {
 			err = herr
 		}
 	}
 	switch kind {
 	case Pause:
-		err = srv.Pause()
-		hold(srv.Resume)
+		err = each(func(i int) error { return n.servers[i].Pause() })
+		hold(func(i int) error { return n.servers[i].Resume() })
 	case Cut:
-		err = p.Cut()
-		hold(p.Heal)
+		err = each(func(i int) error { return n.proxies[i].Cut() })
+		hold(func(i int) error { return n.proxies[i].Heal() })
 	case Blackhole:
-		err = p.Blackhole()
-		hold(p.Heal)
+		err = each(func(i int) error { return n.proxies[i].Blackhole() })
+		hold(func(i int) error { return n.proxies[i].Heal() })
 	case LoseReplies:
-		err = p.LoseReplies()
-		hold(p.Heal)
+		err = each(func(i int) error { return n.proxies[i].LoseReplies() })
+		hold(func(i int) error { return n.proxies[i].Heal() })
 	case Latency:
 		s.logf("node %d: latency %v to the server, %v back", node, lat[0], lat[1])
-		err = p.SetLatency(lat[0], lat[1])
-		hold(p.Heal)
+		err = each(func(i int) error { return n.proxies[i].SetLatency(lat[0], lat[1]) })
+		hold(func(i int) error { return n.proxies[i].Heal() })
 	case KillRestart:
 		s.logf("node %d: down for %v", node, down)
-		err = srv.RestartAfter(ctx, down)
+		err = each(func(i int) error { return n.servers[i].RestartAfter(ctx, down) })
 		if ctx.Err() != nil {
 			err = nil // the run ended: the node stays down
 		}

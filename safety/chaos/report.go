@@ -62,8 +62,12 @@ func (r Report) FaultCount() int {
 func (r Report) String() string {
 	c := r.Config
 	var b strings.Builder
-	fmt.Fprintf(&b, "chaos: %d nodes, %d contenders per driver, %v (TTL %v, node timeout %v, seed %d)\n",
-		c.Nodes, c.Contenders, r.Elapsed.Round(time.Millisecond), c.TTL, c.NodeTimeout, c.Seed)
+	clusters := ""
+	if c.ClusterNodes > 0 {
+		clusters = fmt.Sprintf(" (%d of them Redis Clusters of %d shards)", c.ClusterNodes, c.ClusterShards)
+	}
+	fmt.Fprintf(&b, "chaos: %d nodes%s, %d contenders per driver, %v (TTL %v, node timeout %v, seed %d)\n",
+		c.Nodes, clusters, c.Contenders, r.Elapsed.Round(time.Millisecond), c.TTL, c.NodeTimeout, c.Seed)
 	by := r.GrantsByDriver()
 	fmt.Fprintf(&b, "grants: %d (", len(r.Grants))
 	for i, d := range c.Drivers {

@@ -5,7 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"net"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -35,7 +38,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	if cfg.Seed == 0 {
 		cfg.Seed = rand.Uint64() | 1
 	}
-	cl, err := startCluster(ctx, cfg.Nodes)
+	cl, err := startCluster(ctx, cfg)
 	if err != nil {
 		return Report{}, err
 	}
@@ -53,7 +56,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}()
 	for _, d := range cfg.Drivers {
 		for k := 1; k <= cfg.Contenders; k++ {
-			c, err := redlock.Open(d, redistest.Addrs(cl.proxies),
+			c, err := redlock.Open(d, cl.addrs(),
 				redlock.WithTTL(cfg.TTL),
 				redlock.WithNodeTimeout(cfg.NodeTimeout),
 				redlock.WithBackoff(redlock.ExponentialBackoff(time.Millisecond, cfg.NodeTimeout)))
@@ -192,26 +195,56 @@ func sleep(ctx context.Context, d time.Duration) {
 	}
 }
 
-// cluster is the nodes of a run: servers and the proxies in front of them.
+// cluster is the nodes of a run: servers or Redis Clusters, and the proxies
+// in front of them.
 type cluster struct {
-	servers []*redistest.Server
-	proxies []*faultproxy.Proxy
+	nodes []*node
 }
 
-// startCluster starts n servers in parallel, and a proxy in front of each.
-func startCluster(ctx context.Context, n int) (*cluster, error) {
-	cl := &cluster{servers: make([]*redistest.Server, n), proxies: make([]*faultproxy.Proxy, n)}
-	errs := make([]error, n)
+// node is one of a run's nodes: a server, or a Redis Cluster whose shards'
+// primaries are servers, each behind its proxy.
+type node struct {
+	addr    string
+	servers []*redistest.Server
+	proxies []*faultproxy.Proxy
+	rc      *redistest.Cluster // nil for a server
+}
+
+// addrs returns the nodes' addresses, through their proxies.
+func (cl *cluster) addrs() []string {
+	addrs := make([]string, len(cl.nodes))
+	for i, n := range cl.nodes {
+		addrs[i] = n.addr
+	}
+	return addrs
+}
+
+// startCluster starts the nodes of cfg in parallel, and a proxy in front of
+// each server.
+func startCluster(ctx context.Context, cfg Config) (*cluster, error) {
+	cl := &cluster{nodes: make([]*node, cfg.Nodes)}
+	errs := make([]error, cfg.Nodes)
 	var wg sync.WaitGroup
-	for i := range n {
+	for i := range cfg.Nodes {
+		cl.nodes[i] = &node{}
 		wg.Go(func() {
+			if i < cfg.ClusterNodes {
+				errs[i] = cl.nodes[i].startCluster(ctx, cfg.ClusterShards)
+				return
+			}
 			s, err := redistest.Start(ctx)
 			if err != nil {
 				errs[i] = err
 				return
 			}
-			cl.servers[i] = s
-			cl.proxies[i], errs[i] = faultproxy.StartProxy(s.Addr())
+			n := cl.nodes[i]
+			n.servers = []*redistest.Server{s}
+			p, err := faultproxy.StartProxy(s.Addr())
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			n.proxies, n.addr = []*faultproxy.Proxy{p}, p.Addr()
 		})
 	}
 	wg.Wait()
@@ -222,15 +255,48 @@ func startCluster(ctx context.Context, n int) (*cluster, error) {
 	return cl, nil
 }
 
-// close stops every proxy and server that was started.
-func (cl *cluster) close() {
-	for _, p := range cl.proxies {
-		if p != nil {
-			p.Close()
+// startCluster makes n a Redis Cluster of shards shards, a proxy in front of
+// each primary, which the primary announces as its address.
+func (n *node) startCluster(ctx context.Context, shards int) error {
+	rc, err := redistest.StartCluster(ctx, shards)
+	if err != nil {
+		return err
+	}
+	n.rc = rc
+	q := []string{"cluster=true"}
+	for _, sh := range rc.Shards() {
+		p, err := faultproxy.StartProxy(sh.Primary().Addr())
+		if err != nil {
+			return err
+		}
+		n.servers, n.proxies = append(n.servers, sh.Primary()), append(n.proxies, p)
+		_, port, _ := net.SplitHostPort(p.Addr())
+		pn, _ := strconv.Atoi(port)
+		if err := rc.SetAnnouncePort(ctx, sh, pn); err != nil {
+			return err
+		}
+		if len(n.proxies) > 1 {
+			q = append(q, "addr="+p.Addr())
 		}
 	}
-	for _, s := range cl.servers {
-		if s != nil {
+	n.addr = "redis://" + n.proxies[0].Addr() + "?" + strings.Join(q, "&")
+	return nil
+}
+
+// close stops every proxy and server that was started.
+func (cl *cluster) close() {
+	for _, n := range cl.nodes {
+		if n == nil {
+			continue
+		}
+		for _, p := range n.proxies {
+			p.Close()
+		}
+		if n.rc != nil {
+			n.rc.Close()
+			continue
+		}
+		for _, s := range n.servers {
 			s.Close()
 		}
 	}

@@ -103,7 +103,7 @@ func subscribe(t *testing.T, n driver.Notifier, key string) (<-chan struct{}, fu
 // publish publishes a release of key on srv, as ReleaseNotify does.
 func publish(t *testing.T, srv *redistest.Server, key string) {
 	t.Helper()
-	if _, err := srv.Do(testContext(t, 5*time.Second), "PUBLISH", driver.ReleaseChannel(key), ""); err != nil {
+	if _, err := srv.Do(testContext(t, 5*time.Second), "SPUBLISH", driver.ReleaseChannel(key), ""); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -119,7 +119,8 @@ func notified(t *testing.T, notify <-chan struct{}, what string) {
 }
 
 // subscribers returns the number of connections to srv that are subscribed
-// to a channel (sub=N with N > 0 in CLIENT LIST).
+// to a channel: the P flag (pub/sub) in CLIENT LIST, whose sub= counts
+// only unsharded channels (and ssub=, from Redis 7.0.3, the sharded ones).
 func subscribers(t *testing.T, srv *redistest.Server) int {
 	t.Helper()
 	v, err := srv.Do(testContext(t, 5*time.Second), "CLIENT", "LIST")
@@ -129,7 +130,7 @@ func subscribers(t *testing.T, srv *redistest.Server) int {
 	count := 0
 	for line := range strings.Lines(v.(string)) {
 		for field := range strings.FieldsSeq(line) {
-			if n, ok := strings.CutPrefix(field, "sub="); ok && n != "0" {
+			if flags, ok := strings.CutPrefix(field, "flags="); ok && strings.Contains(flags, "P") {
 				count++
 			}
 		}
@@ -138,16 +139,16 @@ func subscribers(t *testing.T, srv *redistest.Server) int {
 }
 
 // numsub returns the number of connections to srv subscribed to the release
-// channel of key (PUBSUB NUMSUB).
+// channel of key (PUBSUB SHARDNUMSUB).
 func numsub(t *testing.T, srv *redistest.Server, key string) int64 {
 	t.Helper()
-	v, err := srv.Do(testContext(t, 5*time.Second), "PUBSUB", "NUMSUB", driver.ReleaseChannel(key))
+	v, err := srv.Do(testContext(t, 5*time.Second), "PUBSUB", "SHARDNUMSUB", driver.ReleaseChannel(key))
 	if err != nil {
 		t.Fatal(err)
 	}
 	reply, ok := v.([]any)
 	if !ok || len(reply) != 2 {
-		t.Fatalf("PUBSUB NUMSUB: unexpected reply %#v", v)
+		t.Fatalf("PUBSUB SHARDNUMSUB: unexpected reply %#v", v)
 	}
 	return reply[1].(int64)
 }
@@ -192,7 +193,7 @@ func sharedConnection(t *testing.T, open func(t *testing.T, addr string) driver.
 	}
 	for k := range keys {
 		if got := numsub(t, srv, "k"+strconv.Itoa(k)); got != 1 {
-			t.Fatalf("PUBSUB NUMSUB of a key with %d subscribers = %d, want 1", waiters/keys, got)
+			t.Fatalf("PUBSUB SHARDNUMSUB of a key with %d subscribers = %d, want 1", waiters/keys, got)
 		}
 		publish(t, srv, "k"+strconv.Itoa(k))
 	}
@@ -209,21 +210,21 @@ func refcountedUnsubscribe(t *testing.T, open func(t *testing.T, addr string) dr
 	_, stopA := subscribe(t, n, "k")
 	notifyB, stopB := subscribe(t, n, "k")
 	if got := numsub(t, srv, "k"); got != 1 {
-		t.Fatalf("PUBSUB NUMSUB with two subscribers = %d, want 1", got)
+		t.Fatalf("PUBSUB SHARDNUMSUB with two subscribers = %d, want 1", got)
 	}
 	stopA()
 	// Another subscription goes through the same connection, after any
-	// UNSUBSCRIBE that stopA might have sent.
+	// SUNSUBSCRIBE that stopA might have sent.
 	subscribe(t, n, "other")
 	if got := numsub(t, srv, "k"); got != 1 {
-		t.Fatalf("PUBSUB NUMSUB after one of two subscribers left = %d, want 1: unsubscribe only when the last leaves", got)
+		t.Fatalf("PUBSUB SHARDNUMSUB after one of two subscribers left = %d, want 1: unsubscribe only when the last leaves", got)
 	}
 	publish(t, srv, "k")
 	notified(t, notifyB, "the remaining subscriber")
 
 	stopB()
 	eventually(t, func() bool { return numsub(t, srv, "k") == 0 },
-		"PUBSUB NUMSUB 5s after the last subscriber left: still subscribed")
+		"PUBSUB SHARDNUMSUB 5s after the last subscriber left: still subscribed")
 	select {
 	case <-notifyB:
 		t.Fatal("notified after cancel returned")
@@ -232,7 +233,7 @@ func refcountedUnsubscribe(t *testing.T, open func(t *testing.T, addr string) dr
 
 	notifyC, _ := subscribe(t, n, "k")
 	if got := numsub(t, srv, "k"); got != 1 {
-		t.Fatalf("PUBSUB NUMSUB after subscribing again = %d, want 1", got)
+		t.Fatalf("PUBSUB SHARDNUMSUB after subscribing again = %d, want 1", got)
 	}
 	publish(t, srv, "k")
 	notified(t, notifyC, "a subscriber that came after the channel was unsubscribed")

@@ -66,7 +66,7 @@ func Run[C interface {
 		name string
 		fn   func(*testing.T, target)
 	}{
-		{"RedisConformance", func(t *testing.T, tg target) { conformance.RunRedis(t, tg.Driver) }},
+		{"RedisConformance", func(t *testing.T, tg target) { conformance.RunRedis(t, tg.Driver, conformance.WithCluster()) }},
 		{"ConformanceNew", conformanceNew},
 		{"PubSubOpen", func(t *testing.T, tg target) { pubsubtest.RunOpen(t, tg.Driver) }},
 		{"PubSubNew", func(t *testing.T, tg target) { pubsubtest.Run(t, tg.newNode) }},
@@ -464,4 +464,32 @@ func reconnectToStalledServer(t *testing.T, tg target) {
 		ok, err := n.Extend(testContext(t, time.Second), "k", "v", time.Minute)
 		return err == nil && ok
 	}, 10*time.Second, 10*time.Millisecond)
+}
+
+// RunCluster runs conformance.Run on nodes that newNode (the driver's New)
+// makes over cluster clients that newClusterClient makes for a Redis
+// Cluster's seeds, as a caller might configure them: three clusters of two
+// shards, so that Redlock/ThreeNodes has three independent nodes.
+func RunCluster[C interface {
+	comparable
+	Close()
+}](t *testing.T, newNode func(C) driver.Node, newClusterClient func(seeds []string) (C, error)) {
+	t.Helper()
+	clusters := make([]*redistest.Cluster, 3)
+	var wg sync.WaitGroup
+	for i := range clusters {
+		wg.Go(func() { clusters[i] = redistest.NewCluster(t, 2) })
+	}
+	wg.Wait()
+	next := 0
+	conformance.Run(t, func(t *testing.T) driver.Node {
+		cl := clusters[next%len(clusters)]
+		next++
+		c, err := newClusterClient(cl.Seeds())
+		require.NoError(t, err)
+		t.Cleanup(c.Close)
+		n := newNode(c)
+		t.Cleanup(func() { n.Close() })
+		return n
+	})
 }

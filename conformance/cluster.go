@@ -1,0 +1,290 @@
+package conformance
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/redistest"
+)
+
+// WithCluster makes RunRedis test the driver on Redis Cluster nodes too,
+// opened with addresses "redis://host:port?cluster=true&addr=..." (see
+// redistest.Cluster.URL): Cluster/Node runs Run over nodes that are clusters
+// of two shards (three clusters, so that Redlock/ThreeNodes has three
+// independent nodes), Cluster/Notifier/FollowsSlot hears a release after the
+// key's slot moved, Cluster/TLS reaches a cluster over TLS with client
+// certificates and a password, and Cluster/Migration takes and releases locks while
+// their slots migrate, whole (MOVED) and half way (ASK, TRYAGAIN): every
+// call must answer as on a still cluster, or fail; never "not held" for a
+// key that is held, nor "held" for one that is free.
+func WithCluster() RedisOption {
+	return func(s *redisSuite) { s.cluster = true }
+}
+
+// OnlyCluster makes RunRedis run only what WithCluster adds, for a test of
+// its own.
+func OnlyCluster() RedisOption {
+	return func(s *redisSuite) { s.cluster, s.onlyCluster = true, true }
+}
+
+// SkipClusterMigration makes WithCluster's Cluster/Migration skip, saying
+// why: for a client with a known fault there (a data race of its own under
+// -race, say), so that the rest still runs.
+func SkipClusterMigration(why string) RedisOption {
+	return func(s *redisSuite) { s.skipMigration = why }
+}
+
+// clusterShards is the number of shards of the clusters RunRedis starts.
+const clusterShards = 2
+
+// runCluster runs the cluster subtests of RunRedis.
+func (s *redisSuite) runCluster(t *testing.T) {
+	clusters := make([]*redistest.Cluster, 3)
+	var once sync.Once
+	start := func(t *testing.T) {
+		once.Do(func() {
+			var wg sync.WaitGroup
+			for i := range clusters {
+				wg.Go(func() { clusters[i] = redistest.NewCluster(t, clusterShards) })
+			}
+			wg.Wait()
+		})
+	}
+	t.Run("Cluster", func(t *testing.T) {
+		start(t)
+		var next atomic.Int64
+		t.Run("Node", func(t *testing.T) {
+			Run(t, func(t *testing.T) driver.Node {
+				return s.openURL(t, clusters[next.Add(1)%int64(len(clusters))].URL())
+			})
+		})
+		t.Run("Notifier/FollowsSlot", func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
+			defer cancel()
+			notifyFollowsSlot(t, ctx, s, clusters[1])
+		})
+		t.Run("TLS", func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
+			defer cancel()
+			clusterTLS(t, ctx, s)
+		})
+		t.Run("Migration", func(t *testing.T) {
+			if s.skipMigration != "" {
+				t.Skip(s.skipMigration)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 2*subtestTimeout)
+			defer cancel()
+			clusterMigration(t, ctx, s, clusters[0])
+		})
+	})
+}
+
+// openURL opens the node for addr, and closes it at the end of the test.
+func (s *redisSuite) openURL(t *testing.T, addr string) driver.Node {
+	t.Helper()
+	n, err := s.d.Open(addr)
+	if err != nil {
+		t.Fatalf("Open(%q) = %v", addr, err)
+	}
+	t.Cleanup(func() { n.Close() })
+	return n
+}
+
+// clusterMigration takes and releases locks on keys of a few slots, from
+// several goroutines, while those slots migrate between the shards, whole
+// and half way.
+func clusterMigration(t *testing.T, ctx context.Context, s *redisSuite, c *redistest.Cluster) {
+	n := s.openURL(t, c.URL())
+	fencer, _ := n.(driver.Fencer)
+	// Keys of four slots, four workers per slot, so that the node's
+	// commands go in pipelines that span slots and shards.
+	tags := []string{"a", "b", "c", "d", "a", "b", "c", "d", "a", "b", "c", "d", "a", "b", "c", "d"}
+	workCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var (
+		wg         sync.WaitGroup
+		ok, failed atomic.Int64
+		wrongMu    sync.Mutex
+		wrong      []string
+		errorsSeen sync.Map
+	)
+	recordWrong := func(format string, args ...any) {
+		wrongMu.Lock()
+		wrong = append(wrong, fmt.Sprintf(format, args...))
+		wrongMu.Unlock()
+	}
+	recordErr := func(err error) {
+		failed.Add(1)
+		errorsSeen.Store(err.Error(), true)
+	}
+	for w, tag := range tags {
+		wg.Go(func() {
+			for i := 0; workCtx.Err() == nil; i++ {
+				k := fmt.Sprintf("{%s}:migrating:%d:%d", tag, w, i)
+				v := value()
+				cctx, cancel := context.WithTimeout(workCtx, 2*time.Second)
+				var set bool
+				var err error
+				if fencer != nil && i%2 == 1 {
+					set, _, err = fencer.SetNXFence(cctx, k, v, time.Minute, driver.FenceKey(k))
+				} else {
+					set, err = n.SetNX(cctx, k, v, time.Minute)
+				}
+				switch {
+				case err != nil:
+					recordErr(err)
+					cancel()
+					continue // unknown outcome: the key may be set
+				case !set:
+					recordWrong("SetNX(%s, new key) = false, nil: the key was free", k)
+				}
+				if got, err := n.Extend(cctx, k, v, time.Minute); err != nil {
+					recordErr(err)
+				} else if !got {
+					recordWrong("Extend(%s, own value) = false, nil: the key is held", k)
+				}
+				if got, err := n.SetNX(cctx, k, value(), time.Minute); err != nil {
+					recordErr(err)
+				} else if got {
+					recordWrong("SetNX(%s, other value) = true: the key is held", k)
+				}
+				if got, err := n.EvalRelease(cctx, k, v); err != nil {
+					recordErr(err)
+				} else if !got {
+					recordWrong("EvalRelease(%s, own value) = false, nil: the key is held", k)
+				} else {
+					ok.Add(1)
+				}
+				cancel()
+			}
+		})
+	}
+	// Move each slot to the other shard and back, whole and then half way.
+	shards := c.Shards()
+	moves := 0
+	for round := 0; round < 2 && ctx.Err() == nil; round++ {
+		for _, tag := range tags[:4] {
+			slot := redistest.KeySlot(tag)
+			from := c.SlotShard(slot)
+			to := shards[(from.Index()+1)%len(shards)]
+			if round == 0 {
+				if err := c.MigrateSlot(ctx, slot, to); err != nil {
+					t.Fatalf("MigrateSlot(%d): %v", slot, err)
+				}
+			} else {
+				m, err := c.StartMigration(ctx, slot, to)
+				if err != nil {
+					t.Fatalf("StartMigration(%d): %v", slot, err)
+				}
+				time.Sleep(50 * time.Millisecond) // keys on both sides: ASK, TRYAGAIN
+				if _, err := m.MoveKeys(ctx, 10); err != nil {
+					t.Fatalf("MoveKeys(%d): %v", slot, err)
+				}
+				time.Sleep(50 * time.Millisecond)
+				if err := m.Finish(ctx); err != nil {
+					t.Fatalf("Finish(%d): %v", slot, err)
+				}
+			}
+			moves++
+		}
+	}
+	time.Sleep(200 * time.Millisecond) // calls after the last move
+	stop()
+	wg.Wait()
+	if len(wrong) > 0 {
+		t.Fatalf("%d wrong answers while slots migrated (%d moves), first: %s", len(wrong), moves, wrong[0])
+	}
+	if ok.Load() == 0 {
+		t.Fatalf("no lock taken and released while slots migrated (%d calls failed)", failed.Load())
+	}
+	var seen []string
+	errorsSeen.Range(func(k, _ any) bool { seen = append(seen, k.(string)); return len(seen) < 3 })
+	t.Logf("%d moves: %d locks taken and released, %d calls failed (a redirection that cannot be followed fails like a node): %q", moves, ok.Load(), failed.Load(), seen)
+	if err := ctx.Err(); err != nil && !errors.Is(err, context.Canceled) {
+		t.Fatalf("the migration test ran out of time: %v", err)
+	}
+}
+
+// notifyFollowsSlot checks that a subscription to a key's releases still
+// hears them after the key's slot moved to another shard.
+func notifyFollowsSlot(t *testing.T, ctx context.Context, s *redisSuite, c *redistest.Cluster) {
+	n := s.openURL(t, c.URL())
+	notifier, ok := n.(driver.Notifier)
+	if !ok {
+		t.Skip("the node is not a driver.Notifier")
+	}
+	k := key(t)
+	notify := make(chan struct{}, 1)
+	cancel, err := notifier.Subscribe(ctx, k, notify)
+	if err != nil {
+		t.Fatalf("Subscribe = %v", err)
+	}
+	defer cancel()
+	slot := redistest.KeySlot(k)
+	to := c.Shards()[(c.SlotShard(slot).Index()+1)%len(c.Shards())]
+	if err := c.MigrateSlot(ctx, slot, to); err != nil {
+		t.Fatalf("MigrateSlot(%d): %v", slot, err)
+	}
+	// Release until the subscription, moved with the slot, hears it.
+	for ctx.Err() == nil {
+		v := value()
+		if ok, err := n.SetNX(ctx, k, v, time.Minute); err != nil || !ok {
+			t.Fatalf("SetNX after the move = %v, %v", ok, err)
+		}
+		if ok, err := notifier.ReleaseNotify(ctx, k, v); err != nil || !ok {
+			t.Fatalf("ReleaseNotify after the move = %v, %v", ok, err)
+		}
+		select {
+		case <-notify:
+			return
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	t.Fatal("no release heard after the key's slot moved: the subscription did not follow it")
+}
+
+// clusterTLS checks a cluster node over TLS with a password and client
+// certificates: locks on keys of both shards, a release heard, and the
+// password never shown.
+func clusterTLS(t *testing.T, ctx context.Context, s *redisSuite) {
+	c := redistest.NewCluster(t, clusterShards, redistest.WithServerOptions(
+		redistest.WithTLS(redistest.NewCerts(t), redistest.ClientCertsRequired), redistest.WithPassword(password)))
+	n := s.openURL(t, c.URL())
+	if sn, ok := n.(fmt.Stringer); ok {
+		hidesPassword(t, "String()", sn.String())
+	}
+	for _, tag := range []string{"a", "b", "c", "d"} { // slots on both shards
+		k, v := "{"+tag+"}"+key(t), value()
+		if ok := must(t, "SetNX over TLS")(n.SetNX(ctx, k, v, time.Minute)); !ok {
+			t.Fatalf("SetNX(%s) over TLS = false, want true", k)
+		}
+		if ok := must(t, "EvalRelease over TLS")(n.EvalRelease(ctx, k, v)); !ok {
+			t.Fatalf("EvalRelease(%s) over TLS = false, want true", k)
+		}
+	}
+	nn, ok := n.(driver.Notifier)
+	if !ok {
+		return
+	}
+	k := key(t)
+	notify := make(chan struct{}, 1)
+	cancel, err := nn.Subscribe(ctx, k, notify)
+	if err != nil {
+		t.Fatalf("Subscribe over TLS: %v", err)
+	}
+	defer cancel()
+	v := value()
+	must(t, "SetNX")(n.SetNX(ctx, k, v, time.Minute))
+	must(t, "ReleaseNotify")(nn.ReleaseNotify(ctx, k, v))
+	select {
+	case <-notify:
+	case <-ctx.Done():
+		t.Fatal("no release heard over TLS")
+	}
+}

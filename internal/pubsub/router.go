@@ -1,0 +1,211 @@
+package pubsub
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-redlock/redlock/driver"
+)
+
+// Route finds the shard of a Redis Cluster that serves channel (sharded
+// pub/sub: the primary of the channel's hash slot): a name that identifies
+// the shard, such as its address, and a Dialer that connects to it.
+type Route func(ctx context.Context, channel string) (shard string, dial Dialer, err error)
+
+// followTimeout bounds the subscription of a moved channel at its new shard.
+const followTimeout = 5 * time.Second
+
+// Router shares one [Hub] per shard of a Redis Cluster among the
+// subscribers of a node: each channel is subscribed on the hub of the shard
+// that serves it, and when the channel's slot moves, its subscribers follow
+// it to the new shard. Its methods are safe for concurrent use.
+type Router struct {
+	route   Route
+	refresh func(ctx context.Context) // makes route learn the slot map again; may be nil
+
+	ctx    context.Context // canceled by Close: ends the followings in flight
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the followings in flight
+
+	mu        sync.Mutex
+	closed    bool
+	hubs      map[string]*Hub
+	followers map[string]map[*follower]struct{} // by channel
+}
+
+// follower is one subscription through the router; it moves between hubs.
+type follower struct {
+	notify chan<- struct{}
+	hub    string // the shard it is subscribed at; "" while it has none
+	cancel func() // its subscription on that hub; nil while it has none
+	done   bool   // canceled by its owner
+}
+
+// NewRouter returns a router that finds shards with route, and calls refresh
+// (when not nil) before routing again a channel whose slot moved.
+func NewRouter(route Route, refresh func(ctx context.Context)) *Router {
+	ctx, cancel := context.WithCancel(context.Background())
+	return &Router{
+		route: route, refresh: refresh, ctx: ctx, cancel: cancel,
+		hubs: make(map[string]*Hub), followers: make(map[string]map[*follower]struct{}),
+	}
+}
+
+// SubscribeRelease is [Hub.SubscribeRelease] through the router.
+func (r *Router) SubscribeRelease(ctx context.Context, driverName, key string, notify chan<- struct{}) (cancel func(), err error) {
+	cancel, err = r.Subscribe(ctx, driver.ReleaseChannel(key), notify)
+	if err != nil {
+		return nil, fmt.Errorf("%s: subscribe: %w", driverName, driver.ContextError(ctx, err))
+	}
+	return cancel, nil
+}
+
+// Subscribe is [Hub.Subscribe] on the hub of the shard that serves channel.
+// After the channel's slot moves, the subscription follows it: notify hears
+// nothing until it is subscribed at the new shard (or ever, if that fails),
+// but cancel still ends it.
+func (r *Router) Subscribe(ctx context.Context, channel string, notify chan<- struct{}) (cancel func(), err error) {
+	f := &follower{notify: notify}
+	if err := r.attach(ctx, channel, f); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	if r.followers[channel] == nil {
+		r.followers[channel] = make(map[*follower]struct{})
+	}
+	r.followers[channel][f] = struct{}{}
+	r.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { r.remove(channel, f) }) }, nil
+}
+
+// attach subscribes f to channel on the hub of the shard that serves it.
+func (r *Router) attach(ctx context.Context, channel string, f *follower) error {
+	shard, dial, err := r.route(ctx, channel)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return driver.ErrClosed
+	}
+	h := r.hubs[shard]
+	if h == nil {
+		h = NewMoving(dial, func(channel string) { r.moved(shard, channel) })
+		r.hubs[shard] = h
+	}
+	r.mu.Unlock()
+	cancel, err := h.Subscribe(ctx, channel, f.notify)
+	if err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if f.done {
+		defer cancel() // the hub's remove takes its own lock only
+		return nil
+	}
+	f.hub, f.cancel = shard, cancel
+	return nil
+}
+
+// remove ends f's subscription.
+func (r *Router) remove(channel string, f *follower) {
+	r.mu.Lock()
+	f.done = true
+	cancel := f.cancel
+	f.cancel = nil
+	if fs := r.followers[channel]; fs != nil {
+		delete(fs, f)
+		if len(fs) == 0 {
+			delete(r.followers, channel)
+		}
+	}
+	r.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// moved subscribes again, where it now is, each follower of channel that
+// the hub of shard has dropped because the channel's slot left the shard.
+func (r *Router) moved(shard, channel string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	var fs []*follower
+	for f := range r.followers[channel] {
+		if f.hub == shard {
+			f.hub, f.cancel = "", nil // the hub dropped it
+			fs = append(fs, f)
+		}
+	}
+	if len(fs) == 0 {
+		return
+	}
+	r.wg.Add(1)
+	go r.follow(shard, channel, fs)
+}
+
+// follow attaches the followers fs of channel again, once the route no
+// longer gives the shard the channel left (or after a second of trying).
+func (r *Router) follow(from, channel string, fs []*follower) {
+	defer r.wg.Done()
+	ctx, cancel := context.WithTimeout(r.ctx, followTimeout)
+	defer cancel()
+	for wait := 10 * time.Millisecond; wait < time.Second; wait *= 2 {
+		if r.refresh != nil {
+			r.refresh(ctx)
+		}
+		if shard, _, err := r.route(ctx, channel); err == nil && shard != from {
+			break
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return
+		}
+	}
+	for _, f := range fs {
+		// A failure leaves f without a subscription: its waiter polls.
+		_ = r.attach(ctx, channel, f)
+	}
+}
+
+// Closing is Hub.Closing for every hub: Subscribe calls still waiting, and
+// later ones, return [driver.ErrClosed], whatever happens to the
+// connections meanwhile.
+func (r *Router) Closing() {
+	r.mu.Lock()
+	r.closed = true
+	hubs := make([]*Hub, 0, len(r.hubs))
+	for _, h := range r.hubs {
+		hubs = append(hubs, h)
+	}
+	r.mu.Unlock()
+	for _, h := range hubs {
+		h.Closing()
+	}
+}
+
+// Close closes every hub and waits for the followings in flight. Subscribe
+// calls after it return [driver.ErrClosed].
+func (r *Router) Close() {
+	r.mu.Lock()
+	r.closed = true
+	hubs := make([]*Hub, 0, len(r.hubs))
+	for _, h := range r.hubs {
+		hubs = append(hubs, h)
+	}
+	r.mu.Unlock()
+	r.cancel()
+	for _, h := range hubs {
+		h.Close()
+	}
+	r.wg.Wait()
+}

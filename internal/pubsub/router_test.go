@@ -1,0 +1,123 @@
+package pubsub_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/pubsub"
+)
+
+// shards plays a cluster of two shards, "A" and "B", for a Router: a dialer
+// per shard, and which shard serves a channel.
+type shards struct {
+	mu       sync.Mutex
+	serves   map[string]string // channel -> shard; "A" by default
+	dialers  map[string]*dialer
+	refreshs int
+}
+
+func newShards() *shards {
+	return &shards{serves: make(map[string]string), dialers: map[string]*dialer{"A": newDialer(), "B": newDialer()}}
+}
+
+func (s *shards) route(_ context.Context, channel string) (string, pubsub.Dialer, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	shard := s.serves[channel]
+	if shard == "" {
+		shard = "A"
+	}
+	return shard, s.dialers[shard].dial, nil
+}
+
+func (s *shards) refresh(context.Context) {
+	s.mu.Lock()
+	s.refreshs++
+	s.mu.Unlock()
+}
+
+func (s *shards) move(channel, to string) {
+	s.mu.Lock()
+	s.serves[channel] = to
+	s.mu.Unlock()
+}
+
+func newRouter(t *testing.T, s *shards) *pubsub.Router {
+	ignore := goleak.IgnoreCurrent()
+	r := pubsub.NewRouter(s.route, s.refresh)
+	t.Cleanup(func() {
+		r.Close()
+		goleak.VerifyNone(t, ignore)
+	})
+	return r
+}
+
+// A subscription follows its channel to the shard its slot moved to, and
+// its cancel still ends it there.
+func TestRouterFollowsMovedChannel(t *testing.T) {
+	s := newShards()
+	r := newRouter(t, s)
+	a, b := newFakeConn(), newFakeConn()
+	s.dialers["A"].conns <- a
+	s.dialers["B"].conns <- b
+
+	notify := make(chan struct{}, 1)
+	done := make(chan result, 1)
+	go func() {
+		cancel, err := r.Subscribe(t.Context(), "ch", notify)
+		done <- result{cancel, err}
+	}()
+	a.expect(t, "SUBSCRIBE ch")
+	a.emit(t, pubsub.Subscribed, "ch")
+	res := wait(t, done)
+	require.NoError(t, res.err)
+
+	// Another channel on A, which stays.
+	other := make(chan struct{}, 1)
+	go func() {
+		cancel, err := r.Subscribe(t.Context(), "stays", other)
+		done <- result{cancel, err}
+	}()
+	a.expect(t, "SUBSCRIBE stays")
+	a.emit(t, pubsub.Subscribed, "stays")
+	require.NoError(t, wait(t, done).err)
+
+	// The slot of "ch" moves to B: A unsubscribes it on its own.
+	s.move("ch", "B")
+	a.emit(t, pubsub.Unsubscribed, "ch")
+	b.expect(t, "SUBSCRIBE ch")
+	b.emit(t, pubsub.Subscribed, "ch")
+	b.emit(t, pubsub.Message, "ch")
+	select {
+	case <-notify:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no notification from the shard the channel moved to")
+	}
+	a.emit(t, pubsub.Message, "stays")
+	select {
+	case <-other:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the channel that stayed on A no longer hears")
+	}
+	s.mu.Lock()
+	require.Positive(t, s.refreshs, "the route was refreshed before following")
+	s.mu.Unlock()
+
+	res.cancel()
+	b.expect(t, "UNSUBSCRIBE ch")
+	a.quiet(t)
+}
+
+func TestRouterClosed(t *testing.T) {
+	s := newShards()
+	r := pubsub.NewRouter(s.route, nil)
+	r.Close()
+	_, err := r.Subscribe(t.Context(), "ch", make(chan struct{}, 1))
+	require.ErrorIs(t, err, driver.ErrClosed)
+}

@@ -1,0 +1,81 @@
+package rueidiscore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"sync"
+)
+
+// slotMap is a cluster's map of slots to the addresses of their primaries,
+// read with CLUSTER SLOTS on first use and again after reset.
+type slotMap struct {
+	mu     sync.Mutex
+	ranges []slotRange // nil until read
+}
+
+type slotRange struct {
+	lo, hi int
+	addr   string // host:port of the primary
+}
+
+// owner returns the address of the primary that serves slot, reading the
+// map with read (which returns the reply of CLUSTER SLOTS) if need be.
+func (m *slotMap) owner(ctx context.Context, slot int, read func(context.Context) (any, error)) (string, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ranges == nil {
+		reply, err := read(ctx)
+		if err != nil {
+			return "", fmt.Errorf("CLUSTER SLOTS: %w", err)
+		}
+		if m.ranges, err = parseSlots(reply); err != nil {
+			return "", fmt.Errorf("CLUSTER SLOTS: %w", err)
+		}
+	}
+	for _, r := range m.ranges {
+		if r.lo <= slot && slot <= r.hi {
+			return r.addr, nil
+		}
+	}
+	return "", fmt.Errorf("no shard serves slot %d", slot)
+}
+
+// reset forgets the map, which the next owner reads again.
+func (m *slotMap) reset(context.Context) {
+	m.mu.Lock()
+	m.ranges = nil
+	m.mu.Unlock()
+}
+
+// parseSlots reads the reply of CLUSTER SLOTS: for each range, its first
+// and last slot and then its primary's host and port (and ID), then its
+// replicas'.
+func parseSlots(reply any) ([]slotRange, error) {
+	all, ok := reply.([]any)
+	if !ok {
+		return nil, fmt.Errorf("unexpected reply of type %T", reply)
+	}
+	ranges := make([]slotRange, 0, len(all))
+	for _, e := range all {
+		f, ok := e.([]any)
+		if !ok || len(f) < 3 {
+			return nil, errors.New("unexpected range")
+		}
+		lo, ok1 := f[0].(int64)
+		hi, ok2 := f[1].(int64)
+		primary, ok3 := f[2].([]any)
+		if !ok1 || !ok2 || !ok3 || len(primary) < 2 {
+			return nil, errors.New("unexpected range")
+		}
+		host, ok1 := primary[0].(string)
+		port, ok2 := primary[1].(int64)
+		if !ok1 || !ok2 {
+			return nil, errors.New("unexpected primary")
+		}
+		ranges = append(ranges, slotRange{lo: int(lo), hi: int(hi), addr: net.JoinHostPort(host, strconv.FormatInt(port, 10))})
+	}
+	return ranges, nil
+}

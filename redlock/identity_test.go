@@ -1,0 +1,76 @@
+package redlock_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/redistest"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// slow are options that give a first use time to connect, on a loaded
+// machine: the identity check is bounded by the node timeout.
+var slow = []redlock.Option{redlock.WithTTL(30 * time.Second), redlock.WithNodeTimeout(3 * time.Second)}
+
+// Two addresses of one server, or of one cluster, pass New (which must not
+// reach the network) but fail at first use: they would count twice.
+func TestSameServerUnderTwoAddresses(t *testing.T) {
+	servers := redistest.NewServers(t, 2)
+	_, port, _ := strings.Cut(servers[0].Addr(), ":")
+	twice := []string{servers[0].Addr(), "localhost:" + port, servers[1].Addr()}
+	for _, name := range redisDrivers {
+		t.Run(name, func(t *testing.T) {
+			c, err := redlock.Open(name, twice, slow...)
+			require.NoError(t, err)
+			defer c.Close()
+			_, err = c.TryLock(t.Context(), "k")
+			require.Error(t, err)
+			require.False(t, errors.Is(err, redlock.ErrNotObtained), "a configuration error, not a lost vote: %v", err)
+			require.ErrorContains(t, err, "nodes 1 (")
+			require.ErrorContains(t, err, "reach the same server")
+			_, again := c.TryLock(t.Context(), "k")
+			require.Equal(t, err, again, "the error stays")
+
+			ok, err := redlock.Open(name, redistest.Addrs(servers), slow...)
+			require.NoError(t, err)
+			defer ok.Close()
+			l, err := ok.TryLock(t.Context(), "k")
+			require.NoError(t, err, "distinct servers")
+			require.NoError(t, l.Unlock(t.Context()))
+		})
+	}
+}
+
+func TestSameClusterUnderTwoSeeds(t *testing.T) {
+	cl := redistest.NewCluster(t, 2)
+	other := redistest.NewServer(t)
+	for _, name := range []string{"goredis", "rueidis", "valkeygo"} {
+		t.Run(name, func(t *testing.T) {
+			addrs := []string{cl.URL(), "redis://" + cl.Seeds()[1] + "?cluster=true", other.Addr()}
+			c, err := redlock.Open(name, addrs, slow...)
+			require.NoError(t, err)
+			defer c.Close()
+			_, err = c.TryLock(t.Context(), "k")
+			require.ErrorContains(t, err, "reach the same server (node:")
+
+			// A shard's primary given as a server beside its cluster.
+			c2, err := redlock.Open(name, []string{cl.URL(), cl.Seeds()[0], other.Addr()}, slow...)
+			require.NoError(t, err)
+			defer c2.Close()
+			_, err = c2.TryLock(t.Context(), "k")
+			require.ErrorContains(t, err, "reach the same server (node:")
+
+			// Distinct nodes, one of them a cluster, lock and unlock.
+			c3, err := redlock.Open(name, []string{cl.URL(), other.Addr(), redistest.NewServer(t).Addr()}, slow...)
+			require.NoError(t, err)
+			defer c3.Close()
+			l, err := c3.TryLock(t.Context(), "k")
+			require.NoError(t, err)
+			require.NoError(t, l.Unlock(t.Context()))
+		})
+	}
+}
