@@ -136,8 +136,9 @@ func (c *Client) start(ctx context.Context, opName, name string, o op) *round {
 // queues commands under load (driver.Queuer) then gets the node timeout as
 // a network timeout (driver.WithNetworkTimeout), which it starts when it
 // sends the command; the command's wait in its queue is bounded by ctx and
-// bound, so that a client under load queues rather than timing out. The
-// other nodes' calls are bounded by the node timeout from now.
+// bound (or the node timeout from now, if later), so that a client under
+// load queues rather than timing out. The other nodes' calls are bounded by
+// the node timeout from now.
 func (c *Client) startUntil(ctx context.Context, opName, name string, bound time.Time, o op) *round {
 	return c.startRound(ctx, opName, name, bound, o, nil)
 }
@@ -157,6 +158,12 @@ func (c *Client) startRound(ctx context.Context, opName, name string, bound time
 	}
 	queued := c.queued && !bound.IsZero()
 	if queued {
+		// A call never has less than the node timeout in all, as on a
+		// node that does not queue: the bound only cuts a long wait in
+		// the queue.
+		if least := time.Now().Add(c.nodeTimeout); bound.Before(least) {
+			bound = least
+		}
 		qctx, cancel := context.WithDeadline(ctx, bound)
 		r.qctx, r.qcancel = driver.WithNetworkTimeout(qctx, c.nodeTimeout), cancel
 	}
