@@ -2,7 +2,8 @@
 #             go vet and the race-enabled tests (they start their own
 #             redis-server processes on free loopback ports) and the checks of
 #             the module graph (scripts/check-deps).
-# make check: the fast loop: go vet and the short tests of every module,
+# make check: the fast loop: go vet and the short tests of every module
+#             (go test -short: the tests that start redis-server skip),
 #             without the race detector.
 GO ?= go
 # Each module is built and tested with its own go.mod (go.work, which lets

@@ -9,9 +9,11 @@ import (
 // NewServer starts a server for a test with [Start] and closes it when the
 // test ends. If redis-server is not installed it skips the test, or fails it
 // when the CI environment variable is set (to anything but "false" or "0"),
-// with [InstallHint]; any other start failure fails the test.
+// with [InstallHint]; any other start failure fails the test. Under go test
+// -short it skips the test: real servers are for the full run.
 func NewServer(tb testing.TB, opts ...Option) *Server {
 	tb.Helper()
+	skipShort(tb)
 	s, err := Start(tb.Context(), opts...)
 	if err != nil {
 		startFailed(tb, err)
@@ -36,6 +38,7 @@ func NewCerts(tb testing.TB) *Certs {
 // that need several independent Redis masters.
 func NewServers(tb testing.TB, n int, opts ...Option) []*Server {
 	tb.Helper()
+	skipShort(tb)
 	if n < 0 {
 		tb.Fatalf("redistest: NewServers: n = %d < 0", n)
 		return nil
@@ -87,6 +90,7 @@ func inCI() bool {
 // fails the test.
 func NewCluster(tb testing.TB, shards int, opts ...ClusterOption) *Cluster {
 	tb.Helper()
+	skipShort(tb)
 	c, err := StartCluster(tb.Context(), shards, opts...)
 	if err != nil {
 		startFailed(tb, err)
@@ -98,4 +102,13 @@ func NewCluster(tb testing.TB, shards int, opts ...ClusterOption) *Cluster {
 		}
 	})
 	return c
+}
+
+// skipShort skips a test that needs real servers under go test -short, the
+// repository's fast loop (make check); make test runs them all.
+func skipShort(tb testing.TB) {
+	tb.Helper()
+	if testing.Short() {
+		tb.Skip("redistest: -short skips the tests that start redis-server")
+	}
 }
