@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -58,12 +57,7 @@ func clusterSet(b *testing.B, shards int) ([]string, []*redistest.Server) {
 		servers := redistest.NewServers(b, clusterNodes)
 		return redistest.Addrs(servers), servers
 	}
-	clusters := make([]*redistest.Cluster, clusterNodes)
-	var wg sync.WaitGroup
-	for i := range clusters {
-		wg.Go(func() { clusters[i] = redistest.NewCluster(b, shards) })
-	}
-	wg.Wait()
+	clusters := redistest.NewClusters(b, clusterNodes, shards)
 	var (
 		addrs   []string
 		servers []*redistest.Server

@@ -13,6 +13,9 @@ import (
 )
 
 func TestNotInstalled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("NewServer skips every test under -short")
+	}
 	missing := filepath.Join(t.TempDir(), "no-such-redis-server")
 	t.Setenv("REDISTEST_SERVER", missing)
 

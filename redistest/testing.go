@@ -3,6 +3,7 @@ package redistest
 import (
 	"errors"
 	"os"
+	"sync"
 	"testing"
 )
 
@@ -102,6 +103,39 @@ func NewCluster(tb testing.TB, shards int, opts ...ClusterOption) *Cluster {
 		}
 	})
 	return c
+}
+
+// NewClusters starts n clusters of shards shards each in parallel, as
+// [NewCluster] does one, for tests that need several independent nodes that
+// are clusters. Call it from the test's goroutine, which it may end.
+func NewClusters(tb testing.TB, n, shards int, opts ...ClusterOption) []*Cluster {
+	tb.Helper()
+	skipShort(tb)
+	if n < 0 {
+		tb.Fatalf("redistest: NewClusters: n = %d < 0", n)
+		return nil
+	}
+	clusters := make([]*Cluster, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range clusters {
+		wg.Go(func() { clusters[i], errs[i] = StartCluster(tb.Context(), shards, opts...) })
+	}
+	wg.Wait()
+	for _, c := range clusters {
+		if c != nil {
+			tb.Cleanup(func() {
+				if err := c.Close(); err != nil {
+					tb.Error(err)
+				}
+			})
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		startFailed(tb, err)
+		return nil
+	}
+	return clusters
 }
 
 // skipShort skips a test that needs real servers under go test -short, the

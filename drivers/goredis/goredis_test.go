@@ -209,10 +209,7 @@ func TestCloseDuringCalls(t *testing.T) {
 // New over a *redis.ClusterClient a caller configured: three clusters, so
 // that Redlock/ThreeNodes has three independent nodes.
 func TestConformanceNewCluster(t *testing.T) {
-	clusters := make([]*redistest.Cluster, 3)
-	for i := range clusters {
-		clusters[i] = redistest.NewCluster(t, 2)
-	}
+	clusters := redistest.NewClusters(t, 3, 2)
 	next := 0
 	conformance.Run(t, func(t *testing.T) driver.Node {
 		cl := clusters[next%len(clusters)]

@@ -475,12 +475,7 @@ func RunCluster[C interface {
 	Close()
 }](t *testing.T, newNode func(C) driver.Node, newClusterClient func(seeds []string) (C, error)) {
 	t.Helper()
-	clusters := make([]*redistest.Cluster, 3)
-	var wg sync.WaitGroup
-	for i := range clusters {
-		wg.Go(func() { clusters[i] = redistest.NewCluster(t, 2) })
-	}
-	wg.Wait()
+	clusters := redistest.NewClusters(t, 3, 2)
 	next := 0
 	conformance.Run(t, func(t *testing.T) driver.Node {
 		cl := clusters[next%len(clusters)]
