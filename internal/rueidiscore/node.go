@@ -28,6 +28,13 @@ const (
 	// connTimeout bounds the wait for a reply, and is how long an idle
 	// connection may go without answering a PING before it is dropped.
 	connTimeout = 5 * time.Second
+	// probeTimeout is how long a server that did not answer a call by its
+	// deadline has to answer a probe before its connection is broken (see
+	// node.stalled).
+	probeTimeout = 500 * time.Millisecond
+	// probeKey is the key of the probe: a release of it, with a value no
+	// lock has, deletes nothing.
+	probeKey = "redlock:stall-probe"
 )
 
 // errRedial is what the dialer of a client made by Open answers when the
@@ -97,6 +104,10 @@ func clientName[C Client[C, D], D Dedicated, R Result, L any](lib *Library[C, D,
 type state[C any] struct {
 	client C
 	err    error
+	conns  []net.Conn // the connections client's creation dialed (Open's nodes)
+	// probing is set while a probe runs after a call to client timed out
+	// (see stalled).
+	probing atomic.Bool
 }
 
 // closed reports whether s is the state of a closed node.
@@ -111,6 +122,7 @@ type attempt[C any] struct {
 	// Guarded by node.mu.
 	created bool          // NewClient returned: the client may dial no more
 	stops   []func() bool // deregister the close-on-Close hooks of its connections
+	conns   []net.Conn    // the connections dialed
 }
 
 // node is a driver.Node over a client of lib. Its command methods send the
@@ -195,7 +207,7 @@ func (n *node[C, D, R, L]) create(a *attempt[C]) {
 	s := n.cur.Load()
 	closed := s != nil && s.closed()
 	if err == nil && !closed {
-		n.cur.Store(&state[C]{client: c})
+		n.cur.Store(&state[C]{client: c, conns: a.conns})
 	}
 	n.mu.Unlock()
 	for _, stop := range stops {
@@ -259,6 +271,7 @@ func (n *node[C, D, R, L]) dial(ctx context.Context, a *attempt[C], addr string,
 		return nil, errRedial
 	}
 	a.stops = append(a.stops, context.AfterFunc(n.closing, func() { conn.Close() }))
+	a.conns = append(a.conns, conn)
 	return conn, nil
 }
 
@@ -273,6 +286,40 @@ func (n *node[C, D, R, L]) lost(c C, err error) bool {
 		c.Close()
 	}
 	return true
+}
+
+// stalled is called when a call to c, a client of Open's, got no reply by
+// its deadline (issue 11, defect 6). The library waits for the reply of a
+// call that gave up in a goroutine of its own, as long as the connection
+// lives (its ConnWriteTimeout, seconds), while every goroutine of a call must
+// end with its deadline, or a small margin after, whatever the server does.
+// So the server is probed: a release of a key no lock holds, on the same
+// connection, whose replies come in order. If it answers within
+// probeTimeout, the late reply has come too; if not, the connection is
+// broken, its waiting goroutines end at once, the next call finds the client
+// lost and a new one is created (see dial and lost), and the calls still
+// waiting on it fail, as they would on a server that does not answer. One
+// probe runs at a time. A client of New's is the caller's: left alone.
+func (n *node[C, D, R, L]) stalled(c C) {
+	s := n.cur.Load()
+	if s == nil || s.client != c || len(s.conns) == 0 || !s.probing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer s.probing.Store(false)
+		ctx, cancel := context.WithTimeout(n.closing, probeTimeout)
+		defer cancel()
+		cmd := rediscmd.Release(probeKey, "")
+		var keys Keys
+		keys.a, keys.n = cmd.KeyArray()
+		sc, _ := cmd.Script()
+		_, err := n.lib.Exec(ctx, c, n.lib.scripts[sc.SHA1()], keys, cmd.Args()).ToAny()
+		if err != nil && !n.lib.IsNil(err) && ctx.Err() != nil {
+			for _, conn := range s.conns {
+				conn.Close()
+			}
+		}
+	}()
 }
 
 // Close closes the node, its pub/sub connection and, for a node made by Open,
@@ -324,6 +371,9 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 		reply, err := n.send(ctx, c, &cmd).ToAny()
 		if retry && n.lost(c, err) {
 			continue
+		}
+		if errors.Is(err, context.DeadlineExceeded) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			n.stalled(c)
 		}
 		if n.lib.IsNil(err) {
 			reply, err = nil, nil // SET NX: the key exists
