@@ -375,6 +375,13 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 		if errors.Is(err, context.DeadlineExceeded) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			n.stalled(c)
 		}
+		if _, ok := ctx.Deadline(); ok && errors.Is(err, net.ErrClosed) {
+			// The connection was broken under the call because the
+			// server did not answer (see stalled): the call ends as on
+			// a server that does not answer, at its deadline.
+			<-ctx.Done()
+			err = errors.Join(ctx.Err(), err)
+		}
 		if n.lib.IsNil(err) {
 			reply, err = nil, nil // SET NX: the key exists
 		}
