@@ -32,9 +32,6 @@ const (
 	// deadline has to answer a probe before its connection is broken (see
 	// node.stalled).
 	probeTimeout = 500 * time.Millisecond
-	// probeKey is the key of the probe: a release of it, with a value no
-	// lock has, deletes nothing.
-	probeKey = "redlock:stall-probe"
 )
 
 // errRedial is what the dialer of a client made by Open answers when the
@@ -293,14 +290,16 @@ func (n *node[C, D, R, L]) lost(c C, err error) bool {
 // call that gave up in a goroutine of its own, as long as the connection
 // lives (its ConnWriteTimeout, seconds), while every goroutine of a call must
 // end with its deadline, or a small margin after, whatever the server does.
-// So the server is probed: a release of a key no lock holds, on the same
-// connection, whose replies come in order. If it answers within
+// So the server is probed on the same connection, whose replies come in
+// order: a release of the call's key (which the server's ACL lets the client
+// touch) with the empty value, which no lock has, so that it deletes
+// nothing. If it answers within
 // probeTimeout, the late reply has come too; if not, the connection is
 // broken, its waiting goroutines end at once, the next call finds the client
 // lost and a new one is created (see dial and lost), and the calls still
 // waiting on it fail, as they would on a server that does not answer. One
 // probe runs at a time. A client of New's is the caller's: left alone.
-func (n *node[C, D, R, L]) stalled(c C) {
+func (n *node[C, D, R, L]) stalled(c C, key string) {
 	s := n.cur.Load()
 	if s == nil || s.client != c || len(s.conns) == 0 || !s.probing.CompareAndSwap(false, true) {
 		return
@@ -309,7 +308,7 @@ func (n *node[C, D, R, L]) stalled(c C) {
 		defer s.probing.Store(false)
 		ctx, cancel := context.WithTimeout(n.closing, probeTimeout)
 		defer cancel()
-		cmd := rediscmd.Release(probeKey, "")
+		cmd := rediscmd.Release(key, "")
 		var keys Keys
 		keys.a, keys.n = cmd.KeyArray()
 		sc, _ := cmd.Script()
@@ -373,7 +372,7 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 			continue
 		}
 		if errors.Is(err, context.DeadlineExceeded) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			n.stalled(c)
+			n.stalled(c, cmd.Key)
 		}
 		if _, ok := ctx.Deadline(); ok && errors.Is(err, net.ErrClosed) {
 			// The connection was broken under the call because the
