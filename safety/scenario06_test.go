@@ -46,22 +46,17 @@ func TestScenario06PausedNodeLateSet(t *testing.T) {
 		require.NoError(t, forEach(servers, (*redistest.Server).Resume))
 		return time.Now()
 	}
-	// queued waits until each paused server has unread requests: the SETs.
-	queued := func(t *testing.T, servers []*redistest.Server) {
-		require.Eventually(t, func() bool {
-			for _, s := range servers {
-				if n, err := s.Unread(); err != nil || n == 0 {
-					return false
-				}
-			}
-			return true
-		}, 10*time.Second, time.Millisecond, "the SETs are queued at the paused servers")
+	// queued waits, at most bound, until each paused server has unread
+	// requests: the SETs.
+	queued := func(t *testing.T, servers []*redistest.Server, bound time.Duration) {
+		require.True(t, queuedWithin(servers, bound), "the SETs are queued at the paused servers")
 	}
 	// lockAfter measures how long a new client waits for the lock after the
 	// nodes resumed, and checks that it then holds it alone.
-	lockAfter := func(t *testing.T, d string, addrs []string, key string, resumed time.Time) time.Duration {
+	// The late keys, of the TTL phantomTTL, are gone within it.
+	lockAfter := func(t *testing.T, d string, addrs []string, key string, resumed time.Time, phantomTTL time.Duration) time.Duration {
 		b := open(t, d, addrs, redlock.WithTTL(ttl), redlock.WithNodeTimeout(time.Second))
-		ctx, cancel := context.WithTimeout(t.Context(), 3*ttl)
+		ctx, cancel := context.WithTimeout(t.Context(), 3*phantomTTL)
 		defer cancel()
 		l, err := b.Lock(ctx, key)
 		require.NoError(t, err)
@@ -86,12 +81,12 @@ func TestScenario06PausedNodeLateSet(t *testing.T) {
 				gaveUp := time.Now()
 				require.ErrorIs(t, err, redlock.ErrNotObtained)
 				require.ErrorIs(t, err, context.DeadlineExceeded)
-				queued(t, ns.servers[:3])
+				queued(t, ns.servers[:3], 10*time.Second)
 				// The scenario: the nodes stay paused until the releases the
 				// client sent them in the background have timed out too.
 				time.Sleep(time.Until(gaveUp.Add(2 * nodeTimeout)))
 				resumed := resume(t, ns.servers[:3])
-				waited := lockAfter(t, d, ns.addrs(), key, resumed)
+				waited := lockAfter(t, d, ns.addrs(), key, resumed, ttl)
 				paused := resumed.Sub(gaveUp)
 				if paused < ttl-nodeTimeout {
 					require.Less(t, waited, ttl/2, "the repeated releases remove the late keys once the nodes resume")
@@ -106,18 +101,53 @@ func TestScenario06PausedNodeLateSet(t *testing.T) {
 			})
 
 			t.Run("client gone", func(t *testing.T) {
-				const nodeTimeout = 1500 * time.Millisecond // the client is still waiting when it vanishes
-				ns := startNodes(t, 5)
+				// The client must still be waiting for the paused nodes when
+				// it vanishes: had it given up, it would have sent them its
+				// releases. Finding its SETs in the paused servers' sockets
+				// (queued) can take seconds on a busy machine, so the node
+				// timeout is long (goredis's reads end at 3s whatever the
+				// deadline), the wait for the SETs is bounded below it, and
+				// the set-up starts again on new nodes, up to three times,
+				// when the machine was too slow for it; the late keys live
+				// a TTL longer than the node timeout.
+				const (
+					nodeTimeout = 5 * time.Second
+					queuedBound = 2 * time.Second
+					lateTTL     = 6 * time.Second
+					attempts    = 3
+				)
 				key := "late-set"
-				a := open(t, d, ns.addrs(), redlock.WithTTL(ttl), redlock.WithNodeTimeout(nodeTimeout))
-				ns.warmAll(t, a)
-				pause(t, ns.servers[:3])
-				done := make(chan error, 1)
-				go func() {
-					_, err := a.TryLock(context.Background(), key)
-					done <- err
-				}()
-				queued(t, ns.servers[:3])
+				var (
+					ns   *nodes
+					a    *redlock.Client
+					done chan error
+				)
+				for try := 1; ; try++ {
+					ns = startNodes(t, 5)
+					a = open(t, d, ns.addrs(), redlock.WithTTL(lateTTL), redlock.WithNodeTimeout(nodeTimeout))
+					ns.warmAll(t, a)
+					pause(t, ns.servers[:3])
+					c, ch := a, make(chan error, 1)
+					done = ch
+					go func() {
+						_, err := c.TryLock(context.Background(), key)
+						ch <- err
+					}()
+					waiting := queuedWithin(ns.servers[:3], queuedBound)
+					select {
+					case err := <-done:
+						waiting = false
+						t.Logf("attempt %d: the client gave up before it vanished (%v)", try, err)
+					default:
+					}
+					if waiting {
+						break
+					}
+					t.Logf("attempt %d: the SETs were not found queued at the paused servers within %v, with the client still waiting", try, queuedBound)
+					require.Less(t, try, attempts, "the scenario needs the client waiting when its SETs are queued")
+					resume(t, ns.servers[:3])
+					a.Close()
+				}
 				for _, p := range ns.proxies { // the client's host vanishes
 					require.NoError(t, p.Cut())
 				}
@@ -132,12 +162,34 @@ func TestScenario06PausedNodeLateSet(t *testing.T) {
 				}, 5*time.Second, time.Millisecond, "the paused nodes applied the late SETs, and no release reached them")
 
 				other := faultproxy.NewProxies(t, ns.servers) // the other clients' own way to the servers
-				waited := lockAfter(t, d, redistest.Addrs(other), key, resumed)
-				require.Greater(t, waited, ttl/2, "the phantom keys block the lock for about a TTL")
-				require.Less(t, waited, ttl+2*time.Second, "and no longer")
+				waited := lockAfter(t, d, redistest.Addrs(other), key, resumed, lateTTL)
+				require.Greater(t, waited, lateTTL/2, "the phantom keys block the lock for about a TTL")
+				require.Less(t, waited, lateTTL+2*time.Second, "and no longer")
 				measured(t, "paused nodes, client gone, %s: the next client waited %v after the nodes resumed (TTL %v)",
-					d, waited.Round(time.Millisecond), ttl)
+					d, waited.Round(time.Millisecond), lateTTL)
 			})
 		})
+	}
+}
+
+// queuedWithin reports whether each of the paused servers had unread
+// requests within bound.
+func queuedWithin(servers []*redistest.Server, bound time.Duration) bool {
+	deadline := time.Now().Add(bound)
+	for {
+		all := true
+		for _, s := range servers {
+			if n, err := s.Unread(); err != nil || n == 0 {
+				all = false
+				break
+			}
+		}
+		if all {
+			return true
+		}
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

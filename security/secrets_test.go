@@ -267,7 +267,10 @@ func heldLockScenario(t *testing.T, x *texts, d driver.Driver) {
 		x.addValue(n)
 		nodes[i] = recorder{Node: n, values: &values}
 	}
-	c, err := redlock.New(nodes, redlock.WithTTL(5*time.Second), redlock.WithFencing())
+	// A generous node timeout: the nodes are fresh, and the first TryLock
+	// waits for their connections, which a busy machine can delay past the
+	// default 200ms.
+	c, err := redlock.New(nodes, redlock.WithTTL(5*time.Second), redlock.WithNodeTimeout(time.Second), redlock.WithFencing())
 	require.NoError(t, err)
 	defer func() { x.addErr(c.Close()) }()
 

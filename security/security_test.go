@@ -143,10 +143,12 @@ func exercise(t *testing.T, servers []*redistest.Server, prefix string, newClien
 	require.NoError(t, l.Unlock(ctx))
 
 	// Do outlives the TTL only if its extensions work.
-	short := newClient(redlock.WithTTL(600*time.Millisecond), redlock.WithNodeTimeout(200*time.Millisecond))
+	// Its node timeout leaves room for a busy machine: an extension that
+	// needs a new connection (a TLS handshake) must not miss it.
+	short := newClient(redlock.WithTTL(1500*time.Millisecond), redlock.WithNodeTimeout(500*time.Millisecond))
 	err = short.Do(ctx, key+"-do", func(ctx context.Context) error {
 		select {
-		case <-time.After(900 * time.Millisecond):
+		case <-time.After(2250 * time.Millisecond):
 			return nil
 		case <-ctx.Done():
 			return fmt.Errorf("Do canceled its function: %w", context.Cause(ctx))

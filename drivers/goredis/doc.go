@@ -35,7 +35,13 @@
 // outcome is unknown and releases everywhere), and the pool holds enough
 // connections for dozens of concurrent lockers. Open does not connect: the node
 // dials on first use and again after failures, so Open neither fails nor blocks
-// because a server is down.
+// because a server is down. A new connection's handshake is one round trip
+// (HELLO; no CLIENT SETINFO, no maintenance notifications), and it is made in
+// the background, bounded by the dial timeout (5s) rather than by the node
+// timeout of the call that needed it: a call that finds no idle connection
+// waits for it as long as its context allows, and one is made in advance when
+// a call takes the last, so that over a slow link a node timeout of twice the
+// round trip is enough for every call but the first on a fresh node.
 //
 // [New] wraps a client the caller configured instead, for Sentinel, custom
 // dialers, hooks or instrumentation:

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/batch"
@@ -94,6 +95,7 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 			ReadTimeout:           ioTimeout,
 			WriteTimeout:          ioTimeout,
 			PoolSize:              max(minPoolSize, 10*runtime.GOMAXPROCS(0)),
+			DisableIdentity:       true, // no CLIENT SETINFO: a round trip more
 		})
 		n := newNode(c, drivernode.Name(a.String()), true)
 		n.owned, n.cluster = true, true
@@ -114,10 +116,16 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 		ReadTimeout:           ioTimeout,
 		WriteTimeout:          ioTimeout,
 		PoolSize:              max(minPoolSize, 10*runtime.GOMAXPROCS(0)),
+		// A new connection's handshake is HELLO alone, one round trip,
+		// made in the background (see warmer); pipelines take their
+		// connections from the same pool, which the warmer fills.
+		DisableIdentity:          true, // no CLIENT SETINFO: a round trip more
+		MaintNotificationsConfig: &maintnotifications.Config{Mode: maintnotifications.ModeDisabled},
+		PipelinePoolSize:         -1,
 	}
 	c := redis.NewClient(opts)
 	n := newNode(c, drivernode.Name(a.Addr.String()), true)
-	n.owned, n.hub = true, pubsub.New(n.dialPubSub)
+	n.owned, n.hub, n.warm = true, pubsub.New(n.dialPubSub), newWarmer(c)
 	return n, nil
 }
 
@@ -218,6 +226,7 @@ type node struct {
 	router  *pubsub.Router        // those of a *redis.ClusterClient
 	batch   *batch.Batcher[rediscmd.Cmd, rediscmd.Result]
 	state   drivernode.State // nil client, closed
+	warm    *warmer          // makes connections outside the calls' deadlines; nil unless from Open
 }
 
 // SetNX sends SET key value NX PX ttl.
@@ -251,7 +260,7 @@ func (n *node) Close() error {
 	if !n.owned {
 		return nil
 	}
-	if err := n.client.Close(); err != nil {
+	if err := n.warm.stop(n.client.Close); err != nil {
 		return fmt.Errorf("goredis: close: %w", err)
 	}
 	return nil
@@ -275,6 +284,14 @@ func (n *node) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error
 // exec is the node's batch.Exec: one command on the caller's goroutine
 // (watched, see watch), or several as one pipeline.
 func (n *node) exec(ctx context.Context, calls []*batch.Call[rediscmd.Cmd, rediscmd.Result]) {
+	if n.warm != nil {
+		if err := n.warm.wait(ctx); err != nil {
+			for _, c := range calls {
+				c.Err = err // not sent
+			}
+			return
+		}
+	}
 	if len(calls) == 1 {
 		c := calls[0]
 		if err := ctx.Err(); err != nil {

@@ -34,8 +34,14 @@
 // never sent), and a connection whose reply may still be on its way is closed
 // rather than reused. A pipeline's replies are read with the latest deadline
 // of its calls; a pipeline whose calls have no deadline waits as long as the
-// connection's own read timeout (none for Open's pools), and each of its
-// callers still returns as soon as its own context ends.
+// connection's own read timeout (3s for Open's pools), and each of its
+// callers still returns as soon as its own context ends. A pipeline whose
+// deadline passed while it was written reads the replies already there and
+// breaks the connection at the first that is not. Open's pools bound every
+// write by 500ms: a command of the library is small enough for the kernel to
+// take at once, so a write waits only when the server stopped reading long
+// ago, and the connection is then broken. Nothing a call starts outlives its
+// deadline by more than that.
 // The pool of a node from Open holds at most max(64, 10×GOMAXPROCS) connections,
 // as go-redis's does, so that a flood of calls cut short by their contexts
 // cannot open connections without limit; a call waits for a free one as long as

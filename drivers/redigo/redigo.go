@@ -38,6 +38,17 @@ const (
 	idleTimeout = 4 * time.Minute
 	// keepAlive is the TCP keep-alive period, redigo's default.
 	keepAlive = 5 * time.Minute
+	// writeTimeout bounds each write to a connection. A command of the
+	// library is about a hundred bytes, which the kernel buffers at once
+	// whatever the server does, so a write blocks only once the server has
+	// stopped reading megabytes ago; the connection is then broken (issue
+	// 11, defect 6: no goroutine of a call outlives the node timeout by
+	// more than a small margin). redigo bounds a read by the call's
+	// deadline, not a write.
+	writeTimeout = 500 * time.Millisecond
+	// readTimeout bounds a read when the call's context has no deadline,
+	// and the reading of the replies a closed connection still waits for.
+	readTimeout = 3 * time.Second
 )
 
 // Driver opens redigo nodes by address. It is registered as "redigo".
@@ -88,6 +99,8 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 		redis.DialPassword(a.Password),
 		redis.DialDatabase(a.DB),
 		redis.DialConnectTimeout(connectTimeout),
+		redis.DialReadTimeout(readTimeout),
+		redis.DialWriteTimeout(writeTimeout),
 	}
 	if tlsConfig != nil {
 		// redigo's own TLS handshake does not watch the context; this
@@ -293,10 +306,12 @@ func pipeline(ctx context.Context, c redis.Conn, calls []*batch.Call[rediscmd.Cm
 	}
 	var timeout time.Duration // none: the connection's own read timeout
 	if d, ok := ctx.Deadline(); ok {
-		if timeout = time.Until(d); timeout <= 0 {
-			fail(context.DeadlineExceeded)
-			return
-		}
+		// When the deadline passed during the flush, the replies that have
+		// arrived are still read, and the first read that would wait
+		// breaks the connection: left with replies pending, the
+		// connection's Close would wait for them without a deadline, on a
+		// server that may never answer (issue 11, defect 6).
+		timeout = max(time.Until(d), time.Nanosecond)
 	}
 	for k, i := range idx {
 		replies[i], errs[i] = redis.ReceiveWithTimeout(c, timeout)

@@ -27,7 +27,12 @@
 // single-node client (ForceSingleClient) over one pipelined connection,
 // without client-side caching, and never retries a command on its own: a
 // retried SET NX whose first reply was lost would look like a lock held by
-// someone else.
+// someone else. When a call gets no reply by its deadline, the node probes the
+// server on the same connection (a release of the call's key that deletes
+// nothing) and, if the probe gets no answer within 500ms either, breaks the
+// connection: rueidis would otherwise wait for the late reply, in a goroutine
+// of the call's, as long as the connection lives; the next call then gets a
+// new client as above.
 //
 // [New] wraps a client the caller configured and keeps owning.
 //

@@ -21,7 +21,8 @@
 //
 // valkey-go is a fork of rueidis, and this driver shares all its logic with
 // the rueidis driver (github.com/go-redlock/redlock/drivers/rueidis): it
-// behaves the same way. A node opened by address creates its valkey-go client
+// behaves the same way, down to the probe of a server that did not answer a
+// call by its deadline. A node opened by address creates its valkey-go client
 // in the background on first use, not in Open: Open neither fails nor blocks
 // because a server is down or stalled, and a call waits for the connection no
 // longer than its context allows. A failed attempt is retried by the next

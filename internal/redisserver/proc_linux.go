@@ -86,6 +86,11 @@ func unread(port int) (int, error) {
 	local := fmt.Sprintf("0100007F:%04X", port) // 127.0.0.1, little-endian, then the port
 	total := 0
 	for i, line := range bytes.Split(data, []byte("\n")) {
+		// The table lists every socket of the machine (thousands on a busy
+		// one): only the lines that name the port are split into fields.
+		if !bytes.Contains(line, []byte(local)) {
+			continue
+		}
 		f := strings.Fields(string(line))
 		if i == 0 || len(f) < 5 || f[1] != local || (f[3] != "01" && f[3] != "08") { // ESTABLISHED, CLOSE_WAIT
 			continue

@@ -28,6 +28,10 @@ const (
 	// connTimeout bounds the wait for a reply, and is how long an idle
 	// connection may go without answering a PING before it is dropped.
 	connTimeout = 5 * time.Second
+	// probeTimeout is how long a server that did not answer a call by its
+	// deadline has to answer a probe before its connection is broken (see
+	// node.stalled).
+	probeTimeout = 500 * time.Millisecond
 )
 
 // errRedial is what the dialer of a client made by Open answers when the
@@ -105,6 +109,10 @@ func clientName[C Client[C, D], D Dedicated, R Result, L any](lib *Library[C, D,
 type state[C any] struct {
 	client C
 	err    error
+	conns  []net.Conn // the connections client's creation dialed (Open's nodes)
+	// probing is set while a probe runs after a call to client timed out
+	// (see stalled).
+	probing atomic.Bool
 }
 
 // closed reports whether s is the state of a closed node.
@@ -119,6 +127,7 @@ type attempt[C any] struct {
 	// Guarded by node.mu.
 	created bool          // NewClient returned: the client may dial no more
 	stops   []func() bool // deregister the close-on-Close hooks of its connections
+	conns   []net.Conn    // the connections dialed
 }
 
 // node is a driver.Node over a client of lib. Its command methods send the
@@ -209,7 +218,7 @@ func (n *node[C, D, R, L]) create(a *attempt[C]) {
 	s := n.cur.Load()
 	closed := s != nil && s.closed()
 	if err == nil && !closed {
-		n.cur.Store(&state[C]{client: c})
+		n.cur.Store(&state[C]{client: c, conns: a.conns})
 	}
 	n.mu.Unlock()
 	for _, stop := range stops {
@@ -297,6 +306,7 @@ func (n *node[C, D, R, L]) dial(ctx context.Context, a *attempt[C], addr string,
 		return nil, errRedial
 	}
 	a.stops = append(a.stops, context.AfterFunc(n.closing, func() { conn.Close() }))
+	a.conns = append(a.conns, conn)
 	return conn, nil
 }
 
@@ -311,6 +321,42 @@ func (n *node[C, D, R, L]) lost(c C, err error) bool {
 		c.Close()
 	}
 	return true
+}
+
+// stalled is called when a call to c, a client of Open's, got no reply by
+// its deadline (issue 11, defect 6). The library waits for the reply of a
+// call that gave up in a goroutine of its own, as long as the connection
+// lives (its ConnWriteTimeout, seconds), while every goroutine of a call must
+// end with its deadline, or a small margin after, whatever the server does.
+// So the server is probed on the same connection, whose replies come in
+// order: a release of the call's key (which the server's ACL lets the client
+// touch) with the empty value, which no lock has, so that it deletes
+// nothing. If it answers within
+// probeTimeout, the late reply has come too; if not, the connection is
+// broken, its waiting goroutines end at once, the next call finds the client
+// lost and a new one is created (see dial and lost), and the calls still
+// waiting on it fail, as they would on a server that does not answer. One
+// probe runs at a time. A client of New's is the caller's: left alone.
+func (n *node[C, D, R, L]) stalled(c C, key string) {
+	s := n.cur.Load()
+	if s == nil || s.client != c || len(s.conns) == 0 || !s.probing.CompareAndSwap(false, true) {
+		return
+	}
+	go func() {
+		defer s.probing.Store(false)
+		ctx, cancel := context.WithTimeout(n.closing, probeTimeout)
+		defer cancel()
+		cmd := rediscmd.Release(key, "")
+		var keys Keys
+		keys.a, keys.n = cmd.KeyArray()
+		sc, _ := cmd.Script()
+		_, err := n.lib.Exec(ctx, c, n.lib.scripts[sc.SHA1()], keys, cmd.Args()).ToAny()
+		if err != nil && !n.lib.IsNil(err) && ctx.Err() != nil {
+			for _, conn := range s.conns {
+				conn.Close()
+			}
+		}
+	}()
 }
 
 // Close closes the node, its pub/sub connection and, for a node made by Open,
@@ -367,6 +413,16 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 		reply, err := n.send(ctx, c, &cmd).ToAny()
 		if retry && n.lost(c, err) {
 			continue
+		}
+		if errors.Is(err, context.DeadlineExceeded) && errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			n.stalled(c, cmd.Key)
+		}
+		if _, ok := ctx.Deadline(); ok && errors.Is(err, net.ErrClosed) {
+			// The connection was broken under the call because the
+			// server did not answer (see stalled): the call ends as on
+			// a server that does not answer, at its deadline.
+			<-ctx.Done()
+			err = errors.Join(ctx.Err(), err)
 		}
 		if n.lib.IsNil(err) {
 			reply, err = nil, nil // SET NX: the key exists
