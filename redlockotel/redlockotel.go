@@ -201,8 +201,28 @@ func votesAttrs(span trace.Span, v redlock.Votes) {
 	span.SetAttributes(quorumKey.Int(v.Quorum), grantedKey.Int(v.Granted))
 }
 
+// outerSpan is the context key of the span of a Do or a Lock, on which the
+// calls inside it (Do's Lock, Lock's attempts) set the votes and token of the
+// lock they obtained: redlock.quorum, redlock.nodes.granted and
+// redlock.fencing.token are on every span of an acquisition.
+type outerSpan struct{}
+
+// lastVotes is the context key of a Lock's record of its last attempt's
+// votes (a *redlock.Votes), which the Lock passes on to its Do.
+type lastVotes struct{}
+
+// setOuter sets the votes and token of an acquisition on the enclosing Do or
+// Lock span in ctx, if any: never on a span of the caller's.
+func setOuter(ctx context.Context, v redlock.Votes, token uint64) {
+	if span, ok := ctx.Value(outerSpan{}).(trace.Span); ok {
+		votesAttrs(span, v)
+		tokenAttr(span, token)
+	}
+}
+
 func (o *observer) Do(ctx context.Context, e redlock.DoStart) (context.Context, func(redlock.DoDone)) {
 	ctx, span := o.start(ctx, "redlock.Do", e.Key)
+	ctx = context.WithValue(ctx, outerSpan{}, span)
 	return ctx, func(d redlock.DoDone) {
 		span.SetAttributes(lostKey.Bool(d.Lost))
 		finish(span, d.Err)
@@ -210,8 +230,14 @@ func (o *observer) Do(ctx context.Context, e redlock.DoStart) (context.Context, 
 }
 
 func (o *observer) Lock(ctx context.Context, e redlock.LockStart) (context.Context, func(redlock.LockDone)) {
+	outer := ctx // a Do's, or none
 	ctx, span := o.start(ctx, "redlock.Lock", e.Key)
+	last := new(redlock.Votes) // of the last attempt, which the attempts set
+	ctx = context.WithValue(context.WithValue(ctx, outerSpan{}, span), lastVotes{}, last)
 	return ctx, func(d redlock.LockDone) {
+		if d.Err == nil {
+			setOuter(outer, *last, d.Token)
+		}
 		span.SetAttributes(attemptsKey.Int(d.Attempts))
 		tokenAttr(span, d.Token)
 		finish(span, d.Err)
@@ -219,11 +245,16 @@ func (o *observer) Lock(ctx context.Context, e redlock.LockStart) (context.Conte
 }
 
 func (o *observer) Attempt(ctx context.Context, e redlock.AttemptStart) (context.Context, func(redlock.AttemptDone)) {
+	outer := ctx // a Lock's, or none
 	ctx, span := o.start(ctx, "redlock.TryLock", e.Key, attemptKey.Int(e.Attempt))
 	return ctx, func(d redlock.AttemptDone) {
 		span.SetAttributes(outcomeKey.String(string(d.Outcome)))
 		votesAttrs(span, d.Votes)
 		tokenAttr(span, d.Token)
+		setOuter(outer, d.Votes, d.Token)
+		if last, ok := outer.Value(lastVotes{}).(*redlock.Votes); ok {
+			*last = d.Votes
+		}
 		o.acquire.Record(ctx, d.Duration.Seconds(), outcomeOption(d.Outcome))
 		if d.Outcome == redlock.OutcomeGranted {
 			o.held.Add(ctx, 1)

@@ -165,7 +165,7 @@ func TestDoSpanTree(t *testing.T) {
 		assert.True(t, ok, "%s has redlock.key", s.Name())
 		assert.Equal(t, "otel-do", v.AsString())
 	}
-	for _, name := range []string{"redlock.TryLock", "redlock.Extend", "redlock.Unlock"} {
+	for _, name := range []string{"redlock.Do", "redlock.Lock", "redlock.TryLock", "redlock.Extend", "redlock.Unlock"} {
 		s := byName[name][0]
 		q, ok := attr(s.Attributes(), "redlock.quorum")
 		assert.True(t, ok, name)
