@@ -80,8 +80,12 @@ func (w *warmer) connect(ch chan struct{}) {
 
 // stop ends the connection being made, if any: it cancels its context, calls
 // closeClient (which breaks its connection: go-redis bounds a read by the
-// context's deadline, not by its cancellation) and waits for it to end.
+// context's deadline, not by its cancellation) and waits for it to end. A
+// nil warmer only closes the client.
 func (w *warmer) stop(closeClient func() error) error {
+	if w == nil { // a cluster client: no warmer
+		return closeClient()
+	}
 	w.mu.Lock()
 	w.cancel() // under mu: wait starts no connection after it
 	w.mu.Unlock()
