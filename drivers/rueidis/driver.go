@@ -59,7 +59,7 @@ var library = &rueidiscore.Library[rueidis.Client, rueidis.DedicatedClient, ruei
 		return rueidis.NewClient(rueidis.ClientOption{
 			InitAddress: o.InitAddress, Username: o.Username, Password: o.Password, SelectDB: o.SelectDB,
 			Dialer: o.Dialer, TLSConfig: o.TLSConfig, DialCtxFn: o.DialCtxFn, ConnWriteTimeout: o.ConnWriteTimeout,
-			ForceSingleClient: true, DisableCache: true, DisableRetry: true, AlwaysPipelining: true, PipelineMultiplex: -1,
+			ForceSingleClient: true, DisableCache: true, DisableRetry: true, PipelineMultiplex: -1,
 		})
 	},
 	Cluster: func(c rueidis.Client) bool { return c.Mode() == rueidis.ClientModeCluster },

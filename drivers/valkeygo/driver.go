@@ -59,7 +59,7 @@ var library = &rueidiscore.Library[valkey.Client, valkey.DedicatedClient, valkey
 		return valkey.NewClient(valkey.ClientOption{
 			InitAddress: o.InitAddress, Username: o.Username, Password: o.Password, SelectDB: o.SelectDB,
 			Dialer: o.Dialer, TLSConfig: o.TLSConfig, DialCtxFn: o.DialCtxFn, ConnWriteTimeout: o.ConnWriteTimeout,
-			ForceSingleClient: true, DisableCache: true, DisableRetry: true, AlwaysPipelining: true, PipelineMultiplex: -1,
+			ForceSingleClient: true, DisableCache: true, DisableRetry: true, PipelineMultiplex: -1,
 		})
 	},
 	Cluster: func(c valkey.Client) bool { return c.Mode() == valkey.ClientModeCluster },

@@ -97,6 +97,7 @@ func clientName[C Client[C, D], D Dedicated, R Result, L any](lib *Library[C, D,
 type state[C any] struct {
 	client C
 	err    error
+	conns  []net.Conn // the client's connections, for a node made by Open (see abort)
 }
 
 // closed reports whether s is the state of a closed node.
@@ -111,6 +112,7 @@ type attempt[C any] struct {
 	// Guarded by node.mu.
 	created bool          // NewClient returned: the client may dial no more
 	stops   []func() bool // deregister the close-on-Close hooks of its connections
+	conns   []net.Conn    // its connections, made while it was created
 }
 
 // node is a driver.Node over a client of lib. Its command methods send the
@@ -137,6 +139,8 @@ type node[C Client[C, D], D Dedicated, R Result, L any] struct {
 	mu         sync.Mutex
 	pending    *attempt[C] // the client being created, if any
 	dedicating int         // Dedicate calls in progress, which may dial (see dial)
+
+	calls atomic.Int32 // commands in progress (see abort)
 }
 
 // client returns the node's client, creating it first if need be.
@@ -195,7 +199,7 @@ func (n *node[C, D, R, L]) create(a *attempt[C]) {
 	s := n.cur.Load()
 	closed := s != nil && s.closed()
 	if err == nil && !closed {
-		n.cur.Store(&state[C]{client: c})
+		n.cur.Store(&state[C]{client: c, conns: a.conns})
 	}
 	n.mu.Unlock()
 	for _, stop := range stops {
@@ -259,6 +263,7 @@ func (n *node[C, D, R, L]) dial(ctx context.Context, a *attempt[C], addr string,
 		return nil, errRedial
 	}
 	a.stops = append(a.stops, context.AfterFunc(n.closing, func() { conn.Close() }))
+	a.conns = append(a.conns, conn)
 	return conn, nil
 }
 
@@ -321,7 +326,20 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 		if err != nil {
 			return rediscmd.Result{}, driver.ContextError(ctx, err)
 		}
+		n.calls.Add(1)
+		var (
+			returned chan struct{}
+			stop     func() bool
+		)
+		if s := n.cur.Load(); s != nil && s.client == c && len(s.conns) > 0 && ctx.Done() != nil {
+			returned = make(chan struct{})
+			stop = context.AfterFunc(ctx, func() { n.abort(s, returned) })
+		}
 		reply, err := n.send(ctx, c, &cmd).ToAny()
+		n.calls.Add(-1)
+		if stop != nil && !stop() {
+			close(returned)
+		}
 		if retry && n.lost(c, err) {
 			continue
 		}
@@ -336,6 +354,37 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 			return rediscmd.Result{}, cmd.Failed(ctx, n.lib.Name, err)
 		}
 		return r, nil
+	}
+}
+
+// abortGrace is how long a call whose context ended may take to return
+// before abort takes it for a synchronous read that only closing its
+// connection interrupts.
+const abortGrace = 10 * time.Millisecond
+
+// abort is run when the context of a call on s's client ends before the call
+// returned. The client pipelines commands only under concurrency, so that a
+// lone call costs no hand-off to the client's goroutines: it writes and reads
+// on the caller's goroutine, bounded by its deadline, which a cancellation
+// does not interrupt. A pipelined call returns as soon as its context ends.
+// So if the call is still running abortGrace later (returned not closed)
+// and no other call is in progress on the node, abort closes the client's
+// connections: the read fails at once, and the next call replaces the
+// client (see dial and lost). Under concurrency the calls are pipelined, and
+// a connection shared with other calls is left alone.
+func (n *node[C, D, R, L]) abort(s *state[C], returned <-chan struct{}) {
+	t := time.NewTimer(abortGrace)
+	defer t.Stop()
+	select {
+	case <-returned:
+		return
+	case <-t.C:
+	}
+	if n.calls.Load() != 1 {
+		return
+	}
+	for _, conn := range s.conns {
+		conn.Close()
 	}
 }
 
