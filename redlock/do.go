@@ -47,41 +47,75 @@ func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context
 	if err != nil {
 		return err
 	}
+	if c.obs == nil {
+		return c.do(ctx, key, cc, fn)
+	}
 	return c.observedDo(ctx, key, cc, fn)
 }
 
 // do is Do once its options are read.
+//
+// While fn runs, the lock is held by this goroutine, which may be one of
+// tens of thousands: its stack below fn is kept small (the state lives in
+// the kept entry, the acquisition and the release run in functions that
+// have returned by then), so that the runtime can shrink the stack that the
+// acquisition grew to a few kilobytes.
 func (c *Client) do(ctx context.Context, key string, cc callConfig, fn func(ctx context.Context) error) error {
-	l, err := c.observedLock(ctx, key, cc)
+	e, err := c.doLock(ctx, key, cc)
 	if err != nil {
 		return err
+	}
+	// finish stops the extensions and releases the lock. Deferred, it runs
+	// when fn panics or calls runtime.Goexit too, which then go on.
+	defer e.finishOnce()
+	return e.done(fn(e.fctx))
+}
+
+// doLock acquires the lock for Do and hands it to the Client's keeper, which
+// extends it until Do is done with it.
+//
+//go:noinline
+func (c *Client) doLock(ctx context.Context, key string, cc callConfig) (*kept, error) {
+	l, err := c.observedLock(ctx, key, cc)
+	if err != nil {
+		return nil, err
 	}
 	fctx, cancel := context.WithCancelCause(ctx)
 	// The Client's keeper extends the lock; extensions go on while fn
 	// winds down after a cancel, and end with Do.
 	k := c.keeperOf()
-	kept := k.add(context.WithoutCancel(ctx), l, cc.ttl, cc.extendEvery, cancel)
-	// finish stops the extensions and releases the lock. Deferred, it runs
-	// when fn panics or calls runtime.Goexit too, which then go on.
-	finished := false
-	finish := func() (lost bool, uerr error) {
-		finished = true
-		k.remove(kept) // an extension in flight is moot: the release follows
-		lost = errors.Is(context.Cause(fctx), ErrLockLost)
-		cancel(nil)
-		return lost, l.Unlock(context.WithoutCancel(ctx))
+	e := k.add(context.WithoutCancel(ctx), l, cc.ttl, cc.extendEvery, cancel)
+	e.fctx = fctx
+	return e, nil
+}
+
+// finishOnce finishes Do's hold of e's lock unless done did: when fn
+// panicked or called runtime.Goexit.
+func (e *kept) finishOnce() {
+	if !e.finished {
+		e.finish()
 	}
-	defer func() {
-		if !finished {
-			finish()
-		}
-	}()
+}
 
-	ferr := fn(fctx)
-
-	lost, uerr := finish()
+// done finishes Do's hold of e's lock after fn returned ferr, and returns
+// Do's error: ferr, joined with ErrLockLost when the lock was lost while fn
+// ran or was not released by a quorum.
+//
+//go:noinline
+func (e *kept) done(ferr error) error {
+	lost, uerr := e.finish()
 	if lost || errors.Is(uerr, ErrLockLost) {
 		return errors.Join(ferr, ErrLockLost)
 	}
 	return ferr
+}
+
+// finish stops the extensions of e's lock and releases it. It reports
+// whether the lock was found lost while fn ran, and Unlock's error.
+func (e *kept) finish() (lost bool, uerr error) {
+	e.finished = true
+	e.l.c.keeperOf().remove(e) // an extension in flight is moot: the release follows
+	lost = errors.Is(context.Cause(e.fctx), ErrLockLost)
+	e.cancel(nil)
+	return lost, e.l.Unlock(e.ectx)
 }

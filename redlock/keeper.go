@@ -41,6 +41,9 @@ type kept struct {
 	every  time.Duration // between extensions
 	cancel context.CancelCauseFunc
 	ectx   context.Context // the extensions' context: Do's, without its cancellation
+	fctx   context.Context // fn's, canceled by cancel
+
+	finished bool // Do finished with the lock (only Do's goroutine uses it)
 
 	// Guarded by keeper.mu:
 	due      time.Time // of the next extension, or, while one is in flight, the end of the validity

@@ -20,10 +20,8 @@ func keep(ctx, observed context.Context) context.Context {
 	return observed
 }
 
+// observedDo is do reported to the Client's observers, which it has.
 func (c *Client) observedDo(ctx context.Context, key string, cc callConfig, fn func(context.Context) error) error {
-	if c.obs == nil {
-		return c.do(ctx, key, cc, fn)
-	}
 	start := time.Now()
 	octx, end := c.obs.Do(ctx, DoStart{Key: key})
 	err := c.do(keep(ctx, octx), key, cc, fn)

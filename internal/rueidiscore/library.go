@@ -80,10 +80,12 @@ type Hooks struct {
 //   - DisableCache: no client-side caching, no CLIENT TRACKING;
 //   - DisableRetry: a retried SET NX could turn "applied" into "held by
 //     another";
-//   - AlwaysPipelining: every command goes through the pipeline, whose
-//     callers wait with a select on ctx.Done(); without it a lone caller
-//     with a deadline does synchronous I/O that a cancellation does not
-//     interrupt;
+//   - not AlwaysPipelining: a lone call with a deadline writes and reads on
+//     the caller's goroutine, which costs no hand-off to the client's
+//     goroutines; concurrent calls are pipelined. A cancellation does not
+//     interrupt such a synchronous read, so the core closes the connection
+//     of a lone call that did not return when its context ended (see
+//     node.abort);
 //   - PipelineMultiplex -1: one connection, made while the client is
 //     created; the library would dial further ones in the goroutine of a
 //     call, unbounded by its context (see node.dial).

@@ -280,9 +280,10 @@ func openPausedServer(t *testing.T, tg target) {
 	require.True(t, ok)
 }
 
-// Always pipelining, a call whose context has a distant deadline ends when the
-// context is canceled, rather than block in a synchronous read; the node
-// works again once the server resumes.
+// A lone call whose context has a distant deadline, which the client makes
+// by a synchronous read on the caller's goroutine, ends when the context is
+// canceled (the node closes the connection, see node.abort), rather than
+// block until the deadline; the node works again once the server resumes.
 func pausedAfterConnect(t *testing.T, tg target) {
 	srv := redistest.NewServer(t)
 	n := tg.open(t, srv.Addr())
