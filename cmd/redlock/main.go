@@ -85,9 +85,16 @@ command's status. Shell completion: redlock completion bash|zsh|fish.`,
   redlock run nightly-report -- ./build-report.sh
   redlock status nightly-report
   source <(redlock completion bash)`,
-		Version: version(),
-		Args:    cobra.ArbitraryArgs,
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if v, _ := cmd.Flags().GetBool("version"); v {
+				// Printed here rather than through cobra's Version, whose
+				// custom template would link text/template, and with it
+				// every method of the Redis clients (its reflection keeps
+				// them): a binary four times larger.
+				fmt.Fprintln(cmd.OutOrStdout(), "redlock "+version())
+				return nil
+			}
 			if len(args) > 0 {
 				return usageErrorf("unknown command %q: see redlock --help", args[0])
 			}
@@ -101,7 +108,6 @@ command's status. Shell completion: redlock completion bash|zsh|fish.`,
 	}
 	// --version without the shorthand -v, which is --verbose in run and hold.
 	root.Flags().Bool("version", false, "print the module's version, the VCS revision it was built from, and the Go release")
-	root.SetVersionTemplate("redlock {{.Version}}\n")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
 		return usageErrorf("%v (see %s --help)", err, cmd.CommandPath())
 	})
