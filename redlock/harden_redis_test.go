@@ -13,7 +13,7 @@ import (
 	"github.com/go-redlock/redlock/redlock"
 )
 
-// Regression tests for the defects of issue 11 that are about what reaches
+// Regression tests for the defects an outside review found that are about what reaches
 // Redis, against real redis-server processes through every Redis driver.
 
 // Defect 4: Unlock with an ended context still sends the release to every

@@ -21,7 +21,7 @@ import (
 	"github.com/go-redlock/redlock/redlock"
 )
 
-// The drivers' own rules (issue 11), checked through every driver against
+// The drivers' own rules, checked through every driver against
 // real servers: what a call or a batch starts ends with the node timeout,
 // whatever the server does (defect 6), and a client acquires over a slow link
 // when the node timeout is twice the round trip, on fresh connections too
@@ -45,7 +45,7 @@ var driverOf = map[string]driver.Driver{
 // end within the node timeout plus a small margin, with the server still
 // paused: the goroutines in driver code fall back to what they were before
 // the burst. The calls are made on the node directly, not through a
-// redlock.Client, whose repeated releases (issue 11, rule 12) would be new
+// redlock.Client, whose repeated releases of unknown outcomes would be new
 // calls. Not parallel: it counts the goroutines of the whole test binary.
 func TestDriversStalledServerPinsNoGoroutine(t *testing.T) {
 	const (
@@ -133,7 +133,7 @@ func goroutinesBackTo(n int, deadline time.Time) bool {
 // a driver of the library or of a Redis client library, but are not
 // establishing a connection: a connection is dialed and handshaken in the
 // background, bounded by the driver's dial timeout (seconds), so that a call
-// only spends its node timeout on its command (issue 11, defect 10).
+// only spends its node timeout on its command.
 func driverGoroutines() []string {
 	buf := make([]byte, 1<<20)
 	for {
@@ -166,7 +166,7 @@ func driverGoroutines() []string {
 // round trip, and with the default node timeout, on a fresh client each
 // time: its connections are made while it acquires. A connection's
 // handshake (HELLO, and CLIENT SETINFO for go-redis) must not count against
-// the node timeout of the call that needed it (issue 11, defect 10): every
+// the node timeout of the call that needed it: every
 // lock is obtained, the first one too, once its connections are ready. Not
 // parallel: a round trip of 20 ms leaves a node timeout of 40 ms 20 ms of
 // slack, which a busy machine should not take from it. Even so, other

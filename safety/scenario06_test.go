@@ -25,8 +25,7 @@ import (
 //     sent its release to every node. A release sent on another connection
 //     than the SET (or behind a handshake) can be executed before the late
 //     SET, so the client repeats the release to a node whose SET had an
-//     unknown outcome until the node has answered two in a row (issue 11,
-//     rule 12), for at most a TTL after the failure: the late keys go as
+//     unknown outcome until the node has answered two in a row, for at most a TTL after the failure: the late keys go as
 //     soon as the nodes resume, and the next client waits about nothing.
 //     The nodes stay paused for two node timeouts, so that the releases sent
 //     meanwhile time out too, and resume within the TTL; resumed after it

@@ -8,7 +8,7 @@ import (
 )
 
 // warmer makes the connections of a client that Open built outside the
-// calls' deadlines (issue 11, defect 10). go-redis dials a connection and
+// calls' deadlines, so that a slow link costs a call one round trip. go-redis dials a connection and
 // runs its handshake (HELLO: a round trip) in the goroutine of the command
 // that needs it, bounded by that command's context: over a slow link, a node
 // timeout of twice the round trip would then never be enough for a new

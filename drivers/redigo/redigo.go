@@ -41,10 +41,9 @@ const (
 	// writeTimeout bounds each write to a connection. A command of the
 	// library is about a hundred bytes, which the kernel buffers at once
 	// whatever the server does, so a write blocks only once the server has
-	// stopped reading megabytes ago; the connection is then broken (issue
-	// 11, defect 6: no goroutine of a call outlives the node timeout by
-	// more than a small margin). redigo bounds a read by the call's
-	// deadline, not a write.
+	// stopped reading megabytes ago; the connection is then broken (no
+	// goroutine of a call outlives the node timeout by more than a small
+	// margin). redigo bounds a read by the call's deadline, not a write.
 	writeTimeout = 500 * time.Millisecond
 	// readTimeout bounds a read when the call's context has no deadline,
 	// and the reading of the replies a closed connection still waits for.
@@ -310,7 +309,7 @@ func pipeline(ctx context.Context, c redis.Conn, calls []*batch.Call[rediscmd.Cm
 		// arrived are still read, and the first read that would wait
 		// breaks the connection: left with replies pending, the
 		// connection's Close would wait for them without a deadline, on a
-		// server that may never answer (issue 11, defect 6).
+		// server that may never answer: no goroutine may outlive the node timeout.
 		timeout = max(time.Until(d), time.Nanosecond)
 	}
 	for k, i := range idx {

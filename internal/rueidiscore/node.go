@@ -326,7 +326,7 @@ func (n *node[C, D, R, L]) lost(c C, err error) bool {
 }
 
 // stalled is called when a call to c, a client of Open's, got no reply by
-// its deadline (issue 11, defect 6). The library waits for the reply of a
+// its deadline: no goroutine of a call may outlive the node timeout. The library waits for the reply of a
 // call that gave up in a goroutine of its own, as long as the connection
 // lives (its ConnWriteTimeout, seconds), while every goroutine of a call must
 // end with its deadline, or a small margin after, whatever the server does.
