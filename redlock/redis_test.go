@@ -210,7 +210,12 @@ func TestRedisInteroperation(t *testing.T) {
 		clients[name] = openRedis(t, name, servers)
 	}
 	for _, holder := range redisDrivers {
-		l, err := clients[holder].TryLock(t.Context(), "shared")
+		// Lock, not TryLock: the previous holder's Unlock returned at a
+		// quorum, and its other releases (and those of the refused
+		// attempts below) may still be on their way.
+		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+		l, err := clients[holder].Lock(ctx, "shared")
+		cancel()
 		require.NoError(t, err)
 		for _, other := range redisDrivers {
 			_, err := clients[other].TryLock(t.Context(), "shared")
