@@ -175,7 +175,9 @@ func (c *Client) TTL() time.Duration { return c.ttl }
 // failed attempts included), then ends what is left (the repeated releases
 // of keys whose SET had an unknown outcome among them, which it does not
 // wait for between two tries), waits for that, bounded by the node timeout
-// too, and closes every node. Locks still held expire after their TTL. Calls
+// too, and closes every node. Locks still held expire after their TTL. Do's
+// still running have their function's context canceled at once with
+// ErrLockLost as its cause, since nothing extends their locks any more. Calls
 // on a closed Client return ErrClosed.
 func (c *Client) Close() error {
 	if c.closed.Swap(true) {
@@ -183,9 +185,9 @@ func (c *Client) Close() error {
 	}
 	c.inflight.wait(c.nodeTimeout)
 	c.stopAll()
-	if c.keeper != nil {
-		c.keeper.stop()
-	}
+	// Through keeperOf, which a first Do may be running: a keeper made
+	// after this is born stopped.
+	c.keeperOf().stop()
 	// What is left was told to end: its calls return at once, or at
 	// their node timeout at the latest.
 	c.running.wait(c.nodeTimeout)
