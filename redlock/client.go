@@ -41,11 +41,14 @@ type Client struct {
 
 	workers *workers // run the node calls
 
-	// slots admits the rounds of TryLock and Unlock: at most maxRounds at
-	// once, the others wait their turn, so that thousands of calls at once
-	// queue here, parked, instead of all waking at each reply and starving
-	// the goroutines that read the replies.
-	slots chan struct{}
+	// slots admits the rounds of TryLock: at most maxRounds at once, the
+	// others wait their turn, so that thousands of calls at once queue
+	// here, parked, instead of all waking at each reply and starving the
+	// goroutines that read the replies. releases does the same for Unlock's
+	// rounds, apart: a release, which the acquisitions queued may be
+	// waiting for, never waits behind them.
+	slots    chan struct{}
+	releases chan struct{}
 
 	keeperOnce sync.Once
 	keeper     *keeper   // extends Do's locks; made by keeperOf
@@ -126,6 +129,7 @@ func newClient(nodes []driver.Node, cfg config) (*Client, error) {
 		now:         time.Now,
 		workers:     newWorkers(),
 		slots:       make(chan struct{}, maxRounds),
+		releases:    make(chan struct{}, maxRounds),
 		inflight:    newTracker(),
 		running:     newTracker(),
 		cleaners:    make([]cleaner, len(nodes)),
@@ -156,7 +160,8 @@ func newClient(nodes []driver.Node, cfg config) (*Client, error) {
 	return c, nil
 }
 
-// maxRounds is how many rounds of TryLock and Unlock a Client runs at once.
+// maxRounds is how many rounds of TryLock, and how many of Unlock, a Client
+// runs at once.
 const maxRounds = 512
 
 func sameNode(a, b driver.Node) bool {

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -70,4 +71,33 @@ func TestReviewCloseRacesFirstDo(t *testing.T) {
 		close(start)
 		wg.Wait()
 	}
+}
+
+// Unlock waits for a slot among the rounds of TryLock: with thousands of
+// acquisitions queued (each slot held for a node's answer), a release,
+// which is what those acquisitions may be waiting for, waits behind all of
+// them, far beyond the node timeout that bounds Unlock (its doc).
+func TestReviewUnlockNotBehindAcquisitions(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, nodes := memNodes(3)
+		const ttl = 10 * time.Second
+		nodeTimeout := 100 * time.Millisecond
+		c := newClient(t, nodes, redlock.WithTTL(ttl), redlock.WithNodeTimeout(nodeTimeout))
+		l, err := c.TryLock(t.Context(), "held")
+		require.NoError(t, err)
+		for _, m := range mem {
+			m.SetLatency(nodeTimeout / 2) // every node answers, within the node timeout
+		}
+		var wg sync.WaitGroup
+		for i := range 4096 {
+			wg.Go(func() { _, _ = c.TryLock(t.Context(), fmt.Sprint("other", i)) })
+		}
+		time.Sleep(time.Millisecond) // the acquisitions hold or wait for their slots
+		start := time.Now()
+		uerr := l.Unlock(t.Context())
+		took := time.Since(start)
+		wg.Wait()
+		require.NoError(t, uerr)
+		require.LessOrEqual(t, took, nodeTimeout, "Unlock took %v behind the acquisitions in flight; its node calls take %v", took, nodeTimeout/2)
+	})
 }
