@@ -249,6 +249,7 @@ func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lock
 // outcome says how an attempt that did not obtain the lock ended.
 type outcome struct {
 	finished  bool   // the nodes' votes decided it; the context did not cut it short
+	cut       bool   // the context ended before any node call was sent
 	permanent bool   // too many nodes answered errors that retrying cannot fix
 	r         *round // the SET round, for the observers; nil when none was sent
 }
@@ -279,7 +280,7 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig) (*Lock,
 	select {
 	case c.slots <- struct{}{}:
 	case <-ctx.Done():
-		return nil, outcome{}, errors.Join(ErrNotObtained, ctx.Err())
+		return nil, outcome{cut: true}, errors.Join(ErrNotObtained, ctx.Err())
 	}
 	defer func() { <-c.slots }()
 	if c.fencers != nil {

@@ -82,7 +82,7 @@ func classify(o outcome, l *Lock, err error) Outcome {
 		return OutcomeError // bad input, a closed Client, a permanent error
 	case errors.Is(err, ErrUnavailable):
 		return OutcomeUnavailable
-	case o.r != nil && !o.finished:
+	case o.cut, o.r != nil && !o.finished:
 		return OutcomeError // no verdict: the context ended first
 	}
 	return OutcomeNotObtained

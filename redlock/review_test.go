@@ -101,3 +101,38 @@ func TestReviewUnlockNotBehindAcquisitions(t *testing.T) {
 		require.LessOrEqual(t, took, nodeTimeout, "Unlock took %v behind the acquisitions in flight; its node calls take %v", took, nodeTimeout/2)
 	})
 }
+
+// outcomes records the outcome of every attempt.
+type outcomes struct {
+	redlock.NopObserver
+	mu  sync.Mutex
+	got []redlock.Outcome
+}
+
+func (o *outcomes) Attempt(ctx context.Context, _ redlock.AttemptStart) (context.Context, func(redlock.AttemptDone)) {
+	return ctx, func(d redlock.AttemptDone) {
+		o.mu.Lock()
+		o.got = append(o.got, d.Outcome)
+		o.mu.Unlock()
+	}
+}
+
+// A TryLock whose context ended before any vote is an error for the
+// observers, not a refusal: the wait for a slot chose at random between the
+// free slot and the ended context, and in the second case the attempt was
+// reported as OutcomeNotObtained (TestObserverOutcomes failed half the time).
+func TestReviewCanceledAttemptIsAnError(t *testing.T) {
+	_, nodes := memNodes(3)
+	rec := &outcomes{}
+	c := newClient(t, nodes, redlock.WithObserver(rec))
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	for range 64 {
+		_, err := c.TryLock(ctx, "k")
+		require.ErrorIs(t, err, context.Canceled)
+	}
+	require.Len(t, rec.got, 64)
+	for i, o := range rec.got {
+		require.Equal(t, redlock.OutcomeError, o, "attempt %d with a canceled context", i)
+	}
+}
