@@ -259,7 +259,7 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig) (*Lock,
 		return nil, outcome{}, err
 	}
 	if err := c.checkIdentities(ctx); err != nil {
-		return nil, outcome{}, err
+		return nil, outcome{cut: ctx.Err() != nil}, err
 	}
 	if !c.beginAcquire(key) {
 		return nil, outcome{}, errors.Join(ErrNotObtained, errAcquiring)

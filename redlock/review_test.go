@@ -11,6 +11,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/drivers/memory"
 	"github.com/go-redlock/redlock/redlock"
 )
 
@@ -134,5 +136,69 @@ func TestReviewCanceledAttemptIsAnError(t *testing.T) {
 	require.Len(t, rec.got, 64)
 	for i, o := range rec.got {
 		require.Equal(t, redlock.OutcomeError, o, "attempt %d with a canceled context", i)
+	}
+}
+
+// idNode is a memory node that tells its identity (driver.Identifier), or,
+// while blackholed, answers nothing until the call's context ends.
+type idNode struct {
+	*memory.Node
+	id         string
+	blackholed bool
+}
+
+func (n *idNode) Identity(ctx context.Context) ([]string, error) {
+	if n.blackholed {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return []string{n.id}, nil
+}
+
+// A node that does not answer (a minority, which Redlock tolerates) must not
+// hold up TryLock: the identity check asked it again every second while
+// holding the check's mutex, so every TryLock of the Client waited up to the
+// node timeout each time, its own context ignored. (Real time: synctest
+// cannot advance its clock past goroutines waiting for a mutex.)
+func TestReviewIdentityCheckDoesNotStall(t *testing.T) {
+	const nodeTimeout = time.Second
+	ids := make([]*idNode, 3)
+	nodes := make([]driver.Node, 3)
+	for i := range ids {
+		ids[i] = &idNode{Node: memory.New(), id: fmt.Sprint("server", i)}
+		nodes[i] = ids[i]
+	}
+	ids[2].blackholed = true
+	ids[2].SetStalled(true)
+	c := newClient(t, nodes, redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(nodeTimeout))
+	l, err := c.TryLock(t.Context(), "first")
+	require.NoError(t, err)
+	require.NoError(t, l.Unlock(t.Context()))
+	for i := range 2 {
+		time.Sleep(1100 * time.Millisecond) // past the identity check's retry
+		// One TryLock asks the silent node again; another, with a short
+		// deadline, comes meanwhile.
+		var wg sync.WaitGroup
+		wg.Go(func() {
+			start := time.Now()
+			l, err := c.TryLock(t.Context(), fmt.Sprint("a", i))
+			took := time.Since(start)
+			require.NoError(t, err)
+			require.Less(t, took, nodeTimeout/2, "TryLock with two of three nodes answering at once, round %d", i)
+			require.NoError(t, l.Unlock(t.Context()))
+		})
+		wg.Go(func() {
+			time.Sleep(10 * time.Millisecond)
+			ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			l, err := c.TryLock(ctx, fmt.Sprint("b", i))
+			took := time.Since(start)
+			if err == nil {
+				require.NoError(t, l.Unlock(t.Context()))
+			}
+			require.Less(t, took, nodeTimeout/2, "TryLock with a deadline of 50ms, round %d", i)
+		})
+		wg.Wait()
 	}
 }
