@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/drivers/memory"
@@ -201,4 +202,114 @@ func TestReviewIdentityCheckDoesNotStall(t *testing.T) {
 		})
 		wg.Wait()
 	}
+}
+
+// Unlock and Extend after Close: the Client's calls return ErrClosed (Close's
+// doc), without a call to the closed nodes.
+func TestReviewLockCallsAfterClose(t *testing.T) {
+	_, nodes := memNodes(3)
+	c, err := redlock.New(nodes)
+	require.NoError(t, err)
+	l, err := c.TryLock(t.Context(), "k")
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	require.ErrorIs(t, l.Extend(t.Context(), time.Second), redlock.ErrClosed)
+	require.ErrorIs(t, l.Unlock(t.Context()), redlock.ErrClosed)
+}
+
+// Many Do's, and Close while they run: every Do returns ErrLockLost (its fn's
+// context canceled by Close), and nothing of the Client is left running.
+func TestReviewCloseDuringManyDo(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	_, nodes := memNodes(3)
+	c, err := redlock.New(nodes, redlock.WithTTL(time.Second))
+	require.NoError(t, err)
+	const n = 64
+	var holding, wg sync.WaitGroup
+	holding.Add(n)
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Go(func() {
+			errs <- c.Do(context.Background(), fmt.Sprint("k", i), func(ctx context.Context) error {
+				holding.Done()
+				<-ctx.Done()
+				return nil
+			})
+		})
+	}
+	holding.Wait()
+	require.NoError(t, c.Close())
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.ErrorIs(t, err, redlock.ErrLockLost)
+	}
+	// A Do after Close fails at once.
+	require.ErrorIs(t, c.Do(context.Background(), "k", func(context.Context) error { return nil }), redlock.ErrClosed)
+}
+
+// ends counts LockEnd events and Extend ends by key.
+type ends struct {
+	redlock.NopObserver
+	mu      sync.Mutex
+	n       map[string]int
+	how     map[string]string
+	extends int
+}
+
+func (o *ends) LockEnd(_ context.Context, e redlock.LockEnd) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.n[e.Key]++
+	o.how[e.Key] = e.How
+}
+
+func (o *ends) Extend(ctx context.Context, _ redlock.ExtendStart) (context.Context, func(redlock.ExtendDone)) {
+	return ctx, func(redlock.ExtendDone) {
+		o.mu.Lock()
+		o.extends++
+		o.mu.Unlock()
+	}
+}
+
+// Every lock held through Do is reported ended exactly once: one lost on the
+// nodes (found by the keeper), one released by Do, one canceled by Close; and
+// the keeper's extensions are reported.
+func TestReviewDoLockEndOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, nodes := memNodes(3)
+		obs := &ends{n: map[string]int{}, how: map[string]string{}}
+		c, err := redlock.New(nodes, redlock.WithTTL(time.Second), redlock.WithObserver(obs))
+		require.NoError(t, err)
+		run := func(key string, wait func(ctx context.Context)) chan error {
+			res := make(chan error, 1)
+			held := make(chan struct{})
+			go func() {
+				res <- c.Do(t.Context(), key, func(ctx context.Context) error {
+					close(held)
+					wait(ctx)
+					return nil
+				})
+			}()
+			<-held
+			return res
+		}
+		lost := run("lost", func(ctx context.Context) { <-ctx.Done() })
+		done := run("done", func(ctx context.Context) { time.Sleep(2 * time.Second) })
+		closed := run("closed", func(ctx context.Context) { <-ctx.Done() })
+		for _, m := range mem {
+			m.Delete("lost")
+		}
+		require.ErrorIs(t, <-lost, redlock.ErrLockLost)
+		require.NoError(t, <-done)
+		require.NoError(t, c.Close())
+		require.ErrorIs(t, <-closed, redlock.ErrLockLost)
+		synctest.Wait()
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		require.Equal(t, map[string]int{"lost": 1, "done": 1, "closed": 1}, obs.n, "LockEnd per key (how: %v)", obs.how)
+		require.Equal(t, redlock.EndLostExtend, obs.how["lost"])
+		require.Equal(t, redlock.EndUnlocked, obs.how["done"])
+		require.Positive(t, obs.extends, "the keeper's extensions are reported")
+	})
 }
