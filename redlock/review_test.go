@@ -313,3 +313,31 @@ func TestReviewDoLockEndOnce(t *testing.T) {
 		require.Positive(t, obs.extends, "the keeper's extensions are reported")
 	})
 }
+
+// Do's per-call TTL and extension interval are the keeper's: the key's TTL
+// on the nodes is the call's, and its extensions come at the call's interval.
+func TestReviewDoPerCallTTLKept(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, nodes := memNodes(3)
+		obs := &ends{n: map[string]int{}, how: map[string]string{}}
+		c := newClient(t, nodes, redlock.WithTTL(time.Second), redlock.WithObserver(obs))
+		err := c.Do(t.Context(), "k", func(ctx context.Context) error {
+			for range 10 {
+				time.Sleep(time.Second)
+				if ctx.Err() != nil {
+					return context.Cause(ctx)
+				}
+				for _, m := range mem {
+					pttl, ok := m.PTTL("k")
+					require.True(t, ok)
+					require.Greater(t, pttl, time.Second, "the key's TTL is the call's (5s), not the Client's (1s)")
+				}
+			}
+			return nil
+		}, redlock.WithTTL(5*time.Second), redlock.WithExtendInterval(2*time.Second))
+		require.NoError(t, err)
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		require.InDelta(t, 5, obs.extends, 1, "10s of fn at one extension per 2s")
+	})
+}
