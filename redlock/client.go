@@ -41,11 +41,14 @@ type Client struct {
 
 	workers *workers // run the node calls
 
-	// slots admits the rounds of TryLock and Unlock: at most maxRounds at
-	// once, the others wait their turn, so that thousands of calls at once
-	// queue here, parked, instead of all waking at each reply and starving
-	// the goroutines that read the replies.
-	slots chan struct{}
+	// slots admits the rounds of TryLock: at most maxRounds at once, the
+	// others wait their turn, so that thousands of calls at once queue
+	// here, parked, instead of all waking at each reply and starving the
+	// goroutines that read the replies. releases does the same for Unlock's
+	// rounds, apart: a release, which the acquisitions queued may be
+	// waiting for, never waits behind them.
+	slots    chan struct{}
+	releases chan struct{}
 
 	keeperOnce sync.Once
 	keeper     *keeper   // extends Do's locks; made by keeperOf
@@ -126,6 +129,7 @@ func newClient(nodes []driver.Node, cfg config) (*Client, error) {
 		now:         time.Now,
 		workers:     newWorkers(),
 		slots:       make(chan struct{}, maxRounds),
+		releases:    make(chan struct{}, maxRounds),
 		inflight:    newTracker(),
 		running:     newTracker(),
 		cleaners:    make([]cleaner, len(nodes)),
@@ -156,7 +160,8 @@ func newClient(nodes []driver.Node, cfg config) (*Client, error) {
 	return c, nil
 }
 
-// maxRounds is how many rounds of TryLock and Unlock a Client runs at once.
+// maxRounds is how many rounds of TryLock, and how many of Unlock, a Client
+// runs at once.
 const maxRounds = 512
 
 func sameNode(a, b driver.Node) bool {
@@ -175,7 +180,9 @@ func (c *Client) TTL() time.Duration { return c.ttl }
 // failed attempts included), then ends what is left (the repeated releases
 // of keys whose SET had an unknown outcome among them, which it does not
 // wait for between two tries), waits for that, bounded by the node timeout
-// too, and closes every node. Locks still held expire after their TTL. Calls
+// too, and closes every node. Locks still held expire after their TTL. Do's
+// still running have their function's context canceled at once with
+// ErrLockLost as its cause, since nothing extends their locks any more. Calls
 // on a closed Client return ErrClosed.
 func (c *Client) Close() error {
 	if c.closed.Swap(true) {
@@ -183,9 +190,9 @@ func (c *Client) Close() error {
 	}
 	c.inflight.wait(c.nodeTimeout)
 	c.stopAll()
-	if c.keeper != nil {
-		c.keeper.stop()
-	}
+	// Through keeperOf, which a first Do may be running: a keeper made
+	// after this is born stopped.
+	c.keeperOf().stop()
 	// What is left was told to end: its calls return at once, or at
 	// their node timeout at the latest.
 	c.running.wait(c.nodeTimeout)
@@ -242,6 +249,7 @@ func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lock
 // outcome says how an attempt that did not obtain the lock ended.
 type outcome struct {
 	finished  bool   // the nodes' votes decided it; the context did not cut it short
+	cut       bool   // the context ended before any node call was sent
 	permanent bool   // too many nodes answered errors that retrying cannot fix
 	r         *round // the SET round, for the observers; nil when none was sent
 }
@@ -251,7 +259,7 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig) (*Lock,
 		return nil, outcome{}, err
 	}
 	if err := c.checkIdentities(ctx); err != nil {
-		return nil, outcome{}, err
+		return nil, outcome{cut: ctx.Err() != nil}, err
 	}
 	if !c.beginAcquire(key) {
 		return nil, outcome{}, errors.Join(ErrNotObtained, errAcquiring)
@@ -272,7 +280,7 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig) (*Lock,
 	select {
 	case c.slots <- struct{}{}:
 	case <-ctx.Done():
-		return nil, outcome{}, errors.Join(ErrNotObtained, ctx.Err())
+		return nil, outcome{cut: true}, errors.Join(ErrNotObtained, ctx.Err())
 	}
 	defer func() { <-c.slots }()
 	if c.fencers != nil {

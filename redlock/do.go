@@ -24,7 +24,8 @@ import (
 // restarted empty) is therefore noticed within one extension interval plus
 // the time of the extension that finds it (at most the node timeout), or
 // within that plus one more extension when an extension was in flight at
-// the loss. fn must then stop acting on the protected resource.
+// the loss. Close cancels it too, at once, since nothing extends the lock
+// after it. fn must then stop acting on the protected resource.
 //
 // On every exit of fn, a panic and runtime.Goexit included, Do stops
 // extending and releases the lock on the nodes, bounded by the node timeout;

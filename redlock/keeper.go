@@ -29,9 +29,10 @@ const keeperFanout = 64
 type keeper struct {
 	c *Client
 
-	mu    sync.Mutex
-	heap  keptHeap
-	timer *time.Timer // fires at the earliest due; nil until the first add
+	mu     sync.Mutex
+	heap   keptHeap
+	timer  *time.Timer // fires at the earliest due; nil until the first add
+	closed bool        // stop ran: nothing is scheduled any more
 }
 
 // A kept is one lock held through Do.
@@ -104,9 +105,17 @@ func (k *keeper) remove(e *kept) {
 }
 
 // scheduleLocked puts e, which is out of the heap, in it at due and arms the
-// timer if e is now the earliest. k.mu is held.
+// timer if e is now the earliest. Once the keeper is stopped (Close), it
+// stops e instead and cancels its Do's context with ErrLockLost: nothing
+// would extend the lock, nor cancel the context when the validity ends. k.mu
+// is held.
 func (k *keeper) scheduleLocked(e *kept, due time.Time) {
 	if e.stopped {
+		return
+	}
+	if k.closed {
+		e.stopped = true
+		e.cancel(ErrLockLost) // runs no callback here: AfterFuncs get goroutines
 		return
 	}
 	e.due = due
@@ -148,7 +157,7 @@ func (k *keeper) fire() {
 			group = append(group, e)
 		}
 	}
-	if len(k.heap) > 0 {
+	if len(k.heap) > 0 && !k.closed {
 		k.timer.Reset(max(k.heap[0].due.Sub(now), 0))
 	}
 	k.mu.Unlock()
@@ -369,11 +378,18 @@ func (l *Lock) endNow() {
 	l.mu.Unlock()
 }
 
-// stop stops the keeper's timer, for Close.
+// stop stops the keeper's timer, for Close, and cancels the contexts of the
+// Do's it kept with ErrLockLost (see scheduleLocked); those of a Do added
+// later, or of an extension in flight now, are canceled when they would be
+// scheduled.
 func (k *keeper) stop() {
 	k.mu.Lock()
 	defer k.mu.Unlock()
+	k.closed = true
 	if k.timer != nil {
 		k.timer.Stop()
+	}
+	for len(k.heap) > 0 {
+		k.scheduleLocked(heap.Pop(&k.heap).(*kept), time.Time{})
 	}
 }

@@ -334,8 +334,9 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 	l.mu.Unlock()
 	bg := context.WithoutCancel(ctx)
 	late := l.followLateSets(bg, acq, deadline)
-	l.c.slots <- struct{}{} // freed as other rounds end, each bounded
-	defer func() { <-l.c.slots }()
+	// Freed as other releases end, each bounded; not behind acquisitions.
+	l.c.releases <- struct{}{}
+	defer func() { <-l.c.releases }()
 	// A release that waits in a node's queue past the key's expiry is moot.
 	r := l.c.startUntil(bg, OpRelease, l.name, deadline.Add(l.c.nodeTimeout), func(ctx context.Context, i int, _ driver.Node) (bool, error) {
 		if late && acq.state[i] == pending {

@@ -80,7 +80,7 @@ func classify(o outcome, l *Lock, err error) Outcome {
 		return OutcomeError // bad input, a closed Client, a permanent error
 	case errors.Is(err, ErrUnavailable):
 		return OutcomeUnavailable
-	case !o.finished && (o.r != nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)):
+	case o.cut, o.r != nil && !o.finished:
 		return OutcomeError // no verdict: the context ended first (in the round, or before it could start)
 	}
 	return OutcomeNotObtained
