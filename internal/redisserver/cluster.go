@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/go-redlock/redlock/driver"
 )
 
 // ClusterSlots is the number of hash slots of a Redis Cluster.
@@ -794,29 +796,6 @@ func (m *Migration) Finish(ctx context.Context) error {
 
 // KeySlot returns the hash slot of key, as CLUSTER KEYSLOT does: CRC16 of the
 // key, or of its hash tag (the text between the first "{" and the first "}"
-// after it, if not empty), modulo 16384.
-func KeySlot(key string) int {
-	if i := strings.IndexByte(key, '{'); i >= 0 {
-		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
-			key = key[i+1 : i+1+j]
-		}
-	}
-	return int(crc16(key) % ClusterSlots)
-}
-
-// crc16 is CRC-16/XMODEM (polynomial 0x1021, initial value 0), the checksum
-// of Redis Cluster's key hashing.
-func crc16(s string) uint16 {
-	var crc uint16
-	for i := 0; i < len(s); i++ {
-		crc ^= uint16(s[i]) << 8
-		for range 8 {
-			if crc&0x8000 != 0 {
-				crc = crc<<1 ^ 0x1021
-			} else {
-				crc <<= 1
-			}
-		}
-	}
-	return crc
-}
+// after it, if not empty), modulo 16384. It is driver.HashSlot, the
+// library's own definition.
+func KeySlot(key string) int { return driver.HashSlot(key) }
