@@ -59,10 +59,11 @@ var library = &rueidiscore.Library[rueidis.Client, rueidis.DedicatedClient, ruei
 		return rueidis.NewClient(rueidis.ClientOption{
 			InitAddress: o.InitAddress, Username: o.Username, Password: o.Password, SelectDB: o.SelectDB,
 			Dialer: o.Dialer, TLSConfig: o.TLSConfig, DialCtxFn: o.DialCtxFn, ConnWriteTimeout: o.ConnWriteTimeout,
-			// A single server: a lone call reads on the caller's goroutine (see
-			// rueidiscore's abort for cancellation); a cluster client always
-			// pipelines, so that a canceled call returns at once.
-			ForceSingleClient: !o.Cluster, DisableCache: true, DisableRetry: true, AlwaysPipelining: o.Cluster, PipelineMultiplex: -1,
+			// Always pipelining: a call returns as soon as its context ends.
+			// (A lone call read on the caller's goroutine would be faster,
+			// but under a slow link it lost calls that had time left: safety
+			// scenario 4b.)
+			ForceSingleClient: !o.Cluster, DisableCache: true, DisableRetry: true, AlwaysPipelining: true, PipelineMultiplex: -1,
 		})
 	},
 	Cluster: func(c rueidis.Client) bool { return c.Mode() == rueidis.ClientModeCluster },
