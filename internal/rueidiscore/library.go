@@ -80,12 +80,12 @@ type Hooks struct {
 //   - DisableCache: no client-side caching, no CLIENT TRACKING;
 //   - DisableRetry: a retried SET NX could turn "applied" into "held by
 //     another";
-//   - not AlwaysPipelining: a lone call with a deadline writes and reads on
-//     the caller's goroutine, which costs no hand-off to the client's
-//     goroutines; concurrent calls are pipelined. A cancellation does not
-//     interrupt such a synchronous read, so the core closes the connection
-//     of a lone call that did not return when its context ended (see
-//     node.abort);
+//   - AlwaysPipelining: a call returns as soon as its context ends, and
+//     calls on the one connection never wait for each other's replies (a
+//     lone call read on the caller's goroutine would save two hand-offs,
+//     but serializes calls over a slow link). Were it off, the core closes
+//     the connection of a lone call that did not return when its context
+//     ended (see node.abort);
 //   - PipelineMultiplex -1: one connection, made while the client is
 //     created; the library would dial further ones in the goroutine of a
 //     call, unbounded by its context (see node.dial).
