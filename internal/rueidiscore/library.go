@@ -83,9 +83,8 @@ type Hooks struct {
 //   - AlwaysPipelining: a call returns as soon as its context ends, and
 //     calls on the one connection never wait for each other's replies (a
 //     lone call read on the caller's goroutine would save two hand-offs,
-//     but serializes calls over a slow link). Were it off, the core closes
-//     the connection of a lone call that did not return when its context
-//     ended (see node.abort);
+//     but serializes calls over a slow link, and a cancellation would not
+//     interrupt its read);
 //   - PipelineMultiplex -1: one connection, made while the client is
 //     created; the library would dial further ones in the goroutine of a
 //     call, unbounded by its context (see node.dial).

@@ -109,7 +109,7 @@ func clientName[C Client[C, D], D Dedicated, R Result, L any](lib *Library[C, D,
 type state[C any] struct {
 	client C
 	err    error
-	conns  []net.Conn // the connections client's creation dialed (Open's nodes; see stalled and abort)
+	conns  []net.Conn // the connections client's creation dialed (Open's nodes; see stalled)
 	// probing is set while a probe runs after a call to client timed out
 	// (see stalled).
 	probing atomic.Bool
@@ -158,7 +158,6 @@ type node[C Client[C, D], D Dedicated, R Result, L any] struct {
 	pending    *attempt[C] // the client being created, if any
 	dedicating int         // Dedicate calls in progress, which may dial (see dial)
 
-	calls atomic.Int32 // commands in progress (see abort)
 }
 
 // client returns the node's client, creating it first if need be.
@@ -412,20 +411,7 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 		if err != nil {
 			return rediscmd.Result{}, driver.ContextError(ctx, err)
 		}
-		n.calls.Add(1)
-		var (
-			returned chan struct{}
-			stop     func() bool
-		)
-		if s := n.cur.Load(); s != nil && s.client == c && len(s.conns) > 0 && ctx.Done() != nil {
-			returned = make(chan struct{})
-			stop = context.AfterFunc(ctx, func() { n.abort(s, returned) })
-		}
 		reply, err := n.send(ctx, c, &cmd).ToAny()
-		n.calls.Add(-1)
-		if stop != nil && !stop() {
-			close(returned)
-		}
 		if retry && n.lost(c, err) {
 			continue
 		}
@@ -450,37 +436,6 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 			return rediscmd.Result{}, cmd.Failed(ctx, n.lib.Name, err)
 		}
 		return r, nil
-	}
-}
-
-// abortGrace is how long a call whose context ended may take to return
-// before abort takes it for a synchronous read that only closing its
-// connection interrupts.
-const abortGrace = 10 * time.Millisecond
-
-// abort is run when the context of a call on s's client ends before the call
-// returned. The client pipelines commands only under concurrency, so that a
-// lone call costs no hand-off to the client's goroutines: it writes and reads
-// on the caller's goroutine, bounded by its deadline, which a cancellation
-// does not interrupt. A pipelined call returns as soon as its context ends.
-// So if the call is still running abortGrace later (returned not closed)
-// and no other call is in progress on the node, abort closes the client's
-// connections: the read fails at once, and the next call replaces the
-// client (see dial and lost). Under concurrency the calls are pipelined, and
-// a connection shared with other calls is left alone.
-func (n *node[C, D, R, L]) abort(s *state[C], returned <-chan struct{}) {
-	t := time.NewTimer(abortGrace)
-	defer t.Stop()
-	select {
-	case <-returned:
-		return
-	case <-t.C:
-	}
-	if n.calls.Load() != 1 {
-		return
-	}
-	for _, conn := range s.conns {
-		conn.Close()
 	}
 }
 
