@@ -88,34 +88,9 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "| Benchtime | %s per run; Handoff %s; Scale one run of %d locks held %v |\n\n", cfg.Benchtime, cfg.HandoffBenchtime, cfg.ScaleLocks, cfg.ScaleFor)
 	fmt.Fprintf(&b, "![Throughput and p99 latency of lock+unlock per contender](%s)\n\n", ChartFile)
 
-	if t := r.Targets(); len(t) > 0 {
-		fmt.Fprintf(&b, "## Targets\n\n")
-		fmt.Fprintf(&b, "Five local nodes, 64 concurrent lockers, lock+unlock, unless the target says otherwise.\n\n")
-		fmt.Fprintf(&b, "| target | met | figures |\n|---|---|---|\n")
-		for _, t := range t {
-			met := "**no**"
-			if t.Met {
-				met = "yes"
-			}
-			fmt.Fprintf(&b, "| %s | %s | %s |\n", t.Name, met, t.Figures)
-		}
-		b.WriteString("\n")
-	}
-
-	if t := r.ScaleTargets(); len(t) > 0 {
-		fmt.Fprintf(&b, "## Targets at scale\n\n")
-		fmt.Fprintf(&b, "Ratios within this run. Lone call: the floor is the same client doing the driver's commands by hand\n")
-		fmt.Fprintf(&b, "(SET NX PX, then the release script by EVALSHA); the DEL floor is shown beside it.\n\n")
-		fmt.Fprintf(&b, "| target | met | figures |\n|---|---|---|\n")
-		for _, t := range t {
-			met := "**no**"
-			if t.Met {
-				met = "yes"
-			}
-			fmt.Fprintf(&b, "| %s | %s | %s |\n", t.Name, met, t.Figures)
-		}
-		b.WriteString("\n")
-	}
+	targetTable(&b, "Targets", "Five local nodes, 64 concurrent lockers, lock+unlock, unless the target says otherwise.\n", r.Targets())
+	targetTable(&b, "Targets at scale", "Ratios within this run. Lone call: the floor is the same client doing the driver's commands by hand\n"+
+		"(SET NX PX, then the release script by EVALSHA); the DEL floor is shown beside it.\n", r.ScaleTargets())
 
 	groups := groupByCase(r.Results)
 	for _, g := range groups {
@@ -131,6 +106,23 @@ func (r *Report) Markdown() string {
 	}
 	b.WriteString(methodNotes)
 	return b.String()
+}
+
+// targetTable writes a section titled title with intro and a table of ts,
+// or nothing when ts is empty.
+func targetTable(b *strings.Builder, title, intro string, ts []Target) {
+	if len(ts) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "## %s\n\n%s\n| target | met | figures |\n|---|---|---|\n", title, intro)
+	for _, t := range ts {
+		met := "**no**"
+		if t.Met {
+			met = "yes"
+		}
+		fmt.Fprintf(b, "| %s | %s | %s |\n", t.Name, met, t.Figures)
+	}
+	b.WriteString("\n")
 }
 
 // title describes a case.

@@ -11,7 +11,6 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/keystatus"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/redlock"
@@ -31,7 +30,7 @@ func statusCommand() *cobra.Command {
 		Short: "Show who holds a lock on every node: TTL and fencing counter",
 		Long: `status asks every node about each KEY: whether the key is held there, its
 remaining time to live, and its fencing counter (the highest token granted,
-kept at ` + driver.FenceKey("KEY") + ` with --fencing), and prints the nodes that could not be
+kept with --fencing in the counter of the key's hash slot, driver.FenceKey), and prints the nodes that could not be
 asked with their error. It never reads or prints a lock's value, which is the
 secret that lets its holder extend and release it.
 
