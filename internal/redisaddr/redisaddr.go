@@ -53,6 +53,16 @@ func (a Addr) String() string {
 	if a.Username == "" && a.Password == "" && a.DB == 0 && !a.TLS {
 		return a.HostPort()
 	}
+	u := a.redactedURL()
+	if a.DB != 0 {
+		u.Path = "/" + strconv.Itoa(a.DB)
+	}
+	return u.String()
+}
+
+// redactedURL is a's scheme, user and host as a URL, the password replaced by
+// "xxxxx".
+func (a Addr) redactedURL() url.URL {
 	u := url.URL{Scheme: "redis", Host: a.HostPort()}
 	if a.TLS {
 		u.Scheme = "rediss"
@@ -63,10 +73,7 @@ func (a Addr) String() string {
 	case a.Username != "":
 		u.User = url.User(a.Username)
 	}
-	if a.DB != 0 {
-		u.Path = "/" + strconv.Itoa(a.DB)
-	}
-	return u.String()
+	return u
 }
 
 // Error is returned for a malformed address. Its text names the address with
@@ -116,16 +123,7 @@ func (n Node) String() string {
 	if !n.Cluster {
 		return n.Addr.String()
 	}
-	u := url.URL{Scheme: "redis", Host: n.HostPort()}
-	if n.TLS {
-		u.Scheme = "rediss"
-	}
-	switch {
-	case n.Password != "":
-		u.User = url.UserPassword(n.Username, "xxxxx")
-	case n.Username != "":
-		u.User = url.User(n.Username)
-	}
+	u := n.redactedURL()
 	q := []string{"cluster=true"}
 	for _, seed := range n.Seeds[min(1, len(n.Seeds)):] {
 		q = append(q, "addr="+seed) // seedHostRune: nothing to escape
