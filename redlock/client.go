@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/drivernode"
 )
 
 // Client acquires locks over a fixed set of independent Redis masters. It is
@@ -30,10 +31,14 @@ type Client struct {
 	prefix      string            // before every key on the nodes
 	fencers     []driver.Fencer   // nil unless WithFencing
 	notifiers   []driver.Notifier // nil entries for nodes without notifications
-	notify      bool              // some node is a Notifier
-	now         func() time.Time  // time.Now, replaced in simulation tests
-	closed      atomic.Bool
-	obs         Observer // nil unless WithObserver or WithLogger
+	// chanNotifiers are the notifiers that take the release channel from
+	// the caller; chanNotify is set when there is one.
+	chanNotifiers []drivernode.ChannelNotifier
+	chanNotify    bool
+	notify        bool             // some node is a Notifier
+	now           func() time.Time // time.Now, replaced in simulation tests
+	closed        atomic.Bool
+	obs           Observer // nil unless WithObserver or WithLogger
 
 	turnsMu   sync.Mutex
 	turns     map[string]*turn    // Lock's waiters, by key
@@ -113,33 +118,37 @@ func newClient(nodes []driver.Node, cfg config) (*Client, error) {
 		}
 	}
 	c := &Client{
-		nodes:       nodes,
-		names:       names,
-		quorum:      len(nodes)/2 + 1,
-		ttl:         cfg.ttl,
-		drift:       drift(cfg.ttl, cfg.driftFactor),
-		nodeTimeout: cfg.nodeTimeout,
-		driftFactor: cfg.driftFactor,
-		backoff:     cfg.backoff,
-		extendEvery: cfg.extendEvery,
-		extendSet:   cfg.set&optExtend != 0,
-		maxAttempts: cfg.maxAttempts,
-		prefix:      cfg.keyPrefix,
-		notifiers:   make([]driver.Notifier, len(nodes)),
-		now:         time.Now,
-		workers:     newWorkers(),
-		slots:       make(chan struct{}, maxRounds),
-		releases:    make(chan struct{}, maxRounds),
-		inflight:    newTracker(),
-		running:     newTracker(),
-		cleaners:    make([]cleaner, len(nodes)),
-		obs:         observerOf(cfg.observers),
+		nodes:         nodes,
+		names:         names,
+		quorum:        len(nodes)/2 + 1,
+		ttl:           cfg.ttl,
+		drift:         drift(cfg.ttl, cfg.driftFactor),
+		nodeTimeout:   cfg.nodeTimeout,
+		driftFactor:   cfg.driftFactor,
+		backoff:       cfg.backoff,
+		extendEvery:   cfg.extendEvery,
+		extendSet:     cfg.set&optExtend != 0,
+		maxAttempts:   cfg.maxAttempts,
+		prefix:        cfg.keyPrefix,
+		notifiers:     make([]driver.Notifier, len(nodes)),
+		chanNotifiers: make([]drivernode.ChannelNotifier, len(nodes)),
+		now:           time.Now,
+		workers:       newWorkers(),
+		slots:         make(chan struct{}, maxRounds),
+		releases:      make(chan struct{}, maxRounds),
+		inflight:      newTracker(),
+		running:       newTracker(),
+		cleaners:      make([]cleaner, len(nodes)),
+		obs:           observerOf(cfg.observers),
 	}
 	c.quit, c.stopAll = context.WithCancel(context.Background())
 	c.queuers = make([]bool, len(nodes))
 	for i, n := range nodes {
 		if nn, ok := n.(driver.Notifier); ok {
 			c.notifiers[i], c.notify = nn, true
+			if cn, ok := n.(drivernode.ChannelNotifier); ok {
+				c.chanNotifiers[i], c.chanNotify = cn, true
+			}
 		}
 		if _, ok := n.(driver.Queuer); ok {
 			c.queuers[i], c.queued = true, true
@@ -363,7 +372,7 @@ func (c *Client) abandon(ctx context.Context, r *round, key, value string, ttl t
 			waitFor++
 			c.background(func() { c.settle(bg, i, key, value, 1, deadline, first) })
 		case failed:
-			c.background(func() { c.settle(bg, i, key, value, 2, deadline, nil) })
+			c.settle(bg, i, key, value, 2, deadline, nil) // queued: it does not wait
 		}
 	}
 	if late := r.pendingCount(); late > 0 {
@@ -375,7 +384,7 @@ func (c *Client) abandon(ctx context.Context, r *round, key, value string, ttl t
 					need = 2
 				}
 				deadline := c.now().Add(ttl)
-				c.background(func() { c.settle(bg, rep.node, key, value, need, deadline, nil) })
+				c.settle(bg, rep.node, key, value, need, deadline, nil)
 			}
 		})
 	}
@@ -385,8 +394,12 @@ func (c *Client) abandon(ctx context.Context, r *round, key, value string, ttl t
 }
 
 // release deletes key on node i if it holds value, publishing the release
-// where the node can.
-func (c *Client) release(ctx context.Context, i int, key, value string) (bool, error) {
+// where the node can; channel is driver.ReleaseChannel(key), or "" for the
+// node to compute it.
+func (c *Client) release(ctx context.Context, i int, key, value, channel string) (bool, error) {
+	if cn := c.chanNotifiers[i]; cn != nil && channel != "" {
+		return cn.ReleaseNotifyOn(ctx, key, value, channel)
+	}
 	if nn := c.notifiers[i]; nn != nil {
 		return nn.ReleaseNotify(ctx, key, value)
 	}

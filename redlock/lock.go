@@ -337,6 +337,12 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 	// Freed as other releases end, each bounded; not behind acquisitions.
 	l.c.releases <- struct{}{}
 	defer func() { <-l.c.releases }()
+	// The release channel, for the nodes that publish, computed once for
+	// all of them.
+	var channel string
+	if l.c.chanNotify {
+		channel = driver.ReleaseChannel(l.key)
+	}
 	// A release that waits in a node's queue past the key's expiry is moot.
 	r := l.c.startUntil(bg, OpRelease, l.name, deadline.Add(l.c.nodeTimeout), func(ctx context.Context, i int, _ driver.Node) (bool, error) {
 		if late && acq.state[i] == pending {
@@ -344,13 +350,13 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 			// is unknown, as a failed node's is, not a refusal.
 			return false, errSetUnanswered
 		}
-		ok, err := l.c.release(ctx, i, l.key, l.value)
+		ok, err := l.c.release(ctx, i, l.key, l.value, channel)
 		if err != nil {
 			// Its outcome is unknown, and an earlier Extend may still wait
 			// in the node's socket: repeat the release until the node has
 			// answered after whatever held it up, so that the key does not
 			// outlive the faults that failed this call (see settle).
-			l.c.background(func() { l.c.settle(bg, i, l.key, l.value, 2, deadline, nil) })
+			l.c.settle(bg, i, l.key, l.value, 2, deadline, nil) // queued: it does not wait
 		}
 		return ok, err
 	})
@@ -398,9 +404,17 @@ func (l *Lock) followLateSets(bg context.Context, acq *round, deadline time.Time
 			}
 			switch {
 			case rep.err != nil:
-				c.background(func() { c.settle(bg, rep.node, l.key, l.value, 2, deadline, nil) })
+				// Queued for the node's cleaner (settle without a first
+				// channel does not wait).
+				c.settle(bg, rep.node, l.key, l.value, 2, deadline, nil)
 			case rep.ok:
-				c.background(func() { c.settle(bg, rep.node, l.key, l.value, 1, deadline, nil) })
+				// The node has just answered: release it from here, as
+				// settle's first release would, and leave it to the
+				// cleaner only if that fails.
+				e := pendingRelease{bg: bg, key: l.key, value: l.value, need: 1, deadline: deadline}
+				if c.releaseOnce(rep.node, &e) != nil {
+					c.settle(bg, rep.node, l.key, l.value, 1, deadline, nil)
+				}
 			}
 		}
 	})

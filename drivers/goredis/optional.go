@@ -10,6 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/drivernode"
 	"github.com/go-redlock/redlock/internal/pubsub"
 	"github.com/go-redlock/redlock/internal/rediscmd"
 )
@@ -18,6 +19,8 @@ var (
 	_ driver.Fencer   = (*node)(nil)
 	_ driver.Notifier = (*node)(nil)
 	_ driver.TTLer    = (*node)(nil)
+
+	_ drivernode.ChannelNotifier = (*node)(nil)
 )
 
 // SetNXFence runs driver.SetNXFenceScript: SET key value NX PX ttl, and the
@@ -40,6 +43,12 @@ func (n *node) TTL(ctx context.Context, key, value string) (time.Duration, bool,
 // on driver.ReleaseChannel(key).
 func (n *node) ReleaseNotify(ctx context.Context, key, value string) (bool, error) {
 	return rediscmd.OK(n.do(ctx, rediscmd.ReleaseNotify(key, value)))
+}
+
+// ReleaseNotifyOn is ReleaseNotify with its channel given
+// (drivernode.ChannelNotifier).
+func (n *node) ReleaseNotifyOn(ctx context.Context, key, value, channel string) (bool, error) {
+	return rediscmd.OK(n.do(ctx, rediscmd.ReleaseNotifyOn(key, value, channel)))
 }
 
 // errNoPubSub is what Subscribe returns on a node over a client other than a

@@ -10,6 +10,7 @@
 package drivernode
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"reflect"
@@ -94,4 +95,12 @@ func (s *State) Close() (first bool, err error) {
 // "client" or "pool").
 func NilClientError(driverName, what string) error {
 	return fmt.Errorf("%s: New was given a nil %s", driverName, what)
+}
+
+// ChannelNotifier is implemented by the nodes of this module's Redis drivers
+// beside driver.Notifier: ReleaseNotifyOn is ReleaseNotify with the channel,
+// driver.ReleaseChannel(key), given by the caller, who computes it once for
+// all the nodes of a release rather than each node once per call.
+type ChannelNotifier interface {
+	ReleaseNotifyOn(ctx context.Context, key, value, channel string) (bool, error)
 }

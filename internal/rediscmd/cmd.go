@@ -25,7 +25,7 @@ const (
 	OpSetNX         Op = iota // SET Key Value NX PX TTL
 	OpSetNXFence              // driver.SetNXFenceScript: Key, driver.FenceKeys; Value, TTL
 	OpRelease                 // driver.ReleaseScript: Key; Value
-	OpReleaseNotify           // driver.ReleaseNotifyScript: Key; Value, driver.ReleaseChannel(Key)
+	OpReleaseNotify           // driver.ReleaseNotifyScript: Key; Value, Channel or driver.ReleaseChannel(Key)
 	OpExtend                  // driver.ExtendScript: Key; Value, TTL
 	OpRaiseFence              // driver.RaiseFenceScript: Key, FenceKey; Value, Token
 	OpTTL                     // driver.TTLScript: Key; Value
@@ -57,6 +57,9 @@ type Cmd struct {
 	FenceKey string // for SetNXFence and RaiseFence
 	TTL      time.Duration
 	Token    uint64 // for RaiseFence
+	// Channel is ReleaseNotify's channel, driver.ReleaseChannel(Key), when
+	// the caller computed it once for all its nodes; "" has Args compute it.
+	Channel string
 	// Cluster is set by a driver whose node is a Redis Cluster, which
 	// refuses a script whose keys are in several hash slots: SetNXFence then
 	// leaves out a legacy counter of another slot (see driver.FenceKeys).
@@ -93,6 +96,12 @@ func RaiseFence(key, value, fenceKey string, token uint64) Cmd {
 // driver.ReleaseNotifyScript, which also publishes the release on
 // driver.ReleaseChannel(key).
 func ReleaseNotify(key, value string) Cmd { return Cmd{Op: OpReleaseNotify, Key: key, Value: value} }
+
+// ReleaseNotifyOn is ReleaseNotify with its channel, driver.ReleaseChannel(key),
+// given by the caller (see drivernode.ChannelNotifier).
+func ReleaseNotifyOn(key, value, channel string) Cmd {
+	return Cmd{Op: OpReleaseNotify, Key: key, Value: value, Channel: channel}
+}
 
 // TTL is driver.TTLer's TTL: driver.TTLScript, which reads key's remaining
 // time to live if it holds value.
@@ -179,7 +188,11 @@ func (c *Cmd) Args() []string {
 	case OpRaiseFence:
 		return []string{c.Value, strconv.FormatUint(c.Token, 10)}
 	case OpReleaseNotify:
-		return []string{c.Value, driver.ReleaseChannel(c.Key)}
+		ch := c.Channel
+		if ch == "" {
+			ch = driver.ReleaseChannel(c.Key)
+		}
+		return []string{c.Value, ch}
 	}
 	return []string{c.Value}
 }

@@ -1,6 +1,7 @@
 package rediscmd_test
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -79,4 +80,24 @@ func TestCmdEncoding(t *testing.T) {
 func onCluster(c rediscmd.Cmd) rediscmd.Cmd {
 	c.Cluster = true
 	return c
+}
+
+// TestReleaseNotifyOn checks that a release given its channel sends what one
+// that computes it sends, and that the channel given is the one sent.
+func TestReleaseNotifyOn(t *testing.T) {
+	for _, key := range []string{"k", "a{tag}b", "{}x", ""} {
+		plain := rediscmd.ReleaseNotify(key, "v")
+		want := plain.Args()
+		on := rediscmd.ReleaseNotifyOn(key, "v", driver.ReleaseChannel(key))
+		if got := on.Args(); !slices.Equal(got, want) {
+			t.Errorf("key %q: ReleaseNotifyOn args %q, ReleaseNotify args %q", key, got, want)
+		}
+		if s, _ := on.Script(); s.SHA1() != driver.ReleaseNotifyScript().SHA1() {
+			t.Errorf("key %q: ReleaseNotifyOn runs %s, want the release-notify script", key, s.SHA1())
+		}
+	}
+	other := rediscmd.ReleaseNotifyOn("k", "v", "other")
+	if got := other.Args(); !slices.Equal(got, []string{"v", "other"}) {
+		t.Errorf("ReleaseNotifyOn with channel %q: args %q", "other", got)
+	}
 }

@@ -14,3 +14,4 @@ func (nopClient) Dedicate() (nopDedicated, func()) { return nopDedicated{}, func
 func (nopClient) Close()                           {}
 func (nopDedicated) Close()                        {}
 func (nopResult) ToAny() (any, error)              { return nil, nil }
+func (nopResult) ToString() (string, error)        { return "", nil }

@@ -47,6 +47,9 @@ type Result interface {
 	// ToAny returns the reply decoded: nil, a string, an int64, []any...;
 	// its error is the library's nil error for a nil reply.
 	ToAny() (any, error)
+	// ToString returns a string reply; its error is the library's nil
+	// error for a nil reply. Unlike ToAny, it boxes nothing.
+	ToString() (string, error)
 }
 
 // Keys are the keys of a script, held by value, so that passing them to a

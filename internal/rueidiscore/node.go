@@ -411,7 +411,18 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 		if err != nil {
 			return rediscmd.Result{}, driver.ContextError(ctx, err)
 		}
-		reply, err := n.send(ctx, c, &cmd).ToAny()
+		var (
+			reply  any
+			status string
+			isSet  = cmd.Op == rediscmd.OpSetNX
+		)
+		if res := n.send(ctx, c, &cmd); isSet {
+			// SET NX answers OK or nil: read as a string, its reply is
+			// not boxed as ToAny boxes it.
+			status, err = res.ToString()
+		} else {
+			reply, err = res.ToAny()
+		}
 		if retry && n.lost(c, err) {
 			continue
 		}
@@ -426,10 +437,16 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 			err = errors.Join(ctx.Err(), err)
 		}
 		if n.lib.IsNil(err) {
-			reply, err = nil, nil // SET NX: the key exists
+			reply, err, isSet = nil, nil, false // SET NX: the key exists
 		}
 		var r rediscmd.Result
-		if err == nil {
+		switch {
+		case err != nil:
+		case isSet && status == "OK":
+			r = rediscmd.Result{OK: true}
+		case isSet:
+			r, err = cmd.Parse(status)
+		default:
 			r, err = cmd.Parse(reply)
 		}
 		if err != nil {

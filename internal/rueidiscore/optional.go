@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/drivernode"
 	"github.com/go-redlock/redlock/internal/pubsub"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/internal/rediscmd"
@@ -34,6 +35,12 @@ func (n *node[C, D, R, L]) TTL(ctx context.Context, key, value string) (time.Dur
 // on driver.ReleaseChannel(key).
 func (n *node[C, D, R, L]) ReleaseNotify(ctx context.Context, key, value string) (bool, error) {
 	return rediscmd.OK(n.do(ctx, rediscmd.ReleaseNotify(key, value)))
+}
+
+// ReleaseNotifyOn is ReleaseNotify with its channel given
+// (drivernode.ChannelNotifier).
+func (n *node[C, D, R, L]) ReleaseNotifyOn(ctx context.Context, key, value, channel string) (bool, error) {
+	return rediscmd.OK(n.do(ctx, rediscmd.ReleaseNotifyOn(key, value, channel)))
 }
 
 // Subscribe subscribes to driver.ReleaseChannel(key) over the node's one
@@ -217,7 +224,9 @@ var (
 	_ driver.Identifier = (*node[nopClient, nopDedicated, nopResult, struct{}])(nil)
 	_ driver.TTLer      = (*node[nopClient, nopDedicated, nopResult, struct{}])(nil)
 	_ driver.Node       = (*node[nopClient, nopDedicated, nopResult, struct{}])(nil)
-	_ pubsub.Conn       = (*pubSubConn[nopClient, nopDedicated, nopResult, struct{}])(nil)
+
+	_ drivernode.ChannelNotifier = (*node[nopClient, nopDedicated, nopResult, struct{}])(nil)
+	_ pubsub.Conn                = (*pubSubConn[nopClient, nopDedicated, nopResult, struct{}])(nil)
 )
 
 // Identity returns the IDs of the servers the node reaches (see
