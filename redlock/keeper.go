@@ -3,7 +3,9 @@ package redlock
 import (
 	"container/heap"
 	"context"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-redlock/redlock/driver"
@@ -180,6 +182,7 @@ func (k *keeper) extend(group []*kept) {
 	type job struct {
 		e     *kept
 		r     *round
+		bound time.Time // start + ttl - drift: a call not sent by then is moot
 		ok    bool
 		done  bool
 		votes int
@@ -208,7 +211,7 @@ func (k *keeper) extend(group []*kept) {
 		k.mu.Lock()
 		k.scheduleLocked(e, e.l.Until())
 		k.mu.Unlock()
-		j := job{e: e, r: c.newRound(e.ectx), octx: e.ectx}
+		j := job{e: e, r: c.newRound(e.ectx), bound: bound, octx: e.ectx}
 		if c.obs != nil {
 			j.began = time.Now()
 			var octx context.Context
@@ -220,18 +223,19 @@ func (k *keeper) extend(group []*kept) {
 	if len(jobs) == 0 {
 		return
 	}
-	// One context per kind of node for the whole group, as a round has.
+	// One context for the whole group on the nodes that queue: they start
+	// the node timeout when they send a call. A node that does not queue
+	// gets the group's calls from keeperFanout goroutines, the others
+	// waiting their turn here: each call gets the node timeout from when it
+	// is sent (see send below), not from the group's start.
 	base := driver.WithUrgent(context.WithoutCancel(group[0].ectx))
 	var (
-		qctx, tctx       context.Context
-		qcancel, tcancel context.CancelFunc = func() {}, func() {}
+		qctx    context.Context
+		qcancel context.CancelFunc = func() {}
 	)
 	if c.queued {
 		qctx, qcancel = context.WithDeadline(base, latest)
 		qctx = driver.WithNetworkTimeout(qctx, c.nodeTimeout)
-	}
-	if c.unqueued {
-		tctx, tcancel = context.WithTimeout(base, c.nodeTimeout)
 	}
 	type vote struct {
 		job  int
@@ -242,9 +246,27 @@ func (k *keeper) extend(group []*kept) {
 	votes := make(chan vote, len(jobs)*len(c.nodes))
 	var wg sync.WaitGroup
 	for i, n := range c.nodes {
-		ctx := tctx
-		if c.queuers[i] {
-			ctx = qctx
+		// send extends job j's lock on node i.
+		send := func(j *job) (bool, error) {
+			return n.Extend(qctx, j.e.l.key, j.e.l.value, j.e.ttl)
+		}
+		if !c.queuers[i] {
+			var stalled atomic.Bool // a call timed out: the node does not answer
+			send = func(j *job) (bool, error) {
+				switch {
+				case stalled.Load():
+					return false, errKeeperStalled
+				case !c.now().Before(j.bound):
+					return false, errKeeperMoot
+				}
+				ctx, cancel := context.WithTimeout(base, c.nodeTimeout)
+				defer cancel()
+				ok, err := n.Extend(ctx, j.e.l.key, j.e.l.value, j.e.ttl)
+				if ctx.Err() != nil {
+					stalled.Store(true)
+				}
+				return ok, err
+			}
 		}
 		next := make(chan int, len(jobs))
 		for j := range jobs {
@@ -256,14 +278,13 @@ func (k *keeper) extend(group []*kept) {
 			wg.Go(func() {
 				defer c.inflight.done()
 				for j := range next {
-					e := jobs[j].e
 					var began time.Time
 					if c.obs != nil {
 						began = time.Now()
 					}
-					ok, err := n.Extend(ctx, e.l.key, e.l.value, e.ttl)
+					ok, err := send(&jobs[j])
 					if c.obs != nil {
-						c.observeNode(jobs[j].octx, i, OpExtend, e.l.name, began, ok, err)
+						c.observeNode(jobs[j].octx, i, OpExtend, jobs[j].e.l.name, began, ok, err)
 					}
 					votes <- vote{j, i, ok && err == nil, err}
 				}
@@ -273,7 +294,6 @@ func (k *keeper) extend(group []*kept) {
 	go func() {
 		wg.Wait()
 		qcancel()
-		tcancel()
 		close(votes)
 	}()
 	n, q := len(c.nodes), c.quorum
@@ -338,6 +358,16 @@ func (k *keeper) finish(e *kept, r *round, ok bool, start time.Time, octx contex
 	k.scheduleLocked(e, retry)
 	k.mu.Unlock()
 }
+
+// The errors of the calls of an extension group that a node that does not
+// queue is not sent: the node timed out on an earlier call of the group (so
+// that a stalled node does not hold the group for a node timeout per
+// keeperFanout calls), or the lock's validity ended while the call waited
+// its turn.
+var (
+	errKeeperStalled = fmt.Errorf("not sent: the node did not answer an earlier extension within the node timeout: %w", context.DeadlineExceeded)
+	errKeeperMoot    = fmt.Errorf("not sent: the lock's validity ended while the extension waited its turn: %w", context.DeadlineExceeded)
+)
 
 // dropSettledAcq lets go of the acquisition's round once every node has
 // answered it: Unlock then has no late SET to follow (see followLateSets),

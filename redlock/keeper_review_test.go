@@ -1,0 +1,126 @@
+package redlock_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/drivers/memory"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// extendFailures is a memory node that counts its Extend calls that failed.
+type extendFailures struct {
+	*memory.Node
+	failed *atomic.Int64
+}
+
+func (n extendFailures) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	ok, err := n.Node.Extend(ctx, key, value, ttl)
+	if err != nil {
+		n.failed.Add(1)
+	}
+	return ok, err
+}
+
+// A node that does not queue (driver.Queuer: rueidis, valkeygo, memory) gets
+// the keeper's extensions from a few goroutines per node, the rest of the
+// group waiting for them: a call that waited there must still have the whole
+// node timeout on the network. Here every node answers every call in 50ms,
+// a sixth of the node timeout, so no extension may fail; with the node
+// timeout counted from the group's start, the calls of a group of 1,000
+// locks beyond the first 384 per node failed.
+func TestReviewKeeperGroupCallsGetTheNodeTimeout(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const (
+			locks   = 3000
+			latency = 100 * time.Millisecond
+			ttl     = 2 * time.Second
+		)
+		var failed atomic.Int64
+		nodes := make([]driver.Node, 5)
+		for i := range nodes {
+			m := memory.New(memory.WithName(fmt.Sprintf("slow%d", i)))
+			m.SetLatency(latency)
+			nodes[i] = extendFailures{m, &failed}
+		}
+		c := newClient(t, nodes, redlock.WithTTL(ttl), redlock.WithNodeTimeout(300*time.Millisecond))
+		var (
+			wg      sync.WaitGroup
+			holding sync.WaitGroup
+			release = make(chan struct{})
+			errs    = make(chan error, locks)
+		)
+		holding.Add(locks)
+		for i := range locks {
+			wg.Go(func() {
+				errs <- c.Do(t.Context(), fmt.Sprintf("k%d", i), func(ctx context.Context) error {
+					holding.Done()
+					<-release
+					return nil
+				})
+			})
+		}
+		holding.Wait()
+		time.Sleep(ttl) // three extension periods
+		close(release)
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			require.NoError(t, err)
+		}
+		require.Zero(t, failed.Load(), "extension calls failed on nodes that answer every call in %v, a sixth of the node timeout", latency)
+	})
+}
+
+// Two of five nodes stalled while 1,000 locks are held through Do: the
+// quorum of the three others keeps every lock. The keeper's group must not
+// wait a node timeout for each keeperFanout calls to a stalled node: a lock
+// whose extension still has calls out cannot have its validity raised past
+// the earliest bound of those calls (Lock.Until), so a group held that long
+// loses its locks.
+func TestReviewKeeperStalledNodesKeepLocks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const (
+			locks = 1000
+			ttl   = 2 * time.Second
+		)
+		mem, nodes := memNodes(5)
+		c := newClient(t, nodes, redlock.WithTTL(ttl), redlock.WithNodeTimeout(300*time.Millisecond))
+		var (
+			wg      sync.WaitGroup
+			holding sync.WaitGroup
+			release = make(chan struct{})
+			lost    atomic.Int64
+		)
+		holding.Add(locks)
+		for i := range locks {
+			wg.Go(func() {
+				err := c.Do(t.Context(), fmt.Sprintf("k%d", i), func(ctx context.Context) error {
+					holding.Done()
+					<-release
+					return nil
+				})
+				if err != nil {
+					lost.Add(1)
+				}
+			})
+		}
+		holding.Wait()
+		mem[0].SetStalled(true)
+		mem[1].SetStalled(true)
+		time.Sleep(3 * ttl)
+		mem[0].SetStalled(false)
+		mem[1].SetStalled(false)
+		close(release)
+		wg.Wait()
+		require.Zero(t, lost.Load(), "locks lost (or not released by a quorum) with three of five nodes answering")
+	})
+}
