@@ -162,12 +162,21 @@ func (k *keeper) fire() {
 	if len(k.heap) > 0 && !k.closed {
 		k.timer.Reset(max(k.heap[0].due.Sub(now), 0))
 	}
+	if len(group) > 0 {
+		// Work that Close waits for, as background work is: registered
+		// under k.mu, so that a group taken before stop is waited for and
+		// none is taken after it (the heap is empty then).
+		k.c.inflight.add(1)
+		k.c.running.add(1)
+	}
 	k.mu.Unlock()
 	for _, e := range over { // its validity ended without a successful extension
 		k.lost(e)
 	}
 	if len(group) > 0 {
 		k.extend(group)
+		k.c.inflight.done()
+		k.c.running.done()
 	}
 }
 

@@ -124,3 +124,85 @@ func TestReviewKeeperStalledNodesKeepLocks(t *testing.T) {
 		require.Zero(t, lost.Load(), "locks lost (or not released by a quorum) with three of five nodes answering")
 	})
 }
+
+// closedNode is a memory node that counts the calls it gets after Close.
+type closedNode struct {
+	*memory.Node
+	closed atomic.Bool
+	late   *atomic.Int64
+}
+
+func (n *closedNode) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	if n.closed.Load() {
+		n.late.Add(1)
+		return false, driver.ErrClosed
+	}
+	return n.Node.Extend(ctx, key, value, ttl)
+}
+
+func (n *closedNode) Close() error {
+	n.closed.Store(true)
+	return nil
+}
+
+// blockExtend is an observer whose Extend waits until it is let go, the
+// first time: it holds the keeper between taking a group of due locks and
+// sending their extensions.
+type blockExtend struct {
+	redlock.NopObserver
+	once     sync.Once
+	entered  chan struct{}
+	letGo    chan struct{}
+	finished atomic.Int64 // extensions reported done after letGo
+}
+
+func (o *blockExtend) Extend(ctx context.Context, _ redlock.ExtendStart) (context.Context, func(redlock.ExtendDone)) {
+	o.once.Do(func() {
+		close(o.entered)
+		<-o.letGo
+	})
+	return ctx, func(redlock.ExtendDone) { o.finished.Add(1) }
+}
+
+// Close ends the keeper's work: no extension group of the keeper may go on
+// sending calls to the nodes (or reporting to the observers) after Close has
+// closed the nodes and returned. The keeper's group ran on the timer's
+// goroutine, which Close did not wait for: a group taken from the heap just
+// before Close sent its calls to closed nodes afterwards.
+func TestReviewCloseWaitsForKeeperGroup(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var late atomic.Int64
+		nodes := make([]driver.Node, 3)
+		for i := range nodes {
+			nodes[i] = &closedNode{Node: memory.New(memory.WithName(fmt.Sprintf("n%d", i))), late: &late}
+		}
+		obs := &blockExtend{entered: make(chan struct{}), letGo: make(chan struct{})}
+		c, err := redlock.New(nodes, redlock.WithTTL(time.Second), redlock.WithObserver(obs))
+		require.NoError(t, err)
+		done := make(chan error, 1)
+		go func() {
+			done <- c.Do(t.Context(), "k", func(ctx context.Context) error {
+				<-ctx.Done()
+				return nil
+			})
+		}()
+		<-obs.entered // the keeper took the lock's first extension
+		closed := make(chan error, 1)
+		go func() { closed <- c.Close() }()
+		synctest.Wait()
+		select {
+		case err := <-closed:
+			// Close returned while the keeper had a group: it must send
+			// nothing now.
+			require.NoError(t, err)
+			close(obs.letGo)
+		default:
+			// Close waits for the group (bounded): let it finish.
+			close(obs.letGo)
+			require.NoError(t, <-closed)
+		}
+		require.ErrorIs(t, <-done, redlock.ErrLockLost)
+		synctest.Wait()
+		require.Zero(t, late.Load(), "extension calls sent to nodes after Close closed them")
+	})
+}
