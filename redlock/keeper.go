@@ -3,6 +3,7 @@ package redlock
 import (
 	"container/heap"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -236,7 +237,13 @@ func (k *keeper) extend(group []*kept) {
 	// the node timeout when they send a call. A node that does not queue
 	// gets the group's calls from keeperFanout goroutines, the others
 	// waiting their turn here: each call gets the node timeout from when it
-	// is sent (see send below), not from the group's start.
+	// is sent (see send below), not from the group's start. A call still
+	// waiting a node timeout after the group's start is not sent if the
+	// other nodes have decided its lock's extension meanwhile: a slow node
+	// would otherwise keep the extensions in flight past the next ones.
+	// (Before that, a decided extension's calls are still sent, so that
+	// every healthy node keeps the key.)
+	decided := make([]atomic.Bool, len(jobs))
 	base := driver.WithUrgent(context.WithoutCancel(group[0].ectx))
 	var (
 		qctx    context.Context
@@ -263,6 +270,8 @@ func (k *keeper) extend(group []*kept) {
 			var stalled atomic.Bool // a call timed out: the node does not answer
 			send = func(j *job) (bool, error) {
 				switch {
+				case c.quit.Err() != nil: // Close ended the background work
+					return false, ErrClosed
 				case stalled.Load():
 					return false, errKeeperStalled
 				case !c.now().Before(j.bound):
@@ -287,6 +296,10 @@ func (k *keeper) extend(group []*kept) {
 			wg.Go(func() {
 				defer c.inflight.done()
 				for j := range next {
+					if !c.queuers[i] && decided[j].Load() && c.now().Sub(start) >= c.nodeTimeout {
+						votes <- vote{j, i, false, errKeeperDecided}
+						continue
+					}
 					var began time.Time
 					if c.obs != nil {
 						began = time.Now()
@@ -316,6 +329,7 @@ func (k *keeper) extend(group []*kept) {
 			continue
 		}
 		j.done, j.r.decided = true, true
+		decided[v.job].Store(true)
 		k.finish(j.e, j.r, j.r.yes >= q, start, j.octx, j.end, j.began)
 	}
 	for i := range jobs { // the votes ended undecided: cannot happen with every node answering
@@ -371,11 +385,14 @@ func (k *keeper) finish(e *kept, r *round, ok bool, start time.Time, octx contex
 // The errors of the calls of an extension group that a node that does not
 // queue is not sent: the node timed out on an earlier call of the group (so
 // that a stalled node does not hold the group for a node timeout per
-// keeperFanout calls), or the lock's validity ended while the call waited
-// its turn.
+// keeperFanout calls), the lock's validity ended while the call waited its
+// turn, or the other nodes decided the extension while the call waited for a
+// node timeout (the vote is then not counted, nor reported to the
+// observers: no call was made).
 var (
 	errKeeperStalled = fmt.Errorf("not sent: the node did not answer an earlier extension within the node timeout: %w", context.DeadlineExceeded)
 	errKeeperMoot    = fmt.Errorf("not sent: the lock's validity ended while the extension waited its turn: %w", context.DeadlineExceeded)
+	errKeeperDecided = errors.New("not sent: the other nodes decided the extension while it waited its turn")
 )
 
 // dropSettledAcq lets go of the acquisition's round once every node has

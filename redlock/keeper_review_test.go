@@ -31,25 +31,27 @@ func (n extendFailures) Extend(ctx context.Context, key, value string, ttl time.
 }
 
 // A node that does not queue (driver.Queuer: rueidis, valkeygo, memory) gets
-// the keeper's extensions from a few goroutines per node, the rest of the
-// group waiting for them: a call that waited there must still have the whole
-// node timeout on the network. Here every node answers every call in 50ms,
-// a sixth of the node timeout, so no extension may fail; with the node
-// timeout counted from the group's start, the calls of a group of 1,000
-// locks beyond the first 384 per node failed.
+// the keeper's extensions from keeperFanout goroutines per node, the rest of
+// the group waiting for them: a call that waited there must still have the
+// whole node timeout on the network. Here 1,000 locks taken at one instant
+// are extended as one group through nodes that answer every call in 50ms, a
+// sixth of the node timeout: the group takes about 800ms per node, within
+// the extension interval (1.3s), and no extension call may fail. With the
+// node timeout counted from the group's start, the calls beyond the first
+// 384 per node failed.
 func TestReviewKeeperGroupCallsGetTheNodeTimeout(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const (
-			locks   = 3000
-			latency = 100 * time.Millisecond
-			ttl     = 2 * time.Second
+			locks   = 1000
+			latency = 50 * time.Millisecond
+			ttl     = 4 * time.Second
 		)
 		var failed atomic.Int64
-		nodes := make([]driver.Node, 5)
+		mem := make([]*memory.Node, 5)
+		nodes := make([]driver.Node, len(mem))
 		for i := range nodes {
-			m := memory.New(memory.WithName(fmt.Sprintf("slow%d", i)))
-			m.SetLatency(latency)
-			nodes[i] = extendFailures{m, &failed}
+			mem[i] = memory.New(memory.WithName(fmt.Sprintf("slow%d", i)))
+			nodes[i] = extendFailures{mem[i], &failed}
 		}
 		c := newClient(t, nodes, redlock.WithTTL(ttl), redlock.WithNodeTimeout(300*time.Millisecond))
 		var (
@@ -68,8 +70,11 @@ func TestReviewKeeperGroupCallsGetTheNodeTimeout(t *testing.T) {
 				})
 			})
 		}
-		holding.Wait()
-		time.Sleep(ttl) // three extension periods
+		holding.Wait() // all at one instant: their extensions are one group
+		for _, m := range mem {
+			m.SetLatency(latency)
+		}
+		time.Sleep(2 * ttl) // six extension periods
 		close(release)
 		wg.Wait()
 		close(errs)
@@ -204,5 +209,51 @@ func TestReviewCloseWaitsForKeeperGroup(t *testing.T) {
 		require.ErrorIs(t, <-done, redlock.ErrLockLost)
 		synctest.Wait()
 		require.Zero(t, late.Load(), "extension calls sent to nodes after Close closed them")
+	})
+}
+
+// Two of five nodes answer in 250ms, near the node timeout, the three
+// others at once, while 3,000 locks taken at one instant are held: the
+// quorum of the fast nodes decides each extension at once, and the keeper
+// must not go on feeding the slow nodes the calls of extensions already
+// decided: a lock's extension is in flight until its last node call
+// returned, and one that stays in flight past the next extension keeps the
+// lock's validity from rising (see Lock.Until), until the lock is lost.
+func TestReviewKeeperSlowMinorityKeepsLocks(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const (
+			locks = 3000
+			ttl   = 3 * time.Second
+		)
+		mem, nodes := memNodes(5)
+		c := newClient(t, nodes, redlock.WithTTL(ttl), redlock.WithNodeTimeout(300*time.Millisecond), redlock.WithExtendInterval(time.Second))
+		var (
+			wg      sync.WaitGroup
+			holding sync.WaitGroup
+			release = make(chan struct{})
+			lost    atomic.Int64
+		)
+		holding.Add(locks)
+		for i := range locks {
+			wg.Go(func() {
+				err := c.Do(t.Context(), fmt.Sprintf("k%d", i), func(ctx context.Context) error {
+					holding.Done()
+					<-release
+					return nil
+				})
+				if err != nil {
+					lost.Add(1)
+				}
+			})
+		}
+		holding.Wait() // all at one instant: their extensions are one group
+		mem[3].SetLatency(250 * time.Millisecond)
+		mem[4].SetLatency(250 * time.Millisecond)
+		time.Sleep(3 * ttl)
+		mem[3].SetLatency(0)
+		mem[4].SetLatency(0)
+		close(release)
+		wg.Wait()
+		require.Zero(t, lost.Load(), "locks lost (or not released by a quorum) with three of five nodes answering at once")
 	})
 }
