@@ -195,7 +195,7 @@ func (k *keeper) extend(group []*kept) {
 		bound time.Time // start + ttl - drift: a call not sent by then is moot
 		ok    bool
 		done  bool
-		votes int
+		calls int // node calls returned
 		// With observers: the Extend's context and end, as Lock.Extend
 		// reports them.
 		octx  context.Context
@@ -321,25 +321,27 @@ func (k *keeper) extend(group []*kept) {
 	n, q := len(c.nodes), c.quorum
 	for v := range votes {
 		j := &jobs[v.job]
-		if j.done {
-			continue
+		if !j.done {
+			j.r.record(reply{node: v.node, ok: v.ok, err: v.err})
+			if j.r.yes >= q || j.r.no > n-q {
+				j.done, j.r.decided = true, true
+				decided[v.job].Store(true)
+				k.finish(j.e, j.r, j.r.yes >= q, start, j.octx, j.end, j.began)
+			}
 		}
-		j.r.record(reply{node: v.node, ok: v.ok, err: v.err})
-		if j.r.yes < q && j.r.no <= n-q {
-			continue
+		// The lock's extension is in flight until its own last node call
+		// has returned, not until the group's: a group may take longer
+		// than the extension interval, and a lock whose earlier extension
+		// is still in flight cannot have its validity raised (see
+		// Lock.beginExtend).
+		if j.calls++; j.calls == n {
+			j.e.l.extendReturned()
 		}
-		j.done, j.r.decided = true, true
-		decided[v.job].Store(true)
-		k.finish(j.e, j.r, j.r.yes >= q, start, j.octx, j.end, j.began)
 	}
 	for i := range jobs { // the votes ended undecided: cannot happen with every node answering
 		if j := &jobs[i]; !j.done {
 			k.finish(j.e, j.r, false, start, j.octx, j.end, j.began)
 		}
-	}
-	// Every node call of the group has returned (votes is closed).
-	for i := range jobs {
-		jobs[i].e.l.extendReturned()
 	}
 }
 

@@ -257,3 +257,68 @@ func TestReviewKeeperSlowMinorityKeepsLocks(t *testing.T) {
 		require.Zero(t, lost.Load(), "locks lost (or not released by a quorum) with three of five nodes answering at once")
 	})
 }
+
+// queuedNode is a memory node that says it queues (driver.Queuer), whose
+// Extend calls of one key wait in its "queue" as long as their context
+// allows, as on a minority node saturated by that key's neighbours.
+type queuedNode struct {
+	*memory.Node
+	stuck string // the key whose Extend calls wait
+}
+
+func (n queuedNode) Pending() driver.Pending { return driver.Pending{} }
+
+func (n queuedNode) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	if key == n.stuck {
+		<-ctx.Done()
+		return false, ctx.Err()
+	}
+	return n.Node.Extend(ctx, key, value, ttl)
+}
+
+// Two locks held through Do are extended in one group; the extension calls
+// of one of them wait on two of the five nodes until their bound. The
+// other lock's extensions all return at once: its validity must rise with
+// each extension. With the group's calls counted as in flight for every
+// lock of the group until its last call returned, the other lock's Until
+// stayed at the bound of its first extension, and it was lost.
+func TestReviewKeeperLockNotHeldBackByItsGroup(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ttl = 3 * time.Second
+		nodes := make([]driver.Node, 5)
+		for i := range nodes {
+			n := queuedNode{Node: memory.New(memory.WithName(fmt.Sprintf("q%d", i)))}
+			if i >= 3 {
+				n.stuck = "slow"
+			}
+			nodes[i] = n
+		}
+		c := newClient(t, nodes, redlock.WithTTL(ttl), redlock.WithNodeTimeout(300*time.Millisecond), redlock.WithExtendInterval(time.Second))
+		var (
+			holding sync.WaitGroup
+			release = make(chan struct{})
+			errs    = make(chan error, 2)
+		)
+		holding.Add(2)
+		for _, key := range []string{"a", "slow"} {
+			go func() {
+				err := c.Do(t.Context(), key, func(ctx context.Context) error {
+					holding.Done()
+					select {
+					case <-release:
+						return nil
+					case <-ctx.Done():
+						return fmt.Errorf("%s: %w", key, context.Cause(ctx))
+					}
+				})
+				if key == "a" {
+					errs <- err
+				}
+			}()
+		}
+		holding.Wait()
+		time.Sleep(3 * ttl)
+		close(release)
+		require.NoError(t, <-errs, "the lock whose extensions all returned at once was lost")
+	})
+}
