@@ -90,10 +90,26 @@ func (c *Client) keeperOf() *keeper {
 // context of the extensions.
 func (k *keeper) add(ectx context.Context, l *Lock, ttl, every time.Duration, cancel context.CancelCauseFunc) *kept {
 	e := &kept{l: l, ttl: ttl, every: every, cancel: cancel, ectx: ectx, index: -1}
+	now := k.c.now()
+	due := k.dueBy(e, now.Add(every), now)
 	k.mu.Lock()
-	k.scheduleLocked(e, k.c.now().Add(every))
+	k.scheduleLocked(e, due)
 	k.mu.Unlock()
 	return e
+}
+
+// dueBy returns when e's first extension is due: at want, or sooner when the
+// lock's validity would end before an extension sent then could return (an
+// acquisition that took most of the TTL leaves less validity than an
+// extension interval): a node timeout before Until, and not before now.
+func (k *keeper) dueBy(e *kept, want, now time.Time) time.Time {
+	if last := e.l.Until().Add(-k.c.nodeTimeout); last.Before(want) {
+		if last.Before(now) {
+			return now
+		}
+		return last
+	}
+	return want
 }
 
 // remove stops extending e's lock. An extension in flight still finishes; it
@@ -362,7 +378,15 @@ func (k *keeper) finish(e *kept, r *round, ok bool, start time.Time, octx contex
 		heap.Remove(&k.heap, e.index)
 	}
 	if err == nil {
-		k.scheduleLocked(e, start.Add(e.every))
+		next := start.Add(e.every)
+		if u := e.l.Until(); u.Before(next) {
+			// Held below this extension's bound by an earlier one whose
+			// calls are still out (see Lock.beginExtend): watched at the
+			// end of its validity, as while an extension is in flight, so
+			// that its Do's context is canceled then.
+			next, e.inflight = u, true
+		}
+		k.scheduleLocked(e, next)
 		k.mu.Unlock()
 		e.l.dropSettledAcq()
 		return

@@ -260,20 +260,35 @@ func TestReviewKeeperSlowMinorityKeepsLocks(t *testing.T) {
 
 // queuedNode is a memory node that says it queues (driver.Queuer), whose
 // Extend calls of one key wait in its "queue" as long as their context
-// allows, as on a minority node saturated by that key's neighbours.
+// allows, or until Close, as on a minority node saturated by that key's
+// neighbours.
 type queuedNode struct {
 	*memory.Node
-	stuck string // the key whose Extend calls wait
+	stuck  string        // the key whose Extend calls wait
+	closed chan struct{} // closed by Close
+}
+
+func newQueuedNode(name, stuck string) queuedNode {
+	return queuedNode{Node: memory.New(memory.WithName(name)), stuck: stuck, closed: make(chan struct{})}
 }
 
 func (n queuedNode) Pending() driver.Pending { return driver.Pending{} }
 
 func (n queuedNode) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
 	if key == n.stuck {
-		<-ctx.Done()
-		return false, ctx.Err()
+		select {
+		case <-ctx.Done():
+			return false, ctx.Err()
+		case <-n.closed:
+			return false, driver.ErrClosed
+		}
 	}
 	return n.Node.Extend(ctx, key, value, ttl)
+}
+
+func (n queuedNode) Close() error {
+	close(n.closed)
+	return n.Node.Close()
 }
 
 // Two locks held through Do are extended in one group; the extension calls
@@ -287,11 +302,11 @@ func TestReviewKeeperLockNotHeldBackByItsGroup(t *testing.T) {
 		const ttl = 3 * time.Second
 		nodes := make([]driver.Node, 5)
 		for i := range nodes {
-			n := queuedNode{Node: memory.New(memory.WithName(fmt.Sprintf("q%d", i)))}
+			stuck := ""
 			if i >= 3 {
-				n.stuck = "slow"
+				stuck = "slow"
 			}
-			nodes[i] = n
+			nodes[i] = newQueuedNode(fmt.Sprintf("q%d", i), stuck)
 		}
 		c := newClient(t, nodes, redlock.WithTTL(ttl), redlock.WithNodeTimeout(300*time.Millisecond), redlock.WithExtendInterval(time.Second))
 		var (
@@ -320,5 +335,105 @@ func TestReviewKeeperLockNotHeldBackByItsGroup(t *testing.T) {
 		time.Sleep(3 * ttl)
 		close(release)
 		require.NoError(t, <-errs, "the lock whose extensions all returned at once was lost")
+	})
+}
+
+// slowSet is a memory node that queues (driver.Queuer) and whose SETs wait
+// d in its queue before they are applied, as on a node saturated by an
+// acquisition storm.
+type slowSet struct {
+	*memory.Node
+	d time.Duration
+}
+
+func (n slowSet) Pending() driver.Pending { return driver.Pending{} }
+
+func (n slowSet) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	select {
+	case <-time.After(n.d):
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+	return n.Node.SetNX(ctx, key, value, ttl)
+}
+
+// Do's fn must have its context canceled when the lock's validity ends
+// without a successful extension, even when the acquisition took most of the
+// TTL: the SETs waited 8s of the 10s TTL in the nodes' queues, so that the
+// lock is granted with under 2s of validity left, less than the extension
+// interval (3.3s). Do's first extension must come before the validity ends:
+// scheduled an interval after the grant, it came 1.4s after the lock was
+// over, and fn ran on that long without the lock.
+func TestReviewDoAfterSlowAcquisitionExtendsInTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ttl = 10 * time.Second
+		nodes := make([]driver.Node, 3)
+		for i := range nodes {
+			nodes[i] = slowSet{memory.New(memory.WithName(fmt.Sprintf("s%d", i))), 8 * time.Second}
+		}
+		c := newClient(t, nodes, redlock.WithTTL(ttl))
+		start := time.Now()
+		validityEnd := start.Add(ttl - driftOf(ttl))
+		var (
+			granted time.Time
+			ended   time.Time
+			cause   error
+		)
+		err := c.Do(t.Context(), "k", func(ctx context.Context) error {
+			granted = time.Now()
+			select {
+			case <-ctx.Done():
+				ended, cause = time.Now(), context.Cause(ctx)
+			case <-time.After(2 * ttl):
+				ended = time.Now()
+			}
+			return nil
+		})
+		require.False(t, granted.IsZero(), "Do: %v", err)
+		if cause != nil {
+			// Lost: then no later than at the end of its validity.
+			require.False(t, ended.After(validityEnd), "fn's context canceled at +%v, after the lock's validity ended at +%v (%v)", ended.Sub(start), validityEnd.Sub(start), cause)
+			return
+		}
+		// Kept: extended before its validity ended, and held to the end.
+		require.NoError(t, err)
+		require.Equal(t, granted.Add(2*ttl), ended)
+	})
+}
+
+// A lock whose extension calls wait on two of five nodes until their bound:
+// its later extensions succeed on the quorum but cannot raise its validity
+// past the bound of the one still in flight (Lock.Until). Its fn must have
+// its context canceled when that validity ends, not at the next extension,
+// an interval later.
+func TestReviewDoCanceledAtCappedValidity(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const (
+			ttl   = 3 * time.Second
+			every = time.Second
+		)
+		nodes := make([]driver.Node, 5)
+		for i := range nodes {
+			stuck := ""
+			if i >= 3 {
+				stuck = "k"
+			}
+			nodes[i] = newQueuedNode(fmt.Sprintf("q%d", i), stuck)
+		}
+		c := newClient(t, nodes, redlock.WithTTL(ttl), redlock.WithNodeTimeout(300*time.Millisecond), redlock.WithExtendInterval(every))
+		var granted, canceled time.Time
+		err := c.Do(t.Context(), "k", func(ctx context.Context) error {
+			granted = time.Now()
+			select {
+			case <-ctx.Done():
+				canceled = time.Now()
+			case <-time.After(3 * ttl):
+			}
+			return nil
+		})
+		require.ErrorIs(t, err, redlock.ErrLockLost, "the lock's validity cannot rise while its first extension's calls are out")
+		// The first extension, at granted+every, bounds the validity.
+		end := granted.Add(every + ttl - driftOf(ttl))
+		require.False(t, canceled.After(end), "fn's context canceled at +%v, after the lock's validity ended at +%v", canceled.Sub(granted), end.Sub(granted))
 	})
 }
