@@ -52,7 +52,7 @@ type kept struct {
 	// Guarded by keeper.mu:
 	due      time.Time // of the next extension, or, while one is in flight, the end of the validity
 	index    int       // in the heap; -1 when out of it
-	inflight bool      // an extension is in flight: due is the validity's end
+	inflight bool      // an extension is in flight, or none can raise the validity before it ends: due is the validity's end
 	stopped  bool      // Do is done with it
 }
 
