@@ -236,8 +236,8 @@ func (c *Client) checkKey(key string) error {
 // it answers, for at most a TTL after its outcome became unknown, or until
 // Close. When so many nodes failed that no quorum was possible, the error
 // matches ErrUnavailable too. Bad input (an empty or too long key, a closed
-// Client, an option TryLock does not take) gives an error that does not
-// match ErrNotObtained.
+// Client, an option TryLock does not take, a nil ctx) gives an error that
+// does not match ErrNotObtained.
 //
 // Only one attempt per key is in flight in a Client at a time, so that
 // concurrent callers never split the nodes' votes among themselves: a
@@ -247,6 +247,9 @@ func (c *Client) checkKey(key string) error {
 // opts apply to this call only: WithTTL, which also changes the validity.
 // With WithFencing, the lock also gets a fencing token: see Lock.Token.
 func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	cc, err := c.callOptions("TryLock", tryLockOptions, opts)
 	if err != nil {
 		return nil, err
@@ -264,6 +267,9 @@ type outcome struct {
 }
 
 func (c *Client) tryLock(ctx context.Context, key string, cc callConfig) (*Lock, outcome, error) {
+	if ctx == nil { // Do's, which TryLock and Lock check before their observers
+		return nil, outcome{}, errNilContext
+	}
 	if err := c.checkKey(key); err != nil {
 		return nil, outcome{}, err
 	}
@@ -328,6 +334,9 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig) (*Lock,
 	}
 	return nil, outcome{finished: r.decided, permanent: r.permanentFailure(), r: r}, errors.Join(errs...)
 }
+
+// errNilContext is the error of the calls given a nil context.Context.
+var errNilContext = errors.New("redlock: nil context.Context (use context.Background() when there is none)")
 
 // errAcquiring joins ErrNotObtained when another TryLock of the key is in
 // flight in the Client.

@@ -3,7 +3,10 @@ package redlock
 import (
 	"container/heap"
 	"context"
+	"errors"
+	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-redlock/redlock/driver"
@@ -49,7 +52,7 @@ type kept struct {
 	// Guarded by keeper.mu:
 	due      time.Time // of the next extension, or, while one is in flight, the end of the validity
 	index    int       // in the heap; -1 when out of it
-	inflight bool      // an extension is in flight: due is the validity's end
+	inflight bool      // an extension is in flight, or none can raise the validity before it ends: due is the validity's end
 	stopped  bool      // Do is done with it
 }
 
@@ -87,10 +90,26 @@ func (c *Client) keeperOf() *keeper {
 // context of the extensions.
 func (k *keeper) add(ectx context.Context, l *Lock, ttl, every time.Duration, cancel context.CancelCauseFunc) *kept {
 	e := &kept{l: l, ttl: ttl, every: every, cancel: cancel, ectx: ectx, index: -1}
+	now := k.c.now()
+	due := k.dueBy(e, now.Add(every), now)
 	k.mu.Lock()
-	k.scheduleLocked(e, k.c.now().Add(every))
+	k.scheduleLocked(e, due)
 	k.mu.Unlock()
 	return e
+}
+
+// dueBy returns when e's first extension is due: at want, or sooner when the
+// lock's validity would end before an extension sent then could return (an
+// acquisition that took most of the TTL leaves less validity than an
+// extension interval): a node timeout before Until, and not before now.
+func (k *keeper) dueBy(e *kept, want, now time.Time) time.Time {
+	if last := e.l.Until().Add(-k.c.nodeTimeout); last.Before(want) {
+		if last.Before(now) {
+			return now
+		}
+		return last
+	}
+	return want
 }
 
 // remove stops extending e's lock. An extension in flight still finishes; it
@@ -160,12 +179,21 @@ func (k *keeper) fire() {
 	if len(k.heap) > 0 && !k.closed {
 		k.timer.Reset(max(k.heap[0].due.Sub(now), 0))
 	}
+	if len(group) > 0 {
+		// Work that Close waits for, as background work is: registered
+		// under k.mu, so that a group taken before stop is waited for and
+		// none is taken after it (the heap is empty then).
+		k.c.inflight.add(1)
+		k.c.running.add(1)
+	}
 	k.mu.Unlock()
 	for _, e := range over { // its validity ended without a successful extension
 		k.lost(e)
 	}
 	if len(group) > 0 {
 		k.extend(group)
+		k.c.inflight.done()
+		k.c.running.done()
 	}
 }
 
@@ -180,9 +208,10 @@ func (k *keeper) extend(group []*kept) {
 	type job struct {
 		e     *kept
 		r     *round
+		bound time.Time // start + ttl - drift: a call not sent by then is moot
 		ok    bool
 		done  bool
-		votes int
+		calls int // node calls returned
 		// With observers: the Extend's context and end, as Lock.Extend
 		// reports them.
 		octx  context.Context
@@ -208,7 +237,7 @@ func (k *keeper) extend(group []*kept) {
 		k.mu.Lock()
 		k.scheduleLocked(e, e.l.Until())
 		k.mu.Unlock()
-		j := job{e: e, r: c.newRound(e.ectx), octx: e.ectx}
+		j := job{e: e, r: c.newRound(e.ectx), bound: bound, octx: e.ectx}
 		if c.obs != nil {
 			j.began = time.Now()
 			var octx context.Context
@@ -220,18 +249,25 @@ func (k *keeper) extend(group []*kept) {
 	if len(jobs) == 0 {
 		return
 	}
-	// One context per kind of node for the whole group, as a round has.
+	// One context for the whole group on the nodes that queue: they start
+	// the node timeout when they send a call. A node that does not queue
+	// gets the group's calls from keeperFanout goroutines, the others
+	// waiting their turn here: each call gets the node timeout from when it
+	// is sent (see send below), not from the group's start. A call still
+	// waiting a node timeout after the group's start is not sent if the
+	// other nodes have decided its lock's extension meanwhile: a slow node
+	// would otherwise keep the extensions in flight past the next ones.
+	// (Before that, a decided extension's calls are still sent, so that
+	// every healthy node keeps the key.)
+	decided := make([]atomic.Bool, len(jobs))
 	base := driver.WithUrgent(context.WithoutCancel(group[0].ectx))
 	var (
-		qctx, tctx       context.Context
-		qcancel, tcancel context.CancelFunc = func() {}, func() {}
+		qctx    context.Context
+		qcancel context.CancelFunc = func() {}
 	)
 	if c.queued {
 		qctx, qcancel = context.WithDeadline(base, latest)
 		qctx = driver.WithNetworkTimeout(qctx, c.nodeTimeout)
-	}
-	if c.unqueued {
-		tctx, tcancel = context.WithTimeout(base, c.nodeTimeout)
 	}
 	type vote struct {
 		job  int
@@ -242,9 +278,29 @@ func (k *keeper) extend(group []*kept) {
 	votes := make(chan vote, len(jobs)*len(c.nodes))
 	var wg sync.WaitGroup
 	for i, n := range c.nodes {
-		ctx := tctx
-		if c.queuers[i] {
-			ctx = qctx
+		// send extends job j's lock on node i.
+		send := func(j *job) (bool, error) {
+			return n.Extend(qctx, j.e.l.key, j.e.l.value, j.e.ttl)
+		}
+		if !c.queuers[i] {
+			var stalled atomic.Bool // a call timed out: the node does not answer
+			send = func(j *job) (bool, error) {
+				switch {
+				case c.quit.Err() != nil: // Close ended the background work
+					return false, ErrClosed
+				case stalled.Load():
+					return false, errKeeperStalled
+				case !c.now().Before(j.bound):
+					return false, errKeeperMoot
+				}
+				ctx, cancel := context.WithTimeout(base, c.nodeTimeout)
+				defer cancel()
+				ok, err := n.Extend(ctx, j.e.l.key, j.e.l.value, j.e.ttl)
+				if ctx.Err() != nil {
+					stalled.Store(true)
+				}
+				return ok, err
+			}
 		}
 		next := make(chan int, len(jobs))
 		for j := range jobs {
@@ -256,14 +312,17 @@ func (k *keeper) extend(group []*kept) {
 			wg.Go(func() {
 				defer c.inflight.done()
 				for j := range next {
-					e := jobs[j].e
+					if !c.queuers[i] && decided[j].Load() && c.now().Sub(start) >= c.nodeTimeout {
+						votes <- vote{j, i, false, errKeeperDecided}
+						continue
+					}
 					var began time.Time
 					if c.obs != nil {
 						began = time.Now()
 					}
-					ok, err := n.Extend(ctx, e.l.key, e.l.value, e.ttl)
+					ok, err := send(&jobs[j])
 					if c.obs != nil {
-						c.observeNode(jobs[j].octx, i, OpExtend, e.l.name, began, ok, err)
+						c.observeNode(jobs[j].octx, i, OpExtend, jobs[j].e.l.name, began, ok, err)
 					}
 					votes <- vote{j, i, ok && err == nil, err}
 				}
@@ -273,30 +332,32 @@ func (k *keeper) extend(group []*kept) {
 	go func() {
 		wg.Wait()
 		qcancel()
-		tcancel()
 		close(votes)
 	}()
 	n, q := len(c.nodes), c.quorum
 	for v := range votes {
 		j := &jobs[v.job]
-		if j.done {
-			continue
+		if !j.done {
+			j.r.record(reply{node: v.node, ok: v.ok, err: v.err})
+			if j.r.yes >= q || j.r.no > n-q {
+				j.done, j.r.decided = true, true
+				decided[v.job].Store(true)
+				k.finish(j.e, j.r, j.r.yes >= q, start, j.octx, j.end, j.began)
+			}
 		}
-		j.r.record(reply{node: v.node, ok: v.ok, err: v.err})
-		if j.r.yes < q && j.r.no <= n-q {
-			continue
+		// The lock's extension is in flight until its own last node call
+		// has returned, not until the group's: a group may take longer
+		// than the extension interval, and a lock whose earlier extension
+		// is still in flight cannot have its validity raised (see
+		// Lock.beginExtend).
+		if j.calls++; j.calls == n {
+			j.e.l.extendReturned()
 		}
-		j.done, j.r.decided = true, true
-		k.finish(j.e, j.r, j.r.yes >= q, start, j.octx, j.end, j.began)
 	}
 	for i := range jobs { // the votes ended undecided: cannot happen with every node answering
 		if j := &jobs[i]; !j.done {
 			k.finish(j.e, j.r, false, start, j.octx, j.end, j.began)
 		}
-	}
-	// Every node call of the group has returned (votes is closed).
-	for i := range jobs {
-		jobs[i].e.l.extendReturned()
 	}
 }
 
@@ -317,7 +378,15 @@ func (k *keeper) finish(e *kept, r *round, ok bool, start time.Time, octx contex
 		heap.Remove(&k.heap, e.index)
 	}
 	if err == nil {
-		k.scheduleLocked(e, start.Add(e.every))
+		next := start.Add(e.every)
+		if u := e.l.Until(); u.Before(next) {
+			// Held below this extension's bound by an earlier one whose
+			// calls are still out (see Lock.beginExtend): watched at the
+			// end of its validity, as while an extension is in flight, so
+			// that its Do's context is canceled then.
+			next, e.inflight = u, true
+		}
+		k.scheduleLocked(e, next)
 		k.mu.Unlock()
 		e.l.dropSettledAcq()
 		return
@@ -338,6 +407,19 @@ func (k *keeper) finish(e *kept, r *round, ok bool, start time.Time, octx contex
 	k.scheduleLocked(e, retry)
 	k.mu.Unlock()
 }
+
+// The errors of the calls of an extension group that a node that does not
+// queue is not sent: the node timed out on an earlier call of the group (so
+// that a stalled node does not hold the group for a node timeout per
+// keeperFanout calls), the lock's validity ended while the call waited its
+// turn, or the other nodes decided the extension while the call waited for a
+// node timeout (the vote is then not counted, nor reported to the
+// observers: no call was made).
+var (
+	errKeeperStalled = fmt.Errorf("not sent: the node did not answer an earlier extension within the node timeout: %w", context.DeadlineExceeded)
+	errKeeperMoot    = fmt.Errorf("not sent: the lock's validity ended while the extension waited its turn: %w", context.DeadlineExceeded)
+	errKeeperDecided = errors.New("not sent: the other nodes decided the extension while it waited its turn")
+)
 
 // dropSettledAcq lets go of the acquisition's round once every node has
 // answered it: Unlock then has no late SET to follow (see followLateSets),

@@ -191,6 +191,9 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if l == nil {
 		return errNilLock
 	}
+	if ctx == nil {
+		return errNilContext
+	}
 	return l.observedExtend(ctx, ttl)
 }
 
@@ -311,6 +314,9 @@ func minTime(a, b time.Time) time.Time {
 func (l *Lock) Unlock(ctx context.Context) error {
 	if l == nil {
 		return errNilLock
+	}
+	if ctx == nil {
+		return errNilContext
 	}
 	return l.observedUnlock(ctx)
 }

@@ -47,6 +47,9 @@ const maxWakeJitter = 5 * time.Millisecond
 //   - Otherwise, and as the fallback for locks that expire rather than being
 //     released, it retries after the Backoff's delays, each at least 1ms.
 func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	cc, err := c.callOptions("Lock", lockOptions, opts)
 	if err != nil {
 		return nil, err

@@ -195,9 +195,15 @@ func (b *Batcher[C, R]) Do(ctx context.Context, cmd C) (R, error) {
 		if cancel != nil {
 			cancel()
 		}
-		var timeout time.Duration // of the send, if it timed out on the network
-		if hasNet && ctx.Err() == nil && isTimeout(c.Err) {
+		var timeout time.Duration // of the send, if it timed out on the network (see sentLocked)
+		switch {
+		case c.Err != nil && ctx.Err() != nil: // cut short by its caller
+			timeout = cutShort
+		case !isTimeout(c.Err): // answered
+		case hasNet:
 			timeout = d
+		default:
+			timeout = cutShort
 		}
 		b.release(timeout)
 		res, err := c.Res, networkError(ctx, c.Err)
@@ -237,8 +243,7 @@ func (b *Batcher[C, R]) Do(ctx context.Context, cmd C) (R, error) {
 }
 
 // release gives up a sender's turn, handing it to a new draining goroutine
-// when commands wait. timeout is the network timeout of a send that timed
-// out, 0 if it did not (see sent).
+// when commands wait. timeout is as sentLocked takes it.
 func (b *Batcher[C, R]) release(timeout time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -264,13 +269,22 @@ func networkError(ctx context.Context, err error) error {
 	return err
 }
 
+// cutShort is sentLocked's timeout for a send that timed out without
+// network timeouts to judge the server by: its callers' contexts ended.
+const cutShort = time.Duration(-1)
+
 // sentLocked records the end of a send, which timed out on the network
-// after timeout if that is not 0. When the server has answered nothing for
-// twice that long, the queued calls fail: they would wait behind a server
+// after timeout if that is positive, was cut short by its callers' contexts
+// if it is cutShort (no answer, and no judgement of the server), and was
+// answered if it is 0. When the server has answered nothing for twice the
+// network timeout, the queued calls fail: they would wait behind a server
 // that does not answer (a stalled one). A server that answers some sends,
 // however slowly, keeps its queue. b.mu is held.
 func (b *Batcher[C, R]) sentLocked(timeout time.Duration) {
 	now := time.Now()
+	if timeout == cutShort {
+		return
+	}
 	if timeout == 0 {
 		b.answered = now
 		return
@@ -340,9 +354,11 @@ func (b *Batcher[C, R]) drain() {
 
 // send sends a batch taken from the queue and hands each call its result.
 // Calls whose context ended while they waited are answered with its error
-// and not sent. It returns the batch's network timeout if the batch timed
-// out on the network (every call has a network timeout, and failed with a
-// timeout while its own context had not ended), and 0 otherwise.
+// and not sent. It returns what sentLocked takes: 0 if the server answered
+// a call of the batch; the batch's network timeout if every call timed out
+// on the network (each has a network timeout, and failed with a timeout
+// while its own context had not ended); cutShort if they timed out, some by
+// their callers' contexts, or if none was sent.
 func (b *Batcher[C, R]) send(batch []*Call[C, R]) (timeout time.Duration) {
 	live := batch[:0]
 	for _, c := range batch {
@@ -354,18 +370,22 @@ func (b *Batcher[C, R]) send(batch []*Call[C, R]) (timeout time.Duration) {
 		live = append(live, c)
 	}
 	if len(live) == 0 {
-		return 0
+		return cutShort // nothing sent: nothing learned of the server
 	}
 	ctx, cancel := batchContext(live)
 	b.exec(ctx, live)
 	cancel()
-	for i, c := range live {
-		d, hasNet := driver.NetworkTimeout(c.ctx)
-		if !hasNet || c.ctx.Err() != nil || !isTimeout(c.Err) {
+	for _, c := range live {
+		if !isTimeout(c.Err) { // answered
 			timeout = 0
 			break
 		}
-		if i == 0 || d > timeout {
+		d, hasNet := driver.NetworkTimeout(c.ctx)
+		switch {
+		case timeout == cutShort:
+		case !hasNet || c.ctx.Err() != nil:
+			timeout = cutShort
+		case d > timeout:
 			timeout = d
 		}
 	}
