@@ -190,9 +190,10 @@ func (c *Client) TTL() time.Duration { return c.ttl }
 // of keys whose SET had an unknown outcome among them, which it does not
 // wait for between two tries), waits for that, bounded by the node timeout
 // too, and closes every node. Locks still held expire after their TTL. Do's
-// still running have their function's context canceled at once with
-// ErrLockLost as its cause, since nothing extends their locks any more. Calls
-// on a closed Client return ErrClosed.
+// still running have their function's context canceled with ErrLockLost as
+// its cause once the first wait is over (so at most the node timeout after
+// Close began), since nothing extends their locks after it. Calls on a
+// closed Client return ErrClosed.
 func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
