@@ -43,14 +43,15 @@ type kept struct {
 	cancel context.CancelCauseFunc
 	ectx   context.Context // the extensions' context: Do's, without its cancellation
 	fctx   context.Context // fn's, canceled by cancel
-
-	finished bool // Do finished with the lock (only Do's goroutine uses it)
+	obs    *doObs          // the observers' Do; nil without observers
 
 	// Guarded by keeper.mu:
 	due      time.Time // of the next extension, or, while one is in flight, the end of the validity
 	index    int       // in the heap; -1 when out of it
 	inflight bool      // an extension is in flight: due is the validity's end
 	stopped  bool      // Do is done with it
+
+	finished bool // Do finished with the lock (only Do's goroutine uses it)
 }
 
 // keptHeap orders kept locks by due.

@@ -180,7 +180,7 @@ func (c *Client) startRound(ctx context.Context, opName, name string, bound time
 		return r
 	}
 	for i := range c.nodes {
-		c.workers.run(task{r, i})
+		c.workers.run(task{r: r, i: i})
 	}
 	return r
 }
