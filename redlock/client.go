@@ -321,7 +321,9 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 		ok = ferr == nil
 	}
 	if now := c.now(); ok && now.Before(untilAt) {
-		return &Lock{c: c, name: name, key: key, value: value, token: token, ttl: ttl, until: untilAt, expiry: start.Add(ttl), acq: r, granted: now.Sub(clockBase)}, outcome{r: r}, nil
+		l := &Lock{c: c, name: name, key: key, value: value, token: token, ttl: ttl, until: untilAt, expiry: start.Add(ttl), acq: r, granted: now.Sub(clockBase)}
+		r.grant(l)
+		return l, outcome{r: r}, nil
 	}
 	c.abandon(ctx, r, key, value, ttl)
 	errs = append(errs, r.err(ctx, ErrNotObtained))

@@ -28,6 +28,14 @@ import (
 // the loss. Close cancels it too, at once, since nothing extends the lock
 // after it. fn must then stop acting on the protected resource.
 //
+// While the lock is acquired, Do's goroutine only waits: its first attempt
+// runs on one of the Client's goroutines (Do waits for a free one among
+// the Client's rounds, as TryLock does). So the goroutine that holds the
+// lock, which may be one of tens of thousands, keeps the smallest stack
+// Go gives a goroutine; a lock held through Do costs about 1–2 KB beyond
+// fn's goroutine. When that attempt finds the key busy, Do waits for it
+// and makes the next attempts on its own goroutine, as Lock does.
+//
 // On every exit of fn, a panic and runtime.Goexit included, Do stops
 // extending and releases the lock on the nodes, bounded by the node timeout;
 // a panic then goes on with its original value.

@@ -340,6 +340,28 @@ func (k *keeper) finish(e *kept, r *round, ok bool, start time.Time, octx contex
 	k.mu.Unlock()
 }
 
+// grant makes l the owner of r, its acquisition round: l lets go of r as
+// soon as every call of r has returned (at once if they have), rather than
+// at its first extension, so that a held lock keeps no round alive.
+func (r *round) grant(l *Lock) {
+	r.owner.Store(l)
+	if r.running.Load() == 0 { // else the last call does it
+		l.dropAcq(r)
+	}
+}
+
+// dropAcq lets go of r, the acquisition's round, every call of which has
+// returned: its replies are all in, so Unlock would find no late SET to
+// follow. It reads nothing of r, which the caller of TryLock may still read
+// (the observers' votes).
+func (l *Lock) dropAcq(r *round) {
+	l.mu.Lock()
+	if l.acq == r {
+		l.acq = nil
+	}
+	l.mu.Unlock()
+}
+
 // dropSettledAcq lets go of the acquisition's round once every node has
 // answered it: Unlock then has no late SET to follow (see followLateSets),
 // and a lock held for long keeps no round alive.
