@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,11 @@ const (
 	// ScaleForEnv gives how long the Scale case holds them, as a Go duration
 	// (default DefaultScaleFor).
 	ScaleForEnv = "REDLOCK_BENCH_SCALE_FOR"
+	// ScaleHeapProfileEnv, when set, names a file to which the Scale case
+	// writes a heap profile (pprof) taken while all its locks are held, at
+	// the end of the hold, and to that name with ".start" added one taken
+	// before the first Do: pprof's -base gives what the held locks keep.
+	ScaleHeapProfileEnv = "REDLOCK_BENCH_SCALE_HEAPPROFILE"
 )
 
 const (
@@ -155,6 +161,22 @@ func parkedBaseline(n int) int64 {
 	return during - before
 }
 
+// writeHeapProfile writes a heap profile of the objects in use at the last
+// collection to path.
+func writeHeapProfile(b *testing.B, path string) {
+	f, err := os.Create(path)
+	if err != nil {
+		b.Errorf("bench: %s: %v", ScaleHeapProfileEnv, err)
+		return
+	}
+	if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+		b.Errorf("bench: %s: %v", ScaleHeapProfileEnv, err)
+	}
+	if err := f.Close(); err != nil {
+		b.Errorf("bench: %s: %v", ScaleHeapProfileEnv, err)
+	}
+}
+
 // holdMany runs one Held operation: n Do calls held for hold.
 func holdMany(b *testing.B, d Doer, n int, hold time.Duration) scaleResult {
 	ctx, cancel := runContext(b)
@@ -162,6 +184,9 @@ func holdMany(b *testing.B, d Doer, n int, hold time.Duration) scaleResult {
 	keys := newKeys("held", n)
 	baseline := parkedBaseline(n)
 	heap0, stack0 := memSplit()
+	if path := os.Getenv(ScaleHeapProfileEnv); path != "" {
+		writeHeapProfile(b, path+".start")
+	}
 
 	r := scaleResult{locks: int64(n)}
 	var (
@@ -223,6 +248,9 @@ func holdMany(b *testing.B, d Doer, n int, hold time.Duration) scaleResult {
 	heldFor := time.Since(t0)
 	heap1, stack1 := memSplit()
 	goroutines := runtime.NumGoroutine()
+	if path := os.Getenv(ScaleHeapProfileEnv); path != "" {
+		writeHeapProfile(b, path)
+	}
 	inUse := heap1 + stack1
 	end := time.Now()
 	close(release)

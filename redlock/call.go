@@ -25,11 +25,16 @@ const (
 // clientOnly are the options that only New and Open take.
 const clientOnly = optNodeTimeout | optDrift | optFencing | optKeyPrefix | optTLS | optObserver
 
+// callDefaults returns the settings of a call without options.
+func (c *Client) callDefaults() callConfig {
+	return callConfig{ttl: c.ttl, drift: c.drift, backoff: c.backoff, extendEvery: c.extendEvery, maxAttempts: c.maxAttempts}
+}
+
 // callOptions returns the settings of one call of method, which accepts the
 // options in allowed: the Client's, with opts applied over them and checked
 // as Open checks them. Without options it costs nothing but a copy.
 func (c *Client) callOptions(method string, allowed optionSet, opts []Option) (callConfig, error) {
-	cc := callConfig{ttl: c.ttl, drift: c.drift, backoff: c.backoff, extendEvery: c.extendEvery, maxAttempts: c.maxAttempts}
+	cc := c.callDefaults()
 	if len(opts) == 0 {
 		return cc, nil
 	}

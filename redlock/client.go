@@ -54,6 +54,10 @@ type Client struct {
 	// waiting for, never waits behind them.
 	slots    chan struct{}
 	releases chan struct{}
+	// admitMu guards admitQ, Do's first attempts that wait for a slot (see
+	// admitDo): a slot given back goes to the first of them.
+	admitMu sync.Mutex
+	admitQ  []*doCall
 
 	keeperOnce sync.Once
 	keeper     *keeper   // extends Do's locks; made by keeperOf
@@ -255,7 +259,7 @@ func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lock
 	if err != nil {
 		return nil, err
 	}
-	l, _, err := c.attempt(ctx, key, cc, 1)
+	l, _, err := c.attempt(ctx, key, cc, 1, false)
 	return l, err
 }
 
@@ -267,7 +271,13 @@ type outcome struct {
 	r         *round // the SET round, for the observers; nil when none was sent
 }
 
-func (c *Client) tryLock(ctx context.Context, key string, cc callConfig) (*Lock, outcome, error) {
+// tryLock makes one attempt. admitted says that the caller took one of the
+// Client's slots for it (see doCall.lock), which tryLock gives back; otherwise it
+// waits for one itself.
+func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitted bool) (*Lock, outcome, error) {
+	if admitted {
+		defer c.leave()
+	}
 	if ctx == nil { // Do's, which TryLock and Lock check before their observers
 		return nil, outcome{}, errNilContext
 	}
@@ -276,6 +286,16 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig) (*Lock,
 	}
 	if err := c.checkIdentities(ctx); err != nil {
 		return nil, outcome{cut: ctx.Err() != nil}, err
+	}
+	if !admitted {
+		// Before the key is marked as being acquired: thousands of
+		// attempts waiting here mark nothing (a map never shrinks).
+		select {
+		case c.slots <- struct{}{}:
+		case <-ctx.Done():
+			return nil, outcome{cut: true}, errors.Join(ErrNotObtained, ctx.Err())
+		}
+		defer c.leave()
 	}
 	if !c.beginAcquire(key) {
 		return nil, outcome{}, errors.Join(ErrNotObtained, errAcquiring)
@@ -293,12 +313,6 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig) (*Lock,
 	)
 	// A SET that waits in a node's queue past the validity is moot.
 	bound := start.Add(ttl - cc.drift)
-	select {
-	case c.slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, outcome{cut: true}, errors.Join(ErrNotObtained, ctx.Err())
-	}
-	defer func() { <-c.slots }()
 	if c.fencers != nil {
 		counters, fk = make([]uint64, len(c.nodes)), driver.FenceKey(key)
 		r = c.startUntil(ctx, OpAcquire, name, bound, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
@@ -323,7 +337,9 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig) (*Lock,
 		ok = ferr == nil
 	}
 	if now := c.now(); ok && now.Before(untilAt) {
-		return &Lock{c: c, name: name, key: key, value: value, token: token, ttl: ttl, until: untilAt, expiry: start.Add(ttl), acq: r, granted: now.Sub(clockBase)}, outcome{r: r}, nil
+		l := &Lock{c: c, name: name, key: key, value: value, token: token, ttl: ttl, until: untilAt, expiry: start.Add(ttl), acq: r, granted: now.Sub(clockBase)}
+		r.grant(l)
+		return l, outcome{r: r}, nil
 	}
 	c.abandon(ctx, r, key, value, ttl)
 	errs = append(errs, r.err(ctx, ErrNotObtained))
@@ -338,6 +354,31 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig) (*Lock,
 
 // errNilContext is the error of the calls given a nil context.Context.
 var errNilContext = errors.New("redlock: nil context.Context (use context.Background() when there is none)")
+
+// leave gives back the slot that an attempt took: to the first of Do's
+// attempts that wait for one, if any, which it starts on a worker.
+func (c *Client) leave() {
+	c.admitMu.Lock()
+	for len(c.admitQ) > 0 {
+		d := c.admitQ[0]
+		c.admitQ[0] = nil
+		c.admitQ = c.admitQ[1:]
+		if d.state != doQueued {
+			continue // its context ended: it left the queue
+		}
+		d.state = doAdmitted
+		stop := d.stop
+		c.admitMu.Unlock()
+		if stop != nil {
+			stop()
+		}
+		c.workers.run(task{d: d})
+		return
+	}
+	c.admitQ = nil // let the queue's array go once it is empty
+	<-c.slots
+	c.admitMu.Unlock()
+}
 
 // errAcquiring joins ErrNotObtained when another TryLock of the key is in
 // flight in the Client.

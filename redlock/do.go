@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"time"
 )
 
 // Do waits for the lock named key as Lock does, runs fn while holding it, and
@@ -24,8 +25,16 @@ import (
 // restarted empty) is therefore noticed within one extension interval plus
 // the time of the extension that finds it (at most the node timeout), or
 // within that plus one more extension when an extension was in flight at
-// the loss. Close cancels it too, at once, since nothing extends the lock
+// the loss. Close cancels it too (see Close), since nothing extends the lock
 // after it. fn must then stop acting on the protected resource.
+//
+// While the lock is acquired, Do's goroutine only waits: its first attempt
+// runs on one of the Client's goroutines (Do waits for a free one among
+// the Client's rounds, as TryLock does). So the goroutine that holds the
+// lock, which may be one of tens of thousands, keeps the smallest stack
+// Go gives a goroutine; a lock held through Do costs about 1–2 KB beyond
+// fn's goroutine. When that attempt finds the key busy, Do waits for it
+// and makes the next attempts on its own goroutine, as Lock does.
 //
 // On every exit of fn, a panic and runtime.Goexit included, Do stops
 // extending and releases the lock on the nodes, bounded by the node timeout;
@@ -42,27 +51,16 @@ import (
 // less the drift allowance.
 func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...Option) error {
 	if fn == nil {
-		return errors.New("redlock: Do with a nil function")
+		return errNilDo
 	}
-	cc, err := c.callOptions("Do", doOptions, opts)
-	if err != nil {
-		return err
+	if ctx == nil {
+		return errNilContext
 	}
-	if c.obs == nil {
-		return c.do(ctx, key, cc, fn)
-	}
-	return c.observedDo(ctx, key, cc, fn)
-}
-
-// do is Do once its options are read.
-//
-// While fn runs, the lock is held by this goroutine, which may be one of
-// tens of thousands: its stack below fn is kept small (the state lives in
-// the kept entry, the acquisition and the release run in functions that
-// have returned by then), so that the runtime can shrink the stack that the
-// acquisition grew to a few kilobytes.
-func (c *Client) do(ctx context.Context, key string, cc callConfig, fn func(ctx context.Context) error) error {
-	e, err := c.doLock(ctx, key, cc)
+	// Do's frames are beneath fn's for as long as fn runs: they are kept
+	// few and small (see doCall.lock).
+	d := c.newDoCall(key)
+	d.ctx, d.opts = ctx, opts
+	e, err := d.lock()
 	if err != nil {
 		return err
 	}
@@ -72,21 +70,251 @@ func (c *Client) do(ctx context.Context, key string, cc callConfig, fn func(ctx 
 	return e.done(fn(e.fctx))
 }
 
-// doLock acquires the lock for Do and hands it to the Client's keeper, which
-// extends it until Do is done with it.
+// errNilDo is Do's error for a nil fn.
+var errNilDo = errors.New("redlock: Do with a nil function")
+
+// A doCall is the acquisition of Do's lock. Do's goroutine, which may be one
+// of tens of thousands that hold a lock each, only waits: the first attempt
+// runs on one of the Client's workers (see doCall.lock).
+type doCall struct {
+	c    *Client
+	ctx  context.Context // Do's, or the observers' for Do
+	opts []Option
+	a    attempts
+
+	state int         // doNew, doQueued, ...; guarded by Client.admitMu
+	stop  func() bool // stops the context's AfterFunc while queued (see watch); guarded by Client.admitMu
+
+	// Set by first, read once done is closed:
+	lctx  context.Context // the attempts' (the observers' for Lock)
+	end   func(LockDone)  // the observers' end of the Lock; nil without
+	start time.Time       // of the Lock, for the observers
+	wait  bool            // the first attempt failed and Lock would try again: err is its error
+	e     *kept           // the lock, once obtained
+	err   error
+	done  chan struct{}
+	obs   *doObs // the observers' Do; nil without observers
+}
+
+// The states of a doCall's admission.
+const (
+	doNew      = iota
+	doQueued   // waits in Client.admitQ for a slot
+	doAdmitted // has a slot: its first attempt runs, or ran, on a worker
+	doCut      // its context ended before it had a slot
+)
+
+// newDoCall returns Do's acquisition of key, with the Client's settings; Do
+// sets its context (an argument less keeps Do's frame smaller).
 //
 //go:noinline
-func (c *Client) doLock(ctx context.Context, key string, cc callConfig) (*kept, error) {
-	l, err := c.observedLock(ctx, key, cc)
+func (c *Client) newDoCall(key string) *doCall {
+	d := new(doCall)
+	d.c, d.done = c, make(chan struct{})
+	d.a.c, d.a.key, d.a.cc = c, key, c.callDefaults()
+	return d
+}
+
+// prepare applies Do's options to d and reports the start of the Do to the
+// observers. It returns false, with d.err set, on bad options.
+//
+//go:noinline
+func (d *doCall) prepare() bool {
+	if len(d.opts) > 0 {
+		d.a.cc, d.err = d.c.callOptions("Do", doOptions, d.opts)
+		d.opts = nil
+		if d.err != nil {
+			return false
+		}
+	}
+	if d.c.obs != nil {
+		d.observeDo()
+	}
+	return true
+}
+
+// lock acquires the lock for Do and hands it to the Client's keeper, which
+// extends it until Do is done with it.
+//
+// While fn runs, the lock is held by Do's goroutine, which may be one of
+// tens of thousands. Go's runtime halves the stack of a parked goroutine at
+// a collection only while it uses less than a quarter of it, which Do's
+// frames beneath fn never do once the stack has grown: so Do's goroutine
+// must not grow its stack while it acquires the lock, and Do's frames
+// beneath fn must leave room for fn's. The state lives in d and in the kept
+// entry, and the release runs when fn has returned.
+//
+// So Do's goroutine only waits, on one channel, which costs a small stack:
+// the first attempt, whose frames are deep (the round, the driver's calls,
+// the observers), runs on a worker, with one of the Client's slots for
+// rounds, as a TryLock's does; when none is free, it waits in a queue, and
+// the attempt that gives a slot back starts it. The workers that run
+// attempts are thus at most as many as the slots. When that attempt failed
+// and Lock would wait for the key, the wait and the attempts after it run
+// on Do's goroutine, as in Lock: a wait never holds a worker, and the
+// context ends it at once. So does a context that ends while Do waits for a
+// slot.
+//
+//go:noinline
+func (d *doCall) lock() (*kept, error) {
+	if d.opts != nil || d.c.obs != nil {
+		if !d.prepare() {
+			return nil, d.err
+		}
+	}
+	if d.c.admitDo(d) {
+		<-d.done
+	}
+	if d.state != doAdmitted || d.wait {
+		d.here()
+	}
+	if d.err != nil {
+		d.failed()
+		return nil, d.err
+	}
+	return d.e, nil
+}
+
+// failed reports to the observers the end of a Do that did not obtain the
+// lock.
+//
+//go:noinline
+func (d *doCall) failed() {
+	if d.obs != nil {
+		d.obs.report(d.err)
+	}
+}
+
+// here goes on with d's Lock on Do's goroutine: after a first attempt that
+// failed and would be tried again, or when the context ended before a slot
+// was free (the attempt then sees it ended). It sets d.e and d.err.
+//
+//go:noinline
+func (d *doCall) here() {
+	var (
+		l   *Lock
+		err error
+	)
+	if d.state == doAdmitted {
+		l, err = d.c.lockWait(d.lctx, &d.a, d.err)
+	} else {
+		l, err = d.c.observedLock(d.ctx, d.a.key, d.a.cc)
+	}
+	d.e, d.err = d.hold(l, err)
+}
+
+// admitDo starts d's first attempt on a worker if a slot is free, and
+// otherwise queues it, to be started when a slot is given back (see leave)
+// or let go when d's context ends (state doCut). It returns false when the
+// context has ended already.
+func (c *Client) admitDo(d *doCall) bool {
+	c.admitMu.Lock()
+	if len(c.admitQ) == 0 {
+		select {
+		case c.slots <- struct{}{}:
+			d.state = doAdmitted
+			c.admitMu.Unlock()
+			c.workers.run(task{d: d})
+			return true
+		default:
+		}
+	}
+	c.admitMu.Unlock()
+	return c.queueDo(d)
+}
+
+// queueDo queues d until a slot is free or its context ends. A worker
+// watches the context (see watch): the AfterFunc that does it has frames
+// too deep for Do's goroutine.
+func (c *Client) queueDo(d *doCall) bool {
+	if d.ctx.Err() != nil {
+		return false
+	}
+	c.admitMu.Lock()
+	if len(c.admitQ) == 0 {
+		select {
+		case c.slots <- struct{}{}: // given back meanwhile
+			d.state = doAdmitted
+			c.admitMu.Unlock()
+			c.workers.run(task{d: d})
+			return true
+		default:
+		}
+	}
+	d.state = doQueued
+	c.admitQ = append(c.admitQ, d)
+	c.admitMu.Unlock()
+	if d.ctx.Done() != nil {
+		c.workers.run(task{d: d, watch: true})
+	}
+	return true
+}
+
+// watch ends d's wait in the queue when its context ends (state doCut),
+// unless a slot came first.
+func (d *doCall) watch() {
+	c := d.c
+	stop := context.AfterFunc(d.ctx, func() {
+		c.admitMu.Lock()
+		cut := d.state == doQueued
+		if cut {
+			d.state = doCut // leave skips it
+		}
+		c.admitMu.Unlock()
+		if cut {
+			close(d.done)
+		}
+	})
+	c.admitMu.Lock()
+	queued := d.state == doQueued
+	if queued {
+		d.stop = stop // called by leave when it admits d
+	}
+	c.admitMu.Unlock()
+	if !queued {
+		stop()
+	}
+}
+
+// first makes the first attempt of d's Lock, on a worker, with the slot that
+// d was given, and closes d.done. It reports the Lock to the observers
+// unless the attempt failed and Lock would try again.
+func (d *doCall) first() {
+	c := d.c
+	d.lctx = d.ctx
+	if c.obs != nil {
+		d.start = time.Now()
+		var octx context.Context
+		octx, d.end = c.obs.Lock(d.ctx, LockStart{Key: d.a.key})
+		d.lctx = keep(d.ctx, octx)
+	}
+	d.a.admitted = true
+	l, stop, err := d.a.try(d.lctx)
+	if stop {
+		d.e, d.err = d.hold(l, err)
+	} else {
+		d.wait, d.err = true, err
+	}
+	close(d.done)
+}
+
+// hold reports the end of d's Lock, which returned l, err, to the observers,
+// and hands the lock to the Client's keeper, which extends it until Do is
+// done with it.
+func (d *doCall) hold(l *Lock, err error) (*kept, error) {
+	lockDone(d.end, &d.a, d.start, l, err)
 	if err != nil {
 		return nil, err
 	}
-	fctx, cancel := context.WithCancelCause(ctx)
+	fctx, cancel := context.WithCancelCause(d.ctx)
+	// Made here, on a worker when the first attempt obtained the lock, the
+	// context's channel is not allocated by fn's first call to Done, on
+	// Do's goroutine, where the allocator's slow path could grow its stack.
+	fctx.Done()
 	// The Client's keeper extends the lock; extensions go on while fn
 	// winds down after a cancel, and end with Do.
-	k := c.keeperOf()
-	e := k.add(context.WithoutCancel(ctx), l, cc.ttl, cc.extendEvery, cancel)
-	e.fctx = fctx
+	e := d.c.keeperOf().add(context.WithoutCancel(d.ctx), l, d.a.cc.ttl, d.a.cc.extendEvery, cancel)
+	e.fctx, e.obs = fctx, d.obs
 	return e, nil
 }
 
@@ -100,15 +328,20 @@ func (e *kept) finishOnce() {
 
 // done finishes Do's hold of e's lock after fn returned ferr, and returns
 // Do's error: ferr, joined with ErrLockLost when the lock was lost while fn
-// ran or was not released by a quorum.
+// ran or was not released by a quorum. It reports the end of the Do to the
+// observers.
 //
 //go:noinline
 func (e *kept) done(ferr error) error {
 	lost, uerr := e.finish()
+	err := ferr
 	if lost || errors.Is(uerr, ErrLockLost) {
-		return errors.Join(ferr, ErrLockLost)
+		err = errors.Join(ferr, ErrLockLost)
 	}
-	return ferr
+	if e.obs != nil {
+		e.obs.report(err)
+	}
+	return err
 }
 
 // finish stops the extensions of e's lock and releases it. It reports

@@ -14,7 +14,7 @@ func TryLockCore(c *Client, ctx context.Context, key string) (*Lock, error) {
 	if err != nil {
 		return nil, err
 	}
-	l, _, err := c.tryLock(ctx, key, cc)
+	l, _, err := c.tryLock(ctx, key, cc, false)
 	return l, err
 }
 

@@ -138,7 +138,12 @@ func TestReleaseRepeatedUntilAnswered(t *testing.T) {
 		defer c.Close()
 		_, err = c.TryLock(t.Context(), "k")
 		require.ErrorIs(t, err, redlock.ErrNotObtained)
-		time.Sleep(5 * nodeTimeout) // the releases fail meanwhile
+		// The releases fail meanwhile. The cleaners retry every node
+		// timeout from the first release: land half-way between two tries
+		// (and once every goroutine waits), so that none runs between the
+		// landing and the count.
+		time.Sleep(5*nodeTimeout + nodeTimeout/2)
+		synctest.Wait()
 		for _, n := range late {
 			n.land() // the kept SETs land after the releases sent so far
 		}

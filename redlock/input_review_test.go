@@ -6,13 +6,22 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/redlock"
 )
 
 // A nil context is bad input: the calls that take one return an error, and
 // never panic (they dereferenced it).
 func TestReviewNilContextIsAnError(t *testing.T) {
+	t.Run("plain", func(t *testing.T) { testNilContext(t) })
+	// With an observer, the observers must not be handed the nil context
+	// before the call checks it.
+	t.Run("observed", func(t *testing.T) { testNilContext(t, redlock.WithObserver(redlock.NopObserver{})) })
+}
+
+func testNilContext(t *testing.T, opts ...redlock.Option) {
 	_, nodes := memNodes(3)
-	c := newClient(t, nodes)
+	c := newClient(t, nodes, opts...)
 	var nilCtx context.Context
 	_, err := c.TryLock(nilCtx, "k")
 	require.ErrorContains(t, err, "nil context")

@@ -46,14 +46,15 @@ type kept struct {
 	cancel context.CancelCauseFunc
 	ectx   context.Context // the extensions' context: Do's, without its cancellation
 	fctx   context.Context // fn's, canceled by cancel
-
-	finished bool // Do finished with the lock (only Do's goroutine uses it)
+	obs    *doObs          // the observers' Do; nil without observers
 
 	// Guarded by keeper.mu:
 	due      time.Time // of the next extension, or, while one is in flight, the end of the validity
 	index    int       // in the heap; -1 when out of it
 	inflight bool      // an extension is in flight, or none can raise the validity before it ends: due is the validity's end
 	stopped  bool      // Do is done with it
+
+	finished bool // Do finished with the lock (only Do's goroutine uses it)
 }
 
 // keptHeap orders kept locks by due.
@@ -420,6 +421,28 @@ var (
 	errKeeperMoot    = fmt.Errorf("not sent: the lock's validity ended while the extension waited its turn: %w", context.DeadlineExceeded)
 	errKeeperDecided = errors.New("not sent: the other nodes decided the extension while it waited its turn")
 )
+
+// grant makes l the owner of r, its acquisition round: l lets go of r as
+// soon as every call of r has returned (at once if they have), rather than
+// at its first extension, so that a held lock keeps no round alive.
+func (r *round) grant(l *Lock) {
+	r.owner.Store(l)
+	if r.running.Load() == 0 { // else the last call does it
+		l.dropAcq(r)
+	}
+}
+
+// dropAcq lets go of r, the acquisition's round, every call of which has
+// returned: its replies are all in, so Unlock would find no late SET to
+// follow. It reads nothing of r, which the caller of TryLock may still read
+// (the observers' votes).
+func (l *Lock) dropAcq(r *round) {
+	l.mu.Lock()
+	if l.acq == r {
+		l.acq = nil
+	}
+	l.mu.Unlock()
+}
 
 // dropSettledAcq lets go of the acquisition's round once every node has
 // answered it: Unlock then has no late SET to follow (see followLateSets),

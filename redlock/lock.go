@@ -29,11 +29,13 @@ type Lock struct {
 	ended    bool          // no longer held: Until passed, lost or unlocked
 	unlocked bool          // Unlock was called
 	endHow   endKind       // how it ended, until reported to the observers (reportEnd)
-	done     chan struct{} // made by the first Done call; closed when ended
-	timer    *time.Timer   // closes done at until, while done exists
+	// extending counts the Extends with node calls in flight (decided or
+	// not); beside the flags, it keeps a Lock in a smaller size class.
+	extending int32
+	done      chan struct{} // made by the first Done call; closed when ended
+	timer     *time.Timer   // closes done at until, while done exists
 
-	extending int       // Extends with node calls in flight (decided or not)
-	groupMin  time.Time // the lowest bound (start + ttl - drift) of the Extends in flight and of those that overlapped them
+	groupMin time.Time // the lowest bound (start + ttl - drift) of the Extends in flight and of those that overlapped them
 }
 
 // errNilLock is returned by the methods of a nil *Lock.

@@ -20,15 +20,29 @@ func keep(ctx, observed context.Context) context.Context {
 	return observed
 }
 
-// observedDo is do reported to the Client's observers, which it has.
-func (c *Client) observedDo(ctx context.Context, key string, cc callConfig, fn func(context.Context) error) error {
-	start := time.Now()
-	octx, end := c.obs.Do(ctx, DoStart{Key: key})
-	err := c.do(keep(ctx, octx), key, cc, fn)
+// A doObs is a Do reported to the Client's observers.
+type doObs struct {
+	key   string
+	start time.Time
+	end   func(DoDone) // nil when the observers want no end
+}
+
+// observeDo reports the start of d's Do to the Client's observers, which it
+// has, and makes d's context theirs.
+//
+//go:noinline
+func (d *doCall) observeDo() {
+	o := &doObs{key: d.a.key, start: time.Now()}
+	octx, end := d.c.obs.Do(d.ctx, DoStart{Key: o.key})
+	d.ctx, o.end = keep(d.ctx, octx), end
 	if end != nil {
-		end(DoDone{Key: key, Duration: time.Since(start), Lost: errors.Is(err, ErrLockLost), Err: err})
+		d.obs = o
 	}
-	return err
+}
+
+// report reports the end of the Do, which returned err.
+func (o *doObs) report(err error) {
+	o.end(DoDone{Key: o.key, Duration: time.Since(o.start), Lost: errors.Is(err, ErrLockLost), Err: err})
 }
 
 func (c *Client) observedLock(ctx context.Context, key string, cc callConfig) (*Lock, error) {
@@ -39,25 +53,33 @@ func (c *Client) observedLock(ctx context.Context, key string, cc callConfig) (*
 	start := time.Now()
 	octx, end := c.obs.Lock(ctx, LockStart{Key: key})
 	l, err := c.lock(keep(ctx, octx), &a)
-	if end != nil {
-		d := LockDone{Key: key, Attempts: a.made, Duration: time.Since(start), Err: err}
-		if l != nil {
-			d.Token = l.token
-		}
-		end(d)
-	}
+	lockDone(end, &a, start, l, err)
 	return l, err
 }
 
-// attempt makes the acquisition attempt number n (1 for a TryLock).
-func (c *Client) attempt(ctx context.Context, key string, cc callConfig, n int) (*Lock, outcome, error) {
+// lockDone reports the end of a Lock that started at start, made a's
+// attempts and returned l, err to the observer's end (if not nil).
+func lockDone(end func(LockDone), a *attempts, start time.Time, l *Lock, err error) {
+	if end == nil {
+		return
+	}
+	d := LockDone{Key: a.key, Attempts: a.made, Duration: time.Since(start), Err: err}
+	if l != nil {
+		d.Token = l.token
+	}
+	end(d)
+}
+
+// attempt makes the acquisition attempt number n (1 for a TryLock); admitted
+// says that the caller took a slot for it (see tryLock).
+func (c *Client) attempt(ctx context.Context, key string, cc callConfig, n int, admitted bool) (*Lock, outcome, error) {
 	if c.obs == nil {
-		return c.tryLock(ctx, key, cc)
+		return c.tryLock(ctx, key, cc, admitted)
 	}
 	start := time.Now()
 	octx, end := c.obs.Attempt(ctx, AttemptStart{Key: key, Attempt: n})
 	ctx = keep(ctx, octx)
-	l, o, err := c.tryLock(ctx, key, cc)
+	l, o, err := c.tryLock(ctx, key, cc, admitted)
 	if end != nil {
 		d := AttemptDone{Key: key, Attempt: n, Outcome: classify(o, l, err), Duration: time.Since(start), Err: err}
 		if o.r != nil {

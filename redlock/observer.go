@@ -24,9 +24,12 @@ import (
 //
 // The Client calls the methods from the goroutine of the call they observe,
 // except NodeCall, which comes from the goroutine that ran the node call
-// (after the call's verdict, for a node that answered late), and LockEnd for
-// a lock whose validity ran out, which comes from Done's timer or from the
-// first call that noticed (Done, Extend, TTL, Unlock).
+// (after the call's verdict, for a node that answered late), LockEnd for a
+// lock whose validity ran out, which comes from Done's timer or from the
+// first call that noticed (Done, Extend, TTL, Unlock), and, within a Do, the
+// start of its Lock and its first attempt, which come from the Client's
+// goroutine that makes that attempt (see Client.Do), as do their ends when
+// the first attempt decided the Lock.
 // Methods may be called concurrently and must not block: the lock's
 // validity runs meanwhile.
 //

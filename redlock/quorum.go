@@ -81,6 +81,9 @@ type round struct {
 	running   atomic.Int32 // calls not yet returned; the last cancels ctx
 	finished  func()       // nil, or run once every call has returned
 	ro        *roundObs    // what the observers need; nil without observers
+	// owner is the Lock that an acquisition round granted: it lets go of
+	// the round (Lock.acq) once every call has returned (see grant).
+	owner atomic.Pointer[Lock]
 
 	op      op
 	ctx     context.Context // bounds every call by the node timeout; nil when every node queues
@@ -109,6 +112,9 @@ func (r *round) call(i int) {
 		}
 		if r.finished != nil {
 			r.finished()
+		}
+		if l := r.owner.Load(); l != nil {
+			l.dropAcq(r)
 		}
 	}
 	r.c.inflight.done()
@@ -180,7 +186,7 @@ func (c *Client) startRound(ctx context.Context, opName, name string, bound time
 		return r
 	}
 	for i := range c.nodes {
-		c.workers.run(task{r, i})
+		c.workers.run(task{r: r, i: i})
 	}
 	return r
 }

@@ -83,7 +83,11 @@ func TestRedisUnavailable(t *testing.T) {
 	clients := make(map[string]*redlock.Client)
 	held := make(map[string]*redlock.Lock)
 	for _, name := range redisDrivers {
-		c := openRedis(t, name, servers, redlock.WithBackoff(redlock.ConstantBackoff(20*time.Millisecond)))
+		// A node timeout long enough that a loaded machine does not fail
+		// the live nodes' calls: a held key must read as busy, not as
+		// unavailable. The killed nodes below refuse at once.
+		c := openRedis(t, name, servers, redlock.WithBackoff(redlock.ConstantBackoff(20*time.Millisecond)),
+			redlock.WithNodeTimeout(time.Second))
 		clients[name] = c
 		key := "unavailable-" + name
 		l, err := c.TryLock(t.Context(), key)

@@ -59,18 +59,21 @@ func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lock, e
 
 // attempts runs Lock's attempts and keeps its verdict.
 type attempts struct {
-	c       *Client
-	key     string
-	cc      callConfig
-	made    int
-	verdict error // the error of the last attempt that finished
+	c        *Client
+	key      string
+	cc       callConfig
+	made     int
+	verdict  error // the error of the last attempt that finished
+	admitted bool  // the next attempt has a slot already (see tryLock)
 }
 
 // try makes one attempt. It returns stop=true with the lock, or with the error
 // to return, when Lock must not try again.
 func (a *attempts) try(ctx context.Context) (l *Lock, stop bool, err error) {
 	a.made++
-	l, o, err := a.c.attempt(ctx, a.key, a.cc, a.made)
+	admitted := a.admitted
+	a.admitted = false
+	l, o, err := a.c.attempt(ctx, a.key, a.cc, a.made, admitted)
 	if o.finished || a.verdict == nil {
 		a.verdict = err
 	}
@@ -95,11 +98,21 @@ func (a *attempts) ended(ctx context.Context) error { return ended(ctx, a.verdic
 
 // lock runs Lock's attempts, counted in a.
 func (c *Client) lock(ctx context.Context, a *attempts) (*Lock, error) {
-	key, cc := a.key, a.cc
 	l, stop, err := a.try(ctx)
 	if stop {
 		return l, err
 	}
+	return c.lockWait(ctx, a, err)
+}
+
+// lockWait is lock after a first attempt that failed with err and may be
+// tried again: it waits for the key and tries until it gets it.
+func (c *Client) lockWait(ctx context.Context, a *attempts, err error) (*Lock, error) {
+	key, cc := a.key, a.cc
+	var (
+		l    *Lock
+		stop bool
+	)
 	t, done, terr := c.takeTurn(ctx, key)
 	if terr != nil {
 		return nil, errors.Join(err, terr)
