@@ -307,7 +307,9 @@ func minTime(a, b time.Time) time.Time {
 // error joined in; it matches ErrUnavailable too when so many nodes failed
 // that no quorum could answer. A SET of the acquisition that had not answered
 // when TryLock returned is followed too: its node is released once it answers
-// (see TryLock).
+// (see TryLock). At most 512 releases of a Client run at once: an Unlock
+// beyond them first waits, whatever ctx says, for one of them to end (each
+// is bounded by the node timeout), and its own node timeout starts then.
 //
 // A release that fails (its outcome unknown) is repeated in the background
 // until the node answers, up to the key's expiry on the nodes or Close. So
