@@ -47,7 +47,7 @@
 // failed; a node whose calls are all due later (a node timeout above 250 ms), a
 // cluster node and a node from [New] have none.
 //
-// A node hands at most 256 commands at once to its client (its driver.Queuer
+// A node hands at most 64 commands at once to its client (its driver.Queuer
 // queue holds the others, urgent extensions first, for as long as their
 // contexts allow), so that the node timeout bounds a command's time on the
 // network rather than its wait behind thousands handed over at once.

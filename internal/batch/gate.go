@@ -9,11 +9,6 @@ import (
 	"github.com/go-redlock/redlock/driver"
 )
 
-// MaxInFlight is how many commands a driver's node that pipelines by itself
-// (rueidis, valkeygo) hands to its client at once through a Gate: as many as
-// a Batcher keeps in flight (Senders batches of MaxBatch).
-const MaxInFlight = Senders * MaxBatch
-
 // A Gate bounds the commands a node hands at once to a client that pipelines
 // them by itself (rueidis): a command enters when fewer than the limit are in
 // flight, and otherwise waits in a queue, urgent commands (driver.WithUrgent)

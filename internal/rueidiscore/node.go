@@ -35,6 +35,20 @@ const (
 	probeTimeout = 500 * time.Millisecond
 )
 
+// MaxInFlight is how many calls a node hands to its client at once (see
+// Pending): enough to keep a server's pipeline full (64 lockers on five
+// nodes never queue), few enough that a call's network timeout is not eaten
+// by the others'. A call handed over waits for its reply in the library,
+// whose goroutine delivers it; if the caller's goroutine runs only after the
+// call's deadline, say behind thousands of goroutines woken at once by an
+// unlock storm, the library may return the deadline's error although the
+// reply came in time. Fewer calls in flight leave fewer exposed to such a
+// delay: with 256, as many as the goredis and redigo drivers keep in flight
+// (they read their replies in one goroutine per batch, which hands them
+// over without such a race), the Scale case had a few hundred failed
+// releases in some runs on a loaded machine; with 64, none.
+const MaxInFlight = 64
+
 // errRedial is what the dialer of a client made by Open answers when the
 // library wants to reconnect in the goroutine of a call, where the wait would
 // not be bounded by the call's context. The call then drops the client and
@@ -62,7 +76,7 @@ func Open[C Client[C, D], D Dedicated, R Result, L any](lib *Library[C, D, R, L]
 	}
 	closing, cancel := context.WithCancel(context.Background())
 	n := &node[C, D, R, L]{Name: drivernode.Name(a.String()), lib: lib, owned: true, closing: closing, cancel: cancel,
-		cluster: a.Cluster, gate: batch.NewGate(batch.MaxInFlight)}
+		cluster: a.Cluster, gate: batch.NewGate(MaxInFlight)}
 	n.opt = Options{
 		Cluster:          a.Cluster,
 		InitAddress:      a.Seeds,
@@ -89,7 +103,7 @@ func New[C Client[C, D], D Dedicated, R Result, L any](lib *Library[C, D, R, L],
 		n.cur.Store(&state[C]{err: lib.nilErr})
 		return n
 	}
-	n := &node[C, D, R, L]{Name: clientName(lib, c), lib: lib, cluster: lib.Cluster(c), gate: batch.NewGate(batch.MaxInFlight)}
+	n := &node[C, D, R, L]{Name: clientName(lib, c), lib: lib, cluster: lib.Cluster(c), gate: batch.NewGate(MaxInFlight)}
 	n.cur.Store(&state[C]{client: c})
 	n.startPubSub()
 	return n
@@ -178,6 +192,9 @@ type node[C Client[C, D], D Dedicated, R Result, L any] struct {
 	gate *batch.Gate
 	// due are the deadlines that calls with a short network timeout share.
 	due deadlines
+	// sending counts the calls in flight on the client: a call takes the
+	// lane only when there is none (see call).
+	sending atomic.Int32
 
 	cluster bool           // the client is a cluster client
 	hub     *pubsub.Hub    // the release subscriptions of one server
@@ -474,7 +491,8 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 	}
 }
 
-// call sends cmd on s's lane, if the call may take it (see lane), and
+// call sends cmd on s's lane, if the call may take it (see lane): it is due
+// within batch.CancelLag and no call is in flight on s's client; and
 // otherwise on s's client, once the gate lets it in (see Pending), and
 // returns the reply. The call is bounded on the network by ctx's deadline,
 // or by its network timeout from when it is sent if that is sooner
@@ -493,9 +511,14 @@ func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.
 	}
 	wantLane := false // a call that could take a lane found none
 	if bounded && dl.Sub(now) <= batch.CancelLag {
-		if l := n.takeLane(s, now); l != nil {
-			if reply, sent, err := n.onLane(ctx, s, l, cmd, now, dl); sent {
-				return reply, err
+		// Only a lone call: under load the calls are pipelined together,
+		// and one sent apart would cost its own writes and reads on the
+		// client and on the server.
+		if n.sending.Load() == 0 {
+			if l := n.takeLane(s, now); l != nil {
+				if reply, sent, err := n.onLane(ctx, s, l, cmd, now, dl); sent {
+					return reply, err
+				}
 			}
 		}
 		wantLane = s.lane.Load() == nil
@@ -513,7 +536,9 @@ func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.
 	case hasNet:
 		cctx, cancel = context.WithTimeout(ctx, d)
 	}
+	n.sending.Add(1)
 	reply, err := n.send(cctx, s.client, cmd).ToAny()
+	n.sending.Add(-1)
 	timedOut := errors.Is(err, context.DeadlineExceeded) && errors.Is(cctx.Err(), context.DeadlineExceeded)
 	if timedOut {
 		n.stalled(s.client, cmd.Key)

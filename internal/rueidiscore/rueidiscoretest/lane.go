@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/batch"
+	"github.com/go-redlock/redlock/internal/rueidiscore"
 	"github.com/go-redlock/redlock/redistest"
 )
 
@@ -330,8 +331,8 @@ func laneClosedIdle(t *testing.T, tg target) {
 	until(t, func() (bool, error) { return p.count() == 3, setNX(t, n, laneDeadline) }, "a new lane is made")
 }
 
-// A node holds commands beyond batch.MaxInFlight in a queue (driver.Queuer),
-// and a command's network timeout (driver.WithNetworkTimeout) starts when it
+// A node holds the commands beyond rueidiscore.MaxInFlight in a queue
+// (driver.Queuer), and a command's network timeout (driver.WithNetworkTimeout) starts when it
 // leaves the queue: one that waited longer than it still succeeds.
 func queueTimeoutStartsAtSend(t *testing.T, tg target) {
 	srv := redistest.NewServer(t)
@@ -343,15 +344,15 @@ func queueTimeoutStartsAtSend(t *testing.T, tg target) {
 	t.Cleanup(func() { srv.Resume() })
 	ctx := testContext(t, 30*time.Second)
 	var wg sync.WaitGroup
-	errs := make(chan error, batch.MaxInFlight+2)
-	for range batch.MaxInFlight + 1 {
+	errs := make(chan error, rueidiscore.MaxInFlight+2)
+	for range rueidiscore.MaxInFlight + 1 {
 		wg.Go(func() {
 			_, err := n.SetNX(driver.WithNetworkTimeout(ctx, 20*time.Second), key(), "v", time.Minute)
 			errs <- err
 		})
 	}
 	require.Eventually(t, func() bool { return q.Pending().Depth == 1 }, 5*time.Second, time.Millisecond,
-		"with %d commands in flight the next one waits", batch.MaxInFlight)
+		"with %d commands in flight the next one waits", rueidiscore.MaxInFlight)
 	const timeout = 400 * time.Millisecond // later than batch.CancelLag: no lane
 	wg.Go(func() {
 		_, err := n.SetNX(driver.WithNetworkTimeout(ctx, timeout), key(), "v", time.Minute)
