@@ -192,9 +192,12 @@ type node[C Client[C, D], D Dedicated, R Result, L any] struct {
 	gate *batch.Gate
 	// due are the deadlines that calls with a short network timeout share.
 	due deadlines
-	// sending counts the calls in flight on the client: a call takes the
-	// lane only when there is none (see call).
+	// sending counts the calls in flight on the client, and crowded is
+	// when a call last found others in flight (or the lane taken) plus
+	// laneCooldown (Unix nanoseconds): a call takes the lane only when
+	// there is none and that time has passed (see call).
 	sending atomic.Int32
+	crowded atomic.Int64
 
 	cluster bool           // the client is a cluster client
 	hub     *pubsub.Hub    // the release subscriptions of one server
@@ -492,8 +495,9 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 }
 
 // call sends cmd on s's lane, if the call may take it (see lane): it is due
-// within batch.CancelLag and no call is in flight on s's client; and
-// otherwise on s's client, once the gate lets it in (see Pending), and
+// within batch.CancelLag, and is lone: no call is in flight on s's client,
+// nor was one with another in the last laneCooldown; and otherwise on s's
+// client, once the gate lets it in (see Pending), and
 // returns the reply. The call is bounded on the network by ctx's deadline,
 // or by its network timeout from when it is sent if that is sooner
 // (driver.WithNetworkTimeout); its wait at the gate by ctx alone. It returns
@@ -514,11 +518,15 @@ func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.
 		// Only a lone call: under load the calls are pipelined together,
 		// and one sent apart would cost its own writes and reads on the
 		// client and on the server.
-		if n.sending.Load() == 0 {
-			if l := n.takeLane(s, now); l != nil {
+		if n.sending.Load() == 0 && now.UnixNano() >= n.crowded.Load() {
+			l, busy := n.takeLane(s, now)
+			if l != nil {
 				if reply, sent, err := n.onLane(ctx, s, l, cmd, now, dl); sent {
 					return reply, err
 				}
+			}
+			if busy {
+				n.crowd(now)
 			}
 		}
 		wantLane = s.lane.Load() == nil
@@ -536,7 +544,9 @@ func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.
 	case hasNet:
 		cctx, cancel = context.WithTimeout(ctx, d)
 	}
-	n.sending.Add(1)
+	if n.sending.Add(1) > 1 {
+		n.crowd(now) // other calls are in flight
+	}
 	reply, err := n.send(cctx, s.client, cmd).ToAny()
 	n.sending.Add(-1)
 	timedOut := errors.Is(err, context.DeadlineExceeded) && errors.Is(cctx.Err(), context.DeadlineExceeded)
@@ -562,6 +572,15 @@ func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.
 		n.startLane(s) // the client works: a lane may too
 	}
 	return reply, err
+}
+
+// crowd records that a call at now met another: the node's calls go through
+// the pipelining client for laneCooldown (see crowded). It writes crowded at
+// most twice per laneCooldown.
+func (n *node[C, D, R, L]) crowd(now time.Time) {
+	if until := now.Add(laneCooldown).UnixNano(); n.crowded.Load() < until-int64(laneCooldown/2) {
+		n.crowded.Store(until)
+	}
 }
 
 // onLane sends cmd on l, s's lane, which the caller took at now, bounded by
