@@ -46,7 +46,8 @@ const (
 // delay: with 256, as many as the goredis and redigo drivers keep in flight
 // (they read their replies in one goroutine per batch, which hands them
 // over without such a race), the Scale case had a few hundred failed
-// releases in some runs on a loaded machine; with 64, none.
+// releases in some runs on a loaded machine; with 64, none in 18 runs of it
+// (rueidis and valkeygo) and 11 storms of 20,000 unlocks.
 const MaxInFlight = 64
 
 // errRedial is what the dialer of a client made by Open answers when the
