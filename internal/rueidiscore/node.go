@@ -497,10 +497,10 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 
 // call sends cmd on s's lane, if the call may take it (see lane): it is due
 // within batch.CancelLag, and is lone: no call is in flight on s's client,
-// nor was one with another in the last laneCooldown; and otherwise on s's
-// client, once the gate lets it in (see Pending), and
-// returns the reply. The call is bounded on the network by ctx's deadline,
-// or by its network timeout from when it is sent if that is sooner
+// nor was one with another in the last laneCooldown. Otherwise it sends cmd
+// on s's client, once the gate lets it in (see Pending). It returns the
+// reply. The call is bounded on the network by ctx's deadline, or by its
+// network timeout from when it is sent if that is sooner
 // (driver.WithNetworkTimeout); its wait at the gate by ctx alone. It returns
 // as soon as ctx is canceled, except a call due within batch.CancelLag (on
 // the lane, or with such a network timeout), which returns by its deadline,
@@ -585,8 +585,8 @@ func (n *node[C, D, R, L]) crowd(now time.Time) {
 }
 
 // onLane sends cmd on l, s's lane, which the caller took at now, bounded by
-// dl, and gives the lane back. It reports whether cmd was sent: it was not if the
-// lane's connection had failed, and the lane is then dropped.
+// dl, and gives the lane back. It reports whether cmd was sent: it was not
+// if the lane's connection had failed, and the lane is then dropped.
 func (n *node[C, D, R, L]) onLane(ctx context.Context, s *state[C], l *lane[C], cmd *rediscmd.Cmd, now, dl time.Time) (reply any, sent bool, err error) {
 	lctx := ctx
 	if d, ok := ctx.Deadline(); !ok || dl.Before(d) {
