@@ -212,10 +212,17 @@ type node[C Client[C, D], D Dedicated, R Result, L any] struct {
 }
 
 // state returns the node's state, with its client, creating the client first
-// if need be; or the error of a node that has none.
+// if need be; or the error of a node that has none. The wait for the client
+// is time on the network: a network timeout that ctx carries
+// (driver.WithNetworkTimeout) bounds it, as ctx does.
 func (n *node[C, D, R, L]) state(ctx context.Context) (*state[C], error) {
 	if s := n.cur.Load(); s != nil {
 		return s, s.err
+	}
+	if d, ok := driver.NetworkTimeout(ctx); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, d)
+		defer cancel()
 	}
 	return n.connect(ctx)
 }
