@@ -59,11 +59,11 @@ var library = &rueidiscore.Library[rueidis.Client, rueidis.DedicatedClient, ruei
 		return rueidis.NewClient(rueidis.ClientOption{
 			InitAddress: o.InitAddress, Username: o.Username, Password: o.Password, SelectDB: o.SelectDB,
 			Dialer: o.Dialer, TLSConfig: o.TLSConfig, DialCtxFn: o.DialCtxFn, ConnWriteTimeout: o.ConnWriteTimeout,
-			// Always pipelining: a call returns as soon as its context ends.
-			// (A lone call read on the caller's goroutine would be faster,
-			// but under a slow link it lost calls that had time left: safety
-			// scenario 4b.)
-			ForceSingleClient: !o.Cluster, DisableCache: true, DisableRetry: true, AlwaysPipelining: true, PipelineMultiplex: -1,
+			// The node's client always pipelines: a call returns as soon as
+			// its context ends, and never waits behind another's reply. A
+			// lane's client does not: a lone call is read on the caller's
+			// goroutine (see rueidiscore.Options).
+			ForceSingleClient: !o.Cluster, DisableCache: true, DisableRetry: true, AlwaysPipelining: !o.Lane, PipelineMultiplex: -1,
 		})
 	},
 	Cluster: func(c rueidis.Client) bool { return c.Mode() == rueidis.ClientModeCluster },

@@ -33,6 +33,26 @@
 // command on its own: a retried SET NX whose first reply was lost would look
 // like a lock held by someone else.
 //
+// A node of one server opened by address sends a lone call (no other in flight
+// on the node, none in the last 10 ms) due within 250 ms (the default node
+// timeout is) on a second connection, its lane: a second valkey-go client that
+// does not pipeline, so that the call writes its command and reads the reply
+// on the caller's goroutine, as a default valkey-go client does for a lone
+// call, without the two hand-offs to the pipelining client's goroutines. The
+// lane carries one call at a time: a call that finds it busy goes through the
+// pipelining client, so that no call ever waits behind another's reply, and a
+// canceled call on the lane returns at its deadline at the latest (at most 250
+// ms later). The lane is made in the background after the first such call, and
+// made again after its connection failed; a node whose calls are all due later
+// (a node timeout above 250 ms), a cluster node and a node from [New] have
+// none.
+//
+// A node hands at most 64 commands at once to its client (its driver.Queuer
+// queue holds the others, urgent extensions first, for as long as their
+// contexts allow), so that the node timeout bounds a command's time on the
+// network rather than its wait behind thousands handed over at once; a call
+// due within 250 ms notices a cancellation by its deadline at the latest.
+//
 // [New] wraps a client the caller configured and keeps owning.
 //
 // Nodes also keep fencing counters (driver.Fencer, for redlock.WithFencing)

@@ -5,8 +5,10 @@
 //
 // The logic lives here: the node that creates its client in the background
 // and replaces it when it loses its connection, the commands of package
-// rediscmd sent over it, the fencing counters and the release notifications
-// over one dedicated pub/sub connection. A driver package describes its client
+// rediscmd sent over it (at most MaxInFlight at once, through a
+// batch.Gate: the node is a driver.Queuer), the lane beside it that reads a
+// lone call on the caller's goroutine (see lane), the fencing counters and
+// the release notifications over one dedicated pub/sub connection. A driver package describes its client
 // library with a [Library] (its types as type parameters, and the few calls
 // whose types differ) and opens its nodes with [Open] and [New].
 package rueidiscore
@@ -83,11 +85,12 @@ type Hooks struct {
 //   - DisableCache: no client-side caching, no CLIENT TRACKING;
 //   - DisableRetry: a retried SET NX could turn "applied" into "held by
 //     another";
-//   - AlwaysPipelining: a call returns as soon as its context ends, and
-//     calls on the one connection never wait for each other's replies (a
-//     lone call read on the caller's goroutine would save two hand-offs,
-//     but serializes calls over a slow link, and a cancellation would not
-//     interrupt its read);
+//   - AlwaysPipelining, unless Lane is set: a call returns as soon as its
+//     context ends, and calls on the one connection never wait for each
+//     other's replies (a lone call read on the caller's goroutine saves two
+//     hand-offs, but serializes the calls that share its connection, and a
+//     cancellation does not interrupt its read: that is what a node's lane
+//     is for, see lane);
 //   - PipelineMultiplex -1: one connection, made while the client is
 //     created; the library would dial further ones in the goroutine of a
 //     call, unbounded by its context (see node.dial).
@@ -103,6 +106,11 @@ type Options struct {
 	// Cluster asks for a cluster client, whose InitAddress are seeds:
 	// NewClient then sets ForceSingleClient false instead.
 	Cluster bool
+	// Lane asks for the client of a node's lane (see lane): NewClient then
+	// sets AlwaysPipelining false instead, so that a call writes its
+	// command and reads its reply on the caller's goroutine. Its
+	// Dialer.KeepAlive is negative: no PING from a timer.
+	Lane bool
 }
 
 // Library describes a client library of the rueidis family to the core: its

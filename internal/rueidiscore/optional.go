@@ -224,9 +224,10 @@ var (
 	_ driver.Identifier = (*node[nopClient, nopDedicated, nopResult, struct{}])(nil)
 	_ driver.TTLer      = (*node[nopClient, nopDedicated, nopResult, struct{}])(nil)
 	_ driver.Node       = (*node[nopClient, nopDedicated, nopResult, struct{}])(nil)
+	_ driver.Queuer     = (*node[nopClient, nopDedicated, nopResult, struct{}])(nil)
+	_ pubsub.Conn       = (*pubSubConn[nopClient, nopDedicated, nopResult, struct{}])(nil)
 
 	_ drivernode.ChannelNotifier = (*node[nopClient, nopDedicated, nopResult, struct{}])(nil)
-	_ pubsub.Conn                = (*pubSubConn[nopClient, nopDedicated, nopResult, struct{}])(nil)
 )
 
 // Identity returns the IDs of the servers the node reaches (see
@@ -279,4 +280,15 @@ func (n *node[C, D, R, L]) identity(ctx context.Context) ([]string, error) {
 		}
 	}
 	return driver.IdentityOf(info, myID), nil
+}
+
+// Pending reports the calls waiting to be handed to the node's client, which
+// holds at most MaxInFlight at once (see driver.Queuer and batch.Gate): the node timeout then bounds a call's time on the network,
+// from the moment it is handed over, and not its wait behind thousands of
+// others, which its context bounds.
+func (n *node[C, D, R, L]) Pending() driver.Pending {
+	if n.gate == nil {
+		return driver.Pending{} // New(nil)
+	}
+	return n.gate.Pending()
 }

@@ -82,6 +82,11 @@ func Run[C interface {
 		{"ConcurrentFirstUse", concurrentFirstUse},
 		{"Reconnect", reconnect},
 		{"ReconnectToStalledServer", reconnectToStalledServer},
+		{"Lane/LoneCalls", laneLoneCalls},
+		{"Lane/NeverQueues", laneNeverQueues},
+		{"Lane/Canceled", laneCanceled},
+		{"Lane/ClosedIdle", laneClosedIdle},
+		{"Queue/TimeoutStartsAtSend", queueTimeoutStartsAtSend},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Helper()
@@ -280,10 +285,10 @@ func openPausedServer(t *testing.T, tg target) {
 	require.True(t, ok)
 }
 
-// A lone call whose context has a distant deadline, which the client makes
-// by a synchronous read on the caller's goroutine, ends when the context is
-// canceled (the node closes the connection, see node.abort), rather than
-// block until the deadline; the node works again once the server resumes.
+// A lone call whose context has a distant deadline, which goes through the
+// node's pipelining client (not its lane: see rueidiscore's lane), ends when
+// the context is canceled rather than block until the deadline; the node
+// works again once the server resumes.
 func pausedAfterConnect(t *testing.T, tg target) {
 	srv := redistest.NewServer(t)
 	n := tg.open(t, srv.Addr())

@@ -1,0 +1,207 @@
+package batch
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-redlock/redlock/driver"
+)
+
+// A Gate bounds the commands a node hands at once to a client that pipelines
+// them by itself (rueidis): a command enters when fewer than the limit are in
+// flight, and otherwise waits in a queue, urgent commands (driver.WithUrgent)
+// first, for as long as its context allows, until one in flight exits. So the
+// client's own queue never holds more than the limit, and a command's network
+// timeout (driver.WithNetworkTimeout), started once it enters, bounds its time
+// on the network rather than its wait behind thousands of others handed over
+// at once. Pending reports the queue.
+//
+// As a Batcher does, a Gate fails the commands waiting in its queue when a
+// command times out on the network and the server has answered nothing for
+// twice that timeout: they would wait behind a server that does not answer.
+//
+// Use NewGate; a Gate is safe for concurrent use.
+type Gate struct {
+	limit int
+
+	mu       sync.Mutex
+	inFlight int // entered and not exited
+	urgent   waitQueue
+	normal   waitQueue
+	depth    int       // waiters queued, neither admitted nor abandoned
+	answered time.Time // when a command last exited without a network timeout
+
+	waiters sync.Pool // of *waiter
+}
+
+// A waiter is a command waiting in a Gate's queue.
+type waiter struct {
+	ready  chan error // receives nil when admitted, or the error that fails it
+	queued time.Time
+	state  atomic.Int32 // queued, taken (admitted or failed) or abandoned
+}
+
+// waitQueue is a FIFO of waiters. Abandoned waiters stay in it until popped,
+// so that abandoning costs no search.
+type waitQueue struct {
+	ws   []*waiter
+	head int
+}
+
+func (q *waitQueue) len() int { return len(q.ws) - q.head }
+
+func (q *waitQueue) push(w *waiter) {
+	if q.head > 0 && q.head >= len(q.ws)/2 {
+		n := copy(q.ws, q.ws[q.head:])
+		clear(q.ws[n:])
+		q.ws = q.ws[:n]
+		q.head = 0
+	}
+	q.ws = append(q.ws, w)
+}
+
+func (q *waitQueue) pop() *waiter {
+	w := q.ws[q.head]
+	q.ws[q.head] = nil
+	q.head++
+	if q.head == len(q.ws) {
+		q.ws, q.head = q.ws[:0], 0
+	}
+	return w
+}
+
+// NewGate returns a Gate that lets at most limit commands in flight at once
+// (at least one).
+func NewGate(limit int) *Gate { return &Gate{limit: max(limit, 1)} }
+
+// Enter waits until a command may be handed to the client: at once when
+// fewer than the limit are in flight and none waits, or else when its turn
+// comes in the queue. It returns ctx's error if ctx ends first, and an error
+// matching context.DeadlineExceeded if the queue is failed behind a server
+// that does not answer; the command must not be sent then. After a nil
+// return, the caller must call Exit once the command has returned.
+func (g *Gate) Enter(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	g.mu.Lock()
+	if g.inFlight < g.limit && g.depth == 0 {
+		g.inFlight++
+		g.mu.Unlock()
+		return nil
+	}
+	w, _ := g.waiters.Get().(*waiter)
+	if w == nil {
+		w = &waiter{ready: make(chan error, 1)}
+	}
+	w.queued = time.Now()
+	w.state.Store(queued)
+	if driver.Urgent(ctx) {
+		g.urgent.push(w)
+	} else {
+		g.normal.push(w)
+	}
+	g.depth++
+	g.mu.Unlock()
+	select {
+	case err := <-w.ready:
+		g.waiters.Put(w) // popped from its queue: nothing else refers to it
+		return err
+	case <-ctx.Done():
+	}
+	if w.state.CompareAndSwap(queued, abandoned) {
+		// Left in its queue, which drops it when it pops it.
+		g.mu.Lock()
+		g.depth--
+		g.mu.Unlock()
+		return ctx.Err()
+	}
+	// Taken as ctx ended: admitted (its place is passed on) or failed.
+	err := <-w.ready
+	g.waiters.Put(w)
+	if err == nil {
+		g.pass()
+	}
+	return ctx.Err()
+}
+
+// Exit gives back the place of a command that entered. timeout is the
+// command's network timeout if it timed out on the network (its own context
+// had not ended), and 0 otherwise (see Gate).
+func (g *Gate) Exit(timeout time.Duration) {
+	g.mu.Lock()
+	now := time.Now()
+	if timeout == 0 {
+		g.answered = now
+	} else if now.Sub(g.answered) > 2*timeout {
+		g.failQueuedLocked()
+	}
+	g.passLocked()
+	g.mu.Unlock()
+}
+
+// pass gives the place of an admitted command that will not be sent to the
+// next waiter, if any.
+func (g *Gate) pass() {
+	g.mu.Lock()
+	g.passLocked()
+	g.mu.Unlock()
+}
+
+// passLocked hands a place in flight to the first waiter, urgent ones first,
+// or frees it when none waits. g.mu is held.
+func (g *Gate) passLocked() {
+	for _, q := range []*waitQueue{&g.urgent, &g.normal} {
+		for q.len() > 0 {
+			w := q.pop()
+			if !w.state.CompareAndSwap(queued, taken) {
+				continue // abandoned by its caller
+			}
+			g.depth--
+			w.ready <- nil
+			return
+		}
+	}
+	g.inFlight--
+}
+
+// failQueuedLocked fails every waiter. g.mu is held.
+func (g *Gate) failQueuedLocked() {
+	for _, q := range []*waitQueue{&g.urgent, &g.normal} {
+		for q.len() > 0 {
+			w := q.pop()
+			if w.state.CompareAndSwap(queued, taken) {
+				g.depth--
+				w.ready <- errStalled
+			}
+		}
+	}
+}
+
+// Pending reports the commands waiting to enter: how many, and how long the
+// oldest has waited.
+func (g *Gate) Pending() driver.Pending {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p := driver.Pending{Depth: g.depth}
+	if g.depth == 0 {
+		return p
+	}
+	var oldest time.Time
+	for _, q := range []*waitQueue{&g.urgent, &g.normal} {
+		for i := q.head; i < len(q.ws); i++ {
+			if w := q.ws[i]; w.state.Load() == queued {
+				if oldest.IsZero() || w.queued.Before(oldest) {
+					oldest = w.queued
+				}
+				break
+			}
+		}
+	}
+	if !oldest.IsZero() {
+		p.Oldest = time.Since(oldest)
+	}
+	return p
+}
