@@ -84,6 +84,7 @@ type doCall struct {
 
 	state int         // doNew, doQueued, ...; guarded by Client.admitMu
 	stop  func() bool // stops the context's AfterFunc while queued (see watch); guarded by Client.admitMu
+	self  bool        // not a Do: an attempt that waits for a slot on its own goroutine (see Client.admit)
 
 	// Set by first, read once done is closed:
 	lctx  context.Context // the attempts' (the observers' for Lock)
