@@ -272,13 +272,10 @@ type outcome struct {
 	r         *round // the SET round, for the observers; nil when none was sent
 }
 
-// tryLock makes one attempt. admitted says that the caller took one of the
-// Client's slots for it (see doCall.lock), which tryLock gives back; otherwise it
-// waits for one itself.
+// tryLock makes one attempt. admitted says that the caller holds one of the
+// Client's slots for it, which it gives back itself (see doCall.first);
+// otherwise tryLock waits for one, and gives it back.
 func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitted bool) (*Lock, outcome, error) {
-	if admitted {
-		defer c.leave()
-	}
 	if ctx == nil { // Do's, which TryLock and Lock check before their observers
 		return nil, outcome{}, errNilContext
 	}

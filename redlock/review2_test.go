@@ -58,3 +58,49 @@ func TestTryLockNotStarvedByDoStorm(t *testing.T) {
 		require.Equal(t, 2*nodeTimeout, took, "admitted at the first slot given back, its round then took the node timeout")
 	})
 }
+
+// panicky is an Observer that panics when a Do's Lock or attempt of a key
+// named "boom-lock" or "boom-attempt" starts.
+type panicky struct{ redlock.NopObserver }
+
+func (panicky) Lock(ctx context.Context, e redlock.LockStart) (context.Context, func(redlock.LockDone)) {
+	if e.Key == "boom-lock" {
+		panic(errBoom)
+	}
+	return ctx, nil
+}
+
+func (panicky) Attempt(ctx context.Context, e redlock.AttemptStart) (context.Context, func(redlock.AttemptDone)) {
+	if e.Key == "boom-attempt" {
+		panic(errBoom)
+	}
+	return ctx, nil
+}
+
+// Review 2, defect 2: an observer that panics as Do's first attempt starts
+// panics on Do's goroutine, where the caller can recover it (as net/http
+// does for a handler), as it did before that attempt ran on the Client's
+// workers: there it ended the program, with a slot the attempt never gave
+// back. More panics than the Client has slots leave it working.
+func TestDoObserverPanicReachesCaller(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, nodes := memNodes(3)
+		c := newClient(t, nodes, redlock.WithObserver(panicky{}))
+		for _, key := range []string{"boom-lock", "boom-attempt"} {
+			for i := range 600 {
+				var got any
+				func() {
+					defer func() { got = recover() }()
+					_ = c.Do(t.Context(), key, func(context.Context) error { return nil })
+				}()
+				require.Equal(t, errBoom, got, "%s %d: Do re-panics with the observer's value", key, i)
+			}
+		}
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		require.NoError(t, c.Do(ctx, "ok", func(context.Context) error { return nil }), "the slots were given back")
+		l, err := c.TryLock(ctx, "ok")
+		require.NoError(t, err)
+		require.NoError(t, l.Unlock(ctx))
+	})
+}
