@@ -363,10 +363,9 @@ func (c *Client) admit(ctx context.Context) error {
 	select {
 	case c.slots <- struct{}{}:
 		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	default:
-	}
-	if err := ctx.Err(); err != nil {
-		return err
 	}
 	c.admitMu.Lock()
 	if len(c.admitQ) == 0 {
