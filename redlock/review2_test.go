@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -102,5 +104,118 @@ func TestDoObserverPanicReachesCaller(t *testing.T) {
 		l, err := c.TryLock(ctx, "ok")
 		require.NoError(t, err)
 		require.NoError(t, l.Unlock(ctx))
+	})
+}
+
+// Close while Do's wait in the queue for a slot (every slot held by attempts
+// on stalled nodes) and while others wait for a busy key: each returns
+// ErrClosed once the attempts in flight give their slots back, fn never
+// runs, and no goroutine is left.
+func TestCloseWhileDoQueued(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	mem, nodes := memNodes(3)
+	const nodeTimeout = 200 * time.Millisecond
+	c, err := redlock.New(nodes, redlock.WithNodeTimeout(nodeTimeout))
+	require.NoError(t, err)
+	busy, err := c.TryLock(t.Context(), "busy")
+	require.NoError(t, err)
+	_ = busy // expires with its TTL
+	for _, m := range mem {
+		m.SetStalled(true)
+		defer m.SetStalled(false)
+	}
+	var wg sync.WaitGroup
+	for i := range 512 {
+		wg.Go(func() { _, _ = c.TryLock(t.Context(), fmt.Sprint("hold", i)) })
+	}
+	time.Sleep(nodeTimeout / 4) // they hold the slots
+	var ran atomic.Int32
+	errs := make([]error, 300)
+	for i := range errs {
+		key := fmt.Sprint("queued", i)
+		if i%3 == 0 {
+			key = "busy"
+		}
+		wg.Go(func() {
+			ctx := t.Context()
+			if i%2 == 0 {
+				ctx = context.Background() // nothing but Close ends its wait
+			}
+			errs[i] = c.Do(ctx, key, func(context.Context) error {
+				ran.Add(1)
+				return nil
+			})
+		})
+	}
+	time.Sleep(nodeTimeout / 4)
+	require.NoError(t, c.Close())
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("Do's still wait 30s after Close")
+	}
+	require.Zero(t, ran.Load(), "no fn ran")
+	for i, err := range errs {
+		require.ErrorIs(t, err, redlock.ErrClosed, "Do %d", i)
+	}
+}
+
+// Do's queued for a slot whose context ends at the very instant the slots
+// are given back (synctest's clock: the AfterFunc that cuts a Do from the
+// queue and the leave that admits it race): each one returns the context's
+// error, once, and no slot is lost or given twice: afterwards every slot is
+// free, and more Do's than slots all get their lock.
+func TestDoQueuedContextEndsAsAdmitted(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, nodes := memNodes(3)
+		const nodeTimeout = time.Second
+		c := newClient(t, nodes, redlock.WithNodeTimeout(nodeTimeout))
+		for round := range 5 {
+			for _, m := range mem {
+				m.SetStalled(true)
+			}
+			start := time.Now()
+			var wg sync.WaitGroup
+			for i := range 512 {
+				wg.Go(func() { _, _ = c.TryLock(t.Context(), fmt.Sprint("hold", i)) })
+			}
+			synctest.Wait()
+			ctx, cancel := context.WithDeadline(t.Context(), start.Add(nodeTimeout))
+			errs := make([]error, 600)
+			for i := range errs {
+				wg.Go(func() {
+					errs[i] = c.Do(ctx, fmt.Sprint("cut", i), func(context.Context) error { return nil })
+				})
+			}
+			wg.Wait()
+			cancel()
+			for i, err := range errs {
+				require.ErrorIs(t, err, redlock.ErrNotObtained, "round %d, Do %d", round, i)
+				require.ErrorIs(t, err, context.DeadlineExceeded, "round %d, Do %d", round, i)
+			}
+			for _, m := range mem {
+				m.SetStalled(false)
+			}
+			var held atomic.Int32
+			all := make(chan struct{})
+			for i := range 600 {
+				wg.Go(func() {
+					errs[i] = c.Do(t.Context(), fmt.Sprint("after", i), func(ctx context.Context) error {
+						if held.Add(1) == 600 {
+							close(all)
+						}
+						<-all
+						return nil
+					})
+				})
+			}
+			wg.Wait()
+			for i, err := range errs {
+				require.NoError(t, err, "round %d, Do %d after", round, i)
+			}
+			time.Sleep(time.Second) // the background releases
+		}
 	})
 }
