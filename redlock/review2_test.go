@@ -162,9 +162,10 @@ func TestCloseWhileDoQueued(t *testing.T) {
 	}
 }
 
-// Do's queued for a slot whose context ends at the very instant the slots
-// are given back (synctest's clock: the AfterFunc that cuts a Do from the
-// queue and the leave that admits it race): each one returns the context's
+// Do's and TryLocks queued for a slot whose context ends at the very instant
+// the slots are given back (synctest's clock: the AfterFunc or the select
+// that cuts a wait in the queue and the leave that admits it race): each
+// returns the context's
 // error, once, and no slot is lost or given twice: afterwards every slot is
 // free, and more Do's than slots all get their lock.
 func TestDoQueuedContextEndsAsAdmitted(t *testing.T) {
@@ -186,6 +187,10 @@ func TestDoQueuedContextEndsAsAdmitted(t *testing.T) {
 			errs := make([]error, 600)
 			for i := range errs {
 				wg.Go(func() {
+					if i%2 == 0 { // a TryLock waits in the same queue
+						_, errs[i] = c.TryLock(ctx, fmt.Sprint("cut", i))
+						return
+					}
 					errs[i] = c.Do(ctx, fmt.Sprint("cut", i), func(context.Context) error { return nil })
 				})
 			}
