@@ -224,3 +224,58 @@ func TestDoQueuedContextEndsAsAdmitted(t *testing.T) {
 		}
 	})
 }
+
+// lockDones records the ends of the Locks (Do's included).
+type lockDones struct {
+	redlock.NopObserver
+	mu   sync.Mutex
+	done []redlock.LockDone
+}
+
+func (o *lockDones) Lock(ctx context.Context, _ redlock.LockStart) (context.Context, func(redlock.LockDone)) {
+	return ctx, func(d redlock.LockDone) {
+		o.mu.Lock()
+		o.done = append(o.done, d)
+		o.mu.Unlock()
+	}
+}
+
+// Do's attempts follow Lock's rules, its first one on a worker included:
+// WithMaxAttempts counts it, the Backoff is asked for the same delays, and
+// the error and the attempts reported are Lock's.
+func TestDoAttemptsAsLock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, nodes := memNodes(3)
+		obs := &lockDones{}
+		c := newClient(t, nodes, redlock.WithObserver(obs))
+		held, err := c.TryLock(t.Context(), "k")
+		require.NoError(t, err)
+		synctest.Wait() // its SET on the third node too
+		require.Equal(t, 3, holders(mem, "k"))
+		run := func(call func(opts ...redlock.Option) error) (error, []int) {
+			var asked []int
+			b := redlock.WithBackoff(func(n int) time.Duration {
+				asked = append(asked, n)
+				return 10 * time.Millisecond
+			})
+			return call(b, redlock.WithMaxAttempts(4)), asked
+		}
+		lerr, lasked := run(func(opts ...redlock.Option) error {
+			_, err := c.Lock(t.Context(), "k", opts...)
+			return err
+		})
+		ran := false
+		derr, dasked := run(func(opts ...redlock.Option) error {
+			return c.Do(t.Context(), "k", func(context.Context) error { ran = true; return nil }, opts...)
+		})
+		require.False(t, ran)
+		require.ErrorIs(t, derr, redlock.ErrNotObtained)
+		require.ErrorContains(t, derr, "gave up after 4 attempts")
+		require.Equal(t, lerr.Error(), derr.Error())
+		require.Equal(t, lasked, dasked, "the Backoff's delays asked")
+		require.Len(t, obs.done, 2)
+		require.Equal(t, 4, obs.done[0].Attempts)
+		require.Equal(t, 4, obs.done[1].Attempts, "Do's Lock")
+		require.NoError(t, held.Unlock(t.Context()))
+	})
+}
