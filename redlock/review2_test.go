@@ -108,7 +108,8 @@ func TestDoObserverPanicReachesCaller(t *testing.T) {
 }
 
 // Close while Do's wait in the queue for a slot (every slot held by attempts
-// on stalled nodes) and while others wait for a busy key: each returns
+// on stalled nodes, Do's first attempts on workers among them) and while
+// others wait for a busy key: each returns
 // ErrClosed once the attempts in flight give their slots back, fn never
 // runs, and no goroutine is left.
 func TestCloseWhileDoQueued(t *testing.T) {
@@ -124,12 +125,24 @@ func TestCloseWhileDoQueued(t *testing.T) {
 		m.SetStalled(true)
 		defer m.SetStalled(false)
 	}
-	var wg sync.WaitGroup
-	for i := range 512 {
-		wg.Go(func() { _, _ = c.TryLock(t.Context(), fmt.Sprint("hold", i)) })
+	var (
+		wg    sync.WaitGroup
+		ran   atomic.Int32
+		herrs = make([]error, 512)
+	)
+	for i := range herrs {
+		if i%2 == 0 {
+			wg.Go(func() { _, _ = c.TryLock(t.Context(), fmt.Sprint("hold", i)) })
+			continue
+		}
+		wg.Go(func() { // its first attempt, on a worker, holds a slot
+			herrs[i] = c.Do(t.Context(), fmt.Sprint("hold", i), func(context.Context) error {
+				ran.Add(1)
+				return nil
+			})
+		})
 	}
 	time.Sleep(nodeTimeout / 4) // they hold the slots
-	var ran atomic.Int32
 	errs := make([]error, 300)
 	for i := range errs {
 		key := fmt.Sprint("queued", i)
@@ -159,6 +172,9 @@ func TestCloseWhileDoQueued(t *testing.T) {
 	require.Zero(t, ran.Load(), "no fn ran")
 	for i, err := range errs {
 		require.ErrorIs(t, err, redlock.ErrClosed, "Do %d", i)
+	}
+	for i := 1; i < len(herrs); i += 2 {
+		require.ErrorIs(t, herrs[i], redlock.ErrClosed, "Do %d, whose first attempt ran at Close", i)
 	}
 }
 
