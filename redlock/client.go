@@ -54,8 +54,9 @@ type Client struct {
 	// waiting for, never waits behind them.
 	slots    chan struct{}
 	releases chan struct{}
-	// admitMu guards admitQ, Do's first attempts that wait for a slot (see
-	// admitDo): a slot given back goes to the first of them.
+	// admitMu guards admitQ, the attempts that wait for a slot, in the
+	// order they came (see admitDo and admit): a slot given back goes to
+	// the first of them.
 	admitMu sync.Mutex
 	admitQ  []*doCall
 
@@ -271,13 +272,10 @@ type outcome struct {
 	r         *round // the SET round, for the observers; nil when none was sent
 }
 
-// tryLock makes one attempt. admitted says that the caller took one of the
-// Client's slots for it (see doCall.lock), which tryLock gives back; otherwise it
-// waits for one itself.
+// tryLock makes one attempt. admitted says that the caller holds one of the
+// Client's slots for it, which it gives back itself (see doCall.first);
+// otherwise tryLock waits for one, and gives it back.
 func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitted bool) (*Lock, outcome, error) {
-	if admitted {
-		defer c.leave()
-	}
 	if ctx == nil { // Do's, which TryLock and Lock check before their observers
 		return nil, outcome{}, errNilContext
 	}
@@ -290,10 +288,8 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 	if !admitted {
 		// Before the key is marked as being acquired: thousands of
 		// attempts waiting here mark nothing (a map never shrinks).
-		select {
-		case c.slots <- struct{}{}:
-		case <-ctx.Done():
-			return nil, outcome{cut: true}, errors.Join(ErrNotObtained, ctx.Err())
+		if err := c.admit(ctx); err != nil {
+			return nil, outcome{cut: true}, errors.Join(ErrNotObtained, err)
 		}
 		defer c.leave()
 	}
@@ -355,8 +351,52 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 // errNilContext is the error of the calls given a nil context.Context.
 var errNilContext = errors.New("redlock: nil context.Context (use context.Background() when there is none)")
 
-// leave gives back the slot that an attempt took: to the first of Do's
-// attempts that wait for one, if any, which it starts on a worker.
+// admit waits for one of the Client's slots for an attempt made on the
+// caller's goroutine (TryLock's, Lock's, and Do's after its first), or
+// until ctx ends. The attempts without a free slot wait in the same queue
+// as Do's first attempts (admitQ), in the order they came: a slot given
+// back goes to the first of them, so that a stream of Do's never keeps the
+// others waiting.
+func (c *Client) admit(ctx context.Context) error {
+	// A slot is free only while the queue is empty (leave hands a slot
+	// to the first in the queue instead of freeing it).
+	select {
+	case c.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	default:
+	}
+	c.admitMu.Lock()
+	if len(c.admitQ) == 0 {
+		select {
+		case c.slots <- struct{}{}: // given back meanwhile
+			c.admitMu.Unlock()
+			return nil
+		default:
+		}
+	}
+	w := &doCall{c: c, done: make(chan struct{}), state: doQueued, self: true}
+	c.admitQ = append(c.admitQ, w)
+	c.admitMu.Unlock()
+	select {
+	case <-w.done:
+		return nil
+	case <-ctx.Done():
+	}
+	c.admitMu.Lock()
+	admitted := w.state == doAdmitted
+	w.state = doCut // leave skips it
+	c.admitMu.Unlock()
+	if admitted { // as ctx ended: the slot goes to the next
+		c.leave()
+	}
+	return ctx.Err()
+}
+
+// leave gives back the slot that an attempt took: to the first of the
+// attempts that wait for one, if any. It starts a Do's first attempt on a
+// worker, and wakes an attempt that waits on its own goroutine (admit).
 func (c *Client) leave() {
 	c.admitMu.Lock()
 	for len(c.admitQ) > 0 {
@@ -367,6 +407,11 @@ func (c *Client) leave() {
 			continue // its context ended: it left the queue
 		}
 		d.state = doAdmitted
+		if d.self {
+			c.admitMu.Unlock()
+			close(d.done)
+			return
+		}
 		stop := d.stop
 		c.admitMu.Unlock()
 		if stop != nil {

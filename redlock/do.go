@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"runtime"
 	"time"
 )
 
@@ -84,6 +85,7 @@ type doCall struct {
 
 	state int         // doNew, doQueued, ...; guarded by Client.admitMu
 	stop  func() bool // stops the context's AfterFunc while queued (see watch); guarded by Client.admitMu
+	self  bool        // not a Do: an attempt that waits for a slot on its own goroutine (see Client.admit)
 
 	// Set by first, read once done is closed:
 	lctx  context.Context // the attempts' (the observers' for Lock)
@@ -94,6 +96,8 @@ type doCall struct {
 	err   error
 	done  chan struct{}
 	obs   *doObs // the observers' Do; nil without observers
+	ran   bool   // first returned: no observer panicked nor called runtime.Goexit in it
+	pv    any    // what an observer panicked with in first; nil for runtime.Goexit
 }
 
 // The states of a doCall's admission.
@@ -164,6 +168,9 @@ func (d *doCall) lock() (*kept, error) {
 	}
 	if d.c.admitDo(d) {
 		<-d.done
+		if d.state == doAdmitted && !d.ran {
+			d.rethrow()
+		}
 	}
 	if d.state != doAdmitted || d.wait {
 		d.here()
@@ -173,6 +180,18 @@ func (d *doCall) lock() (*kept, error) {
 		return nil, d.err
 	}
 	return d.e, nil
+}
+
+// rethrow goes on, on Do's goroutine, with the panic or runtime.Goexit of an
+// observer in d's first attempt (see first), so that the caller of Do can
+// recover it, as when the attempt ran on its goroutine.
+//
+//go:noinline
+func (d *doCall) rethrow() {
+	if d.pv != nil {
+		panic(d.pv)
+	}
+	runtime.Goexit()
 }
 
 // failed reports to the observers the end of a Do that did not obtain the
@@ -277,10 +296,11 @@ func (d *doCall) watch() {
 }
 
 // first makes the first attempt of d's Lock, on a worker, with the slot that
-// d was given, and closes d.done. It reports the Lock to the observers
-// unless the attempt failed and Lock would try again.
+// d was given, which it gives back, and closes d.done. It reports the Lock to
+// the observers unless the attempt failed and Lock would try again.
 func (d *doCall) first() {
 	c := d.c
+	defer d.firstEnded()
 	d.lctx = d.ctx
 	if c.obs != nil {
 		d.start = time.Now()
@@ -294,6 +314,18 @@ func (d *doCall) first() {
 		d.e, d.err = d.hold(l, err)
 	} else {
 		d.wait, d.err = true, err
+	}
+	d.ran = true
+}
+
+// firstEnded ends first: it gives d's slot back and closes d.done, also when
+// an observer panicked or called runtime.Goexit in the attempt, which Do's
+// goroutine then goes on with (see rethrow), rather than the worker, where
+// nobody could recover it.
+func (d *doCall) firstEnded() {
+	d.c.leave()
+	if !d.ran {
+		d.pv = recover()
 	}
 	close(d.done)
 }

@@ -29,7 +29,8 @@ import (
 // first call that noticed (Done, Extend, TTL, Unlock), and, within a Do, the
 // start of its Lock and its first attempt, which come from the Client's
 // goroutine that makes that attempt (see Client.Do), as do their ends when
-// the first attempt decided the Lock.
+// the first attempt decided the Lock; a panic there goes on from Do's
+// goroutine, as from the others.
 // Methods may be called concurrently and must not block: the lock's
 // validity runs meanwhile.
 //
