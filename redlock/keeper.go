@@ -53,6 +53,7 @@ type kept struct {
 	index    int       // in the heap; -1 when out of it
 	inflight bool      // an extension is in flight, or none can raise the validity before it ends: due is the validity's end
 	stopped  bool      // Do is done with it
+	removed  bool      // Do removed it (see remove): an extension in flight is moot
 
 	finished bool // Do finished with the lock (only Do's goroutine uses it)
 }
@@ -118,11 +119,16 @@ func (k *keeper) dueBy(e *kept, want, now time.Time) time.Time {
 func (k *keeper) remove(e *kept) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	e.stopped = true
+	e.stopped, e.removed = true, true
 	if e.index >= 0 {
 		heap.Remove(&k.heap, e.index)
 	}
 }
+
+// errExtendMoot is the error of an extension of Do that was in flight when
+// Do was done with the lock: whatever the nodes answered, the lock is being
+// released (an extension that finds it released is no loss).
+var errExtendMoot = fmt.Errorf("redlock: Do released the lock while its extension was in flight: %w", context.Canceled)
 
 // scheduleLocked puts e, which is out of the heap, in it at due and arms the
 // timer if e is now the earliest. Once the keeper is stopped (Close), it
@@ -366,6 +372,13 @@ func (k *keeper) extend(group []*kept) {
 // the observers (end, when not nil), and schedules what comes next for it.
 func (k *keeper) finish(e *kept, r *round, ok bool, start time.Time, octx context.Context, end func(ExtendDone), began time.Time) {
 	err := e.l.finishExtend(octx, r, ok, start, e.ttl)
+	if err != nil {
+		k.mu.Lock()
+		if e.removed {
+			err = errExtendMoot
+		}
+		k.mu.Unlock()
+	}
 	if k.c.obs != nil {
 		lost := e.l.reportEnd(octx) == EndLostExtend
 		if end != nil {

@@ -159,6 +159,18 @@ func TestObserverDoEvents(t *testing.T) {
 		require.GreaterOrEqual(t, len(log), 8, "%s: %v", r.id, log)
 		assert.Equal(t, []string{"start /do", "start /do/lock", "start /do/lock/attempt", "end /do/lock/attempt", "end /do/lock"}, log[:5],
 			"%s: Lock is a child of Do, and its attempt a child of Lock", r.id)
+		// An extension in flight when fn returned may end after Unlock
+		// began (Do does not wait for it: its outcome is moot).
+		tail, late := []string{}, 0
+		for _, e := range log[len(log)-5:] {
+			if e == "end /do/extend" && len(tail) > 0 {
+				late++
+				continue
+			}
+			tail = append(tail, e)
+		}
+		require.LessOrEqual(t, late, 1, "%s: %v", r.id, log)
+		log = append(log[:len(log)-5:len(log)-5], tail...)
 		assert.Equal(t, []string{"start /do/unlock", "lockend /do/unlock unlocked", "end /do/unlock", "end /do"}, log[len(log)-4:], r.id)
 		extends := 0
 		for _, e := range log[5 : len(log)-4] {
