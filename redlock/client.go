@@ -474,7 +474,7 @@ func (c *Client) abandon(ctx context.Context, r *round, key, value string, ttl t
 	if late := r.pendingCount(); late > 0 {
 		c.background(func() {
 			for range late {
-				rep := <-r.replies
+				rep := r.take(<-r.replies)
 				need := 1
 				if rep.err != nil {
 					need = 2

@@ -469,7 +469,8 @@ func (l *Lock) dropSettledAcq() {
 	}
 	for acq.pendingCount() > 0 {
 		select {
-		case rep := <-acq.replies:
+		case v := <-acq.replies:
+			rep := acq.take(v)
 			acq.record(rep)
 			continue
 		default:

@@ -355,10 +355,23 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 	}
 	// A release that waits in a node's queue past the key's expiry is moot.
 	r := l.c.startUntil(bg, OpRelease, l.name, deadline.Add(l.c.nodeTimeout), func(ctx context.Context, i int, _ driver.Node) (bool, error) {
-		if late && acq.state[i] == pending {
-			// Released once its SET has answered; until then its state
-			// is unknown, as a failed node's is, not a refusal.
-			return false, errSetUnanswered
+		if late != nil && acq.state[i] == pending {
+			// Released once its SET has answered: sent before that,
+			// the release could be applied before the SET.
+			rep, answered := late.await(ctx, i)
+			switch {
+			case !answered:
+				// Left to followLateSets; its state is unknown, as a
+				// failed node's is, not a refusal.
+				return false, errSetUnanswered
+			case rep.err != nil:
+				// Its SET's outcome is unknown and it may still wait in
+				// the node's socket: repeated (see settle).
+				l.c.settle(bg, i, l.key, l.value, 2, late.deadlineNow(), nil)
+				return false, errSetUnanswered
+			case !rep.ok:
+				return false, nil // refused: the node never held it
+			}
 		}
 		ok, err := l.c.release(ctx, i, l.key, l.value, channel)
 		if err != nil {
@@ -380,20 +393,23 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 // not answered when the lock was granted.
 var errSetUnanswered = errors.New("its SET had not answered when the lock was granted: released once it answers")
 
-// followLateSets handles the SETs of the acquisition that had not answered
-// when TryLock returned. Released now, such a node could apply the SET after
-// the release and keep the key for a whole TTL, so it is released once its
-// SET answers, in the background, and again until it answers (see settle),
-// until the later of deadline and a TTL after the SET's reply. It returns
-// whether any node is left to that: those still pending in acq, whose state
-// no longer changes.
-func (l *Lock) followLateSets(bg context.Context, acq *round, deadline time.Time) bool {
+// followLateSets follows the SETs of the acquisition that had not answered
+// when TryLock returned: those still pending in acq, whose state no longer
+// changes. Released before its SET answers, such a node could apply the SET
+// after the release and keep the key for a whole TTL. So Unlock's call for
+// that node waits for its SET's reply (await) and releases it then, within
+// its own bound; a reply that comes after that call gave up is followed in
+// the background: released, and again until the node answers (see settle),
+// until the later of deadline and a TTL after the reply. It returns nil
+// when no SET is pending.
+func (l *Lock) followLateSets(bg context.Context, acq *round, deadline time.Time) *lateSets {
 	if acq == nil {
-		return false
+		return nil
 	}
 	for acq.pendingCount() > 0 {
 		select {
-		case rep := <-acq.replies:
+		case v := <-acq.replies:
+			rep := acq.take(v)
 			acq.record(rep)
 			continue
 		default:
@@ -402,16 +418,27 @@ func (l *Lock) followLateSets(bg context.Context, acq *round, deadline time.Time
 	}
 	n := acq.pendingCount()
 	if n == 0 {
-		return false
+		return nil
 	}
 	c := l.c
+	ls := &lateSets{c: c, deadline: deadline}
+	if len(acq.state) <= len(ls.wakeBuf) {
+		ls.wake, ls.got, ls.state = ls.wakeBuf[:len(acq.state)], ls.gotBuf[:len(acq.state)], ls.stateBuf[:len(acq.state)]
+	} else {
+		ls.wake, ls.got, ls.state = make([]chan struct{}, len(acq.state)), make([]reply, len(acq.state)), make([]uint8, len(acq.state))
+	}
+	for i, st := range acq.state {
+		if st == pending {
+			ls.wake[i] = make(chan struct{})
+		}
+	}
 	c.background(func() {
 		for range n {
-			rep := <-acq.replies
-			deadline := deadline
-			if d := c.now().Add(c.ttl); d.After(deadline) {
-				deadline = d
+			rep := acq.take(<-acq.replies)
+			if ls.hand(rep) {
+				continue // Unlock's call for the node releases it
 			}
+			deadline := ls.deadlineNow()
 			switch {
 			case rep.err != nil:
 				// Queued for the node's cleaner (settle without a first
@@ -428,5 +455,66 @@ func (l *Lock) followLateSets(bg context.Context, acq *round, deadline time.Time
 			}
 		}
 	})
+	return ls
+}
+
+// lateSets hands the replies of an acquisition's late SETs to Unlock's calls
+// for their nodes (see followLateSets).
+type lateSets struct {
+	c        *Client
+	deadline time.Time // the key's expiry when Unlock began
+	mu       sync.Mutex
+	wake     []chan struct{} // by node: closed when got holds its reply; nil for a node that had answered
+	got      []reply
+	state    []uint8 // by node: lateOpen, lateArrived or lateAbandoned
+	wakeBuf  [8]chan struct{}
+	gotBuf   [8]reply
+	stateBuf [8]uint8
+}
+
+// The states of a late SET in lateSets.
+const (
+	lateOpen      = iota // no reply yet, and Unlock's call waits for it (or will)
+	lateArrived          // its reply is in got, for Unlock's call
+	lateAbandoned        // Unlock's call gave up: the reply is followed in the background
+)
+
+// hand gives rep to Unlock's call for its node, unless that call gave up; it
+// reports whether it did.
+func (ls *lateSets) hand(rep reply) bool {
+	ls.mu.Lock()
+	if ls.state[rep.node] != lateOpen {
+		ls.mu.Unlock()
+		return false
+	}
+	ls.got[rep.node], ls.state[rep.node] = rep, lateArrived
+	ls.mu.Unlock()
+	close(ls.wake[rep.node])
 	return true
+}
+
+// await waits for the reply of node i's SET until ctx ends; it reports
+// whether it got it. Once it returns false, the reply goes to the
+// background (see followLateSets).
+func (ls *lateSets) await(ctx context.Context, i int) (reply, bool) {
+	select {
+	case <-ls.wake[i]:
+	case <-ctx.Done():
+	}
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	if ls.state[i] == lateArrived {
+		return ls.got[i], true
+	}
+	ls.state[i] = lateAbandoned
+	return reply{}, false
+}
+
+// deadlineNow is how long the releases of a late SET are repeated: until
+// the later of the key's expiry when Unlock began and a TTL from now.
+func (ls *lateSets) deadlineNow() time.Time {
+	if d := ls.c.now().Add(ls.c.ttl); d.After(ls.deadline) {
+		return d
+	}
+	return ls.deadline
 }

@@ -63,14 +63,20 @@ func (r *round) keyName() string {
 // node timeout. The caller collects replies only until the outcome is decided;
 // calls still running finish in the background, bounded by the node timeout.
 type round struct {
-	c        *Client
-	replies  chan reply // buffered for every node, so no sender ever blocks
-	state    []uint8    // by node; a slice of stateBuf when the nodes fit
-	stateBuf [8]uint8
-	yes      int // nodes that answered true
-	no       int // nodes that answered false or failed
-	refused  int // nodes that answered false
-	failed   int // nodes that answered with an error
+	c *Client
+	// replies carries node<<1 | 1 if it said true, buffered for every node,
+	// so no sender ever blocks; the node's error is in callErr, written
+	// before the send (see take). Without pointers, the channel and its
+	// buffer are one allocation.
+	replies    chan int32
+	callErr    []error // by node; a slice of callErrBuf when the nodes fit
+	callErrBuf [8]error
+	state      []uint8 // by node; a slice of stateBuf when the nodes fit
+	stateBuf   [8]uint8
+	yes        int // nodes that answered true
+	no         int // nodes that answered false or failed
+	refused    int // nodes that answered false
+	failed     int // nodes that answered with an error
 	// permanent counts the nodes that answered an error retrying cannot fix
 	// (driver.PermanentCode); code is the first such error's code.
 	permanent int
@@ -102,7 +108,12 @@ func (r *round) call(i int) {
 	if ro := r.ro; ro != nil {
 		r.c.observeNode(ctx, i, ro.op, ro.name, ro.began, ok, err)
 	}
-	r.replies <- reply{node: i, ok: ok && err == nil, err: err}
+	v := int32(i) << 1
+	if ok && err == nil {
+		v |= 1
+	}
+	r.callErr[i] = err
+	r.replies <- v
 	if r.running.Add(-1) == 0 {
 		if r.cancel != nil {
 			r.cancel()
@@ -122,11 +133,13 @@ func (r *round) call(i int) {
 
 // newRound returns a round over every node that has sent nothing yet.
 func (c *Client) newRound(ctx context.Context) *round {
-	r := &round{c: c, replies: make(chan reply, len(c.nodes)), caller: ctx}
+	r := &round{c: c, replies: make(chan int32, len(c.nodes)), caller: ctx}
 	if len(c.nodes) <= len(r.stateBuf) {
 		r.state = r.stateBuf[:len(c.nodes)]
+		r.callErr = r.callErrBuf[:len(c.nodes)]
 	} else {
 		r.state = make([]uint8, len(c.nodes))
+		r.callErr = make([]error, len(c.nodes))
 	}
 	return r
 }
@@ -191,14 +204,20 @@ func (c *Client) startRound(ctx context.Context, opName, name string, bound time
 	return r
 }
 
+// take returns the reply that v, received from r.replies, stands for.
+func (r *round) take(v int32) reply {
+	i := int(v >> 1)
+	return reply{node: i, ok: v&1 == 1, err: r.callErr[i]}
+}
+
 // wait collects replies until a quorum said true (it returns true), a quorum
 // became impossible, or ctx ended (it returns false).
 func (r *round) wait(ctx context.Context) bool {
 	n, q := len(r.state), r.c.quorum
 	for r.yes < q && r.no <= n-q {
 		select {
-		case rep := <-r.replies:
-			r.record(rep)
+		case v := <-r.replies:
+			r.record(r.take(v))
 		case <-ctx.Done():
 			return false
 		}

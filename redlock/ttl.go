@@ -74,7 +74,8 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 collect:
 	for r.pendingCount() > 0 {
 		select {
-		case rep := <-r.replies:
+		case v := <-r.replies:
+			rep := r.take(v)
 			r.record(rep)
 		case <-ctx.Done():
 			break collect

@@ -1,0 +1,78 @@
+package redlock_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/drivers/memory"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// lateReplySet is an in-process node whose SETs answer after a delay, and which
+// records how it was released: "notify" for ReleaseNotify (a release that
+// publishes, as Unlock's round sends), "plain" for EvalRelease (a repeated
+// release in the background).
+type lateReplySet struct {
+	*memory.Node
+	delay time.Duration
+	mu    *sync.Mutex
+	got   *[]string
+}
+
+func (n lateReplySet) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	time.Sleep(n.delay)
+	return n.Node.SetNX(ctx, key, value, ttl)
+}
+
+func (n lateReplySet) EvalRelease(ctx context.Context, key, value string) (bool, error) {
+	n.mu.Lock()
+	*n.got = append(*n.got, "plain")
+	n.mu.Unlock()
+	return n.Node.EvalRelease(ctx, key, value)
+}
+
+func (n lateReplySet) ReleaseNotify(ctx context.Context, key, value string) (bool, error) {
+	n.mu.Lock()
+	*n.got = append(*n.got, "notify")
+	n.mu.Unlock()
+	return n.Node.ReleaseNotify(ctx, key, value)
+}
+
+// A SET that had not answered when the lock was granted is released by
+// Unlock's own call for its node once it answers within the node timeout:
+// one release, which publishes (waiters there are woken), and the key is
+// gone from every node.
+func TestUnlockReleasesLateSetsInItsRound(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, _ := memNodes(5)
+		nodes := make([]driver.Node, len(mem))
+		var mu sync.Mutex
+		got := make([][]string, len(mem))
+		for i, m := range mem {
+			delay := time.Duration(0)
+			if i >= 3 {
+				delay = 20 * time.Millisecond // granted after the quorum
+			}
+			nodes[i] = lateReplySet{Node: m, delay: delay, mu: &mu, got: &got[i]}
+		}
+		c := newClient(t, nodes, redlock.WithNodeTimeout(200*time.Millisecond))
+		l, err := c.TryLock(t.Context(), "k")
+		require.NoError(t, err)
+		require.NoError(t, l.Unlock(t.Context()))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		assert.Zero(t, holders(mem, "k"))
+		mu.Lock()
+		defer mu.Unlock()
+		for i := range got {
+			assert.Equal(t, []string{"notify"}, got[i], "node %d", i)
+		}
+	})
+}
