@@ -83,42 +83,13 @@ type Batcher[C, R any] struct {
 	maxBatch int
 
 	mu       sync.Mutex
-	urgent   fifo[C, R] // sent first
-	normal   fifo[C, R]
+	urgent   fifo[Call[C, R]] // sent first
+	normal   fifo[Call[C, R]]
 	depth    int       // queued calls not yet taken nor abandoned
 	active   int       // senders running: callers sending alone and draining goroutines
 	answered time.Time // when the server last answered a send
 
 	calls sync.Pool // of *Call[C, R]
-}
-
-// fifo is a queue of calls. Abandoned calls stay in it until a sender pops
-// them, so that abandoning costs no search.
-type fifo[C, R any] struct {
-	calls []*Call[C, R]
-	head  int
-}
-
-func (q *fifo[C, R]) len() int { return len(q.calls) - q.head }
-
-func (q *fifo[C, R]) push(c *Call[C, R]) {
-	if q.head > 0 && q.head >= len(q.calls)/2 {
-		n := copy(q.calls, q.calls[q.head:])
-		clear(q.calls[n:])
-		q.calls = q.calls[:n]
-		q.head = 0
-	}
-	q.calls = append(q.calls, c)
-}
-
-func (q *fifo[C, R]) pop() *Call[C, R] {
-	c := q.calls[q.head]
-	q.calls[q.head] = nil
-	q.head++
-	if q.head == len(q.calls) {
-		q.calls, q.head = q.calls[:0], 0
-	}
-	return c
 }
 
 // New returns a Batcher that sends through exec, with at most senders
@@ -153,20 +124,7 @@ func (b *Batcher[C, R]) Pending() driver.Pending {
 	if b.depth == 0 {
 		return p
 	}
-	var oldest time.Time
-	for _, q := range []*fifo[C, R]{&b.urgent, &b.normal} {
-		for i := q.head; i < len(q.calls); i++ {
-			if c := q.calls[i]; c.state.Load() == queued {
-				if oldest.IsZero() || c.queued.Before(oldest) {
-					oldest = c.queued
-				}
-				break
-			}
-		}
-	}
-	if !oldest.IsZero() {
-		p.Oldest = time.Since(oldest)
-	}
+	p.Oldest = oldestQueued(func(c *Call[C, R]) (time.Time, bool) { return c.queued, c.state.Load() == queued }, &b.urgent, &b.normal)
 	return p
 }
 
@@ -296,7 +254,7 @@ func (b *Batcher[C, R]) sentLocked(timeout time.Duration) {
 
 // failQueuedLocked fails the queued calls. b.mu is held.
 func (b *Batcher[C, R]) failQueuedLocked() {
-	for _, q := range []*fifo[C, R]{&b.urgent, &b.normal} {
+	for _, q := range []*fifo[Call[C, R]]{&b.urgent, &b.normal} {
 		for q.len() > 0 {
 			c := q.pop()
 			if !c.state.CompareAndSwap(queued, taken) {

@@ -28,8 +28,8 @@ type Gate struct {
 
 	mu       sync.Mutex
 	inFlight int // entered and not exited
-	urgent   waitQueue
-	normal   waitQueue
+	urgent   fifo[waiter]
+	normal   fifo[waiter]
 	depth    int       // waiters queued, neither admitted nor abandoned
 	answered time.Time // when a command last exited without a network timeout
 
@@ -41,35 +41,6 @@ type waiter struct {
 	ready  chan error // receives nil when admitted, or the error that fails it
 	queued time.Time
 	state  atomic.Int32 // queued, taken (admitted or failed) or abandoned
-}
-
-// waitQueue is a FIFO of waiters. Abandoned waiters stay in it until popped,
-// so that abandoning costs no search.
-type waitQueue struct {
-	ws   []*waiter
-	head int
-}
-
-func (q *waitQueue) len() int { return len(q.ws) - q.head }
-
-func (q *waitQueue) push(w *waiter) {
-	if q.head > 0 && q.head >= len(q.ws)/2 {
-		n := copy(q.ws, q.ws[q.head:])
-		clear(q.ws[n:])
-		q.ws = q.ws[:n]
-		q.head = 0
-	}
-	q.ws = append(q.ws, w)
-}
-
-func (q *waitQueue) pop() *waiter {
-	w := q.ws[q.head]
-	q.ws[q.head] = nil
-	q.head++
-	if q.head == len(q.ws) {
-		q.ws, q.head = q.ws[:0], 0
-	}
-	return w
 }
 
 // NewGate returns a Gate that lets at most limit commands in flight at once
@@ -153,7 +124,7 @@ func (g *Gate) pass() {
 // passLocked hands a place in flight to the first waiter, urgent ones first,
 // or frees it when none waits. g.mu is held.
 func (g *Gate) passLocked() {
-	for _, q := range []*waitQueue{&g.urgent, &g.normal} {
+	for _, q := range []*fifo[waiter]{&g.urgent, &g.normal} {
 		for q.len() > 0 {
 			w := q.pop()
 			if !w.state.CompareAndSwap(queued, taken) {
@@ -169,7 +140,7 @@ func (g *Gate) passLocked() {
 
 // failQueuedLocked fails every waiter. g.mu is held.
 func (g *Gate) failQueuedLocked() {
-	for _, q := range []*waitQueue{&g.urgent, &g.normal} {
+	for _, q := range []*fifo[waiter]{&g.urgent, &g.normal} {
 		for q.len() > 0 {
 			w := q.pop()
 			if w.state.CompareAndSwap(queued, taken) {
@@ -189,19 +160,6 @@ func (g *Gate) Pending() driver.Pending {
 	if g.depth == 0 {
 		return p
 	}
-	var oldest time.Time
-	for _, q := range []*waitQueue{&g.urgent, &g.normal} {
-		for i := q.head; i < len(q.ws); i++ {
-			if w := q.ws[i]; w.state.Load() == queued {
-				if oldest.IsZero() || w.queued.Before(oldest) {
-					oldest = w.queued
-				}
-				break
-			}
-		}
-	}
-	if !oldest.IsZero() {
-		p.Oldest = time.Since(oldest)
-	}
+	p.Oldest = oldestQueued(func(w *waiter) (time.Time, bool) { return w.queued, w.state.Load() == queued }, &g.urgent, &g.normal)
 	return p
 }
