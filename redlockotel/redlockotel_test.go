@@ -3,6 +3,7 @@ package redlockotel_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -248,10 +249,32 @@ func TestRefusedAttempt(t *testing.T) {
 	assert.Equal(t, map[string]uint64{"not_obtained": 1, "unavailable": 1}, outcomes)
 }
 
+// acquisitions counts the acquisition calls that returned, by key.
+type acquisitions struct {
+	redlock.NopObserver
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (a *acquisitions) NodeCall(_ context.Context, e redlock.NodeCall) {
+	if e.Operation == redlock.OpAcquire {
+		a.mu.Lock()
+		a.n[e.Key]++
+		a.mu.Unlock()
+	}
+}
+
+func (a *acquisitions) calls(key string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.n[key]
+}
+
 func TestLostLockCounting(t *testing.T) {
 	servers := redistest.NewServers(t, 3)
 	tel := newTelemetry(t)
-	c := open(t, redistest.Addrs(servers), tel.option(), redlock.WithExtendInterval(50*time.Millisecond))
+	acq := &acquisitions{n: map[string]int{}}
+	c := open(t, redistest.Addrs(servers), tel.option(), redlock.WithObserver(acq), redlock.WithExtendInterval(50*time.Millisecond))
 	ctx := t.Context()
 	del := func(key string) {
 		for _, s := range servers {
@@ -269,6 +292,13 @@ func TestLostLockCounting(t *testing.T) {
 
 	l, err := c.TryLock(ctx, "otel-lost-unlock")
 	require.NoError(t, err)
+	// TryLock returns at a quorum, with a node's SET possibly unanswered:
+	// Unlock counts such a node as of unknown state, not as a refusal (a
+	// node that refused and one unknown do not say the lock was lost), so
+	// that the key deleted everywhere would be found lost only when every
+	// SET had answered (it failed 3 runs in 60 under load). Wait for them.
+	require.Eventually(t, func() bool { return acq.calls("otel-lost-unlock") == len(servers) }, 5*time.Second, time.Millisecond,
+		"every node answered the acquisition")
 	del("otel-lost-unlock")
 	require.ErrorIs(t, l.Unlock(ctx), redlock.ErrLockLost)
 
