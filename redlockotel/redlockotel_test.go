@@ -3,6 +3,7 @@ package redlockotel_test
 import (
 	"context"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -114,12 +115,34 @@ func noKey(t *testing.T, ms map[string]metricdata.Aggregation) {
 func TestDoSpanTree(t *testing.T) {
 	servers := redistest.NewServers(t, 3)
 	tel := newTelemetry(t)
+	// A TTL and node timeout that a loaded machine's slow calls do not
+	// exhaust (with a TTL of 1s and its default node timeout of 100ms, Do
+	// lost the lock in 1 run of 30 under load): the spans do not depend on
+	// them.
 	c := open(t, redistest.Addrs(servers), tel.option(), redlock.WithFencing(),
-		redlock.WithTTL(time.Second), redlock.WithExtendInterval(50*time.Millisecond))
+		redlock.WithTTL(5*time.Second), redlock.WithNodeTimeout(time.Second), redlock.WithExtendInterval(50*time.Millisecond))
+	extends := func() int {
+		n := 0
+		for _, s := range tel.spans.Ended() {
+			if s.Name() == "redlock.Extend" {
+				n++
+			}
+		}
+		return n
+	}
 	var heldDuring int64
 	err := c.Do(t.Context(), "otel-do", func(ctx context.Context) error {
 		_, span := tel.tp.Tracer("user").Start(ctx, "work")
 		time.Sleep(200 * time.Millisecond)
+		// Two extensions at least while it runs: 200ms are four intervals,
+		// but a loaded machine ran none in them (1 run in 150).
+		for extends() < 2 {
+			select {
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			case <-time.After(10 * time.Millisecond):
+			}
+		}
 		span.End()
 		for _, p := range sum(t, tel.metrics(t)["redlock.locks.held"]) {
 			heldDuring += p.Value
@@ -143,7 +166,7 @@ func TestDoSpanTree(t *testing.T) {
 	require.Len(t, byName["redlock.TryLock"], 1)
 	try := byName["redlock.TryLock"][0]
 	assert.Equal(t, lock.SpanContext().SpanID(), try.Parent().SpanID(), "the attempt is a child of Lock")
-	require.GreaterOrEqual(t, len(byName["redlock.Extend"]), 2, "Do extended every 50ms for 200ms")
+	require.GreaterOrEqual(t, len(byName["redlock.Extend"]), 2, "Do extended every 50ms while its function ran")
 	failed := 0
 	for _, e := range byName["redlock.Extend"] {
 		assert.Equal(t, do.SpanContext().SpanID(), e.Parent().SpanID(), "Extend is a child of Do")
@@ -248,10 +271,32 @@ func TestRefusedAttempt(t *testing.T) {
 	assert.Equal(t, map[string]uint64{"not_obtained": 1, "unavailable": 1}, outcomes)
 }
 
+// acquisitions counts the acquisition calls that returned, by key.
+type acquisitions struct {
+	redlock.NopObserver
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (a *acquisitions) NodeCall(_ context.Context, e redlock.NodeCall) {
+	if e.Operation == redlock.OpAcquire {
+		a.mu.Lock()
+		a.n[e.Key]++
+		a.mu.Unlock()
+	}
+}
+
+func (a *acquisitions) calls(key string) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.n[key]
+}
+
 func TestLostLockCounting(t *testing.T) {
 	servers := redistest.NewServers(t, 3)
 	tel := newTelemetry(t)
-	c := open(t, redistest.Addrs(servers), tel.option(), redlock.WithExtendInterval(50*time.Millisecond))
+	acq := &acquisitions{n: map[string]int{}}
+	c := open(t, redistest.Addrs(servers), tel.option(), redlock.WithObserver(acq), redlock.WithExtendInterval(50*time.Millisecond))
 	ctx := t.Context()
 	del := func(key string) {
 		for _, s := range servers {
@@ -269,6 +314,13 @@ func TestLostLockCounting(t *testing.T) {
 
 	l, err := c.TryLock(ctx, "otel-lost-unlock")
 	require.NoError(t, err)
+	// TryLock returns at a quorum, with a node's SET possibly unanswered:
+	// Unlock counts such a node as of unknown state, not as a refusal (a
+	// node that refused and one unknown do not say the lock was lost), so
+	// that the key deleted everywhere would be found lost only when every
+	// SET had answered (it failed 3 runs in 60 under load). Wait for them.
+	require.Eventually(t, func() bool { return acq.calls("otel-lost-unlock") == len(servers) }, 5*time.Second, time.Millisecond,
+		"every node answered the acquisition")
 	del("otel-lost-unlock")
 	require.ErrorIs(t, l.Unlock(ctx), redlock.ErrLockLost)
 

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -173,7 +174,9 @@ func driverGoroutines() []string {
 // processes on two shared cores can delay a call by that much (redigo, which
 // has no handshake at all, missed three locks of ten there under a load
 // average of 15): with 20 ms of slack, half the locks must be obtained (before
-// the fix, goredis got none); with 60 ms and more, every one.
+// the fix, goredis got none); with 60 ms and more, every one, a call that
+// failed while the test's process was held up being tried again (see
+// watchStalls).
 func TestDriversSlowLink(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow link: seconds per driver")
@@ -226,9 +229,37 @@ func TestDriversSlowLink(t *testing.T) {
 					}
 				}
 				unlock(first)
-				got := 0
+				// A TryLock that failed while this process itself was held
+				// up for a quarter of the slack or more is tried again (up
+				// to three times): the machine, not the driver, took the
+				// time (one lock in ten missed with 60 ms and with 140 ms
+				// of slack, in 2 runs of 5 under a load average of 6). A
+				// driver that spends a second round trip in a call fails
+				// it whatever the machine does; one that does now and then
+				// fails it without such a delay.
+				nodeTimeout := tc.nodeTimeout
+				if nodeTimeout == 0 {
+					nodeTimeout = redlock.MaxNodeTimeout // TTL/10 of the default TTL, capped
+				}
+				stalls := watchStalls(t)
+				got, retried := 0, 0
 				for i := range locks {
-					l, err := c.TryLock(ctx, fmt.Sprintf("%s/%d", name, i))
+					var (
+						l   *redlock.Lock
+						err error
+					)
+					for try := 0; ; try++ {
+						stalls.reset()
+						// A key of its own: the failed try's SETs may
+						// hold the last one until their release.
+						l, err = c.TryLock(ctx, fmt.Sprintf("%s/%d/%d", name, i, try))
+						held := stalls.worst()
+						if err == nil || try == 3 || held < (nodeTimeout-tc.rtt)/4 {
+							break
+						}
+						t.Logf("lock %d, held up %v: %v", i, held, err)
+						retried++
+					}
 					if err != nil {
 						t.Logf("lock %d: %v", i, err)
 						continue
@@ -236,9 +267,50 @@ func TestDriversSlowLink(t *testing.T) {
 					got++
 					unlock(l)
 				}
-				measured(t, "slow link, %s: first TryLock on a fresh client obtained: %v; then %d of %d TryLocks (failed unlocks: %d)", name, firstOK, got, locks, unlockFailed)
+				measured(t, "slow link, %s: first TryLock on a fresh client obtained: %v; then %d of %d TryLocks (failed unlocks: %d; tried again after this process was held up: %d)", name, firstOK, got, locks, unlockFailed, retried)
 				require.GreaterOrEqual(t, got, locks-tc.misses, "every lock is obtained once the connections are made")
 			})
 		}
 	}
 }
+
+// A stallMeter measures how late a goroutine that sleeps 2 ms at a time
+// wakes: how long this process was held up (other processes on the shared
+// cores, the garbage collector), which no link or driver causes.
+type stallMeter struct{ max atomic.Int64 }
+
+// watchStalls starts a stallMeter, stopped at the end of the test.
+func watchStalls(t *testing.T) *stallMeter {
+	m := &stallMeter{}
+	done := make(chan struct{})
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		const tick = 2 * time.Millisecond
+		for {
+			before := time.Now()
+			select {
+			case <-done:
+				return
+			case <-time.After(tick):
+			}
+			late := int64(time.Since(before) - tick)
+			for {
+				worst := m.max.Load()
+				if late <= worst || m.max.CompareAndSwap(worst, late) {
+					break
+				}
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		close(done)
+		<-stopped
+	})
+	return m
+}
+
+func (m *stallMeter) reset() { m.max.Store(0) }
+
+// worst is the longest delay seen since reset.
+func (m *stallMeter) worst() time.Duration { return time.Duration(m.max.Load()) }
