@@ -223,8 +223,20 @@ func (r *round) wait(ctx context.Context) bool {
 		}
 	}
 	// Replies that came as ctx ended may be its errors, not the nodes'.
-	r.decided = ctx.Err() == nil
+	r.decided = !callerEnded(ctx)
 	return r.yes >= q
+}
+
+// callerEnded reports whether ctx has ended, or its deadline has passed
+// though its timer has not fired yet: a driver whose socket deadline is the
+// context's (redigo) can fail a call at that deadline before ctx.Err says
+// so, and such a failure is the caller's, not the node's.
+func callerEnded(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
 func (r *round) record(rep reply) {
@@ -232,7 +244,7 @@ func (r *round) record(rep reply) {
 	case rep.err != nil:
 		r.state[rep.node] = failed
 		r.no++
-		if r.caller.Err() == nil { // not cut short by the caller
+		if !callerEnded(r.caller) { // not cut short by the caller
 			r.failed++
 		}
 		if code := driver.PermanentCode(rep.err); code != "" {
