@@ -306,8 +306,12 @@ func minTime(a, b time.Time) time.Time {
 // with the per-node causes, the votes (*VoteError) and, when ctx ended, ctx's
 // error joined in; it matches ErrUnavailable too when so many nodes failed
 // that no quorum could answer. A SET of the acquisition that had not answered
-// when TryLock returned is followed too: its node is released once it answers
-// (see TryLock). At most 512 releases of a Client run at once: an Unlock
+// when TryLock returned is followed too: Unlock's call for its node waits for
+// the SET's answer (the SET is bounded as every call of the acquisition is)
+// and then releases it, so that when the other nodes cannot make a quorum
+// without it, Unlock returns once that SET and its release have answered;
+// a SET that answers after Unlock's call gave up is released in the
+// background (see TryLock). At most 512 releases of a Client run at once: an Unlock
 // beyond them first waits, whatever ctx says, for one of them to end (each
 // is bounded by the node timeout), and its own node timeout starts then.
 //
