@@ -276,9 +276,6 @@ type outcome struct {
 // Client's slots for it, which it gives back itself (see doCall.first);
 // otherwise tryLock waits for one, and gives it back.
 func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitted bool) (*Lock, outcome, error) {
-	if ctx == nil { // Do's, which TryLock and Lock check before their observers
-		return nil, outcome{}, errNilContext
-	}
 	if err := c.checkKey(key); err != nil {
 		return nil, outcome{}, err
 	}
