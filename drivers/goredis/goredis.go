@@ -99,6 +99,7 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 		})
 		n := newNode(c, drivernode.Name(a.String()), true)
 		n.owned, n.cluster = true, true
+		n.batch.ShareDeadlines() // no user's hooks need the callers' contexts
 		n.router = newRouter(c)
 		return n, nil
 	}
@@ -126,6 +127,7 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 	c := redis.NewClient(opts)
 	n := newNode(c, drivernode.Name(a.Addr.String()), true)
 	n.owned, n.hub, n.warm = true, pubsub.New(n.dialPubSub), newWarmer(c)
+	n.batch.ShareDeadlines() // no user's hooks need the callers' contexts
 	return n, nil
 }
 
@@ -356,7 +358,7 @@ func send(ctx context.Context, c sender, cmd *rediscmd.Cmd, eval bool) *redis.Cm
 	case eval:
 		args = scriptArgs("EVAL", s.Source(), cmd)
 	default:
-		args = scriptArgs("EVALSHA", s.SHA1(), cmd)
+		args = scriptArgs("EVALSHA", boxedSHA1(s), cmd)
 	}
 	rc := redis.NewCmd(ctx, args...)
 	_ = c.Process(ctx, noRetry{rc}) // the error is rc's
@@ -373,8 +375,30 @@ type noRetry struct{ *redis.Cmd }
 
 func (noRetry) NoRetry() bool { return true }
 
-// scriptArgs returns the arguments of EVAL or EVALSHA for cmd's script.
-func scriptArgs(name, script string, cmd *rediscmd.Cmd) []any {
+// shas are the SHA1s of the drivers' scripts as interface values, boxed once:
+// EVALSHA's first argument, which go-redis takes as an any.
+var shas = func() map[string]any {
+	m := make(map[string]any)
+	for _, s := range []driver.Script{driver.ReleaseScript(), driver.ReleaseNotifyScript(), driver.ExtendScript(),
+		driver.SetNXFenceScript(), driver.RaiseFenceScript(), driver.TTLScript()} {
+		m[s.SHA1()] = s.SHA1()
+	}
+	return m
+}()
+
+// boxedSHA1 returns s's SHA1 as an interface value, without an allocation
+// for the drivers' scripts.
+func boxedSHA1(s driver.Script) any {
+	if v, ok := shas[s.SHA1()]; ok {
+		return v
+	}
+	return s.SHA1()
+}
+
+// scriptArgs returns the arguments of EVAL or EVALSHA for cmd's script. name
+// and script are interface values so that a constant name costs no
+// allocation.
+func scriptArgs(name, script any, cmd *rediscmd.Cmd) []any {
 	keys, argv := cmd.Keys(), cmd.Args()
 	args := make([]any, 0, 3+len(keys)+len(argv))
 	args = append(args, name, script, len(keys))

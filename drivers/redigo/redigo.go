@@ -149,6 +149,9 @@ func newNode(p *redis.Pool, name drivernode.Name, ownsPool bool) *node {
 	} else {
 		n.hub = pubsub.New(n.dialPubSub)
 		n.batch = batch.New(n.exec, batch.Senders, batch.MaxBatch)
+		if ownsPool {
+			n.batch.ShareDeadlines() // its dial needs none of the callers' contexts' values
+		}
 	}
 	return n
 }

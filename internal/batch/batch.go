@@ -90,6 +90,35 @@ type Batcher[C, R any] struct {
 	answered time.Time // when the server last answered a send
 
 	calls sync.Pool // of *Call[C, R]
+
+	share bool      // a lone call's network deadline may be shared (see ShareDeadlines)
+	due   Deadlines // the shared deadlines
+}
+
+// ShareDeadlines lets the calls sent alone share their network deadlines
+// (see Deadlines) rather than each make a context with a timer of its own:
+// a call whose network timeout is within CancelLag (less a DeadlineStep)
+// then runs with a context that carries none of its caller's values and ends
+// at its network deadline, rounded up to a DeadlineStep; it notices its
+// caller's cancellation by that deadline at the latest, as the drivers' calls
+// so bounded do anyway. Only for an Exec that needs no values of the caller's
+// context (a client the driver made, with no user's hooks). Call it before
+// the first Do.
+func (b *Batcher[C, R]) ShareDeadlines() { b.share = true }
+
+// bound returns ctx bounded by the network timeout d from now, and the
+// function that releases it (nil when there is none): ctx itself when it
+// ends first, a shared deadline when the Batcher shares them and d allows
+// (see ShareDeadlines), or else a context of its own.
+func (b *Batcher[C, R]) bound(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	t := time.Now().Add(d)
+	if dl, ok := ctx.Deadline(); ok && !dl.After(t) {
+		return ctx, nil
+	}
+	if b.share && d+DeadlineStep <= CancelLag {
+		return b.due.At(t), nil
+	}
+	return context.WithDeadline(ctx, t)
 }
 
 // New returns a Batcher that sends through exec, with at most senders
@@ -147,7 +176,7 @@ func (b *Batcher[C, R]) Do(ctx context.Context, cmd C) (R, error) {
 		ectx, cancel := ctx, context.CancelFunc(nil)
 		d, hasNet := driver.NetworkTimeout(ctx)
 		if hasNet {
-			ectx, cancel = context.WithTimeout(ctx, d)
+			ectx, cancel = b.bound(ctx, d)
 		}
 		b.exec(ectx, c.self[:])
 		if cancel != nil {
@@ -270,8 +299,11 @@ func (b *Batcher[C, R]) failQueuedLocked() {
 
 // isTimeout reports whether err is a timeout on the network or a deadline.
 func isTimeout(err error) bool {
+	if err == nil {
+		return false // before ne, which escapes: no allocation for an answer
+	}
 	var ne net.Error
-	return err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout())
+	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // drain sends the queued commands, batch after batch, until none is left.

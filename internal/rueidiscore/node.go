@@ -192,7 +192,7 @@ type node[C Client[C, D], D Dedicated, R Result, L any] struct {
 	// gate bounds the calls handed to the client at once (see Pending).
 	gate *batch.Gate
 	// due are the deadlines that calls with a short network timeout share.
-	due deadlines
+	due batch.Deadlines
 	// sending counts the calls in flight on the client, and crowded is
 	// when a call last found others in flight (or the lane taken) plus
 	// laneCooldown (Unix nanoseconds): a call takes the lane only when
@@ -547,8 +547,8 @@ func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.
 	case hasNet && d <= batch.CancelLag:
 		// From now: the wait at the gate is over. A cancellation of ctx
 		// is seen by the deadline, at most batch.CancelLag later (see
-		// deadlines).
-		cctx = n.due.at(time.Now().Add(d))
+		// batch.Deadlines).
+		cctx = n.due.At(time.Now().Add(d))
 	case hasNet:
 		cctx, cancel = context.WithTimeout(ctx, d)
 	}
