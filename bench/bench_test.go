@@ -106,3 +106,11 @@ func BenchmarkRun(b *testing.B) {
 }
 
 func TestBenchmarks(t *testing.T) { bench.CheckBenchmarks(t) }
+
+// BenchmarkLone is the lone-call case: each driver and its client's floor in
+// turn, one caller (bench.Lone).
+func BenchmarkLone(b *testing.B) {
+	for _, f := range bench.Floors() {
+		b.Run(f.Name, func(b *testing.B) { bench.Lone(b, bench.Driver(f.Name), f) })
+	}
+}

@@ -7,15 +7,18 @@
 // take a Contender and run sub-benchmarks named by their parameters:
 //
 //	Lock     lock+unlock, each locker on a key of its own: nodes=1,3,5 × lockers=1,64
+//	Lone     lock+unlock by one caller, a driver and its client's floor in turn: nodes=1,3
 //	Extend   Extend on a held lock: nodes=1,5 × lockers=64
 //	Handoff  one key, held 10ms each time: release → the next waiter holds it;
 //	         4 clients × 1 locker, 2 clients × 1 (one waiter), 8 clients × 4
 //	Stalled  lock+unlock on five nodes of which two are stalled (SIGSTOP)
-//	Far      lock+unlock on five nodes of which two are 40ms away (round trip)
+//	Far      lock+unlock on five nodes of which two are 40ms away (round trip), and
+//	         through the same proxy without delay
 //	Scale    N locks held at once through Do by one client, over three extension periods
 //
 // The floors ([Floors]) do a driver's commands by hand with the bare client:
-// SET NX PX, then the release script by EVALSHA; [DelFloors] release by DEL.
+// SET NX PX, then the drivers' release script (driver.ReleaseNotifyScript, which
+// also publishes the release) by EVALSHA; [DelFloors] release by DEL.
 //
 // The repository's benchmarks put the contender's name above the parameters,
 // so that one case of one driver runs alone (from the bench module's folder):

@@ -23,7 +23,8 @@ var floorValue = strings.Repeat("F", 26)
 // Floors returns the floor of each client: the same commands as a driver's
 // lock+unlock, made by hand with the bare client (NewGoRedis, NewRedigoPool,
 // NewRueidis, NewValkey): SET key value NX PX ttl on every node at once, a goroutine per
-// node, then the release script (driver.ReleaseScript) by EVALSHA on every
+// node, then the release script (driver.ReleaseNotifyScript, which also publishes on
+// driver.ReleaseChannel(key)) by EVALSHA on every
 // node at once; and no lock logic: no random value, no quorum, no validity.
 // Run under the Lock case, a floor is what the client can do; a driver's
 // throughput over its client's floor is what the library costs. Floors
@@ -62,10 +63,13 @@ type floorNode interface {
 	close() error
 }
 
-// The release script of the floors: the drivers' own.
+// The release script of the floors: the drivers' own, which also publishes
+// the release on the key's channel (driver.ReleaseNotifyScript, with
+// driver.ReleaseChannel(key) as ARGV[2]): every Redis driver of this module
+// releases with it, so that waiters in other Clients wake at once.
 var (
-	releaseSource = driver.ReleaseScript().Source()
-	releaseSHA1   = driver.ReleaseScript().SHA1()
+	releaseSource = driver.ReleaseNotifyScript().Source()
+	releaseSHA1   = driver.ReleaseNotifyScript().SHA1()
 )
 
 // isNoScript reports whether err is the server's NOSCRIPT reply.
@@ -172,9 +176,10 @@ func (f goredisFloor) setNX(ctx context.Context, key string) (bool, error) {
 
 func (f goredisFloor) del(ctx context.Context, key string) error { return f.c.Del(ctx, key).Err() }
 func (f goredisFloor) release(ctx context.Context, key string) error {
-	n, err := f.c.EvalSha(ctx, releaseSHA1, []string{key}, floorValue).Int64()
+	ch := driver.ReleaseChannel(key)
+	n, err := f.c.EvalSha(ctx, releaseSHA1, []string{key}, floorValue, ch).Int64()
 	if isNoScript(err) {
-		n, err = f.c.Eval(ctx, releaseSource, []string{key}, floorValue).Int64()
+		n, err = f.c.Eval(ctx, releaseSource, []string{key}, floorValue, ch).Int64()
 	}
 	return checkReleased(n, err)
 }
@@ -203,9 +208,10 @@ func (f redigoFloor) del(ctx context.Context, key string) error {
 }
 
 func (f redigoFloor) release(ctx context.Context, key string) error {
-	n, err := redigo.Int64(f.do(ctx, "EVALSHA", releaseSHA1, 1, key, floorValue))
+	ch := driver.ReleaseChannel(key)
+	n, err := redigo.Int64(f.do(ctx, "EVALSHA", releaseSHA1, 1, key, floorValue, ch))
 	if isNoScript(err) {
-		n, err = redigo.Int64(f.do(ctx, "EVAL", releaseSource, 1, key, floorValue))
+		n, err = redigo.Int64(f.do(ctx, "EVAL", releaseSource, 1, key, floorValue, ch))
 	}
 	return checkReleased(n, err)
 }
@@ -228,9 +234,10 @@ func (f rueidisFloor) del(ctx context.Context, key string) error {
 }
 
 func (f rueidisFloor) release(ctx context.Context, key string) error {
-	n, err := f.c.Do(ctx, f.c.B().Evalsha().Sha1(releaseSHA1).Numkeys(1).Key(key).Arg(floorValue).Build()).AsInt64()
+	ch := driver.ReleaseChannel(key)
+	n, err := f.c.Do(ctx, f.c.B().Evalsha().Sha1(releaseSHA1).Numkeys(1).Key(key).Arg(floorValue, ch).Build()).AsInt64()
 	if isNoScript(err) {
-		n, err = f.c.Do(ctx, f.c.B().Eval().Script(releaseSource).Numkeys(1).Key(key).Arg(floorValue).Build()).AsInt64()
+		n, err = f.c.Do(ctx, f.c.B().Eval().Script(releaseSource).Numkeys(1).Key(key).Arg(floorValue, ch).Build()).AsInt64()
 	}
 	return checkReleased(n, err)
 }
@@ -252,9 +259,10 @@ func (f valkeyFloor) del(ctx context.Context, key string) error {
 }
 
 func (f valkeyFloor) release(ctx context.Context, key string) error {
-	n, err := f.c.Do(ctx, f.c.B().Evalsha().Sha1(releaseSHA1).Numkeys(1).Key(key).Arg(floorValue).Build()).AsInt64()
+	ch := driver.ReleaseChannel(key)
+	n, err := f.c.Do(ctx, f.c.B().Evalsha().Sha1(releaseSHA1).Numkeys(1).Key(key).Arg(floorValue, ch).Build()).AsInt64()
 	if isNoScript(err) {
-		n, err = f.c.Do(ctx, f.c.B().Eval().Script(releaseSource).Numkeys(1).Key(key).Arg(floorValue).Build()).AsInt64()
+		n, err = f.c.Do(ctx, f.c.B().Eval().Script(releaseSource).Numkeys(1).Key(key).Arg(floorValue, ch).Build()).AsInt64()
 	}
 	return checkReleased(n, err)
 }

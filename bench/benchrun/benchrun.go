@@ -34,7 +34,7 @@ import (
 )
 
 // DefaultBench selects the benchmarks of the suite: its cases and the floors.
-const DefaultBench = "^Benchmark(Lock|Floor|FloorDel|Extend|Handoff|Stalled|Far|Scale|Observe)$"
+const DefaultBench = "^Benchmark(Lock|Floor|FloorDel|Lone|Extend|Handoff|Stalled|Far|Scale|Observe)$"
 
 // Config says what to run. The zero value of each field means its default.
 type Config struct {
@@ -341,7 +341,7 @@ func tail(out string) string {
 
 // cases are the suite's cases in report order; the floors' benchmark is
 // "Floor", reported under "Lock".
-var cases = []string{"Lock", "Extend", "Handoff", "Stalled", "Far", "Scale", "Observe"}
+var cases = []string{"Lock", "Lone", "Extend", "Handoff", "Stalled", "Far", "Scale", "Observe"}
 
 // clients are the Redis clients, in report order.
 var clients = []string{"goredis", "redigo", "rueidis", "valkeygo"}

@@ -91,6 +91,7 @@ func TestNewResult(t *testing.T) {
 		{name: "FloorDel/goredis/nodes=1/lockers=1", main: true, kind: KindDelFloor, caseName: "Lock", client: "goredis", cont: "goredis"},
 		{name: "Scale/rueidis/nodes=5/locks=20000", main: true, kind: KindDriver, caseName: "Scale", client: "rueidis", cont: "rueidis"},
 		{name: "Far/redsync-redigo/nodes=5/far=2/lockers=1", kind: KindPeer, caseName: "Far", client: "redigo", cont: "redsync-redigo"},
+		{name: "Lone/valkeygo/nodes=1/lockers=1", main: true, kind: KindDriver, caseName: "Lone", client: "valkeygo", cont: "valkeygo"},
 		{name: "Run/Lock/nodes=1/lockers=1", main: true, wantNil: true},
 		{name: "Lock/rueidis", main: true, wantNil: true},
 	} {
@@ -213,10 +214,13 @@ func scaleReport() *Report {
 		res("Lock", "nodes=1/lockers=1", "goredis", KindDriver, p50(130e3)),
 		res("Lock", "nodes=1/lockers=1", "rueidis", KindFloor, p50(100e3)),
 		res("Lock", "nodes=1/lockers=1", "rueidis", KindDriver, p50(102e3)),
+		res("Lone", "nodes=1/lockers=1", "goredis", KindDriver, map[string]float64{P50: 110e3, FloorP50: 99e3, XFloor: 0.90}),
+		res("Lone", "nodes=1/lockers=1", "rueidis", KindDriver, map[string]float64{P50: 101e3, FloorP50: 102e3, XFloor: 1.01}),
 		res("Lock", "nodes=5/lockers=1", "goredis", KindDriver, p50(500e3)),
 		res("Lock", "nodes=5/lockers=1", "rueidis", KindDriver, p50(500e3)),
 		res("Far", "nodes=5/far=2/lockers=1", "goredis", KindDriver, p50(600e3)),
 		res("Far", "nodes=5/far=2/lockers=1", "rueidis", KindDriver, p50(520e3)),
+		res("Far", "nodes=5/proxied=2/lockers=1", "rueidis", KindDriver, p50(500e3)),
 		res("Handoff", "nodes=5/clients=2/lockers=2", "goredis", KindDriver, map[string]float64{P50: 2e6, WaitP50: 12e6, WaitMax: 15e6}),
 		res("Handoff", "nodes=5/clients=2/lockers=2", "rueidis", KindDriver, map[string]float64{P50: 400e3, WaitP50: 11e6, WaitMax: 12e6}),
 		res("Scale", "nodes=5/locks=20000", "goredis", KindDriver, map[string]float64{Held: 19000, Lost: 5000, Errors: 19700, BytesPerLock: 36e3, AcquireNs: 28e9}),
@@ -238,6 +242,14 @@ func TestScaleTargets(t *testing.T) {
 		if !strings.Contains(tg.Figures, "goredis") || !strings.Contains(tg.Figures, "rueidis") {
 			t.Errorf("target %q: figures %q do not name both drivers", tg.Name, tg.Figures)
 		}
+		// The lone call is judged on the Lone case (in turn), not on the
+		// separate Lock and floor runs, where it has figures.
+		if strings.HasPrefix(tg.Name, "2 of 5 nodes") && !strings.Contains(tg.Figures, "rueidis 520 µs vs 500 µs (1.04×; 1.04× the same nodes through the proxy without delay, 500 µs)") {
+			t.Errorf("far target: figures %q, want rueidis's against all-near and against the proxy without delay", tg.Figures)
+		}
+		if strings.HasPrefix(tg.Name, "lone call, 1 node") && !strings.Contains(tg.Figures, "goredis 0.90× (110 µs vs 99.0 µs, in turn)") {
+			t.Errorf("lone call target: figures %q, want goredis's from the Lone case", tg.Figures)
+		}
 	}
 	r := scaleReport()
 	r.Results = slices.DeleteFunc(r.Results, func(res *Result) bool { return res.Contender == "goredis" })
@@ -258,6 +270,9 @@ func TestScaleMarkdown(t *testing.T) {
 		"Hand-off of one key: 5 nodes, 2 clients, 2 lockers in all",
 		"| 12.0 ms | 15.0 ms | 1.2× |",
 		"Lock+unlock with 2 of 5 nodes 40ms away",
+		"Lone call, each driver and its client's floor in turn",
+		"Lock+unlock with 2 of 5 nodes through the Far case's proxy, without delay: 1 locker",
+		"| 0.90× (p50; floor 99.0 µs) | 110 µs |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown() lacks %q:\n%s", want, md)

@@ -17,6 +17,10 @@ const (
 	BytesPerOp  = "B/op"
 	AllocsPerOp = "allocs/op"
 	FailedPerOp = "failed/op"
+	// Lone's: the floor's p50, and the floor's p50 over the driver's, both
+	// measured in turn with the driver's operations (see bench.Lone).
+	FloorP50 = "floor-p50-ns"
+	XFloor   = "x-floor"
 	// Handoff's waits: how long a locker waited in Lock, median and longest.
 	WaitP50 = "wait-p50-ns"
 	WaitMax = "wait-max-ns"

@@ -90,7 +90,8 @@ func (r *Report) Markdown() string {
 
 	targetTable(&b, "Targets", "Five local nodes, 64 concurrent lockers, lock+unlock, unless the target says otherwise.\n", r.Targets())
 	targetTable(&b, "Targets at scale", "Ratios within this run. Lone call: the floor is the same client doing the driver's commands by hand\n"+
-		"(SET NX PX, then the release script by EVALSHA); the DEL floor is shown beside it.\n", r.ScaleTargets())
+		"(SET NX PX, then the drivers' release script, which also publishes the release, by EVALSHA), one operation of each\n"+
+		"in turn (the Lone case). Far: the figures against the same nodes through the proxy without delay are the distance alone.\n", r.ScaleTargets())
 
 	groups := groupByCase(r.Results)
 	for _, g := range groups {
@@ -143,6 +144,8 @@ func title(res *Result) string {
 	switch res.Case {
 	case "Lock":
 		return "Lock+unlock, uncontended: " + where + code
+	case "Lone":
+		return "Lone call, each driver and its client's floor in turn, operation by operation: " + where + code
 	case "Extend":
 		return "Extend: " + where + code
 	case "Handoff":
@@ -151,6 +154,9 @@ func title(res *Result) string {
 	case "Stalled":
 		return "Lock+unlock with 2 of 5 nodes stalled: " + plural(p["lockers"], "locker") + code
 	case "Far":
+		if p["proxied"] != "" {
+			return "Lock+unlock with " + p["proxied"] + " of " + p["nodes"] + " nodes through the Far case's proxy, without delay: " + plural(p["lockers"], "locker") + code
+		}
 		return "Lock+unlock with " + p["far"] + " of " + p["nodes"] + " nodes 40ms away (round trip): " + plural(p["lockers"], "locker") + code
 	case "Scale":
 		return "Locks held at once through Do by one client: " + p["locks"] + " on " + plural(p["nodes"], "node") + code
@@ -190,6 +196,8 @@ func (r *Report) table(b *strings.Builder, g []*Result) {
 			ratio = fmt.Sprintf("%.2f×", m[OpsPerSec]/f.Median[OpsPerSec])
 		} else if f == res {
 			ratio = "1.00×"
+		} else if res.Case == "Lone" && m[XFloor] > 0 {
+			ratio = fmt.Sprintf("%.2f× (p50; floor %s)", m[XFloor], formatNs(m[FloorP50]))
 		}
 		label := res.Label()
 		if res.Kind == KindDriver {
@@ -204,7 +212,11 @@ func (r *Report) table(b *strings.Builder, g []*Result) {
 			}
 			fmt.Fprintf(b, " %s | %s | %s |", formatNs(m[WaitP50]), formatNs(m[WaitMax]), starve)
 		}
-		fmt.Fprintf(b, " %.0f | %.0f |", m[AllocsPerOp], m[BytesPerOp])
+		if res.Case == "Lone" {
+			b.WriteString(" – | – |") // they count the floor's operations too
+		} else {
+			fmt.Fprintf(b, " %.0f | %.0f |", m[AllocsPerOp], m[BytesPerOp])
+		}
 		if failed {
 			fmt.Fprintf(b, " %.2g |", m[FailedPerOp])
 		}
@@ -295,7 +307,8 @@ const methodNotes = `## How these figures are made
   from the start of the holder's Unlock to the return of the next holder's Lock. With 64 lockers on
   two cores, latency is mostly queueing: compare it between contenders, not with the one-locker cases.
 - **× floor** is the contender's throughput over its client's floor in the same case: the floor does
-  the driver's commands by hand, SET key value NX PX and then the release script by EVALSHA, on every
+  the driver's commands by hand, SET key value NX PX and then the drivers' release script (which also
+  publishes the release on the key's channel, for waiters in other clients) by EVALSHA, on every
   node at once (a goroutine per node) with the bare client and no lock logic; **floor (DEL)** releases
   with a plain DEL instead, the least a client can do. For a driver, that ratio is what the library costs; the drivers configure their
   own clients, so the cost of their settings is part of it. The floors and the peers share the bare
@@ -308,6 +321,12 @@ const methodNotes = `## How these figures are made
   (KeyMajority 1) and client-side caching, by which waiters are woken. bsm/redislock and rueidislock
   lock one node, so they appear in the one-node cases only; rueidislock extends by itself, so it has
   no Extend figures.
+- **Lone:** one caller locks and unlocks with the driver and with its client's floor in turn, operation
+  by operation on the same servers, the one that goes first alternating; **× floor** is then the floor's
+  p50 over the driver's (the driver's speed as a share of its client's), and ops/s, ns/op and the
+  latencies are the driver's operations alone. Made in turn, both meet the machine in the same state:
+  the Lock and floor runs at one node, one after the other, moved between 53 and 180 µs p50 from run
+  to run on this shared machine. allocs/op and B/op are not shown: they would count both.
 - **Stalled:** two of five nodes are redis-server processes stopped with SIGSTOP after the client
   connected to them; every operation is bounded by a 1s context. **failed/op**, when shown, is the
   share of operations that returned an error (the run goes on; a benchmark fails only above 10%).
@@ -319,6 +338,9 @@ const methodNotes = `## How these figures are made
   clients of 4 waiters each on one key.
 - **Far:** two of five nodes are reached through a proxy in the benchmark's process that delays every
   byte by 20ms each way (a 40ms round trip); compare its p50 with Lock's at 5 nodes and 1 locker.
+  proxied=2 reaches the same two nodes through the same proxy without a delay: the proxy's own cost
+  (a read, a write and two wake-ups per chunk, on the two cores the client and servers share), which
+  a far network does not put on the client's machine; far=2 against proxied=2 is the distance alone.
 - **Scale:** N concurrent Do calls on five nodes by one client (TTL 10s, an extension every TTL/3), each
   fn waiting until all hold their lock and then for the hold time (11s: three extension periods);
   one run is one operation. **bytes per held lock** is the heap and stacks in use while all are held,
