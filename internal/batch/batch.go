@@ -112,11 +112,16 @@ func (b *Batcher[C, R]) ShareDeadlines() { b.share = true }
 // (see ShareDeadlines), or else a context of its own.
 func (b *Batcher[C, R]) bound(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	t := time.Now().Add(d)
-	if dl, ok := ctx.Deadline(); ok && !dl.After(t) {
+	dl, ok := ctx.Deadline()
+	if ok && !dl.After(t) {
 		return ctx, nil
 	}
 	if b.share && d+DeadlineStep <= CancelLag {
-		return b.due.At(t), nil
+		s := b.due.At(t)
+		if sdl, _ := s.Deadline(); ok && !dl.After(sdl) {
+			return ctx, nil // ends before the shared deadline, rounded up, would
+		}
+		return s, nil
 	}
 	return context.WithDeadline(ctx, t)
 }

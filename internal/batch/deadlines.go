@@ -37,7 +37,13 @@ func (d *Deadlines) At(t time.Time) context.Context {
 	if d.base.IsZero() {
 		d.base = t
 	}
-	step := (int64(t.Sub(d.base)) + int64(DeadlineStep) - 1) / int64(DeadlineStep)
+	// Rounded up, also before the base: Go's division truncates toward
+	// zero, which is rounding up only for a negative offset.
+	off := t.Sub(d.base)
+	step := int64(off / DeadlineStep)
+	if off > time.Duration(step)*DeadlineStep {
+		step++
+	}
 	if d.ctx == nil || step != d.step {
 		d.step = step
 		d.ctx, d.cancel = context.WithDeadline(context.Background(), d.base.Add(time.Duration(step)*DeadlineStep))
