@@ -1,0 +1,34 @@
+package goredis_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/redistest"
+)
+
+// A lone call with a network timeout on a node from Open, canceled while it
+// waits for its first connection (the warmer's, which a paused server never
+// answers): before 84a63cd the wait watched the caller's context and the call
+// returned at the cancellation; with shared deadlines it waits for the whole
+// network timeout. The package documentation says such a call "waits for it
+// as long as its context allows". This shows the behaviour change (bounded
+// by CancelLag, as ShareDeadlines documents), not a safety problem.
+func TestReview3CanceledWhileWarming(t *testing.T) {
+	srv := redistest.NewServer(t)
+	require.NoError(t, srv.Pause())
+	t.Cleanup(func() { srv.Resume() })
+	n := open(t, srv.Addr())
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	time.AfterFunc(50*time.Millisecond, cancel)
+	start := time.Now()
+	_, err := n.SetNX(driver.WithNetworkTimeout(ctx, 200*time.Millisecond), "k", "v", time.Minute)
+	elapsed := time.Since(start)
+	require.ErrorIs(t, err, context.Canceled)
+	require.Less(t, elapsed, 150*time.Millisecond, "returned %v after the call began, %v after its cancellation", elapsed, elapsed-50*time.Millisecond)
+}
