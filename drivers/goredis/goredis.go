@@ -287,7 +287,13 @@ func (n *node) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error
 // (watched, see watch), or several as one pipeline.
 func (n *node) exec(ctx context.Context, calls []*batch.Call[rediscmd.Cmd, rediscmd.Result]) {
 	if n.warm != nil {
-		if err := n.warm.wait(ctx); err != nil {
+		// A lone call's ctx may be a deadline shared by calls (see
+		// batch.ShareDeadlines): its caller's cancellation ends the wait too.
+		caller := ctx
+		if len(calls) == 1 {
+			caller = calls[0].Ctx()
+		}
+		if err := n.warm.wait(ctx, caller); err != nil {
 			for _, c := range calls {
 				c.Err = err // not sent
 			}
@@ -298,6 +304,10 @@ func (n *node) exec(ctx context.Context, calls []*batch.Call[rediscmd.Cmd, redis
 		c := calls[0]
 		if err := ctx.Err(); err != nil {
 			c.Err = err
+			return
+		}
+		if err := c.Ctx().Err(); err != nil {
+			c.Err = err // canceled before it was sent: never sent
 			return
 		}
 		if n.direct(ctx) {

@@ -13,11 +13,10 @@ import (
 
 // A lone call with a network timeout on a node from Open, canceled while it
 // waits for its first connection (the warmer's, which a paused server never
-// answers): before 84a63cd the wait watched the caller's context and the call
-// returned at the cancellation; with shared deadlines it waits for the whole
-// network timeout. The package documentation says such a call "waits for it
-// as long as its context allows". This shows the behaviour change (bounded
-// by CancelLag, as ShareDeadlines documents), not a safety problem.
+// answers), returns at the cancellation, as the package documentation says
+// ("waits for it as long as its context allows"): with shared deadlines
+// (84a63cd) the wait watched only the shared deadline and the call returned
+// at its network timeout, until the wait watched the caller's context too.
 func TestReview3CanceledWhileWarming(t *testing.T) {
 	srv := redistest.NewServer(t)
 	require.NoError(t, srv.Pause())

@@ -34,11 +34,14 @@ func newWarmer(c *redis.Client) *warmer {
 }
 
 // wait returns once the pool has an idle connection, or one being made
-// ended (ready or failed), or ctx is done, with ctx's error then. When the
+// ended (ready or failed), or ctx or caller is done, with its error then:
+// ctx bounds the call (its network deadline, which may be shared by calls,
+// see batch.ShareDeadlines), caller is the context of the call's caller,
+// whose cancellation ends the wait too. When the
 // call takes the last idle connection, the next one is made meanwhile, so
 // that a connection that a call loses (its reply late, its context done) is
 // replaced before the next call needs it.
-func (w *warmer) wait(ctx context.Context) error {
+func (w *warmer) wait(ctx, caller context.Context) error {
 	idle := w.client.PoolStats().IdleConns
 	if idle > 1 {
 		return nil
@@ -60,6 +63,8 @@ func (w *warmer) wait(ctx context.Context) error {
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
+	case <-caller.Done():
+		return caller.Err()
 	}
 }
 

@@ -27,7 +27,13 @@
 // each, one Flush, then their replies; at most 128 commands), one write and
 // one read for all of them, on the client and on the server
 // (bench/RESULTS.md measures what that gains). A call that finds a
-// connection free is sent at once, alone.
+// connection free is sent at once, alone; on a node from Open, one whose
+// network timeout is within 245ms runs with a deadline that calls within the
+// same 5ms share, rounded up to it (never past its own context's deadline),
+// which saves a context and a timer per call: a cancellation of such a call
+// is seen by that deadline at the latest, also while it waits for a
+// connection of the pool or its dial (a call canceled before it got a
+// connection is not sent).
 //
 // Every call is bounded by its context: when the context ends, the call
 // returns an error matching ctx.Err() (a call still waiting to be sent is

@@ -154,7 +154,7 @@ var _ driver.Identifier = (*node)(nil)
 // Identity returns the server's run_id and, if it is cluster-enabled, its
 // node ID (see driver.Identifier).
 func (n *node) Identity(ctx context.Context) ([]string, error) {
-	c, err := n.conn(ctx)
+	c, err := n.conn(ctx, ctx)
 	if err != nil {
 		return nil, fmt.Errorf("redigo: identity: %w", driver.ContextError(ctx, err))
 	}

@@ -221,7 +221,14 @@ func (n *node) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error
 // exec is the node's batch.Exec: it sends calls on one connection from the
 // pool, one command directly, several as one pipeline.
 func (n *node) exec(ctx context.Context, calls []*batch.Call[rediscmd.Cmd, rediscmd.Result]) {
-	c, err := n.conn(ctx)
+	// A lone call's ctx may be a deadline shared by calls (see
+	// batch.ShareDeadlines): a call its caller canceled before it got a
+	// connection is not sent.
+	caller := ctx
+	if len(calls) == 1 {
+		caller = calls[0].Ctx()
+	}
+	c, err := n.conn(ctx, caller)
 	if err != nil {
 		for _, call := range calls {
 			call.Err = err
@@ -360,11 +367,16 @@ func isNoScript(err error) bool {
 	return errors.As(err, &serverErr) && strings.HasPrefix(string(serverErr), "NOSCRIPT")
 }
 
-// conn returns a connection from the pool.
-func (n *node) conn(ctx context.Context) (redis.Conn, error) {
+// conn returns a connection from the pool, unless ctx or caller (the
+// context of the call's caller, which ctx may not carry when it is a shared
+// deadline: see batch.ShareDeadlines) has ended.
+func (n *node) conn(ctx, caller context.Context) (redis.Conn, error) {
 	// GetContext, with an idle connection, does not check a context that is
 	// already done.
 	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err := caller.Err(); err != nil {
 		return nil, err
 	}
 	n.getting.RLock()
@@ -372,6 +384,9 @@ func (n *node) conn(ctx context.Context) (redis.Conn, error) {
 	if err := n.state.Err(); err != nil {
 		return nil, err
 	}
+	// With a shared deadline, a wait for a connection (the pool's busy:
+	// the batcher keeps at most two) or its dial ends at that deadline, not
+	// at the caller's cancellation.
 	return n.pool.GetContext(ctx)
 }
 

@@ -7,7 +7,8 @@
 // rueidis pipelines by itself.
 //
 // A lone command is sent at once on the caller's goroutine, with the caller's
-// context: batching costs nothing when there is no contention.
+// context (or a deadline shared by calls, see ShareDeadlines): batching costs
+// nothing when there is no contention.
 //
 // A command whose context carries a network timeout (driver.WithNetworkTimeout)
 // waits in the queue for as long as its context allows, and is then bounded on
@@ -70,7 +71,10 @@ func (c *Call[C, R]) Ctx() context.Context { return c.ctx }
 
 // Exec sends calls in one round trip (a pipeline) bounded by ctx, and sets
 // each one's Res or Err. With one call, ctx is the caller's own, or with a
-// network timeout, the caller's bounded by it.
+// network timeout, the caller's bounded by it, or, when the Batcher shares
+// deadlines (see ShareDeadlines), a context that ends at the network
+// deadline and carries nothing of the caller's: Call.Ctx is then the
+// caller's, for the waits before the command is sent.
 // Exec must not use the calls once it returns: they are reused.
 type Exec[C, R any] func(ctx context.Context, calls []*Call[C, R])
 
@@ -99,11 +103,13 @@ type Batcher[C, R any] struct {
 // (see Deadlines) rather than each make a context with a timer of its own:
 // a call whose network timeout is within CancelLag (less a DeadlineStep)
 // then runs with a context that carries none of its caller's values and ends
-// at its network deadline, rounded up to a DeadlineStep; it notices its
-// caller's cancellation by that deadline at the latest, as the drivers' calls
-// so bounded do anyway. Only for an Exec that needs no values of the caller's
-// context (a client the driver made, with no user's hooks). Call it before
-// the first Do.
+// at its network deadline, rounded up to a DeadlineStep, unless its caller's
+// context ends by then (the call then runs with that one). Such a call's
+// command notices its caller's cancellation by that deadline at the latest,
+// as the drivers' calls so bounded do anyway; an Exec that waits before it
+// sends (for a connection) watches Call.Ctx, the caller's context, too. Only
+// for an Exec that needs no values of the caller's context (a client the
+// driver made, with no user's hooks). Call it before the first Do.
 func (b *Batcher[C, R]) ShareDeadlines() { b.share = true }
 
 // bound returns ctx bounded by the network timeout d from now, and the
