@@ -58,8 +58,9 @@ func floors(del bool) []Contender {
 type floorNode interface {
 	setNX(ctx context.Context, key string) (bool, error)
 	del(ctx context.Context, key string) error
-	// release runs the release script by EVALSHA (by EVAL on NOSCRIPT).
-	release(ctx context.Context, key string) error
+	// release runs the release script by EVALSHA (by EVAL on NOSCRIPT),
+	// with channel, driver.ReleaseChannel(key), as its second argument.
+	release(ctx context.Context, key, channel string) error
 	close() error
 }
 
@@ -135,7 +136,8 @@ func (h floorHeld) Unlock(ctx context.Context) error {
 	if h.l.del {
 		return h.l.each(func(n floorNode) error { return n.del(ctx, h.key) })
 	}
-	return h.l.each(func(n floorNode) error { return n.release(ctx, h.key) })
+	ch := driver.ReleaseChannel(h.key) // once for every node, as a driver's Unlock does
+	return h.l.each(func(n floorNode) error { return n.release(ctx, h.key, ch) })
 }
 
 func (floorHeld) Extend(context.Context, time.Duration) error { return ErrNoExtend }
@@ -175,8 +177,7 @@ func (f goredisFloor) setNX(ctx context.Context, key string) (bool, error) {
 }
 
 func (f goredisFloor) del(ctx context.Context, key string) error { return f.c.Del(ctx, key).Err() }
-func (f goredisFloor) release(ctx context.Context, key string) error {
-	ch := driver.ReleaseChannel(key)
+func (f goredisFloor) release(ctx context.Context, key, ch string) error {
 	n, err := f.c.EvalSha(ctx, releaseSHA1, []string{key}, floorValue, ch).Int64()
 	if isNoScript(err) {
 		n, err = f.c.Eval(ctx, releaseSource, []string{key}, floorValue, ch).Int64()
@@ -207,8 +208,7 @@ func (f redigoFloor) del(ctx context.Context, key string) error {
 	return err
 }
 
-func (f redigoFloor) release(ctx context.Context, key string) error {
-	ch := driver.ReleaseChannel(key)
+func (f redigoFloor) release(ctx context.Context, key, ch string) error {
 	n, err := redigo.Int64(f.do(ctx, "EVALSHA", releaseSHA1, 1, key, floorValue, ch))
 	if isNoScript(err) {
 		n, err = redigo.Int64(f.do(ctx, "EVAL", releaseSource, 1, key, floorValue, ch))
@@ -233,8 +233,7 @@ func (f rueidisFloor) del(ctx context.Context, key string) error {
 	return f.c.Do(ctx, f.c.B().Del().Key(key).Build()).Error()
 }
 
-func (f rueidisFloor) release(ctx context.Context, key string) error {
-	ch := driver.ReleaseChannel(key)
+func (f rueidisFloor) release(ctx context.Context, key, ch string) error {
 	n, err := f.c.Do(ctx, f.c.B().Evalsha().Sha1(releaseSHA1).Numkeys(1).Key(key).Arg(floorValue, ch).Build()).AsInt64()
 	if isNoScript(err) {
 		n, err = f.c.Do(ctx, f.c.B().Eval().Script(releaseSource).Numkeys(1).Key(key).Arg(floorValue, ch).Build()).AsInt64()
@@ -258,8 +257,7 @@ func (f valkeyFloor) del(ctx context.Context, key string) error {
 	return f.c.Do(ctx, f.c.B().Del().Key(key).Build()).Error()
 }
 
-func (f valkeyFloor) release(ctx context.Context, key string) error {
-	ch := driver.ReleaseChannel(key)
+func (f valkeyFloor) release(ctx context.Context, key, ch string) error {
 	n, err := f.c.Do(ctx, f.c.B().Evalsha().Sha1(releaseSHA1).Numkeys(1).Key(key).Arg(floorValue, ch).Build()).AsInt64()
 	if isNoScript(err) {
 		n, err = f.c.Do(ctx, f.c.B().Eval().Script(releaseSource).Numkeys(1).Key(key).Arg(floorValue, ch).Build()).AsInt64()

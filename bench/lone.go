@@ -1,8 +1,10 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -10,6 +12,12 @@ import (
 
 // loneNodes are the node counts of the Lone case.
 var loneNodes = []int{1, 3}
+
+// LoneGapEnv gives, as a Go duration, an idle time before each operation of
+// the Lone case, untimed (default none): a caller that is alone between its
+// calls, whose process sleeps meanwhile, rather than one that calls again at
+// once.
+const LoneGapEnv = "REDLOCK_BENCH_LONE_GAP"
 
 // Lone benchmarks lock+unlock by one caller with c against floor, its
 // client's floor (see Floors), on the same servers: one operation of each in
@@ -23,8 +31,11 @@ var loneNodes = []int{1, 3}
 // time, p50-ns, p99-ns and max-ns; and floor-p50-ns, the floor's p50, and
 // x-floor, the floor's p50 over the driver's: the driver's speed as a share
 // of its client's doing the same commands by hand (1 or more when the driver
-// is as fast). B/op and allocs/op, with -benchmem, count the operations of
-// both. Sub-benchmarks: nodes=1,3/lockers=1.
+// is as fast). With LoneGapEnv, each operation follows an idle time.
+// failed/op counts the driver's failed operations; the run fails
+// when more than a tenth of either's failed. B/op and allocs/op, with
+// -benchmem, count the operations of both. Sub-benchmarks:
+// nodes=1,3/lockers=1.
 func Lone(b *testing.B, c, floor Contender) {
 	b.Helper()
 	addrs := Servers(b, slices.Max(loneNodes))
@@ -32,28 +43,36 @@ func Lone(b *testing.B, c, floor Contender) {
 		if !c.supports(nodes) || !floor.supports(nodes) {
 			continue
 		}
-		drv, fl := openWarm(b, c, addrs[:nodes]), openWarm(b, floor, addrs[:nodes])
-		b.Run(fmt.Sprintf("nodes=%d/lockers=1", nodes), func(b *testing.B) { lone(b, drv, fl) })
+		var drv, fl Locker // opened by the first run, closed when b ends
+		b.Run(fmt.Sprintf("nodes=%d/lockers=1", nodes), func(sb *testing.B) {
+			if drv == nil {
+				drv = openWarm(b, sb, c, addrs[:nodes])
+			}
+			if fl == nil {
+				fl = openWarm(b, sb, floor, addrs[:nodes])
+			}
+			lone(sb, drv, fl)
+		})
 	}
 }
 
-// openWarm opens c over addrs and warms it up for one locker; it is closed
-// when b ends.
-func openWarm(b *testing.B, c Contender, addrs []string) Locker {
-	b.Helper()
+// openWarm opens c over addrs and warms it up for one locker, failing sb if
+// it cannot; the Locker is closed when b, sb's parent, ends.
+func openWarm(b, sb *testing.B, c Contender, addrs []string) Locker {
+	sb.Helper()
 	lk, err := c.Open(addrs)
 	if err != nil {
-		b.Fatalf("%s: Open: %v", c.Name, err)
+		sb.Fatalf("%s: Open: %v", c.Name, err)
 	}
 	b.Cleanup(func() {
 		if err := lk.Close(); err != nil {
 			b.Errorf("%s: Close: %v", c.Name, err)
 		}
 	})
-	ctx, cancel := context.WithTimeout(b.Context(), time.Minute)
+	ctx, cancel := context.WithTimeout(sb.Context(), time.Minute)
 	defer cancel()
 	if err := warmUp(ctx, lk, 1); err != nil {
-		b.Fatalf("%s: %v", c.Name, err)
+		sb.Fatalf("%s: %v", c.Name, err)
 	}
 	return lk
 }
@@ -66,10 +85,17 @@ func lone(b *testing.B, drv, fl Locker) {
 	keys := newKeys("lone", 2)
 	lat, flLat := make([]int64, b.N), make([]int64, b.N)
 	var (
-		f     failures
+		f, ff failures // the driver's, the floor's
 		total int64
 	)
-	timed := func(lk Locker, key string) int64 {
+	gap, err := time.ParseDuration(cmp.Or(os.Getenv(LoneGapEnv), "0s"))
+	if err != nil || gap < 0 {
+		b.Fatalf("%s=%q: want a duration of 0 or more", LoneGapEnv, os.Getenv(LoneGapEnv))
+	}
+	timed := func(lk Locker, key string, f *failures) int64 {
+		if gap > 0 {
+			time.Sleep(gap)
+		}
 		t0 := time.Now()
 		f.add(lockUnlock(ctx, lk, key))
 		return int64(time.Since(t0))
@@ -77,15 +103,18 @@ func lone(b *testing.B, drv, fl Locker) {
 	b.ResetTimer()
 	for i := range b.N {
 		if i%2 == 0 {
-			lat[i] = timed(drv, keys[0])
-			flLat[i] = timed(fl, keys[1])
+			lat[i] = timed(drv, keys[0], &f)
+			flLat[i] = timed(fl, keys[1], &ff)
 		} else {
-			flLat[i] = timed(fl, keys[1])
-			lat[i] = timed(drv, keys[0])
+			flLat[i] = timed(fl, keys[1], &ff)
+			lat[i] = timed(drv, keys[0], &f)
 		}
 		total += lat[i]
 	}
 	b.StopTimer()
+	if n := ff.n.Load(); n*10 > int64(b.N) {
+		b.Fatalf("floor: %d of %d operations failed; the first: %v", n, b.N, ff.first)
+	}
 	f.check(b)
 	slices.Sort(lat)
 	slices.Sort(flLat)
