@@ -2,7 +2,6 @@ package bench
 
 import (
 	"cmp"
-	"context"
 	"fmt"
 	"os"
 	"slices"
@@ -46,35 +45,23 @@ func Lone(b *testing.B, c, floor Contender) {
 		var drv, fl Locker // opened by the first run, closed when b ends
 		b.Run(fmt.Sprintf("nodes=%d/lockers=1", nodes), func(sb *testing.B) {
 			if drv == nil {
-				drv = openWarm(b, sb, c, addrs[:nodes])
+				drv = openWarm(sb, c, addrs[:nodes], 1)
+				b.Cleanup(func() { closeLocker(b, c, drv) })
 			}
 			if fl == nil {
-				fl = openWarm(b, sb, floor, addrs[:nodes])
+				fl = openWarm(sb, floor, addrs[:nodes], 1)
+				b.Cleanup(func() { closeLocker(b, floor, fl) })
 			}
 			lone(sb, drv, fl)
 		})
 	}
 }
 
-// openWarm opens c over addrs and warms it up for one locker, failing sb if
-// it cannot; the Locker is closed when b, sb's parent, ends.
-func openWarm(b, sb *testing.B, c Contender, addrs []string) Locker {
-	sb.Helper()
-	lk, err := c.Open(addrs)
-	if err != nil {
-		sb.Fatalf("%s: Open: %v", c.Name, err)
+// closeLocker closes lk, c's, failing b if it cannot.
+func closeLocker(b *testing.B, c Contender, lk Locker) {
+	if err := lk.Close(); err != nil {
+		b.Errorf("%s: Close: %v", c.Name, err)
 	}
-	b.Cleanup(func() {
-		if err := lk.Close(); err != nil {
-			b.Errorf("%s: Close: %v", c.Name, err)
-		}
-	})
-	ctx, cancel := context.WithTimeout(sb.Context(), time.Minute)
-	defer cancel()
-	if err := warmUp(ctx, lk, 1); err != nil {
-		sb.Fatalf("%s: %v", c.Name, err)
-	}
-	return lk
 }
 
 // lone runs b.N operations of drv and of fl in turn and reports Lone's

@@ -158,6 +158,23 @@ func warmUp(ctx context.Context, lk Locker, lockers int) error {
 	return nil
 }
 
+// openWarm opens c over addrs and warms it up for lockers goroutines,
+// failing b (with the Locker closed) if it cannot.
+func openWarm(b *testing.B, c Contender, addrs []string, lockers int) Locker {
+	b.Helper()
+	lk, err := c.Open(addrs)
+	if err != nil {
+		b.Fatalf("%s: Open: %v", c.Name, err)
+	}
+	ctx, cancel := context.WithTimeout(b.Context(), time.Minute)
+	defer cancel()
+	if err := warmUp(ctx, lk, lockers); err != nil {
+		lk.Close()
+		b.Fatalf("%s: %v", c.Name, err)
+	}
+	return lk
+}
+
 // withLocker runs body as the sub-benchmark name with a Locker that c opens
 // over addrs on the first run and warms up for lockers goroutines; later runs
 // (testing calls body again with a larger b.N) reuse it, and it is closed when
@@ -172,17 +189,7 @@ func withLocker(b *testing.B, c Contender, addrs []string, name string, lockers 
 	)
 	b.Run(name, func(b *testing.B) {
 		if lk == nil {
-			l, err := c.Open(addrs)
-			if err != nil {
-				b.Fatalf("%s: Open: %v", c.Name, err)
-			}
-			lk = l
-			ctx, cancel := context.WithTimeout(b.Context(), time.Minute)
-			err = warmUp(ctx, lk, lockers)
-			cancel()
-			if err != nil {
-				b.Fatalf("%s: %v", c.Name, err)
-			}
+			lk = openWarm(b, c, addrs, lockers)
 			if ready != nil {
 				undo = ready(b)
 			}
