@@ -16,6 +16,45 @@ import (
 	"github.com/go-redlock/redlock/redlock"
 )
 
+// holdAll holds the keys k0 to k<locks-1> through c.Do at once, and returns
+// once every fn holds its lock. end lets every fn return and gives the
+// errors of the Do calls, in no order.
+func holdAll(t *testing.T, c *redlock.Client, locks int) (end func() []error) {
+	var (
+		wg      sync.WaitGroup
+		holding sync.WaitGroup
+		release = make(chan struct{})
+		errs    = make([]error, locks)
+	)
+	holding.Add(locks)
+	for i := range locks {
+		wg.Go(func() {
+			errs[i] = c.Do(t.Context(), fmt.Sprintf("k%d", i), func(ctx context.Context) error {
+				holding.Done()
+				<-release
+				return nil
+			})
+		})
+	}
+	holding.Wait()
+	return func() []error {
+		close(release)
+		wg.Wait()
+		return errs
+	}
+}
+
+// failedDo counts the errors that are not nil.
+func failedDo(errs []error) int {
+	n := 0
+	for _, err := range errs {
+		if err != nil {
+			n++
+		}
+	}
+	return n
+}
+
 // extendFailures is a memory node that counts its Extend calls that failed.
 type extendFailures struct {
 	*memory.Node
@@ -54,31 +93,12 @@ func TestReviewKeeperGroupCallsGetTheNodeTimeout(t *testing.T) {
 			nodes[i] = extendFailures{mem[i], &failed}
 		}
 		c := newClient(t, nodes, redlock.WithTTL(ttl), redlock.WithNodeTimeout(300*time.Millisecond))
-		var (
-			wg      sync.WaitGroup
-			holding sync.WaitGroup
-			release = make(chan struct{})
-			errs    = make(chan error, locks)
-		)
-		holding.Add(locks)
-		for i := range locks {
-			wg.Go(func() {
-				errs <- c.Do(t.Context(), fmt.Sprintf("k%d", i), func(ctx context.Context) error {
-					holding.Done()
-					<-release
-					return nil
-				})
-			})
-		}
-		holding.Wait() // all at one instant: their extensions are one group
+		end := holdAll(t, c, locks) // all at one instant: their extensions are one group
 		for _, m := range mem {
 			m.SetLatency(latency)
 		}
 		time.Sleep(2 * ttl) // six extension periods
-		close(release)
-		wg.Wait()
-		close(errs)
-		for err := range errs {
+		for _, err := range end() {
 			require.NoError(t, err)
 		}
 		require.Zero(t, failed.Load(), "extension calls failed on nodes that answer every call in %v, a sixth of the node timeout", latency)
@@ -99,34 +119,13 @@ func TestReviewKeeperStalledNodesKeepLocks(t *testing.T) {
 		)
 		mem, nodes := memNodes(5)
 		c := newClient(t, nodes, redlock.WithTTL(ttl), redlock.WithNodeTimeout(300*time.Millisecond))
-		var (
-			wg      sync.WaitGroup
-			holding sync.WaitGroup
-			release = make(chan struct{})
-			lost    atomic.Int64
-		)
-		holding.Add(locks)
-		for i := range locks {
-			wg.Go(func() {
-				err := c.Do(t.Context(), fmt.Sprintf("k%d", i), func(ctx context.Context) error {
-					holding.Done()
-					<-release
-					return nil
-				})
-				if err != nil {
-					lost.Add(1)
-				}
-			})
-		}
-		holding.Wait()
+		end := holdAll(t, c, locks)
 		mem[0].SetStalled(true)
 		mem[1].SetStalled(true)
 		time.Sleep(3 * ttl)
 		mem[0].SetStalled(false)
 		mem[1].SetStalled(false)
-		close(release)
-		wg.Wait()
-		require.Zero(t, lost.Load(), "locks lost (or not released by a quorum) with three of five nodes answering")
+		require.Zero(t, failedDo(end()), "locks lost (or not released by a quorum) with three of five nodes answering")
 	})
 }
 
@@ -227,34 +226,13 @@ func TestReviewKeeperSlowMinorityKeepsLocks(t *testing.T) {
 		)
 		mem, nodes := memNodes(5)
 		c := newClient(t, nodes, redlock.WithTTL(ttl), redlock.WithNodeTimeout(300*time.Millisecond), redlock.WithExtendInterval(time.Second))
-		var (
-			wg      sync.WaitGroup
-			holding sync.WaitGroup
-			release = make(chan struct{})
-			lost    atomic.Int64
-		)
-		holding.Add(locks)
-		for i := range locks {
-			wg.Go(func() {
-				err := c.Do(t.Context(), fmt.Sprintf("k%d", i), func(ctx context.Context) error {
-					holding.Done()
-					<-release
-					return nil
-				})
-				if err != nil {
-					lost.Add(1)
-				}
-			})
-		}
-		holding.Wait() // all at one instant: their extensions are one group
+		end := holdAll(t, c, locks) // all at one instant: their extensions are one group
 		mem[3].SetLatency(250 * time.Millisecond)
 		mem[4].SetLatency(250 * time.Millisecond)
 		time.Sleep(3 * ttl)
 		mem[3].SetLatency(0)
 		mem[4].SetLatency(0)
-		close(release)
-		wg.Wait()
-		require.Zero(t, lost.Load(), "locks lost (or not released by a quorum) with three of five nodes answering at once")
+		require.Zero(t, failedDo(end()), "locks lost (or not released by a quorum) with three of five nodes answering at once")
 	})
 }
 
