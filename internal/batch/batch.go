@@ -196,12 +196,12 @@ func (b *Batcher[C, R]) Do(ctx context.Context, cmd C) (R, error) {
 		var timeout time.Duration // of the send, if it timed out on the network (see sentLocked)
 		switch {
 		case c.Err != nil && ctx.Err() != nil: // cut short by its caller
-			timeout = cutShort
+			timeout = CutShort
 		case !isTimeout(c.Err): // answered
 		case hasNet:
 			timeout = d
 		default:
-			timeout = cutShort
+			timeout = CutShort
 		}
 		b.release(timeout)
 		res, err := c.Res, networkError(ctx, c.Err)
@@ -267,20 +267,21 @@ func networkError(ctx context.Context, err error) error {
 	return err
 }
 
-// cutShort is sentLocked's timeout for a send that timed out without
-// network timeouts to judge the server by: its callers' contexts ended.
-const cutShort = time.Duration(-1)
+// CutShort is the timeout, for Batcher's sends and Gate.Exit, of a send
+// that ended without an answer and without a network timeout to judge the
+// server by: its callers' contexts ended.
+const CutShort = time.Duration(-1)
 
 // sentLocked records the end of a send, which timed out on the network
 // after timeout if that is positive, was cut short by its callers' contexts
-// if it is cutShort (no answer, and no judgement of the server), and was
+// if it is CutShort (no answer, and no judgement of the server), and was
 // answered if it is 0. When the server has answered nothing for twice the
 // network timeout, the queued calls fail: they would wait behind a server
 // that does not answer (a stalled one). A server that answers some sends,
 // however slowly, keeps its queue. b.mu is held.
 func (b *Batcher[C, R]) sentLocked(timeout time.Duration) {
 	now := time.Now()
-	if timeout == cutShort {
+	if timeout == CutShort {
 		return
 	}
 	if timeout == 0 {
@@ -358,7 +359,7 @@ func (b *Batcher[C, R]) drain() {
 // and not sent. It returns what sentLocked takes: 0 if the server answered
 // a call of the batch; the batch's network timeout if every call timed out
 // on the network (each has a network timeout, and failed with a timeout
-// while its own context had not ended); cutShort if they timed out, some by
+// while its own context had not ended); CutShort if they timed out, some by
 // their callers' contexts, or if none was sent.
 func (b *Batcher[C, R]) send(batch []*Call[C, R]) (timeout time.Duration) {
 	live := batch[:0]
@@ -371,7 +372,7 @@ func (b *Batcher[C, R]) send(batch []*Call[C, R]) (timeout time.Duration) {
 		live = append(live, c)
 	}
 	if len(live) == 0 {
-		return cutShort // nothing sent: nothing learned of the server
+		return CutShort // nothing sent: nothing learned of the server
 	}
 	ctx, cancel := batchContext(live)
 	b.exec(ctx, live)
@@ -383,9 +384,9 @@ func (b *Batcher[C, R]) send(batch []*Call[C, R]) (timeout time.Duration) {
 		}
 		d, hasNet := driver.NetworkTimeout(c.ctx)
 		switch {
-		case timeout == cutShort:
+		case timeout == CutShort:
 		case !hasNet || c.ctx.Err() != nil:
-			timeout = cutShort
+			timeout = CutShort
 		case d > timeout:
 			timeout = d
 		}

@@ -100,13 +100,16 @@ func (g *Gate) Enter(ctx context.Context) error {
 
 // Exit gives back the place of a command that entered. timeout is the
 // command's network timeout if it timed out on the network (its own context
-// had not ended), and 0 otherwise (see Gate).
+// had not ended), CutShort if its caller's context ended before an answer
+// (nothing is learned of the server), and 0 when the server answered (see
+// Gate).
 func (g *Gate) Exit(timeout time.Duration) {
 	g.mu.Lock()
 	now := time.Now()
-	if timeout == 0 {
+	switch {
+	case timeout == 0:
 		g.answered = now
-	} else if now.Sub(g.answered) > 2*timeout {
+	case timeout > 0 && now.Sub(g.answered) > 2*timeout:
 		g.failQueuedLocked()
 	}
 	g.passLocked()

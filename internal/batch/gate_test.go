@@ -166,3 +166,27 @@ func TestGateStress(t *testing.T) {
 		require.NoError(t, g.Enter(t.Context()), "every place was given back")
 	}
 }
+
+// A command cut short by its caller (Exit(CutShort)) says nothing of the
+// server: it neither fails the queue behind it, however long the server has
+// been silent, nor counts as an answer, so that a later timeout still fails
+// the queue of a server that has answered nothing.
+func TestGateCutShortIsNoAnswer(t *testing.T) {
+	const stalled = 20 * time.Millisecond
+	g := batch.NewGate(1)
+	ctx := t.Context()
+	require.NoError(t, g.Enter(ctx))
+	g.Exit(0)               // answered
+	time.Sleep(3 * stalled) // nothing answered since
+	require.NoError(t, g.Enter(ctx))
+	var wg sync.WaitGroup
+	waiter := enterAsync(&wg, g, ctx)
+	require.Eventually(t, func() bool { return g.Pending().Depth == 1 }, 5*time.Second, time.Millisecond)
+	g.Exit(batch.CutShort) // its caller gave up: nothing learned
+	require.NoError(t, <-waiter, "a command cut short by its caller does not fail the queue")
+	waiter = enterAsync(&wg, g, ctx)
+	require.Eventually(t, func() bool { return g.Pending().Depth == 1 }, 5*time.Second, time.Millisecond)
+	g.Exit(stalled)
+	require.ErrorIs(t, <-waiter, context.DeadlineExceeded, "the queue behind a server that answered nothing fails")
+	wg.Wait()
+}

@@ -561,19 +561,24 @@ func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.
 	if timedOut {
 		n.stalled(s.client, cmd.Key)
 	}
+	broken := false
 	if _, ok := cctx.Deadline(); ok && errors.Is(err, net.ErrClosed) {
 		// The connection was broken under the call because the server
 		// did not answer (see stalled): the call ends as on a server that
 		// does not answer, at its deadline.
 		<-cctx.Done()
 		err = errors.Join(cctx.Err(), err)
+		broken = true
 	}
 	if cancel != nil {
 		cancel()
 	}
-	var netTimeout time.Duration // the network timeout the call ran out
-	if hasNet && timedOut && ctx.Err() == nil {
-		netTimeout = d
+	var netTimeout time.Duration // 0: the server answered (see Gate.Exit)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		netTimeout = batch.CutShort // cut short by its caller: nothing learned of the server
+	case hasNet && (timedOut || broken):
+		netTimeout = d // ran out its network timeout without an answer
 	}
 	n.gate.Exit(netTimeout)
 	if wantLane && (err == nil || n.lib.IsNil(err)) {
