@@ -35,8 +35,8 @@
 // new client as above.
 //
 // A node of one server opened by address sends a lone call (no other in flight
-// on the node, none in the last 10 ms) due within 250 ms (the default node
-// timeout is) on a second connection, its lane: a second rueidis client that
+// on the node, none in the last 10 ms) due within 250 ms (as every call is with the default
+// node timeout, at most 200 ms) on a second connection, its lane: a second rueidis client that
 // does not pipeline, so that the call writes its command and reads the reply
 // on the caller's goroutine, as a default rueidis client does for a lone call,
 // without the two hand-offs to the pipelining client's goroutines. The lane
@@ -52,7 +52,10 @@
 // queue holds the others, urgent extensions first, for as long as their
 // contexts allow), so that the node timeout bounds a command's time on the
 // network rather than its wait behind thousands handed over at once; a call
-// due within 250 ms notices a cancellation by its deadline at the latest.
+// due within 245 ms notices a cancellation by its deadline at the latest (its
+// deadline is shared with the calls due within the same 5 ms, rounded up to
+// them, never past its caller's); a node from [New] gives its client the
+// caller's own context.
 //
 // [New] wraps a client the caller configured and keeps owning.
 //

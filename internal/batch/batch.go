@@ -112,26 +112,6 @@ type Batcher[C, R any] struct {
 // driver made, with no user's hooks). Call it before the first Do.
 func (b *Batcher[C, R]) ShareDeadlines() { b.share = true }
 
-// bound returns ctx bounded by the network timeout d from now, and the
-// function that releases it (nil when there is none): ctx itself when it
-// ends first, a shared deadline when the Batcher shares them and d allows
-// (see ShareDeadlines), or else a context of its own.
-func (b *Batcher[C, R]) bound(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	t := time.Now().Add(d)
-	dl, ok := ctx.Deadline()
-	if ok && !dl.After(t) {
-		return ctx, nil
-	}
-	if b.share && d+DeadlineStep <= CancelLag {
-		s := b.due.At(t)
-		if sdl, _ := s.Deadline(); ok && !dl.After(sdl) {
-			return ctx, nil // ends before the shared deadline, rounded up, would
-		}
-		return s, nil
-	}
-	return context.WithDeadline(ctx, t)
-}
-
 // New returns a Batcher that sends through exec, with at most senders
 // batches in flight at once (connections in use), each of at most maxBatch
 // commands.
@@ -187,7 +167,7 @@ func (b *Batcher[C, R]) Do(ctx context.Context, cmd C) (R, error) {
 		ectx, cancel := ctx, context.CancelFunc(nil)
 		d, hasNet := driver.NetworkTimeout(ctx)
 		if hasNet {
-			ectx, cancel = b.bound(ctx, d)
+			ectx, cancel = b.due.Bound(ctx, d, b.share)
 		}
 		b.exec(ectx, c.self[:])
 		if cancel != nil {

@@ -50,3 +50,26 @@ func (d *Deadlines) At(t time.Time) context.Context {
 	}
 	return d.ctx
 }
+
+// Bound returns ctx bounded by the network timeout d from now, and the
+// function that releases it (nil when there is none): ctx itself when it
+// ends first; when share is set and d allows (d + DeadlineStep within
+// CancelLag), a context of d's shared by calls (see At), or ctx itself if
+// that one would end after ctx; or else a context of its own, derived from
+// ctx. share is for a client that needs no values of the caller's context
+// (one the driver made).
+func (d *Deadlines) Bound(ctx context.Context, timeout time.Duration, share bool) (context.Context, context.CancelFunc) {
+	t := time.Now().Add(timeout)
+	dl, ok := ctx.Deadline()
+	if ok && !dl.After(t) {
+		return ctx, nil
+	}
+	if share && timeout+DeadlineStep <= CancelLag {
+		s := d.At(t)
+		if sdl, _ := s.Deadline(); ok && !dl.After(sdl) {
+			return ctx, nil // ends before the shared deadline, rounded up, would
+		}
+		return s, nil
+	}
+	return context.WithDeadline(ctx, t)
+}

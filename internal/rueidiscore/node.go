@@ -543,14 +543,12 @@ func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.
 		return nil, err // not sent
 	}
 	cctx, cancel := ctx, context.CancelFunc(nil)
-	switch {
-	case hasNet && d <= batch.CancelLag:
-		// From now: the wait at the gate is over. A cancellation of ctx
-		// is seen by the deadline, at most batch.CancelLag later (see
-		// batch.Deadlines).
-		cctx = n.due.At(time.Now().Add(d))
-	case hasNet:
-		cctx, cancel = context.WithTimeout(ctx, d)
+	if hasNet {
+		// From now: the wait at the gate is over. A node that made its
+		// client shares the deadlines of calls due within
+		// batch.CancelLag, which see a cancellation of ctx by that
+		// deadline at the latest (see batch.Deadlines.Bound).
+		cctx, cancel = n.due.Bound(ctx, d, n.owned)
 	}
 	if n.sending.Add(1) > 1 {
 		n.crowd(now) // other calls are in flight
