@@ -91,11 +91,14 @@ type round struct {
 	// the round (Lock.acq) once every call has returned (see grant).
 	owner atomic.Pointer[Lock]
 
-	op      op
-	ctx     context.Context // bounds every call by the node timeout; nil when every node queues
-	cancel  context.CancelFunc
-	qctx    context.Context // for nodes that queue (driver.Queuer), when the round has a bound; else nil
-	qcancel context.CancelFunc
+	op     op
+	ctx    context.Context // bounds every call by the node timeout; nil when every node queues
+	cancel context.CancelFunc
+	// qctx is for nodes that queue (driver.Queuer), when the round has a
+	// bound; else nil. It carries qd, which ends at the bound without a
+	// timer for the calls that do not wait for it (see lazyDeadline).
+	qctx context.Context
+	qd   lazyDeadline
 }
 
 // call runs the round's op on node i and sends its reply.
@@ -118,8 +121,8 @@ func (r *round) call(i int) {
 		if r.cancel != nil {
 			r.cancel()
 		}
-		if r.qcancel != nil {
-			r.qcancel()
+		if r.qctx != nil {
+			r.qd.end()
 		}
 		if r.finished != nil {
 			r.finished()
@@ -183,8 +186,8 @@ func (c *Client) startRound(ctx context.Context, opName, name string, bound time
 		if least := time.Now().Add(c.nodeTimeout); bound.Before(least) {
 			bound = least
 		}
-		qctx, cancel := context.WithDeadline(ctx, bound)
-		r.qctx, r.qcancel = driver.WithNetworkTimeout(qctx, c.nodeTimeout), cancel
+		r.qd.init(ctx, bound)
+		r.qctx = driver.WithNetworkTimeout(&r.qd, c.nodeTimeout)
 	}
 	if !queued || c.unqueued {
 		// One deadline for all the calls, which start together: one timer
