@@ -73,9 +73,19 @@
 // from Open, one whose network timeout is within 245ms runs with a deadline
 // that calls within the same 5ms share, rounded up to it (never past its own
 // context's deadline), which saves a context and a timer per call, and its
-// caller's cancellation is seen by that deadline at the latest, as below. A
-// call in a pipeline still returns as soon as its own context ends; a call
-// still waiting when its context ends is never sent.
+// caller's cancellation is seen by that deadline at the latest, as below.
+// Such a lone call also goes out on the node's lane when it is free: one
+// connection the node keeps out of the pool (a *redis.Conn), used by one
+// call at a time, which skips the pool's lock and its health check (a
+// system call) on every command. A call that fails with anything but a
+// Redis error reply (a timeout, a broken connection) closes the lane, which
+// may hold its late reply, and the next lone call takes another connection
+// from the pool; a lane unused for a second goes back to the pool, so that a
+// connection the server closed meanwhile is found by the pool's check
+// rather than by a call. A connection the server closes within that second
+// fails the next lone call on it (a failed vote), where the pool would have
+// found it first. A call in a pipeline still returns as soon as its own
+// context ends; a call still waiting when its context ends is never sent.
 //
 // A call returns when its context's deadline passes, with an error matching
 // context.DeadlineExceeded. A context that is canceled before its deadline is

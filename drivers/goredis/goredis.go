@@ -127,6 +127,7 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 	c := redis.NewClient(opts)
 	n := newNode(c, drivernode.Name(a.Addr.String()), true)
 	n.owned, n.hub, n.warm = true, pubsub.New(n.dialPubSub), newWarmer(c)
+	n.lanes.client, n.lanes.state = c, &n.state
 	n.batch.ShareDeadlines() // no user's hooks need the callers' contexts
 	return n, nil
 }
@@ -229,6 +230,7 @@ type node struct {
 	batch   *batch.Batcher[rediscmd.Cmd, rediscmd.Result]
 	state   drivernode.State // nil client, closed
 	warm    *warmer          // makes connections outside the calls' deadlines; nil unless from Open
+	lanes   lanes            // the connection of lone calls; none unless from Open, on one server
 }
 
 // SetNX sends SET key value NX PX ttl.
@@ -259,6 +261,7 @@ func (n *node) Close() error {
 	if n.router != nil {
 		n.router.Close()
 	}
+	n.lanes.close()
 	if !n.owned {
 		return nil
 	}
@@ -286,6 +289,12 @@ func (n *node) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error
 // exec is the node's batch.Exec: one command on the caller's goroutine
 // (watched, see watch), or several as one pipeline.
 func (n *node) exec(ctx context.Context, calls []*batch.Call[rediscmd.Cmd, rediscmd.Result]) {
+	if len(calls) == 1 && n.lanes.client != nil && n.direct(ctx) {
+		if l, fresh := n.lanes.take(time.Now()); l != nil {
+			n.onLane(ctx, calls[0], l, fresh)
+			return
+		}
+	}
 	if n.warm != nil {
 		// A lone call's ctx may be a deadline shared by calls (see
 		// batch.ShareDeadlines): its caller's cancellation ends the wait too.
@@ -311,11 +320,11 @@ func (n *node) exec(ctx context.Context, calls []*batch.Call[rediscmd.Cmd, redis
 			return
 		}
 		if n.direct(ctx) {
-			c.Res, c.Err = n.one(ctx, &c.Cmd)
+			c.Res, c.Err = n.one(ctx, n.client, &c.Cmd)
 			return
 		}
 		cmd := c.Cmd // the watch may return before the command: c is then reused
-		c.Res, c.Err = watch(ctx, func(ctx context.Context) (rediscmd.Result, error) { return n.one(ctx, &cmd) })
+		c.Res, c.Err = watch(ctx, func(ctx context.Context) (rediscmd.Result, error) { return n.one(ctx, n.client, &cmd) })
 		return
 	}
 	cmds := make([]*redis.Cmd, len(calls))
@@ -347,11 +356,35 @@ type sender interface {
 	Process(ctx context.Context, cmd redis.Cmder) error
 }
 
-// one sends cmd alone.
-func (n *node) one(ctx context.Context, cmd *rediscmd.Cmd) (rediscmd.Result, error) {
-	c := send(ctx, n.client, cmd, false)
+// onLane sends c, a call sent alone, on the node's lane l (see lanes); a
+// fresh lane's first command takes a connection from the pool, for which it
+// waits as any call does (see warmer).
+func (n *node) onLane(ctx context.Context, c *batch.Call[rediscmd.Cmd, rediscmd.Result], l *lane, fresh bool) {
+	switch {
+	case fresh && n.warm != nil:
+		c.Err = n.warm.wait(ctx, c.Ctx())
+		if c.Err == nil {
+			c.Err = ctx.Err()
+		}
+	default:
+		c.Err = ctx.Err()
+	}
+	if c.Err == nil {
+		c.Err = c.Ctx().Err() // canceled before it was sent: never sent
+	}
+	if c.Err != nil {
+		n.lanes.give(l, nil) // unused
+		return
+	}
+	c.Res, c.Err = n.one(ctx, l.conn, &c.Cmd)
+	n.lanes.give(l, c.Err)
+}
+
+// one sends cmd alone on s, the node's client or its lane.
+func (n *node) one(ctx context.Context, s sender, cmd *rediscmd.Cmd) (rediscmd.Result, error) {
+	c := send(ctx, s, cmd, false)
 	if isNoScript(c.Err()) {
-		c = send(ctx, n.client, cmd, true)
+		c = send(ctx, s, cmd, true)
 	}
 	return result(cmd, c)
 }
