@@ -23,6 +23,10 @@ type Client struct {
 	ttl         time.Duration
 	drift       time.Duration
 	nodeTimeout time.Duration
+	// netTimeout carries only the node timeout as the network timeout
+	// (driver.WithNetworkTimeout), made once: a round's context answers
+	// that value from it, without a context and an allocation per round.
+	netTimeout  context.Context
 	driftFactor float64
 	backoff     Backoff
 	extendEvery time.Duration     // Do's extension interval
@@ -129,6 +133,7 @@ func newClient(nodes []driver.Node, cfg config) (*Client, error) {
 		ttl:           cfg.ttl,
 		drift:         drift(cfg.ttl, cfg.driftFactor),
 		nodeTimeout:   cfg.nodeTimeout,
+		netTimeout:    driver.WithNetworkTimeout(context.Background(), cfg.nodeTimeout),
 		driftFactor:   cfg.driftFactor,
 		backoff:       cfg.backoff,
 		extendEvery:   cfg.extendEvery,

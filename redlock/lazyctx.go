@@ -21,6 +21,7 @@ import (
 type lazyDeadline struct {
 	parent   context.Context
 	deadline time.Time
+	values   context.Context // answers first for the values it holds (see init)
 
 	mu     sync.Mutex
 	real   atomic.Pointer[realDeadline] // made on demand, never changed after
@@ -34,9 +35,11 @@ type realDeadline struct {
 	cancel context.CancelFunc
 }
 
-// init sets the parent and the deadline.
-func (l *lazyDeadline) init(parent context.Context, deadline time.Time) {
-	l.parent, l.deadline = parent, deadline
+// init sets the parent, the deadline and values, a context without
+// cancellation or deadline whose values l has over its parent's (a round's
+// network timeout, made once per Client: no context per round carries it).
+func (l *lazyDeadline) init(parent context.Context, deadline time.Time, values context.Context) {
+	l.parent, l.deadline, l.values = parent, deadline, values
 }
 
 // materialize returns the context.WithDeadline that l stands for, making it
@@ -112,12 +115,16 @@ func (l *lazyDeadline) Err() error {
 	return l.early()
 }
 
-// Value returns its parent's value for key, or once l has become a
-// context.WithDeadline, that context's: a context derived from l (with
-// context.WithCancel and the like), which asks for Done first, then finds
-// the context that closes it and registers there, as with any context of
-// package context, rather than start a goroutine to watch Done.
+// Value returns the value for key of l's values, else its parent's, or
+// once l has become a context.WithDeadline, that context's: a context
+// derived from l (with context.WithCancel and the like), which asks for Done
+// first, then finds the context that closes it and registers there, as with
+// any context of package context, rather than start a goroutine to watch
+// Done.
 func (l *lazyDeadline) Value(key any) any {
+	if v := l.values.Value(key); v != nil {
+		return v
+	}
 	if r := l.real.Load(); r != nil {
 		return r.ctx.Value(key)
 	}

@@ -8,12 +8,14 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/go-redlock/redlock/driver"
 )
 
 // newLazy returns a lazyDeadline over parent that ends after d.
 func newLazy(parent context.Context, d time.Duration) *lazyDeadline {
 	l := &lazyDeadline{}
-	l.init(parent, time.Now().Add(d))
+	l.init(parent, time.Now().Add(d), context.Background())
 	return l
 }
 
@@ -181,5 +183,31 @@ func TestLazyDeadlineConcurrent(t *testing.T) {
 		if !isDone(l.Done()) {
 			t.Fatal("Done not closed after the race")
 		}
+	}
+}
+
+// Its values answer before its parent's, before and after it becomes a
+// context.WithDeadline, and derived contexts see them.
+func TestLazyDeadlineValues(t *testing.T) {
+	type key struct{}
+	parent := driver.WithNetworkTimeout(context.WithValue(context.Background(), key{}, "parent"), time.Hour)
+	l := &lazyDeadline{}
+	l.init(parent, time.Now().Add(time.Hour), driver.WithNetworkTimeout(context.Background(), time.Second))
+	check := func(when string, ctx context.Context) {
+		t.Helper()
+		if d, ok := driver.NetworkTimeout(ctx); !ok || d != time.Second {
+			t.Errorf("%s: network timeout %v, %v; want its own, 1s", when, d, ok)
+		}
+		if got := ctx.Value(key{}); got != "parent" {
+			t.Errorf("%s: Value = %v, want the parent's", when, got)
+		}
+	}
+	check("lazy", l)
+	child, cancel := context.WithCancel(l) // makes it a context.WithDeadline
+	defer cancel()
+	check("after Done", l)
+	check("derived", child)
+	if got := testing.AllocsPerRun(100, func() { driver.NetworkTimeout(l) }); got != 0 {
+		t.Errorf("reading its network timeout allocates %v times, want none", got)
 	}
 }

@@ -95,8 +95,9 @@ type round struct {
 	ctx    context.Context // bounds every call by the node timeout; nil when every node queues
 	cancel context.CancelFunc
 	// qctx is for nodes that queue (driver.Queuer), when the round has a
-	// bound; else nil. It carries qd, which ends at the bound without a
-	// timer for the calls that do not wait for it (see lazyDeadline).
+	// bound; else nil. It is qd, which carries the node timeout as the
+	// network timeout and ends at the bound, without a timer for the calls
+	// that do not wait for it (see lazyDeadline).
 	qctx context.Context
 	qd   lazyDeadline
 }
@@ -186,8 +187,8 @@ func (c *Client) startRound(ctx context.Context, opName, name string, bound time
 		if least := time.Now().Add(c.nodeTimeout); bound.Before(least) {
 			bound = least
 		}
-		r.qd.init(ctx, bound)
-		r.qctx = driver.WithNetworkTimeout(&r.qd, c.nodeTimeout)
+		r.qd.init(ctx, bound, c.netTimeout)
+		r.qctx = &r.qd
 	}
 	if !queued || c.unqueued {
 		// One deadline for all the calls, which start together: one timer
