@@ -21,7 +21,7 @@ import (
 type lazyDeadline struct {
 	parent   context.Context
 	deadline time.Time
-	values   context.Context // answers first for the values it holds (see init)
+	values   context.Context // answers first for the values it holds (see init); or nil
 
 	mu     sync.Mutex
 	real   atomic.Pointer[realDeadline] // made on demand, never changed after
@@ -35,7 +35,7 @@ type realDeadline struct {
 	cancel context.CancelFunc
 }
 
-// init sets the parent, the deadline and values, a context without
+// init sets the parent, the deadline and values, nil or a context without
 // cancellation or deadline whose values l has over its parent's (a round's
 // network timeout, made once per Client: no context per round carries it).
 func (l *lazyDeadline) init(parent context.Context, deadline time.Time, values context.Context) {
@@ -122,8 +122,10 @@ func (l *lazyDeadline) Err() error {
 // any context of package context, rather than start a goroutine to watch
 // Done.
 func (l *lazyDeadline) Value(key any) any {
-	if v := l.values.Value(key); v != nil {
-		return v
+	if l.values != nil {
+		if v := l.values.Value(key); v != nil {
+			return v
+		}
 	}
 	if r := l.real.Load(); r != nil {
 		return r.ctx.Value(key)

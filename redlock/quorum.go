@@ -91,9 +91,12 @@ type round struct {
 	// the round (Lock.acq) once every call has returned (see grant).
 	owner atomic.Pointer[Lock]
 
-	op     op
-	ctx    context.Context // bounds every call by the node timeout; nil when every node queues
-	cancel context.CancelFunc
+	op op
+	// ctx bounds every call by the node timeout; nil when every node
+	// queues. It is nd, which arms no timer for calls that do not ask for
+	// its Done (see lazyDeadline).
+	ctx context.Context
+	nd  lazyDeadline
 	// qctx is for nodes that queue (driver.Queuer), when the round has a
 	// bound; else nil. It is qd, which carries the node timeout as the
 	// network timeout and ends at the bound, without a timer for the calls
@@ -119,8 +122,8 @@ func (r *round) call(i int) {
 	r.callErr[i] = err
 	r.replies <- v
 	if r.running.Add(-1) == 0 {
-		if r.cancel != nil {
-			r.cancel()
+		if r.ctx != nil {
+			r.nd.end()
 		}
 		if r.qctx != nil {
 			r.qd.end()
@@ -191,9 +194,11 @@ func (c *Client) startRound(ctx context.Context, opName, name string, bound time
 		r.qctx = &r.qd
 	}
 	if !queued || c.unqueued {
-		// One deadline for all the calls, which start together: one timer
-		// per round rather than one per node.
-		r.ctx, r.cancel = context.WithTimeout(ctx, c.nodeTimeout)
+		// One deadline for all the calls, which start together: one per
+		// round rather than one per node, whose timer is armed only if a
+		// call asks for its Done.
+		r.nd.init(ctx, time.Now().Add(c.nodeTimeout), nil)
+		r.ctx = &r.nd
 	}
 	r.op = o
 	r.running.Store(int32(len(c.nodes)))
