@@ -362,11 +362,12 @@ var errNilContext = errors.New("redlock: nil context.Context (use context.Backgr
 func (c *Client) admit(ctx context.Context) error {
 	// A slot is free only while the queue is empty (leave hands a slot
 	// to the first in the queue instead of freeing it).
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	select {
 	case c.slots <- struct{}{}:
 		return nil
-	case <-ctx.Done():
-		return ctx.Err()
 	default:
 	}
 	c.admitMu.Lock()
