@@ -39,6 +39,7 @@ type lane[C closer] struct {
 	conn   net.Conn
 	busy   atomic.Bool
 	used   atomic.Int64 // when a call last took it (Unix nanoseconds)
+	ctx    laneContext  // the context of the call that has it, if it needs one; reused
 }
 
 // laneCooldown is how long after a call met another in flight on a node (or

@@ -600,9 +600,13 @@ func (n *node[C, D, R, L]) crowd(now time.Time) {
 func (n *node[C, D, R, L]) onLane(ctx context.Context, s *state[C], l *lane[C], cmd *rediscmd.Cmd, now, dl time.Time) (reply any, sent bool, err error) {
 	lctx := ctx
 	if d, ok := ctx.Deadline(); !ok || dl.Before(d) {
-		lctx = &laneContext{Context: ctx, deadline: dl}
+		// The lane's own: it carries one call at a time, which the
+		// library does not keep once answered (it never pipelines).
+		l.ctx = laneContext{Context: ctx, deadline: dl}
+		lctx = &l.ctx
 	}
 	reply, err = decode(n.send(lctx, l.client, cmd), cmd.Op)
+	l.ctx = laneContext{} // keeps nothing of the caller's
 	if errors.Is(err, errRedial) {
 		n.dropLane(s, l)
 		return nil, false, nil
