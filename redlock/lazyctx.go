@@ -2,6 +2,7 @@ package redlock
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,13 +24,12 @@ type lazyDeadline struct {
 	deadline time.Time
 	values   context.Context // answers first for the values it holds (see init); or nil
 
-	mu     sync.Mutex
-	real   atomic.Pointer[realDeadline] // made on demand, never changed after
-	ended  atomic.Bool                  // end was called
-	endErr error                        // Err once ended without real; set before ended
+	mu   sync.Mutex
+	real atomic.Pointer[realDeadline] // made on demand, never changed after
+	err  atomic.Pointer[error]        // the first error Err returned, kept: Err never changes after
 }
 
-// realDeadline is the context.WithDeadline that a lazyDeadline becomes.
+// realDeadline is the context that a lazyDeadline becomes.
 type realDeadline struct {
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -42,8 +42,20 @@ func (l *lazyDeadline) init(parent context.Context, deadline time.Time, values c
 	l.parent, l.deadline, l.values = parent, deadline, values
 }
 
-// materialize returns the context.WithDeadline that l stands for, making it
-// the first time: from then on, l is that context.
+// keep records err as l's error unless one is already, and returns l's
+// error.
+func (l *lazyDeadline) keep(err error) error {
+	if l.err.CompareAndSwap(nil, &err) {
+		return err
+	}
+	return *l.err.Load()
+}
+
+// materialize returns the context that l stands for, making it the first
+// time: a context.WithDeadline, from then on l's Done; or, when l has ended
+// already, a context of the parent's values, ended already, whose error is
+// l's (a context.WithDeadline made then could say another: its deadline may
+// have passed since l was canceled).
 func (l *lazyDeadline) materialize() context.Context {
 	if r := l.real.Load(); r != nil {
 		return r.ctx
@@ -53,12 +65,18 @@ func (l *lazyDeadline) materialize() context.Context {
 	if r := l.real.Load(); r != nil {
 		return r.ctx
 	}
-	ctx, cancel := context.WithDeadline(l.parent, l.deadline)
-	if l.ended.Load() {
-		cancel()
+	var r realDeadline
+	switch err := l.Err(); {
+	case err == nil:
+		r.ctx, r.cancel = context.WithDeadline(l.parent, l.deadline)
+	case errors.Is(err, context.DeadlineExceeded):
+		r.ctx, r.cancel = context.WithDeadline(context.WithoutCancel(l.parent), time.Time{})
+	default:
+		r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(l.parent))
+		r.cancel()
 	}
-	l.real.Store(&realDeadline{ctx: ctx, cancel: cancel})
-	return ctx
+	l.real.Store(&r)
+	return r.ctx
 }
 
 // end ends l, as a context.CancelFunc does: Err then returns
@@ -66,27 +84,12 @@ func (l *lazyDeadline) materialize() context.Context {
 func (l *lazyDeadline) end() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.ended.Load() {
-		return
+	if l.Err() == nil {
+		l.keep(context.Canceled)
 	}
 	if r := l.real.Load(); r != nil {
 		r.cancel()
-	} else if l.endErr = l.early(); l.endErr == nil {
-		l.endErr = context.Canceled
 	}
-	l.ended.Store(true)
-}
-
-// early returns why l has ended without end: its parent's error, or
-// context.DeadlineExceeded once the deadline has passed; nil if neither.
-func (l *lazyDeadline) early() error {
-	if err := l.parent.Err(); err != nil {
-		return err
-	}
-	if !time.Now().Before(l.deadline) {
-		return context.DeadlineExceeded
-	}
-	return nil
 }
 
 // Deadline returns the earlier of l's deadline and its parent's.
@@ -100,19 +103,26 @@ func (l *lazyDeadline) Deadline() (time.Time, bool) {
 // Done returns a channel closed when l ends; the first call arms the timer.
 func (l *lazyDeadline) Done() <-chan struct{} { return l.materialize().Done() }
 
-// Err returns nil until l ends, and then why: its parent's error,
-// context.DeadlineExceeded, or context.Canceled after end.
+// Err returns nil until l ends, and then why, the same from then on: its
+// parent's error, context.DeadlineExceeded, or context.Canceled after end.
+// Until Done was asked for, it compares with the clock.
 func (l *lazyDeadline) Err() error {
+	if p := l.err.Load(); p != nil {
+		return *p
+	}
 	if r := l.real.Load(); r != nil {
-		return r.ctx.Err()
-	}
-	if l.ended.Load() {
-		if r := l.real.Load(); r != nil { // made before end
-			return r.ctx.Err()
+		if err := r.ctx.Err(); err != nil {
+			return l.keep(err)
 		}
-		return l.endErr
+		return nil
 	}
-	return l.early()
+	if err := l.parent.Err(); err != nil {
+		return l.keep(err)
+	}
+	if !time.Now().Before(l.deadline) {
+		return l.keep(context.DeadlineExceeded)
+	}
+	return nil
 }
 
 // Value returns the value for key of l's values, else its parent's, or
