@@ -227,6 +227,9 @@ func (d *doCall) here() {
 // or let go when d's context ends (state doCut). It returns false when the
 // context has ended already.
 func (c *Client) admitDo(d *doCall) bool {
+	if d.ctx.Err() != nil {
+		return false // sends nothing, as admit
+	}
 	c.admitMu.Lock()
 	if len(c.admitQ) == 0 {
 		select {
