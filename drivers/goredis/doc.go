@@ -77,10 +77,10 @@
 // Such a lone call also goes out on the node's lane when it is free: one
 // connection the node keeps out of the pool (a *redis.Conn), used by one
 // call at a time, which skips the pool's lock and its health check (a
-// system call) on every command. A call that fails with anything but a
-// Redis error reply (a timeout, a broken connection) closes the lane, which
-// may hold its late reply, and the next lone call takes another connection
-// from the pool; a lane unused for a second goes back to the pool, so that a
+// system call) on every command. A call that fails (a timeout, a broken
+// connection, an error reply) closes the lane, whose connection may hold its
+// late reply or be one go-redis marked bad, and the next lone call takes
+// another connection from the pool; a lane unused for a second goes back to the pool, so that a
 // connection the server closed meanwhile is found by the pool's check
 // rather than by a call. A connection the server closes within that second
 // fails the next lone call on it (a failed vote), where the pool would have

@@ -373,11 +373,11 @@ func (n *node) onLane(ctx context.Context, c *batch.Call[rediscmd.Cmd, rediscmd.
 		c.Err = c.Ctx().Err() // canceled before it was sent: never sent
 	}
 	if c.Err != nil {
-		n.lanes.give(l, nil) // unused
+		n.lanes.give(l, false, nil) // unused
 		return
 	}
 	c.Res, c.Err = n.one(ctx, l.conn, &c.Cmd)
-	n.lanes.give(l, c.Err)
+	n.lanes.give(l, true, c.Err)
 }
 
 // one sends cmd alone on s, the node's client or its lane.

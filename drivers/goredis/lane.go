@@ -1,7 +1,6 @@
 package goredis
 
 import (
-	"errors"
 	"sync/atomic"
 	"time"
 
@@ -22,13 +21,15 @@ const laneIdle = time.Second
 // skips the pool's work for every command (its lock, and the health check,
 // a system call and three allocations), as a caller holding one connection
 // does. A call that finds it taken (another lone call is on it) or missing
-// goes through the pool. A call that fails with anything but a Redis error
-// reply (a timeout, a broken connection, its context ended) may leave a
-// reply unread on it: the lane is then closed, which takes the connection
-// out of the pool, and the next lone call makes another.
+// goes through the pool. A call that fails (a timeout, a broken connection,
+// its context ended, an error reply) may leave a reply unread on it, or the
+// connection marked bad by go-redis: the lane is then closed, which gives a
+// sound connection back to the pool and removes a bad one, and the next
+// lone call makes another.
 type lane struct {
 	conn *redis.Conn
 	used time.Time // when its last call ended
+	sent bool      // a command went out on it: its connection is made
 }
 
 // lanes holds a node's lane: at most one exists at a time.
@@ -40,8 +41,8 @@ type lanes struct {
 }
 
 // take returns the lane for a lone call, making it if there is none, and
-// whether it is new (its first command takes a connection from the pool,
-// which may dial). It returns nil if another call has the lane, if the node
+// whether it is fresh: no command went out on it yet (its first takes a
+// connection from the pool, which may dial). It returns nil if another call has the lane, if the node
 // has none, or if the lane was idle too long (it is closed: the call goes
 // through the pool, which checks its connections).
 func (ls *lanes) take(now time.Time) (l *lane, fresh bool) {
@@ -50,7 +51,7 @@ func (ls *lanes) take(now time.Time) (l *lane, fresh bool) {
 	}
 	if l = ls.idle.Swap(nil); l != nil {
 		if now.Sub(l.used) < laneIdle {
-			return l, false
+			return l, !l.sent
 		}
 		ls.drop(l)
 		return nil, false
@@ -61,15 +62,19 @@ func (ls *lanes) take(now time.Time) (l *lane, fresh bool) {
 	return &lane{conn: ls.client.Conn()}, true
 }
 
-// give returns l after a call that ended with err, unless the node is
-// closed or err may have left the connection with a reply unread: l is then
-// closed.
-func (ls *lanes) give(l *lane, err error) {
-	var reply redis.Error // the server's answer: the connection is in step
-	if err != nil && !errors.As(err, &reply) {
+// give returns l after a call that sent a command on it (sent) and ended
+// with err, or one that sent nothing, unless the node is closed or the call
+// failed: l is then closed. A failure may have left a reply unread on the
+// connection, and go-redis may have marked the connection bad (a timeout, a
+// broken connection, and also some error replies, such as READONLY, after
+// which every later command on the lane would fail): the next lone call
+// takes another connection from the pool.
+func (ls *lanes) give(l *lane, sent bool, err error) {
+	if err != nil {
 		ls.drop(l)
 		return
 	}
+	l.sent = l.sent || sent
 	l.used = time.Now()
 	ls.idle.Store(l)
 	if ls.state.Err() != nil { // Close may have looked before the Store

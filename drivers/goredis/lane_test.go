@@ -80,8 +80,9 @@ func TestLaneDroppedAfterTimeout(t *testing.T) {
 	require.NotNil(t, n.lanes.idle.Load(), "no new lane after the next call")
 }
 
-// A Redis error reply leaves the connection in step: the lane is kept.
-func TestLaneKeptAfterErrorReply(t *testing.T) {
+// An error reply closes the lane too (go-redis marks the connection bad
+// after some, READONLY among them); the next call works, on a new lane.
+func TestLaneClosedAfterErrorReply(t *testing.T) {
 	srv := redistest.NewServer(t)
 	n := openNode(t, srv.Addr())
 	_, err := srv.Do(t.Context(), "HSET", "hash", "f", "v")
@@ -89,12 +90,11 @@ func TestLaneKeptAfterErrorReply(t *testing.T) {
 	ctx := lone(t.Context())
 	_, err = n.EvalRelease(ctx, "hash", "v") // GET of a hash: WRONGTYPE
 	require.ErrorContains(t, err, "WRONGTYPE")
-	l := n.lanes.idle.Load()
-	require.NotNil(t, l, "the lane was closed after an error reply")
+	require.False(t, n.lanes.made.Load(), "the lane was kept after an error reply")
 	ok, err := n.SetNX(ctx, "k", "v", time.Minute)
 	require.NoError(t, err)
 	require.True(t, ok)
-	require.Same(t, l, n.lanes.idle.Load(), "the next call did not use the same lane")
+	require.NotNil(t, n.lanes.idle.Load(), "no new lane after the next call")
 }
 
 // A lane left idle for laneIdle goes back to the pool, which checks a
@@ -112,7 +112,7 @@ func TestLaneIdleGoesBackToPool(t *testing.T) {
 	l, fresh := n.lanes.take(time.Now())
 	require.NotNil(t, l)
 	require.True(t, fresh, "the next lane is a new one")
-	n.lanes.give(l, nil)
+	n.lanes.give(l, false, nil)
 }
 
 // Close closes the idle lane, and a lane that a call holds once the call
@@ -124,7 +124,7 @@ func TestLaneClosedWithTheNode(t *testing.T) {
 	l, _ := n.lanes.take(time.Now())
 	require.NotNil(t, l)
 	require.NoError(t, n.Close())
-	n.lanes.give(l, nil)
+	n.lanes.give(l, false, nil)
 	require.Nil(t, n.lanes.idle.Load(), "a lane given back after Close was kept")
 	require.False(t, n.lanes.made.Load())
 
