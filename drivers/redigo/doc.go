@@ -22,7 +22,9 @@
 // connection uses TLS too.
 //
 // Concurrent calls on a node are pipelined (package internal/batch): a node
-// sends on at most two connections from the pool at once; while both are
+// sends on at most two connections from the pool at once (two per
+// millisecond of the server's fastest answer so far, at most 16, so that a
+// far server is not held to two batches per round trip); while they are
 // busy, the calls that arrive wait and go together as one pipeline (Send for
 // each, one Flush, then their replies; at most 128 commands), one write and
 // one read for all of them, on the client and on the server

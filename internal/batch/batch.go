@@ -33,9 +33,14 @@ import (
 // Settings the Redis drivers share.
 const (
 	// Senders is how many batches a driver's node sends at once (the
-	// connections it keeps busy), and MaxBatch how many commands one holds.
+	// connections it keeps busy) per millisecond of the server's round
+	// trip, and MaxBatch how many commands one holds.
 	Senders  = 2
 	MaxBatch = 128
+	// MaxSendScale bounds how far a Batcher scales its senders by the
+	// server's round trip (see Batcher): 16 connections at most with
+	// Senders, which the drivers' own pools hold (64).
+	MaxSendScale = 8
 	// CancelLag is the longest a driver's call may take to notice that its
 	// context was canceled: a call whose deadline is nearer than that is
 	// bounded by the deadline alone, without a goroutine watching the
@@ -79,14 +84,25 @@ func (c *Call[C, R]) Ctx() context.Context { return c.ctx }
 type Exec[C, R any] func(ctx context.Context, calls []*Call[C, R])
 
 // Batcher sends the commands given to Do through Exec, at most Senders
-// batches at once, each of at most MaxBatch commands. Its zero value is not
-// usable: use New. It is safe for concurrent use.
+// batches at once per millisecond of the server's round trip, each of at most
+// MaxBatch commands. A batch spends its round trip on the network, not in the
+// client: a server whose fastest answer so far took d gets senders ×
+// d/1ms batches at once (rounded up; at least senders, at most MaxSendScale
+// × senders), so that a far server gets about the throughput of a near one
+// rather than a queue that grows while batches wait for the network (2 ×
+// 128 commands per 40ms round trip would be 6,400 a second at most). The
+// fastest answer only goes down: a server whose answers slow down under load
+// never gets more senders for it: only a command sent alone, with no other
+// send in flight, is timed. Its zero value is not usable: use New. It
+// is safe for concurrent use.
 type Batcher[C, R any] struct {
 	exec     Exec[C, R]
-	senders  int
+	base     int // senders per millisecond of round trip
 	maxBatch int
 
 	mu       sync.Mutex
+	senders  int              // base scaled by fastest (see Batcher)
+	fastest  time.Duration    // the fastest answer so far; 0 before the first
 	urgent   fifo[Call[C, R]] // sent first
 	normal   fifo[Call[C, R]]
 	depth    int       // queued calls not yet taken nor abandoned
@@ -114,9 +130,10 @@ func (b *Batcher[C, R]) ShareDeadlines() { b.share = true }
 
 // New returns a Batcher that sends through exec, with at most senders
 // batches in flight at once (connections in use), each of at most maxBatch
-// commands.
+// commands, per millisecond of the server's round trip (see Batcher).
 func New[C, R any](exec Exec[C, R], senders, maxBatch int) *Batcher[C, R] {
-	return &Batcher[C, R]{exec: exec, senders: max(senders, 1), maxBatch: max(maxBatch, 1)}
+	senders = max(senders, 1)
+	return &Batcher[C, R]{exec: exec, base: senders, senders: senders, maxBatch: max(maxBatch, 1)}
 }
 
 func (b *Batcher[C, R]) get(ctx context.Context, cmd C) *Call[C, R] {
@@ -161,6 +178,7 @@ func (b *Batcher[C, R]) Do(ctx context.Context, cmd C) (R, error) {
 	c := b.get(ctx, cmd)
 	b.mu.Lock()
 	if b.active < b.senders && b.depth == 0 {
+		alone := b.active == 0 // no other send in flight: timed (see Batcher)
 		b.active++
 		b.mu.Unlock()
 		c.self[0] = c
@@ -169,6 +187,7 @@ func (b *Batcher[C, R]) Do(ctx context.Context, cmd C) (R, error) {
 		if hasNet {
 			ectx, cancel = b.due.Bound(ctx, d, b.share)
 		}
+		sent := time.Now()
 		b.exec(ectx, c.self[:])
 		if cancel != nil {
 			cancel()
@@ -183,7 +202,11 @@ func (b *Batcher[C, R]) Do(ctx context.Context, cmd C) (R, error) {
 		default:
 			timeout = CutShort
 		}
-		b.release(timeout)
+		var rtt time.Duration
+		if alone {
+			rtt = time.Since(sent)
+		}
+		b.release(timeout, rtt)
 		res, err := c.Res, networkError(ctx, c.Err)
 		b.put(c)
 		return res, err
@@ -221,12 +244,12 @@ func (b *Batcher[C, R]) Do(ctx context.Context, cmd C) (R, error) {
 }
 
 // release gives up a sender's turn, handing it to a new draining goroutine
-// when commands wait. timeout is as sentLocked takes it.
-func (b *Batcher[C, R]) release(timeout time.Duration) {
+// when commands wait. timeout and rtt are as sentLocked takes them.
+func (b *Batcher[C, R]) release(timeout, rtt time.Duration) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.sentLocked(timeout)
-	if b.urgent.len()+b.normal.len() > 0 {
+	b.sentLocked(timeout, rtt)
+	if b.urgent.len()+b.normal.len() > 0 && b.active <= b.senders {
 		go b.drain()
 		return
 	}
@@ -258,14 +281,25 @@ const CutShort = time.Duration(-1)
 // answered if it is 0. When the server has answered nothing for twice the
 // network timeout, the queued calls fail: they would wait behind a server
 // that does not answer (a stalled one). A server that answers some sends,
-// however slowly, keeps its queue. b.mu is held.
-func (b *Batcher[C, R]) sentLocked(timeout time.Duration) {
+// however slowly, keeps its queue. rtt is the time of an answered send that
+// had no other in flight, from the write to the reply, or 0: by it the
+// senders scale (see Batcher); more senders start at once when commands
+// wait. b.mu is held.
+func (b *Batcher[C, R]) sentLocked(timeout, rtt time.Duration) {
 	now := time.Now()
 	if timeout == CutShort {
 		return
 	}
 	if timeout == 0 {
 		b.answered = now
+		if rtt > 0 && (b.fastest == 0 || rtt < b.fastest) {
+			b.fastest = rtt
+			b.senders = scaled(b.base, rtt, MaxSendScale)
+			for b.active < b.senders && b.depth > 0 {
+				b.active++
+				go b.drain()
+			}
+		}
 		return
 	}
 	if now.Sub(b.answered) > 2*timeout {
@@ -303,6 +337,12 @@ func (b *Batcher[C, R]) drain() {
 	var batch []*Call[C, R]
 	for {
 		b.mu.Lock()
+		if b.active > b.senders {
+			// The senders went down (a faster answer): this one stops.
+			b.active--
+			b.mu.Unlock()
+			return
+		}
 		for len(batch) < b.maxBatch {
 			q := &b.urgent
 			if q.len() == 0 {
@@ -327,7 +367,7 @@ func (b *Batcher[C, R]) drain() {
 		b.mu.Unlock()
 		timeout := b.send(batch)
 		b.mu.Lock()
-		b.sentLocked(timeout)
+		b.sentLocked(timeout, 0) // not timed: it waited behind others
 		b.mu.Unlock()
 		clear(batch)
 		batch = batch[:0]

@@ -18,6 +18,7 @@ import (
 func TestUrgentFirstAndPending(t *testing.T) {
 	g := newGate()
 	b := batch.New(g.exec, 1, 2)
+	answerFast(t, g, b)
 	go b.Do(t.Context(), 1)
 	<-g.entered // the only sender is busy
 	var wg sync.WaitGroup
@@ -36,7 +37,7 @@ func TestUrgentFirstAndPending(t *testing.T) {
 	require.Equal(t, driver.Pending{}, b.Pending(), "nothing waits once all are sent")
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	require.ElementsMatch(t, []int{20, 21}, g.batches[1], "the urgent commands go in the first batch after the busy one: %v", g.batches)
+	require.ElementsMatch(t, []int{20, 21}, g.batches[2], "the urgent commands go in the first batch after the busy one: %v", g.batches)
 }
 
 // A command with a network timeout may wait in the queue longer than that

@@ -1,0 +1,103 @@
+package safety_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// TestDriversFarNodeKeepsUp runs 16 lockers for two seconds over three nodes,
+// one of them 40ms away (round trip), and watches the far node's local queue.
+// The quorum of the two near nodes decides every Lock and Unlock; the far
+// node still gets every SET and release, about ten thousand commands a
+// second here. A node that let a fixed number of commands in flight
+// whatever the distance (64 handed to rueidis at once, two batches of 128 on
+// goredis and redigo: 1,600 and 6,400 commands a second at 40ms) fell behind
+// and its queue, each call on a goroutine, grew for as long as the load
+// lasted: 5,800–7,600 deep after two seconds with rueidis and valkeygo,
+// 400–700 with goredis and redigo (under this test's bound: their scaling
+// is checked by batch's TestBatcherScalesByRoundTrip); one that scales what
+// it sends at once by the server's round trip (batch.Gate, batch.Batcher)
+// keeps up: 140–240 deep.
+func TestDriversFarNodeKeepsUp(t *testing.T) {
+	if testing.Short() {
+		t.Skip("far node: seconds per driver")
+	}
+	const (
+		rtt     = 40 * time.Millisecond
+		lockers = 16
+		load    = 2 * time.Second
+		// maxDepth is far above what a node that keeps up queues (a
+		// round trip's worth of commands at most, a few hundred) and far
+		// below what one held to a fixed number fell behind by at this
+		// load (thousands).
+		maxDepth = 1000
+	)
+	ns := startNodes(t, 3)
+	require.NoError(t, ns.proxies[2].SetLatency(rtt/2, rtt/2))
+	for _, drv := range redisDrivers {
+		t.Run(drv, func(t *testing.T) {
+			nodes := make([]driver.Node, len(ns.proxies))
+			for i, addr := range ns.addrs() {
+				n, err := driverOf[drv].Open(addr)
+				require.NoError(t, err)
+				nodes[i] = n
+			}
+			far, ok := nodes[2].(driver.Queuer)
+			require.True(t, ok, "%s nodes report their queue", drv)
+			c, err := redlock.New(nodes)
+			require.NoError(t, err)
+			defer c.Close()
+			ctx, cancel := context.WithTimeout(t.Context(), load)
+			defer cancel()
+			var (
+				wg       sync.WaitGroup
+				mu       sync.Mutex
+				ops      int
+				failures []error
+			)
+			for g := range lockers {
+				wg.Go(func() {
+					key := fmt.Sprintf("far/%s/%d", drv, g)
+					for ctx.Err() == nil {
+						l, err := c.Lock(ctx, key)
+						if err == nil {
+							err = l.Unlock(context.WithoutCancel(ctx))
+						}
+						mu.Lock()
+						if err != nil && ctx.Err() == nil {
+							failures = append(failures, err)
+						} else if err == nil {
+							ops++
+						}
+						mu.Unlock()
+					}
+				})
+			}
+			deepest := 0
+			tick := time.NewTicker(10 * time.Millisecond)
+			defer tick.Stop()
+		watch:
+			for {
+				select {
+				case <-ctx.Done():
+					break watch
+				case <-tick.C:
+					deepest = max(deepest, far.Pending().Depth)
+				}
+			}
+			wg.Wait()
+			require.Empty(t, failures, "every Lock and Unlock decided by the near nodes succeeds")
+			t.Logf("%s: %d lock+unlock in %v, the far node's queue at most %d deep", drv, ops, load, deepest)
+			require.Less(t, deepest, maxDepth, "the far node's queue keeps up (%d lock+unlock, %.0f commands a second to it)",
+				ops, float64(2*ops)/load.Seconds())
+		})
+	}
+}
