@@ -48,9 +48,10 @@
 // (a node timeout above 250 ms), a cluster node and a node from [New] have
 // none.
 //
-// A node hands at most 64 commands at once to its client per millisecond of
-// the server's fastest answer so far (64 for a near server, 640 for one
-// 10 ms away, at most 1,024; its driver.Queuer queue holds the others, urgent
+// A node hands at most 64 commands at once to its client, and to a far
+// server 64 per millisecond of its fastest answer (once 32 were timed, from
+// 2 ms up: 640 for a server 10 ms away, at most 1,024; its driver.Queuer
+// queue holds the others, urgent
 // extensions first, for as long as their contexts allow), so that the node
 // timeout bounds a command's time on the network rather than its wait behind
 // thousands handed over at once, and a far server is not held to the

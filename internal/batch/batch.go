@@ -15,7 +15,9 @@
 // the network by that timeout, from the moment its batch is sent; a batch that
 // times out fails the commands queued before it was sent, which would wait
 // behind a server that does not answer. Urgent commands (driver.WithUrgent)
-// go before the others. Pending reports the queue.
+// go before the others. Pending reports the queue. For a far server, more
+// batches go at once (see Batcher); Gate, for a client that pipelines by
+// itself, bounds the commands in flight the same way.
 package batch
 
 import (
@@ -39,7 +41,9 @@ const (
 	MaxBatch = 128
 	// MaxSendScale bounds how far a Batcher scales its senders by the
 	// server's round trip (see Batcher): 16 connections at most with
-	// Senders, which the drivers' own pools hold (64).
+	// Senders, which the pools of the clients the drivers make hold (64);
+	// a smaller pool of a user's client makes the extra senders wait for
+	// a connection, as callers sending alone do.
 	MaxSendScale = 8
 	// CancelLag is the longest a driver's call may take to notice that its
 	// context was canceled: a call whose deadline is nearer than that is
@@ -84,25 +88,23 @@ func (c *Call[C, R]) Ctx() context.Context { return c.ctx }
 type Exec[C, R any] func(ctx context.Context, calls []*Call[C, R])
 
 // Batcher sends the commands given to Do through Exec, at most Senders
-// batches at once per millisecond of the server's round trip, each of at most
-// MaxBatch commands. A batch spends its round trip on the network, not in the
-// client: a server whose fastest answer so far took d gets senders ×
-// d/1ms batches at once (rounded up; at least senders, at most MaxSendScale
-// × senders), so that a far server gets about the throughput of a near one
-// rather than a queue that grows while batches wait for the network (2 ×
-// 128 commands per 40ms round trip would be 6,400 a second at most). The
-// fastest answer only goes down: a server whose answers slow down under load
-// never gets more senders for it: only a command sent alone, with no other
-// send in flight, is timed. Its zero value is not usable: use New. It
-// is safe for concurrent use.
+// batches at once, each of at most MaxBatch commands, and for a far server
+// Senders per millisecond of its round trip: a batch spends its round trip on
+// the network, not in the client. A server whose fastest answer took d, of
+// MinSamples sends timed at least, d at least FarRoundTrip, gets senders ×
+// d/1ms batches at once (rounded up, at most MaxSendScale × senders), so that
+// it is not held to senders batches per round trip (2 × 128 commands per 40ms
+// would be 6,400 a second at most). The fastest answer only goes down: a
+// server whose answers slow down under load never gets more senders for it.
+// Its zero value is not usable: use New. It is safe for concurrent use.
 type Batcher[C, R any] struct {
 	exec     Exec[C, R]
 	base     int // senders per millisecond of round trip
 	maxBatch int
 
 	mu       sync.Mutex
-	senders  int              // base scaled by fastest (see Batcher)
-	fastest  time.Duration    // the fastest answer so far; 0 before the first
+	senders  int              // base scaled by the round trip (see Batcher)
+	rtt      roundTrip        // the server's, learned from the answers
 	urgent   fifo[Call[C, R]] // sent first
 	normal   fifo[Call[C, R]]
 	depth    int       // queued calls not yet taken nor abandoned
@@ -178,7 +180,6 @@ func (b *Batcher[C, R]) Do(ctx context.Context, cmd C) (R, error) {
 	c := b.get(ctx, cmd)
 	b.mu.Lock()
 	if b.active < b.senders && b.depth == 0 {
-		alone := b.active == 0 // no other send in flight: timed (see Batcher)
 		b.active++
 		b.mu.Unlock()
 		c.self[0] = c
@@ -203,7 +204,7 @@ func (b *Batcher[C, R]) Do(ctx context.Context, cmd C) (R, error) {
 			timeout = CutShort
 		}
 		var rtt time.Duration
-		if alone {
+		if c.Err == nil { // a reply, not an error of the connection
 			rtt = time.Since(sent)
 		}
 		b.release(timeout, rtt)
@@ -281,10 +282,9 @@ const CutShort = time.Duration(-1)
 // answered if it is 0. When the server has answered nothing for twice the
 // network timeout, the queued calls fail: they would wait behind a server
 // that does not answer (a stalled one). A server that answers some sends,
-// however slowly, keeps its queue. rtt is the time of an answered send that
-// had no other in flight, from the write to the reply, or 0: by it the
-// senders scale (see Batcher); more senders start at once when commands
-// wait. b.mu is held.
+// however slowly, keeps its queue. rtt is the time of a send whose every
+// command had a reply, or 0: by it the senders scale (see Batcher); more
+// senders start at once when commands wait. b.mu is held.
 func (b *Batcher[C, R]) sentLocked(timeout, rtt time.Duration) {
 	now := time.Now()
 	if timeout == CutShort {
@@ -292,13 +292,10 @@ func (b *Batcher[C, R]) sentLocked(timeout, rtt time.Duration) {
 	}
 	if timeout == 0 {
 		b.answered = now
-		if rtt > 0 && (b.fastest == 0 || rtt < b.fastest) {
-			b.fastest = rtt
-			b.senders = scaled(b.base, rtt, MaxSendScale)
-			for b.active < b.senders && b.depth > 0 {
-				b.active++
-				go b.drain()
-			}
+		b.senders = b.base * b.rtt.learn(rtt, MaxSendScale)
+		for more := b.depth; b.active < b.senders && more > 0; more -= b.maxBatch {
+			b.active++
+			go b.drain()
 		}
 		return
 	}
@@ -365,9 +362,14 @@ func (b *Batcher[C, R]) drain() {
 			return
 		}
 		b.mu.Unlock()
-		timeout := b.send(batch)
+		sent := time.Now()
+		timeout, replied := b.send(batch)
+		var rtt time.Duration
+		if replied {
+			rtt = time.Since(sent)
+		}
 		b.mu.Lock()
-		b.sentLocked(timeout, 0) // not timed: it waited behind others
+		b.sentLocked(timeout, rtt)
 		b.mu.Unlock()
 		clear(batch)
 		batch = batch[:0]
@@ -380,8 +382,9 @@ func (b *Batcher[C, R]) drain() {
 // a call of the batch; the batch's network timeout if every call timed out
 // on the network (each has a network timeout, and failed with a timeout
 // while its own context had not ended); CutShort if they timed out, some by
-// their callers' contexts, or if none was sent.
-func (b *Batcher[C, R]) send(batch []*Call[C, R]) (timeout time.Duration) {
+// their callers' contexts, or if none was sent. replied reports whether
+// every call sent had a reply (no error), for the round trip (see Batcher).
+func (b *Batcher[C, R]) send(batch []*Call[C, R]) (timeout time.Duration, replied bool) {
 	live := batch[:0]
 	for _, c := range batch {
 		if err := c.ctx.Err(); err != nil {
@@ -392,11 +395,15 @@ func (b *Batcher[C, R]) send(batch []*Call[C, R]) (timeout time.Duration) {
 		live = append(live, c)
 	}
 	if len(live) == 0 {
-		return CutShort // nothing sent: nothing learned of the server
+		return CutShort, false // nothing sent: nothing learned of the server
 	}
 	ctx, cancel := batchContext(live)
 	b.exec(ctx, live)
 	cancel()
+	replied = true
+	for _, c := range live {
+		replied = replied && c.Err == nil
+	}
 	for _, c := range live {
 		if !isTimeout(c.Err) { // answered
 			timeout = 0
@@ -414,7 +421,7 @@ func (b *Batcher[C, R]) send(batch []*Call[C, R]) (timeout time.Duration) {
 	for _, c := range live {
 		c.done <- struct{}{}
 	}
-	return timeout
+	return timeout, replied
 }
 
 // batchContext returns the context of a batch: the values of its first call's

@@ -18,17 +18,16 @@ import (
 // on the network rather than its wait behind thousands of others handed over
 // at once. Pending reports the queue.
 //
-// The limit is per millisecond of the node's round trip: a command in flight
-// is either in the client's queue or on the network, and only the first is
-// what the limit is for. A node whose fastest answer so far took d carries
-// limit × d/1ms commands at once (rounded up; at least limit, at most
-// MaxScale × limit), so that a far node, whose commands spend their time on
-// the network, gets the same throughput as a near one rather than a queue
-// that grows while commands wait for the network's round trip: with 64 and a
-// node 40ms away, 1,600 commands a second at most. The fastest answer only
-// goes down, and only commands sent alone are timed (see Exit), so a node
-// under load, whose answers slow down in the client's own queue, never gets
-// a larger limit for it.
+// The limit is per millisecond of the node's round trip, for a far node: a
+// command in flight is either in the client's queue or on the network, and
+// only the first is what the limit is for. A node whose fastest answer took
+// d, of MinSamples timed at least, d at least FarRoundTrip, carries limit ×
+// d/1ms commands at once (rounded up, at most MaxScale × limit), so that a
+// far node, whose commands spend their time on the network, is not held to
+// limit commands per round trip (with 64 and a node 40ms away, 1,600 a second
+// at most), behind which its queue grew for as long as the load lasted. The
+// fastest answer only goes down, so a node whose answers slow down under load
+// never gets a larger limit for it; a near node keeps the fixed limit.
 //
 // As a Batcher does, a Gate fails the commands waiting in its queue when a
 // command times out on the network and the server has answered nothing for
@@ -39,9 +38,9 @@ type Gate struct {
 	base int // the limit per millisecond of round trip
 
 	mu       sync.Mutex
-	limit    int           // base scaled by fastest (see Gate)
-	fastest  time.Duration // the fastest answer so far; 0 before the first
-	inFlight int           // entered and not exited
+	limit    int       // base scaled by the round trip (see Gate)
+	rtt      roundTrip // the server's, learned from the answers
+	inFlight int       // entered and not exited
 	urgent   fifo[waiter]
 	normal   fifo[waiter]
 	depth    int       // waiters queued, neither admitted nor abandoned
@@ -96,6 +95,11 @@ func (g *Gate) Enter(ctx context.Context) error {
 		g.normal.push(w)
 	}
 	g.depth++
+	// Places may be free: a waiter that abandoned its place in the queue
+	// was still counted in depth when the last command in flight exited.
+	for g.inFlight < g.limit && g.admitLocked() {
+		g.inFlight++
+	}
 	g.mu.Unlock()
 	select {
 	case err := <-w.ready:
@@ -123,20 +127,15 @@ func (g *Gate) Enter(ctx context.Context) error {
 // command's network timeout if it timed out on the network (its own context
 // had not ended), CutShort if its caller's context ended before an answer
 // (nothing is learned of the server), and 0 when the server answered (see
-// Gate); rtt is then the time from its entry to its answer, or 0 if not
-// measured. A caller measures it only for a command that had the connection
-// to itself (none other in flight as it entered): under load, a command's
-// time is mostly its wait behind the others, which must not raise the limit.
+// Gate); rtt is then the time from its entry to its answer (a reply of the
+// server's, not an error of the connection), or 0 if not measured.
 func (g *Gate) Exit(timeout, rtt time.Duration) {
 	g.mu.Lock()
 	now := time.Now()
 	switch {
 	case timeout == 0:
 		g.answered = now
-		if rtt > 0 && (g.fastest == 0 || rtt < g.fastest) {
-			g.fastest = rtt
-			g.limit = scaled(g.base, rtt, MaxScale)
-		}
+		g.limit = g.base * g.rtt.learn(rtt, MaxScale)
 	case timeout > 0 && now.Sub(g.answered) > 2*timeout:
 		g.failQueuedLocked()
 	}
@@ -145,14 +144,6 @@ func (g *Gate) Exit(timeout, rtt time.Duration) {
 		g.inFlight++
 	}
 	g.mu.Unlock()
-}
-
-// scaled is base per millisecond of rtt, rounded up, between base and
-// most × base: what a Gate lets in flight, or a Batcher sends at once, for a
-// server whose fastest answer took rtt.
-func scaled(base int, rtt time.Duration, most int) int {
-	scale := (rtt + time.Millisecond - 1) / time.Millisecond
-	return base * int(min(max(scale, 1), time.Duration(most)))
 }
 
 // Limit returns how many commands the Gate lets in flight at once now.

@@ -5,8 +5,8 @@
 //
 // The logic lives here: the node that creates its client in the background
 // and replaces it when it loses its connection, the commands of package
-// rediscmd sent over it (at most MaxInFlight at once, through a
-// batch.Gate: the node is a driver.Queuer), the lane beside it that reads a
+// rediscmd sent over it (at most MaxInFlight at once, more for a far server,
+// through a batch.Gate: the node is a driver.Queuer), the lane beside it that reads a
 // lone call on the caller's goroutine (see lane), the fencing counters and
 // the release notifications over one dedicated pub/sub connection. A driver package describes its client
 // library with a [Library] (its types as type parameters, and the few calls

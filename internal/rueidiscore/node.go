@@ -47,11 +47,12 @@ const (
 // (they read their replies in one goroutine per batch, which hands them
 // over without such a race), the Scale case had a few hundred failed
 // releases in some runs on a loaded machine; with 64, none in 18 runs of it
-// (rueidis and valkeygo) and 11 storms of 20,000 unlocks. The gate scales it
-// by the server's round trip (see batch.Gate): 64 per millisecond of the
-// fastest answer, so that a server 40ms away is not held to 1,600 commands a
-// second, behind which the calls of one locker on five nodes queued without
-// end (the Far case: thousands of queued calls, each on a goroutine).
+// (rueidis and valkeygo) and 11 storms of 20,000 unlocks. For a far server
+// the gate scales it by the round trip (see batch.Gate): 64 per millisecond
+// of the fastest answer, so that a server 40ms away is not held to 1,600
+// commands a second, behind which the calls of one locker on five nodes
+// queued without end (the Far case: thousands of queued calls, each on a
+// goroutine).
 const MaxInFlight = 64
 
 // errRedial is what the dialer of a client made by Open answers when the
@@ -555,8 +556,7 @@ func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.
 		// deadline at the latest (see batch.Deadlines.Bound).
 		cctx, cancel = n.due.Bound(ctx, d, n.owned)
 	}
-	alone := n.sending.Add(1) == 1
-	if !alone {
+	if n.sending.Add(1) > 1 {
 		n.crowd(now) // other calls are in flight
 	}
 	reply, err := decode(n.send(cctx, s.client, cmd), cmd.Op)
@@ -583,11 +583,8 @@ func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.
 		netTimeout = batch.CutShort // cut short by its caller: nothing learned of the server
 	case hasNet && (timedOut || broken):
 		netTimeout = d // ran out its network timeout without an answer
-	case alone && (err == nil || n.lib.IsNil(err)):
-		// An answer to a call that had the connection to itself: its time
-		// is the round trip, which the gate scales by, not a wait behind
-		// others' (see batch.Gate).
-		rtt = time.Since(entered)
+	case err == nil || n.lib.IsNil(err):
+		rtt = time.Since(entered) // a reply: the gate learns the round trip (see batch.Gate)
 	}
 	n.gate.Exit(netTimeout, rtt)
 	if wantLane && (err == nil || n.lib.IsNil(err)) {

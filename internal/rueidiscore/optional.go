@@ -283,7 +283,8 @@ func (n *node[C, D, R, L]) identity(ctx context.Context) ([]string, error) {
 }
 
 // Pending reports the calls waiting to be handed to the node's client, which
-// holds at most MaxInFlight at once (see driver.Queuer and batch.Gate): the node timeout then bounds a call's time on the network,
+// holds at most MaxInFlight at once, more for a far server (see driver.Queuer
+// and batch.Gate): the node timeout then bounds a call's time on the network,
 // from the moment it is handed over, and not its wait behind thousands of
 // others, which its context bounds.
 func (n *node[C, D, R, L]) Pending() driver.Pending {
