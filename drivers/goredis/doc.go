@@ -66,10 +66,9 @@
 //
 // Concurrent calls on a node are pipelined (package internal/batch): a node
 // sends on at most two connections at once (to a far server, two per
-// millisecond of its fastest answer once 32 were timed, from 2 ms up, at
-// most 16, so that it is not held to two batches per round trip); while they
-// are busy, the calls
-// that arrive wait and go together as one pipeline (at most 128 commands),
+// millisecond of its fastest reply once 8 round trips one after the other
+// were timed, from 2 ms up, at most 16, so that it is not held to two batches
+// per round trip); while they are busy, the calls that arrive wait and go together as one pipeline (at most 128 commands),
 // one write and one read for all of them, on the client and on the server
 // (bench/RESULTS.md measures what that gains). A call that finds a
 // connection free is sent at once, alone, with its own context; on a node

@@ -49,10 +49,11 @@
 // none.
 //
 // A node hands at most 64 commands at once to its client, and to a far
-// server 64 per millisecond of its fastest answer (once 32 were timed, from
-// 2 ms up: 640 for a server 10 ms away, at most 1,024; its driver.Queuer
-// queue holds the others, urgent
-// extensions first, for as long as their contexts allow), so that the node
+// server 64 per millisecond of its fastest reply (once 8 round trips one
+// after the other were timed, from 2 ms up: about 640 for a server 10 ms
+// away, at most 1,024, which is what a client's ring holds by default; its
+// driver.Queuer queue holds the others, urgent extensions first, for as long
+// as their contexts allow), so that the node
 // timeout bounds a command's time on the network rather than its wait behind
 // thousands handed over at once, and a far server is not held to the
 // throughput of 64 commands per round trip; a call

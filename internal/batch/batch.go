@@ -90,12 +90,14 @@ type Exec[C, R any] func(ctx context.Context, calls []*Call[C, R])
 // Batcher sends the commands given to Do through Exec, at most Senders
 // batches at once, each of at most MaxBatch commands, and for a far server
 // Senders per millisecond of its round trip: a batch spends its round trip on
-// the network, not in the client. A server whose fastest answer took d, of
-// MinSamples sends timed at least, d at least FarRoundTrip, gets senders ×
-// d/1ms batches at once (rounded up, at most MaxSendScale × senders), so that
-// it is not held to senders batches per round trip (2 × 128 commands per 40ms
-// would be 6,400 a second at most). The fastest answer only goes down: a
-// server whose answers slow down under load never gets more senders for it.
+// the network, not in the client. A server whose fastest send took d, once
+// MinSamples sends one after the other were timed, and d at least
+// FarRoundTrip, gets senders × d/1ms batches at once (d rounded up, at most
+// MaxSendScale × senders), so that it is not held to senders batches per
+// round trip (2 × 128 commands per 40ms would be 6,400 a second at most).
+// The fastest answer only goes down: a server whose answers slow down under
+// load never gets more senders for it once it answered fast (see Gate for
+// what is left).
 // Its zero value is not usable: use New. It is safe for concurrent use.
 type Batcher[C, R any] struct {
 	exec     Exec[C, R]
@@ -203,11 +205,10 @@ func (b *Batcher[C, R]) Do(ctx context.Context, cmd C) (R, error) {
 		default:
 			timeout = CutShort
 		}
-		var rtt time.Duration
-		if c.Err == nil { // a reply, not an error of the connection
-			rtt = time.Since(sent)
+		if c.Err != nil { // not a reply: an error of the connection, or none
+			sent = time.Time{}
 		}
-		b.release(timeout, rtt)
+		b.release(timeout, sent)
 		res, err := c.Res, networkError(ctx, c.Err)
 		b.put(c)
 		return res, err
@@ -245,11 +246,12 @@ func (b *Batcher[C, R]) Do(ctx context.Context, cmd C) (R, error) {
 }
 
 // release gives up a sender's turn, handing it to a new draining goroutine
-// when commands wait. timeout and rtt are as sentLocked takes them.
-func (b *Batcher[C, R]) release(timeout, rtt time.Duration) {
+// when commands wait, unless more senders than allowed run (see Batcher).
+// timeout and sent are as sentLocked takes them.
+func (b *Batcher[C, R]) release(timeout time.Duration, sent time.Time) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	b.sentLocked(timeout, rtt)
+	b.sentLocked(timeout, sent)
 	if b.urgent.len()+b.normal.len() > 0 && b.active <= b.senders {
 		go b.drain()
 		return
@@ -282,17 +284,17 @@ const CutShort = time.Duration(-1)
 // answered if it is 0. When the server has answered nothing for twice the
 // network timeout, the queued calls fail: they would wait behind a server
 // that does not answer (a stalled one). A server that answers some sends,
-// however slowly, keeps its queue. rtt is the time of a send whose every
-// command had a reply, or 0: by it the senders scale (see Batcher); more
-// senders start at once when commands wait. b.mu is held.
-func (b *Batcher[C, R]) sentLocked(timeout, rtt time.Duration) {
+// however slowly, keeps its queue. sent is when a send whose every command
+// had a reply began, or zero: by its time the senders scale (see Batcher);
+// more senders start at once when commands wait. b.mu is held.
+func (b *Batcher[C, R]) sentLocked(timeout time.Duration, sent time.Time) {
 	now := time.Now()
 	if timeout == CutShort {
 		return
 	}
 	if timeout == 0 {
 		b.answered = now
-		b.senders = b.base * b.rtt.learn(rtt, MaxSendScale)
+		b.senders = b.base * b.rtt.learn(sent, now, MaxSendScale)
 		for more := b.depth; b.active < b.senders && more > 0; more -= b.maxBatch {
 			b.active++
 			go b.drain()
@@ -329,7 +331,8 @@ func isTimeout(err error) bool {
 	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
-// drain sends the queued commands, batch after batch, until none is left.
+// drain sends the queued commands, batch after batch, until none is left or
+// more senders than allowed run (see Batcher).
 func (b *Batcher[C, R]) drain() {
 	var batch []*Call[C, R]
 	for {
@@ -364,12 +367,11 @@ func (b *Batcher[C, R]) drain() {
 		b.mu.Unlock()
 		sent := time.Now()
 		timeout, replied := b.send(batch)
-		var rtt time.Duration
-		if replied {
-			rtt = time.Since(sent)
+		if !replied {
+			sent = time.Time{}
 		}
 		b.mu.Lock()
-		b.sentLocked(timeout, rtt)
+		b.sentLocked(timeout, sent)
 		b.mu.Unlock()
 		clear(batch)
 		batch = batch[:0]

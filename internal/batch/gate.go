@@ -21,13 +21,16 @@ import (
 // The limit is per millisecond of the node's round trip, for a far node: a
 // command in flight is either in the client's queue or on the network, and
 // only the first is what the limit is for. A node whose fastest answer took
-// d, of MinSamples timed at least, d at least FarRoundTrip, carries limit ×
-// d/1ms commands at once (rounded up, at most MaxScale × limit), so that a
-// far node, whose commands spend their time on the network, is not held to
-// limit commands per round trip (with 64 and a node 40ms away, 1,600 a second
-// at most), behind which its queue grew for as long as the load lasted. The
-// fastest answer only goes down, so a node whose answers slow down under load
-// never gets a larger limit for it; a near node keeps the fixed limit.
+// d, once MinSamples round trips one after the other were timed, and d at
+// least FarRoundTrip, carries limit × d/1ms commands at once (d rounded up,
+// at most MaxScale × limit), so that a far node, whose commands spend their
+// time on the network, is not held to limit commands per round trip (with 64
+// and a node 40ms away, 1,600 a second at most), behind which its queue grew
+// for as long as the load lasted. The fastest answer only goes down, so a
+// node whose answers slow down under load never gets a larger limit for it
+// once it answered fast; what is left is a node whose first MinSamples round
+// trips all took FarRoundTrip or more, as under a storm of calls from its
+// very start, which scales until one faster answer comes.
 //
 // As a Batcher does, a Gate fails the commands waiting in its queue when a
 // command times out on the network and the server has answered nothing for
@@ -127,19 +130,34 @@ func (g *Gate) Enter(ctx context.Context) error {
 // command's network timeout if it timed out on the network (its own context
 // had not ended), CutShort if its caller's context ended before an answer
 // (nothing is learned of the server), and 0 when the server answered (see
-// Gate); rtt is then the time from its entry to its answer (a reply of the
-// server's, not an error of the connection), or 0 if not measured.
-func (g *Gate) Exit(timeout, rtt time.Duration) {
+// Gate); sent is then when it was handed to the client, if it had a reply
+// of the server's (not an error of the connection), and otherwise zero.
+func (g *Gate) Exit(timeout time.Duration, sent time.Time) {
 	g.mu.Lock()
 	now := time.Now()
 	switch {
 	case timeout == 0:
 		g.answered = now
-		g.limit = g.base * g.rtt.learn(rtt, MaxScale)
+		g.limit = g.base * g.rtt.learn(sent, now, MaxScale)
 	case timeout > 0 && now.Sub(g.answered) > 2*timeout:
 		g.failQueuedLocked()
 	}
 	g.passLocked()
+	for g.inFlight < g.limit && g.admitLocked() {
+		g.inFlight++
+	}
+	g.mu.Unlock()
+}
+
+// Learn times a reply to a command sent at sent outside the Gate (on a
+// connection of its own): the round trip it scales by (see Gate) is learned
+// from every reply. Once the server is known to be near, it costs a load.
+func (g *Gate) Learn(sent time.Time) {
+	if g.rtt.near.Load() {
+		return
+	}
+	g.mu.Lock()
+	g.limit = g.base * g.rtt.learn(sent, time.Now(), MaxScale)
 	for g.inFlight < g.limit && g.admitLocked() {
 		g.inFlight++
 	}

@@ -36,11 +36,11 @@ func TestGateBoundsInFlight(t *testing.T) {
 		t.Fatalf("Enter with 2 of 2 in flight = %v before any exited, want it to wait", err)
 	default:
 	}
-	g.Exit(0, 0)
+	g.Exit(0, time.Time{})
 	require.NoError(t, <-third, "the waiter enters once one exits")
 	require.Equal(t, driver.Pending{}, g.Pending())
-	g.Exit(0, 0)
-	g.Exit(0, 0)
+	g.Exit(0, time.Time{})
+	g.Exit(0, time.Time{})
 	for range 2 {
 		require.NoError(t, g.Enter(ctx), "every place was given back")
 	}
@@ -64,7 +64,7 @@ func TestGateUrgentFirstAndPending(t *testing.T) {
 			mu.Lock()
 			order = append(order, name)
 			mu.Unlock()
-			g.Exit(0, 0)
+			g.Exit(0, time.Time{})
 		})
 	}
 	enter("normal", ctx)
@@ -73,7 +73,7 @@ func TestGateUrgentFirstAndPending(t *testing.T) {
 	require.Eventually(t, func() bool { return g.Pending().Depth == 2 }, 5*time.Second, time.Millisecond)
 	time.Sleep(10 * time.Millisecond)
 	require.GreaterOrEqual(t, g.Pending().Oldest, 10*time.Millisecond, "the oldest waited at least since it queued")
-	g.Exit(0, 0)
+	g.Exit(0, time.Time{})
 	wg.Wait()
 	require.Equal(t, []string{"urgent", "normal"}, order, "an urgent command goes before one that waited longer")
 	require.Equal(t, driver.Pending{}, g.Pending())
@@ -91,7 +91,7 @@ func TestGateContextEndsWait(t *testing.T) {
 	canceled, cancel := context.WithCancel(t.Context())
 	cancel()
 	require.ErrorIs(t, g.Enter(canceled), context.Canceled, "a context already done does not enter")
-	g.Exit(0, 0)
+	g.Exit(0, time.Time{})
 	require.NoError(t, g.Enter(t.Context()), "the place is free again: the abandoned waiter did not take it")
 }
 
@@ -106,18 +106,18 @@ func TestGateTimeoutFailsQueue(t *testing.T) {
 	g := batch.NewGate(1)
 	ctx := t.Context()
 	require.NoError(t, g.Enter(ctx))
-	g.Exit(0, 0) // answered just now
+	g.Exit(0, time.Time{}) // answered just now
 	require.NoError(t, g.Enter(ctx))
 	var wg sync.WaitGroup
 	waiter := enterAsync(&wg, g, ctx)
 	require.Eventually(t, func() bool { return g.Pending().Depth == 1 }, 5*time.Second, time.Millisecond)
-	g.Exit(slow, 0) // timed out, but the server answered within 2×slow
+	g.Exit(slow, time.Time{}) // timed out, but the server answered within 2×slow
 	require.NoError(t, <-waiter, "a slow server keeps its queue")
 
 	time.Sleep(3 * stalled) // nothing answered since
 	waiter = enterAsync(&wg, g, ctx)
 	require.Eventually(t, func() bool { return g.Pending().Depth == 1 }, 5*time.Second, time.Millisecond)
-	g.Exit(stalled, 0)
+	g.Exit(stalled, time.Time{})
 	err := <-waiter
 	require.ErrorIs(t, err, context.DeadlineExceeded, "a waiter behind a server that does not answer fails, as on a timeout")
 	require.Equal(t, driver.Pending{}, g.Pending())
@@ -155,7 +155,7 @@ func TestGateStress(t *testing.T) {
 				}
 				time.Sleep(time.Duration(rand.IntN(50)) * time.Microsecond)
 				inFlight.Add(-1)
-				g.Exit(0, 0)
+				g.Exit(0, time.Time{})
 			}
 		})
 	}
@@ -176,17 +176,17 @@ func TestGateCutShortIsNoAnswer(t *testing.T) {
 	g := batch.NewGate(1)
 	ctx := t.Context()
 	require.NoError(t, g.Enter(ctx))
-	g.Exit(0, 0)            // answered
+	g.Exit(0, time.Time{})  // answered
 	time.Sleep(3 * stalled) // nothing answered since
 	require.NoError(t, g.Enter(ctx))
 	var wg sync.WaitGroup
 	waiter := enterAsync(&wg, g, ctx)
 	require.Eventually(t, func() bool { return g.Pending().Depth == 1 }, 5*time.Second, time.Millisecond)
-	g.Exit(batch.CutShort, 0) // its caller gave up: nothing learned
+	g.Exit(batch.CutShort, time.Time{}) // its caller gave up: nothing learned
 	require.NoError(t, <-waiter, "a command cut short by its caller does not fail the queue")
 	waiter = enterAsync(&wg, g, ctx)
 	require.Eventually(t, func() bool { return g.Pending().Depth == 1 }, 5*time.Second, time.Millisecond)
-	g.Exit(stalled, 0)
+	g.Exit(stalled, time.Time{})
 	require.ErrorIs(t, <-waiter, context.DeadlineExceeded, "the queue behind a server that answered nothing fails")
 	wg.Wait()
 }

@@ -577,16 +577,19 @@ func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.
 	if cancel != nil {
 		cancel()
 	}
-	var netTimeout, rtt time.Duration // 0: the server answered (see Gate.Exit)
+	var (
+		netTimeout time.Duration // 0: the server answered (see Gate.Exit)
+		replied    time.Time     // when a call that had a reply was sent
+	)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		netTimeout = batch.CutShort // cut short by its caller: nothing learned of the server
 	case hasNet && (timedOut || broken):
 		netTimeout = d // ran out its network timeout without an answer
 	case err == nil || n.lib.IsNil(err):
-		rtt = time.Since(entered) // a reply: the gate learns the round trip (see batch.Gate)
+		replied = entered // a reply: the gate learns the round trip (see batch.Gate)
 	}
-	n.gate.Exit(netTimeout, rtt)
+	n.gate.Exit(netTimeout, replied)
 	if wantLane && (err == nil || n.lib.IsNil(err)) {
 		n.startLane(s) // the client works: a lane may too
 	}
@@ -621,6 +624,9 @@ func (n *node[C, D, R, L]) onLane(ctx context.Context, s *state[C], l *lane[C], 
 	}
 	l.used.Store(now.UnixNano())
 	l.busy.Store(false)
+	if err == nil || n.lib.IsNil(err) {
+		n.gate.Learn(now) // the round trip, which the gate scales by (see batch.Gate)
+	}
 	return reply, true, err
 }
 
