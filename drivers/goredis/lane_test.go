@@ -20,6 +20,19 @@ func openNode(t *testing.T, addr string) *node {
 	return dn.(*node)
 }
 
+// laneOn opens a node on addr and sends it one lone call (SET of "warm"),
+// which makes its lane; it returns the node and the lone calls' context.
+func laneOn(t *testing.T, addr string) (*node, context.Context) {
+	t.Helper()
+	n := openNode(t, addr)
+	ctx := lone(t.Context())
+	ok, err := n.SetNX(ctx, "warm", "v", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	require.NotNil(t, n.lanes.idle.Load(), "the lone call left its lane idle")
+	return n, ctx
+}
+
 // lone makes a lone call with the Redlock node timeout as its network
 // timeout, as a round does.
 func lone(ctx context.Context) context.Context {
@@ -56,10 +69,7 @@ func TestLaneCarriesLoneCalls(t *testing.T) {
 // another connection, never the late one.
 func TestLaneDroppedAfterTimeout(t *testing.T) {
 	srv := redistest.NewServer(t)
-	n := openNode(t, srv.Addr())
-	ctx := lone(t.Context())
-	_, err := n.SetNX(ctx, "warm", "v", time.Minute)
-	require.NoError(t, err)
+	n, ctx := laneOn(t, srv.Addr())
 	require.NoError(t, srv.Pause())
 	paused := true
 	t.Cleanup(func() {
@@ -67,7 +77,7 @@ func TestLaneDroppedAfterTimeout(t *testing.T) {
 			srv.Resume()
 		}
 	})
-	_, err = n.SetNX(driver.WithNetworkTimeout(t.Context(), 50*time.Millisecond), "late", "v", time.Minute)
+	_, err := n.SetNX(driver.WithNetworkTimeout(t.Context(), 50*time.Millisecond), "late", "v", time.Minute)
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.False(t, n.lanes.made.Load(), "the lane was kept after its call timed out")
 	require.NoError(t, srv.Resume())

@@ -25,13 +25,9 @@ import (
 // the lane.
 func TestReview4LaneStuckAfterReadOnly(t *testing.T) {
 	srv := redistest.NewServer(t)
-	n := openNode(t, srv.Addr())
-	ctx := lone(t.Context())
-	ok, err := n.SetNX(ctx, "k0", "v", time.Minute)
-	require.NoError(t, err)
-	require.True(t, ok)
+	n, ctx := laneOn(t, srv.Addr())
 
-	_, err = srv.Do(t.Context(), "REPLICAOF", "127.0.0.1", "1") // no master there: a read-only replica
+	_, err := srv.Do(t.Context(), "REPLICAOF", "127.0.0.1", "1") // no master there: a read-only replica
 	require.NoError(t, err)
 	t.Cleanup(func() { srv.Do(t.Context(), "REPLICAOF", "NO", "ONE") })
 	_, err = n.SetNX(ctx, "k1", "v", time.Minute)
@@ -129,26 +125,17 @@ func TestReview4UnusedFreshLaneSkipsWarmer(t *testing.T) {
 // timeout, the next call reading its own reply.
 func TestReview4LaneNoScriptAndTLS(t *testing.T) {
 	srv := redistest.NewServer(t)
-	n := openNode(t, srv.Addr())
-	ctx := lone(t.Context())
-	ok, err := n.SetNX(ctx, "k", "v", time.Minute)
-	require.NoError(t, err)
-	require.True(t, ok)
+	n, ctx := laneOn(t, srv.Addr())
 	l := n.lanes.idle.Load()
-	require.NotNil(t, l)
-	_, err = srv.Do(t.Context(), "SCRIPT", "FLUSH")
+	_, err := srv.Do(t.Context(), "SCRIPT", "FLUSH")
 	require.NoError(t, err)
-	ok, err = n.Extend(ctx, "k", "v", time.Minute)
+	ok, err := n.Extend(ctx, "warm", "v", time.Minute)
 	require.NoError(t, err)
 	require.True(t, ok)
 	require.Same(t, l, n.lanes.idle.Load(), "NOSCRIPT dropped the lane")
 
 	tsrv := redistest.NewServer(t, redistest.WithTLS(redistest.NewCerts(t), redistest.ClientCertsRequired))
-	tn := openNode(t, tsrv.URL())
-	ok, err = tn.SetNX(ctx, "k", "v", time.Minute)
-	require.NoError(t, err)
-	require.True(t, ok)
-	require.NotNil(t, tn.lanes.idle.Load())
+	tn, _ := laneOn(t, tsrv.URL())
 	require.NoError(t, tsrv.Pause())
 	_, err = tn.SetNX(driver.WithNetworkTimeout(t.Context(), 50*time.Millisecond), "late", "v", time.Minute)
 	require.NoError(t, tsrv.Resume())

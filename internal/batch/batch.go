@@ -190,7 +190,7 @@ func (b *Batcher[C, R]) Do(ctx context.Context, cmd C) (R, error) {
 		if hasNet {
 			ectx, cancel = b.due.Bound(ctx, d, b.share)
 		}
-		sent := time.Now()
+		sent := b.rtt.start()
 		b.exec(ectx, c.self[:])
 		if cancel != nil {
 			cancel()
@@ -365,7 +365,7 @@ func (b *Batcher[C, R]) drain() {
 			return
 		}
 		b.mu.Unlock()
-		sent := time.Now()
+		sent := b.rtt.start()
 		timeout, replied := b.send(batch)
 		if !replied {
 			sent = time.Time{}

@@ -149,11 +149,16 @@ func (g *Gate) Exit(timeout time.Duration, sent time.Time) {
 	g.mu.Unlock()
 }
 
+// Start returns what to pass to Exit or Learn as the time a command is sent
+// now: the time, or zero once the server is known to be near (nothing is
+// learned from it then).
+func (g *Gate) Start() time.Time { return g.rtt.start() }
+
 // Learn times a reply to a command sent at sent outside the Gate (on a
 // connection of its own): the round trip it scales by (see Gate) is learned
 // from every reply. Once the server is known to be near, it costs a load.
 func (g *Gate) Learn(sent time.Time) {
-	if g.rtt.near.Load() {
+	if sent.IsZero() || g.rtt.near.Load() {
 		return
 	}
 	g.mu.Lock()

@@ -93,8 +93,10 @@ func TestRoundTripLearn(t *testing.T) {
 	require.Equal(t, 3, r.learn(at(400), at(402.5), 16), "faster: lower")
 	require.Equal(t, 3, r.learn(time.Time{}, at(500), 16), "no sample")
 	require.False(t, r.near.Load())
+	require.False(t, r.start().IsZero(), "a far server's commands are timed")
 	require.Equal(t, 1, r.learn(at(600), at(601), 16), "under FarRoundTrip")
 	require.True(t, r.near.Load(), "near for good")
+	require.True(t, r.start().IsZero(), "a near server's commands are not timed: nothing to learn")
 
 	var far roundTrip
 	for i := range MinSamples {

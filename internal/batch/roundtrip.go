@@ -54,3 +54,13 @@ func (r *roundTrip) learn(sent, now time.Time, most int) int {
 	}
 	return int(min((r.fastest+time.Millisecond-1)/time.Millisecond, time.Duration(most)))
 }
+
+// start returns the time now, to time a command sent now, or zero once the
+// server is known to be near: nothing is learned from it then, and a call
+// saves the clock read.
+func (r *roundTrip) start() time.Time {
+	if r.near.Load() {
+		return time.Time{}
+	}
+	return time.Now()
+}

@@ -547,7 +547,7 @@ func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.
 	if err := n.gate.Enter(ctx); err != nil {
 		return nil, err // not sent
 	}
-	entered := time.Now()
+	entered := n.gate.Start() // zero once the server is known near
 	cctx, cancel := ctx, context.CancelFunc(nil)
 	if hasNet {
 		// From now: the wait at the gate is over. A node that made its
@@ -625,7 +625,7 @@ func (n *node[C, D, R, L]) onLane(ctx context.Context, s *state[C], l *lane[C], 
 	l.used.Store(now.UnixNano())
 	l.busy.Store(false)
 	if err == nil || n.lib.IsNil(err) {
-		n.gate.Learn(now) // the round trip, which the gate scales by (see batch.Gate)
+		n.gate.Learn(now) // the round trip, which the gate scales by (see batch.Gate); a load once near
 	}
 	return reply, true, err
 }
