@@ -163,6 +163,7 @@ const maxRedirects = 8
 func New(c redis.UniversalClient) driver.Node {
 	if drivernode.IsNil(c) {
 		n := &node{Name: "goredis"}
+		n.Run = n.do
 		n.state.SetNilClient("goredis", "client") // every call fails
 		return n
 	}
@@ -186,6 +187,7 @@ func New(c redis.UniversalClient) driver.Node {
 // package batch) on at most senders connections at once.
 func newNode(c redis.UniversalClient, name drivernode.Name, bounded bool) *node {
 	n := &node{client: c, Name: name, bounded: bounded}
+	n.Run = n.do
 	n.batch = batch.New(n.exec, batch.Senders, batch.MaxBatch)
 	return n
 }
@@ -221,31 +223,17 @@ func describeCluster(o *redis.ClusterOptions) drivernode.Name {
 // drivernode.Name) show its address without credentials.
 type node struct {
 	drivernode.Name
-	client  redis.UniversalClient // nil for New(nil)
-	owned   bool                  // Close closes client
-	bounded bool                  // client bounds I/O by the context's deadline (ContextTimeoutEnabled)
-	cluster bool                  // client is a *redis.ClusterClient
-	hub     *pubsub.Hub           // the release subscriptions of a *redis.Client
-	router  *pubsub.Router        // those of a *redis.ClusterClient
-	batch   *batch.Batcher[rediscmd.Cmd, rediscmd.Result]
-	state   drivernode.State // nil client, closed
-	warm    *warmer          // makes connections outside the calls' deadlines; nil unless from Open
-	lanes   lanes            // the connection of lone calls; none unless from Open, on one server
-}
-
-// SetNX sends SET key value NX PX ttl.
-func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return rediscmd.OK(n.do(ctx, rediscmd.SetNX(key, value, ttl)))
-}
-
-// EvalRelease runs driver.ReleaseScript: DEL key if it holds value.
-func (n *node) EvalRelease(ctx context.Context, key, value string) (bool, error) {
-	return rediscmd.OK(n.do(ctx, rediscmd.Release(key, value)))
-}
-
-// Extend runs driver.ExtendScript: PEXPIRE key ttl if it holds value.
-func (n *node) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return rediscmd.OK(n.do(ctx, rediscmd.Extend(key, value, ttl)))
+	rediscmd.Commands                       // the command methods, which send with do
+	client            redis.UniversalClient // nil for New(nil)
+	owned             bool                  // Close closes client
+	bounded           bool                  // client bounds I/O by the context's deadline (ContextTimeoutEnabled)
+	cluster           bool                  // client is a *redis.ClusterClient
+	hub               *pubsub.Hub           // the release subscriptions of a *redis.Client
+	router            *pubsub.Router        // those of a *redis.ClusterClient
+	batch             *batch.Batcher[rediscmd.Cmd, rediscmd.Result]
+	state             drivernode.State // nil client, closed
+	warm              *warmer          // makes connections outside the calls' deadlines; nil unless from Open
+	lanes             lanes            // the connection of lone calls; none unless from Open, on one server
 }
 
 // Close closes the node's pub/sub connection, and the client if the node owns

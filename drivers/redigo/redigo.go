@@ -144,6 +144,7 @@ func New(p *redis.Pool) driver.Node {
 
 func newNode(p *redis.Pool, name drivernode.Name, ownsPool bool) *node {
 	n := &node{pool: p, Name: name, ownsPool: ownsPool}
+	n.Run = n.do
 	if p == nil {
 		n.state.SetNilClient("redigo", "pool") // every call fails
 	} else {
@@ -161,30 +162,16 @@ func newNode(p *redis.Pool, name drivernode.Name, ownsPool bool) *node {
 // drivernode.Name) show its address without credentials, or the pool's.
 type node struct {
 	drivernode.Name
-	pool     *redis.Pool // nil for New(nil)
-	ownsPool bool
-	hub      *pubsub.Hub                                   // the release subscriptions; nil for New(nil)
-	batch    *batch.Batcher[rediscmd.Cmd, rediscmd.Result] // nil for New(nil)
-	state    drivernode.State                              // nil pool, closed
+	rediscmd.Commands             // the command methods, which send with do
+	pool              *redis.Pool // nil for New(nil)
+	ownsPool          bool
+	hub               *pubsub.Hub                                   // the release subscriptions; nil for New(nil)
+	batch             *batch.Batcher[rediscmd.Cmd, rediscmd.Result] // nil for New(nil)
+	state             drivernode.State                              // nil pool, closed
 	// getting is held (read) around pool.GetContext and (write) by Close:
 	// redigo's Pool.Close races with a GetContext waiting for a connection
 	// (Wait is set), closing the channel that GetContext sends on.
 	getting sync.RWMutex
-}
-
-// SetNX sends SET key value NX PX ttl.
-func (n *node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return rediscmd.OK(n.do(ctx, rediscmd.SetNX(key, value, ttl)))
-}
-
-// EvalRelease runs driver.ReleaseScript: DEL key if it holds value.
-func (n *node) EvalRelease(ctx context.Context, key, value string) (bool, error) {
-	return rediscmd.OK(n.do(ctx, rediscmd.Release(key, value)))
-}
-
-// Extend runs driver.ExtendScript: PEXPIRE key ttl if it holds value.
-func (n *node) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return rediscmd.OK(n.do(ctx, rediscmd.Extend(key, value, ttl)))
 }
 
 // Close makes later calls fail with driver.ErrClosed, closes the node's pub/sub

@@ -1,7 +1,8 @@
 // Package rediscmd encodes the commands that the Redis drivers send for the
 // methods of driver.Node, driver.Fencer and driver.Notifier, and parses their
-// replies, once for every driver: a driver builds a Cmd with SetNX, Release,
-// Extend, SetNXFence, RaiseFence or ReleaseNotify, sends the command or
+// replies, once for every driver: a driver's node embeds Commands, whose
+// methods build a Cmd (SetNX, Release, Extend, SetNXFence, RaiseFence,
+// ReleaseNotify) and hand it to the node's Run, which sends the command or
 // script that Script, Keys and Args give with its client, and reads the reply
 // with Parse.
 package rediscmd

@@ -83,6 +83,7 @@ func Open[C Client[C, D], D Dedicated, R Result, L any](lib *Library[C, D, R, L]
 	closing, cancel := context.WithCancel(context.Background())
 	n := &node[C, D, R, L]{Name: drivernode.Name(a.String()), lib: lib, owned: true, closing: closing, cancel: cancel,
 		cluster: a.Cluster, gate: batch.NewGate(MaxInFlight)}
+	n.Run = n.do
 	n.opt = Options{
 		Cluster:          a.Cluster,
 		InitAddress:      a.Seeds,
@@ -106,10 +107,12 @@ func New[C Client[C, D], D Dedicated, R Result, L any](lib *Library[C, D, R, L],
 	lib.init()
 	if drivernode.IsNil(c) {
 		n := &node[C, D, R, L]{Name: drivernode.Name(lib.Name), lib: lib}
+		n.Run = n.do
 		n.cur.Store(&state[C]{err: lib.nilErr})
 		return n
 	}
 	n := &node[C, D, R, L]{Name: clientName(lib, c), lib: lib, cluster: lib.Cluster(c), gate: batch.NewGate(MaxInFlight)}
+	n.Run = n.do
 	n.cur.Store(&state[C]{client: c})
 	n.startPubSub()
 	return n
@@ -180,8 +183,9 @@ type attempt[C closer] struct {
 // drivernode.Name) show its address without credentials.
 type node[C Client[C, D], D Dedicated, R Result, L any] struct {
 	drivernode.Name
-	lib   *Library[C, D, R, L]
-	owned bool // created by Open: the node creates and closes its client
+	rediscmd.Commands // the command methods, which send with do
+	lib               *Library[C, D, R, L]
+	owned             bool // created by Open: the node creates and closes its client
 
 	// cur is nil while there is no client (Open: before the first one is
 	// created, and after one lost its connection), then its state; Close
@@ -459,21 +463,6 @@ func (n *node[C, D, R, L]) Close() error {
 		s.client.Close()
 	}
 	return nil
-}
-
-// SetNX sends SET key value NX PX ttl.
-func (n *node[C, D, R, L]) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return rediscmd.OK(n.do(ctx, rediscmd.SetNX(key, value, ttl)))
-}
-
-// EvalRelease runs driver.ReleaseScript: DEL key if it holds value.
-func (n *node[C, D, R, L]) EvalRelease(ctx context.Context, key, value string) (bool, error) {
-	return rediscmd.OK(n.do(ctx, rediscmd.Release(key, value)))
-}
-
-// Extend runs driver.ExtendScript: PEXPIRE key ttl if it holds value.
-func (n *node[C, D, R, L]) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	return rediscmd.OK(n.do(ctx, rediscmd.Extend(key, value, ttl)))
 }
 
 // do sends cmd and reads its reply. An error matches ctx's when ctx is done,

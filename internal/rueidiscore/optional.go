@@ -6,42 +6,12 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/drivernode"
 	"github.com/go-redlock/redlock/internal/pubsub"
 	"github.com/go-redlock/redlock/internal/redisaddr"
-	"github.com/go-redlock/redlock/internal/rediscmd"
 )
-
-// SetNXFence runs driver.SetNXFenceScript: SET key value NX PX ttl, and the
-// counter at fenceKey read in the same step.
-func (n *node[C, D, R, L]) SetNXFence(ctx context.Context, key, value string, ttl time.Duration, fenceKey string) (bool, uint64, error) {
-	return rediscmd.OKCounter(n.do(ctx, rediscmd.SetNXFence(key, value, ttl, fenceKey)))
-}
-
-// RaiseFence runs driver.RaiseFenceScript.
-func (n *node[C, D, R, L]) RaiseFence(ctx context.Context, key, value, fenceKey string, token uint64) (bool, error) {
-	return rediscmd.OK(n.do(ctx, rediscmd.RaiseFence(key, value, fenceKey, token)))
-}
-
-// TTL runs driver.TTLScript: the key's PTTL if it holds value.
-func (n *node[C, D, R, L]) TTL(ctx context.Context, key, value string) (time.Duration, bool, error) {
-	return rediscmd.TTLHeld(n.do(ctx, rediscmd.TTL(key, value)))
-}
-
-// ReleaseNotify runs driver.ReleaseNotifyScript, which publishes the release
-// on driver.ReleaseChannel(key).
-func (n *node[C, D, R, L]) ReleaseNotify(ctx context.Context, key, value string) (bool, error) {
-	return rediscmd.OK(n.do(ctx, rediscmd.ReleaseNotify(key, value)))
-}
-
-// ReleaseNotifyOn is ReleaseNotify with its channel given
-// (drivernode.ChannelNotifier).
-func (n *node[C, D, R, L]) ReleaseNotifyOn(ctx context.Context, key, value, channel string) (bool, error) {
-	return rediscmd.OK(n.do(ctx, rediscmd.ReleaseNotifyOn(key, value, channel)))
-}
 
 // Subscribe subscribes to driver.ReleaseChannel(key) over the node's one
 // pub/sub connection, which the node makes on first use and shares among all
