@@ -467,17 +467,9 @@ func (l *Lock) dropSettledAcq() {
 	if acq == nil {
 		return
 	}
-	for acq.pendingCount() > 0 {
-		select {
-		case v := <-acq.replies:
-			rep := acq.take(v)
-			acq.record(rep)
-			continue
-		default:
-		}
-		return
+	if acq.drain(); acq.pendingCount() == 0 {
+		l.acq = nil
 	}
-	l.acq = nil
 }
 
 // lost ends e's lock, reports the end to the observers at once (not at Do's

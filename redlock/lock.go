@@ -410,16 +410,7 @@ func (l *Lock) followLateSets(bg context.Context, acq *round, deadline time.Time
 	if acq == nil {
 		return nil
 	}
-	for acq.pendingCount() > 0 {
-		select {
-		case v := <-acq.replies:
-			rep := acq.take(v)
-			acq.record(rep)
-			continue
-		default:
-		}
-		break
-	}
+	acq.drain()
 	n := acq.pendingCount()
 	if n == 0 {
 		return nil

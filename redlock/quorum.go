@@ -236,6 +236,19 @@ func (r *round) wait(ctx context.Context) bool {
 	return r.yes >= q
 }
 
+// drain records the replies that have already come, without waiting for the
+// others.
+func (r *round) drain() {
+	for r.pendingCount() > 0 {
+		select {
+		case v := <-r.replies:
+			r.record(r.take(v))
+		default:
+			return
+		}
+	}
+}
+
 // callerEnded reports whether ctx has ended, or its deadline has passed
 // though its timer has not fired yet: a driver whose socket deadline is the
 // context's (redigo) can fail a call at that deadline before ctx.Err says
