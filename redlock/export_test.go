@@ -36,3 +36,13 @@ func CallOptions(c *Client, opts ...Option) error {
 	_, err := c.callOptions("Do", doOptions, opts)
 	return err
 }
+
+// LateSetRepeatsUntil is how long Unlock would repeat the release of a SET of
+// l's acquisition that answered now, l having a pending SET and its key
+// expiring at once: the SET's TTL from now.
+func LateSetRepeatsUntil(l *Lock) time.Time {
+	l.mu.Lock()
+	acq := l.acq
+	l.mu.Unlock()
+	return newLateSets(l.c, acq, time.Time{}).deadlineNow()
+}

@@ -218,7 +218,8 @@ func (k *keeper) extend(group []*kept) {
 		bound time.Time // start + ttl - drift: a call not sent by then is moot
 		ok    bool
 		done  bool
-		calls int // node calls returned
+		calls int  // node calls returned
+		fails bool // one of them returned an error (see Lock.extendReturned)
 		// With observers: the Extend's context and end, as Lock.Extend
 		// reports them.
 		octx  context.Context
@@ -357,8 +358,9 @@ func (k *keeper) extend(group []*kept) {
 		// than the extension interval, and a lock whose earlier extension
 		// is still in flight cannot have its validity raised (see
 		// Lock.beginExtend).
+		j.fails = j.fails || v.err != nil
 		if j.calls++; j.calls == n {
-			j.e.l.extendReturned()
+			j.e.l.extendReturned(j.e.ttl, j.fails)
 		}
 	}
 	for i := range jobs { // the votes ended undecided: cannot happen with every node answering

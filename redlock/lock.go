@@ -36,6 +36,10 @@ type Lock struct {
 	timer     *time.Timer   // closes done at until, while done exists
 
 	groupMin time.Time // the lowest bound (start + ttl - drift) of the Extends in flight and of those that overlapped them
+	// staleTTL is the shortest TTL of the Extends of which a node call
+	// failed (0: none): that PEXPIRE may still land, after a later Extend,
+	// and set the key's time to live there again (see extendReturned).
+	staleTTL time.Duration
 }
 
 // errNilLock is returned by the methods of a nil *Lock.
@@ -182,7 +186,11 @@ func (l *Lock) setUntilLocked(u, now time.Time) {
 // Extend leaves it there. It succeeds when a quorum extended the lock with
 // validity left, and then sets Until to its start + ttl - drift, or to the
 // earliest such bound of the Extends that ran at the same time, since their
-// order on the nodes is unknown. Otherwise it returns an error matching
+// order on the nodes is unknown. An earlier Extend of which a node call
+// failed may still land on that node, after this one: after such an Extend
+// of ttl t, Until is also at most this Extend's start + t - drift, for the
+// lock's life (an Extend of the same ttl, as Do's are, loses nothing).
+// Otherwise it returns an error matching
 // ErrLockLost, with the per-node causes joined in; when so many nodes said
 // they no longer hold it that no quorum can, Done is closed too.
 //
@@ -225,7 +233,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (*round, error) {
 	// Extend succeeded (see extendReturned).
 	r := c.startRound(driver.WithUrgent(ctx), OpExtend, l.name, bound, func(ctx context.Context, _ int, n driver.Node) (bool, error) {
 		return n.Extend(ctx, l.key, l.value, ttl)
-	}, l.extendReturned)
+	}, func(r *round) { l.extendReturned(ttl, r.callFailed()) })
 	ok := r.wait(ctx)
 	return r, l.finishExtend(ctx, r, ok, start, ttl)
 }
@@ -266,6 +274,12 @@ func (l *Lock) finishExtend(ctx context.Context, r *round, ok bool, start time.T
 	// one begun since this Extend started: its own bound caps Until too.
 	over := l.overLocked(now)
 	if ok && !over {
+		if s := l.staleTTL; s > 0 && s < ttl {
+			// An earlier Extend's PEXPIRE of s may land after this one
+			// did, on a node of its quorum: that node then keeps the key
+			// for s from a moment after start, no longer.
+			bound = minTime(bound, start.Add(s-drift(s, l.c.driftFactor)))
+		}
 		l.setUntilLocked(minTime(bound, l.groupMin), now)
 		l.ttl = ttl
 		l.mu.Unlock()
@@ -282,10 +296,20 @@ func (l *Lock) finishExtend(ctx context.Context, r *round, ok bool, start time.T
 	return err
 }
 
-// extendReturned runs when the last node call of an Extend has returned.
-func (l *Lock) extendReturned() {
+// extendReturned runs when the last node call of an Extend of ttl has
+// returned; failed says that one of them returned an error. Such a call's
+// PEXPIRE may have been applied, or may still be: a command that the client
+// gave up on can still be in the network or in the server's input. If it lands
+// after a later, longer Extend, it shortens the key on that node to ttl from
+// when it lands, which is after the later Extend started. So no Extend after
+// it counts on more than ttl from its own start (see finishExtend). The
+// keeper's extensions all have the lock's one TTL, which this never lowers.
+func (l *Lock) extendReturned(ttl time.Duration, failed bool) {
 	l.mu.Lock()
 	l.extending--
+	if failed && (l.staleTTL == 0 || ttl < l.staleTTL) {
+		l.staleTTL = ttl
+	}
 	l.mu.Unlock()
 }
 
@@ -416,17 +440,7 @@ func (l *Lock) followLateSets(bg context.Context, acq *round, deadline time.Time
 		return nil
 	}
 	c := l.c
-	ls := &lateSets{c: c, deadline: deadline}
-	if len(acq.state) <= len(ls.wakeBuf) {
-		ls.wake, ls.got, ls.state = ls.wakeBuf[:len(acq.state)], ls.gotBuf[:len(acq.state)], ls.stateBuf[:len(acq.state)]
-	} else {
-		ls.wake, ls.got, ls.state = make([]chan struct{}, len(acq.state)), make([]reply, len(acq.state)), make([]uint8, len(acq.state))
-	}
-	for i, st := range acq.state {
-		if st == pending {
-			ls.wake[i] = make(chan struct{})
-		}
-	}
+	ls := newLateSets(c, acq, deadline)
 	c.background(func() {
 		for range n {
 			rep := acq.take(<-acq.replies)
@@ -457,7 +471,8 @@ func (l *Lock) followLateSets(bg context.Context, acq *round, deadline time.Time
 // for their nodes (see followLateSets).
 type lateSets struct {
 	c        *Client
-	deadline time.Time // the key's expiry when Unlock began
+	ttl      time.Duration // the SETs' (the acquisition's)
+	deadline time.Time     // the key's expiry when Unlock began
 	mu       sync.Mutex
 	wake     []chan struct{} // by node: closed when got holds its reply; nil for a node that had answered
 	got      []reply
@@ -473,6 +488,24 @@ const (
 	lateArrived          // its reply is in got, for Unlock's call
 	lateAbandoned        // Unlock's call gave up: the reply is followed in the background
 )
+
+// newLateSets returns the lateSets of acq, an acquisition of c whose SETs
+// still pending are followed by an Unlock that began when the key's expiry
+// was deadline.
+func newLateSets(c *Client, acq *round, deadline time.Time) *lateSets {
+	ls := &lateSets{c: c, ttl: acq.setTTL, deadline: deadline}
+	if len(acq.state) <= len(ls.wakeBuf) {
+		ls.wake, ls.got, ls.state = ls.wakeBuf[:len(acq.state)], ls.gotBuf[:len(acq.state)], ls.stateBuf[:len(acq.state)]
+	} else {
+		ls.wake, ls.got, ls.state = make([]chan struct{}, len(acq.state)), make([]reply, len(acq.state)), make([]uint8, len(acq.state))
+	}
+	for i, st := range acq.state {
+		if st == pending {
+			ls.wake[i] = make(chan struct{})
+		}
+	}
+	return ls
+}
 
 // hand gives rep to Unlock's call for its node, unless that call gave up; it
 // reports whether it did.
@@ -506,9 +539,9 @@ func (ls *lateSets) await(ctx context.Context, i int) (reply, bool) {
 }
 
 // deadlineNow is how long the releases of a late SET are repeated: until
-// the later of the key's expiry when Unlock began and a TTL from now.
+// the later of the key's expiry when Unlock began and the SET's TTL from now.
 func (ls *lateSets) deadlineNow() time.Time {
-	if d := ls.c.now().Add(ls.c.ttl); d.After(ls.deadline) {
+	if d := ls.c.now().Add(ls.ttl); d.After(ls.deadline) {
 		return d
 	}
 	return ls.deadline

@@ -67,7 +67,27 @@ func lockDone(end func(LockDone), a *attempts, start time.Time, l *Lock, err err
 	if l != nil {
 		d.Token = l.token
 	}
+	reportGranted(l, end, d)
+}
+
+// reportGranted calls end(d), an observer's end of a call that returned l,
+// before l reaches its holder (the caller, or Do's keeper). If l is not nil
+// and end panics or calls runtime.Goexit, nobody else could ever release l: it
+// is released here, each node's call bounded by the node timeout, and the
+// panic goes on.
+func reportGranted[D any](l *Lock, end func(D), d D) {
+	if l == nil {
+		end(d)
+		return
+	}
+	returned := false
+	defer func() {
+		if !returned {
+			l.unlock(context.Background())
+		}
+	}()
 	end(d)
+	returned = true
 }
 
 // attempt makes the acquisition attempt number n (1 for a TryLock); admitted
@@ -88,7 +108,7 @@ func (c *Client) attempt(ctx context.Context, key string, cc callConfig, n int, 
 		if l != nil {
 			d.Token, d.Until = l.token, l.until
 		}
-		end(d)
+		reportGranted(l, end, d)
 	}
 	return l, o, err
 }

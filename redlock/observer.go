@@ -30,7 +30,10 @@ import (
 // start of its Lock and its first attempt, which come from the Client's
 // goroutine that makes that attempt (see Client.Do), as do their ends when
 // the first attempt decided the Lock; a panic there goes on from Do's
-// goroutine, as from the others.
+// goroutine, as from the others. An end of an attempt, a Lock or a Do's Lock
+// that panics (or calls runtime.Goexit) when the lock was granted has its
+// lock released before the panic goes on: the lock had not reached its
+// holder, who could not release it.
 // Methods may be called concurrently and must not block: the lock's
 // validity runs meanwhile.
 //

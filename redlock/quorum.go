@@ -85,8 +85,10 @@ type round struct {
 	caller    context.Context // the caller's: a failure after it ended is not the node's
 	errs      []error
 	running   atomic.Int32 // calls not yet returned; the last cancels ctx
-	finished  func()       // nil, or run once every call has returned
+	finished  func(*round) // nil, or run once every call has returned
 	ro        *roundObs    // what the observers need; nil without observers
+	// setTTL is an acquisition's TTL, which its SETs carry (see lateSets).
+	setTTL time.Duration
 	// owner is the Lock that an acquisition round granted: it lets go of
 	// the round (Lock.acq) once every call has returned (see grant).
 	owner atomic.Pointer[Lock]
@@ -129,7 +131,7 @@ func (r *round) call(i int) {
 			r.qd.end()
 		}
 		if r.finished != nil {
-			r.finished()
+			r.finished(r)
 		}
 		if l := r.owner.Load(); l != nil {
 			l.dropAcq(r)
@@ -175,7 +177,7 @@ func (c *Client) startUntil(ctx context.Context, opName, name string, bound time
 // With one node, the call runs on the caller's goroutine: no decision can be
 // made before its answer anyway, and a lone call then costs no hand-off to a
 // worker.
-func (c *Client) startRound(ctx context.Context, opName, name string, bound time.Time, o op, finished func()) *round {
+func (c *Client) startRound(ctx context.Context, opName, name string, bound time.Time, o op, finished func(*round)) *round {
 	r := c.newRound(ctx)
 	r.finished = finished
 	if c.obs != nil {
@@ -234,6 +236,18 @@ func (r *round) wait(ctx context.Context) bool {
 	// Replies that came as ctx ended may be its errors, not the nodes'.
 	r.decided = !callerEnded(ctx)
 	return r.yes >= q
+}
+
+// callFailed reports whether a call of the round returned an error: its
+// command may have been applied, or may yet be. Only once every call has
+// returned (in finished) does it cover them all.
+func (r *round) callFailed() bool {
+	for _, err := range r.callErr {
+		if err != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // drain records the replies that have already come, without waiting for the

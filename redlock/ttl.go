@@ -34,6 +34,9 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	if l == nil {
 		return 0, errNilLock
 	}
+	if ctx == nil {
+		return 0, errNilContext
+	}
 	c := l.c
 	if c.obs != nil {
 		defer l.reportEnd(ctx) // a loss or expiry this call found

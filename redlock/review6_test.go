@@ -1,0 +1,202 @@
+package redlock_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/drivers/memory"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// lateExtendNode is a node whose Extend of a given TTL is applied late: its
+// call waits until its context ends and fails, as a call whose reply never
+// came does, and the PEXPIRE is handed to the test on held, to apply when the
+// test says it lands.
+type lateExtendNode struct {
+	*memory.Node
+	ttl  time.Duration
+	held chan func()
+}
+
+func (n *lateExtendNode) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	if ttl != n.ttl {
+		return n.Node.Extend(ctx, key, value, ttl)
+	}
+	n.held <- func() { n.Node.Extend(context.Background(), key, value, ttl) }
+	<-ctx.Done()
+	return false, ctx.Err()
+}
+
+// An Extend of which a node call failed may still land on that node after a
+// later, longer Extend, and cut the key short there. So after it, no Extend
+// counts on more than its TTL: the later Extend's Until stays within the
+// stale TTL from its start, and no rival gets the lock while Until is ahead.
+func TestFailedExtendCapsLaterExtends(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		mem, _ := memNodes(3)
+		late := &lateExtendNode{Node: mem[2], ttl: 200 * time.Millisecond, held: make(chan func(), 1)}
+		nodes := []driver.Node{mem[0], mem[1], late}
+		rival := []driver.Node{sameStore{mem[0]}, sameStore{mem[1]}, sameStore{mem[2]}}
+		opts := []redlock.Option{redlock.WithTTL(time.Second), redlock.WithNodeTimeout(100 * time.Millisecond)}
+		a := newClient(t, nodes, opts...)
+		b := newClient(t, rival, opts...)
+		l, err := a.TryLock(ctx, "k")
+		require.NoError(t, err)
+		synctest.Wait()
+
+		require.NoError(t, l.Extend(ctx, 200*time.Millisecond)) // 0 and 1 grant it; 2's call fails
+		stale := <-late.held
+		time.Sleep(120 * time.Millisecond) // the failed call has returned
+		synctest.Wait()
+
+		mem[1].SetStalled(true)
+		longStart := time.Now()
+		require.NoError(t, l.Extend(ctx, 10*time.Second)) // 0 and 2 grant it
+		assert.False(t, l.Until().After(longStart.Add(200*time.Millisecond)),
+			"Until %v after the long Extend began, beyond the failed Extend's TTL", l.Until().Sub(longStart))
+		time.Sleep(120 * time.Millisecond)
+		synctest.Wait()
+		mem[1].SetStalled(false)
+
+		stale() // the failed Extend's PEXPIRE lands on node 2
+		time.Sleep(250 * time.Millisecond)
+		synctest.Wait()
+		if l2, err := b.TryLock(ctx, "k"); err == nil {
+			assert.False(t, time.Now().Before(l.Until()),
+				"double grant: a rival holds the lock while the first holder's Until is %v ahead", time.Until(l.Until()))
+			l2.Unlock(ctx)
+		}
+		l.Unlock(ctx)
+	})
+}
+
+// A failed Extend caps later Extends at its own TTL only: an Extend of the
+// same TTL after it (as Do's extensions all are) keeps its whole validity.
+func TestFailedExtendDoesNotCapItsOwnTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		mem, nodes := memNodes(3)
+		c := newClient(t, nodes, redlock.WithTTL(time.Second), redlock.WithNodeTimeout(100*time.Millisecond))
+		l, err := c.TryLock(ctx, "k")
+		require.NoError(t, err)
+		synctest.Wait()
+		mem[2].SetDown(true)
+		require.NoError(t, l.Extend(ctx, 5*time.Second)) // node 2 fails
+		synctest.Wait()
+		mem[2].SetDown(false)
+		start := time.Now()
+		require.NoError(t, l.Extend(ctx, 5*time.Second))
+		assert.True(t, l.Until().After(start.Add(4*time.Second)), "Until %v after the Extend began", l.Until().Sub(start))
+		l.Unlock(ctx)
+	})
+}
+
+func TestTTLNilContextIsAnError(t *testing.T) {
+	_, nodes := memNodes(3)
+	c := newClient(t, nodes)
+	l, err := c.TryLock(t.Context(), "k")
+	require.NoError(t, err)
+	defer l.Unlock(t.Context())
+	var nilCtx context.Context
+	require.NotPanics(t, func() { _, err = l.TTL(nilCtx) })
+	require.ErrorContains(t, err, "nil context")
+}
+
+// grantPanics is an observer whose end of a granted attempt, or of a Lock
+// that obtained the lock, panics.
+type grantPanics struct {
+	redlock.NopObserver
+	attempt bool // the attempt's end panics, else the Lock's
+}
+
+func (o grantPanics) Attempt(ctx context.Context, _ redlock.AttemptStart) (context.Context, func(redlock.AttemptDone)) {
+	if !o.attempt {
+		return ctx, nil
+	}
+	return ctx, func(d redlock.AttemptDone) {
+		if d.Outcome == redlock.OutcomeGranted {
+			panic("observer bug")
+		}
+	}
+}
+
+func (o grantPanics) Lock(ctx context.Context, _ redlock.LockStart) (context.Context, func(redlock.LockDone)) {
+	if o.attempt {
+		return ctx, nil
+	}
+	return ctx, func(d redlock.LockDone) {
+		if d.Err == nil {
+			panic("observer bug")
+		}
+	}
+}
+
+// An observer's end that panics after a grant, before the lock reaches its
+// holder, does not leave the lock held: it is released, and the panic goes
+// on to the caller.
+func TestObserverPanicAfterGrantReleases(t *testing.T) {
+	calls := map[string]func(context.Context, *redlock.Client) error{
+		"TryLock": func(ctx context.Context, c *redlock.Client) error { _, err := c.TryLock(ctx, "k"); return err },
+		"Lock":    func(ctx context.Context, c *redlock.Client) error { _, err := c.Lock(ctx, "k"); return err },
+		"Do": func(ctx context.Context, c *redlock.Client) error {
+			return c.Do(ctx, "k", func(context.Context) error { return nil })
+		},
+	}
+	for name, call := range calls {
+		for _, attempt := range []bool{true, false} {
+			if name == "TryLock" && !attempt {
+				continue // TryLock reports no Lock
+			}
+			t.Run(fmt.Sprintf("%s/attempt=%v", name, attempt), func(t *testing.T) {
+				mem, nodes := memNodes(3)
+				c := newClient(t, nodes, redlock.WithTTL(10*time.Second), redlock.WithObserver(grantPanics{attempt: attempt}))
+				var recovered any
+				func() {
+					defer func() { recovered = recover() }()
+					call(t.Context(), c)
+				}()
+				require.Equal(t, "observer bug", recovered, "the observer's panic goes on to the caller")
+				require.Eventually(t, func() bool { return holders(mem, "k") == 0 }, 5*time.Second, time.Millisecond,
+					"the key is still held on %d nodes", holders(mem, "k"))
+				// And the key is free for the next holder.
+				c2 := newClient(t, []driver.Node{sameStore{mem[0]}, sameStore{mem[1]}, sameStore{mem[2]}})
+				l, err := c2.TryLock(t.Context(), "k")
+				require.NoError(t, err)
+				l.Unlock(t.Context())
+			})
+		}
+	}
+}
+
+// stallSet is a node whose SETs wait until their context ends and fail, as a
+// SET whose reply was lost does.
+type stallSet struct{ *memory.Node }
+
+func (n stallSet) SetNX(ctx context.Context, _, _ string, _ time.Duration) (bool, error) {
+	<-ctx.Done()
+	return false, ctx.Err()
+}
+
+// The release of a SET of the acquisition that answers late, after Unlock
+// began, is repeated for the SET's TTL from its answer: the lock's own, given
+// to TryLock, and not the Client's.
+func TestLateSetRepeatsForTheLocksTTL(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, _ := memNodes(3)
+		nodes := []driver.Node{mem[0], mem[1], stallSet{mem[2]}}
+		c := newClient(t, nodes, redlock.WithTTL(time.Second), redlock.WithNodeTimeout(100*time.Millisecond))
+		l, err := c.TryLock(t.Context(), "k", redlock.WithTTL(10*time.Second))
+		require.NoError(t, err)
+		assert.WithinDuration(t, time.Now().Add(10*time.Second), redlock.LateSetRepeatsUntil(l), time.Millisecond)
+		synctest.Wait()
+		require.NoError(t, l.Unlock(t.Context()))
+	})
+}
