@@ -7,8 +7,8 @@ import "os"
 // forwardedSignals are the signals run passes on to its command.
 var forwardedSignals = []os.Signal{os.Interrupt}
 
-// holdSignals are the signals that end hold's holding.
-var holdSignals = []os.Signal{os.Interrupt}
+// stopSignals are the signals that end hold's holding, and demo.
+var stopSignals = []os.Signal{os.Interrupt}
 
 // terminate stops p; without SIGTERM, it is killed.
 func terminate(p *os.Process) error { return p.Kill() }
@@ -18,3 +18,9 @@ func signalExitCode(os.Signal) int { return exitSignalBase + 2 }
 
 // signaledStatus reports no signal: processes here are not killed by one.
 func signaledStatus(*os.ProcessState) (int, bool) { return 0, false }
+
+// execFormat reports false: there is no shell to fall back on.
+func execFormat(error) bool { return false }
+
+// catchSIGPIPE does nothing: there is no SIGPIPE.
+func catchSIGPIPE() {}

@@ -3,7 +3,9 @@
 package main
 
 import (
+	"errors"
 	"os"
+	"os/signal"
 	"syscall"
 )
 
@@ -12,8 +14,8 @@ var forwardedSignals = []os.Signal{
 	syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2,
 }
 
-// holdSignals are the signals that end hold's holding.
-var holdSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+// stopSignals are the signals that end hold's holding, and demo.
+var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
 
 // terminate asks p to stop with SIGTERM.
 func terminate(p *os.Process) error { return p.Signal(syscall.SIGTERM) }
@@ -35,3 +37,15 @@ func signaledStatus(ps *os.ProcessState) (int, bool) {
 	}
 	return exitSignalBase + int(ws.Signal()), true
 }
+
+// execFormat reports whether err is the kernel's refusal to execute a file
+// that has no #! line nor a format it knows (ENOEXEC): run then has /bin/sh
+// run it, as execvp(3) does, and flock(1) and shells with it.
+func execFormat(err error) bool { return errors.Is(err, syscall.ENOEXEC) }
+
+// catchSIGPIPE makes a write to a closed stdout or stderr fail with EPIPE
+// rather than kill the process by SIGPIPE, which would leave a lock held for
+// its TTL: hold, whose reader went away, then releases the lock and exits
+// with 1. A caught signal is reset to its default in the commands run
+// starts, unlike an ignored one.
+func catchSIGPIPE() { signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"os/signal"
 	"slices"
 	"strings"
@@ -65,7 +64,7 @@ then prints a table. It needs no flags and stops its nodes when it ends.`,
 		Example: "  redlock demo\n  redlock demo --duration 10s --contenders 8\n  redlock demo --memory",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt)
+			ctx, stop := signal.NotifyContext(cmd.Context(), stopSignals...)
 			defer stop()
 			return runDemo(ctx, cmd.OutOrStdout(), o)
 		},

@@ -98,7 +98,7 @@ Exit codes:
 
 // runHold is the hold command.
 func runHold(ctx context.Context, o holdOptions, stdout, stderr io.Writer) error {
-	return withLock(ctx, "hold", &o.lockFlags, stderr, holdSignals, func(ctx context.Context, l heldLock) error {
+	return withLock(ctx, "hold", &o.lockFlags, stderr, stopSignals, func(ctx context.Context, l heldLock) error {
 		line, err := json.Marshal(holdLine{Key: o.key, Token: l.token, Until: l.until.UTC().Format(untilFormat)})
 		if err != nil {
 			return err

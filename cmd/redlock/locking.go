@@ -59,6 +59,19 @@ func (o *lockFlags) check(cmd *cobra.Command, name string) error {
 	case !slices.Contains(redlock.Drivers(), o.driver):
 		return usageErrorf("%s: unknown driver %q; the drivers are goredis, redigo, rueidis and valkeygo", name, o.driver)
 	}
+	return keyLenError(name, o.prefix, o.key)
+}
+
+// keyLenError returns a usage error of the command name if prefix and key
+// do not fit in a lock's key on the nodes (redlock.MaxKeyLen), and nil if
+// they do.
+func keyLenError(name, prefix, key string) error {
+	switch {
+	case len(prefix) >= redlock.MaxKeyLen:
+		return usageErrorf("%s: --prefix of %d bytes leaves no room for a key", name, len(prefix))
+	case len(prefix)+len(key) > redlock.MaxKeyLen:
+		return usageErrorf("%s: key of %d bytes (prefix included) is longer than %d", name, len(prefix)+len(key), redlock.MaxKeyLen)
+	}
 	return nil
 }
 

@@ -30,6 +30,7 @@ func main() {
 	// go-redis logs dial failures and pool events to stderr from inside the
 	// goredis driver and doctor; the command reports errors itself.
 	redis.SetLogger(quietLogger{})
+	catchSIGPIPE()
 	os.Exit(execute(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -26,7 +27,35 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
+	if os.Getenv(helperEnv) == "count-sigint" {
+		os.Exit(countSIGINT())
+	}
 	os.Exit(buildAndRun(m))
+}
+
+// helperEnv makes the test binary a helper command rather than run the tests.
+const helperEnv = "REDLOCK_CMD_TEST_HELPER"
+
+// countSIGINT is the test binary as a command that writes "ready" and then
+// "INT" for every SIGINT it gets to the file $LOG, for 1.5s.
+func countSIGINT() int {
+	log, err := os.OpenFile(os.Getenv("LOG"), os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return 1
+	}
+	defer log.Close()
+	sigs := make(chan os.Signal, 8)
+	signal.Notify(sigs, syscall.SIGINT)
+	log.WriteString("ready\n")
+	over := time.After(1500 * time.Millisecond)
+	for {
+		select {
+		case <-sigs:
+			log.WriteString("INT\n")
+		case <-over:
+			return 0
+		}
+	}
 }
 
 func buildAndRun(m *testing.M) int {

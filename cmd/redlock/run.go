@@ -9,9 +9,13 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+
+	"github.com/go-redlock/redlock/internal/deathsig"
 )
 
 // tokenEnv is the environment variable in which run gives its command the
@@ -39,10 +43,14 @@ longer than the TTL; if run dies, the lock expires after at most one TTL (and
 on Linux CMD gets SIGTERM). --key KEY is another way to name the lock; then
 every argument is CMD's.
 
-CMD inherits stdin, stdout, stderr and the environment. SIGINT, SIGTERM,
-SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent to run are forwarded to CMD (only
-to CMD, not to its children). A signal while run still waits for the lock
-ends the wait: CMD never starts and run exits with 128 + the signal's number.
+CMD inherits stdin, stdout, stderr and the environment ($` + tokenEnv + ` only
+with --fencing). SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent
+to run are forwarded to CMD (only to CMD, not to its children), except
+SIGINT and SIGQUIT while run is the terminal's foreground job: Ctrl-C and
+Ctrl-\ reach CMD from the terminal, once. A signal while run still waits for
+the lock ends the wait: CMD never starts and run exits with 128 + the
+signal's number. A file without a #! line runs with /bin/sh, as execvp(3)
+has it.
 
 Without --wait, run waits for the lock as long as it takes; --wait 0 tries
 once. With --fencing, CMD finds the lock's fencing token in $` + tokenEnv + `: a
@@ -66,7 +74,8 @@ Exit codes:
   69          too many nodes failed (errors, timeouts) for a quorum
   76          the lock was lost while CMD ran (CMD was terminated), or on
               release a majority of the nodes no longer held it
-  126, 127    CMD could not be executed / was not found (the lock is not taken)
+  126, 127    CMD could not be executed / was not found (checked before the
+              lock is taken; an exec that fails anyway releases it)
   128+N       signal N ended the wait for the lock; CMD did not run
   2           bad flags or arguments, no nodes, a bad address or option
   1           any other error of redlock (such as nodes that refuse the user)
@@ -159,15 +168,14 @@ func runLocked(ctx context.Context, o runOptions, argv []string, stderr io.Write
 // because the lock was lost. It returns CMD's exit status as an *exitError,
 // or nil for 0.
 func supervise(ctx context.Context, l heldLock, o runOptions, path string, argv []string, stderr io.Writer) error {
-	child := exec.Command(path)
-	child.Args = argv
-	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
-	child.Env = os.Environ()
-	if o.fencing {
-		child.Env = append(child.Env, tokenEnv+"="+strconv.FormatUint(l.token, 10))
+	env := childEnv(os.Environ(), o.fencing, l.token)
+	child, err := startChild(path, argv, env)
+	if err != nil && execFormat(err) {
+		// A file the kernel cannot execute (no #! line) is a script for
+		// the shell, as execvp(3) has it.
+		child, err = startChild("/bin/sh", append([]string{"sh", path}, argv[1:]...), env)
 	}
-	child.SysProcAttr = childSysProcAttr()
-	if err := child.Start(); err != nil {
+	if err != nil {
 		return exitWith(exitCannotExec, fmt.Errorf("run: %w", err))
 	}
 	exited := make(chan error, 1)
@@ -184,7 +192,9 @@ loop:
 		case waitErr = <-exited:
 			break loop
 		case sig := <-l.sigs:
-			_ = child.Process.Signal(sig)
+			if !fromTerminal(sig) { // else CMD got it from the terminal too
+				_ = child.Process.Signal(sig)
+			}
 		case <-lostDone:
 			lostDone = nil
 			fmt.Fprintf(stderr, "redlock: run: lost the lock %q while %s ran; sending it SIGTERM (SIGKILL in %v)\n", o.key, argv[0], o.grace)
@@ -200,6 +210,33 @@ loop:
 		return exitWith(status, nil)
 	}
 	return nil
+}
+
+// startChild starts path with argv and env, with run's stdin, stdout and
+// stderr. Where the system can (Linux), the kernel sends it SIGTERM if run
+// dies, even by SIGKILL: nobody extends the lock any more, so it must stop.
+func startChild(path string, argv, env []string) (*exec.Cmd, error) {
+	child := exec.Command(path)
+	child.Args = argv
+	child.Stdin, child.Stdout, child.Stderr = os.Stdin, os.Stdout, os.Stderr
+	child.Env = env
+	return child, deathsig.Start(child, syscall.SIGTERM)
+}
+
+// childEnv is CMD's environment: run's, with $REDLOCK_TOKEN set to token
+// with fencing, and removed without it, so that CMD never takes a token
+// from elsewhere (an outer run's, say) for this lock's.
+func childEnv(environ []string, fencing bool, token uint64) []string {
+	env := make([]string, 0, len(environ)+1)
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, tokenEnv+"=") {
+			env = append(env, kv)
+		}
+	}
+	if fencing {
+		env = append(env, tokenEnv+"="+strconv.FormatUint(token, 10))
+	}
+	return env
 }
 
 // exitStatus returns the exit status of a command as a shell reports it:

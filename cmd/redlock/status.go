@@ -13,7 +13,6 @@ import (
 
 	"github.com/go-redlock/redlock/internal/keystatus"
 	"github.com/go-redlock/redlock/internal/redisaddr"
-	"github.com/go-redlock/redlock/redlock"
 )
 
 type statusOptions struct {
@@ -111,15 +110,13 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string)
 	switch {
 	case o.timeout <= 0:
 		return usageErrorf("status: --timeout %v is not positive", o.timeout)
-	case len(o.prefix) >= redlock.MaxKeyLen:
-		return usageErrorf("status: --prefix of %d bytes leaves no room for a key", len(o.prefix))
 	}
 	for _, k := range keys {
 		if k == "" {
 			return usageErrorf("status: a key is empty")
 		}
-		if len(o.prefix)+len(k) > redlock.MaxKeyLen {
-			return usageErrorf("status: key of %d bytes (prefix included) is longer than %d", len(o.prefix)+len(k), redlock.MaxKeyLen)
+		if err := keyLenError("status", o.prefix, k); err != nil {
+			return err
 		}
 	}
 	raw, err := o.addrs()
@@ -127,10 +124,21 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string)
 		return err
 	}
 	addrs := make([]redisaddr.Addr, len(raw))
+	seen := make(map[string]int, len(raw)) // address -> its number
 	for i, s := range raw {
 		if addrs[i], err = redisaddr.Parse(s); err != nil {
 			return usageErrorf("status: address %d: %v", i+1, err)
 		}
+		// A local mistake, not a node that cannot be reached: the TLS
+		// files of a rediss:// address must load.
+		if _, err := addrs[i].TLSConfig(nil); err != nil {
+			return usageErrorf("status: address %d: %v", i+1, err)
+		}
+		name := addrs[i].String()
+		if j, ok := seen[name]; ok {
+			return usageErrorf("status: addresses %d and %d are the same node %s: it would count twice towards the quorum", j, i+1, name)
+		}
+		seen[name] = i + 1
 	}
 	rep := &statusReport{Nodes: len(addrs), Quorum: len(addrs)/2 + 1, Keys: make([]*keyReport, len(keys))}
 	for i, k := range keys {

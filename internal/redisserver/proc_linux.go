@@ -6,49 +6,10 @@ import (
 	"bytes"
 	"fmt"
 	"os"
-	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
-	"sync"
-	"syscall"
 	"time"
 )
-
-// Linux delivers Pdeathsig when the *thread* that started the child exits,
-// not the process, and Go may end threads at any time. So every server is
-// started from one goroutine locked, for the life of the test binary, to a
-// thread that never exits: the child then dies exactly when this process
-// does.
-
-type spawnRequest struct {
-	cmd  *exec.Cmd
-	errc chan error
-}
-
-var (
-	spawnOnce sync.Once
-	spawnReqs chan spawnRequest
-)
-
-func spawner() {
-	runtime.LockOSThread() // never unlocked: the thread lives as long as the process
-	for req := range spawnReqs {
-		req.errc <- req.cmd.Start()
-	}
-}
-
-// startProcess starts cmd so that it is killed (SIGKILL) when this process dies.
-func startProcess(cmd *exec.Cmd) error {
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	spawnOnce.Do(func() {
-		spawnReqs = make(chan spawnRequest)
-		go spawner()
-	})
-	errc := make(chan error, 1)
-	spawnReqs <- spawnRequest{cmd: cmd, errc: errc}
-	return <-errc
-}
 
 // waitStopped waits until the kernel reports process pid as stopped, so that
 // Pause returns only once the server has stopped answering.

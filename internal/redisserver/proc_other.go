@@ -4,12 +4,7 @@ package redisserver
 
 import (
 	"errors"
-	"os/exec"
 )
-
-// startProcess starts cmd. Only Linux can have the child killed when this
-// process dies; elsewhere Close must be called (redistest.NewServer arranges it).
-func startProcess(cmd *exec.Cmd) error { return cmd.Start() }
 
 // waitStopped would wait until the process is stopped; without /proc the
 // signal is trusted to take effect at once.

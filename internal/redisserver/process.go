@@ -8,7 +8,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/go-redlock/redlock/internal/deathsig"
 )
 
 // Names of the files a server keeps in its directory.
@@ -38,7 +41,9 @@ func spawn(bin string, args []string, dir string) (*process, error) {
 	cmd.Dir = dir
 	cmd.Stdout = out
 	cmd.Stderr = out
-	if err := startProcess(cmd); err != nil {
+	// Killed when this process dies, where the system can (Linux);
+	// elsewhere Close must be called (redistest.NewServer arranges it).
+	if err := deathsig.Start(cmd, syscall.SIGKILL); err != nil {
 		return nil, err
 	}
 	p := &process{cmd: cmd, done: make(chan struct{})}

@@ -1,0 +1,8 @@
+//go:build !(linux || darwin || freebsd || netbsd || openbsd || dragonfly)
+
+package main
+
+import "os"
+
+// fromTerminal reports false: run forwards every signal it catches.
+func fromTerminal(os.Signal) bool { return false }
