@@ -144,8 +144,9 @@ const maxRedirects = 8
 // c should have ContextTimeoutEnabled set, so that each command's context
 // deadline bounds its network I/O, and MaxRetries set to -1, so that go-redis
 // never resends a command whose reply was lost; see the package documentation.
-// Unless c is a *redis.Client with ContextTimeoutEnabled, the node watches
-// every call's context itself, at the cost of a goroutine per call.
+// Unless c is a *redis.Client or a *redis.ClusterClient with
+// ContextTimeoutEnabled, the node watches every call's context itself, at
+// the cost of a goroutine per call.
 //
 // The node is named in errors by c's address with credentials removed when c is
 // a *redis.Client, else by "goredis-N", N counting such nodes, so that

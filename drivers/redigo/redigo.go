@@ -282,7 +282,8 @@ func one(ctx context.Context, c redis.Conn, cmd *rediscmd.Cmd) (rediscmd.Result,
 }
 
 // pipeline sends the commands of calls at the indexes idx, then reads their
-// replies into replies and errs, each read bounded by ctx's deadline.
+// replies into replies and errs, the reads bounded together by ctx's
+// deadline.
 func pipeline(ctx context.Context, c redis.Conn, calls []*batch.Call[rediscmd.Cmd, rediscmd.Result], idx []int, eval bool, replies []any, errs []error) {
 	fail := func(err error) {
 		for _, i := range idx {
@@ -300,16 +301,20 @@ func pipeline(ctx context.Context, c redis.Conn, calls []*batch.Call[rediscmd.Cm
 		fail(err)
 		return
 	}
-	var timeout time.Duration // none: the connection's own read timeout
-	if d, ok := ctx.Deadline(); ok {
-		// When the deadline passed during the flush, the replies that have
-		// arrived are still read, and the first read that would wait
-		// breaks the connection: left with replies pending, the
-		// connection's Close would wait for them without a deadline, on a
-		// server that may never answer: no goroutine may outlive the node timeout.
-		timeout = max(time.Until(d), time.Nanosecond)
-	}
+	d, bounded := ctx.Deadline()
 	for k, i := range idx {
+		var timeout time.Duration // none: the connection's own read timeout
+		if bounded {
+			// What is left of the deadline, for every read: a server
+			// that trickles its replies does not get the whole of it
+			// again for each. Once it has passed, the replies that have
+			// arrived are still read, and the first read that would wait
+			// breaks the connection: left with replies pending, the
+			// connection's Close would wait for them without a deadline,
+			// on a server that may never answer: no goroutine may outlive
+			// the node timeout.
+			timeout = max(time.Until(d), time.Nanosecond)
+		}
 		replies[i], errs[i] = redis.ReceiveWithTimeout(c, timeout)
 		var serverErr redis.Error
 		if errs[i] != nil && !errors.As(errs[i], &serverErr) {

@@ -284,8 +284,11 @@ func splitHostPort(s string) (host, port string, err error) {
 	} else if strings.Contains(s, ":") {
 		return "", "", errors.New("an IPv6 address needs brackets: [::1]:6379")
 	}
-	if host == "" {
+	switch {
+	case host == "":
 		return "", "", errors.New("no host")
+	case strings.ContainsAny(host, "@/?#"):
+		return "", "", errors.New("the host has '@', '/', '?' or '#' in it (a user name or password goes in a redis:// URL)")
 	}
 	n, err := strconv.Atoi(port)
 	if err != nil || n < 1 || n > 65535 {
@@ -294,25 +297,20 @@ func splitHostPort(s string) (host, port string, err error) {
 	return host, strconv.Itoa(n), nil
 }
 
-// Redact returns s with the user information of a URL removed, for messages
-// about an address that may not parse.
+// Redact returns s with the user information of an address removed, for
+// messages about an address that may not parse: everything up to its last
+// '@' (after the scheme, if it has one). A malformed address may have a
+// password with '/', '?' or '#' in it, which a URL's user information cannot
+// hold; so an '@' in a path or query hides more than needed, never less.
 func Redact(s string) string {
-	i := strings.Index(s, "://")
-	if i < 0 {
-		if len(s) > 256 {
-			return s[:256] + "..."
-		}
-		return s
+	scheme, rest := "", s
+	if i := strings.Index(s, "://"); i >= 0 {
+		scheme, rest = s[:i+3], s[i+3:]
 	}
-	rest := s[i+3:]
-	end := strings.IndexAny(rest, "/?#")
-	if end < 0 {
-		end = len(rest)
-	}
-	if at := strings.LastIndex(rest[:end], "@"); at >= 0 {
+	if at := strings.LastIndex(rest, "@"); at >= 0 {
 		rest = "xxxxx@" + rest[at+1:]
 	}
-	out := s[:i+3] + rest
+	out := scheme + rest
 	if len(out) > 256 {
 		out = out[:256] + "..."
 	}
