@@ -43,6 +43,7 @@ type Client struct {
 	now           func() time.Time // time.Now, replaced in simulation tests
 	closed        atomic.Bool
 	obs           Observer // nil unless WithObserver or WithLogger
+	obsStops      []func() // of the observers that watch the Client (ClientObserver), for Close
 
 	turnsMu   sync.Mutex
 	turns     map[string]*turn    // Lock's waiters, by key
@@ -176,6 +177,7 @@ func newClient(nodes []driver.Node, cfg config) (*Client, error) {
 			c.fencers[i] = f
 		}
 	}
+	c.observeClient(cfg.observers)
 	return c, nil
 }
 
@@ -194,7 +196,8 @@ func (c *Client) Quorum() int { return c.quorum }
 // TTL returns the time to live of new locks.
 func (c *Client) TTL() time.Duration { return c.ttl }
 
-// Close waits, for at most the node timeout, for the calls and releases in
+// Close stops the observers that watch the Client (ClientObserver), then
+// waits, for at most the node timeout, for the calls and releases in
 // flight (those that Unlock left to finish in the background and those of
 // failed attempts included), then ends what is left (the repeated releases
 // of keys whose SET had an unknown outcome among them, which it does not
@@ -207,6 +210,9 @@ func (c *Client) TTL() time.Duration { return c.ttl }
 func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
+	}
+	for _, stop := range c.obsStops {
+		stop()
 	}
 	c.inflight.wait(c.nodeTimeout)
 	c.stopAll()

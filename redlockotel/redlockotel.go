@@ -36,6 +36,12 @@
 //     sees it (queueing included), with redlock.node (the node's address,
 //     without credentials), redlock.operation (redlock.OpAcquire, ...) and,
 //     on failure, error.type.
+//   - redlock.node.pending (gauge): commands waiting in a node's local queue
+//     to be sent, and redlock.node.pending.wait (gauge, seconds): how long
+//     the oldest of them has waited, with redlock.node, for the nodes that
+//     queue (redlock.Client.Queues: those of every Redis driver), read at
+//     each collection until the Client is closed. A queue that stays deep is
+//     a node, or a Client, that cannot keep up.
 package redlockotel
 
 import (
@@ -102,7 +108,7 @@ func NewObserver(opts ...Option) redlock.Observer {
 		cfg.mp = otel.GetMeterProvider()
 	}
 	meter := cfg.mp.Meter(ScopeName)
-	o := &observer{tracer: cfg.tp.Tracer(ScopeName)}
+	o := &observer{tracer: cfg.tp.Tracer(ScopeName), meter: meter}
 	var err, errs error
 	o.acquire, err = meter.Float64Histogram("redlock.acquire.duration", metric.WithUnit("s"),
 		metric.WithDescription("Duration of lock acquisition attempts."),
@@ -121,6 +127,12 @@ func NewObserver(opts ...Option) redlock.Observer {
 	o.node, err = meter.Float64Histogram("redlock.node.duration", metric.WithUnit("s"),
 		metric.WithDescription("Duration of calls to one node, as the client sees them."),
 		metric.WithExplicitBucketBoundaries(nodeBuckets...))
+	errs = errors.Join(errs, err)
+	o.pending, err = meter.Int64ObservableGauge("redlock.node.pending", metric.WithUnit("{command}"),
+		metric.WithDescription("Commands waiting in a node's local queue to be sent."))
+	errs = errors.Join(errs, err)
+	o.pendingWait, err = meter.Float64ObservableGauge("redlock.node.pending.wait", metric.WithUnit("s"),
+		metric.WithDescription("How long the oldest command in a node's local queue has waited."))
 	errs = errors.Join(errs, err)
 	if errs != nil {
 		otel.Handle(fmt.Errorf("redlockotel: %w", errs))
@@ -160,6 +172,11 @@ type observer struct {
 	held    metric.Int64UpDownCounter
 	lost    metric.Int64Counter
 	node    metric.Float64Histogram
+	// The gauges of the nodes' queues, read from the Client (see
+	// ObserveClient); nil if they could not be created.
+	meter       metric.Meter
+	pending     metric.Int64ObservableGauge
+	pendingWait metric.Float64ObservableGauge
 
 	nodeAttrs sync.Map // nodeOp: metric.MeasurementOption, for calls without error
 }
@@ -316,6 +333,32 @@ func (o *observer) LockEnd(ctx context.Context, e redlock.LockEnd) {
 
 func (o *observer) Wake(ctx context.Context, e redlock.Wake) {
 	trace.SpanFromContext(ctx).AddEvent("redlock.wake", trace.WithAttributes(attemptKey.Int(e.Attempt)))
+}
+
+// ObserveClient reports c's queues (redlock.Client.Queues) as the gauges
+// redlock.node.pending and redlock.node.pending.wait, read at every
+// collection, until c is closed (redlock.ClientObserver).
+func (o *observer) ObserveClient(c *redlock.Client) func() {
+	if o.pending == nil || o.pendingWait == nil {
+		return nil // reported by NewObserver
+	}
+	reg, err := o.meter.RegisterCallback(func(_ context.Context, m metric.Observer) error {
+		for _, q := range c.Queues() {
+			at := metric.WithAttributes(nodeKey.String(address(q.Node)))
+			m.ObserveInt64(o.pending, int64(q.Depth), at)
+			m.ObserveFloat64(o.pendingWait, q.Oldest.Seconds(), at)
+		}
+		return nil
+	}, o.pending, o.pendingWait)
+	if err != nil {
+		otel.Handle(fmt.Errorf("redlockotel: the gauges of the nodes' queues: %w", err))
+		return nil
+	}
+	return func() {
+		if err := reg.Unregister(); err != nil {
+			otel.Handle(fmt.Errorf("redlockotel: the gauges of the nodes' queues: %w", err))
+		}
+	}
 }
 
 func (o *observer) NodeCall(ctx context.Context, e redlock.NodeCall) {

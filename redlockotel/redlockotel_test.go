@@ -2,6 +2,7 @@ package redlockotel_test
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -429,4 +430,75 @@ func TestGlobalProviders(t *testing.T) {
 	}
 	assert.Equal(t, "redlock.TryLock redlock.Unlock", strings.Join(names, " "))
 	assert.Contains(t, tel.metrics(t), "redlock.acquire.duration")
+}
+
+// gauge returns the data points of a gauge metric; none when the metric was
+// not collected.
+func gauge[N int64 | float64](t *testing.T, data metricdata.Aggregation) []metricdata.DataPoint[N] {
+	t.Helper()
+	if data == nil {
+		return nil
+	}
+	g, ok := data.(metricdata.Gauge[N])
+	require.True(t, ok, "a gauge, got %T", data)
+	return g.DataPoints
+}
+
+// The nodes' local queues are gauges: a stopped node's commands queue up
+// behind the ones on the network, and redlock.node.pending and
+// redlock.node.pending.wait show it, for that node only, with its address
+// without credentials; after Close, the Client is no longer read.
+func TestNodeQueueGauges(t *testing.T) {
+	const password = "otel-pw-9qT4"
+	servers := redistest.NewServers(t, 3, redistest.WithPassword(password))
+	urls := make([]string, len(servers))
+	for i, s := range servers {
+		urls[i] = s.URL()
+	}
+	tel := newTelemetry(t)
+	c, err := redlock.Open("goredis", urls, tel.option(), redlock.WithTTL(20*time.Second), redlock.WithNodeTimeout(2*time.Second))
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := t.Context()
+	l, err := c.TryLock(ctx, "otel-queue-warm") // connections made while every node answers
+	require.NoError(t, err)
+	require.NoError(t, l.Unlock(ctx))
+
+	stopped := servers[0]
+	require.NoError(t, stopped.Pause())
+	defer stopped.Resume()
+	var wg sync.WaitGroup
+	for i := range 32 {
+		wg.Go(func() {
+			if l, err := c.TryLock(ctx, fmt.Sprintf("otel-queue-%d", i)); err == nil {
+				l.Unlock(ctx)
+			}
+		})
+	}
+	wg.Wait() // the two other nodes are a quorum: the calls to the stopped one wait
+
+	depth := map[string]int64{}
+	for _, p := range gauge[int64](t, tel.metrics(t)["redlock.node.pending"]) {
+		node, _ := p.Attributes.Value("redlock.node")
+		depth[node.AsString()] = p.Value
+	}
+	require.Len(t, depth, 3, "one point per node: %v", depth)
+	for k := range depth {
+		assert.NotContains(t, k, password)
+	}
+	assert.Positive(t, depth["redis://"+stopped.Addr()], "the stopped node's queue: %v", depth)
+	for _, s := range servers[1:] {
+		assert.Zero(t, depth["redis://"+s.Addr()], "a node that answers has nothing queued: %v", depth)
+	}
+	var wait float64
+	for _, p := range gauge[float64](t, tel.metrics(t)["redlock.node.pending.wait"]) {
+		if node, _ := p.Attributes.Value("redlock.node"); node.AsString() == "redis://"+stopped.Addr() {
+			wait = p.Value
+		}
+	}
+	assert.Positive(t, wait, "the oldest queued command's wait, in seconds")
+
+	require.NoError(t, stopped.Resume())
+	require.NoError(t, c.Close())
+	assert.Empty(t, gauge[int64](t, tel.metrics(t)["redlock.node.pending"]), "a closed Client is not read")
 }
