@@ -51,6 +51,7 @@ import (
 	"net"
 	"net/url"
 	"sync"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -218,28 +219,50 @@ func votesAttrs(span trace.Span, v redlock.Votes) {
 	span.SetAttributes(quorumKey.Int(v.Quorum), grantedKey.Int(v.Granted))
 }
 
-// outerSpan is the context key of the span of a Do or a Lock, on which the
-// calls inside it (Do's Lock, Lock's attempts) set the votes and token of the
-// lock they obtained: redlock.quorum, redlock.nodes.granted and
+// outerSpan is the context key of the *outer of a Do or a Lock, on whose span
+// the calls inside it (Do's Lock, Lock's attempts) set the votes and token of
+// the lock they obtained: redlock.quorum, redlock.nodes.granted and
 // redlock.fencing.token are on every span of an acquisition.
 type outerSpan struct{}
+
+// outer is the span of a Do or a Lock, for the acquisition of key inside it.
+// A Do's is for its own Lock only (once), which claims it: the function Do
+// runs gets the Do's context too, and a lock it takes is another's. A Lock's
+// is for all its attempts, which alone get its context.
+type outer struct {
+	span  trace.Span
+	key   string
+	once  bool
+	taken atomic.Bool // once: claimed by the Do's Lock
+}
+
+// claim returns the outer in ctx that an acquisition of key belongs to, and
+// nil if there is none.
+func claim(ctx context.Context, key string) *outer {
+	up, ok := ctx.Value(outerSpan{}).(*outer)
+	if !ok || up.key != key || up.once && !up.taken.CompareAndSwap(false, true) {
+		return nil
+	}
+	return up
+}
 
 // lastVotes is the context key of a Lock's record of its last attempt's
 // votes (a *redlock.Votes), which the Lock passes on to its Do.
 type lastVotes struct{}
 
-// setOuter sets the votes and token of an acquisition on the enclosing Do or
-// Lock span in ctx, if any: never on a span of the caller's.
-func setOuter(ctx context.Context, v redlock.Votes, token uint64) {
-	if span, ok := ctx.Value(outerSpan{}).(trace.Span); ok {
-		votesAttrs(span, v)
-		tokenAttr(span, token)
+// setOuter sets the votes and token of an acquisition on the span of up, the
+// Do or Lock it belongs to (see claim), if not nil: never on a span of the
+// caller's.
+func setOuter(up *outer, v redlock.Votes, token uint64) {
+	if up != nil {
+		votesAttrs(up.span, v)
+		tokenAttr(up.span, token)
 	}
 }
 
 func (o *observer) Do(ctx context.Context, e redlock.DoStart) (context.Context, func(redlock.DoDone)) {
 	ctx, span := o.start(ctx, "redlock.Do", e.Key)
-	ctx = context.WithValue(ctx, outerSpan{}, span)
+	ctx = context.WithValue(ctx, outerSpan{}, &outer{span: span, key: e.Key, once: true})
 	return ctx, func(d redlock.DoDone) {
 		span.SetAttributes(lostKey.Bool(d.Lost))
 		finish(span, d.Err)
@@ -247,13 +270,13 @@ func (o *observer) Do(ctx context.Context, e redlock.DoStart) (context.Context, 
 }
 
 func (o *observer) Lock(ctx context.Context, e redlock.LockStart) (context.Context, func(redlock.LockDone)) {
-	outer := ctx // a Do's, or none
+	up := claim(ctx, e.Key) // a Do's, or none
 	ctx, span := o.start(ctx, "redlock.Lock", e.Key)
 	last := new(redlock.Votes) // of the last attempt, which the attempts set
-	ctx = context.WithValue(context.WithValue(ctx, outerSpan{}, span), lastVotes{}, last)
+	ctx = context.WithValue(context.WithValue(ctx, outerSpan{}, &outer{span: span, key: e.Key}), lastVotes{}, last)
 	return ctx, func(d redlock.LockDone) {
 		if d.Err == nil {
-			setOuter(outer, *last, d.Token)
+			setOuter(up, *last, d.Token)
 		}
 		span.SetAttributes(attemptsKey.Int(d.Attempts))
 		tokenAttr(span, d.Token)
@@ -262,14 +285,15 @@ func (o *observer) Lock(ctx context.Context, e redlock.LockStart) (context.Conte
 }
 
 func (o *observer) Attempt(ctx context.Context, e redlock.AttemptStart) (context.Context, func(redlock.AttemptDone)) {
-	outer := ctx // a Lock's, or none
+	up := claim(ctx, e.Key) // a Lock's, or none
+	parent := ctx
 	ctx, span := o.start(ctx, "redlock.TryLock", e.Key, attemptKey.Int(e.Attempt))
 	return ctx, func(d redlock.AttemptDone) {
 		span.SetAttributes(outcomeKey.String(string(d.Outcome)))
 		votesAttrs(span, d.Votes)
 		tokenAttr(span, d.Token)
-		setOuter(outer, d.Votes, d.Token)
-		if last, ok := outer.Value(lastVotes{}).(*redlock.Votes); ok {
+		setOuter(up, d.Votes, d.Token)
+		if last, ok := parent.Value(lastVotes{}).(*redlock.Votes); up != nil && ok {
 			*last = d.Votes
 		}
 		o.acquire.Record(ctx, d.Duration.Seconds(), outcomeOption(d.Outcome))

@@ -502,3 +502,59 @@ func TestNodeQueueGauges(t *testing.T) {
 	require.NoError(t, c.Close())
 	assert.Empty(t, gauge[int64](t, tel.metrics(t)["redlock.node.pending"]), "a closed Client is not read")
 }
+
+// A lock taken inside Do's function, on the context Do gives it, is its own:
+// it does not rewrite the Do span's votes and token, which stay those of the
+// Do's lock, whether it is taken by TryLock or by Lock.
+func TestNestedLockKeepsDoAttributes(t *testing.T) {
+	tel := newTelemetry(t)
+	c, err := redlock.Open("memory", []string{"nested-1", "nested-2", "nested-3"}, tel.option(), redlock.WithFencing())
+	require.NoError(t, err)
+	defer c.Close()
+	ctx := context.Background()
+	for range 5 { // the other key's tokens run ahead of the Do's
+		l, err := c.TryLock(ctx, "other")
+		require.NoError(t, err)
+		require.NoError(t, l.Unlock(ctx))
+	}
+	var inner []int64
+	err = c.Do(ctx, "outer", func(ctx context.Context) error {
+		l, err := c.TryLock(ctx, "other")
+		if err != nil {
+			return err
+		}
+		inner = append(inner, int64(l.Token()))
+		if err := l.Unlock(ctx); err != nil {
+			return err
+		}
+		if l, err = c.Lock(ctx, "other"); err != nil {
+			return err
+		}
+		inner = append(inner, int64(l.Token()))
+		return l.Unlock(ctx)
+	})
+	require.NoError(t, err)
+	var do, doLock sdktrace.ReadOnlySpan
+	for _, s := range tel.spans.Ended() {
+		if s.Name() == "redlock.Do" {
+			do = s
+		}
+	}
+	require.NotNil(t, do)
+	for _, s := range tel.spans.Ended() {
+		if k, _ := attr(s.Attributes(), "redlock.key"); s.Name() == "redlock.Lock" && k.AsString() == "outer" {
+			doLock = s
+		}
+	}
+	require.NotNil(t, doLock)
+	want, ok := attr(doLock.Attributes(), "redlock.fencing.token")
+	require.True(t, ok)
+	got, ok := attr(do.Attributes(), "redlock.fencing.token")
+	require.True(t, ok, "the Do span has its lock's token")
+	assert.Equal(t, want.AsInt64(), got.AsInt64(), "the Do span's token is its lock's, not one of %v taken inside it", inner)
+	for _, k := range []string{"redlock.nodes.granted", "redlock.quorum"} {
+		w, _ := attr(doLock.Attributes(), k)
+		g, _ := attr(do.Attributes(), k)
+		assert.Equal(t, w, g, "the Do span's %s is its lock's", k)
+	}
+}
