@@ -267,7 +267,7 @@ func (n *node) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error
 	if err := n.state.Err(); err != nil {
 		return rediscmd.Result{}, err
 	}
-	cmd.Cluster = n.cluster
+	cmd.Cluster = cmd.Cluster || n.cluster // set by the caller for a cluster-enabled server given as one (see rediscmd.Commands)
 	r, err := n.batch.Do(ctx, cmd)
 	if err != nil {
 		return rediscmd.Result{}, cmd.Failed(ctx, "goredis", err)

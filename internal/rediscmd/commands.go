@@ -2,7 +2,11 @@ package rediscmd
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"time"
+
+	"github.com/go-redlock/redlock/driver"
 )
 
 // Commands are the command methods of a Redis driver's node, one per method
@@ -34,8 +38,40 @@ func (c Commands) Extend(ctx context.Context, key, value string, ttl time.Durati
 
 // SetNXFence runs driver.SetNXFenceScript: SET key value NX PX ttl, and the
 // counter at fenceKey read in the same step.
+//
+// A cluster-enabled server given as one server refuses, before running it,
+// a script whose keys are in several hash slots (CROSSSLOT): with the legacy
+// counter of a key that has a '}' but no hash tag (see
+// driver.LegacyFenceKey). The script is then sent again as to a cluster,
+// without that counter, which a cluster never held.
 func (c Commands) SetNXFence(ctx context.Context, key, value string, ttl time.Duration, fenceKey string) (bool, uint64, error) {
-	return OKCounter(c.Run(ctx, SetNXFence(key, value, ttl, fenceKey)))
+	cmd := SetNXFence(key, value, ttl, fenceKey)
+	r, err := c.Run(ctx, cmd)
+	if err != nil && crossSlot(err) && len(driver.FenceKeys(key, fenceKey, true)) < len(driver.FenceKeys(key, fenceKey, false)) {
+		cmd.Cluster = true
+		r, err = c.Run(ctx, cmd)
+	}
+	return OKCounter(r, err)
+}
+
+// crossSlot reports whether a CROSSSLOT error reply is in err's chain
+// (errors.Unwrap, joined errors included).
+func crossSlot(err error) bool {
+	for err != nil {
+		if strings.HasPrefix(err.Error(), "CROSSSLOT ") {
+			return true
+		}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				if crossSlot(e) {
+					return true
+				}
+			}
+			return false
+		}
+		err = errors.Unwrap(err)
+	}
+	return false
 }
 
 // RaiseFence runs driver.RaiseFenceScript.

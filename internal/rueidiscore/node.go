@@ -468,7 +468,7 @@ func (n *node[C, D, R, L]) Close() error {
 // do sends cmd and reads its reply. An error matches ctx's when ctx is done,
 // and names the command unless there was no client to send it.
 func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error) {
-	cmd.Cluster = n.cluster
+	cmd.Cluster = cmd.Cluster || n.cluster // set by the caller for a cluster-enabled server given as one (see rediscmd.Commands)
 	if n.cluster && cmd.FenceKey != "" && driver.HashSlot(cmd.FenceKey) != driver.HashSlot(cmd.Key) {
 		// The library panics on a command whose keys are in several slots.
 		return rediscmd.Result{}, cmd.Failed(ctx, n.lib.Name, errCrossSlot)
