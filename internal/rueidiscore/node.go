@@ -398,7 +398,13 @@ func (n *node[C, D, R, L]) lost(s *state[C], err error) bool {
 	if err == nil || !errors.Is(err, errRedial) {
 		return false
 	}
-	if n.cur.CompareAndSwap(s, nil) {
+	// Under n.mu, as makeLane gives s its lane: a lane made for s either
+	// is s's by now, and closed here, or finds s dropped, and is closed by
+	// makeLane; never kept by a state nobody closes.
+	n.mu.Lock()
+	dropped := n.cur.CompareAndSwap(s, nil)
+	n.mu.Unlock()
+	if dropped {
 		s.closeLane()
 		s.client.Close()
 	}
