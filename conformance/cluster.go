@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,7 +19,14 @@ import (
 // redistest.Cluster.URL): Cluster/Node runs Run over nodes that are clusters
 // of two shards (three clusters, so that Redlock/ThreeNodes has three
 // independent nodes), Cluster/Notifier/FollowsSlot hears a release after the
-// key's slot moved, Cluster/TLS reaches a cluster over TLS with client
+// key's slot moved, Cluster/Notifier/SubscribeAfterMove subscribes to a key
+// whose slot moved while nobody was subscribed to it (the shard the node
+// knew answers MOVED) and hears its release,
+// Cluster/Notifier/MovedSparesShard checks that such a MOVED reply leaves
+// the other subscriptions on that shard hearing theirs,
+// Cluster/NotClusterEnabled checks that a cluster address naming a server
+// that is not cluster-enabled fails every call, Cluster/TLS reaches a
+// cluster over TLS with client
 // certificates and a password, and Cluster/Migration takes and releases locks while
 // their slots migrate, whole (MOVED) and half way (ASK, TRYAGAIN): every
 // call must answer as on a still cluster, or fail; never "not held" for a
@@ -70,6 +78,21 @@ func (s *redisSuite) runCluster(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
 			defer cancel()
 			notifyFollowsSlot(t, ctx, s, clusters[1])
+		})
+		t.Run("Notifier/SubscribeAfterMove", func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
+			defer cancel()
+			subscribeAfterMove(t, ctx, s, clusters[2])
+		})
+		t.Run("Notifier/MovedSparesShard", func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
+			defer cancel()
+			movedSparesShard(t, ctx, s, clusters[2])
+		})
+		t.Run("NotClusterEnabled", func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
+			defer cancel()
+			notClusterEnabled(t, ctx, s)
 		})
 		t.Run("TLS", func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
@@ -249,6 +272,162 @@ func notifyFollowsSlot(t *testing.T, ctx context.Context, s *redisSuite, c *redi
 		}
 	}
 	t.Fatal("no release heard after the key's slot moved: the subscription did not follow it")
+}
+
+// movedSubscribe is how long a Subscribe may take when the shard the node
+// knew for the key's slot answers MOVED: the node learns the slot map again
+// and subscribes at the new shard.
+const movedSubscribe = 5 * time.Second
+
+// sameShardKeys returns two keys whose slots differ but are served by one
+// shard of c.
+func sameShardKeys(t *testing.T, c *redistest.Cluster) (a, b string) {
+	t.Helper()
+	a = key(t)
+	shard := c.SlotShard(redistest.KeySlot(a))
+	for range 1000 {
+		b = key(t)
+		if slot := redistest.KeySlot(b); slot != redistest.KeySlot(a) && c.SlotShard(slot) == shard {
+			return a, b
+		}
+	}
+	t.Fatal("no two keys of different slots on one shard")
+	return "", ""
+}
+
+// moveAway moves k's slot to another shard of c.
+func moveAway(t *testing.T, ctx context.Context, c *redistest.Cluster, k string) {
+	t.Helper()
+	slot := redistest.KeySlot(k)
+	to := c.Shards()[(c.SlotShard(slot).Index()+1)%len(c.Shards())]
+	if err := c.MigrateSlot(ctx, slot, to); err != nil {
+		t.Fatalf("MigrateSlot(%d): %v", slot, err)
+	}
+}
+
+// hearsRelease takes and releases k with ReleaseNotify until notify hears
+// it, for at most movedSubscribe.
+func hearsRelease(t *testing.T, ctx context.Context, n driver.Node, notifier driver.Notifier, k string, notify <-chan struct{}) bool {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, movedSubscribe)
+	defer cancel()
+	for ctx.Err() == nil {
+		v := value()
+		if ok, err := n.SetNX(ctx, k, v, time.Minute); err != nil || !ok {
+			t.Fatalf("SetNX(%s) = %v, %v", k, ok, err)
+		}
+		if ok, err := notifier.ReleaseNotify(ctx, k, v); err != nil || !ok {
+			t.Fatalf("ReleaseNotify(%s) = %v, %v", k, ok, err)
+		}
+		select {
+		case <-notify:
+			return true
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return false
+}
+
+// subscribeAfterMove checks a Subscribe to a key whose slot moved while the
+// node had no subscription on it, after the node subscribed to another key
+// of the same shard (so that it knows the slot map from before): the shard
+// answers MOVED, and the subscription must be made at the shard the slot
+// moved to, and hear the key's release.
+func subscribeAfterMove(t *testing.T, ctx context.Context, s *redisSuite, c *redistest.Cluster) {
+	n := s.openURL(t, c.URL())
+	notifier, ok := n.(driver.Notifier)
+	if !ok {
+		t.Skip("the node is not a driver.Notifier")
+	}
+	ka, kb := sameShardKeys(t, c)
+	cancelA, err := notifier.Subscribe(ctx, ka, make(chan struct{}, 1))
+	if err != nil {
+		t.Fatalf("Subscribe(%s) = %v", ka, err)
+	}
+	defer cancelA()
+	moveAway(t, ctx, c, kb)
+	// Subscribe before any command on kb: a command meeting MOVED could
+	// teach the client the new slot map (go-redis reloads it), and the
+	// SSUBSCRIBE would then not meet MOVED.
+	notifyB := make(chan struct{}, 1)
+	sctx, scancel := context.WithTimeout(ctx, movedSubscribe)
+	defer scancel()
+	start := time.Now()
+	cancelB, err := notifier.Subscribe(sctx, kb, notifyB)
+	if err != nil {
+		t.Fatalf("Subscribe(%s) after its slot moved = %v after %v, want nil: a MOVED reply must re-route the channel to the shard that serves it now", kb, err, time.Since(start).Round(time.Millisecond))
+	}
+	defer cancelB()
+	if !hearsRelease(t, ctx, n, notifier, kb, notifyB) {
+		t.Fatalf("no release of %s heard after Subscribe, made after its slot moved, succeeded", kb)
+	}
+}
+
+// movedSparesShard checks that a MOVED reply to one key's SSUBSCRIBE leaves
+// the node's other subscriptions on that shard alive: a subscription made
+// before still hears its key's releases.
+func movedSparesShard(t *testing.T, ctx context.Context, s *redisSuite, c *redistest.Cluster) {
+	n := s.openURL(t, c.URL())
+	notifier, ok := n.(driver.Notifier)
+	if !ok {
+		t.Skip("the node is not a driver.Notifier")
+	}
+	ka, kb := sameShardKeys(t, c)
+	notifyA := make(chan struct{}, 1)
+	cancelA, err := notifier.Subscribe(ctx, ka, notifyA)
+	if err != nil {
+		t.Fatalf("Subscribe(%s) = %v", ka, err)
+	}
+	defer cancelA()
+	moveAway(t, ctx, c, kb)
+	// No command on kb first, as in subscribeAfterMove.
+	sctx, scancel := context.WithTimeout(ctx, movedSubscribe)
+	defer scancel()
+	if cancelB, err := notifier.Subscribe(sctx, kb, make(chan struct{}, 1)); err == nil {
+		cancelB()
+	} else {
+		t.Logf("Subscribe(%s) after its slot moved = %v (Notifier/SubscribeAfterMove checks it)", kb, err)
+	}
+	if !hearsRelease(t, ctx, n, notifier, ka, notifyA) {
+		t.Fatalf("the subscription to %s no longer hears its releases after a SSUBSCRIBE of %s, whose slot left the shard, met MOVED there: the shard's connection must stay", ka, kb)
+	}
+}
+
+// notClusterEnabled checks a cluster address that names a server that is not
+// cluster-enabled: every call fails, saying so (Redis' words: "cluster
+// support disabled"), and nothing is written.
+func notClusterEnabled(t *testing.T, ctx context.Context, s *redisSuite) {
+	srv := redistest.NewServer(t)
+	n := s.openURL(t, "redis://"+srv.Addr()+"?cluster=true")
+	k, v := key(t), value()
+	check := func(call string, err error) {
+		t.Helper()
+		switch {
+		case err == nil:
+			t.Errorf("%s on a cluster address of a server that is not cluster-enabled = nil error, want one", call)
+		case !strings.Contains(err.Error(), "cluster support disabled"):
+			t.Errorf("%s on a cluster address of a server that is not cluster-enabled = %v, want an error that says \"cluster support disabled\"", call, err)
+		}
+	}
+	ok, err := n.SetNX(ctx, k, v, time.Minute)
+	check("SetNX", err)
+	if ok {
+		t.Errorf("SetNX = true on a cluster address of a server that is not cluster-enabled")
+	}
+	if got, err := srv.Do(ctx, "GET", k); err == nil && got != nil {
+		t.Errorf("SetNX wrote %s = %v on a server that is not cluster-enabled", k, got)
+	}
+	if id, ok := n.(driver.Identifier); ok {
+		_, err := id.Identity(ctx)
+		check("Identity", err)
+	}
+	if notifier, ok := n.(driver.Notifier); ok {
+		cancel, err := notifier.Subscribe(ctx, k, make(chan struct{}, 1))
+		if err == nil {
+			cancel()
+		}
+		check("Subscribe", err)
+	}
 }
 
 // clusterTLS checks a cluster node over TLS with a password and client

@@ -77,7 +77,8 @@
 // A Redis Cluster is one node with an address
 // "redis://host:port?cluster=true&addr=host2:port2" (the URL's host and every
 // addr are seeds): the node opens a cluster client (ForceSingleClient off) and
-// connects to every primary while it creates it; a command whose slot moved
-// may fail with MOVED or TRYAGAIN, like any node failure, and is never
-// resent. [New] takes a cluster client too.
+// connects to every primary while it creates it (a server that is not
+// cluster-enabled fails every call, "cluster support disabled", rather than
+// being taken as one server); a command whose slot moved may fail with MOVED
+// or TRYAGAIN, like any node failure, and is never resent. [New] takes a cluster client too.
 package valkeygo

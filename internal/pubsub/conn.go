@@ -8,6 +8,12 @@ import "context"
 // The hub calls Subscribe and Unsubscribe from one goroutine and Receive from
 // another, concurrently, and Close from any goroutine at any time: Close must
 // make a Receive, Subscribe or Unsubscribe in progress return.
+//
+// The server's MOVED reply to a SSUBSCRIBE (its text "MOVED <slot>
+// <host:port>") may come back from Subscribe (a client that waits for the
+// reply) or from Receive (one that does not): either way the hub takes it as
+// the refusal of that slot's channels, not as a broken connection, and goes
+// on using the connection (see [Hub]).
 type Conn interface {
 	// Subscribe sends SSUBSCRIBE for the channels (all in one hash slot on a
 	// Redis Cluster). It need not wait for the
@@ -20,7 +26,8 @@ type Conn interface {
 
 	// Receive returns the next event the server sent, in the order sent. It
 	// returns an error once the connection is broken or closed, after which
-	// the hub drops the connection.
+	// the hub drops the connection; or a MOVED reply (see above), after
+	// which the hub calls Receive again.
 	Receive(ctx context.Context) (Event, error)
 
 	// Close closes the connection. The hub calls it once.

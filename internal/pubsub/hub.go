@@ -19,12 +19,23 @@
 // kept: the next Subscribe makes a new connection, which subscribes again to
 // every channel that still has subscribers. Until then they hear nothing,
 // and redlock's waiters fall back to polling.
+//
+// A MOVED reply to a SSUBSCRIBE (the channel's slot is served by another
+// shard of a Redis Cluster) is not a broken connection: it concerns the
+// channels of its slot only. The hub forgets those that wait for their
+// confirmation, and their subscribers: the Subscribe calls waiting for them
+// return an error that [IsMoved] recognizes, and on a hub from [NewMoving]
+// the moved function hears of the channels whose subscribers it forgot,
+// such as those confirmed on an earlier connection and being subscribed again
+// (see [Router]). The connection and its other channels stay.
 package pubsub
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/go-redlock/redlock/driver"
@@ -58,7 +69,20 @@ type Hub struct {
 type channel struct {
 	subs  map[*sub]struct{}
 	state state
-	ready chan struct{} // closed when a SSUBSCRIBE is confirmed; nil if nobody waits
+	ready *wait // for the Subscribe calls waiting for a confirmation; nil if none
+}
+
+// wait is what the Subscribe calls that wait for a channel's SSUBSCRIBE to be
+// confirmed wait on.
+type wait struct {
+	done chan struct{} // closed when the SSUBSCRIBE is confirmed or refused
+	err  error         // set before done is closed when it was refused (MOVED)
+}
+
+// end ends w with err, nil for a confirmation.
+func (w *wait) end(err error) {
+	w.err = err
+	close(w.done)
 }
 
 type sub struct{ notify chan<- struct{} }
@@ -86,10 +110,13 @@ func New(dial Dialer) *Hub {
 
 // NewMoving returns a hub for one shard of a Redis Cluster: when the server
 // unsubscribes a channel that still has subscribers on its own (as Redis 7
-// does with SSUBSCRIBE when the channel's slot moves to another shard), the
-// hub forgets the channel and its subscribers, whose cancel functions then
-// do nothing, and calls moved, with no lock held, for its owner to
-// subscribe them again where the slot went (see [Router]).
+// does with SSUBSCRIBE when the channel's slot moves to another shard), or
+// answers MOVED to the SSUBSCRIBE that subscribes again subscribers already
+// confirmed (after a new connection), the hub forgets the channel and its
+// subscribers, whose cancel functions then do nothing, and calls moved, with
+// no lock held, for its owner to subscribe them again where the slot went
+// (see [Router]). A Subscribe call that waits for the confirmation of a
+// channel answered MOVED returns an error that [IsMoved] recognizes.
 func NewMoving(dial Dialer, moved func(channel string)) *Hub {
 	h := New(dial)
 	h.moved = moved
@@ -111,8 +138,10 @@ func (h *Hub) SubscribeRelease(ctx context.Context, driverName, key string, noti
 // message published on channel, until cancel is called; after cancel returns,
 // nothing more is sent. Subscribe returns once the server has confirmed the
 // subscription (at once if the channel is already subscribed), or with an
-// error: ctx.Err() when ctx ends first, [driver.ErrClosed] after Close, or the
-// connection's error when it fails first.
+// error: ctx.Err() when ctx ends first, [driver.ErrClosed] after Close, the
+// connection's error when it fails first, or the server's MOVED reply to the
+// SSUBSCRIBE (see [IsMoved]), which leaves the connection and its other
+// channels as they were.
 func (h *Hub) Subscribe(ctx context.Context, name string, notify chan<- struct{}) (cancel func(), err error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
@@ -140,14 +169,18 @@ func (h *Hub) Subscribe(ctx context.Context, name string, notify chan<- struct{}
 		return cancel, nil
 	}
 	if c.ready == nil {
-		c.ready = make(chan struct{})
+		c.ready = &wait{done: make(chan struct{})}
 	}
 	ready := c.ready
 	h.markLocked(sess, name)
 	h.mu.Unlock()
 
 	select {
-	case <-ready:
+	case <-ready.done:
+		if ready.err != nil {
+			cancel() // the hub forgot the channel: does nothing
+			return nil, ready.err
+		}
 		return cancel, nil
 	case <-sess.dead:
 		cancel()
@@ -229,6 +262,14 @@ func (h *Hub) run(sess *session) {
 	go h.write(sess, conn)
 	for {
 		ev, err := conn.Receive(sess.ctx)
+		if slot, ok := movedSlot(err); ok {
+			// A reply to a SSUBSCRIBE (the go-redis PubSub returns it
+			// from Receive): the connection is fine.
+			if !h.refused(sess, slot, err) {
+				return
+			}
+			continue
+		}
 		if err != nil {
 			h.fail(sess, err)
 			return
@@ -269,7 +310,7 @@ func (h *Hub) handle(sess *session, ev Event) (ok, moved bool) {
 		}
 		c.state = subscribed
 		if c.ready != nil {
-			close(c.ready)
+			c.ready.end(nil)
 			c.ready = nil
 		}
 		if len(c.subs) == 0 {
@@ -308,9 +349,9 @@ func (h *Hub) write(sess *session, conn Conn) {
 		if !ok {
 			return
 		}
-		err := h.send(sess.ctx, conn.Subscribe, subs)
+		err := h.send(sess, conn.Subscribe, subs)
 		if err == nil {
-			err = h.send(sess.ctx, conn.Unsubscribe, unsubs)
+			err = h.send(sess, conn.Unsubscribe, unsubs)
 		}
 		if err != nil {
 			h.fail(sess, err)
@@ -320,20 +361,104 @@ func (h *Hub) write(sess *session, conn Conn) {
 }
 
 // send sends one command for the channels, or on a cluster's shard (a hub
-// from NewMoving) one per channel: their channels must share a slot.
-func (h *Hub) send(ctx context.Context, cmd func(context.Context, ...string) error, channels []string) error {
+// from NewMoving) one per channel: their channels must share a slot. A MOVED
+// reply that cmd returns (as the rueidis family's dedicated clients return
+// the reply to a SSUBSCRIBE) concerns its slot only (see refused); send goes
+// on with the other channels.
+func (h *Hub) send(sess *session, cmd func(context.Context, ...string) error, channels []string) error {
 	if len(channels) == 0 {
 		return nil
 	}
-	if h.moved == nil {
-		return cmd(ctx, channels...)
+	batches := [][]string{channels}
+	if h.moved != nil {
+		batches = make([][]string, len(channels))
+		for i := range channels {
+			batches[i] = channels[i : i+1]
+		}
 	}
-	for _, name := range channels {
-		if err := cmd(ctx, name); err != nil {
+	for _, b := range batches {
+		err := cmd(sess.ctx, b...)
+		if slot, ok := movedSlot(err); ok {
+			if !h.refused(sess, slot, err) {
+				return driver.ErrClosed // sess is over: write stops
+			}
+			continue
+		}
+		if err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// refused applies the server's MOVED reply err, for slot, to a SSUBSCRIBE
+// (or a SUNSUBSCRIBE) of sess: the slot is served by another shard. The
+// channels of the slot that wait for a confirmation are forgotten, with
+// their subscribers, whose cancel functions then do nothing: the Subscribe
+// calls waiting for them return an error that IsMoved recognizes, and moved
+// (on a hub from NewMoving) hears of those that have subscribers, with no
+// lock held. A channel whose SSUBSCRIBE is still to be answered is answered
+// MOVED too, which then finds nothing to do, as does a MOVED reply to a
+// SUNSUBSCRIBE. refused returns false if sess is no longer current.
+func (h *Hub) refused(sess *session, slot int, err error) bool {
+	var moved []string
+	h.mu.Lock()
+	if h.sess != sess {
+		h.mu.Unlock()
+		return false
+	}
+	for name, c := range h.channels {
+		if c.state != subscribing || driver.HashSlot(name) != slot {
+			continue
+		}
+		delete(h.channels, name)
+		delete(h.dirty, name)
+		if c.ready != nil {
+			c.ready.end(movedError{err})
+			c.ready = nil
+		}
+		if len(c.subs) > 0 && h.moved != nil {
+			moved = append(moved, name)
+		}
+	}
+	h.mu.Unlock()
+	for _, name := range moved {
+		h.moved(name)
+	}
+	return true
+}
+
+// movedSlot returns the slot of err if it is a MOVED reply ("MOVED 3999
+// 127.0.0.1:6381"), as a driver's connection returns it.
+func movedSlot(err error) (slot int, ok bool) {
+	if err == nil {
+		return 0, false
+	}
+	rest, ok := strings.CutPrefix(err.Error(), "MOVED ")
+	if !ok {
+		return 0, false
+	}
+	s, _, _ := strings.Cut(rest, " ")
+	slot, convErr := strconv.Atoi(s)
+	if convErr != nil || slot < 0 || slot >= driver.Slots {
+		return 0, false
+	}
+	return slot, true
+}
+
+// movedError is the error of a Subscribe whose SSUBSCRIBE the server
+// answered with MOVED.
+type movedError struct{ err error }
+
+func (e movedError) Error() string { return "SSUBSCRIBE: " + e.err.Error() }
+func (e movedError) Unwrap() error { return e.err }
+
+// IsMoved reports whether err is the error of a Subscribe whose SSUBSCRIBE
+// the server answered with MOVED: the channel's slot is served by another
+// shard of the Redis Cluster.
+func IsMoved(err error) bool {
+	var m movedError
+	return errors.As(err, &m)
 }
 
 // pending returns the channels to subscribe and to unsubscribe now, and

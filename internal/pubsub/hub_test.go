@@ -3,6 +3,7 @@ package pubsub_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -23,23 +24,40 @@ var errBroken = errors.New("connection broken")
 // fakeConn is a connection whose server the test plays: it reads the
 // commands the hub sends and answers with events.
 type fakeConn struct {
-	cmds   chan string // "SUBSCRIBE a b", "UNSUBSCRIBE a"
-	events chan pubsub.Event
-	closed chan struct{}
-	once   sync.Once
+	cmds    chan string // "SUBSCRIBE a b", "UNSUBSCRIBE a"
+	events  chan pubsub.Event
+	replies chan error // error replies that Receive returns (as go-redis does)
+	closed  chan struct{}
+	once    sync.Once
+
+	mu     sync.Mutex
+	refuse map[string]error // error replies that commands return (as rueidis does), by command
 }
 
 func newFakeConn() *fakeConn {
-	return &fakeConn{cmds: make(chan string, 16), events: make(chan pubsub.Event), closed: make(chan struct{})}
+	return &fakeConn{cmds: make(chan string, 16), events: make(chan pubsub.Event), replies: make(chan error),
+		refuse: make(map[string]error), closed: make(chan struct{})}
 }
 
 func (c *fakeConn) send(cmd string, channels []string) error {
+	cmd += " " + strings.Join(channels, " ")
 	select {
-	case c.cmds <- cmd + " " + strings.Join(channels, " "):
-		return nil
+	case c.cmds <- cmd:
 	case <-c.closed:
 		return errBroken
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	err := c.refuse[cmd]
+	delete(c.refuse, cmd)
+	return err
+}
+
+// refuseNext makes the next cmd ("SUBSCRIBE a") return err, an error reply.
+func (c *fakeConn) refuseNext(cmd string, err error) {
+	c.mu.Lock()
+	c.refuse[cmd] = err
+	c.mu.Unlock()
 }
 
 func (c *fakeConn) Subscribe(_ context.Context, channels ...string) error {
@@ -54,6 +72,8 @@ func (c *fakeConn) Receive(context.Context) (pubsub.Event, error) {
 	select {
 	case ev := <-c.events:
 		return ev, nil
+	case err := <-c.replies:
+		return pubsub.Event{}, err
 	case <-c.closed:
 		return pubsub.Event{}, errBroken
 	}
@@ -91,6 +111,26 @@ func (c *fakeConn) emit(t *testing.T, kind pubsub.Kind, channel string) {
 	case c.events <- pubsub.Event{Kind: kind, Channel: channel}:
 	case <-time.After(5 * time.Second):
 		t.Fatal("the hub does not read its connection")
+	}
+}
+
+// reply makes Receive return err, an error reply.
+func (c *fakeConn) reply(t *testing.T, err error) {
+	t.Helper()
+	select {
+	case c.replies <- err:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the hub does not read its connection")
+	}
+}
+
+// isClosed reports whether the hub closed c.
+func (c *fakeConn) isClosed() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+		return false
 	}
 }
 
@@ -356,4 +396,53 @@ func TestSubscribeDoneContext(t *testing.T) {
 	_, err := h.Subscribe(ctx, "a", make(chan struct{}, 1))
 	require.ErrorIs(t, err, context.Canceled)
 	require.Empty(t, d.dials, "a done context must not dial")
+}
+
+// movedReply is a shard's MOVED reply to a SSUBSCRIBE of channel.
+func movedReply(channel string) error {
+	return fmt.Errorf("MOVED %d 127.0.0.1:1", driver.HashSlot(channel))
+}
+
+// A MOVED reply to a SSUBSCRIBE fails the Subscribe calls waiting for that
+// channel only, with an error IsMoved recognizes: the connection and the
+// other channels stay, and the channel can be subscribed again.
+func TestMovedReplyFailsItsChannelOnly(t *testing.T) {
+	for _, how := range []string{"Receive", "Subscribe"} {
+		t.Run(how, func(t *testing.T) {
+			d := newDialer()
+			h := newHub(t, d)
+			conn := newFakeConn()
+			d.conns <- conn
+			stays := make(chan struct{}, 1)
+			r := subscribe(t.Context(), h, "stays", stays)
+			conn.expect(t, "SUBSCRIBE stays")
+			conn.emit(t, pubsub.Subscribed, "stays")
+			require.NoError(t, wait(t, r).err)
+
+			if how == "Subscribe" {
+				conn.refuseNext("SUBSCRIBE gone", movedReply("gone"))
+			}
+			gone := subscribe(t.Context(), h, "gone", make(chan struct{}, 1))
+			conn.expect(t, "SUBSCRIBE gone")
+			if how == "Receive" {
+				conn.reply(t, movedReply("gone"))
+			}
+			res := wait(t, gone)
+			require.Error(t, res.err)
+			require.True(t, pubsub.IsMoved(res.err), "IsMoved(%v)", res.err)
+			require.False(t, conn.isClosed(), "the connection was closed for a MOVED reply")
+
+			conn.emit(t, pubsub.Message, "stays")
+			select {
+			case <-stays:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the other channel no longer hears")
+			}
+			again := subscribe(t.Context(), h, "gone", make(chan struct{}, 1))
+			conn.expect(t, "SUBSCRIBE gone")
+			conn.emit(t, pubsub.Subscribed, "gone")
+			require.NoError(t, wait(t, again).err)
+			require.Len(t, d.dials, 1, "one connection")
+		})
+	}
 }

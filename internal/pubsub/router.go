@@ -17,10 +17,18 @@ type Route func(ctx context.Context, channel string) (shard string, dial Dialer,
 // followTimeout bounds the subscription of a moved channel at its new shard.
 const followTimeout = 5 * time.Second
 
+// maxMoved is how many MOVED replies a subscription meets before Subscribe
+// gives up: each makes the route learn the slot map again.
+const maxMoved = 4
+
 // Router shares one [Hub] per shard of a Redis Cluster among the
 // subscribers of a node: each channel is subscribed on the hub of the shard
 // that serves it, and when the channel's slot moves, its subscribers follow
-// it to the new shard. Its methods are safe for concurrent use.
+// it to the new shard. A shard that answers MOVED to a channel's SSUBSCRIBE
+// (the route knew the slot map from before the slot moved) makes the router
+// learn the slot map again and subscribe the channel where the slot is now;
+// the shard's other channels are not disturbed. Its methods are safe for
+// concurrent use.
 type Router struct {
 	route   Route
 	refresh func(ctx context.Context) // makes route learn the slot map again; may be nil
@@ -36,15 +44,22 @@ type Router struct {
 }
 
 // follower is one subscription through the router; it moves between hubs.
+// Its fields are guarded by Router.mu.
 type follower struct {
 	notify chan<- struct{}
-	hub    string // the shard it is subscribed at; "" while it has none
+	hub    string // the shard it is subscribed, or being subscribed, at; "" while neither
 	cancel func() // its subscription on that hub; nil while it has none
 	done   bool   // canceled by its owner
+
+	// attaching is set while attach subscribes it at hub, and stale when
+	// the hub dropped the channel meanwhile (its slot left the shard):
+	// attach then subscribes it again where the slot went.
+	attaching, stale bool
 }
 
 // NewRouter returns a router that finds shards with route, and calls refresh
-// (when not nil) before routing again a channel whose slot moved.
+// (when not nil) before routing again a channel whose slot moved, or that a
+// shard answered with MOVED.
 func NewRouter(route Route, refresh func(ctx context.Context)) *Router {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Router{
@@ -63,53 +78,89 @@ func (r *Router) SubscribeRelease(ctx context.Context, driverName, key string, n
 }
 
 // Subscribe is [Hub.Subscribe] on the hub of the shard that serves channel.
-// After the channel's slot moves, the subscription follows it: notify hears
-// nothing until it is subscribed at the new shard (or ever, if that fails),
-// but cancel still ends it.
+// If that shard answers MOVED, Subscribe learns the slot map again (refresh)
+// and subscribes where the slot went, a few times at most. After the
+// channel's slot moves, the subscription follows it: notify hears nothing
+// until it is subscribed at the new shard (or ever, if that fails), but
+// cancel still ends it.
 func (r *Router) Subscribe(ctx context.Context, channel string, notify chan<- struct{}) (cancel func(), err error) {
 	f := &follower{notify: notify}
-	if err := r.attach(ctx, channel, f); err != nil {
-		return nil, err
-	}
+	// Registered before it is subscribed: a slot that moves while it is
+	// being subscribed marks it stale (see moved), and attach follows.
 	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return nil, driver.ErrClosed
+	}
 	if r.followers[channel] == nil {
 		r.followers[channel] = make(map[*follower]struct{})
 	}
 	r.followers[channel][f] = struct{}{}
 	r.mu.Unlock()
+	if err := r.attach(ctx, channel, f); err != nil {
+		r.remove(channel, f)
+		return nil, err
+	}
 	var once sync.Once
 	return func() { once.Do(func() { r.remove(channel, f) }) }, nil
 }
 
-// attach subscribes f to channel on the hub of the shard that serves it.
+// attach subscribes f to channel on the hub of the shard that serves it. If
+// the shard answers MOVED, or drops the channel as soon as it confirmed it
+// (its slot left the shard), attach learns the slot map again and subscribes
+// f where the slot went, up to maxMoved times.
 func (r *Router) attach(ctx context.Context, channel string, f *follower) error {
-	shard, dial, err := r.route(ctx, channel)
-	if err != nil {
-		return err
-	}
-	r.mu.Lock()
-	if r.closed {
+	for moves := 1; ; moves++ {
+		shard, dial, err := r.route(ctx, channel)
+		if err != nil {
+			return err
+		}
+		r.mu.Lock()
+		if r.closed {
+			r.mu.Unlock()
+			return driver.ErrClosed
+		}
+		if f.done {
+			r.mu.Unlock()
+			return nil
+		}
+		h := r.hubs[shard]
+		if h == nil {
+			h = NewMoving(dial, func(channel string) { r.moved(shard, channel) })
+			r.hubs[shard] = h
+		}
+		f.hub, f.attaching, f.stale = shard, true, false
 		r.mu.Unlock()
-		return driver.ErrClosed
+		cancel, err := h.Subscribe(ctx, channel, f.notify)
+		r.mu.Lock()
+		f.attaching = false
+		if err == nil && !f.done && !f.stale {
+			f.cancel = cancel
+			r.mu.Unlock()
+			return nil
+		}
+		f.hub = ""
+		done := f.done
+		f.stale = false
+		r.mu.Unlock()
+		if err == nil {
+			cancel() // the hub's remove takes its own lock only
+		}
+		switch {
+		case done:
+			return nil
+		case err != nil && !IsMoved(err):
+			return err
+		case moves == maxMoved && err != nil:
+			return err
+		case moves == maxMoved:
+			return fmt.Errorf("subscribe %s: its slot keeps leaving the shard that serves it", channel)
+		}
+		// MOVED, or stale: the slot is served by another shard.
+		if err := r.reroute(ctx, channel, shard); err != nil {
+			return err
+		}
 	}
-	h := r.hubs[shard]
-	if h == nil {
-		h = NewMoving(dial, func(channel string) { r.moved(shard, channel) })
-		r.hubs[shard] = h
-	}
-	r.mu.Unlock()
-	cancel, err := h.Subscribe(ctx, channel, f.notify)
-	if err != nil {
-		return err
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if f.done {
-		defer cancel() // the hub's remove takes its own lock only
-		return nil
-	}
-	f.hub, f.cancel = shard, cancel
-	return nil
 }
 
 // remove ends f's subscription.
@@ -131,7 +182,9 @@ func (r *Router) remove(channel string, f *follower) {
 }
 
 // moved subscribes again, where it now is, each follower of channel that
-// the hub of shard has dropped because the channel's slot left the shard.
+// the hub of shard has dropped because the channel's slot left the shard. A
+// follower that attach is subscribing at shard is marked stale instead:
+// attach follows the slot itself.
 func (r *Router) moved(shard, channel string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -140,7 +193,11 @@ func (r *Router) moved(shard, channel string) {
 	}
 	var fs []*follower
 	for f := range r.followers[channel] {
-		if f.hub == shard {
+		switch {
+		case f.hub != shard:
+		case f.attaching:
+			f.stale = true
+		default:
 			f.hub, f.cancel = "", nil // the hub dropped it
 			fs = append(fs, f)
 		}
@@ -158,23 +215,33 @@ func (r *Router) follow(from, channel string, fs []*follower) {
 	defer r.wg.Done()
 	ctx, cancel := context.WithTimeout(r.ctx, followTimeout)
 	defer cancel()
-	for wait := 10 * time.Millisecond; wait < time.Second; wait *= 2 {
-		if r.refresh != nil {
-			r.refresh(ctx)
-		}
-		if shard, _, err := r.route(ctx, channel); err == nil && shard != from {
-			break
-		}
-		select {
-		case <-time.After(wait):
-		case <-ctx.Done():
-			return
-		}
+	if r.reroute(ctx, channel, from) != nil {
+		return
 	}
 	for _, f := range fs {
 		// A failure leaves f without a subscription: its waiter polls.
 		_ = r.attach(ctx, channel, f)
 	}
+}
+
+// reroute makes the route learn the slot map again (refresh) until it no
+// longer gives shard from for channel, or a second has passed; it returns
+// ctx's error if ctx ends first.
+func (r *Router) reroute(ctx context.Context, channel, from string) error {
+	for wait := 10 * time.Millisecond; wait < time.Second; wait *= 2 {
+		if r.refresh != nil {
+			r.refresh(ctx)
+		}
+		if shard, _, err := r.route(ctx, channel); err == nil && shard != from {
+			return nil
+		}
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
 }
 
 // Closing is Hub.Closing for every hub: Subscribe calls still waiting, and

@@ -121,3 +121,115 @@ func TestRouterClosed(t *testing.T) {
 	_, err := r.Subscribe(t.Context(), "ch", make(chan struct{}, 1))
 	require.ErrorIs(t, err, driver.ErrClosed)
 }
+
+// A shard that answers MOVED to a channel's SSUBSCRIBE (the route knew the
+// slot map from before the slot moved) makes Subscribe refresh the route and
+// subscribe where the slot went; the shard's other channels still hear.
+func TestRouterSubscribeMeetsMoved(t *testing.T) {
+	for _, how := range []string{"Receive", "Subscribe"} {
+		t.Run(how, func(t *testing.T) {
+			s := newShards()
+			r := newRouter(t, s)
+			a, b := newFakeConn(), newFakeConn()
+			s.dialers["A"].conns <- a
+			s.dialers["B"].conns <- b
+
+			stays := make(chan struct{}, 1)
+			done := make(chan result, 2)
+			go func() {
+				cancel, err := r.Subscribe(t.Context(), "stays", stays)
+				done <- result{cancel, err}
+			}()
+			a.expect(t, "SUBSCRIBE stays")
+			a.emit(t, pubsub.Subscribed, "stays")
+			require.NoError(t, wait(t, done).err)
+
+			// The slot of "ch" went to B, which the route learns only
+			// when refreshed.
+			s.mu.Lock()
+			before := s.refreshs
+			s.mu.Unlock()
+			if how == "Subscribe" {
+				a.refuseNext("SUBSCRIBE ch", movedReply("ch"))
+			}
+			notify := make(chan struct{}, 1)
+			go func() {
+				cancel, err := r.Subscribe(t.Context(), "ch", notify)
+				done <- result{cancel, err}
+			}()
+			a.expect(t, "SUBSCRIBE ch")
+			s.move("ch", "B") // what a refresh would learn
+			if how == "Receive" {
+				a.reply(t, movedReply("ch"))
+			}
+			b.expect(t, "SUBSCRIBE ch")
+			b.emit(t, pubsub.Subscribed, "ch")
+			res := wait(t, done)
+			require.NoError(t, res.err)
+			s.mu.Lock()
+			require.Greater(t, s.refreshs, before, "the route was refreshed after MOVED")
+			s.mu.Unlock()
+
+			b.emit(t, pubsub.Message, "ch")
+			select {
+			case <-notify:
+			case <-time.After(5 * time.Second):
+				t.Fatal("no notification from the shard the channel moved to")
+			}
+			require.False(t, a.isClosed(), "the shard that answered MOVED lost its connection")
+			a.emit(t, pubsub.Message, "stays")
+			select {
+			case <-stays:
+			case <-time.After(5 * time.Second):
+				t.Fatal("the channel that stayed on A no longer hears")
+			}
+			res.cancel()
+			b.expect(t, "UNSUBSCRIBE ch")
+			a.quiet(t)
+		})
+	}
+}
+
+// A channel whose slot leaves the shard right after the shard confirmed its
+// SSUBSCRIBE, before Subscribe returned, still follows the slot: the
+// follower is known to the router before it is subscribed.
+func TestRouterMovedWhileSubscribing(t *testing.T) {
+	for i := range 20 {
+		s := newShards()
+		r := pubsub.NewRouter(s.route, s.refresh)
+		a, b := newFakeConn(), newFakeConn()
+		s.dialers["A"].conns <- a
+		s.dialers["B"].conns <- b
+
+		notify := make(chan struct{}, 1)
+		done := make(chan result, 1)
+		go func() {
+			cancel, err := r.Subscribe(t.Context(), "ch", notify)
+			done <- result{cancel, err}
+		}()
+		a.expect(t, "SUBSCRIBE ch")
+		s.move("ch", "B")
+		// Confirmed, then dropped at once: the slot moved.
+		a.emit(t, pubsub.Subscribed, "ch")
+		a.emit(t, pubsub.Unsubscribed, "ch")
+		select {
+		case got := <-b.cmds:
+			require.Equal(t, "SUBSCRIBE ch", got, "iteration %d", i)
+		case <-time.After(5 * time.Second):
+			t.Fatalf("iteration %d: the subscription did not follow its slot to B", i)
+		}
+		b.emit(t, pubsub.Subscribed, "ch")
+		// Subscribe returns before B confirms if A's drop came after it
+		// returned, after B's confirmation if before.
+		res := wait(t, done)
+		require.NoError(t, res.err)
+		b.emit(t, pubsub.Message, "ch")
+		select {
+		case <-notify:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("iteration %d: no notification from B", i)
+		}
+		res.cancel()
+		r.Close()
+	}
+}

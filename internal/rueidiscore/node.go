@@ -72,8 +72,10 @@ var errCrossSlot = errors.New("CROSSSLOT the fencing counter is not in the lock 
 // "redis://host:port?cluster=true&addr=host:port..." (see
 // redisaddr.ParseNode), with TLS over a copy of base when base is set. It
 // does not connect: the node creates its client on first use, and
-// again on the next use after an attempt failed. The node owns its client and
-// closes it on Close.
+// again on the next use after an attempt failed. An attempt for a cluster
+// address fails when the server is not cluster-enabled (the library would
+// fall back to a client of one server): every call then fails with an error
+// that names the address. The node owns its client and closes it on Close.
 func Open[C Client[C, D], D Dedicated, R Result, L any](lib *Library[C, D, R, L], addr string, base *tls.Config) (driver.Node, error) {
 	lib.init()
 	a, tlsConfig, err := redisaddr.ParseNodeTLS(addr, base)
@@ -281,6 +283,14 @@ func (n *node[C, D, R, L]) create(a *attempt[C]) {
 		return n.dial(ctx, a, addr, d, tc)
 	}
 	c, err := n.lib.NewClient(opt)
+	if err == nil && n.cluster && !n.lib.Cluster(c) {
+		// The library falls back to a client of one server when its one
+		// seed answers CLUSTER SLOTS with an error: a node that calls it
+		// a cluster would send CLUSTER NODES (Identity) and route
+		// channels by a slot map it cannot read. Its calls fail instead,
+		// as the goredis driver's do ("cluster support disabled").
+		err = fmt.Errorf("%s: the address says cluster=true, but the server is not cluster-enabled (cluster support disabled)", n.Name)
+	}
 	if err == nil && n.cluster {
 		err = n.warm(c)
 	}

@@ -75,6 +75,7 @@ func Run[C interface {
 		{"NewNil", newNil},
 		{"String", stringer},
 		{"OpenUnreachable", openUnreachable},
+		{"OpenClusterNotEnabled", openClusterNotEnabled},
 		{"OpenPausedServer", openPausedServer},
 		{"PausedAfterConnect", pausedAfterConnect},
 		{"CloseDuringCreation", closeDuringCreation},
@@ -262,6 +263,38 @@ func openUnreachable(t *testing.T, tg target) {
 	ok, err := n.SetNX(ctx, "k", "v", time.Minute)
 	require.NoError(t, err)
 	require.True(t, ok)
+}
+
+// A cluster address of a server that is not cluster-enabled: the library
+// falls back to a client of that one server, but the node's calls fail,
+// naming the address, instead of writing to it as to a cluster.
+func openClusterNotEnabled(t *testing.T, tg target) {
+	srv := redistest.NewServer(t)
+	addr := "redis://" + srv.Addr() + "?cluster=true"
+	n := tg.open(t, addr)
+	ctx := testContext(t, 10*time.Second)
+	for _, call := range []struct {
+		name string
+		err  func() error
+	}{
+		{"SetNX", func() error { _, err := n.SetNX(ctx, "k", "v", time.Minute); return err }},
+		{"Identity", func() error { _, err := n.(driver.Identifier).Identity(ctx); return err }},
+		{"Subscribe", func() error {
+			cancel, err := n.(driver.Notifier).Subscribe(ctx, "k", make(chan struct{}, 1))
+			if err == nil {
+				cancel()
+			}
+			return err
+		}},
+	} {
+		err := call.err()
+		require.Error(t, err, call.name)
+		require.ErrorContains(t, err, addr, call.name)
+		require.ErrorContains(t, err, "not cluster-enabled", call.name)
+	}
+	got, err := srv.Do(ctx, "EXISTS", "k")
+	require.NoError(t, err)
+	require.Equal(t, int64(0), got, "SetNX wrote to a server that is not cluster-enabled")
 }
 
 // A call waiting for the connection to a stalled server ends when its context
