@@ -58,6 +58,15 @@ func newRouter(t *testing.T, s *shards) *pubsub.Router {
 	return r
 }
 
+// subscribeAsync subscribes notify to channel through r on a goroutine of its
+// own, which sends the outcome on done.
+func subscribeAsync(t *testing.T, r *pubsub.Router, channel string, notify chan<- struct{}, done chan<- result) {
+	go func() {
+		cancel, err := r.Subscribe(t.Context(), channel, notify)
+		done <- result{cancel, err}
+	}()
+}
+
 // A subscription follows its channel to the shard its slot moved to, and
 // its cancel still ends it there.
 func TestRouterFollowsMovedChannel(t *testing.T) {
@@ -69,10 +78,7 @@ func TestRouterFollowsMovedChannel(t *testing.T) {
 
 	notify := make(chan struct{}, 1)
 	done := make(chan result, 1)
-	go func() {
-		cancel, err := r.Subscribe(t.Context(), "ch", notify)
-		done <- result{cancel, err}
-	}()
+	subscribeAsync(t, r, "ch", notify, done)
 	a.expect(t, "SUBSCRIBE ch")
 	a.emit(t, pubsub.Subscribed, "ch")
 	res := wait(t, done)
@@ -80,10 +86,7 @@ func TestRouterFollowsMovedChannel(t *testing.T) {
 
 	// Another channel on A, which stays.
 	other := make(chan struct{}, 1)
-	go func() {
-		cancel, err := r.Subscribe(t.Context(), "stays", other)
-		done <- result{cancel, err}
-	}()
+	subscribeAsync(t, r, "stays", other, done)
 	a.expect(t, "SUBSCRIBE stays")
 	a.emit(t, pubsub.Subscribed, "stays")
 	require.NoError(t, wait(t, done).err)
@@ -136,10 +139,7 @@ func TestRouterSubscribeMeetsMoved(t *testing.T) {
 
 			stays := make(chan struct{}, 1)
 			done := make(chan result, 2)
-			go func() {
-				cancel, err := r.Subscribe(t.Context(), "stays", stays)
-				done <- result{cancel, err}
-			}()
+			subscribeAsync(t, r, "stays", stays, done)
 			a.expect(t, "SUBSCRIBE stays")
 			a.emit(t, pubsub.Subscribed, "stays")
 			require.NoError(t, wait(t, done).err)
@@ -153,10 +153,7 @@ func TestRouterSubscribeMeetsMoved(t *testing.T) {
 				a.refuseNext("SUBSCRIBE ch", movedReply("ch"))
 			}
 			notify := make(chan struct{}, 1)
-			go func() {
-				cancel, err := r.Subscribe(t.Context(), "ch", notify)
-				done <- result{cancel, err}
-			}()
+			subscribeAsync(t, r, "ch", notify, done)
 			a.expect(t, "SUBSCRIBE ch")
 			s.move("ch", "B") // what a refresh would learn
 			if how == "Receive" {
@@ -203,10 +200,7 @@ func TestRouterMovedWhileSubscribing(t *testing.T) {
 
 		notify := make(chan struct{}, 1)
 		done := make(chan result, 1)
-		go func() {
-			cancel, err := r.Subscribe(t.Context(), "ch", notify)
-			done <- result{cancel, err}
-		}()
+		subscribeAsync(t, r, "ch", notify, done)
 		a.expect(t, "SUBSCRIBE ch")
 		s.move("ch", "B")
 		// Confirmed, then dropped at once: the slot moved.
