@@ -73,8 +73,9 @@ func lockDone(end func(LockDone), a *attempts, start time.Time, l *Lock, err err
 // reportGranted calls end(d), an observer's end of a call that returned l,
 // before l reaches its holder (the caller, or Do's keeper). If l is not nil
 // and end panics or calls runtime.Goexit, nobody else could ever release l: it
-// is released here, each node's call bounded by the node timeout, and the
-// panic goes on.
+// is released here, each node's call bounded by the node timeout, its end
+// reported (LockEnd: its grant may have been, to other observers or by the
+// attempt's end), and the panic goes on.
 func reportGranted[D any](l *Lock, end func(D), d D) {
 	if l == nil {
 		end(d)
@@ -83,11 +84,19 @@ func reportGranted[D any](l *Lock, end func(D), d D) {
 	returned := false
 	defer func() {
 		if !returned {
-			l.unlock(context.Background())
+			l.releaseAbandoned()
 		}
 	}()
 	end(d)
 	returned = true
+}
+
+// releaseAbandoned releases l, which an observer's panic kept from its
+// holder, and reports its end to the observers. A panic of theirs in that
+// report is dropped: the first one, under way, goes on.
+func (l *Lock) releaseAbandoned() {
+	defer func() { _ = recover() }() // only a panic raised in here: this defer is not run by the first
+	l.unlockReported(context.Background())
 }
 
 // attempt makes the acquisition attempt number n (1 for a TryLock); admitted
@@ -163,19 +172,7 @@ func (l *Lock) observedUnlock(ctx context.Context) error {
 	start := time.Now()
 	octx, end := c.obs.Unlock(ctx, UnlockStart{Key: l.name, Token: l.token})
 	ctx = keep(ctx, octx)
-	r, ended, err := l.unlock(ctx)
-	if ended && r != nil {
-		how := EndUnlocked
-		if r.lost() {
-			how = EndLostUnlock
-			if !c.now().Before(l.Until()) {
-				how = EndExpired
-			}
-		}
-		c.obs.LockEnd(ctx, l.endEvent(how))
-	} else {
-		l.reportEnd(ctx) // an end before Unlock, not reported yet
-	}
+	r, err := l.unlockReported(ctx)
 	if end != nil {
 		d := UnlockDone{Key: l.name, Token: l.token, Duration: time.Since(start), Err: err}
 		if r != nil {
@@ -184,6 +181,26 @@ func (l *Lock) observedUnlock(ctx context.Context) error {
 		end(d)
 	}
 	return err
+}
+
+// unlockReported is unlock, on a Client with observers, which then reports
+// the lock's end to them (LockEnd): how Unlock ended it, or how it had ended
+// before, if not reported yet.
+func (l *Lock) unlockReported(ctx context.Context) (*round, error) {
+	r, ended, err := l.unlock(ctx)
+	if ended && r != nil {
+		how := EndUnlocked
+		if r.lost() {
+			how = EndLostUnlock
+			if !l.c.now().Before(l.Until()) {
+				how = EndExpired
+			}
+		}
+		l.c.obs.LockEnd(ctx, l.endEvent(how))
+	} else {
+		l.reportEnd(ctx) // an end before Unlock, not reported yet
+	}
+	return r, err
 }
 
 // reportEnd reports the end of l's life to the observers, unless it has not

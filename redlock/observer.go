@@ -32,8 +32,9 @@ import (
 // the first attempt decided the Lock; a panic there goes on from Do's
 // goroutine, as from the others. An end of an attempt, a Lock or a Do's Lock
 // that panics (or calls runtime.Goexit) when the lock was granted has its
-// lock released before the panic goes on: the lock had not reached its
-// holder, who could not release it.
+// lock released, and its end reported (LockEnd), before the panic goes on:
+// the lock had not reached its holder, who could not release it. A panic in
+// that LockEnd is dropped, so that the first goes on.
 // Methods may be called concurrently and must not block: the lock's
 // validity runs meanwhile.
 //

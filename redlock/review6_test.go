@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -199,4 +200,52 @@ func TestLateSetRepeatsForTheLocksTTL(t *testing.T) {
 		synctest.Wait()
 		require.NoError(t, l.Unlock(t.Context()))
 	})
+}
+
+// heldCounter counts the locks granted and not yet ended, as its observer
+// sees them: +1 at a granted attempt, -1 at LockEnd.
+type heldCounter struct {
+	redlock.NopObserver
+	held atomic.Int64
+}
+
+func (o *heldCounter) Attempt(ctx context.Context, _ redlock.AttemptStart) (context.Context, func(redlock.AttemptDone)) {
+	return ctx, func(d redlock.AttemptDone) {
+		if d.Outcome == redlock.OutcomeGranted {
+			o.held.Add(1)
+		}
+	}
+}
+
+func (o *heldCounter) LockEnd(context.Context, redlock.LockEnd) { o.held.Add(-1) }
+
+// endPanics is an observer whose LockEnd panics.
+type endPanics struct{ redlock.NopObserver }
+
+func (endPanics) LockEnd(context.Context, redlock.LockEnd) { panic("LockEnd bug") }
+
+// A lock released because an observer's end panicked after its grant has its
+// end reported too (LockEnd, once per granted lock), so that another
+// observer, which saw the grant, does not count it held for ever; and a
+// LockEnd that panics there does not replace the first panic.
+func TestObserverPanicAfterGrantReportsLockEnd(t *testing.T) {
+	for _, attempt := range []bool{false, true} {
+		t.Run(fmt.Sprintf("attempt=%v", attempt), func(t *testing.T) {
+			mem, nodes := memNodes(3)
+			cnt := &heldCounter{}
+			// The ends run in the reverse order of the observers: the
+			// counter's attempt end runs before the panicking one.
+			c := newClient(t, nodes, redlock.WithTTL(10*time.Second),
+				redlock.WithObserver(grantPanics{attempt: attempt}), redlock.WithObserver(cnt), redlock.WithObserver(endPanics{}))
+			var recovered any
+			func() {
+				defer func() { recovered = recover() }()
+				c.Lock(t.Context(), "k")
+			}()
+			assert.Equal(t, "observer bug", recovered, "the first panic goes on, not LockEnd's")
+			assert.Zero(t, cnt.held.Load(), "granted and not ended, as the observer saw it")
+			// Released: a quorum at once, the last node in the background.
+			assert.Eventually(t, func() bool { return holders(mem, "k") == 0 }, 5*time.Second, time.Millisecond)
+		})
+	}
 }
