@@ -27,7 +27,13 @@ import (
 var binary string
 
 func TestMain(m *testing.M) {
-	if os.Getenv(helperEnv) == "count-sigint" {
+	switch os.Getenv(helperEnv) {
+	case "count-sigint":
+		os.Exit(countSIGINT())
+	case "count-sigint-own-group": // as timeout(1) does
+		if err := syscall.Setpgid(0, 0); err != nil {
+			os.Exit(1)
+		}
 		os.Exit(countSIGINT())
 	}
 	os.Exit(buildAndRun(m))

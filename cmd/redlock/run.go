@@ -46,11 +46,12 @@ every argument is CMD's.
 CMD inherits stdin, stdout, stderr and the environment ($` + tokenEnv + ` only
 with --fencing). SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent
 to run are forwarded to CMD (only to CMD, not to its children), except
-SIGINT and SIGQUIT while run is the terminal's foreground job: Ctrl-C and
-Ctrl-\ reach CMD from the terminal, once. A signal while run still waits for
-the lock ends the wait: CMD never starts and run exits with 128 + the
-signal's number. A file without a #! line runs with /bin/sh, as execvp(3)
-has it.
+SIGINT and SIGQUIT while CMD's process group is the terminal's foreground
+group: Ctrl-C and Ctrl-\ reach CMD from the terminal, once (a SIGINT sent
+to run alone then is not passed on: stop run from a program with SIGTERM).
+A signal while run still waits for the lock ends the wait: CMD never starts
+and run exits with 128 + the signal's number. A file without a #! line runs
+with /bin/sh, as execvp(3) has it.
 
 Without --wait, run waits for the lock as long as it takes; --wait 0 tries
 once. With --fencing, CMD finds the lock's fencing token in $` + tokenEnv + `: a
@@ -192,7 +193,7 @@ loop:
 		case waitErr = <-exited:
 			break loop
 		case sig := <-l.sigs:
-			if !fromTerminal(sig) { // else CMD got it from the terminal too
+			if !fromTerminal(sig, child.Process.Pid) { // else CMD got it from the terminal too
 				_ = child.Process.Signal(sig)
 			}
 		case <-lostDone:

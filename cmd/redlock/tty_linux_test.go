@@ -46,10 +46,21 @@ func itoa(n int) string {
 // Ctrl-C on the terminal where run is the foreground job reaches CMD once:
 // the terminal sends SIGINT to run's process group, CMD's too, and run does
 // not forward its own copy. A program that quits at once on a second Ctrl-C
-// (terraform, docker compose) would otherwise never shut down gracefully.
+// (terraform, docker compose) would otherwise never shut down gracefully. A
+// CMD that made a process group of its own (as timeout(1) does) gets no copy
+// from the terminal, and gets run's.
 func TestRunCtrlCReachesCommandOnce(t *testing.T) {
 	t.Parallel()
 	_, addrs := nodes(t, 3)
+	for _, helper := range []string{"count-sigint", "count-sigint-own-group"} {
+		t.Run(helper, func(t *testing.T) { ctrlCOnce(t, addrs, helper) })
+	}
+}
+
+// ctrlCOnce runs the test binary as the helper CMD under run, as the
+// foreground job of a new terminal, types Ctrl-C and counts the SIGINTs CMD
+// got.
+func ctrlCOnce(t *testing.T, addrs, helper string) {
 	master, slave := openPTY(t)
 	log := filepath.Join(t.TempDir(), "signals")
 	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
@@ -58,8 +69,8 @@ func TestRunCtrlCReachesCommandOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := command(ctx, "run", "--nodes", addrs, "--key", "ctrlc", "--", self)
-	cmd.Env = append(cmd.Env, "LOG="+log, helperEnv+"=count-sigint")
+	cmd := command(ctx, "run", "--nodes", addrs, "--key", "ctrlc-"+helper, "--", self)
+	cmd.Env = append(cmd.Env, "LOG="+log, helperEnv+"="+helper)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = slave, slave, slave
 	// A session of its own, with the terminal as its controlling terminal:
 	// run's process group is the terminal's foreground group, as a job

@@ -5,4 +5,4 @@ package main
 import "os"
 
 // fromTerminal reports false: run forwards every signal it catches.
-func fromTerminal(os.Signal) bool { return false }
+func fromTerminal(os.Signal, int) bool { return false }
