@@ -40,8 +40,9 @@
 //     to be sent, and redlock.node.pending.wait (gauge, seconds): how long
 //     the oldest of them has waited, with redlock.node, for the nodes that
 //     queue (redlock.Client.Queues: those of every Redis driver), read at
-//     each collection until the Client is closed. A queue that stays deep is
-//     a node, or a Client, that cannot keep up.
+//     each collection until the Client is closed; Clients that share one
+//     observer add up per node (the sum of the depths, the longest wait). A
+//     queue that stays deep is a node, or a Client, that cannot keep up.
 package redlockotel
 
 import (
@@ -173,11 +174,14 @@ type observer struct {
 	held    metric.Int64UpDownCounter
 	lost    metric.Int64Counter
 	node    metric.Float64Histogram
-	// The gauges of the nodes' queues, read from the Client (see
+	// The gauges of the nodes' queues, read from the Clients (see
 	// ObserveClient); nil if they could not be created.
 	meter       metric.Meter
 	pending     metric.Int64ObservableGauge
 	pendingWait metric.Float64ObservableGauge
+	clientsMu   sync.Mutex
+	clients     map[*redlock.Client]struct{} // watched, not closed
+	gauges      metric.Registration          // reads clients; nil until a Client is watched
 
 	nodeAttrs sync.Map // nodeOp: metric.MeasurementOption, for calls without error
 }
@@ -359,30 +363,63 @@ func (o *observer) Wake(ctx context.Context, e redlock.Wake) {
 	trace.SpanFromContext(ctx).AddEvent("redlock.wake", trace.WithAttributes(attemptKey.Int(e.Attempt)))
 }
 
-// ObserveClient reports c's queues (redlock.Client.Queues) as the gauges
+// ObserveClient reports c's queues (redlock.Client.Queues) in the gauges
 // redlock.node.pending and redlock.node.pending.wait, read at every
-// collection, until c is closed (redlock.ClientObserver).
+// collection, until c is closed (redlock.ClientObserver). Clients that share
+// the observer and a node add up: the node's depth is the sum of theirs, its
+// wait the longest.
 func (o *observer) ObserveClient(c *redlock.Client) func() {
 	if o.pending == nil || o.pendingWait == nil {
 		return nil // reported by NewObserver
 	}
-	reg, err := o.meter.RegisterCallback(func(_ context.Context, m metric.Observer) error {
-		for _, q := range c.Queues() {
-			at := metric.WithAttributes(nodeKey.String(address(q.Node)))
-			m.ObserveInt64(o.pending, int64(q.Depth), at)
-			m.ObserveFloat64(o.pendingWait, q.Oldest.Seconds(), at)
-		}
-		return nil
-	}, o.pending, o.pendingWait)
-	if err != nil {
-		otel.Handle(fmt.Errorf("redlockotel: the gauges of the nodes' queues: %w", err))
-		return nil
-	}
-	return func() {
-		if err := reg.Unregister(); err != nil {
+	o.clientsMu.Lock()
+	defer o.clientsMu.Unlock()
+	if o.gauges == nil {
+		reg, err := o.meter.RegisterCallback(o.observeQueues, o.pending, o.pendingWait)
+		if err != nil {
 			otel.Handle(fmt.Errorf("redlockotel: the gauges of the nodes' queues: %w", err))
+			return nil
+		}
+		o.gauges, o.clients = reg, make(map[*redlock.Client]struct{})
+	}
+	o.clients[c] = struct{}{}
+	return func() {
+		o.clientsMu.Lock()
+		delete(o.clients, c)
+		o.clientsMu.Unlock()
+	}
+}
+
+// observeQueues is the gauges' callback: each node's queue, over the Clients
+// watched.
+func (o *observer) observeQueues(_ context.Context, m metric.Observer) error {
+	type queue struct {
+		depth  int64
+		oldest float64
+	}
+	byNode := map[string]*queue{}
+	var order []string
+	o.clientsMu.Lock()
+	for c := range o.clients {
+		for _, q := range c.Queues() {
+			node := address(q.Node)
+			n := byNode[node]
+			if n == nil {
+				n = &queue{}
+				byNode[node] = n
+				order = append(order, node)
+			}
+			n.depth += int64(q.Depth)
+			n.oldest = max(n.oldest, q.Oldest.Seconds())
 		}
 	}
+	o.clientsMu.Unlock()
+	for _, node := range order {
+		at := metric.WithAttributes(nodeKey.String(node))
+		m.ObserveInt64(o.pending, byNode[node].depth, at)
+		m.ObserveFloat64(o.pendingWait, byNode[node].oldest, at)
+	}
+	return nil
 }
 
 func (o *observer) NodeCall(ctx context.Context, e redlock.NodeCall) {

@@ -558,3 +558,55 @@ func TestNestedLockKeepsDoAttributes(t *testing.T) {
 		assert.Equal(t, w, g, "the Do span's %s is its lock's", k)
 	}
 }
+
+// Two Clients that share one observer and a node add up in the gauges: the
+// node's depth is the sum of theirs, not the last one read.
+func TestNodeQueueGaugesAddUp(t *testing.T) {
+	servers := redistest.NewServers(t, 3)
+	tel := newTelemetry(t)
+	obs := redlock.WithObserver(redlockotel.NewObserver(redlockotel.WithTracerProvider(tel.tp), redlockotel.WithMeterProvider(tel.mp)))
+	var clients []*redlock.Client
+	for _, prefix := range []string{"a:", "b:"} {
+		c, err := redlock.Open("goredis", redistest.Addrs(servers), obs, redlock.WithKeyPrefix(prefix),
+			redlock.WithTTL(20*time.Second), redlock.WithNodeTimeout(3*time.Second))
+		require.NoError(t, err)
+		defer c.Close()
+		l, err := c.TryLock(t.Context(), "warm")
+		require.NoError(t, err)
+		require.NoError(t, l.Unlock(t.Context()))
+		clients = append(clients, c)
+	}
+	stopped := servers[0]
+	require.NoError(t, stopped.Pause())
+	defer stopped.Resume()
+	var wg sync.WaitGroup
+	for _, c := range clients {
+		for i := range 16 {
+			wg.Go(func() {
+				if l, err := c.TryLock(t.Context(), fmt.Sprintf("k%d", i)); err == nil {
+					l.Unlock(t.Context())
+				}
+			})
+		}
+	}
+	wg.Wait()
+	depthOf := func(c *redlock.Client) int64 {
+		for _, q := range c.Queues() {
+			if strings.HasSuffix(q.Node, stopped.Addr()) {
+				return int64(q.Depth)
+			}
+		}
+		return 0
+	}
+	a, b := depthOf(clients[0]), depthOf(clients[1])
+	require.Positive(t, a)
+	require.Positive(t, b)
+	var got int64
+	for _, p := range gauge[int64](t, tel.metrics(t)["redlock.node.pending"]) {
+		if node, _ := p.Attributes.Value("redlock.node"); strings.HasSuffix(node.AsString(), stopped.Addr()) {
+			got = p.Value
+		}
+	}
+	require.Equal(t, [2]int64{a, b}, [2]int64{depthOf(clients[0]), depthOf(clients[1])}, "the queues moved while read")
+	assert.Equal(t, a+b, got, "the stopped node's depth over both Clients")
+}
