@@ -34,7 +34,10 @@ import (
 // that panics (or calls runtime.Goexit) when the lock was granted has its
 // lock released, and its end reported (LockEnd), before the panic goes on:
 // the lock had not reached its holder, who could not release it. A panic in
-// that LockEnd is dropped, so that the first goes on.
+// that LockEnd is dropped, so that the first goes on. With several observers,
+// every end and every LockEnd runs even if another observer's panicked, so
+// that each sees the end of what it saw start; of several panics, the last
+// goes on.
 // Methods may be called concurrently and must not block: the lock's
 // validity runs meanwhile.
 //
@@ -299,7 +302,10 @@ func observerOf(obs []Observer) Observer {
 }
 
 // multiObserver calls each of its Observers in turn, each with the context the
-// one before returned; end functions run in the reverse order.
+// one before returned; end functions run in the reverse order. Every end,
+// and every LockEnd, runs even if another panicked or called
+// runtime.Goexit, so that each observer sees the end of what it saw start
+// (a grant, then its LockEnd); of several panics, the last goes on.
 type multiObserver []Observer
 
 func (m multiObserver) Do(ctx context.Context, e DoStart) (context.Context, func(DoDone)) {
@@ -329,9 +335,11 @@ func (m multiObserver) NodeCall(ctx context.Context, e NodeCall) {
 }
 
 func (m multiObserver) LockEnd(ctx context.Context, e LockEnd) {
-	for _, o := range m {
-		o.LockEnd(ctx, e)
+	if len(m) == 0 {
+		return
 	}
+	defer m[1:].LockEnd(ctx, e) // also if this one panics
+	m[0].LockEnd(ctx, e)
 }
 
 func (m multiObserver) Wake(ctx context.Context, e Wake) {
@@ -352,9 +360,15 @@ func fanOut[S, D any](ctx context.Context, m multiObserver, e S, start func(Obse
 	if len(ends) == 0 {
 		return ctx, nil
 	}
-	return ctx, func(d D) {
-		for i := len(ends) - 1; i >= 0; i-- {
-			ends[i](d)
-		}
+	return ctx, func(d D) { callEnds(ends, d) }
+}
+
+// callEnds runs ends in reverse order, each also if one run before it
+// panicked or called runtime.Goexit.
+func callEnds[D any](ends []func(D), d D) {
+	if len(ends) == 0 {
+		return
 	}
+	defer callEnds(ends[:len(ends)-1], d)
+	ends[len(ends)-1](d)
 }

@@ -229,23 +229,47 @@ func (endPanics) LockEnd(context.Context, redlock.LockEnd) { panic("LockEnd bug"
 // observer, which saw the grant, does not count it held for ever; and a
 // LockEnd that panics there does not replace the first panic.
 func TestObserverPanicAfterGrantReportsLockEnd(t *testing.T) {
-	for _, attempt := range []bool{false, true} {
-		t.Run(fmt.Sprintf("attempt=%v", attempt), func(t *testing.T) {
-			mem, nodes := memNodes(3)
-			cnt := &heldCounter{}
-			// The ends run in the reverse order of the observers: the
-			// counter's attempt end runs before the panicking one.
-			c := newClient(t, nodes, redlock.WithTTL(10*time.Second),
-				redlock.WithObserver(grantPanics{attempt: attempt}), redlock.WithObserver(cnt), redlock.WithObserver(endPanics{}))
-			var recovered any
-			func() {
-				defer func() { recovered = recover() }()
-				c.Lock(t.Context(), "k")
-			}()
-			assert.Equal(t, "observer bug", recovered, "the first panic goes on, not LockEnd's")
-			assert.Zero(t, cnt.held.Load(), "granted and not ended, as the observer saw it")
-			// Released: a quorum at once, the last node in the background.
-			assert.Eventually(t, func() bool { return holders(mem, "k") == 0 }, 5*time.Second, time.Millisecond)
-		})
+	for _, tc := range []struct {
+		name  string
+		order func(panics, cnt redlock.Observer) []redlock.Observer
+	}{
+		// The ends run in the reverse order of the observers: the counter's
+		// attempt end runs before the panicking one, or after it.
+		{"counter after", func(p, cnt redlock.Observer) []redlock.Observer { return []redlock.Observer{p, cnt, endPanics{}} }},
+		{"counter first", func(p, cnt redlock.Observer) []redlock.Observer { return []redlock.Observer{cnt, p} }},
+		{"counter last", func(p, cnt redlock.Observer) []redlock.Observer { return []redlock.Observer{p, endPanics{}, cnt} }},
+	} {
+		for _, attempt := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/attempt=%v", tc.name, attempt), func(t *testing.T) {
+				panicAfterGrantBalanced(t, tc.order(grantPanics{attempt: attempt}, &heldCounter{}))
+			})
+		}
 	}
+}
+
+// panicAfterGrantBalanced takes a lock on a Client with observers, one of
+// which panics at the grant and one of which is a *heldCounter, and checks
+// that the counter ends at zero, the first panic goes on and the key is
+// released.
+func panicAfterGrantBalanced(t *testing.T, observers []redlock.Observer) {
+	t.Helper()
+	var cnt *heldCounter
+	opts := []redlock.Option{redlock.WithTTL(10 * time.Second)}
+	for _, o := range observers {
+		if h, ok := o.(*heldCounter); ok {
+			cnt = h
+		}
+		opts = append(opts, redlock.WithObserver(o))
+	}
+	mem, nodes := memNodes(3)
+	c := newClient(t, nodes, opts...)
+	var recovered any
+	func() {
+		defer func() { recovered = recover() }()
+		c.Lock(t.Context(), "k")
+	}()
+	assert.Equal(t, "observer bug", recovered, "the first panic goes on, not LockEnd's")
+	assert.Zero(t, cnt.held.Load(), "granted and not ended, as the observer saw it")
+	// Released: a quorum at once, the last node in the background.
+	assert.Eventually(t, func() bool { return holders(mem, "k") == 0 }, 5*time.Second, time.Millisecond)
 }

@@ -13,8 +13,8 @@ import (
 // process group of CMD, whose process is pid, is that group: CMD then got its
 // own copy from the terminal, and forwarding sig would deliver it twice (to a
 // program that quits at once on a second Ctrl-C, say). A CMD that made a
-// group of its own (timeout(1) does) is not in the foreground group, and gets
-// sig from run. The Go runtime does not say who sent a signal: sig sent by
+// group of its own (timeout(1) does) is usually not in the foreground group,
+// and then gets sig from run. The Go runtime does not say who sent a signal: sig sent by
 // kill to run alone, while CMD is in the foreground group, is not passed on
 // either.
 func fromTerminal(sig os.Signal, pid int) bool {
