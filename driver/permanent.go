@@ -1,8 +1,9 @@
 package driver
 
 import (
-	"errors"
 	"strings"
+
+	"github.com/go-redlock/redlock/internal/replyerr"
 )
 
 // permanentCodes are the Redis error codes that retrying cannot fix: the
@@ -29,23 +30,12 @@ var permanentCodes = [...]string{
 // errors that no quorum is possible. A driver needs nothing more than to keep
 // the client's error in the chain of the error it returns.
 func PermanentCode(err error) string {
-	for err != nil {
-		if code := replyCode(err.Error()); code != "" {
-			return code
-		}
-		switch u := err.(type) {
-		case interface{ Unwrap() []error }:
-			for _, e := range u.Unwrap() {
-				if code := PermanentCode(e); code != "" {
-					return code
-				}
-			}
-			return ""
-		default:
-			err = errors.Unwrap(err)
-		}
-	}
-	return ""
+	var code string
+	replyerr.Find(err, func(msg string) bool {
+		code = replyCode(msg)
+		return code != ""
+	})
+	return code
 }
 
 // replyCode returns msg's first word if it is a permanent code.

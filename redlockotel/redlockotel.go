@@ -110,7 +110,7 @@ func NewObserver(opts ...Option) redlock.Observer {
 		cfg.mp = otel.GetMeterProvider()
 	}
 	meter := cfg.mp.Meter(ScopeName)
-	o := &observer{tracer: cfg.tp.Tracer(ScopeName), meter: meter}
+	o := &observer{tracer: cfg.tp.Tracer(ScopeName), clients: make(map[*redlock.Client]struct{})}
 	var err, errs error
 	o.acquire, err = meter.Float64Histogram("redlock.acquire.duration", metric.WithUnit("s"),
 		metric.WithDescription("Duration of lock acquisition attempts."),
@@ -136,6 +136,14 @@ func NewObserver(opts ...Option) redlock.Observer {
 	o.pendingWait, err = meter.Float64ObservableGauge("redlock.node.pending.wait", metric.WithUnit("s"),
 		metric.WithDescription("How long the oldest command in a node's local queue has waited."))
 	errs = errors.Join(errs, err)
+	if err == nil && o.pending != nil {
+		// One callback, for the life of the observer, over the Clients it
+		// watches (see ObserveClient); none watched, it reports nothing.
+		if _, err = meter.RegisterCallback(o.observeQueues, o.pending, o.pendingWait); err != nil {
+			o.pending, o.pendingWait = nil, nil
+		}
+		errs = errors.Join(errs, err)
+	}
 	if errs != nil {
 		otel.Handle(fmt.Errorf("redlockotel: %w", errs))
 	}
@@ -175,13 +183,11 @@ type observer struct {
 	lost    metric.Int64Counter
 	node    metric.Float64Histogram
 	// The gauges of the nodes' queues, read from the Clients (see
-	// ObserveClient); nil if they could not be created.
-	meter       metric.Meter
+	// ObserveClient); nil if they could not be created or registered.
 	pending     metric.Int64ObservableGauge
 	pendingWait metric.Float64ObservableGauge
 	clientsMu   sync.Mutex
 	clients     map[*redlock.Client]struct{} // watched, not closed
-	gauges      metric.Registration          // reads clients; nil until a Client is watched
 
 	nodeAttrs sync.Map // nodeOp: metric.MeasurementOption, for calls without error
 }
@@ -373,16 +379,8 @@ func (o *observer) ObserveClient(c *redlock.Client) func() {
 		return nil // reported by NewObserver
 	}
 	o.clientsMu.Lock()
-	defer o.clientsMu.Unlock()
-	if o.gauges == nil {
-		reg, err := o.meter.RegisterCallback(o.observeQueues, o.pending, o.pendingWait)
-		if err != nil {
-			otel.Handle(fmt.Errorf("redlockotel: the gauges of the nodes' queues: %w", err))
-			return nil
-		}
-		o.gauges, o.clients = reg, make(map[*redlock.Client]struct{})
-	}
 	o.clients[c] = struct{}{}
+	o.clientsMu.Unlock()
 	return func() {
 		o.clientsMu.Lock()
 		delete(o.clients, c)

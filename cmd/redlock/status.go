@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/go-redlock/redlock/internal/keystatus"
@@ -129,16 +130,27 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string)
 		if addrs[i], err = redisaddr.Parse(s); err != nil {
 			return usageErrorf("status: address %d: %v", i+1, err)
 		}
-		// A local mistake, not a node that cannot be reached: the TLS
-		// files of a rediss:// address must load.
-		if _, err := addrs[i].TLSConfig(nil); err != nil {
-			return usageErrorf("status: address %d: %v", i+1, err)
-		}
 		name := addrs[i].String()
 		if j, ok := seen[name]; ok {
 			return usageErrorf("status: addresses %d and %d are the same node %s: it would count twice towards the quorum", j, i+1, name)
 		}
 		seen[name] = i + 1
+	}
+	// The clients connect on first use; making one fails only for a local
+	// mistake (TLS files that do not load), not for a node that cannot be
+	// reached.
+	clients := make([]*redis.Client, len(addrs))
+	defer func() {
+		for _, c := range clients {
+			if c != nil {
+				c.Close()
+			}
+		}
+	}()
+	for i, a := range addrs {
+		if clients[i], err = keystatus.NewClient(a, o.timeout); err != nil {
+			return usageErrorf("status: address %d: %v", i+1, err)
+		}
 	}
 	rep := &statusReport{Nodes: len(addrs), Quorum: len(addrs)/2 + 1, Keys: make([]*keyReport, len(keys))}
 	for i, k := range keys {
@@ -149,17 +161,9 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string)
 	var wg sync.WaitGroup
 	for n, a := range addrs {
 		wg.Go(func() {
-			c, err := keystatus.NewClient(a, o.timeout)
-			if err == nil {
-				defer c.Close()
-			}
+			c := clients[n]
 			for _, kr := range rep.Keys {
 				nr := keyNodeReport{Addr: a.String()}
-				if err != nil {
-					nr.Error = err.Error()
-					kr.Nodes[n] = nr
-					continue
-				}
 				cctx, cancel := context.WithTimeout(ctx, o.timeout)
 				k, rerr := keystatus.Read(cctx, c, o.prefix+kr.Key)
 				cancel()

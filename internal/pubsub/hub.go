@@ -39,6 +39,7 @@ import (
 	"sync"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/replyerr"
 )
 
 // state is where a channel stands on the hub's connection.
@@ -369,26 +370,28 @@ func (h *Hub) send(sess *session, cmd func(context.Context, ...string) error, ch
 	if len(channels) == 0 {
 		return nil
 	}
-	batches := [][]string{channels}
-	if h.moved != nil {
-		batches = make([][]string, len(channels))
-		for i := range channels {
-			batches[i] = channels[i : i+1]
-		}
+	if h.moved == nil {
+		return h.sendOne(sess, cmd, channels)
 	}
-	for _, b := range batches {
-		err := cmd(sess.ctx, b...)
-		if slot, ok := movedSlot(err); ok {
-			if !h.refused(sess, slot, err) {
-				return driver.ErrClosed // sess is over: write stops
-			}
-			continue
-		}
-		if err != nil {
+	for i := range channels {
+		if err := h.sendOne(sess, cmd, channels[i:i+1]); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// sendOne sends one command for the channels; a MOVED reply is applied to
+// their slot (see refused), and is no error unless sess is over.
+func (h *Hub) sendOne(sess *session, cmd func(context.Context, ...string) error, channels []string) error {
+	err := cmd(sess.ctx, channels...)
+	if slot, ok := movedSlot(err); ok {
+		if !h.refused(sess, slot, err) {
+			return driver.ErrClosed // sess is over: write stops
+		}
+		return nil
+	}
+	return err
 }
 
 // refused applies the server's MOVED reply err, for slot, to a SSUBSCRIBE
@@ -428,22 +431,20 @@ func (h *Hub) refused(sess *session, slot int, err error) bool {
 	return true
 }
 
-// movedSlot returns the slot of err if it is a MOVED reply ("MOVED 3999
-// 127.0.0.1:6381"), as a driver's connection returns it.
+// movedSlot returns the slot of the MOVED reply ("MOVED 3999
+// 127.0.0.1:6381") in err's chain, if there is one.
 func movedSlot(err error) (slot int, ok bool) {
-	if err == nil {
-		return 0, false
-	}
-	rest, ok := strings.CutPrefix(err.Error(), "MOVED ")
-	if !ok {
-		return 0, false
-	}
-	s, _, _ := strings.Cut(rest, " ")
-	slot, convErr := strconv.Atoi(s)
-	if convErr != nil || slot < 0 || slot >= driver.Slots {
-		return 0, false
-	}
-	return slot, true
+	ok = replyerr.Find(err, func(msg string) bool {
+		rest, moved := strings.CutPrefix(msg, "MOVED ")
+		s, _, _ := strings.Cut(rest, " ")
+		n, convErr := strconv.Atoi(s)
+		if !moved || convErr != nil || n < 0 || n >= driver.Slots {
+			return false
+		}
+		slot = n
+		return true
+	})
+	return slot, ok
 }
 
 // movedError is the error of a Subscribe whose SSUBSCRIBE the server

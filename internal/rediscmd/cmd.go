@@ -64,6 +64,9 @@ type Cmd struct {
 	// Cluster is set by a driver whose node is a Redis Cluster, which
 	// refuses a script whose keys are in several hash slots: SetNXFence then
 	// leaves out a legacy counter of another slot (see driver.FenceKeys).
+	// Commands.SetNXFence sets it too, to send the script again to a
+	// cluster-enabled server given as one server, which refused it
+	// (CROSSSLOT); drivers keep it set.
 	Cluster bool
 }
 

@@ -2,11 +2,11 @@ package rediscmd
 
 import (
 	"context"
-	"errors"
 	"strings"
 	"time"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/replyerr"
 )
 
 // Commands are the command methods of a Redis driver's node, one per method
@@ -54,24 +54,9 @@ func (c Commands) SetNXFence(ctx context.Context, key, value string, ttl time.Du
 	return OKCounter(r, err)
 }
 
-// crossSlot reports whether a CROSSSLOT error reply is in err's chain
-// (errors.Unwrap, joined errors included).
+// crossSlot reports whether a CROSSSLOT error reply is in err's chain.
 func crossSlot(err error) bool {
-	for err != nil {
-		if strings.HasPrefix(err.Error(), "CROSSSLOT ") {
-			return true
-		}
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, e := range j.Unwrap() {
-				if crossSlot(e) {
-					return true
-				}
-			}
-			return false
-		}
-		err = errors.Unwrap(err)
-	}
-	return false
+	return replyerr.Find(err, func(msg string) bool { return strings.HasPrefix(msg, "CROSSSLOT ") })
 }
 
 // RaiseFence runs driver.RaiseFenceScript.
