@@ -75,6 +75,7 @@ type Client struct {
 	cleaners   []cleaner // by node: the releases repeated there
 	quit       context.Context
 	stopAll    context.CancelFunc // ends quit: Close, after its wait
+	closing    chan struct{}      // closed when Close begins: wakes the waiters in Lock
 
 	identities identities // nodes that are one server under two addresses
 }
@@ -153,6 +154,7 @@ func newClient(nodes []driver.Node, cfg config) (*Client, error) {
 		obs:           observerOf(cfg.observers),
 	}
 	c.quit, c.stopAll = context.WithCancel(context.Background())
+	c.closing = make(chan struct{})
 	c.queuers = make([]bool, len(nodes))
 	for i, n := range nodes {
 		if nn, ok := n.(driver.Notifier); ok {
@@ -206,11 +208,13 @@ func (c *Client) TTL() time.Duration { return c.ttl }
 // still running have their function's context canceled with ErrLockLost as
 // its cause once the first wait is over (so at most the node timeout after
 // Close began), since nothing extends their locks after it. Calls on a
-// closed Client return ErrClosed.
+// closed Client return ErrClosed, and so do the Locks that wait between
+// attempts when Close begins, at once.
 func (c *Client) Close() error {
 	if c.closed.Swap(true) {
 		return nil
 	}
+	close(c.closing)
 	for _, stop := range c.obsStops {
 		stop()
 	}
@@ -223,12 +227,18 @@ func (c *Client) Close() error {
 	// their node timeout at the latest.
 	c.running.wait(c.nodeTimeout)
 	c.workers.close()
-	var errs []error
+	// All at once: a node's Close may wait for a server that does not
+	// answer.
+	errs := make([]error, len(c.nodes))
+	var wg sync.WaitGroup
 	for i, n := range c.nodes {
-		if err := n.Close(); err != nil {
-			errs = append(errs, &NodeError{Addr: c.names[i], Err: err})
-		}
+		wg.Go(func() {
+			if err := n.Close(); err != nil {
+				errs[i] = &NodeError{Addr: c.names[i], Err: err}
+			}
+		})
 	}
+	wg.Wait()
 	return errors.Join(errs...)
 }
 

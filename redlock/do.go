@@ -380,11 +380,14 @@ func (e *kept) done(ferr error) error {
 }
 
 // finish stops the extensions of e's lock and releases it. It reports
-// whether the lock was found lost while fn ran, and Unlock's error.
+// whether the lock was lost while fn ran, and Unlock's error. The lock was
+// lost if the keeper found it lost or Close stopped its extensions, or if its
+// validity ended before fn returned. Those are not read from the cause of
+// fn's context: a caller's cancel before them is its cause.
 func (e *kept) finish() (lost bool, uerr error) {
 	e.finished = true
-	e.l.c.keeperOf().remove(e) // an extension in flight is moot: the release follows
-	lost = errors.Is(context.Cause(e.fctx), ErrLockLost)
+	given := e.l.c.keeperOf().remove(e) // an extension in flight is moot: the release follows
+	lost = given || errors.Is(context.Cause(e.fctx), ErrLockLost) || e.l.over()
 	e.cancel(nil)
 	return lost, e.l.Unlock(e.ectx)
 }

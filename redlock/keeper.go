@@ -54,6 +54,7 @@ type kept struct {
 	inflight bool      // an extension is in flight, or none can raise the validity before it ends: due is the validity's end
 	stopped  bool      // Do is done with it
 	removed  bool      // Do removed it (see remove): an extension in flight is moot
+	given    bool      // Close stopped the extensions before Do was done with it
 
 	finished bool // Do finished with the lock (only Do's goroutine uses it)
 }
@@ -115,14 +116,16 @@ func (k *keeper) dueBy(e *kept, want, now time.Time) time.Time {
 }
 
 // remove stops extending e's lock. An extension in flight still finishes; it
-// changes nothing that matters, since Do releases the lock next.
-func (k *keeper) remove(e *kept) {
+// changes nothing that matters, since Do releases the lock next. It reports
+// whether Close had stopped the extensions before.
+func (k *keeper) remove(e *kept) (given bool) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	e.stopped, e.removed = true, true
 	if e.index >= 0 {
 		heap.Remove(&k.heap, e.index)
 	}
+	return e.given
 }
 
 // errExtendMoot is the error of an extension of Do that was in flight when
@@ -140,7 +143,7 @@ func (k *keeper) scheduleLocked(e *kept, due time.Time) {
 		return
 	}
 	if k.closed {
-		e.stopped = true
+		e.stopped, e.given = true, true
 		e.cancel(ErrLockLost) // runs no callback here: AfterFuncs get goroutines
 		return
 	}
@@ -249,7 +252,7 @@ func (k *keeper) extend(group []*kept) {
 		if c.obs != nil {
 			j.began = time.Now()
 			var octx context.Context
-			octx, j.end = c.obs.Extend(e.ectx, ExtendStart{Key: e.l.name, Token: e.l.token, TTL: e.ttl})
+			octx, j.end = c.observeExtendStart(e.ectx, ExtendStart{Key: e.l.name, Token: e.l.token, TTL: e.ttl})
 			j.octx = keep(e.ectx, octx)
 		}
 		jobs = append(jobs, j)
@@ -382,9 +385,9 @@ func (k *keeper) finish(e *kept, r *round, ok bool, start time.Time, octx contex
 		k.mu.Unlock()
 	}
 	if k.c.obs != nil {
-		lost := e.l.reportEnd(octx) == EndLostExtend
+		lost := e.l.reportEndHere(octx) == EndLostExtend
 		if end != nil {
-			end(ExtendDone{Key: e.l.name, Token: e.l.token, TTL: e.ttl, Votes: r.counts(), Duration: time.Since(began), Lost: lost, Until: e.l.Until(), Err: err})
+			observeExtendDone(end, ExtendDone{Key: e.l.name, Token: e.l.token, TTL: e.ttl, Votes: r.counts(), Duration: time.Since(began), Lost: lost, Until: e.l.Until(), Err: err})
 		}
 	}
 	now := k.c.now()
@@ -479,7 +482,7 @@ func (l *Lock) dropSettledAcq() {
 func (k *keeper) lost(e *kept) {
 	e.l.endNow()
 	if k.c.obs != nil {
-		e.l.reportEnd(e.ectx)
+		e.l.reportEndHere(e.ectx)
 	}
 	e.cancel(ErrLockLost)
 }

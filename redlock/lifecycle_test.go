@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -276,4 +278,42 @@ func TestFenceNotWrittenIsNotObtained(t *testing.T) {
 	require.ErrorIs(t, err, redlock.ErrFenceNotWritten)
 	require.ErrorIs(t, err, errRaise)
 	require.Eventually(t, func() bool { return holders(mem, "k") == 0 }, 5*time.Second, time.Millisecond)
+}
+
+// barrierNode is a node whose Close returns once every node of its barrier
+// is closing (or after 5s): it stands for a node whose Close waits for a
+// server that does not answer.
+type barrierNode struct {
+	driver.Node
+	closing *sync.WaitGroup
+	waited  *atomic.Bool // set when a Close gave up waiting
+}
+
+func (n barrierNode) Close() error {
+	n.closing.Done()
+	done := make(chan struct{})
+	go func() { n.closing.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		n.waited.Store(true)
+	}
+	return n.Node.Close()
+}
+
+// Close closes the nodes at once, not one after another: five nodes whose
+// Close each waits for a stalled server hold Close up once, not five times.
+func TestCloseClosesNodesAtOnce(t *testing.T) {
+	var closing sync.WaitGroup
+	var waited atomic.Bool
+	_, mem := memNodes(5)
+	nodes := make([]driver.Node, len(mem))
+	closing.Add(len(mem))
+	for i, n := range mem {
+		nodes[i] = barrierNode{Node: n, closing: &closing, waited: &waited}
+	}
+	c, err := redlock.New(nodes)
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	assert.False(t, waited.Load(), "a node's Close ran alone: Close closed the nodes one after another")
 }

@@ -105,7 +105,7 @@ func (l *Lock) Done() <-chan struct{} {
 		return closedChan
 	}
 	if l.c.obs != nil {
-		defer l.reportEnd(context.Background()) // after the Unlock below
+		defer l.reportEndHere(context.Background()) // after the Unlock below
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -128,7 +128,7 @@ func (l *Lock) Done() <-chan struct{} {
 // expire runs when the timer fires at Until.
 func (l *Lock) expire() {
 	if l.c.obs != nil {
-		defer l.reportEnd(context.Background()) // after the Unlock below
+		defer l.reportEndHere(context.Background()) // after the Unlock below
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -154,6 +154,15 @@ func (l *Lock) endLocked() bool {
 		close(l.done)
 	}
 	return true
+}
+
+// over reports whether the lock has ended: its validity passed, or it was
+// found lost or released.
+func (l *Lock) over() bool {
+	now := l.c.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.overLocked(now)
 }
 
 // overLocked reports whether the lock is over, ending it when Until has

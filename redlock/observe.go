@@ -3,6 +3,8 @@ package redlock
 import (
 	"context"
 	"errors"
+	"log"
+	"runtime/debug"
 	"time"
 
 	"github.com/go-redlock/redlock/driver"
@@ -92,7 +94,7 @@ func reportGranted[D any](l *Lock, end func(D), d D) {
 }
 
 // releaseAbandoned releases l, which an observer's panic kept from its
-// holder, and reports its end to the observers. A panic of theirs in that
+// holder or from its Unlock, and reports its end to the observers. A panic of theirs in that
 // report is dropped: the first one, under way, goes on.
 func (l *Lock) releaseAbandoned() {
 	defer func() { _ = recover() }() // only a panic raised in here: this defer is not run by the first
@@ -170,7 +172,7 @@ func (l *Lock) observedUnlock(ctx context.Context) error {
 		return err
 	}
 	start := time.Now()
-	octx, end := c.obs.Unlock(ctx, UnlockStart{Key: l.name, Token: l.token})
+	octx, end := l.observeUnlockStart(ctx)
 	ctx = keep(ctx, octx)
 	r, err := l.unlockReported(ctx)
 	if end != nil {
@@ -181,6 +183,22 @@ func (l *Lock) observedUnlock(ctx context.Context) error {
 		end(d)
 	}
 	return err
+}
+
+// observeUnlockStart reports the start of l's Unlock to the observers. If
+// one panics (or calls runtime.Goexit), l is released all the same, its end
+// reported, before the panic goes on: the lock must not outlive a broken
+// observer for its TTL (within Do, nobody else would release it).
+func (l *Lock) observeUnlockStart(ctx context.Context) (context.Context, func(UnlockDone)) {
+	returned := false
+	defer func() {
+		if !returned {
+			l.releaseAbandoned()
+		}
+	}()
+	octx, end := l.c.obs.Unlock(ctx, UnlockStart{Key: l.name, Token: l.token})
+	returned = true
+	return octx, end
 }
 
 // unlockReported is unlock, on a Client with observers, which then reports
@@ -207,13 +225,20 @@ func (l *Lock) unlockReported(ctx context.Context) (*round, error) {
 // ended, was reported already, or was ended by Unlock (which reports it); it
 // returns how l ended, "" when it reported nothing. l.mu must not be held.
 func (l *Lock) reportEnd(ctx context.Context) string {
+	how := l.takeEnd()
+	if how != "" {
+		l.c.obs.LockEnd(ctx, l.endEvent(how))
+	}
+	return how
+}
+
+// takeEnd returns how l ended, if that is not reported yet, and marks it
+// reported; "" when there is nothing to report. l.mu must not be held.
+func (l *Lock) takeEnd() string {
 	l.mu.Lock()
 	how := endNames[l.endHow]
 	l.endHow = endNone
 	l.mu.Unlock()
-	if how != "" {
-		l.c.obs.LockEnd(ctx, l.endEvent(how))
-	}
 	return how
 }
 
@@ -237,8 +262,47 @@ func (l *Lock) endEvent(how string) LockEnd {
 	return LockEnd{Key: l.name, Token: l.token, How: how, Held: l.c.now().Sub(clockBase) - l.granted}
 }
 
-// observeNode reports a node call that started at began.
+// recoverObserver recovers the panic of an observer's method, called on a
+// goroutine of the Client where nobody could recover it (see Observer): the
+// panic is logged, with its stack, and dropped, and the Client's work goes on
+// as if the method had returned (with nothing, for a start). It must be
+// deferred directly.
+func recoverObserver(method string) {
+	if v := recover(); v != nil {
+		log.Printf("redlock: panic in Observer.%s on a goroutine of the Client, recovered (the Client's work goes on): %v\n%s", method, v, debug.Stack())
+	}
+}
+
+// observeExtendStart reports the start of an extension of the keeper's to
+// the observers, on the keeper's goroutine (see recoverObserver).
+func (c *Client) observeExtendStart(ctx context.Context, e ExtendStart) (octx context.Context, end func(ExtendDone)) {
+	defer recoverObserver("Extend")
+	return c.obs.Extend(ctx, e)
+}
+
+// observeExtendDone calls end, the end of an extension of the keeper's, on
+// the keeper's goroutine (see recoverObserver).
+func observeExtendDone(end func(ExtendDone), d ExtendDone) {
+	defer recoverObserver("Extend's end")
+	end(d)
+}
+
+// reportEndHere is reportEnd on a goroutine of the Client: the keeper's or
+// Done's timer (see recoverObserver).
+func (l *Lock) reportEndHere(ctx context.Context) (how string) {
+	defer recoverObserver("LockEnd")
+	how = l.takeEnd()
+	if how != "" {
+		l.c.obs.LockEnd(ctx, l.endEvent(how))
+	}
+	return how
+}
+
+// observeNode reports a node call that started at began. It runs on the
+// goroutine of the call, amid the bookkeeping of its round: a panic of an
+// observer's there is recovered wherever it runs (see recoverObserver).
 func (c *Client) observeNode(ctx context.Context, i int, op, name string, began time.Time, ok bool, err error) {
+	defer recoverObserver("NodeCall")
 	c.obs.NodeCall(ctx, NodeCall{Key: name, Node: c.names[i], Operation: op, Duration: time.Since(began), OK: ok && err == nil, Err: err})
 }
 

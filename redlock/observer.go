@@ -37,7 +37,18 @@ import (
 // that LockEnd is dropped, so that the first goes on. With several observers,
 // every end and every LockEnd runs even if another observer's panicked, so
 // that each sees the end of what it saw start; of several panics, the last
-// goes on.
+// goes on. When Unlock's start (the Unlock method) panics, the lock is
+// released all the same, its end reported, before the panic goes on.
+//
+// A panic in NodeCall, wherever it runs (amid the bookkeeping of a round of
+// calls), and in the methods called on the Client's own goroutines (the
+// Extend of Do's extensions and its end, and LockEnd, from Do's extensions or
+// from Done's timer) has nobody to go on to: it is recovered, logged with its
+// stack through the standard library's log package, and dropped, and the
+// Client's work goes on as if the method had returned (a start with no
+// context and no end), so that a broken observer neither kills the process
+// nor leaves a lock held.
+//
 // Methods may be called concurrently and must not block: the lock's
 // validity runs meanwhile.
 //

@@ -25,7 +25,9 @@ const maxWakeJitter = 5 * time.Millisecond
 // Lock stops at once, without waiting for ctx, when more than
 // len(nodes)-Quorum nodes answered errors that retrying cannot fix
 // (driver.PermanentCode: authentication, ACL permission, wrong type, out of
-// memory, read-only replica); the error names the cause.
+// memory, read-only replica); the error names the cause. It stops too when
+// Close begins while it waits between attempts: the error then matches
+// ErrClosed, with the last attempt's error joined in.
 //
 // opts apply to this call only: WithTTL, WithBackoff and WithMaxAttempts.
 //
@@ -151,10 +153,14 @@ func (c *Client) lockWait(ctx context.Context, a *attempts, err error) (*Lock, e
 				case <-timer.C:
 				case <-ctx.Done():
 					return nil, a.ended(ctx)
+				case <-c.closing:
+					return nil, errors.Join(a.verdict, ErrClosed)
 				}
 			}
 		case <-ctx.Done():
 			return nil, a.ended(ctx)
+		case <-c.closing:
+			return nil, errors.Join(a.verdict, ErrClosed)
 		}
 		start = time.Now()
 		if l, stop, err = a.try(ctx); stop {
@@ -240,5 +246,8 @@ func (c *Client) takeTurn(ctx context.Context, key string) (t *turn, done func()
 	case <-ctx.Done():
 		leave()
 		return nil, nil, ctx.Err()
+	case <-c.closing:
+		leave()
+		return nil, nil, ErrClosed
 	}
 }
