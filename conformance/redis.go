@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,12 +77,15 @@ func RunRedis(t *testing.T, d driver.Driver, opts ...RedisOption) {
 		{"Open/Password", openPassword},
 		{"Open/ACLUser", openACLUser},
 		{"Open/Database", openDatabase},
+		{"Open/RefusedConcurrentCalls", openRefusedConcurrent},
 		{"Open/MalformedHidesPassword", openMalformed},
 		{"Down/NeitherFailsNorBlocks", downNeitherFailsNorBlocks},
 		{"Stalled/DeadlineBoundsCalls", stalledDeadline},
 		{"Stalled/CancelBoundsCalls", stalledCancel},
 		{"Stalled/Recovers", stalledRecovers},
+		{"Stalled/CloseDoesNotWait", stalledClose},
 		{"Reconnects", reconnects},
+		{"Reconnects/AfterIdle", reconnectsAfterIdle},
 		{"Scripts/Concurrent", scriptsConcurrent},
 		{"Notifier/ReleaseWithoutSPUBLISH", releaseWithoutSPublish},
 		{"Fencer/ReadsLegacyCounter", fenceReadsLegacyCounter},
@@ -170,6 +174,61 @@ func openDatabase(t *testing.T, ctx context.Context, s *redisSuite) {
 	a.DB = 0
 	if ok := must(t, "SetNX on /0")(s.open(t, a).SetNX(ctx, k, value(), time.Minute)); !ok {
 		t.Fatal("SetNX on database 0 of a key held only in database 2 = false, want true: redis://host:port/2 must select database 2")
+	}
+}
+
+// openRefusedConcurrent sends concurrent calls through nodes whose
+// connections the server refuses at their handshake (a wrong password, a
+// database out of range): every call must fail, the password's with a code
+// driver.PermanentCode finds. A call that answered (false, nil) would say
+// that another holds a key no one holds; a driver that sends concurrent
+// calls together (a pipeline) must not lose the handshake's error.
+func openRefusedConcurrent(t *testing.T, ctx context.Context, s *redisSuite) {
+	srv := redistest.NewServer(t, redistest.WithPassword(password))
+	wrong := hostAddr(t, srv)
+	wrong.Password = "wrong-" + password
+	outOfRange := hostAddr(t, srv)
+	outOfRange.Password, outOfRange.DB = password, 99
+	for _, c := range []struct {
+		name      string
+		a         Addr
+		permanent bool
+	}{{"WrongPassword", wrong, true}, {"DatabaseOutOfRange", outOfRange, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			n := s.open(t, c.a)
+			const calls = 32
+			errs := make(chan error, calls)
+			var wg sync.WaitGroup
+			for range calls {
+				wg.Go(func() {
+					ok, err := n.SetNX(ctx, key(t), value(), time.Minute)
+					if err == nil {
+						err = fmt.Errorf("SetNX = %v, nil; want an error", ok)
+						if ok {
+							t.Errorf("%v", err)
+						}
+						errs <- err
+						return
+					}
+					hidesPassword(t, "the error", err.Error())
+					if c.permanent && driver.PermanentCode(err) == "" {
+						errs <- fmt.Errorf("SetNX's error %q has no code driver.PermanentCode finds", err)
+					}
+				})
+			}
+			wg.Wait()
+			close(errs)
+			failed := 0
+			var first error
+			for err := range errs {
+				if failed++; first == nil {
+					first = err
+				}
+			}
+			if failed > 0 {
+				t.Errorf("%d of %d concurrent calls through a node whose connections are refused: %v", failed, calls, first)
+			}
+		})
 	}
 }
 
@@ -321,6 +380,22 @@ func stalledRecovers(t *testing.T, ctx context.Context, s *redisSuite) {
 	}
 }
 
+// closeBound is how long Close may take on a node whose server does not
+// answer: it has nothing to wait for (a Client closes its nodes at once, and
+// a node's Close that waited for a reply would hold it up for as long).
+const closeBound = 500 * time.Millisecond
+
+// stalledClose closes a node, with connections open, whose server does not
+// answer: Close must not wait for it.
+func stalledClose(t *testing.T, ctx context.Context, s *redisSuite) {
+	_, n := stalled(t, ctx, s, true)
+	start := time.Now()
+	n.Close()
+	if took := time.Since(start); took > closeBound {
+		t.Fatalf("Close of a node whose server does not answer took %v, more than %v: Close must not wait for the server", took, closeBound)
+	}
+}
+
 // eventually reports whether SetNX on k succeeds within 5s of retries.
 func eventually(ctx context.Context, n driver.Node, k string) bool {
 	deadline := time.Now().Add(5 * time.Second)
@@ -346,6 +421,44 @@ func reconnects(t *testing.T, ctx context.Context, s *redisSuite) {
 	if !eventually(ctx, n, key(t)) {
 		t.Fatal("SetNX after the server closed every connection: still failing after 5s: a node must reconnect")
 	}
+}
+
+// idleWindow is how long a node's connection may sit unused and still fail
+// the next call when the server closed it meanwhile: the drivers check a
+// connection idle for a second or more without a round trip, before using it.
+const idleWindow = time.Second
+
+// reconnectsAfterIdle closes every connection of the server while the node
+// is idle (a restart, CLIENT KILL or the server's timeout would): after
+// idleWindow, no call may fail for it, the first included, whether the
+// node's calls come one at a time or together.
+func reconnectsAfterIdle(t *testing.T, ctx context.Context, s *redisSuite) {
+	srv := redistest.NewServer(t)
+	n := s.open(t, hostAddr(t, srv))
+	const together = 16
+	calls := func(what string) {
+		t.Helper()
+		for i := range 3 {
+			if ok, err := n.SetNX(ctx, key(t), value(), time.Minute); err != nil || !ok {
+				t.Errorf("%s, call %d one at a time: SetNX = %v, %v; want true", what, i, ok, err)
+			}
+		}
+		var wg sync.WaitGroup
+		for range together {
+			wg.Go(func() {
+				if ok, err := n.SetNX(ctx, key(t), value(), time.Minute); err != nil || !ok {
+					t.Errorf("%s, calls together: SetNX = %v, %v; want true", what, ok, err)
+				}
+			})
+		}
+		wg.Wait()
+	}
+	calls("before the connections were closed") // several connections, pooled
+	if _, err := srv.Do(ctx, "CLIENT", "KILL", "TYPE", "normal"); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(idleWindow + 200*time.Millisecond)
+	calls("after the server closed the idle connections")
 }
 
 // openACLUser checks that redis://user:password@ authenticates as that ACL

@@ -101,24 +101,23 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 		redis.DialReadTimeout(readTimeout),
 		redis.DialWriteTimeout(writeTimeout),
 	}
+	d := &net.Dialer{Timeout: connectTimeout, KeepAlive: keepAlive}
+	dial := d.DialContext
 	if tlsConfig != nil {
 		// redigo's own TLS handshake does not watch the context; this
 		// dialer's does, so a stalled server holds no call beyond its
 		// context (see package tlsdial).
-		d := &net.Dialer{Timeout: connectTimeout, KeepAlive: keepAlive}
-		opts = append(opts, redis.DialContextFunc(func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			return tlsdial.Dial(ctx, d, network, addr, tlsConfig)
-		}))
+		}
 	}
-	hostPort := a.HostPort()
 	pool := &redis.Pool{
-		DialContext: func(ctx context.Context) (redis.Conn, error) {
-			return redis.DialContext(ctx, "tcp", hostPort, opts...)
-		},
-		MaxIdle:     maxIdle,
-		MaxActive:   maxActive(),
-		Wait:        true, // for a connection, as long as the call's context allows
-		IdleTimeout: idleTimeout,
+		DialContext:  dialer(a.HostPort(), dial, opts),
+		TestOnBorrow: checkIdle,
+		MaxIdle:      maxIdle,
+		MaxActive:    maxActive(),
+		Wait:         true, // for a connection, as long as the call's context allows
+		IdleTimeout:  idleTimeout,
 	}
 	return newNode(pool, drivernode.Name(a.String()), true), nil
 }

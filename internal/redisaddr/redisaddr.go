@@ -227,6 +227,11 @@ func ParseNode(s string) (Node, error) {
 	if u.User != nil {
 		a.Username = u.User.Username()
 		a.Password, _ = u.User.Password()
+		if a.Username != "" && a.Password == "" {
+			// go-redis and redigo would log in as the default user, and
+			// rueidis and valkey-go as this one: one address, two users.
+			return fail("a user name needs a password: Redis logs in with AUTH user password (a nopass user takes any password)")
+		}
 	}
 	if p := strings.TrimPrefix(u.Path, "/"); p != "" {
 		db, err := strconv.Atoi(p)

@@ -20,7 +20,6 @@ func TestParse(t *testing.T) {
 		{"redis://127.0.0.1", Addr{Host: "127.0.0.1", Port: "6379"}, "127.0.0.1:6379"},
 		{"redis://:s3cret@h:1/2", Addr{Host: "h", Port: "1", Password: "s3cret", DB: 2}, "redis://:xxxxx@h:1/2"},
 		{"redis://alice:s3cret@h:1", Addr{Host: "h", Port: "1", Username: "alice", Password: "s3cret"}, "redis://alice:xxxxx@h:1"},
-		{"redis://alice@h:1/", Addr{Host: "h", Port: "1", Username: "alice"}, "redis://alice@h:1"},
 		{"rediss://:s3cret@h:1", Addr{Host: "h", Port: "1", Password: "s3cret", TLS: true}, "rediss://:xxxxx@h:1"},
 		{"rediss://h:1?tls_ca_file=/ca.pem&tls_server_name=redis.internal&tls_cert_file=c.pem&tls_key_file=k.pem",
 			Addr{Host: "h", Port: "1", TLS: true, TLSCAFile: "/ca.pem", TLSServerName: "redis.internal", TLSCertFile: "c.pem", TLSKeyFile: "k.pem"},
@@ -173,6 +172,10 @@ func TestParseNodeErrors(t *testing.T) {
 		"redis://u:s3cret@h:1?cluster=true&addr=::1":          "addr parameter 1: an IPv6 address needs brackets",
 		"redis://u:s3cret@h:1?cluster=true&tls_ca_file=x":     "needs rediss://",
 		"redis://u:s3cret@h:1?cluster=true&db=0":              `unknown query parameter "db"`,
+		// A user without a password, whom the clients would log in
+		// differently.
+		"redis://alice@h:1":  "a user name needs a password",
+		"redis://alice:@h:1": "a user name needs a password",
 		// Passwords with characters a URL's user information cannot hold.
 		"redis://:pa#s3cret@h:6379":  "not a valid URL",
 		"redis://u:pa?s3cret@h:6379": "",

@@ -8,6 +8,8 @@ import (
 	"net"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-redlock/redlock/internal/connalive"
 )
 
 // laneRetry is how long a node waits before it makes a lane again after an
@@ -90,7 +92,7 @@ func (n *node[C, D, R, L]) takeLane(s *state[C], now time.Time) (l *lane[C], bus
 	if !l.busy.CompareAndSwap(false, true) {
 		return nil, true
 	}
-	if now.UnixNano()-l.used.Load() >= int64(laneIdle) && !alive(l.conn) {
+	if now.UnixNano()-l.used.Load() >= int64(laneIdle) && !connalive.Alive(l.conn) {
 		n.dropLane(s, l)
 		return nil, false
 	}

@@ -476,6 +476,12 @@ func (n *node[C, D, R, L]) Close() error {
 	n.pubSubClose()
 	if s != nil && s.client != none && n.owned {
 		s.closeLane()
+		// Closed first: the library's Close sends a PING on each connection
+		// and waits up to a second for its reply, which a stalled server
+		// never sends.
+		for _, conn := range s.conns {
+			conn.Close()
+		}
 		s.client.Close()
 	}
 	return nil

@@ -1,6 +1,6 @@
 //go:build unix
 
-package rueidiscore
+package connalive
 
 import (
 	"errors"
@@ -8,13 +8,13 @@ import (
 	"syscall"
 )
 
-// alive reports whether conn, idle, is still open at both ends: a read that
+// Alive reports whether conn, idle, is still open at both ends: a read that
 // does not block finds nothing to read. A closed connection, one the server
 // closed (end of file) or reset, and one with unsolicited bytes waiting (a
 // reply to nothing) are not. A connection whose socket cannot be reached
 // (an unknown wrapper) is taken as alive. A byte read is lost: the caller
 // drops a connection that is not alive.
-func alive(conn net.Conn) bool {
+func Alive(conn net.Conn) bool {
 	for {
 		u, ok := conn.(interface{ NetConn() net.Conn }) // *tls.Conn
 		if !ok {
