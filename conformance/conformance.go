@@ -62,6 +62,7 @@ func Run(t *testing.T, newNode func(t *testing.T) driver.Node) {
 		{"Redlock/ThreeNodes", redlockThreeNodes},
 		{"Fencer/Counts", fenceCounts},
 		{"Fencer/CounterOutlivesKey", fenceOutlivesKey},
+		{"Fencer/Expires", fenceExpires},
 		{"Notifier/NotifiesRelease", notifyOnRelease},
 		{"Notifier/StopsOnCancel", notifyStopsOnCancel},
 		{"Identifier/Stable", identityStable},
@@ -241,14 +242,24 @@ func extendExtendsOwnKey(t *testing.T, ctx context.Context, newNode func(*testin
 	}
 }
 
+// extendShortens extends a key with an hour to live to ttl: the key must be
+// free within seconds, and not before ttl (a Node that kept a key for less
+// than it was asked would let a second holder in while the first believes
+// it holds the lock).
 func extendShortens(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	const ttl = 300 * time.Millisecond
 	n, k, v := newNode(t), key(t), value()
 	must(t, "SetNX")(n.SetNX(ctx, k, v, time.Hour))
-	if ok := must(t, "Extend(value, 100ms)")(n.Extend(ctx, k, v, 100*time.Millisecond)); !ok {
-		t.Fatal("Extend(value, 100ms) = false, want true")
+	start := time.Now()
+	if ok := must(t, "Extend(value, 300ms)")(n.Extend(ctx, k, v, ttl)); !ok {
+		t.Fatal("Extend(value, 300ms) = false, want true")
 	}
-	if waitFree(t, ctx, n, k, 5*time.Second).IsZero() {
-		t.Fatal("Extend(value, 100ms) on a key with 1h to live: still held 5s later: Extend must set the TTL, also to a shorter one")
+	freed := waitFree(t, ctx, n, k, 5*time.Second)
+	switch {
+	case freed.IsZero():
+		t.Fatal("Extend(value, 300ms) on a key with 1h to live: still held 5s later: Extend must set the TTL, also to a shorter one")
+	case freed.Sub(start) < ttl-5*time.Millisecond:
+		t.Fatalf("Extend(value, %v): the key was free after %v: a Node must keep an extended key for its whole TTL (PEXPIRE, in milliseconds)", ttl, freed.Sub(start))
 	}
 }
 

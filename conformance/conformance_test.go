@@ -46,7 +46,18 @@ func (b broken) Extend(ctx context.Context, key, value string, ttl time.Duration
 	if b.kind == "ignores-context" {
 		ctx = context.Background()
 	}
+	if b.kind == "extend-half-ttl" {
+		ttl /= 2
+	}
 	return b.Node.Extend(ctx, key, value, ttl)
+}
+
+// SetNXFence keeps the key for half its TTL, for "fence-half-ttl".
+func (b broken) SetNXFence(ctx context.Context, key, value string, ttl time.Duration, fenceKey string) (bool, uint64, error) {
+	if b.kind == "fence-half-ttl" {
+		ttl /= 2
+	}
+	return b.Node.SetNXFence(ctx, key, value, ttl, fenceKey)
 }
 
 // TTL reports a key held by any value as held, for "ttl-any-value".
@@ -79,6 +90,8 @@ func TestSuiteFailsOnBrokenNodes(t *testing.T) {
 		"extend-creates":   "Extend(absent key) = true, want false: there was nothing to extend",
 		"ignores-context":  "Extend(canceled ctx) error = <nil>, want one matching context.Canceled: a Node must honour its context",
 		"ttl-any-value":    "want 0, false: a Node must not report a key held by another value",
+		"extend-half-ttl":  "a Node must keep an extended key for its whole TTL",
+		"fence-half-ttl":   "SetNXFence(ttl=300ms): the key was free after",
 	} {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()

@@ -58,6 +58,25 @@ func fenceCounts(t *testing.T, ctx context.Context, newNode func(*testing.T) dri
 	}
 }
 
+// fenceExpires sets a key with SetNXFence: it must be free within seconds,
+// and not before its TTL, as with SetNX.
+func fenceExpires(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	const ttl = 300 * time.Millisecond
+	n, f := fencer(t, newNode)
+	k := key(t)
+	start := time.Now()
+	if ok, _ := setNXFence(t, ctx, f, k, value(), "{"+k+"}:counter", ttl); !ok {
+		t.Fatal("SetNXFence(absent key) = false, want true")
+	}
+	freed := waitFree(t, ctx, n, k, 5*time.Second)
+	switch {
+	case freed.IsZero():
+		t.Fatalf("SetNXFence(ttl=%v): the key was still held 5s later: a Node must set the TTL with the key", ttl)
+	case freed.Sub(start) < ttl-5*time.Millisecond:
+		t.Fatalf("SetNXFence(ttl=%v): the key was free after %v: a Node must not expire a key before its TTL", ttl, freed.Sub(start))
+	}
+}
+
 func fenceOutlivesKey(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
 	_, f := fencer(t, newNode)
 	k, v := key(t), value()
