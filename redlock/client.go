@@ -114,6 +114,9 @@ func newClient(nodes []driver.Node, cfg config) (*Client, error) {
 		if n == nil {
 			return nil, fmt.Errorf("redlock: node %d is nil", i+1)
 		}
+		if v := reflect.ValueOf(n); v.Kind() == reflect.Pointer && v.IsNil() {
+			return nil, fmt.Errorf("redlock: node %d is a nil %T", i+1, n)
+		}
 		names[i] = fmt.Sprintf("#%d", i+1)
 		if s, ok := n.(fmt.Stringer); ok {
 			names[i] = s.String()

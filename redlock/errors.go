@@ -12,8 +12,15 @@ var (
 	// obtained: too few nodes granted it, or too little validity was left.
 	ErrNotObtained = errors.New("redlock: lock not obtained")
 
-	// ErrLockLost is returned by Extend and Unlock when fewer than a quorum of
-	// nodes still held the lock.
+	// ErrLockLost is returned by Extend, Unlock and Lock.TTL when they could
+	// not confirm that a quorum of nodes still holds the lock: fewer than a
+	// quorum said they held it, or too few answered (node failures, the
+	// context ending first; ErrUnavailable or ctx.Err() is then in the
+	// chain too). After a failed Extend the lock is certainly over only once
+	// Done is closed; until then it is held until Until, and a later Extend
+	// may succeed. Do returns it joined to fn's error when the lock's
+	// validity ended while fn ran. Observers see the difference as
+	// ExtendDone.Lost.
 	ErrLockLost = errors.New("redlock: lock lost")
 
 	// ErrUnavailable joins ErrNotObtained (TryLock, Lock, Do) or ErrLockLost

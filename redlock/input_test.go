@@ -52,6 +52,9 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"no nodes", func() (*redlock.Client, error) { return redlock.New(nil) }, "no nodes"},
 		{"nil node", func() (*redlock.Client, error) { return redlock.New([]driver.Node{node(), nil}) }, "node 2 is nil"},
+		{"typed nil node", func() (*redlock.Client, error) {
+			return redlock.New([]driver.Node{node(), (*memory.Node)(nil), node()})
+		}, "node 2 is a nil *memory.Node"},
 		{"same node twice", func() (*redlock.Client, error) { return redlock.New([]driver.Node{same, node(), same}) }, "nodes 1 and 3 are both"},
 		{"zero TTL", func() (*redlock.Client, error) { return redlock.New(three(), redlock.WithTTL(0)) }, "TTL 0s is not positive"},
 		{"negative TTL", func() (*redlock.Client, error) { return redlock.New(three(), redlock.WithTTL(-time.Second)) }, "TTL -1s is not positive"},
