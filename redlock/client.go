@@ -87,7 +87,12 @@ type Client struct {
 // error, since it would count twice towards the quorum. Nodes that are one
 // server or one Redis Cluster under different addresses are found at first
 // use, when they implement driver.Identifier (as the Redis drivers do):
-// TryLock, Lock and Do then fail with an error that names them.
+// TryLock, Lock and Do then fail with an error that names them. The first
+// acquisition waits for the identities of the nodes that answered it, and,
+// for at most as long as its SET round took (10ms at least), for the others:
+// a node that is down or stalled does not hold it up for the node timeout.
+// Such a node is asked again every second, and a duplicate found when it
+// answers fails the acquisitions from then on.
 //
 // The Client owns the nodes: Close closes them.
 func New(nodes []driver.Node, opts ...Option) (*Client, error) {
@@ -303,8 +308,8 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 	if err := c.checkKey(key); err != nil {
 		return nil, outcome{}, err
 	}
-	if err := c.checkIdentities(ctx); err != nil {
-		return nil, outcome{cut: ctx.Err() != nil}, err
+	if err := c.askIdentities(); err != nil {
+		return nil, outcome{}, err
 	}
 	if !admitted {
 		// Before the key is marked as being acquired: thousands of
@@ -349,6 +354,16 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 		ferr    error
 		untilAt = start.Add(ttl - cc.drift)
 	)
+	if ok {
+		// Two nodes that are one server must not count as two.
+		if err := c.checkAnswered(ctx, r, c.now().Sub(start)); err != nil {
+			c.abandon(ctx, r, key, value, ttl)
+			if errors.Is(err, ErrNotObtained) { // ctx ended
+				return nil, outcome{r: r}, errors.Join(r.err(ctx, ErrNotObtained), err)
+			}
+			return nil, outcome{r: r}, err // like bad input: retrying cannot fix it
+		}
+	}
 	if ok && c.fencers != nil {
 		token, ferr = c.fence(ctx, r, counters, key, value, fk)
 		ok = ferr == nil

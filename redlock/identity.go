@@ -16,104 +16,173 @@ import (
 // told their identity yet (they were down, say).
 const identityRetry = time.Second
 
-// identities finds, at first use, nodes that are one server or one cluster
-// under different addresses (driver.Identifier): New cannot, since it must
-// not reach the network.
+// identities finds nodes that are one server or one cluster under
+// different addresses (driver.Identifier): New cannot, since it must not
+// reach the network. The first acquisition asks every node, and the nodes
+// that have not answered are asked again at most once per identityRetry.
+// An acquisition waits for the answers of the nodes that answered it, and
+// the first one, briefly, for the others (see checkAnswered): a node that
+// does not answer never holds one up for long.
 type identities struct {
 	done atomic.Bool // every Identifier answered (or a duplicate was found)
 
-	mu     sync.Mutex    // guards what follows; never held during a node call
-	ids    [][]string    // by node
-	told   []bool        // by node: it answered
-	last   time.Time     // of the last round of questions
-	asking bool          // a round of questions is in flight
-	first  chan struct{} // closed when the first round ended; nil before it began
-	err    error         // the duplicate found, for every later TryLock
+	mu     sync.Mutex // guards what follows; never held during a node call
+	ids    [][]string // by node
+	told   []bool     // by node: it answered
+	asked  []bool     // by node: its question is in flight
+	last   time.Time  // of the last round of questions
+	asking bool       // a round of questions is in flight
+	// firstRound is set while the first round of questions is in flight.
+	firstRound bool
+	changed    chan struct{} // closed, and replaced, when an answer or a question's end changes told or asked
+	err        error         // the duplicate found, for every later acquisition
 }
 
-// checkIdentities returns an error if two nodes reach the same server. The
-// first call asks every node (driver.Identifier) and every call waits, as
-// long as ctx lets it, for that first round, each question bounded by the
-// node timeout. The nodes that have not answered (they were down, say) are
-// asked again at most once per identityRetry, in the background: a node that
-// does not answer never holds up a call after the first round.
-func (c *Client) checkIdentities(ctx context.Context) error {
+// askIdentities starts, when needed, the questions to the nodes that have
+// not told their identity: at the first call, and then at most once per
+// identityRetry. It returns the duplicate found, if any, and does not wait
+// for the answers (see checkAnswered).
+func (c *Client) askIdentities() error {
 	id := &c.identities
 	if id.done.Load() {
 		return id.err // set before done, never changed after
 	}
 	id.mu.Lock()
-	if id.first == nil {
-		id.first = make(chan struct{})
-		id.ids, id.told = make([][]string, len(c.nodes)), make([]bool, len(c.nodes))
-		c.askIdentities()
-	} else if !id.asking && time.Since(id.last) >= identityRetry {
-		c.askIdentities()
-	}
-	first := id.first
-	id.mu.Unlock()
-	select {
-	case <-first:
-	case <-ctx.Done():
-		return errors.Join(ErrNotObtained, ctx.Err())
-	}
-	id.mu.Lock()
 	defer id.mu.Unlock()
-	return id.err
+	if id.err != nil {
+		return id.err
+	}
+	if id.ids == nil {
+		id.ids, id.told, id.asked = make([][]string, len(c.nodes)), make([]bool, len(c.nodes)), make([]bool, len(c.nodes))
+		id.changed = make(chan struct{})
+		id.firstRound = true
+	} else if id.asking || time.Since(id.last) < identityRetry {
+		return nil
+	}
+	c.askLocked()
+	return nil
 }
 
-// askIdentities starts a round of questions to the nodes that have not told
-// their identity, in the background (Close waits for it). id.mu is held.
-func (c *Client) askIdentities() {
+// identityGrace is the least time the first acquisition waits, after its
+// SET round decided, for the identities of the nodes that have answered
+// neither: see checkAnswered.
+const identityGrace = 10 * time.Millisecond
+
+// checkAnswered returns an error if two nodes reach the same server, once r,
+// an acquisition round that a quorum granted, decided: it waits, as long as
+// ctx lets it, for the identities of the nodes that answered r (they are up:
+// they answer their questions too), taking the replies of r that come
+// meanwhile. During the first round of questions it also waits for the
+// others, for at most grace more (as long as r took, and identityGrace at
+// least): a node that is down or stalled then holds the first acquisition up
+// that long, not a node timeout, and another address of a server that
+// answered is found. A node whose question failed (or that is not a
+// driver.Identifier) is taken as distinct; a duplicate among nodes that had
+// not answered is found when they do (asked again every identityRetry), and
+// fails the acquisitions from then on.
+func (c *Client) checkAnswered(ctx context.Context, r *round, grace time.Duration) error {
+	id := &c.identities
+	if id.done.Load() {
+		return id.err
+	}
+	var graceOver <-chan time.Time
+	for {
+		r.drain()
+		id.mu.Lock()
+		if id.err != nil {
+			err := id.err
+			id.mu.Unlock()
+			return err
+		}
+		answered, others := false, false
+		for i, st := range r.state {
+			if id.asked[i] {
+				if st != pending {
+					answered = true
+				} else {
+					others = true
+				}
+			}
+		}
+		first, changed := id.firstRound, id.changed
+		id.mu.Unlock()
+		switch {
+		case answered:
+		case others && first && grace > 0:
+			if graceOver == nil {
+				t := time.NewTimer(max(grace, identityGrace))
+				defer t.Stop()
+				graceOver = t.C
+			}
+		default:
+			return nil
+		}
+		var replies <-chan int32
+		if r.pendingCount() > 0 {
+			replies = r.replies
+		}
+		select {
+		case <-changed:
+		case v := <-replies:
+			r.record(r.take(v))
+		case <-graceOver:
+			grace = 0
+		case <-ctx.Done():
+			return errors.Join(ErrNotObtained, ctx.Err())
+		}
+	}
+}
+
+// askLocked asks the nodes that have not told their identity, each on a
+// goroutine of its own bounded by the node timeout, in the background (Close
+// waits for it); each answer is recorded, and checked against the others,
+// as it comes. id.mu is held.
+func (c *Client) askLocked() {
 	id := &c.identities
 	id.asking, id.last = true, time.Now()
-	type answer struct {
-		node int
-		ids  []string
-	}
 	var ask []int
 	for i, n := range c.nodes {
 		if _, ok := n.(driver.Identifier); ok && !id.told[i] {
 			ask = append(ask, i)
+			id.asked[i] = true
 		}
 	}
 	c.background(func() {
-		answers := make(chan answer, len(ask))
 		var wg sync.WaitGroup
 		for _, i := range ask {
 			wg.Go(func() {
 				ctx, cancel := context.WithTimeout(c.quit, c.nodeTimeout)
 				defer cancel()
-				if ids, err := c.nodes[i].(driver.Identifier).Identity(ctx); err == nil {
-					answers <- answer{i, ids}
+				ids, err := c.nodes[i].(driver.Identifier).Identity(ctx)
+				id.mu.Lock()
+				defer id.mu.Unlock()
+				id.asked[i] = false
+				if err == nil {
+					id.ids[i], id.told[i] = ids, true
+					if id.err == nil {
+						if err := c.duplicateIdentity(); err != nil {
+							id.err = err
+							id.done.Store(true)
+						}
+					}
 				}
+				close(id.changed)
+				id.changed = make(chan struct{})
 			})
 		}
 		wg.Wait()
-		close(answers)
 		id.mu.Lock()
 		defer id.mu.Unlock()
-		for a := range answers {
-			id.ids[a.node], id.told[a.node] = a.ids, true
-		}
-		id.asking = false
-		select {
-		case <-id.first:
-		default:
-			defer close(id.first) // after err is set
-		}
-		if err := c.duplicateIdentity(); err != nil {
-			id.err = err
-			id.done.Store(true)
-			return
-		}
+		id.asking, id.firstRound = false, false
+		close(id.changed)
+		id.changed = make(chan struct{})
 		answered := 0
 		for _, t := range id.told {
 			if t {
 				answered++
 			}
 		}
-		if len(ask) == 0 || answered == countIdentifiers(c.nodes) {
+		if answered == countIdentifiers(c.nodes) {
 			id.done.Store(true)
 		}
 	})

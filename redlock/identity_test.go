@@ -1,13 +1,17 @@
 package redlock_test
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/drivers/memory"
 	"github.com/go-redlock/redlock/redistest"
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -73,4 +77,61 @@ func TestSameClusterUnderTwoSeeds(t *testing.T) {
 			require.NoError(t, l.Unlock(t.Context()))
 		})
 	}
+}
+
+// The first acquisition of a Client with a stalled minority costs what it
+// costs on a healthy cluster, not a node timeout: it waits for the
+// identities of the nodes that answered it, and for the others a moment
+// only (as long as its SET round took, at least 10ms). A caller's deadline
+// shorter than the node timeout gets the lock. Before, the first call
+// waited for every node's identity, for the node timeout.
+func TestFirstAcquisitionWithStalledMinority(t *testing.T) {
+	const nodeTimeout = 2 * time.Second
+	for _, deadline := range []time.Duration{0, 100 * time.Millisecond} {
+		ids := make([]*idNode, 5)
+		nodes := make([]driver.Node, 5)
+		for i := range ids {
+			ids[i] = &idNode{Node: memory.New(), id: fmt.Sprint("server", i)}
+			nodes[i] = ids[i]
+		}
+		for _, i := range []int{3, 4} {
+			ids[i].blackholed = true
+			ids[i].SetStalled(true)
+		}
+		c := newClient(t, nodes, redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(nodeTimeout))
+		ctx := t.Context()
+		if deadline > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, deadline)
+			defer cancel()
+		}
+		start := time.Now()
+		l, err := c.TryLock(ctx, "k")
+		took := time.Since(start)
+		require.NoError(t, err, "deadline %v", deadline)
+		require.Less(t, took, nodeTimeout/2, "the first TryLock waited for the stalled nodes' identities")
+		require.NoError(t, l.Unlock(t.Context()))
+	}
+}
+
+// Two nodes that tell one identity and both answer the first acquisition
+// fail it, deterministically, and every later one; the lock is released.
+func TestFirstAcquisitionFindsDuplicateAmongAnswered(t *testing.T) {
+	ids := make([]*idNode, 3)
+	nodes := make([]driver.Node, 3)
+	mem := make([]*memory.Node, 3)
+	for i := range ids {
+		mem[i] = memory.New()
+		ids[i] = &idNode{Node: mem[i], id: fmt.Sprint("server", i)}
+		nodes[i] = ids[i]
+	}
+	ids[2].id = "server0"
+	c := newClient(t, nodes)
+	_, err := c.TryLock(t.Context(), "k")
+	require.ErrorContains(t, err, "reach the same server (server0)")
+	require.ErrorContains(t, err, "nodes 1 (")
+	require.False(t, errors.Is(err, redlock.ErrNotObtained), "a configuration error: %v", err)
+	require.Eventually(t, func() bool { return holders(mem, "k") == 0 }, 5*time.Second, time.Millisecond, "released")
+	_, again := c.TryLock(t.Context(), "k")
+	require.Equal(t, err, again, "the error stays")
 }
