@@ -358,7 +358,7 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 		// Two nodes that are one server must not count as two.
 		if err := c.checkAnswered(ctx, r, c.now().Sub(start)); err != nil {
 			c.abandon(ctx, r, key, value, ttl)
-			if errors.Is(err, ErrNotObtained) { // ctx ended
+			if err == errIdentityCut {
 				return nil, outcome{r: r}, errors.Join(r.err(ctx, ErrNotObtained), err)
 			}
 			return nil, outcome{r: r}, err // like bad input: retrying cannot fix it

@@ -69,17 +69,17 @@ func (c *Client) askIdentities() error {
 const identityGrace = 10 * time.Millisecond
 
 // checkAnswered returns an error if two nodes reach the same server, once r,
-// an acquisition round that a quorum granted, decided: it waits, as long as
-// ctx lets it, for the identities of the nodes that answered r (they are up:
-// they answer their questions too), taking the replies of r that come
-// meanwhile. During the first round of questions it also waits for the
-// others, for at most grace more (as long as r took, and identityGrace at
-// least): a node that is down or stalled then holds the first acquisition up
-// that long, not a node timeout, and another address of a server that
-// answered is found. A node whose question failed (or that is not a
-// driver.Identifier) is taken as distinct; a duplicate among nodes that had
-// not answered is found when they do (asked again every identityRetry), and
-// fails the acquisitions from then on.
+// an acquisition round that a quorum granted, decided. While the first round
+// of questions is in flight, it waits, as long as ctx lets it (else
+// errIdentityCut), for the identities of the nodes that answered r (they are
+// up: they answer their questions too), taking the replies of r that come
+// meanwhile, and for the others for at most grace more (as long as r took,
+// and identityGrace at least): a node that is down or stalled then holds the
+// first acquisitions up that long, not a node timeout, and another address
+// of a server that answered is found. A node whose question failed (or that
+// is not a driver.Identifier) is taken as distinct; a duplicate among nodes
+// that had not answered is found when they do (asked again, in the
+// background, every identityRetry), and fails the acquisitions from then on.
 func (c *Client) checkAnswered(ctx context.Context, r *round, grace time.Duration) error {
 	id := &c.identities
 	if id.done.Load() {
@@ -107,8 +107,13 @@ func (c *Client) checkAnswered(ctx context.Context, r *round, grace time.Duratio
 		first, changed := id.firstRound, id.changed
 		id.mu.Unlock()
 		switch {
+		case !first:
+			// Later rounds ask in the background: a node whose answer
+			// does not come (its INFO fails to return while its SETs do)
+			// must not hold up every acquisition.
+			return nil
 		case answered:
-		case others && first && grace > 0:
+		case others && grace > 0:
 			if graceOver == nil {
 				t := time.NewTimer(max(grace, identityGrace))
 				defer t.Stop()
@@ -128,10 +133,13 @@ func (c *Client) checkAnswered(ctx context.Context, r *round, grace time.Duratio
 		case <-graceOver:
 			grace = 0
 		case <-ctx.Done():
-			return errors.Join(ErrNotObtained, ctx.Err())
+			return errIdentityCut
 		}
 	}
 }
+
+// errIdentityCut is checkAnswered's error when the context ended first.
+var errIdentityCut = errors.New("redlock: the context ended while the nodes told their identities (the check that no two are one server): released")
 
 // askLocked asks the nodes that have not told their identity, each on a
 // goroutine of its own bounded by the node timeout, in the background (Close

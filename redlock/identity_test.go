@@ -135,3 +135,58 @@ func TestFirstAcquisitionFindsDuplicateAmongAnswered(t *testing.T) {
 	_, again := c.TryLock(t.Context(), "k")
 	require.Equal(t, err, again, "the error stays")
 }
+
+// idNodes returns n memory nodes that tell the identities server0, server1,
+// ...
+func idNodes(n int) ([]*idNode, []*memory.Node, []driver.Node) {
+	ids := make([]*idNode, n)
+	mem := make([]*memory.Node, n)
+	nodes := make([]driver.Node, n)
+	for i := range ids {
+		mem[i] = memory.New()
+		ids[i] = &idNode{Node: mem[i], id: fmt.Sprint("server", i)}
+		nodes[i] = ids[i]
+	}
+	return ids, mem, nodes
+}
+
+// When the context ends while the first acquisition waits for the identity
+// of a node that granted it, the lock is released and the error says so
+// once, with the votes and the context's error.
+func TestFirstAcquisitionContextEndsInIdentityWait(t *testing.T) {
+	ids, mem, nodes := idNodes(3)
+	ids[2].blackholed = true // its SET answers, its Identity does not
+	c := newClient(t, nodes, redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(3*time.Second))
+	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+	defer cancel()
+	l, err := c.TryLock(ctx, "k")
+	require.Nil(t, l)
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.ErrorContains(t, err, "while the nodes told their identities")
+	require.Equal(t, 1, strings.Count(err.Error(), "context deadline exceeded"), "ctx.Err joined twice: %v", err)
+	require.Eventually(t, func() bool { return holders(mem, "k") == 0 }, 5*time.Second, time.Millisecond, "released")
+}
+
+// After the first round of questions, a node whose SETs answer but whose
+// Identity does not is asked again every second in the background: no
+// acquisition waits for it (each did, for the node timeout, when later
+// rounds were waited for too).
+func TestLaterIdentityRoundsHoldNothingUp(t *testing.T) {
+	ids, _, nodes := idNodes(3)
+	ids[2].blackholed = true
+	const nodeTimeout = time.Second
+	c := newClient(t, nodes, redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(nodeTimeout))
+	l, err := c.TryLock(t.Context(), "first") // waits for the first round
+	require.NoError(t, err)
+	require.NoError(t, l.Unlock(t.Context()))
+	for i := 0; i < 30; i++ { // 3s: three rounds of questions at least
+		start := time.Now()
+		l, err := c.TryLock(t.Context(), fmt.Sprint("k", i))
+		took := time.Since(start)
+		require.NoError(t, err)
+		require.NoError(t, l.Unlock(t.Context()))
+		require.Less(t, took, nodeTimeout/2, "acquisition %d waited for a later round's question", i)
+		time.Sleep(100 * time.Millisecond)
+	}
+}

@@ -105,7 +105,7 @@ func (l *Lock) Done() <-chan struct{} {
 		return closedChan
 	}
 	if l.c.obs != nil {
-		defer l.reportEndHere(context.Background()) // after the Unlock below
+		defer l.reportEnd(context.Background()) // after the Unlock below
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

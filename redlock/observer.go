@@ -340,9 +340,11 @@ func (m multiObserver) Unlock(ctx context.Context, e UnlockStart) (context.Conte
 }
 
 func (m multiObserver) NodeCall(ctx context.Context, e NodeCall) {
-	for _, o := range m {
-		o.NodeCall(ctx, e)
+	if len(m) == 0 {
+		return
 	}
+	defer m[1:].NodeCall(ctx, e) // also if this one panics: see recoverObserver
+	m[0].NodeCall(ctx, e)
 }
 
 func (m multiObserver) LockEnd(ctx context.Context, e LockEnd) {
@@ -367,6 +369,27 @@ func fanOut[S, D any](ctx context.Context, m multiObserver, e S, start func(Obse
 		if end != nil {
 			ends = append(ends, end)
 		}
+	}
+	if len(ends) == 0 {
+		return ctx, nil
+	}
+	return ctx, func(d D) { callEnds(ends, d) }
+}
+
+// fanOutRecovered is fanOut on a goroutine of the Client (see
+// recoverObserver): a start that panics is recovered, and logged, alone, so
+// that the other observers' starts run and their ends are called.
+func fanOutRecovered[S, D any](ctx context.Context, m multiObserver, e S, method string, start func(Observer, context.Context, S) (context.Context, func(D))) (context.Context, func(D)) {
+	var ends []func(D)
+	for _, o := range m {
+		func() {
+			defer recoverObserver(method)
+			octx, end := start(o, ctx, e)
+			ctx = keep(ctx, octx)
+			if end != nil {
+				ends = append(ends, end)
+			}
+		}()
 	}
 	if len(ends) == 0 {
 		return ctx, nil

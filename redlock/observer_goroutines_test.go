@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -205,4 +206,49 @@ func TestCloseWakesLockWaiters(t *testing.T) {
 			t.Fatal("a Lock still waits after Close")
 		}
 	}
+}
+
+// extendCounter counts the starts and ends of Extends it sees.
+type extendCounter struct {
+	redlock.NopObserver
+	starts, ends atomic.Int32
+}
+
+func (o *extendCounter) Extend(ctx context.Context, _ redlock.ExtendStart) (context.Context, func(redlock.ExtendDone)) {
+	o.starts.Add(1)
+	return ctx, func(redlock.ExtendDone) { o.ends.Add(1) }
+}
+
+// With two observers, one whose Extend start panics on the keeper's
+// goroutine: the other sees the end of every Extend it saw start.
+func TestKeeperExtendPanicKeepsOtherObserversEnds(t *testing.T) {
+	captureLog(t)
+	for _, order := range []string{"counter first", "panicking first"} {
+		counter := &extendCounter{}
+		obs := []redlock.Option{redlock.WithObserver(counter), redlock.WithObserver(backgroundPanics{extend: true})}
+		if order == "panicking first" {
+			obs[0], obs[1] = obs[1], obs[0]
+		}
+		_, nodes := memNodes(3)
+		c := newClient(t, nodes, append(obs, redlock.WithTTL(300*time.Millisecond))...)
+		require.NoError(t, c.Do(t.Context(), "k", func(context.Context) error {
+			time.Sleep(450 * time.Millisecond) // three extensions at TTL/3
+			return nil
+		}))
+		require.NoError(t, c.Close()) // waits for extensions in flight
+		assert.NotZero(t, counter.starts.Load(), order)
+		assert.Equal(t, counter.starts.Load(), counter.ends.Load(), "%s: each observer sees the end of what it saw start", order)
+	}
+}
+
+// Done, on the caller's goroutine, reports the end of a lock whose validity
+// ran out: a LockEnd panic there goes on to the caller (only Done's timer,
+// a goroutine of the Client, recovers it).
+func TestDoneLockEndPanicGoesOnToCaller(t *testing.T) {
+	_, nodes := memNodes(3)
+	c := newClient(t, nodes, redlock.WithTTL(50*time.Millisecond), redlock.WithObserver(backgroundPanics{lockEnd: true}))
+	l, err := c.TryLock(t.Context(), "k")
+	require.NoError(t, err)
+	time.Sleep(150 * time.Millisecond) // the validity ended; no timer armed yet
+	assert.PanicsWithValue(t, "observer bug in LockEnd", func() { <-l.Done() })
 }

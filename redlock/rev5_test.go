@@ -152,6 +152,9 @@ func TestRev5QueuedValues(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, l.Extend(ctx, 10*time.Second))
 	require.NoError(t, l.Unlock(t.Context()))
+	// Extend returns once two nodes decided: q's call may still run. Close
+	// waits for it.
+	require.NoError(t, c.Close())
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	require.Equal(t, []string{"lazy:obs:urgent", "real:obs:urgent", "derived:obs:urgent"}, q.seen)
