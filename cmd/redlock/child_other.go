@@ -2,7 +2,10 @@
 
 package main
 
-import "os"
+import (
+	"os"
+	"syscall"
+)
 
 // forwardedSignals are the signals run passes on to its command.
 var forwardedSignals = []os.Signal{os.Interrupt}
@@ -24,3 +27,10 @@ func execFormat(error) bool { return false }
 
 // catchSIGPIPE does nothing: there is no SIGPIPE.
 func catchSIGPIPE() {}
+
+// The signals run sends to the processes of CMD, by name.
+const (
+	sigTerm = syscall.SIGTERM
+	sigKill = syscall.SIGKILL
+	sigQuit = syscall.SIGQUIT
+)

@@ -14,8 +14,10 @@ var forwardedSignals = []os.Signal{
 	syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGUSR1, syscall.SIGUSR2,
 }
 
-// stopSignals are the signals that end hold's holding, and demo.
-var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+// stopSignals are the signals that end hold's holding, and demo: those
+// that end a process by default, so that none leaves the lock held for its
+// TTL (SIGQUIT would dump the goroutines and exit with 2).
+var stopSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT}
 
 // terminate asks p to stop with SIGTERM.
 func terminate(p *os.Process) error { return p.Signal(syscall.SIGTERM) }
@@ -49,3 +51,10 @@ func execFormat(err error) bool { return errors.Is(err, syscall.ENOEXEC) }
 // with 1. A caught signal is reset to its default in the commands run
 // starts, unlike an ignored one.
 func catchSIGPIPE() { signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) }
+
+// The signals run sends to the processes of CMD, by name.
+const (
+	sigTerm = syscall.SIGTERM
+	sigKill = syscall.SIGKILL
+	sigQuit = syscall.SIGQUIT
+)

@@ -306,7 +306,7 @@ func TestStatus(t *testing.T) {
 	}
 	fenced := 0 // the token is written to a quorum at least
 	for _, n := range held.Nodes {
-		if !n.Held || n.TTLMillis == nil || *n.TTLMillis <= 0 || *n.TTLMillis > 30000 || n.Error != "" {
+		if n.Held == nil || !*n.Held || n.TTLMillis == nil || *n.TTLMillis <= 0 || *n.TTLMillis > 30000 || n.Error != "" {
 			t.Errorf("status --json of the held key on %s: %+v, want held with a TTL in (0, 30s]", n.Addr, n)
 		}
 		if n.Fence != nil && *n.Fence == h.Token {
@@ -320,7 +320,7 @@ func TestStatus(t *testing.T) {
 		t.Errorf("status --json of the free key: %+v", free)
 	}
 	for _, n := range free.Nodes {
-		if n.Held || n.TTLMillis != nil || n.Fence != nil || n.Error != "" {
+		if n.Held == nil || *n.Held || n.TTLMillis != nil || n.Fence != nil || n.Error != "" {
 			t.Errorf("status --json of the free key on %s: %+v", n.Addr, n)
 		}
 	}
@@ -363,11 +363,44 @@ func TestStatusNodeErrors(t *testing.T) {
 			t.Errorf("status does not say %q:\n%s", want, r.stdout)
 		}
 	}
+	// In JSON, a node that could not be asked has no "held": unknown is
+	// not free.
+	r = invoke(t, "", "status", "--nodes", addrs, "--timeout", "1s", "--json", "k")
+	var rep statusReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("status --json: %v\n%v", err, r)
+	}
+	for _, n := range rep.Keys[0].Nodes {
+		if (n.Error != "") != (n.Held == nil) {
+			t.Errorf("status --json on %s: %+v: want \"held\" exactly when the node answered", n.Addr, n)
+		}
+	}
+	if strings.Count(r.stdout, `"held"`) != 1 {
+		t.Errorf("status --json: want \"held\" for the one node that answered:\n%s", r.stdout)
+	}
 	servers2, addrs2 := nodes(t, 3)
 	servers2[2].Kill()
 	r = invoke(t, "", "status", "--nodes", addrs2, "--timeout", "1s", "k")
 	if r.code != 0 || !strings.Contains(r.stdout, "k: free: held on 0 of 3 nodes, 2 answered") {
 		t.Errorf("status with one node of three down: want exit 0 and the key free, got %v", r)
+	}
+}
+
+// TestStatusRefusedAndDuplicate: status reports a node that refuses the
+// connection (a wrong password) by its error, not as a free key with a
+// garbled counter, and refuses one server under two addresses, as run does.
+func TestStatusRefusedAndDuplicate(t *testing.T) {
+	t.Parallel()
+	servers, addrs := nodes(t, 3)
+	locked := redistest.NewServer(t, redistest.WithPassword("pw"))
+	r := invoke(t, "", "status", "--nodes", addrs+",redis://:wrong@"+locked.Addr(), "--timeout", "2s", "k")
+	if !strings.Contains(r.stdout, "WRONGPASS") || strings.Contains(r.stdout, "not a number") {
+		t.Errorf("status with a wrong password: want the node's WRONGPASS, got %v", r)
+	}
+	_, port, _ := strings.Cut(servers[0].Addr(), ":")
+	r = invoke(t, "", "status", "--nodes", addrs+",localhost:"+port, "--timeout", "2s", "k")
+	if r.code != exitUsage || !strings.Contains(r.stderr, "reach the same server") {
+		t.Errorf("status with one server under two addresses: want exit %d and the reason, got %v", exitUsage, r)
 	}
 }
 
@@ -424,6 +457,15 @@ func TestConflictExitCode(t *testing.T) {
 		if r.code != tc.want {
 			t.Errorf("redlock %s: want exit %d, got %v", strings.Join(tc.args, " "), tc.want, r)
 		}
+	}
+	// With 0, a busy lock is no error: nothing on stderr, as flock -E 0;
+	// -v still tells.
+	quiet := []string{"run", "--nodes", addrs, "--node-timeout", "2s", "--wait", "0", "--conflict-exit-code", "0", "busy", "--", "true"}
+	if r := invoke(t, "", quiet...); r.code != 0 || r.stderr != "" {
+		t.Errorf("--conflict-exit-code 0 on a busy lock: want exit 0 and no output, got %v", r)
+	}
+	if r := invoke(t, "", append([]string{"run", "-v"}, quiet[1:]...)...); r.code != 0 || !strings.Contains(r.stderr, "not obtained") {
+		t.Errorf("-v --conflict-exit-code 0 on a busy lock: want exit 0 and the reason, got %v", r)
 	}
 }
 

@@ -35,7 +35,7 @@ once it holds it,
 
   {"key":"KEY","token":7,"until":"2026-11-30T10:00:10.000Z"}
 
-and keeps it, extended every TTL/3, until it gets SIGINT, SIGTERM or SIGHUP,
+and keeps it, extended every TTL/3, until it gets SIGINT, SIGTERM, SIGHUP or SIGQUIT,
 or --for has passed; then it releases the lock and exits with 0. It is the
 lock around several steps of a shell script: start it in the background, wait
 for its line, do the steps, and kill it (see the example). token is the
@@ -104,7 +104,7 @@ func runHold(ctx context.Context, o holdOptions, stdout, stderr io.Writer) error
 			return err
 		}
 		if _, err := fmt.Fprintf(stdout, "%s\n", line); err != nil {
-			return fmt.Errorf("hold: writing the line on stdout: %w", err)
+			return fmt.Errorf("writing the line on stdout: %w", err)
 		}
 		var over <-chan time.Time
 		if o.holdFor > 0 {

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -40,7 +41,7 @@ func (o *lockFlags) add(cmd *cobra.Command) {
 	f.DurationVar(&o.nodeTimeout, "node-timeout", 0, "bounds each call to one node; a node slower than this counts as failed (default TTL/10, at most 200ms)")
 	f.DurationVar(&o.wait, "wait", 0, "how long to wait for the lock; 0 tries once (default: as long as it takes)")
 	f.BoolVar(&o.fencing, "fencing", false, "give the lock a fencing token, a number that rises with every grant of the key")
-	f.IntVar(&o.conflictCode, "conflict-exit-code", exitConflict, "the exit code when the lock is held elsewhere past --wait, 0 to 255 (flock -E)")
+	f.IntVar(&o.conflictCode, "conflict-exit-code", exitConflict, "the exit code when the lock is held elsewhere past --wait, 0 to 255 (flock -E); with 0, nothing is printed of it without -v")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "tell on stderr what happens to the lock: the wait, the grant, failed extensions, its loss, the release")
 }
 
@@ -211,7 +212,9 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 	if errors.As(err, &ee) {
 		return ee
 	}
-	return exitWith(exitFailure, fmt.Errorf("%s: %w", name, err))
+	// The library's errors begin with "redlock: ", which execute prints
+	// once, before name.
+	return exitWith(exitFailure, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "redlock: ")))
 }
 
 // withoutLost returns err without the ErrLockLost that Do joined to it.
@@ -259,7 +262,12 @@ func notObtained(name string, o *lockFlags, err, cause error) error {
 	case errors.Is(err, redlock.ErrUnavailable):
 		return exitWith(exitUnavailable, fmt.Errorf("%s: lock %q not obtained%s: too many nodes failed for a quorum:\n%w", name, o.key, within, err))
 	case errors.Is(err, redlock.ErrNotObtained), errors.Is(cause, errWaitOver):
+		if o.conflictCode == 0 && !o.verbose {
+			return exitWith(exitOK, nil) // a busy lock is no error, as flock -E 0 has it: nothing to say
+		}
 		return exitWith(o.conflictCode, fmt.Errorf("%s: lock %q not obtained%s: held elsewhere:\n%w", name, o.key, within, err))
 	}
-	return exitWith(exitFailure, fmt.Errorf("%s: %w", name, err))
+	// The library's errors begin with "redlock: ", which execute prints
+	// once, before name.
+	return exitWith(exitFailure, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "redlock: ")))
 }

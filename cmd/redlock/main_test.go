@@ -296,6 +296,7 @@ func TestUsageErrors(t *testing.T) {
 		{"unknown flag", []string{"run", "--frob", "--key", "k", "--", "true"}, "unknown flag"},
 		{"no nodes", []string{"run", "--key", "k", "--", "true"}, "no nodes"},
 		{"no key", []string{"run", "--nodes", "127.0.0.1:1"}, "no key"},
+		{"flag after KEY", []string{"run", "--nodes", "127.0.0.1:1", "k", "--wait", "0", "--", "true"}, `"--wait" after KEY: run's flags go before KEY`},
 		{"empty key", []string{"run", "--nodes", "127.0.0.1:1", "", "--", "true"}, "no key"},
 		{"hold without a key", []string{"hold", "--nodes", "127.0.0.1:1"}, "one key"},
 		{"hold with two keys", []string{"hold", "--nodes", "127.0.0.1:1", "a", "b"}, "one key"},

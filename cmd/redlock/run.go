@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -45,7 +46,7 @@ every argument is CMD's.
 
 CMD inherits stdin, stdout, stderr and the environment ($` + tokenEnv + ` only
 with --fencing). SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent
-to run are forwarded to CMD (only to CMD, not to its children), except
+to run are forwarded to CMD (not to its children: CMD decides), except
 SIGINT and SIGQUIT while CMD's process group is the terminal's foreground
 group: Ctrl-C and Ctrl-\ reach CMD from the terminal, once (a SIGINT sent
 to run alone then is not passed on: stop run from a program with SIGTERM).
@@ -62,6 +63,14 @@ If the lock is lost while CMD runs (an extension finds it gone from a
 majority of the nodes, or its validity runs out because the nodes could not be
 reached), CMD gets SIGTERM, then SIGKILL if it is still running after --grace,
 and run exits with 76. Another client may hold the lock from that moment on.
+
+On Linux, run sees every process CMD starts (it is their subreaper): when
+the lock is lost they get SIGTERM and SIGKILL with CMD, and a process that
+outlives CMD (a daemon it started, a command whose shell was killed) keeps
+the lock held, as a flock(1) lock would be, until it exits; run then exits
+with CMD's status. Signals sent to run meanwhile go to those processes, and
+once run was asked to stop (SIGINT, SIGTERM, SIGHUP, SIGQUIT) they get
+SIGTERM, then SIGKILL after --grace. Elsewhere run knows CMD alone.
 
 With -v, run tells on stderr what happens to the lock: "waiting for KEY (held
 elsewhere)", "acquired KEY after 1.2s, token 7", failed extensions, the loss.
@@ -98,6 +107,10 @@ Exit codes:
 			if o.key == "" && len(args) == 0 {
 				return usageErrorf("run: no key and no command: give them as in: redlock run KEY -- CMD [ARGS...]")
 			}
+			if o.key == "" && len(args) > 2 && strings.HasPrefix(args[1], "-") && args[1] != "--" && slices.Contains(args[2:], "--") {
+				// run KEY --wait 0 -- CMD: the flag would be taken for CMD.
+				return usageErrorf("run: %q after KEY: run's flags go before KEY, as in: redlock run [flags] KEY -- CMD [ARGS...]", args[1])
+			}
 			if _, argv := runArgs(o.key, args); len(argv) == 0 {
 				return usageErrorf("run: no command: give it after --, as in: redlock run KEY -- CMD [ARGS...]")
 			}
@@ -125,7 +138,7 @@ Exit codes:
 	f.StringVar(&o.key, "key", "", "the lock's name, instead of KEY; every argument is then CMD's (not from the environment)")
 	// From the environment, --key would turn KEY into CMD.
 	f.SetAnnotation("key", noEnv, []string{"true"})
-	f.DurationVar(&o.grace, "grace", defaultGrace, "after the lock is lost, how long CMD has to exit after SIGTERM before SIGKILL")
+	f.DurationVar(&o.grace, "grace", defaultGrace, "how long CMD (and, on Linux, what it started) has to exit after SIGTERM, on a lost lock or a stop, before SIGKILL")
 	return withEnv(cmd)
 }
 
@@ -154,8 +167,8 @@ func runLocked(ctx context.Context, o runOptions, argv []string, stderr io.Write
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
 		code := exitNotFound
-		if errors.Is(err, fs.ErrPermission) {
-			code = exitCannotExec
+		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EISDIR) {
+			code = exitCannotExec // found, but cannot be executed, as shells say
 		}
 		return exitWith(code, fmt.Errorf("run: %w", err))
 	}
@@ -166,9 +179,13 @@ func runLocked(ctx context.Context, o runOptions, argv []string, stderr io.Write
 
 // supervise runs CMD while the lock is held: until CMD exits, forwarding
 // the signals of l.sigs to it, and terminating it when ctx is canceled
-// because the lock was lost. It returns CMD's exit status as an *exitError,
-// or nil for 0.
+// because the lock was lost. On Linux, run is the subreaper of what CMD
+// starts: the processes that CMD leaves behind (a daemon, or a command whose
+// shell was killed) are signalled with CMD when the lock is lost, and the
+// lock is held until they have exited too (see leftovers). It returns CMD's
+// exit status as an *exitError, or nil for 0.
 func supervise(ctx context.Context, l heldLock, o runOptions, path string, argv []string, stderr io.Writer) error {
+	s := supervisor{o: o, name: argv[0], stderr: stderr, tree: becomeSubreaper(), lost: ctx.Done()}
 	env := childEnv(os.Environ(), o.fencing, l.token)
 	child, err := startChild(path, argv, env)
 	if err != nil && execFormat(err) {
@@ -179,38 +196,126 @@ func supervise(ctx context.Context, l heldLock, o runOptions, path string, argv 
 	if err != nil {
 		return exitWith(exitCannotExec, fmt.Errorf("run: %w", err))
 	}
+	s.child = child.Process
 	exited := make(chan error, 1)
 	go func() { exited <- child.Wait() }()
-
-	var (
-		lostDone = ctx.Done() // canceled when the lock is lost; nil once seen
-		kill     <-chan time.Time
-		waitErr  error
-	)
+	var waitErr error
 loop:
 	for {
 		select {
 		case waitErr = <-exited:
 			break loop
 		case sig := <-l.sigs:
+			s.stopping = s.stopping || stops(sig)
 			if !fromTerminal(sig, child.Process.Pid) { // else CMD got it from the terminal too
 				_ = child.Process.Signal(sig)
 			}
-		case <-lostDone:
-			lostDone = nil
-			fmt.Fprintf(stderr, "redlock: run: lost the lock %q while %s ran; sending it SIGTERM (SIGKILL in %v)\n", o.key, argv[0], o.grace)
-			_ = terminate(child.Process)
-			kill = time.After(o.grace)
-		case <-kill:
-			kill = nil
-			fmt.Fprintf(stderr, "redlock: run: %s did not exit within %v of SIGTERM; sending SIGKILL\n", argv[0], o.grace)
-			_ = child.Process.Kill()
+		case <-s.lost:
+			s.lose(fmt.Sprintf("while %s ran; sending it SIGTERM", argv[0]))
+		case <-s.kill:
+			s.killAll(fmt.Sprintf("%s did not exit", argv[0]))
 		}
 	}
-	if status := exitStatus(child.ProcessState, waitErr); status != 0 {
+	status := exitStatus(child.ProcessState, waitErr)
+	if s.tree && hasChildren() {
+		s.leftovers(l.sigs)
+	}
+	if status != 0 {
 		return exitWith(status, nil)
 	}
 	return nil
+}
+
+// A supervisor is what supervise knows of CMD and of the processes it
+// started.
+type supervisor struct {
+	o        runOptions
+	name     string // CMD's
+	stderr   io.Writer
+	tree     bool        // run is the subreaper of CMD's processes (Linux)
+	child    *os.Process // CMD's
+	lost     <-chan struct{}
+	kill     <-chan time.Time // --grace after SIGTERM
+	stopping bool             // a signal asked run to stop
+}
+
+// stops reports whether sig asks a job to end.
+func stops(sig os.Signal) bool {
+	for _, s := range stopSignals {
+		if sig == s {
+			return true
+		}
+	}
+	return sig == sigQuit
+}
+
+// lose terminates CMD (and, on Linux, every process it started) because the
+// lock was lost, and arms SIGKILL after --grace.
+func (s *supervisor) lose(what string) {
+	s.lost = nil
+	fmt.Fprintf(s.stderr, "redlock: run: lost the lock %q %s (SIGKILL in %v)\n", s.o.key, what, s.o.grace)
+	s.signalAll(sigTerm)
+	s.armKill()
+}
+
+func (s *supervisor) armKill() {
+	if s.kill == nil {
+		s.kill = time.After(s.o.grace)
+	}
+}
+
+// killAll kills CMD and the processes it started, --grace after SIGTERM.
+func (s *supervisor) killAll(who string) {
+	s.kill = nil
+	fmt.Fprintf(s.stderr, "redlock: run: %s within %v of SIGTERM; sending SIGKILL\n", who, s.o.grace)
+	s.signalAll(sigKill)
+}
+
+// signalAll sends sig to CMD and, on Linux, to every process it started.
+func (s *supervisor) signalAll(sig syscall.Signal) {
+	if s.tree && signalTree(sig) > 0 {
+		return
+	}
+	if sig == sigKill {
+		_ = s.child.Kill()
+	} else {
+		_ = terminate(s.child)
+	}
+}
+
+// leftovers holds the lock, after CMD exited, until the processes it left
+// behind (run's children now: see becomeSubreaper) have exited, as flock(1)
+// holds its lock while any process that inherited it runs: the lock is
+// extended meanwhile. They get the signals sent to run; when run was asked
+// to stop before, or the lock is lost, they get SIGTERM, and SIGKILL after
+// --grace.
+func (s *supervisor) leftovers(sigs <-chan os.Signal) {
+	fmt.Fprintf(s.stderr, "redlock: run: %s exited; holding the lock %q until the processes it left have exited\n", s.name, s.o.key)
+	gone := make(chan struct{})
+	go func() { reapChildren(); close(gone) }()
+	if s.stopping && s.lost != nil {
+		fmt.Fprintf(s.stderr, "redlock: run: asked to stop: sending them SIGTERM (SIGKILL in %v)\n", s.o.grace)
+		s.signalAll(sigTerm)
+		s.armKill()
+	}
+	for {
+		select {
+		case <-gone:
+			return
+		case sig := <-sigs:
+			if stops(sig) {
+				s.stopping = true
+				s.armKill()
+			}
+			if ss, ok := sig.(syscall.Signal); ok && !fromTerminal(sig, os.Getpid()) { // else they got it from the terminal
+				signalTree(ss)
+			}
+		case <-s.lost:
+			s.lose("while processes left by " + s.name + " ran; sending them SIGTERM")
+		case <-s.kill:
+			s.killAll("the processes " + s.name + " left did not exit")
+		}
+	}
 }
 
 // startChild starts path with argv and env, with run's stdin, stdout and

@@ -163,6 +163,11 @@ func TestRunPassThrough(t *testing.T) {
 	if r.code != exitNotFound {
 		t.Errorf("a missing command: want exit %d, got %v", exitNotFound, r)
 	}
+	// A directory is found but cannot be executed: 126, as shells say.
+	r = invoke(t, "", "run", "--nodes", addrs, "--key", "k", "--", t.TempDir())
+	if r.code != exitCannotExec {
+		t.Errorf("a directory as the command: want exit %d, got %v", exitCannotExec, r)
+	}
 	r = invoke(t, "", "run", "--nodes", addrs, "--key", "k", "--", "sh", "-c", `echo "${REDLOCK_TOKEN-unset}"`)
 	if r.code != 0 || r.stdout != "unset\n" {
 		t.Errorf("without --fencing: want no REDLOCK_TOKEN, got %v", r)

@@ -45,7 +45,8 @@ clients that take the locks.
 Exit codes:
   0    every key was asked of a quorum of the nodes
   69   fewer than a quorum of the nodes answered for some key
-  2    bad flags or arguments, no nodes, a bad address
+  2    bad flags or arguments, no nodes, a bad address, or two addresses
+       of one server (the same run_id in INFO)
 
 ` + envHelp("nodes", "prefix", "timeout", "json"),
 		Example: `  redlock status --nodes 10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379 nightly-report
@@ -99,7 +100,9 @@ type keyReport struct {
 // keyNodeReport is what one node holds for a key.
 type keyNodeReport struct {
 	Addr string `json:"addr"` // without any password
-	Held bool   `json:"held"`
+	// Held says whether the node holds the key; omitted for a node that
+	// could not be asked (Error).
+	Held *bool `json:"held,omitempty"`
 	// TTLMillis is the remaining time to live when held, -1 for a key
 	// without one; omitted when not held.
 	TTLMillis *int64  `json:"ttl_ms,omitempty"`
@@ -158,10 +161,16 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string)
 	}
 	// Every node at once; a node's keys one after the other, each bounded by
 	// the timeout.
+	runIDs := make([]string, len(addrs)) // "" when INFO failed
 	var wg sync.WaitGroup
 	for n, a := range addrs {
 		wg.Go(func() {
 			c := clients[n]
+			cctx, cancel := context.WithTimeout(ctx, o.timeout)
+			if info, err := c.Info(cctx, "server").Result(); err == nil {
+				runIDs[n] = parseInfo(info)["run_id"]
+			}
+			cancel()
 			for _, kr := range rep.Keys {
 				nr := keyNodeReport{Addr: a.String()}
 				cctx, cancel := context.WithTimeout(ctx, o.timeout)
@@ -175,7 +184,9 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string)
 					if k.TTL == keystatus.NoExpiry {
 						ttl = -1
 					}
-					nr.Held, nr.TTLMillis = true, &ttl
+					nr.Held, nr.TTLMillis = &k.Held, &ttl
+				default:
+					nr.Held = &k.Held
 				}
 				if rerr == nil && k.FenceSet {
 					nr.Fence = &k.Fence
@@ -185,6 +196,13 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string)
 		})
 	}
 	wg.Wait()
+	for i, a := range runIDs {
+		for j := range i {
+			if a != "" && a == runIDs[j] {
+				return usageErrorf("status: addresses %d (%s) and %d (%s) reach the same server (run_id %s): it would count twice towards the quorum", j+1, addrs[j], i+1, addrs[i], a)
+			}
+		}
+	}
 	unavailable := false
 	for _, kr := range rep.Keys {
 		for _, nr := range kr.Nodes {
@@ -192,7 +210,7 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string)
 				continue
 			}
 			kr.Answered++
-			if nr.Held {
+			if *nr.Held {
 				kr.HeldOn++
 			}
 			if nr.Fence != nil && (kr.Fence == nil || *nr.Fence > *kr.Fence) {
@@ -239,7 +257,7 @@ func printStatus(w io.Writer, rep *statusReport) {
 				continue
 			}
 			held, ttl, fence := "no", "-", "-"
-			if nr.Held {
+			if *nr.Held {
 				held = "yes"
 				if *nr.TTLMillis < 0 {
 					ttl = "none"

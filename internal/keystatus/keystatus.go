@@ -44,12 +44,17 @@ func Read(ctx context.Context, c *redis.Client, key string) (Key, error) {
 		pttl  *redis.DurationCmd
 		fence *redis.StringCmd
 	)
-	// Each command carries its own error, a failed connection's included.
-	_, _ = c.Pipelined(ctx, func(p redis.Pipeliner) error {
+	_, perr := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		pttl = p.PTTL(ctx, key)
 		fence = p.Get(ctx, driver.FenceKey(key))
 		return nil
 	})
+	if perr != nil && !errors.Is(perr, redis.Nil) && pttl.Err() == nil && fence.Err() == nil {
+		// Neither command ran: the connection's handshake failed (a
+		// wrong password, a database out of range), and go-redis says so
+		// in the pipeline's error alone.
+		return Key{}, perr
+	}
 	var k Key
 	switch d, err := pttl.Result(); {
 	case err != nil:

@@ -1,6 +1,7 @@
 package keystatus_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -56,5 +57,30 @@ func TestRead(t *testing.T) {
 	srv.Kill()
 	if _, err := keystatus.Read(t.Context(), c, "held"); err == nil {
 		t.Error("Read from a killed server: no error")
+	}
+}
+
+// A connection the server refuses at its handshake (a wrong password, a
+// database out of range) is an error of Read, not a free key with a garbled
+// fencing counter.
+func TestReadRefusedConnection(t *testing.T) {
+	srv := redistest.NewServer(t, redistest.WithPassword("pw"))
+	for addr, want := range map[string]string{
+		"redis://:wrong@" + srv.Addr():      "WRONGPASS",
+		"redis://:pw@" + srv.Addr() + "/99": "DB index is out of range",
+	} {
+		a, err := redisaddr.Parse(addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := keystatus.NewClient(a, 2*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := keystatus.Read(t.Context(), c, "k")
+		c.Close()
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Read through %s = %+v, %v; want an error with %q", a, got, err, want)
+		}
 	}
 }

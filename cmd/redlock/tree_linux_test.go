@@ -1,0 +1,113 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// processGone reports whether process pid has ended: it is gone, or a
+// zombie nobody has reaped yet.
+func processGone(pid int) bool {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(b, ')')
+	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z'
+}
+
+// readPID reads the process ID a command wrote to path.
+func readPID(t *testing.T, path string) int {
+	t.Helper()
+	var data []byte
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if b, err := os.ReadFile(path); err == nil && bytes.HasSuffix(b, []byte("\n")) {
+			data = b
+			break
+		}
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatalf("no process ID in %s: %q", path, data)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+	return pid
+}
+
+// A process that CMD leaves behind (here, started in the background by a
+// shell that exits at once) keeps the lock held until it exits, as it would
+// keep a flock(1) lock: no other run gets the lock meanwhile, and run exits
+// with CMD's status once it has ended.
+func TestRunHoldsLockWhileLeftoversRun(t *testing.T) {
+	t.Parallel()
+	_, addrs := nodes(t, 3)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	b := start(t, "run", "--nodes", addrs, "--key", "leftover", "--", "sh", "-c",
+		`sleep 2 >/dev/null 2>&1 & echo $! > "$1"; echo started; exit 4`, "sh", pidFile)
+	b.waitLine("started", 30*time.Second)
+	pid := readPID(t, pidFile)
+	r := invoke(t, "", "run", "--nodes", addrs, "--node-timeout", "2s", "--key", "leftover", "--wait", "0", "--", "true")
+	if !processGone(pid) && r.code != exitConflict {
+		t.Fatalf("another run while the leftover of CMD runs: want 75 (held), got %v", r)
+	}
+	if code := b.wait(30 * time.Second); code != 4 {
+		t.Fatalf("exit %d, want CMD's 4; stderr:\n%s", code, b.stderr.String())
+	}
+	if !processGone(pid) {
+		t.Fatal("run exited, and so released the lock, while the process CMD left still ran")
+	}
+	if !strings.Contains(b.stderr.String(), "until the processes it left have exited") {
+		t.Errorf("stderr does not say why run waits:\n%s", b.stderr.String())
+	}
+	if r := invoke(t, "", "run", "--nodes", addrs, "--node-timeout", "2s", "--key", "leftover", "--wait", "0", "--", "true"); r.code != 0 {
+		t.Fatalf("run after the first released: %v", r)
+	}
+}
+
+// When the lock is lost, every process CMD started gets SIGTERM, not only
+// CMD: here the shell's child, which ignores nothing, and whose shell dies
+// of the signal before it could pass it on.
+func TestRunLockLostTerminatesCommandsChildren(t *testing.T) {
+	t.Parallel()
+	servers, addrs := nodes(t, 3)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	b := start(t, "run", "--nodes", addrs, "--key", "lostkids", "--ttl", "1500ms", "--grace", "500ms", "--", "sh", "-c",
+		`sleep 60 >/dev/null 2>&1 & echo $! > "$1"; echo held; wait`, "sh", pidFile)
+	b.waitLine("held", 30*time.Second)
+	pid := readPID(t, pidFile)
+	deleteEverywhere(t, servers, "lostkids")
+	if code := b.wait(30 * time.Second); code != exitLockLost {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitLockLost, b.stderr.String())
+	}
+	if !processGone(pid) {
+		t.Fatal("the lock was lost and run exited, but the process CMD started still runs")
+	}
+}
+
+// SIGTERM to run reaches CMD, and, once CMD has exited of it, the processes
+// CMD left behind: run releases the lock only after they have ended, and
+// exits as CMD did.
+func TestRunStopReachesLeftovers(t *testing.T) {
+	t.Parallel()
+	_, addrs := nodes(t, 3)
+	pidFile := filepath.Join(t.TempDir(), "pid")
+	b := start(t, "run", "--nodes", addrs, "--key", "stopkids", "--grace", "2s", "--", "sh", "-c",
+		`sleep 60 >/dev/null 2>&1 & echo $! > "$1"; echo held; wait`, "sh", pidFile)
+	b.waitLine("held", 30*time.Second)
+	pid := readPID(t, pidFile)
+	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := b.wait(30 * time.Second); code != exitSignalBase+int(syscall.SIGTERM) {
+		t.Fatalf("exit %d, want %d; stderr:\n%s", code, exitSignalBase+int(syscall.SIGTERM), b.stderr.String())
+	}
+	if !processGone(pid) {
+		t.Fatal("run was stopped and exited, but the process CMD left still runs")
+	}
+}

@@ -1,0 +1,20 @@
+//go:build !linux
+
+package main
+
+import "syscall"
+
+// becomeSubreaper reports false: only Linux gives run the processes that
+// CMD leaves behind, which then go on unseen after run releases the lock.
+func becomeSubreaper() bool { return false }
+
+// signalTree finds no descendants where /proc does not list them; run
+// signals CMD alone.
+func signalTree(syscall.Signal) int { return 0 }
+
+// hasChildren reports false: without a subreaper, CMD's leftovers are not
+// run's children.
+func hasChildren() bool { return false }
+
+// reapChildren has nothing to wait for.
+func reapChildren() {}
