@@ -252,6 +252,26 @@ func TestHoldFor(t *testing.T) {
 }
 
 // TestHoldLost deletes the lock underneath hold: it exits with 76.
+// TestHoldStopSignals: each signal that ends a process by default makes
+// hold release the lock and exit with 0 (SIGQUIT too, which would otherwise
+// dump the goroutines and leave the lock held for its TTL).
+func TestHoldStopSignals(t *testing.T) {
+	t.Parallel()
+	_, addrs := nodes(t, 3)
+	for _, sig := range []syscall.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT} {
+		holder, _ := startHold(t, "--nodes", addrs, "stop")
+		if err := holder.cmd.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+		if code := holder.wait(30 * time.Second); code != 0 {
+			t.Fatalf("hold after %v: exit %d, want 0; stderr:\n%s", sig, code, holder.stderr.String())
+		}
+		if r := invoke(t, "", "run", "--nodes", addrs, "--node-timeout", "2s", "--wait", "0", "stop", "--", "true"); r.code != 0 {
+			t.Fatalf("run after hold ended by %v: want the lock free, got %v", sig, r)
+		}
+	}
+}
+
 func TestHoldLost(t *testing.T) {
 	t.Parallel()
 	servers, addrs := nodes(t, 3)
