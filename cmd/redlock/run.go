@@ -197,13 +197,23 @@ func supervise(ctx context.Context, l heldLock, o runOptions, path string, argv 
 		return exitWith(exitCannotExec, fmt.Errorf("run: %w", err))
 	}
 	s.child = child.Process
-	exited := make(chan error, 1)
-	go func() { exited <- child.Wait() }()
-	var waitErr error
+	exited := make(chan cmdExit, 1)
+	var gone chan struct{} // closed when run has no child left (s.tree)
+	if s.tree {
+		gone = make(chan struct{})
+		go reap(child.Process.Pid, exited, gone)
+		defer child.Process.Release()
+	} else {
+		go func() {
+			err := child.Wait()
+			exited <- cmdExit{status: exitStatus(child.ProcessState, err)}
+		}()
+	}
+	var exit cmdExit
 loop:
 	for {
 		select {
-		case waitErr = <-exited:
+		case exit = <-exited:
 			break loop
 		case sig := <-l.sigs:
 			s.stopping = s.stopping || stops(sig)
@@ -216,14 +226,22 @@ loop:
 			s.killAll(fmt.Sprintf("%s did not exit", argv[0]))
 		}
 	}
-	status := exitStatus(child.ProcessState, waitErr)
-	if s.tree && hasChildren() {
-		s.leftovers(l.sigs)
+	if exit.leftovers {
+		s.leftovers(l.sigs, gone)
+	} else if gone != nil {
+		<-gone // at once: no child is left
 	}
-	if status != 0 {
-		return exitWith(status, nil)
+	if exit.status != 0 {
+		return exitWith(exit.status, nil)
 	}
 	return nil
+}
+
+// cmdExit is how CMD ended: its exit status as a shell reports it, and
+// whether processes it started still run (Linux: see reap).
+type cmdExit struct {
+	status    int
+	leftovers bool
 }
 
 // A supervisor is what supervise knows of CMD and of the processes it
@@ -284,15 +302,14 @@ func (s *supervisor) signalAll(sig syscall.Signal) {
 }
 
 // leftovers holds the lock, after CMD exited, until the processes it left
-// behind (run's children now: see becomeSubreaper) have exited, as flock(1)
+// behind (run's children now: see becomeSubreaper) have exited and gone is
+// closed (see reap), as flock(1)
 // holds its lock while any process that inherited it runs: the lock is
 // extended meanwhile. They get the signals sent to run; when run was asked
 // to stop before, or the lock is lost, they get SIGTERM, and SIGKILL after
 // --grace.
-func (s *supervisor) leftovers(sigs <-chan os.Signal) {
+func (s *supervisor) leftovers(sigs <-chan os.Signal, gone <-chan struct{}) {
 	fmt.Fprintf(s.stderr, "redlock: run: %s exited; holding the lock %q until the processes it left have exited\n", s.name, s.o.key)
-	gone := make(chan struct{})
-	go func() { reapChildren(); close(gone) }()
 	if s.stopping && s.lost != nil {
 		fmt.Fprintf(s.stderr, "redlock: run: asked to stop: sending them SIGTERM (SIGKILL in %v)\n", s.o.grace)
 		s.signalAll(sigTerm)

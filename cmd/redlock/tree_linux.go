@@ -81,9 +81,8 @@ func signalTree(sig syscall.Signal) int {
 	return len(pids)
 }
 
-// hasChildren reports whether run has a child left (CMD reaped): a process
-// CMD left behind, given to run as their subreaper. It reaps those that
-// have exited.
+// hasChildren reports whether run has a child left: a process CMD left
+// behind, given to run as their subreaper. It reaps those that have exited.
 func hasChildren() bool {
 	for {
 		var ws syscall.WaitStatus
@@ -99,17 +98,32 @@ func hasChildren() bool {
 	}
 }
 
-// reapChildren waits until run has no child left, reaping each as it
-// exits.
-func reapChildren() {
+// reap is the one reaper of run's children, CMD (pid) and the processes it
+// left, which become run's as they are orphaned (see becomeSubreaper): each
+// is reaped as it exits, so that none stays a zombie while CMD runs. It sends
+// CMD's exit on exited, and closes gone once no child is left.
+func reap(pid int, exited chan<- cmdExit, gone chan<- struct{}) {
+	defer close(gone)
 	for {
 		var ws syscall.WaitStatus
-		_, err := syscall.Wait4(-1, &ws, 0, nil)
+		p, err := syscall.Wait4(-1, &ws, 0, nil)
 		if errors.Is(err, syscall.EINTR) {
 			continue
 		}
 		if err != nil { // ECHILD: none left
 			return
 		}
+		if p == pid {
+			exited <- cmdExit{status: waitStatusCode(ws), leftovers: hasChildren()}
+		}
 	}
+}
+
+// waitStatusCode is the exit status of a process as a shell reports it: its
+// exit code, or 128 + N when signal N killed it.
+func waitStatusCode(ws syscall.WaitStatus) int {
+	if ws.Signaled() {
+		return exitSignalBase + int(ws.Signal())
+	}
+	return ws.ExitStatus()
 }

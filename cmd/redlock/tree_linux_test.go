@@ -111,3 +111,44 @@ func TestRunStopReachesLeftovers(t *testing.T) {
 		t.Fatal("run was stopped and exited, but the process CMD left still runs")
 	}
 }
+
+// zombiesOf counts the children of process ppid that have exited and wait to
+// be reaped.
+func zombiesOf(ppid int) int {
+	entries, _ := os.ReadDir("/proc")
+	n := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			continue
+		}
+		i := bytes.LastIndexByte(b, ')')
+		f := bytes.Fields(b[i+1:])
+		if len(f) > 1 && string(f[0]) == "Z" && string(f[1]) == strconv.Itoa(ppid) {
+			n++
+		}
+	}
+	return n
+}
+
+// The processes that CMD's processes orphan become run's (it is their
+// subreaper): run reaps each as it exits, while CMD still runs, so that a
+// long CMD that starts many leaves no zombies behind.
+func TestRunReapsOrphansWhileCommandRuns(t *testing.T) {
+	t.Parallel()
+	_, addrs := nodes(t, 3)
+	b := start(t, "run", "--nodes", addrs, "--key", "orphans", "--", "sh", "-c",
+		`for i in 1 2 3 4 5 6 7 8 9 10; do (sleep 0 &); done; echo spawned; sleep 2`)
+	b.waitLine("spawned", 30*time.Second)
+	time.Sleep(300 * time.Millisecond) // the orphans' sleeps have exited
+	if n := zombiesOf(b.cmd.Process.Pid); n > 0 {
+		t.Errorf("%d orphans of CMD are zombies of run while CMD runs", n)
+	}
+	if code := b.wait(30 * time.Second); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, b.stderr.String())
+	}
+}

@@ -12,9 +12,5 @@ func becomeSubreaper() bool { return false }
 // signals CMD alone.
 func signalTree(syscall.Signal) int { return 0 }
 
-// hasChildren reports false: without a subreaper, CMD's leftovers are not
-// run's children.
-func hasChildren() bool { return false }
-
-// reapChildren has nothing to wait for.
-func reapChildren() {}
+// reap is not used where becomeSubreaper reports false.
+func reap(int, chan<- cmdExit, chan<- struct{}) {}
