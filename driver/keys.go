@@ -27,7 +27,11 @@ func FenceKey(key string) string { return "redlock:fence:{" + SlotTag(HashSlot(k
 // LegacyFenceKey names the per-key fencing counter of versions before
 // [FenceKey] counted per slot: "{key}:fence", or "key:fence" when key
 // contains "}". The fencing scripts read it beside FenceKey(key) and take the
-// larger, so that tokens keep rising across the upgrade; they never write it.
+// larger, so that tokens keep rising from where the old clients left them;
+// they never write it (a counter per key would grow with the keys), so an
+// old client that still runs beside new ones reads only its own counter and
+// can repeat a token: every old client must stop before the first new one
+// takes a fenced lock.
 // On a Redis Cluster, where a script may only touch keys of one slot, a
 // driver passes it only when [HashSlot] gives it the key's slot (see
 // [FenceKeys]): clusters were never supported before, so they hold no

@@ -111,7 +111,7 @@ func (a *actor) hold(g *simGrant, l *redlock.Lock) {
 	// a holder that relies on Until alone does.
 	watch := a.r.IntN(3) != 0
 	for range a.r.IntN(5) {
-		switch a.r.IntN(7) {
+		switch a.r.IntN(8) {
 		case 0: // work within the validity
 			time.Sleep(a.dur(0, max(time.Until(l.Until())/2, 0)))
 		case 1: // a pause past the validity: GC, swapping, a stopped VM
@@ -147,6 +147,8 @@ func (a *actor) hold(g *simGrant, l *redlock.Lock) {
 			}
 		case 6:
 			time.Sleep(a.dur(0, s.nodeTimeout))
+		case 7: // ask the nodes how long the lock has left
+			a.ttl(g, l, unlocked)
 		}
 		a.observe(g, l, unlocked, watch)
 	}
@@ -256,6 +258,25 @@ func (a *actor) extend(g *simGrant, l *redlock.Lock, ttl time.Duration, unlocked
 	}
 	if watch && !isClosed(l.Done()) {
 		a.sm.violate(vExtendEnded, g.key, "Extend(%v) of #%d %s left Done open", ttl, g.id, why)
+	}
+}
+
+// ttl asks the nodes how long the lock has left (Lock.TTL), which may lower
+// Until, never raise it: a node's answer may be longer than the lock can
+// count on (a stale Extend's PEXPIRE may still land).
+func (a *actor) ttl(g *simGrant, l *redlock.Lock, unlocked bool) {
+	u0 := l.Until()
+	left, err := l.TTL(a.ctx)
+	u1 := l.Until()
+	if !unlocked {
+		a.sm.report(g, u1)
+	}
+	a.sm.logf(a.name, g.key, "TTL #%d: %v, %s; Until +%v → +%v", g.id, left, errString(err), u0.Sub(a.sm.t0), u1.Sub(a.sm.t0))
+	if err != nil && !errors.Is(err, redlock.ErrLockLost) {
+		a.sm.violate(vUnexpected, g.key, "TTL #%d: %v", g.id, err)
+	}
+	if u1.After(u0) {
+		a.sm.violate(vUntilMoved, g.key, "TTL of #%d moved Until from +%v to +%v", g.id, u0.Sub(a.sm.t0), u1.Sub(a.sm.t0))
 	}
 }
 
