@@ -68,9 +68,12 @@ On Linux, run sees every process CMD starts (it is their subreaper): when
 the lock is lost they get SIGTERM and SIGKILL with CMD, and a process that
 outlives CMD (a daemon it started, a command whose shell was killed) keeps
 the lock held, as a flock(1) lock would be, until it exits; run then exits
-with CMD's status. Signals sent to run meanwhile go to those processes, and
-once run was asked to stop (SIGINT, SIGTERM, SIGHUP, SIGQUIT) they get
-SIGTERM, then SIGKILL after --grace. Elsewhere run knows CMD alone.
+with CMD's status. Meanwhile, signals sent to run go to the processes it
+adopted from CMD (not to their children), and a stop (SIGINT, SIGTERM,
+SIGHUP, SIGQUIT, now or before CMD exited) sends SIGTERM to every one of
+them, then SIGKILL after --grace, repeated until none is left. If run itself
+is killed (SIGKILL), CMD gets SIGTERM, but what CMD left runs on without the
+lock. Elsewhere, or without /proc, run knows CMD alone.
 
 With -v, run tells on stderr what happens to the lock: "waiting for KEY (held
 elsewhere)", "acquired KEY after 1.2s, token 7", failed extensions, the loss.
@@ -82,8 +85,9 @@ Exit codes:
   75          the lock is held elsewhere: not obtained within --wait
               (--conflict-exit-code replaces 75, as flock -E)
   69          too many nodes failed (errors, timeouts) for a quorum
-  76          the lock was lost while CMD ran (CMD was terminated), or on
-              release a majority of the nodes no longer held it
+  76          the lock was lost while CMD (or what it left) ran (they were
+              terminated), or on release a majority of the nodes no longer
+              held it
   126, 127    CMD could not be executed / was not found (checked before the
               lock is taken; an exec that fails anyway releases it)
   128+N       signal N ended the wait for the lock; CMD did not run
@@ -253,9 +257,15 @@ type supervisor struct {
 	tree     bool        // run is the subreaper of CMD's processes (Linux)
 	child    *os.Process // CMD's
 	lost     <-chan struct{}
-	kill     <-chan time.Time // --grace after SIGTERM
+	kill     <-chan time.Time // --grace after SIGTERM, then again every killAgain
+	killing  bool             // SIGKILL was sent
 	stopping bool             // a signal asked run to stop
 }
+
+// killAgain is how often run sends SIGKILL again to what is left of CMD's
+// processes once it has sent it: a process forked while run walked the tree
+// escaped the first.
+const killAgain = 100 * time.Millisecond
 
 // stops reports whether sig asks a job to end.
 func stops(sig os.Signal) bool {
@@ -282,11 +292,15 @@ func (s *supervisor) armKill() {
 	}
 }
 
-// killAll kills CMD and the processes it started, --grace after SIGTERM.
+// killAll kills CMD and the processes it started, --grace after SIGTERM,
+// and again every killAgain until none is left.
 func (s *supervisor) killAll(who string) {
-	s.kill = nil
-	fmt.Fprintf(s.stderr, "redlock: run: %s within %v of SIGTERM; sending SIGKILL\n", who, s.o.grace)
+	if !s.killing {
+		fmt.Fprintf(s.stderr, "redlock: run: %s within %v of SIGTERM; sending SIGKILL\n", who, s.o.grace)
+		s.killing = true
+	}
 	s.signalAll(sigKill)
+	s.kill = time.After(killAgain)
 }
 
 // signalAll sends sig to CMD and, on Linux, to every process it started.
@@ -305,27 +319,35 @@ func (s *supervisor) signalAll(sig syscall.Signal) {
 // behind (run's children now: see becomeSubreaper) have exited and gone is
 // closed (see reap), as flock(1)
 // holds its lock while any process that inherited it runs: the lock is
-// extended meanwhile. They get the signals sent to run; when run was asked
-// to stop before, or the lock is lost, they get SIGTERM, and SIGKILL after
-// --grace.
+// extended meanwhile. The processes run adopted get the signals sent to
+// run; when run is (or was) asked to stop, or the lock is lost, every one
+// gets SIGTERM, and SIGKILL after --grace, again until none is left.
 func (s *supervisor) leftovers(sigs <-chan os.Signal, gone <-chan struct{}) {
-	fmt.Fprintf(s.stderr, "redlock: run: %s exited; holding the lock %q until the processes it left have exited\n", s.name, s.o.key)
+	if s.lost == nil {
+		fmt.Fprintf(s.stderr, "redlock: run: %s exited; the lock %q is lost: waiting for the processes it left to exit\n", s.name, s.o.key)
+	} else {
+		fmt.Fprintf(s.stderr, "redlock: run: %s exited; holding the lock %q until the processes it left have exited\n", s.name, s.o.key)
+	}
 	if s.stopping && s.lost != nil {
-		fmt.Fprintf(s.stderr, "redlock: run: asked to stop: sending them SIGTERM (SIGKILL in %v)\n", s.o.grace)
-		s.signalAll(sigTerm)
-		s.armKill()
+		s.stop()
 	}
 	for {
 		select {
 		case <-gone:
 			return
 		case sig := <-sigs:
-			if stops(sig) {
-				s.stopping = true
-				s.armKill()
-			}
-			if ss, ok := sig.(syscall.Signal); ok && !fromTerminal(sig, os.Getpid()) { // else they got it from the terminal
-				signalTree(ss)
+			switch {
+			case stops(sig):
+				if !s.stopping {
+					s.stopping = true
+					s.stop()
+				}
+			case !fromTerminal(sig, os.Getpid()): // else they got it from the terminal
+				// As CMD's own signals: to the processes run adopted,
+				// which decide for theirs.
+				if ss, ok := sig.(syscall.Signal); ok {
+					signalChildren(ss)
+				}
 			}
 		case <-s.lost:
 			s.lose("while processes left by " + s.name + " ran; sending them SIGTERM")
@@ -333,6 +355,14 @@ func (s *supervisor) leftovers(sigs <-chan os.Signal, gone <-chan struct{}) {
 			s.killAll("the processes " + s.name + " left did not exit")
 		}
 	}
+}
+
+// stop asks the processes CMD left to end, as run was asked to: SIGTERM to
+// every one of them, and SIGKILL after --grace.
+func (s *supervisor) stop() {
+	fmt.Fprintf(s.stderr, "redlock: run: asked to stop: sending them SIGTERM (SIGKILL in %v)\n", s.o.grace)
+	s.signalAll(sigTerm)
+	s.armKill()
 }
 
 // startChild starts path with argv and env, with run's stdin, stdout and

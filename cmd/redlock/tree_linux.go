@@ -17,6 +17,9 @@ const prSetChildSubreaper = 36
 // init: run can then see them, signal them and wait for them before it
 // releases the lock. It reports whether the kernel allowed it.
 func becomeSubreaper() bool {
+	if _, ok := parentOf(os.Getpid()); !ok {
+		return false // no /proc to find them in: run knows CMD alone
+	}
 	_, _, errno := syscall.RawSyscall(syscall.SYS_PRCTL, prSetChildSubreaper, 1, 0)
 	return errno == 0
 }
@@ -24,7 +27,18 @@ func becomeSubreaper() bool {
 // descendants returns the process IDs of every descendant of run (CMD and
 // whatever it started), read from /proc: a process that starts or ends
 // meanwhile may be missed or listed.
-func descendants() []int {
+func descendants() []int { return tree(false) }
+
+// signalChildren sends sig to run's children: CMD, or, once CMD has exited,
+// the processes run adopted from it.
+func signalChildren(sig syscall.Signal) {
+	for _, pid := range tree(true) {
+		_ = syscall.Kill(pid, sig)
+	}
+}
+
+// tree returns the descendants of run, or its children only.
+func tree(childrenOnly bool) []int {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
@@ -46,7 +60,9 @@ func descendants() []int {
 		queue = queue[1:]
 		for _, c := range children[p] {
 			out = append(out, c)
-			queue = append(queue, c)
+			if !childrenOnly {
+				queue = append(queue, c)
+			}
 		}
 	}
 	return out

@@ -152,3 +152,82 @@ func TestRunReapsOrphansWhileCommandRuns(t *testing.T) {
 		t.Fatalf("exit %d; stderr:\n%s", code, b.stderr.String())
 	}
 }
+
+// A process left behind that ignores SIGTERM and forks without pause is
+// still ended at --grace when run is stopped: SIGKILL is sent again until
+// nothing is left (a child forked while run walked the tree escaped a single
+// one), and run then exits and releases.
+func TestRunKillsForkingLeftovers(t *testing.T) {
+	t.Parallel()
+	_, addrs := nodes(t, 3)
+	b := start(t, "run", "--nodes", addrs, "--key", "spawner", "--grace", "300ms", "--", "sh", "-c",
+		`sh -c 'trap "" TERM; while :; do sleep 1000 >/dev/null 2>&1 & done' >/dev/null 2>&1 & echo started; exit 0`)
+	b.waitLine("started", 30*time.Second)
+	time.Sleep(300 * time.Millisecond) // CMD has exited; the spawner forks
+	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := b.wait(30 * time.Second); code != 0 {
+		t.Fatalf("exit %d, want CMD's 0; stderr:\n%s", code, b.stderr.String())
+	}
+	if r := invoke(t, "", "run", "--nodes", addrs, "--node-timeout", "2s", "--key", "spawner", "--wait", "0", "--", "true"); r.code != 0 {
+		t.Fatalf("the lock after run ended: want it free, got %v", r)
+	}
+}
+
+// A stop signal that comes after CMD exited sends SIGTERM to the processes
+// it left (a shell's background job ignores SIGINT: SIGINT alone would not
+// end it), before SIGKILL at --grace.
+func TestRunStopAfterCommandExitedSendsSIGTERM(t *testing.T) {
+	t.Parallel()
+	_, addrs := nodes(t, 3)
+	dir := t.TempDir()
+	marker := filepath.Join(dir, "got-term")
+	b := start(t, "run", "--nodes", addrs, "--key", "latestop", "--grace", "10s", "--", "sh", "-c",
+		`sh -c 'trap "touch \"$1\"; exit 0" TERM; echo ready; while :; do sleep 0.05; done' sh "$1" & exit 0`, "sh", marker)
+	b.waitLine("ready", 30*time.Second)
+	time.Sleep(200 * time.Millisecond) // CMD has exited
+	if err := b.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := b.wait(30 * time.Second); code != 0 {
+		t.Fatalf("exit %d, want CMD's 0; stderr:\n%s", code, b.stderr.String())
+	}
+	if !fileExists(marker) {
+		t.Fatalf("the process CMD left did not get SIGTERM; stderr:\n%s", b.stderr.String())
+	}
+}
+
+// A signal that does not stop (SIGUSR1) sent to run after CMD exited goes to
+// the processes run adopted, which decide for their own children, as CMD
+// does while it runs: a child of theirs is not signalled.
+func TestRunForwardsToAdoptedOnly(t *testing.T) {
+	t.Parallel()
+	_, addrs := nodes(t, 3)
+	dir := t.TempDir()
+	marker, pidFile := filepath.Join(dir, "got-usr1"), filepath.Join(dir, "pid")
+	master := `trap 'touch "$1"' USR1; sleep 30 >/dev/null 2>&1 & echo $! > "$2"; echo ready; while :; do sleep 0.05; done`
+	b := start(t, "run", "--nodes", addrs, "--key", "usr1", "--grace", "1s", "--", "sh", "-c",
+		`sh -c "$1" sh "$2" "$3" & exit 0`, "sh", master, marker, pidFile)
+	b.waitLine("ready", 30*time.Second)
+	worker := readPID(t, pidFile)
+	time.Sleep(200 * time.Millisecond) // CMD has exited
+	if err := b.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); !fileExists(marker) && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !fileExists(marker) {
+		t.Fatal("the process run adopted did not get SIGUSR1")
+	}
+	if processGone(worker) {
+		t.Fatal("SIGUSR1 reached the adopted process's own child, which it kills")
+	}
+	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if code := b.wait(30 * time.Second); code != 0 {
+		t.Fatalf("exit %d; stderr:\n%s", code, b.stderr.String())
+	}
+}

@@ -12,5 +12,8 @@ func becomeSubreaper() bool { return false }
 // signals CMD alone.
 func signalTree(syscall.Signal) int { return 0 }
 
+// signalChildren is not used where becomeSubreaper reports false.
+func signalChildren(syscall.Signal) {}
+
 // reap is not used where becomeSubreaper reports false.
 func reap(int, chan<- cmdExit, chan<- struct{}) {}
