@@ -17,6 +17,7 @@ import (
 	"context"
 	"crypto/rand"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -135,12 +136,20 @@ func setNXExpires(t *testing.T, ctx context.Context, newNode func(*testing.T) dr
 	n, k := newNode(t), key(t)
 	start := time.Now()
 	must(t, "SetNX(absent key)")(n.SetNX(ctx, k, value(), ttl))
-	freed := waitFree(t, ctx, n, k, 5*time.Second)
+	expiredInTime(t, fmt.Sprintf("SetNX(ttl=%v)", ttl), ttl, start, waitFree(t, ctx, n, k, 5*time.Second),
+		"a Node must set the TTL with the key (SET NX PX)", "a Node must not expire a key before its TTL")
+}
+
+// expiredInTime fails the test unless a key given ttl by call at start was
+// freed (at freed, zero if never within waitFree's limit), and not before
+// its TTL. never and early say what the Node did wrong in either case.
+func expiredInTime(t *testing.T, call string, ttl time.Duration, start, freed time.Time, never, early string) {
+	t.Helper()
 	switch {
 	case freed.IsZero():
-		t.Fatalf("SetNX(ttl=%v): the key was still held 5s later: a Node must set the TTL with the key (SET NX PX)", ttl)
+		t.Fatalf("%s: the key was still held 5s later: %s", call, never)
 	case freed.Sub(start) < ttl-5*time.Millisecond:
-		t.Fatalf("SetNX(ttl=%v): the key was free after %v: a Node must not expire a key before its TTL", ttl, freed.Sub(start))
+		t.Fatalf("%s: the key was free after %v: %s", call, freed.Sub(start), early)
 	}
 }
 
@@ -254,13 +263,8 @@ func extendShortens(t *testing.T, ctx context.Context, newNode func(*testing.T) 
 	if ok := must(t, "Extend(value, 300ms)")(n.Extend(ctx, k, v, ttl)); !ok {
 		t.Fatal("Extend(value, 300ms) = false, want true")
 	}
-	freed := waitFree(t, ctx, n, k, 5*time.Second)
-	switch {
-	case freed.IsZero():
-		t.Fatal("Extend(value, 300ms) on a key with 1h to live: still held 5s later: Extend must set the TTL, also to a shorter one")
-	case freed.Sub(start) < ttl-5*time.Millisecond:
-		t.Fatalf("Extend(value, %v): the key was free after %v: a Node must keep an extended key for its whole TTL (PEXPIRE, in milliseconds)", ttl, freed.Sub(start))
-	}
+	expiredInTime(t, fmt.Sprintf("Extend(value, %v) on a key with 1h to live", ttl), ttl, start, waitFree(t, ctx, n, k, 5*time.Second),
+		"Extend must set the TTL, also to a shorter one", "a Node must keep an extended key for its whole TTL (PEXPIRE, in milliseconds)")
 }
 
 func extendKeepsOthersKey(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {

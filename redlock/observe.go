@@ -277,7 +277,7 @@ func recoverObserver(method string) {
 // the observers, on the keeper's goroutine (see recoverObserver).
 func (c *Client) observeExtendStart(ctx context.Context, e ExtendStart) (octx context.Context, end func(ExtendDone)) {
 	if m, ok := c.obs.(multiObserver); ok {
-		return fanOutRecovered(ctx, m, e, "Extend", Observer.Extend)
+		return fanOut(ctx, m, e, "Extend", Observer.Extend)
 	}
 	defer recoverObserver("Extend")
 	return c.obs.Extend(ctx, e)

@@ -320,23 +320,23 @@ func observerOf(obs []Observer) Observer {
 type multiObserver []Observer
 
 func (m multiObserver) Do(ctx context.Context, e DoStart) (context.Context, func(DoDone)) {
-	return fanOut(ctx, m, e, Observer.Do)
+	return fanOut(ctx, m, e, "", Observer.Do)
 }
 
 func (m multiObserver) Lock(ctx context.Context, e LockStart) (context.Context, func(LockDone)) {
-	return fanOut(ctx, m, e, Observer.Lock)
+	return fanOut(ctx, m, e, "", Observer.Lock)
 }
 
 func (m multiObserver) Attempt(ctx context.Context, e AttemptStart) (context.Context, func(AttemptDone)) {
-	return fanOut(ctx, m, e, Observer.Attempt)
+	return fanOut(ctx, m, e, "", Observer.Attempt)
 }
 
 func (m multiObserver) Extend(ctx context.Context, e ExtendStart) (context.Context, func(ExtendDone)) {
-	return fanOut(ctx, m, e, Observer.Extend)
+	return fanOut(ctx, m, e, "", Observer.Extend)
 }
 
 func (m multiObserver) Unlock(ctx context.Context, e UnlockStart) (context.Context, func(UnlockDone)) {
-	return fanOut(ctx, m, e, Observer.Unlock)
+	return fanOut(ctx, m, e, "", Observer.Unlock)
 }
 
 func (m multiObserver) NodeCall(ctx context.Context, e NodeCall) {
@@ -361,14 +361,16 @@ func (m multiObserver) Wake(ctx context.Context, e Wake) {
 	}
 }
 
-func fanOut[S, D any](ctx context.Context, m multiObserver, e S, start func(Observer, context.Context, S) (context.Context, func(D))) (context.Context, func(D)) {
+// fanOut calls start on each observer of m in turn, each with the context
+// the one before returned, and returns the last context and an end that
+// calls every observer's end (see callEnds). With recoverAs (the method's
+// name), on a goroutine of the Client, a start that panics is recovered and
+// logged alone (see recoverObserver), so that the other observers' starts
+// run and their ends are called.
+func fanOut[S, D any](ctx context.Context, m multiObserver, e S, recoverAs string, start func(Observer, context.Context, S) (context.Context, func(D))) (context.Context, func(D)) {
 	var ends []func(D)
 	for _, o := range m {
-		octx, end := start(o, ctx, e)
-		ctx = keep(ctx, octx)
-		if end != nil {
-			ends = append(ends, end)
-		}
+		ctx = startOne(ctx, o, e, recoverAs, start, &ends)
 	}
 	if len(ends) == 0 {
 		return ctx, nil
@@ -376,25 +378,20 @@ func fanOut[S, D any](ctx context.Context, m multiObserver, e S, start func(Obse
 	return ctx, func(d D) { callEnds(ends, d) }
 }
 
-// fanOutRecovered is fanOut on a goroutine of the Client (see
-// recoverObserver): a start that panics is recovered, and logged, alone, so
-// that the other observers' starts run and their ends are called.
-func fanOutRecovered[S, D any](ctx context.Context, m multiObserver, e S, method string, start func(Observer, context.Context, S) (context.Context, func(D))) (context.Context, func(D)) {
-	var ends []func(D)
-	for _, o := range m {
-		func() {
-			defer recoverObserver(method)
-			octx, end := start(o, ctx, e)
-			ctx = keep(ctx, octx)
-			if end != nil {
-				ends = append(ends, end)
-			}
-		}()
+// startOne calls start on o and adds its end, if any, to ends; it returns
+// the context to go on with (ctx when o gave none, or panicked with
+// recoverAs set).
+func startOne[S, D any](ctx context.Context, o Observer, e S, recoverAs string, start func(Observer, context.Context, S) (context.Context, func(D)), ends *[]func(D)) (next context.Context) {
+	next = ctx
+	if recoverAs != "" {
+		defer recoverObserver(recoverAs)
 	}
-	if len(ends) == 0 {
-		return ctx, nil
+	octx, end := start(o, ctx, e)
+	next = keep(ctx, octx)
+	if end != nil {
+		*ends = append(*ends, end)
 	}
-	return ctx, func(d D) { callEnds(ends, d) }
+	return next
 }
 
 // callEnds runs ends in reverse order, each also if one run before it
