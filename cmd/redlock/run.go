@@ -230,6 +230,11 @@ loop:
 			s.killAll(fmt.Sprintf("%s did not exit", argv[0]))
 		}
 	}
+	if s.tree {
+		// Reaped by reap, not by os/exec: where the system has no pidfd,
+		// its process ID may be another process's by now.
+		s.child = nil
+	}
 	if exit.leftovers {
 		s.leftovers(l.sigs, gone)
 	} else if gone != nil {
@@ -303,9 +308,10 @@ func (s *supervisor) killAll(who string) {
 	s.kill = time.After(killAgain)
 }
 
-// signalAll sends sig to CMD and, on Linux, to every process it started.
+// signalAll sends sig to CMD and, on Linux, to every process it started
+// (once CMD has exited, to those it left).
 func (s *supervisor) signalAll(sig syscall.Signal) {
-	if s.tree && signalTree(sig) > 0 {
+	if s.tree && signalTree(sig) > 0 || s.child == nil {
 		return
 	}
 	if sig == sigKill {
