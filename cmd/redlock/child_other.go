@@ -32,5 +32,4 @@ func catchSIGPIPE() {}
 const (
 	sigTerm = syscall.SIGTERM
 	sigKill = syscall.SIGKILL
-	sigQuit = syscall.SIGQUIT
 )

@@ -56,5 +56,4 @@ func catchSIGPIPE() { signal.Notify(make(chan os.Signal, 1), syscall.SIGPIPE) }
 const (
 	sigTerm = syscall.SIGTERM
 	sigKill = syscall.SIGKILL
-	sigQuit = syscall.SIGQUIT
 )

@@ -272,15 +272,8 @@ type supervisor struct {
 // escaped the first.
 const killAgain = 100 * time.Millisecond
 
-// stops reports whether sig asks a job to end.
-func stops(sig os.Signal) bool {
-	for _, s := range stopSignals {
-		if sig == s {
-			return true
-		}
-	}
-	return sig == sigQuit
-}
+// stops reports whether sig asks a job to end: one of stopSignals.
+func stops(sig os.Signal) bool { return slices.Contains(stopSignals, sig) }
 
 // lose terminates CMD (and, on Linux, every process it started) because the
 // lock was lost, and arms SIGKILL after --grace.

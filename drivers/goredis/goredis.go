@@ -16,6 +16,7 @@ import (
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/batch"
 	"github.com/go-redlock/redlock/internal/drivernode"
+	"github.com/go-redlock/redlock/internal/goredispipe"
 	"github.com/go-redlock/redlock/internal/pubsub"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/internal/rediscmd"
@@ -322,7 +323,7 @@ func (n *node) exec(ctx context.Context, calls []*batch.Call[rediscmd.Cmd, redis
 		cmds[i] = send(ctx, pipe, &c.Cmd, false)
 	}
 	_, err := pipe.Exec(ctx)
-	unanswered(cmds, err) // each command has its own error, or Exec's
+	goredispipe.StampUnsent(cmds, err) // each command has its own error, or Exec's
 	var again []int
 	for i, cmd := range cmds {
 		if isNoScript(cmd.Err()) {
@@ -335,26 +336,10 @@ func (n *node) exec(ctx context.Context, calls []*batch.Call[rediscmd.Cmd, redis
 			cmds[i] = send(ctx, pipe, &calls[i].Cmd, true)
 		}
 		_, err = pipe.Exec(ctx)
-		unanswered(cmds, err)
+		goredispipe.StampUnsent(cmds, err)
 	}
 	for i, c := range calls {
 		c.Res, c.Err = result(&c.Cmd, cmds[i])
-	}
-}
-
-// unanswered gives err, a pipeline's error, to its commands that got neither
-// a reply nor an error of their own. go-redis leaves them so when it could not
-// send the pipeline because the connection's handshake got an error reply
-// (WRONGPASS, a database out of range, BUSY): it returns that error from Exec
-// only. Read as a reply, their nil would say that the key is held.
-func unanswered(cmds []*redis.Cmd, err error) {
-	if err == nil {
-		return
-	}
-	for _, c := range cmds {
-		if c.Err() == nil && c.Val() == nil {
-			c.SetErr(err)
-		}
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/goredispipe"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 )
 
@@ -49,12 +50,7 @@ func Read(ctx context.Context, c *redis.Client, key string) (Key, error) {
 		fence = p.Get(ctx, driver.FenceKey(key))
 		return nil
 	})
-	if perr != nil && !errors.Is(perr, redis.Nil) && pttl.Err() == nil && fence.Err() == nil {
-		// Neither command ran: the connection's handshake failed (a
-		// wrong password, a database out of range), and go-redis says so
-		// in the pipeline's error alone.
-		return Key{}, perr
-	}
+	goredispipe.StampUnsent([]redis.Cmder{pttl, fence}, perr) // a refused handshake
 	var k Key
 	switch d, err := pttl.Result(); {
 	case err != nil:

@@ -164,6 +164,17 @@ func (s *state[C]) closeLane() {
 	}
 }
 
+// close closes s's lane, the connections its client's creation dialed and
+// then its client: the library's Close sends a PING on each connection and
+// waits up to a second for its reply, which a stalled server never sends.
+func (s *state[C]) close() {
+	s.closeLane()
+	for _, conn := range s.conns {
+		conn.Close()
+	}
+	s.client.Close()
+}
+
 // closed reports whether s is the state of a closed node.
 func (s *state[C]) closed() bool { return errors.Is(s.err, driver.ErrClosed) }
 
@@ -415,8 +426,7 @@ func (n *node[C, D, R, L]) lost(s *state[C], err error) bool {
 	dropped := n.cur.CompareAndSwap(s, nil)
 	n.mu.Unlock()
 	if dropped {
-		s.closeLane()
-		s.client.Close()
+		s.close()
 	}
 	return true
 }
@@ -475,14 +485,7 @@ func (n *node[C, D, R, L]) Close() error {
 	}
 	n.pubSubClose()
 	if s != nil && s.client != none && n.owned {
-		s.closeLane()
-		// Closed first: the library's Close sends a PING on each connection
-		// and waits up to a second for its reply, which a stalled server
-		// never sends.
-		for _, conn := range s.conns {
-			conn.Close()
-		}
-		s.client.Close()
+		s.close()
 	}
 	return nil
 }
