@@ -153,6 +153,9 @@ func ParseNode(s string) (Node, error) {
 		return fail("contains white space or a control character")
 	}
 	if !strings.Contains(s, "://") {
+		if reason := schemeTypo(s); reason != "" {
+			return fail(reason)
+		}
 		host, port, err := splitHostPort(s)
 		if err != nil {
 			return fail(err.Error())
@@ -268,6 +271,25 @@ func ParseNode(s string) (Node, error) {
 		n.Seeds = append(n.Seeds, hp)
 	}
 	return n, nil
+}
+
+// schemeTypo explains an address without "://" that is not host:port but a
+// URL with a mistyped scheme separator ("redis:/h:p", "rediss//h:p") or a
+// Unix socket's path; "" for anything else.
+func schemeTypo(s string) string {
+	lower := strings.ToLower(s)
+	for _, scheme := range []string{"rediss", "redis"} {
+		if rest, ok := strings.CutPrefix(lower, scheme); ok && (strings.HasPrefix(rest, ":") || strings.HasPrefix(rest, "/")) {
+			if strings.HasPrefix(rest, ":") && !strings.HasPrefix(rest, ":/") && strings.Count(s, ":") == 1 {
+				return "" // a host named redis, and its port: "redis:6379"
+			}
+			return fmt.Sprintf("want %s://host:port", scheme)
+		}
+	}
+	if strings.HasPrefix(s, "/") || strings.HasPrefix(s, "unix:") {
+		return "Unix sockets are not supported: want host:port or redis://host:port"
+	}
+	return ""
 }
 
 // seedHostRune reports whether r may appear in the host of an addr

@@ -22,6 +22,9 @@ import (
 // abandoned when ctx is done; the error then wraps ctx.Err(). Without a
 // deadline in ctx, Do against a paused server waits until it is resumed.
 func (s *Server) Do(ctx context.Context, args ...string) (any, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	if len(args) == 0 {
 		return nil, errors.New("redistest: Do needs a command")
 	}

@@ -36,6 +36,9 @@ func (s *Server) Restart(ctx context.Context) error { return s.RestartAfter(ctx,
 // a dead one. If ctx ends or the server is closed during the wait, the
 // server stays down and the error says so.
 func (s *Server) RestartAfter(ctx context.Context, down time.Duration) error {
+	if ctx == nil { // before the kill: the server stays up
+		return errNilContext
+	}
 	if err := s.Kill(); err != nil { // Kill holds the port while the server is down
 		return err
 	}

@@ -50,6 +50,9 @@ type Server struct {
 // [ErrNotInstalled] if the redis-server binary cannot be found, and an error
 // including the end of the server's log if it does not start.
 func Start(ctx context.Context, opts ...Option) (*Server, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	var cfg config
 	for _, opt := range opts {
 		if opt != nil {

@@ -11,6 +11,9 @@ import (
 // closes the others and returns the errors joined (one wrapping
 // [ErrNotInstalled] when the binary is missing, reported once).
 func StartN(ctx context.Context, n int, opts ...Option) ([]*Server, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	if n < 0 {
 		return nil, fmt.Errorf("redistest: StartN: n = %d < 0", n)
 	}
