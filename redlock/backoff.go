@@ -21,10 +21,19 @@ func (b Backoff) wait(attempt int) time.Duration { return max(b(attempt), minBac
 // ExponentialBackoff waits about min before the first retry and doubles the wait
 // with each attempt up to max. Each wait is drawn at random from [w/2, w], so that
 // clients competing for a key do not retry in lock-step.
+//
+// A min of zero or less starts from 1ms, the shortest wait of Lock.
 func ExponentialBackoff(min, max time.Duration) Backoff {
+	if min <= 0 {
+		min = minBackoff
+	}
 	return func(attempt int) time.Duration {
 		w := min
 		for i := 1; i < attempt && w < max; i++ {
+			if w > max/2 {
+				w = max
+				break
+			}
 			w *= 2
 		}
 		return jitter(w, max)

@@ -116,15 +116,19 @@ func newClient(nodes []driver.Node, cfg config) (*Client, error) {
 	names := make([]string, len(nodes))
 	seen := make(map[string]int, len(nodes))
 	for i, n := range nodes {
-		if n == nil {
+		switch {
+		case n == nil:
 			return nil, fmt.Errorf("redlock: node %d is nil", i+1)
-		}
-		if v := reflect.ValueOf(n); v.Kind() == reflect.Pointer && v.IsNil() {
+		case nilNode(n):
 			return nil, fmt.Errorf("redlock: node %d is a nil %T", i+1, n)
 		}
 		names[i] = fmt.Sprintf("#%d", i+1)
-		if s, ok := n.(fmt.Stringer); ok {
-			names[i] = s.String()
+		name, err := nodeName(n)
+		if err != nil {
+			return nil, fmt.Errorf("redlock: node %d (%T): %w", i+1, n, err)
+		}
+		if name != "" {
+			names[i] = name
 			if j, dup := seen[names[i]]; dup {
 				return nil, fmt.Errorf("redlock: nodes %d and %d are both %s: a node must be given once", j+1, i+1, names[i])
 			}
@@ -195,16 +199,73 @@ func newClient(nodes []driver.Node, cfg config) (*Client, error) {
 // runs at once.
 const maxRounds = 512
 
-func sameNode(a, b driver.Node) bool {
+// sameNode reports whether a and b are one value: the same pointer, or equal
+// values of a comparable type. A type that is comparable may still hold a
+// value that is not (a struct with an interface field holding a slice), whose
+// comparison panics: such nodes are not the same.
+func sameNode(a, b driver.Node) (same bool) {
 	ta := reflect.TypeOf(a)
-	return ta == reflect.TypeOf(b) && ta.Comparable() && a == b
+	if ta != reflect.TypeOf(b) || !ta.Comparable() {
+		return false
+	}
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a == b
+}
+
+// nilNode reports whether n is nil, or an interface holding a nil pointer,
+// map, function, channel or slice.
+func nilNode(n driver.Node) bool {
+	if n == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(n); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface, reflect.UnsafePointer:
+		return v.IsNil()
+	}
+	return false
+}
+
+// nodeName is n's String, or "" when n has none; an error when String
+// panics, as a zero value's may.
+func nodeName(n driver.Node) (name string, err error) {
+	s, ok := n.(fmt.Stringer)
+	if !ok {
+		return "", nil
+	}
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("its String method panicked (%v): a node must be made by its driver", v)
+		}
+	}()
+	return s.String(), nil
 }
 
 // Quorum returns how many nodes must agree: len(nodes)/2+1.
-func (c *Client) Quorum() int { return c.quorum }
+func (c *Client) Quorum() int {
+	if c == nil {
+		return 0
+	}
+	return c.quorum
+}
 
 // TTL returns the time to live of new locks.
-func (c *Client) TTL() time.Duration { return c.ttl }
+func (c *Client) TTL() time.Duration {
+	if c == nil {
+		return 0
+	}
+	return c.ttl
+}
+
+// unmade reports whether c was not made by New or Open: a nil or zero
+// Client, whose calls return errUnmade.
+func (c *Client) unmade() bool { return c == nil || c.closing == nil }
+
+// errUnmade is returned by the calls of a Client that New or Open did not make.
+var errUnmade = errors.New("redlock: a nil or zero Client: make one with New or Open")
 
 // Close stops the observers that watch the Client (ClientObserver), then
 // waits, for at most the node timeout, for the calls and releases in
@@ -219,6 +280,9 @@ func (c *Client) TTL() time.Duration { return c.ttl }
 // closed Client return ErrClosed, and so do the Locks that wait between
 // attempts when Close begins, at once.
 func (c *Client) Close() error {
+	if c.unmade() {
+		return errUnmade
+	}
 	if c.closed.Swap(true) {
 		return nil
 	}
@@ -282,7 +346,10 @@ func (c *Client) checkKey(key string) error {
 // opts apply to this call only: WithTTL, which also changes the validity.
 // With WithFencing, the lock also gets a fencing token: see Lock.Token.
 func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
-	if ctx == nil {
+	switch {
+	case c.unmade():
+		return nil, errUnmade
+	case ctx == nil:
 		return nil, errNilContext
 	}
 	cc, err := c.callOptions("TryLock", tryLockOptions, opts)

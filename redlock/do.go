@@ -51,10 +51,12 @@ import (
 // The extension interval plus the node timeout must be shorter than the TTL
 // less the drift allowance.
 func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...Option) error {
-	if fn == nil {
+	switch {
+	case c.unmade():
+		return errUnmade
+	case fn == nil:
 		return errNilDo
-	}
-	if ctx == nil {
+	case ctx == nil:
 		return errNilContext
 	}
 	// Do's frames are beneath fn's for as long as fn runs: they are kept
@@ -97,7 +99,10 @@ type doCall struct {
 	done  chan struct{}
 	obs   *doObs // the observers' Do; nil without observers
 	ran   bool   // first returned: no observer panicked nor called runtime.Goexit in it
-	pv    any    // what an observer panicked with in first; nil for runtime.Goexit
+	// returned: lock is returning, rather than unwinding from an
+	// observer's panic or runtime.Goexit (see endUnwound).
+	returned bool
+	pv       any // what an observer panicked with in first; nil for runtime.Goexit
 }
 
 // The states of a doCall's admission.
@@ -166,6 +171,11 @@ func (d *doCall) lock() (*kept, error) {
 			return nil, d.err
 		}
 	}
+	if d.obs != nil {
+		// An observer's panic (or runtime.Goexit) in the Lock goes on
+		// from here: the Do's end is reported first.
+		defer d.endUnwound()
+	}
 	if d.c.admitDo(d) {
 		<-d.done
 		if d.state == doAdmitted && !d.ran {
@@ -175,11 +185,21 @@ func (d *doCall) lock() (*kept, error) {
 	if d.state != doAdmitted || d.wait {
 		d.here()
 	}
+	d.returned = true
 	if d.err != nil {
 		d.failed()
 		return nil, d.err
 	}
 	return d.e, nil
+}
+
+// endUnwound reports the end of d's Do to the observers when its Lock did not
+// return, an observer having panicked or called runtime.Goexit in it (see
+// rethrow): the lock, if it was granted, is released by then.
+func (d *doCall) endUnwound() {
+	if !d.returned {
+		d.obs.report(errUnwound)
+	}
 }
 
 // rethrow goes on, on Do's goroutine, with the panic or runtime.Goexit of an
@@ -215,11 +235,27 @@ func (d *doCall) here() {
 		err error
 	)
 	if d.state == doAdmitted {
+		// The Lock's start was reported by first: its end is due, also
+		// when the wait does not return (a Backoff that panics).
+		waited := false
+		if d.end != nil {
+			defer func() {
+				if !waited {
+					d.lockUnwound()
+				}
+			}()
+		}
 		l, err = d.c.lockWait(d.lctx, &d.a, d.err)
+		waited = true
 	} else {
 		l, err = d.c.observedLock(d.ctx, d.a.key, d.a.cc)
 	}
 	d.e, d.err = d.hold(l, err)
+}
+
+// lockUnwound reports the end of d's Lock when its wait did not return.
+func (d *doCall) lockUnwound() {
+	d.end(LockDone{Key: d.a.key, Attempts: d.a.made, Duration: time.Since(d.start), Err: errUnwound})
 }
 
 // admitDo starts d's first attempt on a worker if a slot is free, and
@@ -354,12 +390,33 @@ func (d *doCall) hold(l *Lock, err error) (*kept, error) {
 }
 
 // finishOnce finishes Do's hold of e's lock unless done did: when fn
-// panicked or called runtime.Goexit.
+// panicked or called runtime.Goexit. It reports the end of the Do to the
+// observers unless done did, also when finish panics (an observer's Unlock
+// start, see Lock.observeUnlockStart), so that an observer that saw the Do
+// start sees it end.
 func (e *kept) finishOnce() {
+	if e.obs != nil && !e.reported {
+		defer e.reportUnwound()
+	}
 	if !e.finished {
 		e.finish()
 	}
 }
+
+// reportUnwound reports the end of a Do that did not return: its function,
+// or an observer, panicked or called runtime.Goexit.
+func (e *kept) reportUnwound() {
+	e.reported = true
+	err := errUnwound
+	if e.lost {
+		err = errors.Join(err, ErrLockLost)
+	}
+	e.obs.report(err)
+}
+
+// errUnwound is the Err of the end of a Do or a Lock that did not return:
+// a function it called panicked or called runtime.Goexit.
+var errUnwound = errors.New("redlock: the call did not return: a function it called (its function, a Backoff, an observer) panicked or called runtime.Goexit")
 
 // done finishes Do's hold of e's lock after fn returned ferr, and returns
 // Do's error: ferr, joined with ErrLockLost when the lock was lost while fn
@@ -374,6 +431,7 @@ func (e *kept) done(ferr error) error {
 		err = errors.Join(ferr, ErrLockLost)
 	}
 	if e.obs != nil {
+		e.reported = true
 		e.obs.report(err)
 	}
 	return err
@@ -388,6 +446,7 @@ func (e *kept) finish() (lost bool, uerr error) {
 	e.finished = true
 	given := e.l.c.keeperOf().remove(e) // an extension in flight is moot: the release follows
 	lost = given || errors.Is(context.Cause(e.fctx), ErrLockLost) || e.l.over()
+	e.lost = lost
 	e.cancel(nil)
 	return lost, e.l.Unlock(e.ectx)
 }

@@ -33,7 +33,8 @@ var (
 	ErrUnavailable = errors.New("redlock: too many nodes unavailable for a quorum")
 
 	// ErrAlreadyUnlocked is returned by an Unlock of a lock that Unlock was
-	// called for before. It answers at once, without a call to the nodes.
+	// called for before, and joined with ErrLockLost by an Extend or TTL
+	// after Unlock. They answer at once, without a call to the nodes.
 	ErrAlreadyUnlocked = errors.New("redlock: lock already released by an earlier Unlock")
 
 	// ErrClosed is returned by calls on a Client after Close, and is the

@@ -12,7 +12,7 @@ import (
 // removed), quorum and TTL, as in
 // "redlock.Client{nodes: [10.0.0.1:6379 redis://:xxxxx@10.0.0.2:6379 10.0.0.3:6379], quorum: 2, ttl: 10s}".
 func (c *Client) String() string {
-	if c == nil {
+	if c.unmade() {
 		return "redlock.Client(nil)"
 	}
 	return fmt.Sprintf("redlock.Client{nodes: [%s], quorum: %d, ttl: %v}", strings.Join(c.names, " "), c.quorum, c.ttl)

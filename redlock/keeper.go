@@ -56,7 +56,10 @@ type kept struct {
 	removed  bool      // Do removed it (see remove): an extension in flight is moot
 	given    bool      // Close stopped the extensions before Do was done with it
 
-	finished bool // Do finished with the lock (only Do's goroutine uses it)
+	// Only Do's goroutine uses these:
+	finished bool // Do finished with the lock
+	lost     bool // finish found the lock lost (valid once finished)
+	reported bool // Do's end was reported to the observers
 }
 
 // keptHeap orders kept locks by due.
@@ -298,7 +301,7 @@ func (k *keeper) extend(group []*kept) {
 			send = func(j *job) (bool, error) {
 				switch {
 				case c.quit.Err() != nil: // Close ended the background work
-					return false, ErrClosed
+					return false, errKeeperClosed
 				case stalled.Load():
 					return false, errKeeperStalled
 				case !c.now().Before(j.bound):
@@ -327,13 +330,12 @@ func (k *keeper) extend(group []*kept) {
 						votes <- vote{j, i, false, errKeeperDecided}
 						continue
 					}
-					var began time.Time
-					if c.obs != nil {
-						began = time.Now()
-					}
 					ok, err := send(&jobs[j])
-					if c.obs != nil {
-						c.observeNode(jobs[j].octx, i, OpExtend, jobs[j].e.l.name, began, ok, err)
+					if c.obs != nil && !keeperUnsent(err) {
+						// From the group's start: the wait for one of
+						// the keeperFanout goroutines is the Client's
+						// queueing, which NodeCall.Duration includes.
+						c.observeNode(jobs[j].octx, i, OpExtend, jobs[j].e.l.name, jobs[j].began, ok, err)
 					}
 					votes <- vote{j, i, ok && err == nil, err}
 				}
@@ -432,13 +434,21 @@ func (k *keeper) finish(e *kept, r *round, ok bool, start time.Time, octx contex
 // that a stalled node does not hold the group for a node timeout per
 // keeperFanout calls), the lock's validity ended while the call waited its
 // turn, or the other nodes decided the extension while the call waited for a
-// node timeout (the vote is then not counted, nor reported to the
-// observers: no call was made).
+// node timeout (the vote is then not counted), or Close ended the Client's
+// background work. Since no call was made, none is reported to the
+// observers as a NodeCall (see keeperUnsent).
 var (
 	errKeeperStalled = fmt.Errorf("not sent: the node did not answer an earlier extension within the node timeout: %w", context.DeadlineExceeded)
 	errKeeperMoot    = fmt.Errorf("not sent: the lock's validity ended while the extension waited its turn: %w", context.DeadlineExceeded)
 	errKeeperDecided = errors.New("not sent: the other nodes decided the extension while it waited its turn")
+	errKeeperClosed  = fmt.Errorf("not sent: %w", ErrClosed)
 )
+
+// keeperUnsent reports whether err is the keeper's own verdict on a call it
+// did not send.
+func keeperUnsent(err error) bool {
+	return err == errKeeperStalled || err == errKeeperMoot || err == errKeeperClosed
+}
 
 // grant makes l the owner of r, its acquisition round: l lets go of r as
 // soon as every call of r has returned (at once if they have), rather than

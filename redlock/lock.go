@@ -42,8 +42,12 @@ type Lock struct {
 	staleTTL time.Duration
 }
 
-// errNilLock is returned by the methods of a nil *Lock.
-var errNilLock = errors.New("redlock: nil *Lock (the lock was not obtained)")
+// errNilLock is returned by the methods of a nil or zero *Lock.
+var errNilLock = errors.New("redlock: nil or zero *Lock (the lock was not obtained)")
+
+// unmade reports whether l was not made by an acquisition: a nil or zero
+// Lock, whose methods act as a nil Lock's.
+func (l *Lock) unmade() bool { return l == nil || l.c == nil }
 
 // errOver joins ErrLockLost when Extend finds the lock already over.
 var errOver = errors.New("the lock is over: its validity ended, or it was found lost or unlocked")
@@ -101,7 +105,7 @@ func (l *Lock) Until() time.Time {
 // costs nothing until called: the first call arms a timer, and no goroutine
 // waits on the lock's behalf. A nil Lock's Done is closed.
 func (l *Lock) Done() <-chan struct{} {
-	if l == nil {
+	if l.unmade() {
 		return closedChan
 	}
 	if l.c.obs != nil {
@@ -207,7 +211,7 @@ func (l *Lock) setUntilLocked(u, now time.Time) {
 // Extend sends nothing, closes Done, leaves Until alone and returns an error
 // matching ErrLockLost. Unlock still releases the key on the nodes.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
-	if l == nil {
+	if l.unmade() {
 		return errNilLock
 	}
 	if ctx == nil {
@@ -256,6 +260,9 @@ func (l *Lock) beginExtend(start time.Time, ttl, d time.Duration) (time.Time, er
 	bound := start.Add(ttl - d)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.unlocked { // as TTL: the holder let it go
+		return bound, errors.Join(ErrLockLost, ErrAlreadyUnlocked)
+	}
 	if l.overLocked(start) {
 		return bound, errors.Join(ErrLockLost, errOver)
 	}
@@ -289,10 +296,15 @@ func (l *Lock) finishExtend(ctx context.Context, r *round, ok bool, start time.T
 			// for s from a moment after start, no longer.
 			bound = minTime(bound, start.Add(s-drift(s, l.c.driftFactor)))
 		}
-		l.setUntilLocked(minTime(bound, l.groupMin), now)
-		l.ttl = ttl
-		l.mu.Unlock()
-		return nil
+		u := minTime(bound, l.groupMin)
+		l.setUntilLocked(u, now) // ends the lock if u has passed
+		if u.After(now) {
+			l.ttl = ttl
+			l.mu.Unlock()
+			return nil
+		}
+		// The cap left no validity: the lock is over, and so is this
+		// Extend, which fails as one that took too long.
 	}
 	if r.lost() && l.endLocked() {
 		l.endHow = endLostExtend
@@ -353,7 +365,7 @@ func minTime(a, b time.Time) time.Time {
 // Unlock releases once: a later call returns ErrAlreadyUnlocked at once,
 // without a call to the nodes, whatever the first one returned.
 func (l *Lock) Unlock(ctx context.Context) error {
-	if l == nil {
+	if l.unmade() {
 		return errNilLock
 	}
 	if ctx == nil {
@@ -365,13 +377,17 @@ func (l *Lock) Unlock(ctx context.Context) error {
 // unlock is Unlock, which also returns its round (nil when it sent nothing)
 // and whether it ended the lock, for the observers.
 func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
+	now := l.c.now()
 	l.mu.Lock()
 	if l.unlocked {
 		l.mu.Unlock()
 		return nil, false, ErrAlreadyUnlocked
 	}
 	l.unlocked = true
-	ended := l.endLocked()
+	// A lock whose validity passed before Unlock, though nobody noticed
+	// (Done's timer is armed only once Done is called), ended then: it
+	// expired, whatever the release finds on the nodes.
+	ended := !l.overLocked(now) && l.endLocked()
 	if ended {
 		l.endHow = endNone // reported by Unlock, which knows how it ended
 	}

@@ -103,6 +103,9 @@ func (o logObserver) Extend(ctx context.Context, e ExtendStart) (context.Context
 			// The caller gave up (as Do does with an extension in
 			// flight when its function returns): not the lock's trouble.
 			msg = "redlock: extend canceled"
+		case errors.Is(d.Err, ErrAlreadyUnlocked):
+			// The holder's own Unlock came first.
+			msg = "redlock: extend after unlock"
 		case !d.Lost && left > 0:
 			level, msg = slog.LevelWarn, "redlock: extend failed"
 		default:

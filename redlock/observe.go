@@ -54,8 +54,18 @@ func (c *Client) observedLock(ctx context.Context, key string, cc callConfig) (*
 	}
 	start := time.Now()
 	octx, end := c.obs.Lock(ctx, LockStart{Key: key})
+	if end != nil {
+		// A Backoff or an observer that panics within: the end is due.
+		defer func() {
+			if end != nil {
+				end(LockDone{Key: key, Attempts: a.made, Duration: time.Since(start), Err: errUnwound})
+			}
+		}()
+	}
 	l, err := c.lock(keep(ctx, octx), &a)
-	lockDone(end, &a, start, l, err)
+	e := end
+	end = nil
+	lockDone(e, &a, start, l, err)
 	return l, err
 }
 
@@ -208,7 +218,7 @@ func (l *Lock) unlockReported(ctx context.Context) (*round, error) {
 	r, ended, err := l.unlock(ctx)
 	if ended && r != nil {
 		how := EndUnlocked
-		if r.lost() {
+		if err != nil { // no quorum confirmed the release: ErrLockLost
 			how = EndLostUnlock
 			if !l.c.now().Before(l.Until()) {
 				how = EndExpired
@@ -277,7 +287,7 @@ func recoverObserver(method string) {
 // the observers, on the keeper's goroutine (see recoverObserver).
 func (c *Client) observeExtendStart(ctx context.Context, e ExtendStart) (octx context.Context, end func(ExtendDone)) {
 	if m, ok := c.obs.(multiObserver); ok {
-		return fanOut(ctx, m, e, "Extend", Observer.Extend)
+		return fanOut(ctx, m, e, "Extend", ExtendDone{}, Observer.Extend)
 	}
 	defer recoverObserver("Extend")
 	return c.obs.Extend(ctx, e)

@@ -37,7 +37,9 @@ import (
 // that LockEnd is dropped, so that the first goes on. With several observers,
 // every end and every LockEnd runs even if another observer's panicked, so
 // that each sees the end of what it saw start; of several panics, the last
-// goes on. When Unlock's start (the Unlock method) panics, the lock is
+// goes on. When a start panics, the observers started before it have their
+// ends called, with an Err that says so, before the panic goes on; so does
+// a Do whose function panics (see DoDone.Err). When Unlock's start (the Unlock method) panics, the lock is
 // released all the same, its end reported, before the panic goes on.
 //
 // A panic in NodeCall, wherever it runs (amid the bookkeeping of a round of
@@ -129,7 +131,11 @@ type DoDone struct {
 	// Lost reports whether Do returned ErrLockLost: the lock was lost while
 	// its function ran, or was no longer held by a quorum at the end.
 	Lost bool
-	Err  error // what Do returned
+	// Err is what Do returned. A Do that did not return, since its
+	// function or an observer panicked or called runtime.Goexit, is
+	// reported too, once its lock is released: with an Err that says so,
+	// joined with ErrLockLost when the lock was lost.
+	Err error
 }
 
 // LockStart describes a Lock that starts waiting for a key.
@@ -260,10 +266,13 @@ const (
 	// EndLostExtend: an Extend found that no quorum held it any more.
 	EndLostExtend = "lost_extend"
 	// EndExpired: its validity ran out without a successful Extend, noticed
-	// by Done's timer or by the Unlock that found it gone.
+	// by Done's timer or by the first call after it (Extend, TTL, Unlock,
+	// even one that then released the key from the nodes).
 	EndExpired = "expired"
-	// EndLostUnlock: Unlock found that no quorum held it any more, while
-	// validity was left (deleted, evicted, or forgotten by a node).
+	// EndLostUnlock: Unlock could not confirm that a quorum still held it,
+	// while validity was left: nodes said they no longer held it (deleted,
+	// evicted, or forgotten by a node), or failed to answer (down, or
+	// closed by Client.Close); Unlock returned ErrLockLost.
 	EndLostUnlock = "lost_unlock"
 	// EndLostTTL: Lock.TTL found that no quorum held it any more.
 	EndLostTTL = "lost_ttl"
@@ -312,6 +321,10 @@ func observerOf(obs []Observer) Observer {
 	return multiObserver(obs)
 }
 
+// errStartPanicked is the error of the ends called when another observer's
+// start panicked (see fanOut).
+var errStartPanicked = errors.New("redlock: another observer panicked or called runtime.Goexit as the call started")
+
 // multiObserver calls each of its Observers in turn, each with the context the
 // one before returned; end functions run in the reverse order. Every end,
 // and every LockEnd, runs even if another panicked or called
@@ -320,23 +333,23 @@ func observerOf(obs []Observer) Observer {
 type multiObserver []Observer
 
 func (m multiObserver) Do(ctx context.Context, e DoStart) (context.Context, func(DoDone)) {
-	return fanOut(ctx, m, e, "", Observer.Do)
+	return fanOut(ctx, m, e, "", DoDone{Key: e.Key, Err: errStartPanicked}, Observer.Do)
 }
 
 func (m multiObserver) Lock(ctx context.Context, e LockStart) (context.Context, func(LockDone)) {
-	return fanOut(ctx, m, e, "", Observer.Lock)
+	return fanOut(ctx, m, e, "", LockDone{Key: e.Key, Err: errStartPanicked}, Observer.Lock)
 }
 
 func (m multiObserver) Attempt(ctx context.Context, e AttemptStart) (context.Context, func(AttemptDone)) {
-	return fanOut(ctx, m, e, "", Observer.Attempt)
+	return fanOut(ctx, m, e, "", AttemptDone{Key: e.Key, Attempt: e.Attempt, Outcome: OutcomeError, Err: errStartPanicked}, Observer.Attempt)
 }
 
 func (m multiObserver) Extend(ctx context.Context, e ExtendStart) (context.Context, func(ExtendDone)) {
-	return fanOut(ctx, m, e, "", Observer.Extend)
+	return fanOut(ctx, m, e, "", ExtendDone{Key: e.Key, Token: e.Token, TTL: e.TTL, Err: errStartPanicked}, Observer.Extend)
 }
 
 func (m multiObserver) Unlock(ctx context.Context, e UnlockStart) (context.Context, func(UnlockDone)) {
-	return fanOut(ctx, m, e, "", Observer.Unlock)
+	return fanOut(ctx, m, e, "", UnlockDone{Key: e.Key, Token: e.Token, Err: errStartPanicked}, Observer.Unlock)
 }
 
 func (m multiObserver) NodeCall(ctx context.Context, e NodeCall) {
@@ -366,12 +379,24 @@ func (m multiObserver) Wake(ctx context.Context, e Wake) {
 // calls every observer's end (see callEnds). With recoverAs (the method's
 // name), on a goroutine of the Client, a start that panics is recovered and
 // logged alone (see recoverObserver), so that the other observers' starts
-// run and their ends are called.
-func fanOut[S, D any](ctx context.Context, m multiObserver, e S, recoverAs string, start func(Observer, context.Context, S) (context.Context, func(D))) (context.Context, func(D)) {
+// run and their ends are called. Without, a start that panics (or calls
+// runtime.Goexit) goes on to the caller, after the ends of the observers
+// started before it are called with aborted, so that each observer sees the
+// end of what it saw start.
+func fanOut[S, D any](ctx context.Context, m multiObserver, e S, recoverAs string, aborted D, start func(Observer, context.Context, S) (context.Context, func(D))) (context.Context, func(D)) {
 	var ends []func(D)
+	started := false
+	if recoverAs == "" {
+		defer func() {
+			if !started {
+				callEnds(ends, aborted)
+			}
+		}()
+	}
 	for _, o := range m {
 		ctx = startOne(ctx, o, e, recoverAs, start, &ends)
 	}
+	started = true
 	if len(ends) == 0 {
 		return ctx, nil
 	}

@@ -160,8 +160,18 @@ func WithKeyPrefix(prefix string) Option {
 // top of a copy of it. The driver must implement driver.ConfigOpener, as every
 // Redis driver here does. New, which takes nodes already configured, rejects
 // it.
+//
+// A nil cfg is an error, not a connection without TLS: a configuration that
+// failed to load must not quietly turn into plain text.
 func WithTLSConfig(cfg *tls.Config) Option {
-	return func(c *config) { c.tls, c.set = cfg, c.set|optTLS }
+	return func(c *config) {
+		c.set |= optTLS
+		if cfg == nil {
+			c.errs = append(c.errs, errors.New("redlock: WithTLSConfig(nil): give a *tls.Config, or leave the option out for connections without TLS"))
+			return
+		}
+		c.tls = cfg
+	}
 }
 
 // WithMaxAttempts caps the attempts of Lock and Do at n (at least 1; the

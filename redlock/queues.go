@@ -21,6 +21,9 @@ type NodeQueue struct {
 // redlock.node.pending and redlock.node.pending.wait. Queues may be called at
 // any time, also after Close.
 func (c *Client) Queues() []NodeQueue {
+	if c.unmade() {
+		return nil
+	}
 	var qs []NodeQueue
 	for i, n := range c.nodes {
 		if q, ok := n.(driver.Queuer); ok {

@@ -79,6 +79,9 @@ func Open(driverName string, addrs []string, opts ...Option) (*Client, error) {
 	}
 	for i, addr := range addrs {
 		n, err := open(addr)
+		if err == nil && nilNode(n) {
+			err = fmt.Errorf("driver %q returned a nil node and no error", driverName)
+		}
 		if err != nil {
 			closeAll()
 			return nil, fmt.Errorf("redlock: address %d: %w", i+1, err)

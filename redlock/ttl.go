@@ -31,7 +31,7 @@ var errNoTTLer = errors.New("the node cannot tell a key's time to live (no drive
 // Nodes must implement driver.TTLer, as every driver of this module does; a
 // node that does not counts as failed.
 func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
-	if l == nil {
+	if l.unmade() {
 		return 0, errNilLock
 	}
 	if ctx == nil {

@@ -49,7 +49,10 @@ const maxWakeJitter = 5 * time.Millisecond
 //   - Otherwise, and as the fallback for locks that expire rather than being
 //     released, it retries after the Backoff's delays, each at least 1ms.
 func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
-	if ctx == nil {
+	switch {
+	case c.unmade():
+		return nil, errUnmade
+	case ctx == nil:
 		return nil, errNilContext
 	}
 	cc, err := c.callOptions("Lock", lockOptions, opts)

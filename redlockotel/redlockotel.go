@@ -136,14 +136,10 @@ func NewObserver(opts ...Option) redlock.Observer {
 	o.pendingWait, err = meter.Float64ObservableGauge("redlock.node.pending.wait", metric.WithUnit("s"),
 		metric.WithDescription("How long the oldest command in a node's local queue has waited."))
 	errs = errors.Join(errs, err)
-	if err == nil && o.pending != nil {
-		// One callback, for the life of the observer, over the Clients it
-		// watches (see ObserveClient); none watched, it reports nothing.
-		if _, err = meter.RegisterCallback(o.observeQueues, o.pending, o.pendingWait); err != nil {
-			o.pending, o.pendingWait = nil, nil
-		}
-		errs = errors.Join(errs, err)
+	if o.pending == nil || o.pendingWait == nil {
+		o.pending, o.pendingWait = nil, nil
 	}
+	o.meter = meter
 	if errs != nil {
 		otel.Handle(fmt.Errorf("redlockotel: %w", errs))
 	}
@@ -186,8 +182,16 @@ type observer struct {
 	// ObserveClient); nil if they could not be created or registered.
 	pending     metric.Int64ObservableGauge
 	pendingWait metric.Float64ObservableGauge
-	clientsMu   sync.Mutex
-	clients     map[*redlock.Client]struct{} // watched, not closed
+	meter       metric.Meter
+	// regMu guards reg, the gauges' callback, registered while the
+	// observer watches a Client (see ObserveClient), so that the
+	// MeterProvider does not keep an observer whose Clients are closed.
+	// The callback never takes it: the SDK holds its own lock while it
+	// runs callbacks and while it registers one.
+	regMu     sync.Mutex
+	reg       metric.Registration
+	clientsMu sync.Mutex
+	clients   map[*redlock.Client]struct{} // watched, not closed
 
 	nodeAttrs sync.Map // nodeOp: metric.MeasurementOption, for calls without error
 }
@@ -375,16 +379,39 @@ func (o *observer) Wake(ctx context.Context, e redlock.Wake) {
 // the observer and a node add up: the node's depth is the sum of theirs, its
 // wait the longest.
 func (o *observer) ObserveClient(c *redlock.Client) func() {
-	if o.pending == nil || o.pendingWait == nil {
+	if o.pending == nil {
 		return nil // reported by NewObserver
+	}
+	o.regMu.Lock()
+	defer o.regMu.Unlock()
+	if o.reg == nil {
+		reg, err := o.meter.RegisterCallback(o.observeQueues, o.pending, o.pendingWait)
+		if err != nil {
+			otel.Handle(fmt.Errorf("redlockotel: the queues' gauges: %w", err))
+			return nil
+		}
+		o.reg = reg
 	}
 	o.clientsMu.Lock()
 	o.clients[c] = struct{}{}
 	o.clientsMu.Unlock()
-	return func() {
-		o.clientsMu.Lock()
-		delete(o.clients, c)
-		o.clientsMu.Unlock()
+	return func() { o.unwatch(c) }
+}
+
+// unwatch stops reading c's queues, and unregisters the gauges' callback
+// once no Client is watched.
+func (o *observer) unwatch(c *redlock.Client) {
+	o.regMu.Lock()
+	defer o.regMu.Unlock()
+	o.clientsMu.Lock()
+	delete(o.clients, c)
+	none := len(o.clients) == 0
+	o.clientsMu.Unlock()
+	if none && o.reg != nil {
+		if err := o.reg.Unregister(); err != nil {
+			otel.Handle(fmt.Errorf("redlockotel: the queues' gauges: %w", err))
+		}
+		o.reg = nil
 	}
 }
 

@@ -1,0 +1,80 @@
+package redlockotel_test
+
+import (
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/redistest"
+	"github.com/go-redlock/redlock/redlock"
+	"github.com/go-redlock/redlock/redlockotel"
+)
+
+// An observer made for each Client (Instrument at each Open) is not kept by
+// the MeterProvider once its Clients are closed: the gauges' callback is
+// registered only while it watches a Client.
+func TestObserverOfClosedClientsIsReleased(t *testing.T) {
+	tel := newTelemetry(t)
+	var freed atomic.Int32
+	const n = 20
+	for i := range n {
+		o := redlockotel.NewObserver(redlockotel.WithTracerProvider(tel.tp), redlockotel.WithMeterProvider(tel.mp))
+		runtime.SetFinalizer(o, func(any) { freed.Add(1) })
+		c, err := redlock.Open("memory", []string{fmt.Sprint("rel-a", i), fmt.Sprint("rel-b", i), fmt.Sprint("rel-c", i)}, redlock.WithObserver(o))
+		require.NoError(t, err)
+		require.NoError(t, c.Close())
+	}
+	assert.Eventually(t, func() bool {
+		runtime.GC()
+		return freed.Load() == n
+	}, 5*time.Second, 10*time.Millisecond, "observers of closed Clients freed: %d of %d", freed.Load(), n)
+}
+
+// One observer given to a Client, then, once that is closed, to another:
+// the queues' gauges report the second, as they did the first.
+func TestObserverGaugesAfterClientsCome(t *testing.T) {
+	servers := redistest.NewServers(t, 3)
+	urls := make([]string, len(servers))
+	for i, s := range servers {
+		urls[i] = s.URL()
+	}
+	tel := newTelemetry(t)
+	o := redlockotel.NewObserver(redlockotel.WithTracerProvider(tel.tp), redlockotel.WithMeterProvider(tel.mp))
+	stopped := servers[0]
+	pending := func() int64 {
+		for _, p := range gauge[int64](t, tel.metrics(t)["redlock.node.pending"]) {
+			if node, _ := p.Attributes.Value("redlock.node"); strings.HasSuffix(node.AsString(), stopped.Addr()) {
+				return p.Value
+			}
+		}
+		return 0
+	}
+	for round := range 2 {
+		c, err := redlock.Open("goredis", urls, redlock.WithObserver(o), redlock.WithNodeTimeout(2*time.Second))
+		require.NoError(t, err)
+		l, err := c.TryLock(t.Context(), "warm") // connections made while every node answers
+		require.NoError(t, err)
+		require.NoError(t, l.Unlock(t.Context()))
+		require.NoError(t, stopped.Pause())
+		var wg sync.WaitGroup
+		for i := range 16 {
+			wg.Go(func() {
+				if l, err := c.TryLock(t.Context(), fmt.Sprint("k", i)); err == nil {
+					_ = l.Unlock(t.Context())
+				}
+			})
+		}
+		wg.Wait()
+		assert.Positive(t, pending(), "round %d: the stopped node's queue", round)
+		require.NoError(t, stopped.Resume())
+		require.NoError(t, c.Close())
+		assert.Zero(t, pending(), "round %d: a closed Client is not read", round)
+	}
+}
