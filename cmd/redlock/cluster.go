@@ -2,10 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net"
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/go-redlock/redlock/internal/keystatus"
 	"github.com/go-redlock/redlock/internal/redisaddr"
@@ -76,61 +82,101 @@ func slotMap(nodes []clusterNodeInfo) string {
 	return strings.Join(parts, " ")
 }
 
-// probeClusterNode checks a node that is a Redis Cluster: the node checks
-// of its first reachable seed, then its shards (CLUSTER NODES), replicas
-// that a failover could promote, slots that no shard serves, and whether
-// the primaries agree on the slot map.
-func probeClusterNode(ctx context.Context, a redisaddr.Node, o doctorOptions) *nodeReport {
-	var n *nodeReport
-	at := func(hostPort string) redisaddr.Addr {
-		sa := a.Addr
-		if host, port, err := net.SplitHostPort(hostPort); err == nil {
-			sa.Host, sa.Port = host, port
-		}
-		return sa
+// seedAddr returns the address of the cluster node a's server at hostPort:
+// a's credentials and TLS settings, with hostPort's host and port.
+func seedAddr(a redisaddr.Node, hostPort string) redisaddr.Addr {
+	sa := a.Addr
+	if host, port, err := net.SplitHostPort(hostPort); err == nil {
+		sa.Host, sa.Port = host, port
 	}
-	for _, seed := range a.Seeds {
-		if n = probeNode(ctx, at(seed), o); n.Reachable {
-			break
-		}
-	}
-	n.Addr = a.String()
-	// The node is meant to be a cluster: drop the warning for a
-	// cluster-enabled server given as a single one.
-	n.Checks = slices.DeleteFunc(n.Checks, func(c check) bool { return c.Name == "cluster" })
-	n.Status = statusOK
-	for _, c := range n.Checks {
-		n.Status = worse(n.Status, c.Status)
-	}
-	if !n.Reachable {
-		return n
-	}
-	view := func(hostPort string) ([]clusterNodeInfo, error) {
-		c, err := keystatus.NewClient(at(hostPort), o.timeout) // TLS for rediss://
-		if err != nil {
-			return nil, err
-		}
-		defer c.Close()
-		cctx, cancel := context.WithTimeout(ctx, o.timeout)
-		defer cancel()
-		text, err := c.Do(cctx, "CLUSTER", "NODES").Text()
-		if err != nil {
-			return nil, err
-		}
-		return parseClusterNodes(text), nil
-	}
-	nodes, err := view(n.hostPort)
+	return sa
+}
+
+// clusterView reads CLUSTER NODES at hostPort, a server of the cluster node a.
+func clusterView(ctx context.Context, a redisaddr.Node, hostPort string, timeout time.Duration) ([]clusterNodeInfo, error) {
+	c, err := keystatus.NewClient(seedAddr(a, hostPort), timeout) // TLS for rediss://
 	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	cctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	text, err := c.Do(cctx, "CLUSTER", "NODES").Text()
+	if err != nil {
+		return nil, err
+	}
+	return parseClusterNodes(text), nil
+}
+
+// readClusterView reads CLUSTER NODES from the first seed of a that answers.
+// It returns the seed that answered; with an error, whether some seed
+// answered (a server that is not a cluster, or refused the command) rather
+// than none.
+func readClusterView(ctx context.Context, a redisaddr.Node, timeout time.Duration) (nodes []clusterNodeInfo, seed string, answered bool, err error) {
+	var errs []string
+	for _, seed := range a.Seeds {
+		nodes, err := clusterView(ctx, a, seed, timeout)
+		if err == nil {
+			return nodes, seed, true, nil
+		}
+		var rerr redis.Error
+		if errors.As(err, &rerr) { // the server answered, with an error
+			return nil, seed, true, fmt.Errorf("%s: %s", seed, redisErrorText(err))
+		}
+		errs = append(errs, fmt.Sprintf("%s: %v", seed, err))
+	}
+	return nil, "", false, errors.New(strings.Join(errs, "; "))
+}
+
+// servesSlot reports whether slot is in one of ranges, such as "0-5460".
+func servesSlot(ranges []string, slot int) bool {
+	for _, r := range ranges {
+		lo, hi, isRange := strings.Cut(r, "-")
+		a, err1 := strconv.Atoi(lo)
+		b := a
+		var err2 error
+		if isRange {
+			b, err2 = strconv.Atoi(hi)
+		}
+		if err1 == nil && err2 == nil && a <= slot && slot <= b {
+			return true
+		}
+	}
+	return false
+}
+
+// probeClusterNode checks a node that is a Redis Cluster: its topology from
+// the first seed that answers (CLUSTER NODES), the server checks of every
+// primary that serves slots, merged (the worst verdict, naming the
+// primaries that gave it), then replicas that a failover could promote,
+// slots that no shard serves, and whether the primaries agree on the slot
+// map. The seeds themselves are not checked as servers: a seed may be a
+// replica, to which the cluster clients send no lock command.
+func probeClusterNode(ctx context.Context, a redisaddr.Node, o doctorOptions) *nodeReport {
+	n := &nodeReport{Addr: a.String(), Status: statusOK}
+	nodes, seed, answered, err := readClusterView(ctx, a, o.timeout)
+	n.hostPort = seed
+	switch {
+	case !answered:
+		n.add("reachable", statusFail, "no seed answered: %v", err)
+		return n
+	case err != nil:
+		n.Reachable = true
 		n.add("cluster", statusFail, "CLUSTER NODES failed: %v: is it a cluster-enabled server?", err)
 		return n
 	}
+
 	byID := make(map[string]*shardReport)
 	assigned := 0
+	var serving []clusterNodeInfo // the primaries that serve slots
 	for _, cn := range nodes {
 		n.clusterIDs = append(n.clusterIDs, cn.id)
 		if cn.primary {
 			n.Shards = append(n.Shards, shardReport{Primary: cn.addr, ID: cn.id, Slots: slotCount(cn.slots)})
 			assigned += slotCount(cn.slots)
+			if slotCount(cn.slots) > 0 {
+				serving = append(serving, cn)
+			}
 		}
 	}
 	for i := range n.Shards {
@@ -143,6 +189,19 @@ func probeClusterNode(ctx context.Context, a redisaddr.Node, o doctorOptions) *n
 			replicas++
 		}
 	}
+
+	// Every primary that serves slots takes lock commands: check each.
+	slices.SortFunc(serving, func(x, y clusterNodeInfo) int { return strings.Compare(x.addr, y.addr) })
+	servers := make([]*nodeReport, len(serving))
+	var wg sync.WaitGroup
+	for i, cn := range serving {
+		wg.Go(func() {
+			servers[i] = probeNode(ctx, seedAddr(a, cn.addr), o, func(slot int) bool { return servesSlot(cn.slots, slot) })
+		})
+	}
+	wg.Wait()
+	mergeServers(n, servers)
+
 	n.add("shards", statusOK, "a Redis Cluster of %d shard(s) serving %d of 16384 slots", len(n.Shards), assigned)
 	if assigned < 16384 {
 		n.add("slots", statusFail, "%d slot(s) have no shard: locks on their keys fail on this node", 16384-assigned)
@@ -153,7 +212,7 @@ func probeClusterNode(ctx context.Context, a redisaddr.Node, o doctorOptions) *n
 	want := slotMap(nodes)
 	var disagree []string
 	for _, s := range n.Shards {
-		other, err := view(s.Primary)
+		other, err := clusterView(ctx, a, s.Primary, o.timeout)
 		if err != nil {
 			n.add("slot map", statusWarn, "CLUSTER NODES at %s failed: %v", s.Primary, err)
 			continue
@@ -168,4 +227,95 @@ func probeClusterNode(ctx context.Context, a redisaddr.Node, o doctorOptions) *n
 		n.add("slot map", statusOK, "the %d primaries agree on the slot map", len(n.Shards))
 	}
 	return n
+}
+
+// mergeServers gives the cluster node n the server checks of its primaries
+// (servers): one check per name, with the worst verdict and the messages
+// of the primaries that gave it, each named, and the verdict of the others.
+// The node is reachable when every primary is; its round trip is the
+// slowest primary's, its clock the one farthest from this machine's.
+func mergeServers(n *nodeReport, servers []*nodeReport) {
+	if len(servers) == 0 {
+		return
+	}
+	n.Reachable = true
+	var names []string
+	for _, s := range servers {
+		n.Reachable = n.Reachable && s.Reachable
+		n.RTTMillis = max(n.RTTMillis, s.RTTMillis)
+		if n.Server == "" {
+			n.Server, n.Version, n.RunID = s.Server, s.Version, s.RunID
+		}
+		if n.Role == "" || s.Role != "master" && s.Role != "" {
+			n.Role = s.Role
+		}
+		if s.ClockOffsetMillis != nil && (n.ClockOffsetMillis == nil || abs(s.clockOffset)-s.clockError > abs(n.clockOffset)-n.clockError) {
+			n.ClockOffsetMillis, n.ClockErrorMillis = s.ClockOffsetMillis, s.ClockErrorMillis
+			n.clockOffset, n.clockError = s.clockOffset, s.clockError
+		}
+		for _, c := range s.Checks {
+			// "cluster" warns about a cluster-enabled server given as
+			// one server; this one is given as a cluster.
+			if c.Name != "cluster" && !slices.Contains(names, c.Name) {
+				names = append(names, c.Name)
+			}
+		}
+	}
+	for _, name := range names {
+		// worst[i] is server i's worst verdict of the check, "" for none.
+		worst := make([]status, len(servers))
+		all := status("")
+		for i, s := range servers {
+			for _, c := range s.Checks {
+				if c.Name == name {
+					worst[i] = worseOf(worst[i], c.Status)
+				}
+			}
+			all = worseOf(all, worst[i])
+		}
+		// The worst messages, each with the primaries that gave it.
+		var msgs []string
+		at := make(map[string][]string) // message -> primaries
+		var others []string
+		rest := status("")
+		for i, s := range servers {
+			switch worst[i] {
+			case "":
+			case all:
+				for _, c := range s.Checks {
+					if c.Name == name && c.Status == all {
+						if at[c.Message] == nil {
+							msgs = append(msgs, c.Message)
+						}
+						at[c.Message] = append(at[c.Message], s.hostPort)
+					}
+				}
+			default:
+				others = append(others, s.hostPort)
+				rest = worseOf(rest, worst[i])
+			}
+		}
+		parts := make([]string, len(msgs))
+		for i, m := range msgs {
+			parts[i] = strings.Join(at[m], ", ") + ": " + m
+			if len(servers) > 1 && len(at[m]) == len(servers) {
+				parts[i] = fmt.Sprintf("every primary (%d): %s", len(servers), m)
+			}
+		}
+		if len(others) > 0 {
+			parts = append(parts, fmt.Sprintf("%s: %s", strings.Join(others, ", "), rest))
+		}
+		n.add(name, all, "%s", strings.Join(parts, "; "))
+	}
+}
+
+// worseOf is worse, where "" (no verdict) is better than any verdict.
+func worseOf(a, b status) status {
+	if a == "" {
+		return b
+	}
+	if b == "" {
+		return a
+	}
+	return worse(a, b)
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/redistest"
 )
 
@@ -76,5 +77,84 @@ func TestDoctorClusterTLS(t *testing.T) {
 	}
 	if _, ok := findCheck(n.Checks, "slot map", statusOK); !ok {
 		t.Errorf("the slot map was not read from every primary over TLS: %+v", n.Checks)
+	}
+}
+
+// doctor checks every primary of a cluster node as a server, not only the
+// seed it reached the cluster through: a shard whose primary may evict lock
+// keys fails the node, and the message names that primary.
+func TestDoctorClusterEvictingShard(t *testing.T) {
+	t.Parallel()
+	c := redistest.NewCluster(t, 2)
+	p := c.Shards()[1].Primary() // the first seed is shard 0's primary
+	for _, kv := range [][2]string{{"maxmemory", "100mb"}, {"maxmemory-policy", "allkeys-lru"}} {
+		if _, err := p.Do(t.Context(), "CONFIG", "SET", kv[0], kv[1]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, r := doctorJSON(t, c.URL())
+	n := rep.Nodes[0]
+	ch, ok := findCheck(n.Checks, "eviction", statusFail)
+	if !ok || n.Status != statusFail || r.code != exitFailure {
+		t.Fatalf("shard 1's primary evicts (allkeys-lru): want a failed eviction check, the node failed and exit %d; got %+v (node %v, exit %d)", exitFailure, n.Checks, n.Status, r.code)
+	}
+	if !strings.Contains(ch.Message, p.Addr()) || !strings.Contains(ch.Message, "allkeys-lru") {
+		t.Errorf("the eviction check does not name the evicting primary %s and its policy: %q", p.Addr(), ch.Message)
+	}
+	if strings.Contains(ch.Message, c.Shards()[0].Primary().Addr()+": maxmemory") {
+		t.Errorf("the eviction check blames shard 0's primary, which does not evict: %q", ch.Message)
+	}
+}
+
+// A cluster node whose first seed is a replica: the cluster clients send it
+// no lock command, so its role does not fail the node (the replicas check
+// warns about replicas a failover could promote).
+func TestDoctorClusterReplicaSeed(t *testing.T) {
+	t.Parallel()
+	c := redistest.NewCluster(t, 2, redistest.WithReplicas(1))
+	replica := c.Shards()[0].Replicas()[0]
+	url := "redis://" + replica.Addr() + "?cluster=true&addr=" + strings.Join(c.Seeds(), "&addr=")
+	rep, r := doctorJSON(t, url)
+	n := rep.Nodes[0]
+	if ch, ok := findCheck(n.Checks, "role", statusFail); ok {
+		t.Errorf("the role check fails a cluster node for its replica seed: %q", ch.Message)
+	}
+	if n.Status == statusFail || r.code != 0 || n.Role != "master" {
+		t.Errorf("cluster node reached through a replica: want no failure, exit 0, role master; got node %v, role %q, exit %d: %+v", n.Status, n.Role, r.code, n.Checks)
+	}
+	if _, ok := findCheck(n.Checks, "replicas", statusWarn); !ok {
+		t.Errorf("no replicas warning: %+v", n.Checks)
+	}
+}
+
+// A user that may not run ACL DRYRUN: doctor checks its permissions on a
+// scratch key, which on each primary of a cluster must be a key of a slot
+// that primary serves, not one it would redirect (MOVED).
+func TestDoctorClusterScratchPermissions(t *testing.T) {
+	t.Parallel()
+	c := redistest.NewCluster(t, 2, redistest.WithServerOptions(
+		redistest.WithConfig("user", "locker", "on", ">locker-pw", "~*", "&*", "+@all", "-acl")))
+	url := strings.Replace(c.URL(), "redis://", "redis://locker:locker-pw@", 1)
+
+	rep, r := doctorJSON(t, url)
+	n := rep.Nodes[0]
+	ch, ok := findCheck(n.Checks, "permissions", statusOK)
+	if !ok || !strings.Contains(ch.Message, "scratch key") || r.code != 0 {
+		t.Errorf("a user without ACL DRYRUN on a cluster: want permissions ok on every primary's scratch key, exit 0; got exit %d, %+v", r.code, n.Checks)
+	}
+
+	// --key with a hash tag of a slot of shard 1: every key beside it is in
+	// that slot, so only shard 1's primary can take a scratch key.
+	tag := driver.SlotTag(c.Shards()[1].Slots()[0].First)
+	rep, r = doctorJSON(t, url, "--key", "lock:{"+tag+"}nightly")
+	n = rep.Nodes[0]
+	ch, ok = findCheck(n.Checks, "permissions", statusOK)
+	if !ok || r.code != 0 {
+		t.Fatalf("--key with a hash tag of shard 1's slot: want permissions ok, exit 0; got exit %d, %+v", r.code, n.Checks)
+	}
+	for _, want := range []string{c.Shards()[0].Primary().Addr() + ": not checked here", c.Shards()[1].Primary().Addr() + ": SET, EVAL"} {
+		if !strings.Contains(ch.Message, want) {
+			t.Errorf("the permissions check does not say %q: %q", want, ch.Message)
+		}
 	}
 }

@@ -121,10 +121,13 @@ checks each node and the set:
                 (with ACL DRYRUN, or else on a scratch key beside --key);
                 fencing counters, release notifications and the reads of
                 status and Lock.TTL (PTTL) are warnings
-  cluster       for a node given as a cluster (?cluster=true): its shards,
+  cluster       for a node given as a cluster (?cluster=true): its shards
+                (from the first seed that answers, which may be a replica),
                 replicas a failover could promote (a warning), slots no
                 shard serves (unsafe), primaries that disagree on the slot
-                map (a warning)
+                map (a warning); the checks above run on every primary
+                that serves slots, each with the worst verdict, naming the
+                primaries that gave it
   the set       the same server under two addresses (same run_id), or the
                 same cluster (a node ID in both): unsafe;
                 an even or small node count: a warning; clock skew between
@@ -187,7 +190,7 @@ func runDoctor(ctx context.Context, w io.Writer, o doctorOptions) error {
 	for i, a := range addrs {
 		wg.Go(func() {
 			if !a.Cluster {
-				rep.Nodes[i] = probeNode(ctx, a.Addr, o)
+				rep.Nodes[i] = probeNode(ctx, a.Addr, o, nil)
 				return
 			}
 			rep.Nodes[i] = probeClusterNode(ctx, a, o)

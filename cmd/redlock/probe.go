@@ -21,8 +21,10 @@ import (
 // pings is how many PINGs measure a node's round trip.
 const pings = 5
 
-// probeNode runs every check of one node.
-func probeNode(ctx context.Context, a redisaddr.Addr, o doctorOptions) *nodeReport {
+// probeNode runs every check of one server. served is nil for a node that is
+// one server; for a primary of a cluster node, it tells the slots that the
+// primary serves, where a scratch key can be written.
+func probeNode(ctx context.Context, a redisaddr.Addr, o doctorOptions, served func(slot int) bool) *nodeReport {
 	n := &nodeReport{Addr: a.String(), hostPort: a.HostPort(), Status: statusOK}
 	c, err := keystatus.NewClient(a, o.timeout) // TLS for rediss://
 	if err != nil {
@@ -75,7 +77,7 @@ func probeNode(ctx context.Context, a redisaddr.Addr, o doctorOptions) *nodeRepo
 	}
 	checkPersistence(n, fields, infoErr == nil, call, o.ttl)
 	checkClock(n, call, o.maxSkew)
-	checkPermissions(n, call, o)
+	checkPermissions(n, call, o, served)
 	return n
 }
 
@@ -247,7 +249,7 @@ type permission struct {
 
 // checkPermissions checks that the node's user may run what the drivers send,
 // with ACL DRYRUN, or on a scratch key when DRYRUN is not available.
-func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, o doctorOptions) {
+func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, o doctorOptions, served func(slot int) bool) {
 	ttl := driver.MillisecondsString(o.ttl)
 	user, err := call("ACL", "WHOAMI").Text()
 	if err == nil {
@@ -306,13 +308,25 @@ func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, o doctorOptio
 			return
 		}
 	}
-	checkPermissionsScratch(n, call, o)
+	checkPermissionsScratch(n, call, o, served)
 }
 
 // checkPermissionsScratch runs the commands the drivers send on a scratch key
-// beside o.key, with a short TTL, and deletes it.
-func checkPermissionsScratch(n *nodeReport, call func(...any) *redis.Cmd, o doctorOptions) {
+// beside o.key, with a short TTL, and deletes it. On a cluster's primary
+// (served not nil) the scratch key is one of a slot the primary serves.
+func checkPermissionsScratch(n *nodeReport, call func(...any) *redis.Cmd, o doctorOptions, served func(slot int) bool) {
 	key := o.key + ":doctor:" + rand.Text()[:8]
+	if served != nil {
+		if slot := driver.HashSlot(key); hasHashTag(o.key) && !served(slot) {
+			// Every key beside o.key is in o.key's slot.
+			n.add("permissions", statusOK, "not checked here: ACL DRYRUN was not available, and the hash tag of %q puts its locks and the scratch key in slot %d, which another primary serves", o.key, slot)
+			return
+		}
+		base := key
+		for i := 0; !served(driver.HashSlot(key)) && i < 1<<20; i++ {
+			key = base + ":" + strconv.Itoa(i)
+		}
+	}
 	value := rand.Text()
 	const ttl = "10000"
 	steps := []struct {
@@ -362,4 +376,11 @@ func abs(d time.Duration) time.Duration {
 		return -d
 	}
 	return d
+}
+
+// hasHashTag reports whether key has a hash tag: text between its first "{"
+// and the first "}" after it, which alone decides the key's cluster slot.
+func hasHashTag(key string) bool {
+	_, after, ok := strings.Cut(key, "{")
+	return ok && strings.Index(after, "}") > 0
 }
