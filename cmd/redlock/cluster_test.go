@@ -3,8 +3,12 @@
 package main
 
 import (
+	"encoding/json"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/redistest"
@@ -155,6 +159,59 @@ func TestDoctorClusterScratchPermissions(t *testing.T) {
 	for _, want := range []string{c.Shards()[0].Primary().Addr() + ": not checked here", c.Shards()[1].Primary().Addr() + ": SET, EVAL"} {
 		if !strings.Contains(ch.Message, want) {
 			t.Errorf("the permissions check does not say %q: %q", want, ch.Message)
+		}
+	}
+}
+
+// status on cluster nodes, beside a server: each key is read on the primary
+// that serves its slot (here not the first seed's); one cluster given
+// twice, or a shard's primary beside its cluster, is refused as one server
+// under two addresses is.
+func TestStatusCluster(t *testing.T) {
+	t.Parallel()
+	a, b := redistest.NewCluster(t, 2), redistest.NewCluster(t, 2)
+	single := redistest.NewServer(t)
+	key := "report"
+	for i := 0; a.SlotShard(driver.HashSlot("app:"+key)) != a.Shards()[1]; i++ {
+		key = "report-" + strconv.Itoa(i)
+	}
+	addrs := strings.Join([]string{a.URL(), b.URL(), single.Addr()}, ",")
+	holder, h := startHold(t, "--nodes", addrs, "--prefix", "app:", "--fencing", "--ttl", "30s", key)
+	defer func() {
+		holder.cmd.Process.Signal(syscall.SIGTERM)
+		holder.wait(30 * time.Second)
+	}()
+
+	r := invoke(t, "", "status", "--nodes", addrs, "--prefix", "app:", "--json", key, "nobody")
+	var rep statusReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != 0 {
+		t.Fatalf("status --json on two cluster nodes and a server: %v\n%v", err, r)
+	}
+	held, free := rep.Keys[0], rep.Keys[1]
+	if held.State != keyHeld || held.Fence == nil || *held.Fence != h.Token {
+		t.Errorf("the held key: %+v, want held with fence %d", held, h.Token)
+	}
+	if free.State != keyFree || free.Answered != 3 {
+		t.Errorf("the free key: %+v, want free, answered by all 3 nodes", free)
+	}
+	for i, c := range []*redistest.Cluster{a, b} {
+		n := held.Nodes[i]
+		if n.Error != "" || n.Shard != c.Shards()[1].Primary().Addr() {
+			t.Errorf("the held key on cluster node %d: %+v, want it read on shard 1's primary %s", i+1, n, c.Shards()[1].Primary().Addr())
+		}
+	}
+	r = invoke(t, "", "status", "--nodes", addrs, "--prefix", "app:", key)
+	if r.code != 0 || !strings.Contains(r.stdout, key+": held") {
+		t.Errorf("status on cluster nodes: want the key held, got %v", r)
+	}
+
+	for name, nodes := range map[string]string{
+		"one cluster under two seeds":          strings.Join([]string{a.URL(), "redis://" + a.Seeds()[1] + "?cluster=true", single.Addr()}, ","),
+		"a shard's primary beside its cluster": strings.Join([]string{a.URL(), a.Shards()[1].Primary().Addr(), single.Addr()}, ","),
+	} {
+		r := invoke(t, "", "status", "--nodes", nodes, "k")
+		if r.code != exitUsage || !strings.Contains(r.stderr, "same Redis Cluster") {
+			t.Errorf("status with %s: want exit %d and the reason, got %v", name, exitUsage, r)
 		}
 	}
 }

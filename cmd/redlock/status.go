@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/redis/go-redis/v9"
 	"github.com/spf13/cobra"
 
 	"github.com/go-redlock/redlock/internal/keystatus"
@@ -40,13 +39,18 @@ It is a snapshot: a lock may be taken or released the moment after.
 
 status talks to the nodes with go-redis whatever --driver run uses, and sends
 PTTL on the key and GET on its fencing counter. Give the same --prefix as the
-clients that take the locks.
+clients that take the locks. On a node that is a Redis Cluster
+(redis://host:port?cluster=true&addr=host2:port2) it reads the cluster's slots
+with CLUSTER NODES from the first seed that answers, and asks each key of the
+primary that serves its slot (following a MOVED redirection; a key whose slot
+is migrating, ASK, gets an error).
 
 Exit codes:
   0    every key was asked of a quorum of the nodes
   69   fewer than a quorum of the nodes answered for some key
   2    bad flags or arguments, no nodes, a bad address, or two addresses
-       of one server (the same run_id in INFO)
+       of one server (the same run_id in INFO) or of one cluster (a node
+       ID in both, a shard's primary beside its cluster included)
 
 ` + envHelp("nodes", "prefix", "timeout", "json"),
 		Example: `  redlock status --nodes 10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379 nightly-report
@@ -108,6 +112,9 @@ type keyNodeReport struct {
 	TTLMillis *int64  `json:"ttl_ms,omitempty"`
 	Fence     *uint64 `json:"fence,omitempty"`
 	Error     string  `json:"error,omitempty"`
+	// Shard is, for a node that is a Redis Cluster, the primary asked: the
+	// one that serves the key's slot.
+	Shard string `json:"shard,omitempty"`
 }
 
 func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string) error {
@@ -127,10 +134,10 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string)
 	if err != nil {
 		return err
 	}
-	addrs := make([]redisaddr.Addr, len(raw))
+	addrs := make([]redisaddr.Node, len(raw))
 	seen := make(map[string]int, len(raw)) // address -> its number
 	for i, s := range raw {
-		if addrs[i], err = redisaddr.Parse(s); err != nil {
+		if addrs[i], err = redisaddr.ParseNode(s); err != nil {
 			return usageErrorf("status: address %d: %v", i+1, err)
 		}
 		name := addrs[i].String()
@@ -139,19 +146,16 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string)
 		}
 		seen[name] = i + 1
 	}
-	// The clients connect on first use; making one fails only for a local
-	// mistake (TLS files that do not load), not for a node that cannot be
-	// reached.
-	clients := make([]*redis.Client, len(addrs))
+	readers := make([]*keyReader, len(addrs))
 	defer func() {
-		for _, c := range clients {
-			if c != nil {
-				c.Close()
+		for _, r := range readers {
+			if r != nil {
+				r.close()
 			}
 		}
 	}()
 	for i, a := range addrs {
-		if clients[i], err = keystatus.NewClient(a, o.timeout); err != nil {
+		if readers[i], err = newKeyReader(a, o.timeout); err != nil {
 			return usageErrorf("status: address %d: %v", i+1, err)
 		}
 	}
@@ -161,21 +165,17 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string)
 	}
 	// Every node at once; a node's keys one after the other, each bounded by
 	// the timeout.
-	runIDs := make([]string, len(addrs)) // "" when INFO failed
 	var wg sync.WaitGroup
 	for n, a := range addrs {
 		wg.Go(func() {
-			c := clients[n]
-			cctx, cancel := context.WithTimeout(ctx, o.timeout)
-			if info, err := c.Info(cctx, "server").Result(); err == nil {
-				runIDs[n] = parseInfo(info)["run_id"]
-			}
-			cancel()
+			r := readers[n]
+			r.identify(ctx)
 			for _, kr := range rep.Keys {
 				nr := keyNodeReport{Addr: a.String()}
 				cctx, cancel := context.WithTimeout(ctx, o.timeout)
-				k, rerr := keystatus.Read(cctx, c, o.prefix+kr.Key)
+				k, shard, rerr := r.read(cctx, o.prefix+kr.Key)
 				cancel()
+				nr.Shard = shard
 				switch {
 				case rerr != nil:
 					nr.Error = rerr.Error()
@@ -196,10 +196,13 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string)
 		})
 	}
 	wg.Wait()
-	for i, a := range runIDs {
-		for j := range i {
-			if a != "" && a == runIDs[j] {
-				return usageErrorf("status: addresses %d (%s) and %d (%s) reach the same server (run_id %s): it would count twice towards the quorum", j+1, addrs[j], i+1, addrs[i], a)
+	for i, a := range readers {
+		for j, b := range readers[:i] {
+			if a.runID != "" && a.runID == b.runID {
+				return usageErrorf("status: addresses %d (%s) and %d (%s) reach the same server (run_id %s): it would count twice towards the quorum", j+1, addrs[j], i+1, addrs[i], a.runID)
+			}
+			if id := sharesID(a.clusterIDs, b.clusterIDs); id != "" {
+				return usageErrorf("status: addresses %d (%s) and %d (%s) reach the same Redis Cluster (node %s in both): it would count twice towards the quorum", j+1, addrs[j], i+1, addrs[i], id)
 			}
 		}
 	}

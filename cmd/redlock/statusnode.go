@@ -1,0 +1,155 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/keystatus"
+	"github.com/go-redlock/redlock/internal/redisaddr"
+)
+
+// maxRedirects bounds the MOVED redirections that status follows for one
+// key of a cluster node.
+const maxRedirects = 3
+
+// keyReader reads what one node of status holds for lock keys: a server, or
+// a Redis Cluster, whose keys it reads on the primary that serves their
+// slot (a key's PTTL and its fencing counter, driver.FenceKey, are in one
+// slot). It is used by one goroutine at a time.
+type keyReader struct {
+	node    redisaddr.Node
+	timeout time.Duration
+	clients map[string]*redis.Client // by host:port
+
+	// What identify found: a server's run_id, and the node IDs of a
+	// cluster (or of a cluster-enabled server), to refuse one server or one
+	// cluster given twice.
+	runID      string
+	clusterIDs []string
+	// A cluster's primaries that serve slots, or why they are unknown.
+	primaries []clusterNodeInfo
+	viewErr   error
+}
+
+// newKeyReader returns the reader of the node a. The connections are made on
+// first use: it fails only for a local mistake (TLS files that do not load).
+func newKeyReader(a redisaddr.Node, timeout time.Duration) (*keyReader, error) {
+	r := &keyReader{node: a, timeout: timeout, clients: make(map[string]*redis.Client)}
+	if _, err := r.client(a.HostPort()); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// client returns the client of the node's server at hostPort.
+func (r *keyReader) client(hostPort string) (*redis.Client, error) {
+	if c := r.clients[hostPort]; c != nil {
+		return c, nil
+	}
+	c, err := keystatus.NewClient(seedAddr(r.node, hostPort), r.timeout) // TLS for rediss://
+	if err != nil {
+		return nil, err
+	}
+	r.clients[hostPort] = c
+	return c, nil
+}
+
+func (r *keyReader) close() {
+	for _, c := range r.clients {
+		c.Close()
+	}
+}
+
+// identify learns which server the node is (INFO: run_id, and CLUSTER MYID
+// for a cluster-enabled server), or for a cluster its node IDs and which
+// primary serves which slots (CLUSTER NODES, from the first seed that
+// answers).
+func (r *keyReader) identify(ctx context.Context) {
+	if r.node.Cluster {
+		nodes, _, _, err := readClusterView(ctx, r.node, r.timeout)
+		if err != nil {
+			r.viewErr = fmt.Errorf("the cluster's slots are unknown: CLUSTER NODES failed: %w", err)
+			return
+		}
+		for _, cn := range nodes {
+			r.clusterIDs = append(r.clusterIDs, cn.id)
+			if cn.primary && slotCount(cn.slots) > 0 {
+				r.primaries = append(r.primaries, cn)
+			}
+		}
+		return
+	}
+	c, _ := r.client(r.node.HostPort())
+	cctx, cancel := context.WithTimeout(ctx, r.timeout)
+	defer cancel()
+	info, err := c.Info(cctx).Result()
+	if err != nil {
+		return
+	}
+	f := parseInfo(info)
+	r.runID = f["run_id"]
+	if f["cluster_enabled"] == "1" { // a shard's primary beside its cluster would count twice
+		if id, err := c.Do(cctx, "CLUSTER", "MYID").Text(); err == nil {
+			r.clusterIDs = []string{id}
+		}
+	}
+}
+
+// read reads key (as named on the node, with any prefix) and returns, for a
+// cluster, the address of the primary that answered.
+func (r *keyReader) read(ctx context.Context, key string) (keystatus.Key, string, error) {
+	if !r.node.Cluster {
+		c, _ := r.client(r.node.HostPort())
+		k, err := keystatus.Read(ctx, c, key)
+		return k, "", err
+	}
+	if r.viewErr != nil {
+		return keystatus.Key{}, "", r.viewErr
+	}
+	slot := driver.HashSlot(key)
+	hostPort := ""
+	for _, p := range r.primaries {
+		if servesSlot(p.slots, slot) {
+			hostPort = p.addr
+		}
+	}
+	if hostPort == "" {
+		return keystatus.Key{}, "", fmt.Errorf("no shard serves the key's slot %d", slot)
+	}
+	for redirects := 0; ; redirects++ {
+		c, err := r.client(hostPort)
+		if err != nil {
+			return keystatus.Key{}, hostPort, err
+		}
+		k, err := keystatus.Read(ctx, c, key)
+		if to, ok := redis.IsMovedError(err); ok && redirects < maxRedirects {
+			// The slot moved since CLUSTER NODES: ask where it went.
+			hostPort = redirectAddr(to, hostPort)
+			continue
+		}
+		if to, ok := redis.IsAskError(err); ok {
+			return keystatus.Key{}, hostPort, fmt.Errorf("%s: the key's slot %d is migrating to %s (ASK): ask again once the migration is over", hostPort, slot, redirectAddr(to, hostPort))
+		}
+		if err != nil {
+			return keystatus.Key{}, hostPort, fmt.Errorf("%s: %w", hostPort, err)
+		}
+		return k, hostPort, nil
+	}
+}
+
+// redirectAddr returns the address of a MOVED or ASK redirection from the
+// server at from: to, whose empty host (a server that does not know its own)
+// means from's.
+func redirectAddr(to, from string) string {
+	host, port, err := net.SplitHostPort(to)
+	if err == nil && host == "" {
+		fromHost, _, _ := net.SplitHostPort(from)
+		return net.JoinHostPort(fromHost, port)
+	}
+	return to
+}
