@@ -1,6 +1,7 @@
 package redlock_test
 
 import (
+	"context"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -56,5 +57,26 @@ func TestExtendCappedPastItsEndFails(t *testing.T) {
 		default:
 			t.Error("Extend failed for want of validity, and the lock is not over")
 		}
+	})
+}
+
+// An Extend given a context that has ended sends nothing and changes
+// nothing: Until stays, and later Extends are not capped by its TTL.
+func TestExtendWithEndedContextChangesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, nodes := memNodes(3)
+		c := newClient(t, nodes, redlock.WithTTL(10*time.Second))
+		l, err := c.TryLock(t.Context(), "k")
+		require.NoError(t, err)
+		until := l.Until()
+		ended, cancel := context.WithCancel(t.Context())
+		cancel()
+		err = l.Extend(ended, 100*time.Millisecond)
+		assert.ErrorIs(t, err, redlock.ErrLockLost)
+		assert.ErrorIs(t, err, context.Canceled)
+		assert.Equal(t, until, l.Until(), "Until unchanged")
+		time.Sleep(time.Second)
+		require.NoError(t, l.Extend(t.Context(), 10*time.Second))
+		assert.Greater(t, time.Until(l.Until()), 9*time.Second, "a later Extend gets its whole TTL")
 	})
 }

@@ -49,6 +49,10 @@ var errNilLock = errors.New("redlock: nil or zero *Lock (the lock was not obtain
 // Lock, whose methods act as a nil Lock's.
 func (l *Lock) unmade() bool { return l == nil || l.c == nil }
 
+// errNotSent joins ErrLockLost when Extend's context had ended before it
+// began.
+var errNotSent = errors.New("redlock: Extend sent nothing: its context had ended")
+
 // errOver joins ErrLockLost when Extend finds the lock already over.
 var errOver = errors.New("the lock is over: its validity ended, or it was found lost or unlocked")
 
@@ -209,7 +213,10 @@ func (l *Lock) setUntilLocked(u, now time.Time) {
 //
 // Once the lock is over (Until has passed, Done is closed, or Unlock ran),
 // Extend sends nothing, closes Done, leaves Until alone and returns an error
-// matching ErrLockLost. Unlock still releases the key on the nodes.
+// matching ErrLockLost. Unlock still releases the key on the nodes. With a
+// context that has ended already, Extend sends nothing, changes nothing (the
+// lock is still held until Until), and returns an error matching
+// ErrLockLost with ctx.Err() joined in.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if l.unmade() {
 		return errNilLock
@@ -235,7 +242,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (*round, error) {
 		return nil, fmt.Errorf("redlock: Extend TTL %v is longer than %v", ttl, MaxTTL)
 	}
 	start := c.now()
-	bound, err := l.beginExtend(start, ttl, d)
+	bound, err := l.beginExtend(start, ttl, d, ctx.Err())
 	if err != nil {
 		return nil, err
 	}
@@ -256,7 +263,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (*round, error) {
 // Until to it, or fails if the lock is already over. Every beginExtend that
 // succeeded is followed by one extendReturned once the Extend's last node
 // call has returned.
-func (l *Lock) beginExtend(start time.Time, ttl, d time.Duration) (time.Time, error) {
+func (l *Lock) beginExtend(start time.Time, ttl, d time.Duration, ctxErr error) (time.Time, error) {
 	bound := start.Add(ttl - d)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -265,6 +272,11 @@ func (l *Lock) beginExtend(start time.Time, ttl, d time.Duration) (time.Time, er
 	}
 	if l.overLocked(start) {
 		return bound, errors.Join(ErrLockLost, errOver)
+	}
+	if ctxErr != nil {
+		// Nothing will be sent: nothing may land later, so nothing
+		// changes.
+		return bound, errors.Join(ErrLockLost, errNotSent, ctxErr)
 	}
 	if l.extending == 0 || bound.Before(l.groupMin) {
 		l.groupMin = bound
