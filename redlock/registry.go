@@ -72,26 +72,28 @@ func Open(driverName string, addrs []string, opts ...Option) (*Client, error) {
 		open = func(addr string) (driver.Node, error) { return co.OpenConfig(addr, dc) }
 	}
 	nodes := make([]driver.Node, 0, len(addrs))
-	closeAll := func() {
-		for _, n := range nodes {
-			n.Close()
+	made := false
+	defer func() {
+		if !made { // an error, or a panic (a driver's, or an observer's in ObserveClient)
+			for _, n := range nodes {
+				n.Close()
+			}
 		}
-	}
+	}()
 	for i, addr := range addrs {
 		n, err := open(addr)
 		if err == nil && nilNode(n) {
 			err = fmt.Errorf("driver %q returned a nil node and no error", driverName)
 		}
 		if err != nil {
-			closeAll()
 			return nil, fmt.Errorf("redlock: address %d: %w", i+1, err)
 		}
 		nodes = append(nodes, n)
 	}
 	c, err := newClient(nodes, cfg)
 	if err != nil {
-		closeAll()
 		return nil, err
 	}
+	made = true
 	return c, nil
 }

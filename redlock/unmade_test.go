@@ -144,3 +144,19 @@ func TestLockEndWhenBackoffPanics(t *testing.T) {
 		})
 	}
 }
+
+// panicObserveClient is an observer that panics when given its Client.
+type panicObserveClient struct{ redlock.NopObserver }
+
+func (panicObserveClient) ObserveClient(*redlock.Client) func() { panic("broken ObserveClient") }
+
+// Open closes the nodes it opened when an observer's ObserveClient panics,
+// and the panic goes on.
+func TestOpenObserveClientPanicClosesNodes(t *testing.T) {
+	var open atomic.Int32
+	redlock.Register("test-counted-opener", nilOpener{&open})
+	assert.PanicsWithValue(t, "broken ObserveClient", func() {
+		_, _ = redlock.Open("test-counted-opener", []string{"a", "b", "c"}, redlock.WithObserver(panicObserveClient{}))
+	})
+	assert.Zero(t, open.Load(), "the nodes opened are closed")
+}
