@@ -50,6 +50,7 @@ func Run(t *testing.T, newNode func(t *testing.T) driver.Node) {
 		{"SetNX/SubMillisecondTTL", setNXSubMillisecondTTL},
 		{"SetNX/OneWinner", setNXOneWinner},
 		{"SetNX/AnyKeyAndValue", setNXAnyKeyAndValue},
+		{"SetNX/BinaryKeysAndValues", setNXBinary},
 		{"EvalRelease/DeletesOwnKey", releaseDeletesOwnKey},
 		{"EvalRelease/KeepsOthersKey", releaseKeepsOthersKey},
 		{"EvalRelease/AbsentKey", releaseAbsentKey},
@@ -193,7 +194,7 @@ func setNXOneWinner(t *testing.T, ctx context.Context, newNode func(*testing.T) 
 
 func setNXAnyKeyAndValue(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
 	n := newNode(t)
-	for _, suffix := range []string{" with spaces", ":ünïcödé:锁", "{braces}", "\r\nCRLF\r\n", strings.Repeat("x", 2000)} {
+	for _, suffix := range []string{" with spaces", ":ünïcödé:锁", "{braces}", "\r\nCRLF\r\n", "\x00NUL", "\xff\xfe", strings.Repeat("x", 2000)} {
 		k := key(t) + suffix
 		v := value() + suffix
 		if ok := must(t, "SetNX")(n.SetNX(ctx, k, v, time.Minute)); !ok {
@@ -201,6 +202,33 @@ func setNXAnyKeyAndValue(t *testing.T, ctx context.Context, newNode func(*testin
 		}
 		if ok := must(t, "EvalRelease")(n.EvalRelease(ctx, k, v)); !ok {
 			t.Fatalf("EvalRelease(%.40q, same value) = false, want true: keys and values must round-trip unchanged", k)
+		}
+	}
+}
+
+// setNXBinary checks that keys and values are bytes, not text: keys that
+// differ only after a NUL byte, or only in bytes that are not valid UTF-8,
+// are distinct locks, and a value that differs from the holder's only there
+// is another value. A Node that cut strings at a NUL or replaced invalid
+// UTF-8 would make two locks one, or let another release a lock.
+func setNXBinary(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	n := newNode(t)
+	for _, pair := range [][2]string{{"\x00a", "\x00b"}, {"\xff\xfe", "\xfe\xff"}} {
+		k, v := key(t), value()
+		k1, k2, v1, v2 := k+pair[0], k+pair[1], v+pair[0], v+pair[1]
+		if ok := must(t, "SetNX")(n.SetNX(ctx, k1, v1, time.Minute)); !ok {
+			t.Fatalf("SetNX(%q) = false, want true: a Node must accept any key", k1)
+		}
+		if ok := must(t, "SetNX")(n.SetNX(ctx, k2, v2, time.Minute)); !ok {
+			t.Fatalf("SetNX(%q) while %q is held = false, want true: keys that differ only after a NUL byte or in bytes that are not UTF-8 are distinct locks; a Node must send keys as bytes", k2, k1)
+		}
+		if ok := must(t, "EvalRelease")(n.EvalRelease(ctx, k1, v2)); ok {
+			t.Fatalf("EvalRelease(%q, %q) of a key held by %q = true, want false: values that differ only after a NUL byte or in bytes that are not UTF-8 are distinct; a Node must send values as bytes", k1, v2, v1)
+		}
+		for _, kv := range [][2]string{{k1, v1}, {k2, v2}} {
+			if ok := must(t, "EvalRelease")(n.EvalRelease(ctx, kv[0], kv[1])); !ok {
+				t.Fatalf("EvalRelease(%q, same value) = false, want true: keys and values must round-trip unchanged", kv[0])
+			}
 		}
 	}
 }
@@ -291,39 +319,44 @@ func extendAbsentKey(t *testing.T, ctx context.Context, newNode func(*testing.T)
 // methods returns a call of every Node method on key k, by name, and of the
 // optional interfaces' methods when n implements them.
 func methods(n driver.Node, k string) map[string]func(context.Context) error {
+	return methodsWith(n, k, value())
+}
+
+// methodsWith is methods whose calls pass the lock value v.
+func methodsWith(n driver.Node, k, v string) map[string]func(context.Context) error {
 	m := map[string]func(context.Context) error{
 		"SetNX": func(ctx context.Context) error {
-			_, err := n.SetNX(ctx, k, value(), time.Minute)
+			_, err := n.SetNX(ctx, k, v, time.Minute)
 			return err
 		},
 		"EvalRelease": func(ctx context.Context) error {
-			_, err := n.EvalRelease(ctx, k, value())
+			_, err := n.EvalRelease(ctx, k, v)
 			return err
 		},
 		"Extend": func(ctx context.Context) error {
-			_, err := n.Extend(ctx, k, value(), time.Minute)
+			_, err := n.Extend(ctx, k, v, time.Minute)
 			return err
 		},
 	}
 	if f, ok := n.(driver.Fencer); ok {
 		m["SetNXFence"] = func(ctx context.Context) error {
-			_, _, err := f.SetNXFence(ctx, k, value(), time.Minute, driver.FenceKey(k))
+			_, _, err := f.SetNXFence(ctx, k, v, time.Minute, driver.FenceKey(k))
 			return err
 		}
 		m["RaiseFence"] = func(ctx context.Context) error {
-			_, err := f.RaiseFence(ctx, k, value(), driver.FenceKey(k), 1)
+			_, err := f.RaiseFence(ctx, k, v, driver.FenceKey(k), 1)
 			return err
 		}
 	}
 	if tt, ok := n.(driver.TTLer); ok {
 		m["TTL"] = func(ctx context.Context) error {
-			_, _, err := tt.TTL(ctx, k, value())
+			_, _, err := tt.TTL(ctx, k, v)
 			return err
 		}
 	}
 	if nn, ok := n.(driver.Notifier); ok {
 		m["ReleaseNotify"] = func(ctx context.Context) error {
-			_, err := nn.ReleaseNotify(ctx, k, value())
+			_, err := nn.ReleaseNotify(ctx, k, v)
 			return err
 		}
 		m["Subscribe"] = func(ctx context.Context) error {
@@ -380,9 +413,9 @@ func closeCallsFail(t *testing.T, ctx context.Context, newNode func(*testing.T) 
 	if err := n.Close(); err != nil {
 		t.Fatalf("Close() = %v, want nil", err)
 	}
-	for call, err := range Calls(ctx, n, k) {
-		if err == nil {
-			t.Errorf("%s after Close: error = nil, want an error: a closed Node must not answer", call)
+	for call, run := range methods(n, k) {
+		if err := run(ctx); !errors.Is(err, driver.ErrClosed) {
+			t.Errorf("%s after Close: error = %v, want one matching driver.ErrClosed: a closed Node must not answer, and must say why", call, err)
 		}
 	}
 }

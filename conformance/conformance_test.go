@@ -2,8 +2,10 @@ package conformance_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +13,7 @@ import (
 	"github.com/go-redlock/redlock/conformance"
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/drivers/memory"
+	"github.com/go-redlock/redlock/redistest"
 )
 
 // The suite passing on a correct node is shown by the memory driver's tests
@@ -23,21 +26,45 @@ type broken struct {
 	kind string
 }
 
+// text cuts s at its first NUL byte and replaces its invalid UTF-8, as a
+// Node that took keys and values for text would, for "mangle".
+func (b broken) text(s string) string {
+	if b.kind != "mangle" {
+		return s
+	}
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		s = s[:i]
+	}
+	return strings.ToValidUTF8(s, "\uFFFD")
+}
+
+// closedErr replaces driver.ErrClosed by an error that does not wrap it, for
+// "close-not-errclosed".
+func (b broken) closedErr(err error) error {
+	if b.kind == "close-not-errclosed" && errors.Is(err, driver.ErrClosed) {
+		return errors.New("brokennode: node is closed")
+	}
+	return err
+}
+
 func (b broken) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
 	if b.kind == "setnx-overwrites" {
 		b.Node.Delete(key)
 	}
-	return b.Node.SetNX(ctx, key, value, ttl)
+	ok, err := b.Node.SetNX(ctx, b.text(key), b.text(value), ttl)
+	return ok, b.closedErr(err)
 }
 
 func (b broken) EvalRelease(ctx context.Context, key, value string) (bool, error) {
 	if b.kind == "release-others" {
 		return b.Node.Delete(key), nil
 	}
-	return b.Node.EvalRelease(ctx, key, value)
+	ok, err := b.Node.EvalRelease(ctx, b.text(key), b.text(value))
+	return ok, b.closedErr(err)
 }
 
 func (b broken) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	key, value = b.text(key), b.text(value)
 	if b.kind == "extend-creates" {
 		if ok, err := b.Node.SetNX(ctx, key, value, ttl); ok || err != nil {
 			return ok, err
@@ -49,7 +76,8 @@ func (b broken) Extend(ctx context.Context, key, value string, ttl time.Duration
 	if b.kind == "extend-half-ttl" {
 		ttl /= 2
 	}
-	return b.Node.Extend(ctx, key, value, ttl)
+	ok, err := b.Node.Extend(ctx, key, value, ttl)
+	return ok, b.closedErr(err)
 }
 
 // SetNXFence keeps the key for half its TTL, for "fence-half-ttl".
@@ -73,6 +101,37 @@ func (b broken) TTL(ctx context.Context, key, value string) (time.Duration, bool
 
 const brokenEnv = "CONFORMANCE_BROKEN_KIND"
 
+// brokenKinds are the broken nodes the suite must fail, by kind, with the
+// message it must fail them with. A memory node (broken) runs Run; a Redis
+// driver (brokenDriver, broken_redis_test.go) runs the subtests of RunRedis
+// that redis names.
+var brokenKinds = map[string]struct {
+	redis string // RunRedis's subtest to run, "Open/ACLUser" say; "" for a memory node and Run
+	want  string
+}{
+	"release-others":      {want: "EvalRelease(otherValue) = true, want false: a Node must not release a key held by another value"},
+	"setnx-overwrites":    {want: "SetNX(otherValue) = true, want false: a Node must not set a key held by another value (NX)"},
+	"extend-creates":      {want: "Extend(absent key) = true, want false: there was nothing to extend"},
+	"ignores-context":     {want: "Extend(canceled ctx) error = <nil>, want one matching context.Canceled: a Node must honour its context"},
+	"ttl-any-value":       {want: "want 0, false: a Node must not report a key held by another value"},
+	"extend-half-ttl":     {want: "a Node must keep an extended key for its whole TTL"},
+	"fence-half-ttl":      {want: "SetNXFence(ttl=300ms): the key was free after"},
+	"mangle":              {want: "are distinct locks; a Node must send keys as bytes"},
+	"close-not-errclosed": {want: "SetNX after Close: error = brokennode: node is closed, want one matching driver.ErrClosed"},
+	"nonatomic": {redis: "Commands/Atomic",
+		want: `EvalRelease(value) (scripts loaded) sent ["get" "conformance:`},
+	"swallow-replies": {redis: "Open/ACLUser",
+		want: `EvalRelease as the ACL user on a key outside its pattern: error = <nil> (driver.PermanentCode ""), want one for which driver.PermanentCode is "NOPERM"`},
+	"flat-replies": {redis: "Open/ACLUser",
+		want: `Extend as the ACL user on a key outside its pattern: error = brokendriver: Extend failed: `},
+	"ex-seconds": {redis: "TTL/Milliseconds",
+		want: "SetNX(ttl=2.5s): the server's PTTL of the key right after = "},
+	"value-in-error": {redis: "Open/Password",
+		want: "shows the lock value"},
+	"leaky-close": {redis: "Close/ReleasesConnections",
+		want: "Close must release the node's connections, its pub/sub connection included"},
+}
+
 // TestBrokenNodeHelper runs the suite on a broken node when started by
 // TestSuiteFailsOnBrokenNodes; otherwise it does nothing.
 func TestBrokenNodeHelper(t *testing.T) {
@@ -80,29 +139,32 @@ func TestBrokenNodeHelper(t *testing.T) {
 	if kind == "" {
 		t.Skip("run by TestSuiteFailsOnBrokenNodes")
 	}
+	if brokenKinds[kind].redis != "" {
+		conformance.RunRedis(t, brokenDriver{kind})
+		return
+	}
 	conformance.Run(t, func(t *testing.T) driver.Node { return broken{memory.New(), kind} })
 }
 
 func TestSuiteFailsOnBrokenNodes(t *testing.T) {
-	for kind, want := range map[string]string{
-		"release-others":   "EvalRelease(otherValue) = true, want false: a Node must not release a key held by another value",
-		"setnx-overwrites": "SetNX(otherValue) = true, want false: a Node must not set a key held by another value (NX)",
-		"extend-creates":   "Extend(absent key) = true, want false: there was nothing to extend",
-		"ignores-context":  "Extend(canceled ctx) error = <nil>, want one matching context.Canceled: a Node must honour its context",
-		"ttl-any-value":    "want 0, false: a Node must not report a key held by another value",
-		"extend-half-ttl":  "a Node must keep an extended key for its whole TTL",
-		"fence-half-ttl":   "SetNXFence(ttl=300ms): the key was free after",
-	} {
+	for kind, c := range brokenKinds {
 		t.Run(kind, func(t *testing.T) {
 			t.Parallel()
-			cmd := exec.Command(os.Args[0], "-test.run=^TestBrokenNodeHelper$", "-test.v")
+			run := "^TestBrokenNodeHelper$"
+			if c.redis != "" {
+				redistest.NewServer(t) // skips, as RunRedis would, without redis-server
+				for name := range strings.SplitSeq(c.redis, "/") {
+					run += "/^" + regexp.QuoteMeta(name) + "$"
+				}
+			}
+			cmd := exec.Command(os.Args[0], "-test.run="+run, "-test.v")
 			cmd.Env = append(os.Environ(), brokenEnv+"="+kind)
 			out, err := cmd.CombinedOutput()
 			if err == nil {
 				t.Fatalf("the suite passed on a node that breaks %q; output:\n%s", kind, out)
 			}
-			if !strings.Contains(string(out), want) {
-				t.Fatalf("the suite failed on %q without the message %q; output:\n%s", kind, want, out)
+			if !strings.Contains(string(out), c.want) {
+				t.Fatalf("the suite failed on %q without the message %q; output:\n%s", kind, c.want, out)
 			}
 		})
 	}

@@ -84,9 +84,12 @@ func RunRedis(t *testing.T, d driver.Driver, opts ...RedisOption) {
 		{"Stalled/CancelBoundsCalls", stalledCancel},
 		{"Stalled/Recovers", stalledRecovers},
 		{"Stalled/CloseDoesNotWait", stalledClose},
+		{"Close/ReleasesConnections", closeReleasesConnections},
+		{"TTL/Milliseconds", ttlMilliseconds},
 		{"Reconnects", reconnects},
 		{"Reconnects/AfterIdle", reconnectsAfterIdle},
 		{"Scripts/Concurrent", scriptsConcurrent},
+		{"Commands/Atomic", commandsAtomic},
 		{"Notifier/ReleaseWithoutSPUBLISH", releaseWithoutSPublish},
 		{"Fencer/ReadsLegacyCounter", fenceReadsLegacyCounter},
 		{"TLS/OpenConfig", tlsOpenConfig},
@@ -129,11 +132,18 @@ func (s *redisSuite) open(t *testing.T, a Addr) driver.Node {
 
 const password = "pw-s3cret-never-shown"
 
-// hidesPassword fails the test if text shows the password.
-func hidesPassword(t *testing.T, what, text string) {
+// hidesPassword fails the test if text shows the password, or any of values:
+// the lock values passed to the call whose error text is. A lock value is
+// its holder's secret: whoever reads it can release or extend the lock.
+func hidesPassword(t *testing.T, what, text string, values ...string) {
 	t.Helper()
 	if strings.Contains(text, password) {
 		t.Errorf("%s %q shows the password: a driver must never show one", what, text)
+	}
+	for _, v := range values {
+		if strings.Contains(text, v) {
+			t.Errorf("%s %q shows the lock value %q passed to the call: a driver must never show one", what, text, v)
+		}
 	}
 }
 
@@ -153,11 +163,12 @@ func openPassword(t *testing.T, ctx context.Context, s *redisSuite) {
 	wrong.Password = "wrong-" + password
 	for _, addr := range []Addr{wrong, hostAddr(t, srv)} {
 		bad := s.open(t, addr)
-		ok, err := bad.SetNX(ctx, key(t), value(), time.Minute)
+		v := value()
+		ok, err := bad.SetNX(ctx, key(t), v, time.Minute)
 		if err == nil {
 			t.Fatalf("SetNX with a wrong or missing password = %v, nil; want an error", ok)
 		}
-		hidesPassword(t, "the error", err.Error())
+		hidesPassword(t, "the error", err.Error(), v)
 	}
 }
 
@@ -201,7 +212,8 @@ func openRefusedConcurrent(t *testing.T, ctx context.Context, s *redisSuite) {
 			var wg sync.WaitGroup
 			for range calls {
 				wg.Go(func() {
-					ok, err := n.SetNX(ctx, key(t), value(), time.Minute)
+					v := value()
+					ok, err := n.SetNX(ctx, key(t), v, time.Minute)
 					if err == nil {
 						err = fmt.Errorf("SetNX = %v, nil; want an error", ok)
 						if ok {
@@ -210,7 +222,7 @@ func openRefusedConcurrent(t *testing.T, ctx context.Context, s *redisSuite) {
 						errs <- err
 						return
 					}
-					hidesPassword(t, "the error", err.Error())
+					hidesPassword(t, "the error", err.Error(), v)
 					if c.permanent && driver.PermanentCode(err) == "" {
 						errs <- fmt.Errorf("SetNX's error %q has no code driver.PermanentCode finds", err)
 					}
@@ -396,6 +408,108 @@ func stalledClose(t *testing.T, ctx context.Context, s *redisSuite) {
 	}
 }
 
+// closeReleasesConnections opens several connections through a node (calls
+// together, and a subscription when the node is a driver.Notifier), closes
+// it, and watches the server's CLIENT LIST until they are gone: Close must
+// release every connection of the node, its pub/sub connection included.
+func closeReleasesConnections(t *testing.T, ctx context.Context, s *redisSuite) {
+	srv := redistest.NewServer(t)
+	n := s.open(t, hostAddr(t, srv))
+	var wg sync.WaitGroup
+	for range 8 {
+		wg.Go(func() {
+			if _, err := n.SetNX(ctx, key(t), value(), time.Minute); err != nil {
+				t.Errorf("SetNX: unexpected error %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	if nn, ok := n.(driver.Notifier); ok {
+		stop, err := nn.Subscribe(ctx, key(t), make(chan struct{}, 1))
+		if err != nil {
+			t.Fatalf("Subscribe: unexpected error %v", err)
+		}
+		defer stop()
+	}
+	open, list := clientsOf(t, ctx, srv)
+	if open == 0 {
+		t.Fatalf("no connection of the node in the server's CLIENT LIST after its calls:\n%s", list)
+	}
+	if err := n.Close(); err != nil {
+		t.Fatalf("Close() = %v, want nil", err)
+	}
+	const bound = 5 * time.Second
+	for deadline := time.Now().Add(bound); ; time.Sleep(20 * time.Millisecond) {
+		left, list := clientsOf(t, ctx, srv)
+		if left == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of the node's %d connections still open %v after Close: Close must release the node's connections, its pub/sub connection included; CLIENT LIST:\n%s", left, open, bound, list)
+		}
+	}
+}
+
+// clientsOf returns how many connections srv has besides the one that asks
+// (CLIENT LIST), and their list.
+func clientsOf(t *testing.T, ctx context.Context, srv *redistest.Server) (int, string) {
+	t.Helper()
+	reply, err := srv.Do(ctx, "CLIENT", "LIST")
+	if err != nil {
+		t.Fatalf("CLIENT LIST: %v", err)
+	}
+	list, _ := reply.(string)
+	var others []string
+	for _, line := range strings.Split(strings.TrimSpace(list), "\n") {
+		if line != "" && !strings.Contains(line, " cmd=client|list ") {
+			others = append(others, line)
+		}
+	}
+	return len(others), strings.Join(others, "\n")
+}
+
+// ttlMilliseconds reads through the server the time to live that SetNX,
+// Extend and SetNXFence give a key, with a TTL that is not whole seconds: it
+// must be at most the TTL asked, and more than zero. A driver that rounded
+// TTLs up to seconds (SET EX, EXPIRE) would keep a lock after its holder
+// believes it expired; the tests of expiry cannot tell.
+func ttlMilliseconds(t *testing.T, ctx context.Context, s *redisSuite) {
+	const ttl = 2500 * time.Millisecond
+	srv := redistest.NewServer(t)
+	n := s.open(t, hostAddr(t, srv))
+	pttl := func(call, k string) {
+		t.Helper()
+		reply, err := srv.Do(ctx, "PTTL", k)
+		if err != nil {
+			t.Fatalf("PTTL: %v", err)
+		}
+		if ms, _ := reply.(int64); ms <= 0 || ms > driver.Milliseconds(ttl) {
+			t.Errorf("%s: the server's PTTL of the key right after = %v, want one in (0, %d]: a Node must send TTLs in milliseconds (PX, PEXPIRE), never rounded up", call, reply, driver.Milliseconds(ttl))
+		}
+	}
+	k, v := key(t), value()
+	call := fmt.Sprintf("SetNX(ttl=%v)", ttl)
+	if ok := must(t, call)(n.SetNX(ctx, k, v, ttl)); !ok {
+		t.Fatalf("%s = false, want true", call)
+	}
+	pttl(call, k)
+	k = key(t)
+	must(t, "SetNX(ttl=1m)")(n.SetNX(ctx, k, v, time.Minute))
+	call = fmt.Sprintf("Extend(value, %v) on a key with 1m to live", ttl)
+	if ok := must(t, call)(n.Extend(ctx, k, v, ttl)); !ok {
+		t.Fatalf("%s = false, want true", call)
+	}
+	pttl(call, k)
+	if f, ok := n.(driver.Fencer); ok {
+		k = key(t)
+		call = fmt.Sprintf("SetNXFence(ttl=%v)", ttl)
+		if ok, _ := setNXFence(t, ctx, f, k, v, driver.FenceKey(k), ttl); !ok {
+			t.Fatalf("%s = false, want true", call)
+		}
+		pttl(call, k)
+	}
+}
+
 // eventually reports whether SetNX on k succeeds within 5s of retries.
 func eventually(ctx context.Context, n driver.Node, k string) bool {
 	deadline := time.Now().Add(5 * time.Second)
@@ -482,12 +596,28 @@ func openACLUser(t *testing.T, ctx context.Context, s *redisSuite) {
 		t.Fatal("SetNX as the ACL user = false, want true")
 	}
 	// The user may only touch acl:*, unlike the default user: a refusal
-	// proves the node authenticated as the user.
-	_, err := n.SetNX(ctx, key(t), value(), time.Minute)
-	if err == nil || !strings.Contains(err.Error(), "NOPERM") {
-		t.Fatalf("SetNX as the ACL user on a key outside its pattern: error = %v, want NOPERM: redis://user:password@ must authenticate as user", err)
+	// proves the node authenticated as the user. Every method must return
+	// the server's NOPERM where driver.PermanentCode finds it: (false, nil)
+	// would say that another holds the key, and an error that drops the
+	// reply would make redlock retry what can never succeed.
+	v := value()
+	v0 := value()
+	_, err := n.SetNX(ctx, key(t), v0, time.Minute)
+	if driver.PermanentCode(err) != "NOPERM" {
+		t.Fatalf("SetNX as the ACL user on a key outside its pattern: error = %v, want one for which driver.PermanentCode is \"NOPERM\": redis://user:password@ must authenticate as user", err)
 	}
-	hidesPassword(t, "the error", err.Error())
+	hidesPassword(t, "the error", err.Error(), v0)
+	for call, run := range methodsWith(n, key(t), v) {
+		if call == "Subscribe" { // ACL channel patterns, not key patterns, rule it
+			continue
+		}
+		err := run(ctx)
+		if code := driver.PermanentCode(err); code != "NOPERM" {
+			t.Errorf("%s as the ACL user on a key outside its pattern: error = %v (driver.PermanentCode %q), want one for which driver.PermanentCode is \"NOPERM\": a Node must return the server's error reply, wrapped with %%w, never (false, nil) nor an error without it", call, err, code)
+			continue
+		}
+		hidesPassword(t, call+"'s error", err.Error(), v)
+	}
 	if nn, ok := n.(driver.Notifier); ok {
 		notify := make(chan struct{}, 1)
 		sctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -506,11 +636,12 @@ func openACLUser(t *testing.T, ctx context.Context, s *redisSuite) {
 	wrongUser.Username = "nobody"
 	for _, addr := range []Addr{wrongPassword, wrongUser} {
 		bad := s.open(t, addr)
-		ok, err := bad.SetNX(ctx, "acl:"+key(t), value(), time.Minute)
+		v := value()
+		ok, err := bad.SetNX(ctx, "acl:"+key(t), v, time.Minute)
 		if err == nil {
 			t.Fatalf("SetNX with a wrong user or password = %v, nil; want an error", ok)
 		}
-		hidesPassword(t, "the error", err.Error())
+		hidesPassword(t, "the error", err.Error(), v)
 	}
 }
 
@@ -573,7 +704,11 @@ func tlsRefused(t *testing.T, ctx context.Context, n driver.Node, k string, want
 	t.Helper()
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	errs := Calls(cctx, n, k)
+	v := value()
+	errs := make(map[string]error)
+	for name, call := range methodsWith(n, k, v) {
+		errs[name] = call(cctx)
+	}
 	if nn, ok := n.(driver.Notifier); ok {
 		stop, err := nn.Subscribe(cctx, k, make(chan struct{}, 1))
 		if err == nil {
@@ -591,7 +726,7 @@ func tlsRefused(t *testing.T, ctx context.Context, n driver.Node, k string, want
 		case !strings.Contains(err.Error(), text):
 			t.Errorf("%s: error = %v, want one that says %q", call, err, text)
 		}
-		hidesPassword(t, "the error", err.Error())
+		hidesPassword(t, "the error", err.Error(), v)
 	}
 	if cctx.Err() != nil {
 		t.Errorf("calls refused by TLS took their whole 5s deadline: a TLS failure must fail fast")

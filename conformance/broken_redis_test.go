@@ -1,0 +1,194 @@
+package conformance_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/drivers/goredis"
+)
+
+// brokenDriver opens nodes of the goredis driver that break one rule of the
+// driver contract each, by kind, as a Redis driver's author might: the
+// suite's RunRedis must fail them (TestSuiteFailsOnBrokenNodes).
+type brokenDriver struct{ kind string }
+
+func (d brokenDriver) Open(addr string) (driver.Node, error) {
+	inner, err := goredis.Driver{}.Open(addr)
+	if err != nil {
+		return nil, err
+	}
+	n := &brokenRedis{kind: d.kind, inner: inner}
+	if d.kind == "nonatomic" && !strings.Contains(addr, "://") {
+		// A client of its own for the commands it sends one by one; only for
+		// a host:port address, which is what Commands/Atomic gives it.
+		n.raw = redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DisableIdentity: true})
+	}
+	return n, nil
+}
+
+// brokenRedis is a goredis node that breaks the rule its kind names:
+//
+//   - nonatomic: SetNX is SETNX then PEXPIRE; EvalRelease, Extend and the
+//     fencing calls GET and compare on the client, then DEL, PEXPIRE, GET
+//     or SET.
+//   - swallow-replies: an error reply to EvalRelease or Extend is (false, nil).
+//   - flat-replies: an error reply to any call but SetNX becomes an error
+//     that does not wrap it.
+//   - ex-seconds: TTLs are rounded up to whole seconds.
+//   - value-in-error: errors name the lock value.
+//   - leaky-close: Close forgets to close the connections.
+type brokenRedis struct {
+	kind   string
+	inner  driver.Node
+	raw    *redis.Client // for nonatomic
+	closed atomic.Bool
+}
+
+func (n *brokenRedis) String() string { return fmt.Sprint(n.inner) }
+
+// err applies the kind's handling of errors to an error of call.
+func (n *brokenRedis) err(ctx context.Context, call, value string, ok bool, err error) (bool, error) {
+	if err == nil {
+		return ok, nil
+	}
+	reply := driver.PermanentCode(err) != "" && ctx.Err() == nil
+	switch {
+	case n.kind == "value-in-error":
+		return false, fmt.Errorf("brokendriver: %s(value %q): %w", call, value, err)
+	case n.kind == "swallow-replies" && reply && (call == "EvalRelease" || call == "Extend"):
+		return false, nil
+	case n.kind == "flat-replies" && reply && call != "SetNX":
+		return false, errors.New("brokendriver: " + call + " failed: " + err.Error())
+	}
+	return ok, err
+}
+
+// ttl applies the kind's handling of TTLs.
+func (n *brokenRedis) ttl(ttl time.Duration) time.Duration {
+	if n.kind == "ex-seconds" {
+		return (ttl + time.Second - 1).Truncate(time.Second)
+	}
+	return ttl
+}
+
+// holds is the client-side compare of nonatomic.
+func (n *brokenRedis) holds(ctx context.Context, key, value string) (bool, error) {
+	got, err := n.raw.Get(ctx, key).Result()
+	if errors.Is(err, redis.Nil) {
+		return false, nil
+	}
+	return got == value, err
+}
+
+func (n *brokenRedis) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	if n.raw != nil {
+		ok, err := n.raw.SetNX(ctx, key, value, 0).Result()
+		if err != nil || !ok {
+			return ok, err
+		}
+		return true, n.raw.PExpire(ctx, key, ttl).Err()
+	}
+	ok, err := n.inner.SetNX(ctx, key, value, n.ttl(ttl))
+	return n.err(ctx, "SetNX", value, ok, err)
+}
+
+func (n *brokenRedis) EvalRelease(ctx context.Context, key, value string) (bool, error) {
+	if n.raw != nil {
+		if ok, err := n.holds(ctx, key, value); !ok || err != nil {
+			return false, err
+		}
+		d, err := n.raw.Del(ctx, key).Result()
+		return d == 1, err
+	}
+	ok, err := n.inner.EvalRelease(ctx, key, value)
+	return n.err(ctx, "EvalRelease", value, ok, err)
+}
+
+func (n *brokenRedis) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	if n.raw != nil {
+		if ok, err := n.holds(ctx, key, value); !ok || err != nil {
+			return false, err
+		}
+		return n.raw.PExpire(ctx, key, ttl).Result()
+	}
+	ok, err := n.inner.Extend(ctx, key, value, n.ttl(ttl))
+	return n.err(ctx, "Extend", value, ok, err)
+}
+
+func (n *brokenRedis) Close() error {
+	if !n.closed.CompareAndSwap(false, true) {
+		return nil
+	}
+	if n.kind == "leaky-close" {
+		return nil
+	}
+	if n.raw != nil {
+		n.raw.Close()
+	}
+	return n.inner.Close()
+}
+
+func (n *brokenRedis) SetNXFence(ctx context.Context, key, value string, ttl time.Duration, fenceKey string) (bool, uint64, error) {
+	if n.raw != nil {
+		ok, err := n.SetNX(ctx, key, value, ttl)
+		if err != nil {
+			return false, 0, err
+		}
+		var counter uint64
+		for _, fk := range driver.FenceKeys(key, fenceKey, false) {
+			c, err := n.raw.Get(ctx, fk).Uint64()
+			if err != nil && !errors.Is(err, redis.Nil) {
+				return false, 0, err
+			}
+			counter = max(counter, c)
+		}
+		return ok, counter, nil
+	}
+	ok, counter, err := n.inner.(driver.Fencer).SetNXFence(ctx, key, value, n.ttl(ttl), fenceKey)
+	ok, err = n.err(ctx, "SetNXFence", value, ok, err)
+	return ok, counter, err
+}
+
+func (n *brokenRedis) RaiseFence(ctx context.Context, key, value, fenceKey string, token uint64) (bool, error) {
+	if n.raw != nil {
+		if ok, err := n.holds(ctx, key, value); !ok || err != nil {
+			return false, err
+		}
+		c, err := n.raw.Get(ctx, fenceKey).Uint64()
+		if err != nil && !errors.Is(err, redis.Nil) {
+			return false, err
+		}
+		if c < token {
+			err = n.raw.Set(ctx, fenceKey, token, 0).Err()
+		}
+		return err == nil, err
+	}
+	ok, err := n.inner.(driver.Fencer).RaiseFence(ctx, key, value, fenceKey, token)
+	return n.err(ctx, "RaiseFence", value, ok, err)
+}
+
+func (n *brokenRedis) ReleaseNotify(ctx context.Context, key, value string) (bool, error) {
+	ok, err := n.inner.(driver.Notifier).ReleaseNotify(ctx, key, value)
+	return n.err(ctx, "ReleaseNotify", value, ok, err)
+}
+
+func (n *brokenRedis) Subscribe(ctx context.Context, key string, notify chan<- struct{}) (func(), error) {
+	return n.inner.(driver.Notifier).Subscribe(ctx, key, notify)
+}
+
+func (n *brokenRedis) TTL(ctx context.Context, key, value string) (time.Duration, bool, error) {
+	d, held, err := n.inner.(driver.TTLer).TTL(ctx, key, value)
+	held, err = n.err(ctx, "TTL", value, held, err)
+	return d, held, err
+}
+
+func (n *brokenRedis) Identity(ctx context.Context) ([]string, error) {
+	return n.inner.(driver.Identifier).Identity(ctx)
+}
