@@ -33,6 +33,15 @@ const stallBound = 2 * time.Second
 // commands one by one or pipelines them, each must fall back to EVAL and
 // return the right result.
 //
+// It watches what reaches the server, too: with MONITOR, that every lock
+// command is one atomic command (SET NX PX, or a script), never a
+// client-side GET, DEL, SETNX, PEXPIRE or SET; with PTTL, that TTLs are sent
+// in milliseconds, not rounded up; with CLIENT LIST, that Close closes every
+// connection of the node, its pub/sub connection included. As an ACL user
+// on a key outside the user's pattern, every method must return an error
+// for which driver.PermanentCode is "NOPERM", and no error may show a
+// password or the lock value passed to the call.
+//
 // It also checks TLS: Run again over rediss:// addresses whose tls_ca_file,
 // tls_cert_file and tls_key_file parameters name a CA and a client
 // certificate generated for the test (the servers require client

@@ -26,10 +26,14 @@
 //     server answers NOSCRIPT. A client-side GET, compare, DEL is not atomic and is
 //     not allowed.
 //   - TTLs are sent in milliseconds. A TTL below one millisecond is rounded up to one.
+//   - Keys and values are bytes, not text: send them unchanged, a NUL byte or
+//     invalid UTF-8 included.
 //   - Every call honours its context: when ctx is done the call returns promptly
 //     with an error for which errors.Is(err, ctx.Err()) is true. [ContextError]
 //     makes a client's error (a socket timeout, say) into one.
-//   - Methods are safe for concurrent use by multiple goroutines.
+//   - Methods are safe for concurrent use by multiple goroutines. (The
+//     conformance suite calls them at once; run it with -race, since only the
+//     race detector reports a data race.)
 //   - A node must not fail or block at construction because its server is down or
 //     never answers; it connects on use and reconnects after failures.
 //   - Keep the client's error in the chain of the error returned (wrap it with
