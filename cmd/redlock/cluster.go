@@ -52,19 +52,30 @@ func parseClusterNodes(text string) []clusterNodeInfo {
 	return nodes
 }
 
+// slotRange parses a slot range of CLUSTER NODES, such as "0-5460" or
+// "42"; ok is false for anything else (an importing or migrating slot's
+// "[42->-id]").
+func slotRange(r string) (lo, hi int, ok bool) {
+	l, h, isRange := strings.Cut(r, "-")
+	lo, err := strconv.Atoi(l)
+	if err != nil {
+		return 0, 0, false
+	}
+	hi = lo
+	if isRange {
+		if hi, err = strconv.Atoi(h); err != nil {
+			return 0, 0, false
+		}
+	}
+	return lo, hi, hi >= lo
+}
+
 // slotCount returns the number of slots in ranges such as "0-5460".
 func slotCount(ranges []string) int {
 	total := 0
 	for _, r := range ranges {
-		lo, hi, isRange := strings.Cut(r, "-")
-		a, err1 := strconv.Atoi(lo)
-		b := a
-		var err2 error
-		if isRange {
-			b, err2 = strconv.Atoi(hi)
-		}
-		if err1 == nil && err2 == nil && b >= a {
-			total += b - a + 1
+		if lo, hi, ok := slotRange(r); ok {
+			total += hi - lo + 1
 		}
 	}
 	return total
@@ -131,14 +142,7 @@ func readClusterView(ctx context.Context, a redisaddr.Node, timeout time.Duratio
 // servesSlot reports whether slot is in one of ranges, such as "0-5460".
 func servesSlot(ranges []string, slot int) bool {
 	for _, r := range ranges {
-		lo, hi, isRange := strings.Cut(r, "-")
-		a, err1 := strconv.Atoi(lo)
-		b := a
-		var err2 error
-		if isRange {
-			b, err2 = strconv.Atoi(hi)
-		}
-		if err1 == nil && err2 == nil && a <= slot && slot <= b {
+		if lo, hi, ok := slotRange(r); ok && lo <= slot && slot <= hi {
 			return true
 		}
 	}
