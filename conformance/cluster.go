@@ -27,7 +27,10 @@ import (
 // Cluster/NotClusterEnabled checks that a cluster address naming a server
 // that is not cluster-enabled fails every call, Cluster/TLS reaches a
 // cluster over TLS with client
-// certificates and a password, and Cluster/Migration takes and releases locks while
+// certificates and a password, Cluster/Failover checks that after a shard's
+// replica took over from its killed primary the node locks keys of the
+// shard again within seconds (Locks), and Cluster/Migration
+// takes and releases locks while
 // their slots migrate, whole (MOVED) and half way (ASK, TRYAGAIN): every
 // call must answer as on a still cluster, or fail; never "not held" for a
 // key that is held, nor "held" for one that is free.
@@ -98,6 +101,11 @@ func (s *redisSuite) runCluster(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
 			defer cancel()
 			clusterTLS(t, ctx, s)
+		})
+		t.Run("Failover", func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 3*subtestTimeout)
+			defer cancel()
+			clusterFailover(t, ctx, s)
 		})
 		t.Run("Migration", func(t *testing.T) {
 			if s.skipMigration != "" {

@@ -25,7 +25,10 @@
 // "redis://host:port?cluster=true&addr=host2:port2" (the URL's host and every
 // addr are seeds) opens a *redis.ClusterClient, and [New] takes one. Its
 // commands follow MOVED and ASK redirections but are never resent after a
-// lost reply; concurrent commands go as one pipeline, which go-redis splits
+// lost reply; after a command fails on the network, the client reloads its
+// slot map in the background (at most every 200ms), so that once a failover
+// promoted a replica in place of a dead primary the next commands reach it;
+// concurrent commands go as one pipeline, which go-redis splits
 // by slot; release notifications use sharded pub/sub, a connection per shard,
 // following a channel whose slot moves.
 //

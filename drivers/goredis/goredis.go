@@ -99,7 +99,7 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 			DisableIdentity:       true, // no CLIENT SETINFO: a round trip more
 		})
 		n := newNode(c, drivernode.Name(a.String()), true)
-		n.owned, n.cluster = true, true
+		n.owned, n.cluster, n.reload = true, true, &reloader{client: c}
 		n.batch.ShareDeadlines() // no user's hooks need the callers' contexts
 		n.router = newRouter(c)
 		return n, nil
@@ -156,7 +156,10 @@ const maxRedirects = 8
 // A *redis.ClusterClient makes a node that is a whole Redis Cluster, named
 // by its seed addresses: c should have MaxRetries -1 too, and the node sends
 // every command so that go-redis follows MOVED and ASK redirections but
-// never resends one whose reply was lost.
+// never resends one whose reply was lost. After a command fails on the
+// network (a shard's primary may have died, and a failover replaced it), the
+// node has c reload its slot map in the background (ReloadState, at most
+// every 200ms), so that the next commands reach the promoted replica.
 //
 // Release notifications (driver.Notifier's Subscribe) need a *redis.Client
 // or a *redis.ClusterClient: on another client, such as a Ring, whose
@@ -172,7 +175,7 @@ func New(c redis.UniversalClient) driver.Node {
 	if cc, ok := c.(*redis.ClusterClient); ok {
 		o := cc.Options()
 		n := newNode(c, describeCluster(o), o.ContextTimeoutEnabled)
-		n.cluster, n.router = true, newRouter(cc)
+		n.cluster, n.router, n.reload = true, newRouter(cc), &reloader{client: cc}
 		return n
 	}
 	rc, ok := c.(*redis.Client)
@@ -230,6 +233,7 @@ type node struct {
 	owned             bool                  // Close closes client
 	bounded           bool                  // client bounds I/O by the context's deadline (ContextTimeoutEnabled)
 	cluster           bool                  // client is a *redis.ClusterClient
+	reload            *reloader             // reloads the slot map of a *redis.ClusterClient after a failure; nil on one server
 	hub               *pubsub.Hub           // the release subscriptions of a *redis.Client
 	router            *pubsub.Router        // those of a *redis.ClusterClient
 	batch             *batch.Batcher[rediscmd.Cmd, rediscmd.Result]
@@ -271,6 +275,7 @@ func (n *node) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error
 	cmd.Cluster = cmd.Cluster || n.cluster // set by the caller for a cluster-enabled server given as one (see rediscmd.Commands)
 	r, err := n.batch.Do(ctx, cmd)
 	if err != nil {
+		n.reload.failed(err) // a failover may have replaced the shard's primary
 		return rediscmd.Result{}, cmd.Failed(ctx, "goredis", err)
 	}
 	return r, nil

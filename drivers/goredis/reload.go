@@ -1,0 +1,65 @@
+package goredis
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// reloadEvery bounds how often a cluster node asks go-redis to reload the
+// slot map after failed commands (see reloader).
+const reloadEvery = 200 * time.Millisecond
+
+// reloader has a *redis.ClusterClient reload its slot map, in the
+// background, when a command failed in a way that may mean that the shard's
+// primary is gone: a failover promotes a replica, and the slot map must name
+// it before a command can reach it. go-redis learns a new map by itself only
+// when a command meets MOVED, when it resends a command to another node
+// (which the node's commands forbid: see noRetry), or every
+// ClusterStateReloadInterval (a minute by default): a dead primary answers
+// nothing, and without the reload its slots would fail for that minute after
+// the replica took over. The failed command itself is never resent: its
+// outcome is unknown.
+type reloader struct {
+	client *redis.ClusterClient
+	last   atomic.Int64 // when the last reload was asked for, in Unix nanoseconds
+}
+
+// failed asks for a reload if err calls for one and none was asked for in
+// the last reloadEvery. ReloadState only starts the reload, which go-redis
+// makes in its own goroutine (and coalesces with one in progress).
+func (r *reloader) failed(err error) {
+	if r == nil || !needsReload(err) {
+		return
+	}
+	now := time.Now().UnixNano()
+	last := r.last.Load()
+	if now-last < int64(reloadEvery) || !r.last.CompareAndSwap(last, now) {
+		return
+	}
+	r.client.ReloadState(context.Background())
+}
+
+// needsReload reports whether err, a command's error, may mean that the
+// slot map is out of date: a network error or a timeout on the way to the
+// shard (its primary may be dead or cut off, and replaced), or the
+// server's CLUSTERDOWN (a shard lost its primary). A reply of the server
+// otherwise says nothing of the map, nor does a caller's cancellation.
+func needsReload(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var re redis.Error
+	if errors.As(err, &re) {
+		return strings.HasPrefix(re.Error(), "CLUSTERDOWN")
+	}
+	var ne net.Error
+	return errors.As(err, &ne) || errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
+		errors.Is(err, context.DeadlineExceeded)
+}
