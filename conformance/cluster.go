@@ -29,7 +29,9 @@ import (
 // cluster over TLS with client
 // certificates and a password, Cluster/Failover checks that after a shard's
 // replica took over from its killed primary the node locks keys of the
-// shard again within seconds (Locks), and Cluster/Migration
+// shard again within seconds (Locks), Cluster/DeadReplica that a node
+// opened while a replica is dead (not yet marked failed by the cluster)
+// locks, subscribes and answers Identity, and Cluster/Migration
 // takes and releases locks while
 // their slots migrate, whole (MOVED) and half way (ASK, TRYAGAIN): every
 // call must answer as on a still cluster, or fail; never "not held" for a
@@ -106,6 +108,11 @@ func (s *redisSuite) runCluster(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*subtestTimeout)
 			defer cancel()
 			clusterFailover(t, ctx, s)
+		})
+		t.Run("DeadReplica", func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
+			defer cancel()
+			clusterDeadReplica(t, ctx, s)
 		})
 		t.Run("Migration", func(t *testing.T) {
 			if s.skipMigration != "" {

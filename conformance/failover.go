@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/redistest"
 )
 
@@ -42,6 +43,7 @@ func clusterFailover(t *testing.T, ctx context.Context, s *redisSuite) {
 	}
 
 	// Fail the primary over.
+	replicasOnline(t, ctx, c)
 	promoted := shard.Replicas()[0]
 	if err := shard.Primary().Kill(); err != nil {
 		t.Fatal(err)
@@ -71,4 +73,73 @@ func clusterFailover(t *testing.T, ctx context.Context, s *redisSuite) {
 		}
 		t.Fatalf("SetNX on a key of the failed-over shard still fails %v after its replica was promoted (last: %v): the node must learn the slot map again when a command fails", failoverRecovery, last)
 	})
+}
+
+// clusterDeadReplica checks a node opened on a cluster one of whose
+// replicas is dead, before the cluster marks it failed (after its cluster
+// node timeout, 15 s by default): the primaries answer, and the node never
+// sends a command to a replica, so locks, subscriptions and Identity work.
+func clusterDeadReplica(t *testing.T, ctx context.Context, s *redisSuite) {
+	c := redistest.NewCluster(t, 1, redistest.WithReplicas(1))
+	replicasOnline(t, ctx, c)
+	if err := c.Shards()[0].Replicas()[0].Kill(); err != nil {
+		t.Fatal(err)
+	}
+	n := s.openURL(t, c.URL())
+	k, v := key(t), value()
+	if ok := must(t, "SetNX with a dead replica")(n.SetNX(ctx, k, v, time.Minute)); !ok {
+		t.Fatalf("SetNX(%s) with a dead replica = false, want true", k)
+	}
+	if ok := must(t, "EvalRelease with a dead replica")(n.EvalRelease(ctx, k, v)); !ok {
+		t.Fatalf("EvalRelease(%s) with a dead replica = false, want true", k)
+	}
+	if id, ok := n.(driver.Identifier); ok {
+		for range 4 { // the node asks any one node of the cluster
+			if _, err := id.Identity(ctx); err != nil {
+				t.Fatalf("Identity with a dead replica = %v", err)
+			}
+		}
+	}
+	if nn, ok := n.(driver.Notifier); ok {
+		notify := make(chan struct{}, 1)
+		cancel, err := nn.Subscribe(ctx, k, notify)
+		if err != nil {
+			t.Fatalf("Subscribe with a dead replica = %v", err)
+		}
+		defer cancel()
+		must(t, "SetNX")(n.SetNX(ctx, k, v, time.Minute))
+		must(t, "ReleaseNotify")(nn.ReleaseNotify(ctx, k, v))
+		select {
+		case <-notify:
+		case <-ctx.Done():
+			t.Fatal("no release heard with a dead replica")
+		}
+	}
+}
+
+// replicasOnline writes a key on every primary of c and waits until CLUSTER
+// SHARDS shows every replica online: a replica that has not received data
+// yet is "loading", and a client leaves it out of the nodes it knows.
+func replicasOnline(t *testing.T, ctx context.Context, c *redistest.Cluster) {
+	t.Helper()
+	for _, shard := range c.Shards() {
+		k := key(t)
+		for c.SlotShard(redistest.KeySlot(k)) != shard {
+			k = key(t)
+		}
+		if _, err := shard.Primary().Do(ctx, "SET", k, "x"); err != nil {
+			t.Fatalf("SET on a primary: %v", err)
+		}
+	}
+	for {
+		v, err := c.Shards()[0].Primary().Do(ctx, "CLUSTER", "SHARDS")
+		if err == nil && !strings.Contains(fmt.Sprint(v), "loading") {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the replicas are not online (CLUSTER SHARDS: %v, %v)", v, err)
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -340,26 +341,105 @@ func (n *node[C, D, R, L]) create(a *attempt[C]) {
 
 // warm connects the client of a cluster to every node it knows, while it is
 // being created and may dial (see dial): the library dials a node on its
-// first command, which would otherwise be a call's.
+// first command, which would otherwise be a call's. It then reads the slot
+// map (CLUSTER SLOTS) from a node that answered, for the release
+// subscriptions (see route): a new client, made after the last one lost a
+// connection (a failover, say), routes them by the cluster's map of now. A
+// node that does not answer fails the creation only if it is a primary that
+// serves slots: the library knows the replicas too, but the node never
+// sends them a command, and a dead replica, which the cluster takes seconds
+// to mark failed (cluster-node-timeout), must not make the whole node fail.
 func (n *node[C, D, R, L]) warm(c C) error {
 	ctx, cancel := context.WithTimeout(n.closing, dialTimeout)
 	defer cancel()
 	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		errs []error
+		wg     sync.WaitGroup
+		mu     sync.Mutex
+		failed = make(map[string]error)
+		up     []C
 	)
 	for addr, nc := range c.Nodes() {
 		wg.Go(func() {
-			if _, err := n.lib.Do(ctx, nc, "PING").ToAny(); err != nil {
-				mu.Lock()
-				errs = append(errs, fmt.Errorf("%s: %w", redisaddr.Redact(addr), err))
-				mu.Unlock()
+			_, err := n.lib.Do(ctx, nc, "PING").ToAny()
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				failed[addr] = err
+				return
 			}
+			up = append(up, nc)
 		})
 	}
 	wg.Wait()
+	ranges, err := readSlots(ctx, n.lib, up)
+	if err != nil {
+		n.slots.reset(ctx) // route reads it
+		if len(failed) > 0 {
+			// Which of the nodes that failed serve slots is unknown.
+			return joinFailed(failed, nil)
+		}
+		return nil
+	}
+	n.slots.set(ranges)
+	return joinFailed(failed, ranges)
+}
+
+// joinFailed joins the errors of the nodes that failed to answer warm's
+// PING and are primaries of ranges (all of them when ranges is nil).
+func joinFailed(failed map[string]error, ranges []slotRange) error {
+	var errs []error
+	for addr, err := range failed {
+		if ranges == nil || slices.ContainsFunc(ranges, func(r slotRange) bool { return r.addr == addr }) {
+			errs = append(errs, fmt.Errorf("%s: %w", redisaddr.Redact(addr), err))
+		}
+	}
 	return errors.Join(errs...)
+}
+
+// readSlots reads the slot map with CLUSTER SLOTS from the first of nodes
+// that answers.
+func readSlots[C Client[C, D], D Dedicated, R Result, L any](ctx context.Context, lib *Library[C, D, R, L], nodes []C) ([]slotRange, error) {
+	reply, err := askAny(ctx, lib, nodes, "CLUSTER", "SLOTS")
+	if err != nil {
+		return nil, fmt.Errorf("CLUSTER SLOTS: %w", err)
+	}
+	ranges, err := parseSlots(reply)
+	if err != nil {
+		return nil, fmt.Errorf("CLUSTER SLOTS: %w", err)
+	}
+	return ranges, nil
+}
+
+// askAny sends a command about the whole cluster (CLUSTER SLOTS, CLUSTER
+// NODES) to nodes in turn until one answers. Sent through the cluster
+// client, it would go to any one node the client knows, a dead replica
+// included.
+func askAny[C Client[C, D], D Dedicated, R Result, L any](ctx context.Context, lib *Library[C, D, R, L], nodes []C, args ...string) (any, error) {
+	var errs []error
+	for _, nc := range nodes {
+		v, err := lib.Do(ctx, nc, args...).ToAny()
+		if err == nil {
+			return v, nil
+		}
+		errs = append(errs, err)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if len(errs) == 0 {
+		return nil, errors.New("no node of the cluster is known")
+	}
+	return nil, errors.Join(errs...)
+}
+
+// nodesOf returns the clients of the nodes c knows, in no set order.
+func nodesOf[C Client[C, D], D Dedicated](c C) []C {
+	nodes := c.Nodes()
+	all := make([]C, 0, len(nodes))
+	for _, nc := range nodes {
+		all = append(all, nc)
+	}
+	return all
 }
 
 // dial connects to addr for the client that a creates, while NewClient runs,

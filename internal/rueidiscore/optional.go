@@ -66,8 +66,8 @@ func (n *node[C, D, R, L]) route(ctx context.Context, channel string) (string, p
 	if err != nil {
 		return "", nil, err
 	}
-	addr, err := n.slots.owner(ctx, driver.HashSlot(channel), func(ctx context.Context) (any, error) {
-		return n.lib.Do(ctx, c, "CLUSTER", "SLOTS").ToAny()
+	addr, err := n.slots.owner(ctx, driver.HashSlot(channel), func(ctx context.Context) ([]slotRange, error) {
+		return readSlots(ctx, n.lib, nodesOf(c))
 	})
 	if err != nil {
 		return "", nil, err
@@ -219,7 +219,13 @@ func (n *node[C, D, R, L]) identity(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	text := func(args ...string) (string, error) {
-		v, err := n.lib.Do(ctx, c, args...).ToAny()
+		var v any
+		var err error
+		if n.cluster {
+			v, err = askAny(ctx, n.lib, nodesOf(c), args...) // not a dead replica's
+		} else {
+			v, err = n.lib.Do(ctx, c, args...).ToAny()
+		}
 		if err != nil {
 			return "", err
 		}

@@ -10,7 +10,8 @@ import (
 )
 
 // slotMap is a cluster's map of slots to the addresses of their primaries,
-// read with CLUSTER SLOTS on first use and again after reset.
+// read with CLUSTER SLOTS when a client is created (see warm), or on first
+// use after reset.
 type slotMap struct {
 	mu     sync.Mutex
 	ranges []slotRange // nil until read
@@ -22,18 +23,16 @@ type slotRange struct {
 }
 
 // owner returns the address of the primary that serves slot, reading the
-// map with read (which returns the reply of CLUSTER SLOTS) if need be.
-func (m *slotMap) owner(ctx context.Context, slot int, read func(context.Context) (any, error)) (string, error) {
+// map with read if need be.
+func (m *slotMap) owner(ctx context.Context, slot int, read func(context.Context) ([]slotRange, error)) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.ranges == nil {
-		reply, err := read(ctx)
+		ranges, err := read(ctx)
 		if err != nil {
-			return "", fmt.Errorf("CLUSTER SLOTS: %w", err)
+			return "", err
 		}
-		if m.ranges, err = parseSlots(reply); err != nil {
-			return "", fmt.Errorf("CLUSTER SLOTS: %w", err)
-		}
+		m.ranges = ranges
 	}
 	for _, r := range m.ranges {
 		if r.lo <= slot && slot <= r.hi {
@@ -41,6 +40,13 @@ func (m *slotMap) owner(ctx context.Context, slot int, read func(context.Context
 		}
 	}
 	return "", fmt.Errorf("no shard serves slot %d", slot)
+}
+
+// set replaces the map with ranges, read from the cluster.
+func (m *slotMap) set(ranges []slotRange) {
+	m.mu.Lock()
+	m.ranges = ranges
+	m.mu.Unlock()
 }
 
 // reset forgets the map, which the next owner reads again.
