@@ -29,7 +29,9 @@ import (
 // cluster over TLS with client
 // certificates and a password, Cluster/Failover checks that after a shard's
 // replica took over from its killed primary the node locks keys of the
-// shard again within seconds (Locks), Cluster/DeadReplica that a node
+// shard again, subscribes to their releases and hears them, and that a
+// subscription made before hears them too (Locks, Subscribe, Subscription:
+// within seconds), Cluster/DeadReplica that a node
 // opened while a replica is dead (not yet marked failed by the cluster)
 // locks, subscribes and answers Identity, and Cluster/Migration
 // takes and releases locks while

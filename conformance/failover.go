@@ -18,8 +18,10 @@ import (
 const failoverRecovery = 10 * time.Second
 
 // clusterFailover kills the primary of a shard of a cluster whose shards
-// have a replica each, and checks that a node opened and used before it
-// locks keys of the shard (Locks) soon after the replica was promoted. Three shards, so
+// have a replica each, and checks that nodes opened and used before it
+// lock keys of the shard (Locks), subscribe to their releases and hear them
+// (Subscribe), and keep hearing those of a subscription made before
+// (Subscription), soon after the replica was promoted. Three shards, so
 // that a majority of primaries is left to elect the replica; a cluster node
 // timeout of a second, so that the failover takes seconds.
 func clusterFailover(t *testing.T, ctx context.Context, s *redisSuite) {
@@ -36,11 +38,30 @@ func clusterFailover(t *testing.T, ctx context.Context, s *redisSuite) {
 		t.Fatal("no key found on the shard")
 		return ""
 	}
-	// A node that knows the shard's primary: it has locked a key there.
+	// Nodes that know the shard's primary: one has locked a key there, one
+	// has subscribed and unsubscribed, one keeps a subscription.
 	locker := s.openURL(t, c.URL())
 	if k, v := onShard(t, "before"), value(); must(t, "SetNX before the failover")(locker.SetNX(ctx, k, v, time.Minute)) {
 		must(t, "EvalRelease before the failover")(locker.EvalRelease(ctx, k, v))
 	}
+
+	subscriber, ok := s.openURL(t, c.URL()).(driver.Notifier)
+	if !ok {
+		t.Fatal("a cluster node must be a driver.Notifier") // every driver that runs the cluster cases is
+	}
+	if cancel, err := subscriber.Subscribe(ctx, onShard(t, "before"), make(chan struct{}, 1)); err != nil {
+		t.Fatalf("Subscribe before the failover = %v", err)
+	} else {
+		cancel()
+	}
+	holder := s.openURL(t, c.URL()).(driver.Notifier)
+	held := onShard(t, "held")
+	heldNotify := make(chan struct{}, 1)
+	cancelHeld, err := holder.Subscribe(ctx, held, heldNotify)
+	if err != nil {
+		t.Fatalf("Subscribe before the failover = %v", err)
+	}
+	defer cancelHeld()
 
 	// Fail the primary over.
 	replicasOnline(t, ctx, c)
@@ -57,6 +78,23 @@ func clusterFailover(t *testing.T, ctx context.Context, s *redisSuite) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
+	// hears publishes a release of k on the promoted replica until notify
+	// hears one, for at most a second.
+	hears := func(t *testing.T, k string, notify <-chan struct{}) bool {
+		t.Helper()
+		for range 5 {
+			if _, err := promoted.Do(ctx, "SPUBLISH", driver.ReleaseChannel(k), ""); err != nil {
+				t.Fatalf("SPUBLISH on the promoted replica: %v", err)
+			}
+			select {
+			case <-notify:
+				return true
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+		return false
+	}
+
 	t.Run("Locks", func(t *testing.T) {
 		start := time.Now()
 		var last error
@@ -72,6 +110,38 @@ func clusterFailover(t *testing.T, ctx context.Context, s *redisSuite) {
 			time.Sleep(100 * time.Millisecond)
 		}
 		t.Fatalf("SetNX on a key of the failed-over shard still fails %v after its replica was promoted (last: %v): the node must learn the slot map again when a command fails", failoverRecovery, last)
+	})
+	t.Run("Subscribe", func(t *testing.T) {
+		start := time.Now()
+		var last error
+		for time.Since(start) < failoverRecovery {
+			k, notify := onShard(t, "after"), make(chan struct{}, 1)
+			cctx, cancel := context.WithTimeout(ctx, time.Second)
+			stop, err := subscriber.Subscribe(cctx, k, notify)
+			cancel()
+			if err == nil {
+				heard := hears(t, k, notify)
+				stop()
+				if heard {
+					t.Logf("subscribed on the promoted replica %v after its promotion", time.Since(start).Round(time.Millisecond))
+					return
+				}
+				err = fmt.Errorf("Subscribe(%s) succeeded but heard no release published on the promoted replica", k)
+			}
+			last = err
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Fatalf("no working subscription to a key of the failed-over shard %v after its replica was promoted (last: %v): a subscription must follow its channel to the new primary", failoverRecovery, last)
+	})
+	t.Run("Subscription", func(t *testing.T) {
+		start := time.Now()
+		for time.Since(start) < failoverRecovery {
+			if hears(t, held, heldNotify) {
+				t.Logf("the subscription made before heard a release %v after the promotion", time.Since(start).Round(time.Millisecond))
+				return
+			}
+		}
+		t.Fatalf("a subscription made before the failover hears no release on the promoted replica %v after its promotion: it must follow its channel to the new primary", failoverRecovery)
 	})
 }
 

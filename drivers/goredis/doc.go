@@ -30,7 +30,9 @@
 // promoted a replica in place of a dead primary the next commands reach it;
 // concurrent commands go as one pipeline, which go-redis splits
 // by slot; release notifications use sharded pub/sub, a connection per shard,
-// following a channel whose slot moves.
+// following a channel whose slot moves, or whose shard's primary a failover
+// replaced; a shard whose connection breaks is reconnected without waiting
+// for a Subscribe.
 //
 // [Driver.Open] builds and owns a *redis.Client configured for Redlock: each
 // command is bounded by its context's deadline (ContextTimeoutEnabled), go-redis

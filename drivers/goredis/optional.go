@@ -28,7 +28,8 @@ var errNoPubSub = errors.New("goredis: subscribe: release notifications need a *
 // Subscribe subscribes to driver.ReleaseChannel(key) with SSUBSCRIBE over
 // the node's one pub/sub connection, which the node makes on first use and
 // shares among all its subscriptions (see package pubsub); on a cluster, over
-// one connection per shard, following the channel when its slot moves.
+// one connection per shard, following the channel when its slot moves or a
+// failover replaces its shard's primary (see pubsub.Router).
 func (n *node) Subscribe(ctx context.Context, key string, notify chan<- struct{}) (func(), error) {
 	if err := n.state.Err(); err != nil {
 		return nil, err
@@ -44,7 +45,7 @@ func (n *node) Subscribe(ctx context.Context, key string, notify chan<- struct{}
 
 // newRouter returns the release subscriptions of a node over c: a hub per
 // primary, which go-redis finds for a channel's slot (MasterForKey), and
-// ReloadState after a slot moved.
+// ReloadState after a slot moved or a shard's connection failed.
 func newRouter(c *redis.ClusterClient) *pubsub.Router {
 	route := func(ctx context.Context, channel string) (string, pubsub.Dialer, error) {
 		m, err := c.MasterForKey(ctx, channel)

@@ -77,7 +77,9 @@
 // connection breaks, the next Subscribe makes a new one, which also subscribes
 // the earlier subscriptions again; until then their waiters poll. A node that is a Redis Cluster
 // subscribes on a dedicated connection per shard instead (sharded pub/sub),
-// and follows a channel whose slot moves.
+// and follows a channel whose slot moves, or whose shard's primary a
+// failover replaced; a shard whose connection breaks is reconnected without
+// waiting for a Subscribe.
 //
 // A Redis Cluster is one node with an address
 // "redis://host:port?cluster=true&addr=host2:port2" (the URL's host and every

@@ -16,9 +16,11 @@
 //
 // When the connection breaks, the Subscribe calls waiting for a confirmation
 // fail and the hub drops the connection. Subscriptions already confirmed are
-// kept: the next Subscribe makes a new connection, which subscribes again to
-// every channel that still has subscribers. Until then they hear nothing,
-// and redlock's waiters fall back to polling.
+// kept: the next Subscribe (or [Hub.Reconnect]) makes a new connection, which
+// subscribes again to every channel that still has subscribers. Until then
+// they hear nothing, and redlock's waiters fall back to polling. On a
+// cluster, the [Router] reconnects a shard's hub itself, or moves its
+// subscribers to the replica that a failover promoted.
 //
 // A MOVED reply to a SSUBSCRIBE (the channel's slot is served by another
 // shard of a Redis Cluster) is not a broken connection: it concerns the
@@ -57,6 +59,7 @@ const (
 type Hub struct {
 	dial  Dialer
 	moved func(channel string) // see NewMoving; nil for a single server
+	lost  func()               // see NewMoving; nil for a single server
 	wg    sync.WaitGroup       // the goroutines of every session
 
 	mu       sync.Mutex
@@ -94,6 +97,7 @@ type session struct {
 	cancel context.CancelFunc
 	kick   chan struct{} // wakes the writer; capacity 1
 	dead   chan struct{} // closed when the session ends, after err is set
+	up     chan struct{} // closed once the connection is dialed
 	err    error
 
 	closeOnce sync.Once
@@ -117,10 +121,13 @@ func New(dial Dialer) *Hub {
 // subscribers, whose cancel functions then do nothing, and calls moved, with
 // no lock held, for its owner to subscribe them again where the slot went
 // (see [Router]). A Subscribe call that waits for the confirmation of a
-// channel answered MOVED returns an error that [IsMoved] recognizes.
-func NewMoving(dial Dialer, moved func(channel string)) *Hub {
+// channel answered MOVED returns an error that [IsMoved] recognizes. When
+// the connection fails, or cannot be dialed, the hub calls lost, with no
+// lock held, for its owner to find out whether the shard's primary was
+// replaced (a failover) and to [Hub.Reconnect] it if not.
+func NewMoving(dial Dialer, moved func(channel string), lost func()) *Hub {
 	h := New(dial)
-	h.moved = moved
+	h.moved, h.lost = moved, lost
 	return h
 }
 
@@ -230,7 +237,7 @@ func (h *Hub) markLocked(sess *session, name string) {
 // start starts a new session, which dials in its own goroutine.
 func (h *Hub) start() {
 	ctx, cancel := context.WithCancel(context.Background())
-	sess := &session{ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1), dead: make(chan struct{})}
+	sess := &session{ctx: ctx, cancel: cancel, kick: make(chan struct{}, 1), dead: make(chan struct{}), up: make(chan struct{})}
 	h.sess = sess
 	h.wg.Add(1)
 	go h.run(sess)
@@ -251,6 +258,7 @@ func (h *Hub) run(sess *session) {
 		return
 	}
 	sess.conn = conn
+	close(sess.up)
 	// Subscribe every channel that has subscribers, including those that a
 	// failed connection had subscribed.
 	for name, c := range h.channels {
@@ -491,6 +499,7 @@ func (h *Hub) pending(sess *session) (subs, unsubs []string, ok bool) {
 // return err, and the next Subscribe starts a new session.
 func (h *Hub) fail(sess *session, err error) {
 	h.mu.Lock()
+	lost := false
 	if h.sess == sess {
 		h.sess = nil
 		for name, c := range h.channels {
@@ -505,6 +514,7 @@ func (h *Hub) fail(sess *session, err error) {
 		}
 		if !errors.Is(err, driver.ErrClosed) {
 			err = fmt.Errorf("pub/sub connection: %w", err)
+			lost = h.lost != nil
 		}
 		sess.err = err
 		close(sess.dead)
@@ -514,6 +524,43 @@ func (h *Hub) fail(sess *session, err error) {
 	sess.cancel()
 	if conn != nil {
 		sess.closeOnce.Do(func() { conn.Close() })
+	}
+	if lost {
+		h.lost()
+	}
+}
+
+// Reconnect makes a new connection if the hub has none and has
+// subscribers, which it subscribes again, and returns once it is dialed
+// (nil), or with the error of the dial, ctx's error, or [driver.ErrClosed]
+// after Close. With a connection, or without subscribers, it returns nil at
+// once.
+func (h *Hub) Reconnect(ctx context.Context) error {
+	h.mu.Lock()
+	if h.closed {
+		h.mu.Unlock()
+		return driver.ErrClosed
+	}
+	if h.sess == nil {
+		wanted := false
+		for _, c := range h.channels {
+			wanted = wanted || len(c.subs) > 0
+		}
+		if !wanted {
+			h.mu.Unlock()
+			return nil
+		}
+		h.start()
+	}
+	sess := h.sess
+	h.mu.Unlock()
+	select {
+	case <-sess.up:
+		return nil
+	case <-sess.dead:
+		return sess.err
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

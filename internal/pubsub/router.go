@@ -21,14 +21,26 @@ const followTimeout = 5 * time.Second
 // gives up: each makes the route learn the slot map again.
 const maxMoved = 4
 
+// A shard's lost connection is recovered (see Router.recover) after
+// recoverFirst, and then every recoverEvery at most.
+const (
+	recoverFirst = 100 * time.Millisecond
+	recoverEvery = time.Second
+)
+
 // Router shares one [Hub] per shard of a Redis Cluster among the
 // subscribers of a node: each channel is subscribed on the hub of the shard
 // that serves it, and when the channel's slot moves, its subscribers follow
 // it to the new shard. A shard that answers MOVED to a channel's SSUBSCRIBE
 // (the route knew the slot map from before the slot moved) makes the router
 // learn the slot map again and subscribe the channel where the slot is now;
-// the shard's other channels are not disturbed. Its methods are safe for
-// concurrent use.
+// the shard's other channels are not disturbed. A shard whose connection
+// fails, or cannot be dialed, may have lost its primary to a failover, which
+// sends neither MOVED nor SUNSUBSCRIBE: the router learns the slot map again
+// and moves the shard's subscribers to the shard that serves their channels
+// now, or, while the route still gives the same shard, reconnects its hub,
+// until it is connected or has no subscriber left (see recover). Its methods
+// are safe for concurrent use.
 type Router struct {
 	route   Route
 	refresh func(ctx context.Context) // makes route learn the slot map again; may be nil
@@ -37,10 +49,11 @@ type Router struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the followings in flight
 
-	mu        sync.Mutex
-	closed    bool
-	hubs      map[string]*Hub
-	followers map[string]map[*follower]struct{} // by channel
+	mu         sync.Mutex
+	closed     bool
+	hubs       map[string]*Hub
+	followers  map[string]map[*follower]struct{} // by channel
+	recovering map[string]bool                   // shards whose lost connection recover handles; true if lost again since it looked
 }
 
 // follower is one subscription through the router; it moves between hubs.
@@ -59,12 +72,13 @@ type follower struct {
 
 // NewRouter returns a router that finds shards with route, and calls refresh
 // (when not nil) before routing again a channel whose slot moved, or that a
-// shard answered with MOVED.
+// shard answered with MOVED, or whose shard's connection failed.
 func NewRouter(route Route, refresh func(ctx context.Context)) *Router {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Router{
 		route: route, refresh: refresh, ctx: ctx, cancel: cancel,
 		hubs: make(map[string]*Hub), followers: make(map[string]map[*follower]struct{}),
+		recovering: make(map[string]bool),
 	}
 }
 
@@ -80,8 +94,9 @@ func (r *Router) SubscribeRelease(ctx context.Context, driverName, key string, n
 // Subscribe is [Hub.Subscribe] on the hub of the shard that serves channel.
 // If that shard answers MOVED, Subscribe learns the slot map again (refresh)
 // and subscribes where the slot went, a few times at most. After the
-// channel's slot moves, the subscription follows it: notify hears nothing
-// until it is subscribed at the new shard (or ever, if that fails), but
+// channel's slot moves, or its shard's connection fails (see recover), the
+// subscription follows it: notify hears nothing until it is subscribed at
+// the new shard, or again at the same one (or ever, if that fails), but
 // cancel still ends it.
 func (r *Router) Subscribe(ctx context.Context, channel string, notify chan<- struct{}) (cancel func(), err error) {
 	f := &follower{notify: notify}
@@ -113,6 +128,9 @@ func (r *Router) attach(ctx context.Context, channel string, f *follower) error 
 	for moves := 1; ; moves++ {
 		shard, dial, err := r.route(ctx, channel)
 		if err != nil {
+			if r.refresh != nil && ctx.Err() == nil {
+				r.refresh(ctx) // the map may name a primary the client no longer knows
+			}
 			return err
 		}
 		r.mu.Lock()
@@ -126,7 +144,7 @@ func (r *Router) attach(ctx context.Context, channel string, f *follower) error 
 		}
 		h := r.hubs[shard]
 		if h == nil {
-			h = NewMoving(dial, func(channel string) { r.moved(shard, channel) })
+			h = NewMoving(dial, func(channel string) { r.moved(shard, channel) }, func() { r.lost(shard) })
 			r.hubs[shard] = h
 		}
 		f.hub, f.attaching, f.stale = shard, true, false
@@ -242,6 +260,101 @@ func (r *Router) reroute(ctx context.Context, channel, from string) error {
 		}
 	}
 	return nil
+}
+
+// lost starts recovering shard, whose hub's connection failed or could not
+// be dialed (see recover), unless it is being recovered: recover then looks
+// again.
+func (r *Router) lost(shard string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return
+	}
+	if _, ok := r.recovering[shard]; ok {
+		r.recovering[shard] = true
+		return
+	}
+	r.recovering[shard] = false
+	r.wg.Add(1)
+	go r.recover(shard)
+}
+
+// recover handles the lost connection of shard, which a failover may have
+// replaced by a promoted replica: after a short while (for the cluster to
+// promote it), and then at growing intervals up to recoverEvery, it makes
+// the route learn the slot map again (refresh) and moves the followers at
+// shard whose channels are served elsewhere now (see rehome); while some
+// are still served by shard, it reconnects shard's hub, which subscribes
+// them again. It ends once shard has no follower left or its hub is
+// connected, and no connection was lost since; or when the router closes.
+func (r *Router) recover(shard string) {
+	defer r.wg.Done()
+	wait := recoverFirst
+	for {
+		select {
+		case <-time.After(wait):
+		case <-r.ctx.Done():
+			return // Close: recovering no longer matters
+		}
+		wait = min(2*wait, recoverEvery)
+		r.mu.Lock()
+		r.recovering[shard] = false
+		h := r.hubs[shard]
+		r.mu.Unlock()
+		if r.refresh != nil {
+			r.refresh(r.ctx)
+		}
+		if r.rehome(shard) && h.Reconnect(r.ctx) != nil {
+			continue // still served by shard, which does not answer
+		}
+		r.mu.Lock()
+		if again := r.recovering[shard]; !again || r.closed {
+			delete(r.recovering, shard)
+			r.mu.Unlock()
+			return
+		}
+		r.mu.Unlock()
+	}
+}
+
+// rehome subscribes the followers at shard whose channels the route now
+// gives to another shard there, and reports whether some are left at shard.
+func (r *Router) rehome(shard string) (left bool) {
+	r.mu.Lock()
+	at := make(map[string][]*follower)
+	for channel, fs := range r.followers {
+		for f := range fs {
+			if f.hub == shard && !f.attaching && !f.done {
+				at[channel] = append(at[channel], f)
+			}
+		}
+	}
+	r.mu.Unlock()
+	for channel, fs := range at {
+		if to, _, err := r.route(r.ctx, channel); err != nil || to == shard {
+			left = true
+			continue
+		}
+		for _, f := range fs {
+			r.mu.Lock()
+			if f.hub != shard || f.attaching || f.done {
+				r.mu.Unlock()
+				continue // moved or canceled meanwhile
+			}
+			cancel := f.cancel
+			f.hub, f.cancel = "", nil
+			r.mu.Unlock()
+			if cancel != nil {
+				cancel() // leaves the old hub
+			}
+			ctx, stop := context.WithTimeout(r.ctx, followTimeout)
+			// A failure leaves f without a subscription: its waiter polls.
+			_ = r.attach(ctx, channel, f)
+			stop()
+		}
+	}
+	return left
 }
 
 // Closing is Hub.Closing for every hub: Subscribe calls still waiting, and

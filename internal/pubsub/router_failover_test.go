@@ -1,0 +1,128 @@
+package pubsub_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/internal/pubsub"
+)
+
+var errRefused = errors.New("connection refused")
+
+// expectDial fails the test unless d is dialed within a few seconds.
+func expectDial(t *testing.T, d *dialer) {
+	t.Helper()
+	select {
+	case <-d.dials:
+	case <-time.After(5 * time.Second):
+		t.Fatal("no dial")
+	}
+}
+
+// heard fails the test unless notify hears a message within a few seconds.
+func heard(t *testing.T, notify <-chan struct{}, what string) {
+	t.Helper()
+	select {
+	case <-notify:
+	case <-time.After(5 * time.Second):
+		t.Fatal(what)
+	}
+}
+
+// A failover: the shard's primary dies (its connection breaks, and it can
+// no longer be dialed), then a replica of it, another shard for the route,
+// is promoted. Neither MOVED nor SUNSUBSCRIBE comes: the router learns the
+// slot map again and subscribes the channel at the promoted replica.
+func TestRouterFollowsFailover(t *testing.T) {
+	s := newShards()
+	r := newRouter(t, s)
+	a, b := newFakeConn(), newFakeConn()
+	s.dialers["A"].conns <- a
+	s.dialers["B"].conns <- b
+
+	notify := make(chan struct{}, 1)
+	done := make(chan result, 1)
+	subscribeAsync(t, r, "ch", notify, done)
+	expectDial(t, s.dialers["A"])
+	a.expect(t, "SUBSCRIBE ch")
+	a.emit(t, pubsub.Subscribed, "ch")
+	res := wait(t, done)
+	require.NoError(t, res.err)
+
+	// The primary dies; until the replica is promoted the route still
+	// gives A, which refuses connections.
+	s.dialers["A"].errs <- errRefused
+	a.Close()
+	expectDial(t, s.dialers["A"]) // the router reconnects A, which refuses
+	s.mu.Lock()
+	before := s.refreshs
+	s.mu.Unlock()
+	s.move("ch", "B") // the promotion, which a refresh learns
+	s.dialers["A"].errs <- errRefused
+	b.expect(t, "SUBSCRIBE ch")
+	b.emit(t, pubsub.Subscribed, "ch")
+	b.emit(t, pubsub.Message, "ch")
+	heard(t, notify, "no notification from the promoted replica")
+	s.mu.Lock()
+	require.Greater(t, s.refreshs, before, "the route was refreshed before the subscription moved")
+	s.mu.Unlock()
+
+	res.cancel()
+	b.expect(t, "UNSUBSCRIBE ch")
+}
+
+// A shard whose connection broke but that still serves the channel (a
+// restart, a network blip) is reconnected by the router, which subscribes
+// its channels again: no new Subscribe is needed for them to hear.
+func TestRouterReconnectsLostShard(t *testing.T) {
+	s := newShards()
+	r := newRouter(t, s)
+	a1, a2 := newFakeConn(), newFakeConn()
+	s.dialers["A"].conns <- a1
+
+	notify := make(chan struct{}, 1)
+	done := make(chan result, 1)
+	subscribeAsync(t, r, "ch", notify, done)
+	a1.expect(t, "SUBSCRIBE ch")
+	a1.emit(t, pubsub.Subscribed, "ch")
+	res := wait(t, done)
+	require.NoError(t, res.err)
+
+	s.dialers["A"].errs <- errRefused // the first reconnection fails
+	s.dialers["A"].conns <- a2        // the next succeeds
+	a1.Close()
+	a2.expect(t, "SUBSCRIBE ch")
+	a2.emit(t, pubsub.Subscribed, "ch")
+	a2.emit(t, pubsub.Message, "ch")
+	heard(t, notify, "no notification after the shard was reconnected")
+
+	res.cancel()
+	a2.expect(t, "UNSUBSCRIBE ch")
+}
+
+// A subscription canceled while its shard is lost leaves nothing to
+// recover: the router stops, and Close finds no goroutine left behind
+// (newRouter's cleanup checks).
+func TestRouterLostShardWithoutSubscribers(t *testing.T) {
+	s := newShards()
+	r := newRouter(t, s)
+	a := newFakeConn()
+	s.dialers["A"].conns <- a
+	done := make(chan result, 1)
+	subscribeAsync(t, r, "ch", make(chan struct{}, 1), done)
+	expectDial(t, s.dialers["A"])
+	a.expect(t, "SUBSCRIBE ch")
+	a.emit(t, pubsub.Subscribed, "ch")
+	res := wait(t, done)
+	require.NoError(t, res.err)
+	a.Close()
+	res.cancel()
+	select {
+	case <-s.dialers["A"].dials:
+		t.Fatal("the router reconnected a shard without subscribers")
+	case <-time.After(300 * time.Millisecond):
+	}
+}
