@@ -127,6 +127,9 @@ type SlotRange struct {
 // to its primary is up. ctx bounds the start, which also gives up after a
 // minute; the servers run until [Cluster.Close]. Errors are as [Start]'s.
 func StartCluster(ctx context.Context, shards int, opts ...ClusterOption) (*Cluster, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	var cfg clusterConfig
 	for _, opt := range opts {
 		if opt != nil {
@@ -411,6 +414,9 @@ func (s *Shard) Slots() []SlotRange {
 // affected. The setting outlives a [Server.Restart] of the primary. SetAnnouncePort returns once every node of the cluster names the
 // primary with the new port, or ctx is done, or a minute has passed.
 func (c *Cluster) SetAnnouncePort(ctx context.Context, shard *Shard, port int) error {
+	if ctx == nil {
+		return errNilContext
+	}
 	if err := c.checkShard(shard); err != nil {
 		return err
 	}
@@ -454,6 +460,9 @@ func (c *Cluster) checkShard(s *Shard) error {
 // up; or until ctx is done or a minute has passed. Every server must be
 // running.
 func (c *Cluster) WaitHealthy(ctx context.Context) error {
+	if ctx == nil {
+		return errNilContext
+	}
 	return c.wait(ctx, "the cluster to be healthy", c.checkHealthy)
 }
 
@@ -635,6 +644,9 @@ func (c *Cluster) checkHealthy(ctx context.Context) error {
 // [Cluster.StartMigration] then [Migration.Finish] do, and returns once every
 // node agrees that to serves it.
 func (c *Cluster) MigrateSlot(ctx context.Context, slot int, to *Shard) error {
+	if ctx == nil {
+		return errNilContext
+	}
 	m, err := c.StartMigration(ctx, slot, to)
 	if err != nil {
 		return err
@@ -662,6 +674,9 @@ type Migration struct {
 // some, [Migration.Finish] the rest and ends the migration. A slot can be in
 // one migration at a time.
 func (c *Cluster) StartMigration(ctx context.Context, slot int, to *Shard) (*Migration, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	if err := c.checkShard(to); err != nil {
 		return nil, err
 	}
@@ -715,6 +730,9 @@ func (m *Migration) To() *Shard { return m.to }
 // source holds no key of the slot. It leaves the migration in progress, so
 // that tests can see -ASK for the keys moved.
 func (m *Migration) MoveKeys(ctx context.Context, n int) ([]string, error) {
+	if ctx == nil {
+		return nil, errNilContext
+	}
 	if n < 1 {
 		return nil, fmt.Errorf("redistest: MoveKeys(%d): n must be positive", n)
 	}
@@ -758,6 +776,9 @@ func (m *Migration) moveKeysLocked(ctx context.Context, n int) ([]string, error)
 // keys with -MOVED to the target. Finish after a successful Finish does
 // nothing.
 func (m *Migration) Finish(ctx context.Context) error {
+	if ctx == nil {
+		return errNilContext
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.finished {

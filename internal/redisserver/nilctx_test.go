@@ -29,3 +29,24 @@ func TestNilContext(t *testing.T) {
 		t.Errorf("the server stopped: %v", err)
 	}
 }
+
+// The cluster's calls given a nil context return an error too.
+func TestClusterNilContext(t *testing.T) {
+	var nilCtx context.Context
+	if _, err := StartCluster(nilCtx, 1); err == nil {
+		t.Error("StartCluster(nil): no error")
+	}
+	if testing.Short() {
+		t.Skip("starts redis-server")
+	}
+	c := NewCluster(t, 1)
+	if err := c.WaitHealthy(nilCtx); err == nil {
+		t.Error("WaitHealthy(nil): no error")
+	}
+	if err := c.MigrateSlot(nilCtx, 0, c.Shards()[0]); err == nil {
+		t.Error("MigrateSlot(nil): no error")
+	}
+	if _, err := c.StartMigration(nilCtx, 0, c.Shards()[0]); err == nil {
+		t.Error("StartMigration(nil): no error")
+	}
+}
