@@ -99,6 +99,7 @@ type doCall struct {
 	done  chan struct{}
 	obs   *doObs // the observers' Do; nil without observers
 	ran   bool   // first returned: no observer panicked nor called runtime.Goexit in it
+	tried bool   // first's attempt returned
 	// returned: lock is returning, rather than unwinding from an
 	// observer's panic or runtime.Goexit (see endUnwound).
 	returned bool
@@ -179,6 +180,13 @@ func (d *doCall) lock() (*kept, error) {
 	if d.c.admitDo(d) {
 		<-d.done
 		if d.state == doAdmitted && !d.ran {
+			if !d.tried && d.end != nil {
+				// The first attempt did not return: its Lock's end
+				// is due, here, before the panic goes on.
+				defer d.rethrow()
+				d.lockUnwound()
+				return nil, nil // not reached
+			}
 			d.rethrow()
 		}
 	}
@@ -349,6 +357,7 @@ func (d *doCall) first() {
 	}
 	d.a.admitted = true
 	l, stop, err := d.a.try(d.lctx)
+	d.tried = true // the Lock's end is hold's, or here's, from now on
 	if stop {
 		d.e, d.err = d.hold(l, err)
 	} else {
@@ -445,8 +454,18 @@ func (e *kept) done(ferr error) error {
 func (e *kept) finish() (lost bool, uerr error) {
 	e.finished = true
 	given := e.l.c.keeperOf().remove(e) // an extension in flight is moot: the release follows
+	if given {
+		// Nothing extended the lock since Close: it ended then, lost,
+		// whatever the release finds (the nodes may still be open).
+		e.l.endAs(endClosed)
+	}
 	lost = given || errors.Is(context.Cause(e.fctx), ErrLockLost) || e.l.over()
 	e.lost = lost
 	e.cancel(nil)
-	return lost, e.l.Unlock(e.ectx)
+	uerr = e.l.Unlock(e.ectx)
+	if !lost && e.l.overAtUnlock() { // its validity passed between the two
+		lost = true
+		e.lost = true
+	}
+	return lost, uerr
 }

@@ -28,6 +28,7 @@ type Lock struct {
 	ttl      time.Duration // of the acquisition or the last successful Extend
 	ended    bool          // no longer held: Until passed, lost or unlocked
 	unlocked bool          // Unlock was called
+	wasOver  bool          // the lock was over when Unlock began
 	endHow   endKind       // how it ended, until reported to the observers (reportEnd)
 	// extending counts the Extends with node calls in flight (decided or
 	// not); beside the flags, it keeps a Lock in a smaller size class.
@@ -162,6 +163,22 @@ func (l *Lock) endLocked() bool {
 		close(l.done)
 	}
 	return true
+}
+
+// overAtUnlock reports whether the lock was over when Unlock began.
+func (l *Lock) overAtUnlock() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.wasOver
+}
+
+// endAs ends the lock, as how, unless it has ended already.
+func (l *Lock) endAs(how endKind) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.endLocked() {
+		l.endHow = how
+	}
 }
 
 // over reports whether the lock has ended: its validity passed, or it was
@@ -399,7 +416,8 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 	// A lock whose validity passed before Unlock, though nobody noticed
 	// (Done's timer is armed only once Done is called), ended then: it
 	// expired, whatever the release finds on the nodes.
-	ended := !l.overLocked(now) && l.endLocked()
+	l.wasOver = l.overLocked(now)
+	ended := !l.wasOver && l.endLocked()
 	if ended {
 		l.endHow = endNone // reported by Unlock, which knows how it ended
 	}

@@ -69,6 +69,21 @@ func (c *Client) observedLock(ctx context.Context, key string, cc callConfig) (*
 	return l, err
 }
 
+// takeFunc returns *f and sets it to nil: an end taken is called once.
+func takeFunc[D any](f *func(D)) func(D) {
+	e := *f
+	*f = nil
+	return e
+}
+
+// endUnwound calls *end with d, unless it was taken: deferred, it reports the
+// end of a call that did not return (a panic within).
+func endUnwound[D any](end *func(D), d D) {
+	if e := takeFunc(end); e != nil {
+		e(d)
+	}
+}
+
 // lockDone reports the end of a Lock that started at start, made a's
 // attempts and returned l, err to the observer's end (if not nil).
 func lockDone(end func(LockDone), a *attempts, start time.Time, l *Lock, err error) {
@@ -164,8 +179,12 @@ func (l *Lock) observedExtend(ctx context.Context, ttl time.Duration) error {
 	octx, end := c.obs.Extend(ctx, ExtendStart{Key: l.name, Token: l.token, TTL: ttl})
 	ctx = keep(ctx, octx)
 	r, err := l.extend(ctx, ttl)
-	lost := l.reportEnd(ctx) == EndLostExtend
 	if end != nil {
+		// A LockEnd that panics: the Extend's end is due all the same.
+		defer endUnwound(&end, ExtendDone{Key: l.name, Token: l.token, TTL: ttl, Err: errUnwound})
+	}
+	lost := l.reportEnd(ctx) == EndLostExtend
+	if end := takeFunc(&end); end != nil {
 		d := ExtendDone{Key: l.name, Token: l.token, TTL: ttl, Duration: time.Since(start), Lost: lost, Until: l.Until(), Err: err}
 		if r != nil {
 			d.Votes = r.counts()
@@ -184,8 +203,13 @@ func (l *Lock) observedUnlock(ctx context.Context) error {
 	start := time.Now()
 	octx, end := l.observeUnlockStart(ctx)
 	ctx = keep(ctx, octx)
-	r, err := l.unlockReported(ctx)
 	if end != nil {
+		// A LockEnd (or anything within) that panics: the Unlock's end is
+		// due all the same.
+		defer endUnwound(&end, UnlockDone{Key: l.name, Token: l.token, Err: errUnwound})
+	}
+	r, err := l.unlockReported(ctx)
+	if end := takeFunc(&end); end != nil {
 		d := UnlockDone{Key: l.name, Token: l.token, Duration: time.Since(start), Err: err}
 		if r != nil {
 			d.Votes = r.counts()
@@ -260,9 +284,10 @@ const (
 	endExpired
 	endLostExtend
 	endLostTTL
+	endClosed
 )
 
-var endNames = [...]string{endNone: "", endExpired: EndExpired, endLostExtend: EndLostExtend, endLostTTL: EndLostTTL}
+var endNames = [...]string{endNone: "", endExpired: EndExpired, endLostExtend: EndLostExtend, endLostTTL: EndLostTTL, endClosed: EndClosed}
 
 // clockBase is the origin of Lock.granted.
 var clockBase = time.Now()
@@ -287,7 +312,7 @@ func recoverObserver(method string) {
 // the observers, on the keeper's goroutine (see recoverObserver).
 func (c *Client) observeExtendStart(ctx context.Context, e ExtendStart) (octx context.Context, end func(ExtendDone)) {
 	if m, ok := c.obs.(multiObserver); ok {
-		return fanOut(ctx, m, e, "Extend", ExtendDone{}, Observer.Extend)
+		return fanOut(ctx, m, e, "Extend", ExtendDone{Key: e.Key, Token: e.Token, TTL: e.TTL, Err: errStartPanicked}, Observer.Extend)
 	}
 	defer recoverObserver("Extend")
 	return c.obs.Extend(ctx, e)

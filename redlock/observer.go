@@ -49,7 +49,9 @@ import (
 // stack through the standard library's log package, and dropped, and the
 // Client's work goes on as if the method had returned (a start with no
 // context and no end), so that a broken observer neither kills the process
-// nor leaves a lock held.
+// nor leaves a lock held. runtime.Goexit cannot be stopped that way: an
+// observer must not call it on the Client's goroutines, whose work it would
+// cut short (Do's extensions among it).
 //
 // Methods may be called concurrently and must not block: the lock's
 // validity runs meanwhile.
@@ -276,6 +278,9 @@ const (
 	EndLostUnlock = "lost_unlock"
 	// EndLostTTL: Lock.TTL found that no quorum held it any more.
 	EndLostTTL = "lost_ttl"
+	// EndClosed: Client.Close stopped the extensions of a lock held
+	// through Do before its function returned (Do returns ErrLockLost).
+	EndClosed = "closed"
 )
 
 // LockEnd describes the end of a granted lock's life, reported once per lock.
@@ -283,7 +288,7 @@ type LockEnd struct {
 	Key   string
 	Token uint64
 	// How is EndUnlocked, or how the loss was found: EndLostExtend,
-	// EndExpired, EndLostUnlock or EndLostTTL.
+	// EndExpired, EndLostUnlock, EndLostTTL or EndClosed.
 	How  string
 	Held time.Duration // from the grant to this end
 }
@@ -386,13 +391,11 @@ func (m multiObserver) Wake(ctx context.Context, e Wake) {
 func fanOut[S, D any](ctx context.Context, m multiObserver, e S, recoverAs string, aborted D, start func(Observer, context.Context, S) (context.Context, func(D))) (context.Context, func(D)) {
 	var ends []func(D)
 	started := false
-	if recoverAs == "" {
-		defer func() {
-			if !started {
-				callEnds(ends, aborted)
-			}
-		}()
-	}
+	defer func() { // a panic, or runtime.Goexit, which recoverAs cannot stop
+		if !started {
+			callEnds(ends, aborted)
+		}
+	}()
 	for _, o := range m {
 		ctx = startOne(ctx, o, e, recoverAs, start, &ends)
 	}

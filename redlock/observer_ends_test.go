@@ -14,6 +14,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/drivers/memory"
 	"github.com/go-redlock/redlock/redlock"
 )
 
@@ -155,7 +157,13 @@ func TestUnconfirmedUnlockReportsLoss(t *testing.T) {
 		assert.Equal(t, redlock.EndLostUnlock, ends[0].How)
 	})
 	t.Run("Close during Do", func(t *testing.T) {
-		_, nodes := memNodes(3)
+		// The nodes' Close waits for gate: Do's Unlock, which Close's
+		// cancel lets run, finds them open, and releases the key.
+		gate := make(chan struct{})
+		nodes := make([]driver.Node, 3)
+		for i := range nodes {
+			nodes[i] = &gatedNode{memory.New(), gate}
+		}
 		r := &recorder{id: "r"}
 		c, err := redlock.New(nodes, redlock.WithObserver(r), redlock.WithNodeTimeout(100*time.Millisecond))
 		require.NoError(t, err)
@@ -169,15 +177,110 @@ func TestUnconfirmedUnlockReportsLoss(t *testing.T) {
 			})
 		}()
 		<-started
-		require.NoError(t, c.Close())
-		require.ErrorIs(t, <-errc, redlock.ErrLockLost)
+		closed := make(chan error, 1)
+		go func() { closed <- c.Close() }()
+		doErr := <-errc
+		close(gate)
+		require.NoError(t, <-closed)
+		require.ErrorIs(t, doErr, redlock.ErrLockLost)
 		dos := r.dosDone()
 		require.Len(t, dos, 1)
 		assert.True(t, dos[0].Lost)
 		ends := r.lockEnds()
 		require.Len(t, ends, 1)
-		assert.True(t, ends[0].Lost(), "a lock that Close gave up is a loss, not %q", ends[0].How)
+		assert.Equal(t, redlock.EndClosed, ends[0].How, "a lock that Close gave up is a loss")
 	})
+}
+
+// gatedNode's Close waits for gate.
+type gatedNode struct {
+	*memory.Node
+	gate chan struct{}
+}
+
+func (n *gatedNode) Close() error { <-n.gate; return n.Node.Close() }
+
+// sleepUnlockStart sleeps when an Unlock starts.
+type sleepUnlockStart struct {
+	redlock.NopObserver
+	d time.Duration
+}
+
+func (o sleepUnlockStart) Unlock(ctx context.Context, _ redlock.UnlockStart) (context.Context, func(redlock.UnlockDone)) {
+	time.Sleep(o.d)
+	return ctx, nil
+}
+
+// A Do whose lock's validity passes after its function returned but before
+// its Unlock began (here, in an observer's Unlock start) is lost, as its
+// LockEnd ("expired") says.
+func TestDoLostWhenValidityPassesBeforeUnlock(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, nodes := memNodes(3)
+		r := &recorder{id: "r"}
+		// Past Until (half the TTL, with this drift factor), but not past
+		// the TTL: the release finds the key on the nodes.
+		c := newClient(t, nodes, redlock.WithObserver(r), redlock.WithObserver(sleepUnlockStart{d: 7 * time.Second}),
+			redlock.WithTTL(10*time.Second), redlock.WithDriftFactor(0.5), redlock.WithExtendInterval(4*time.Second))
+		err := c.Do(t.Context(), "k", func(context.Context) error { return nil })
+		assert.ErrorIs(t, err, redlock.ErrLockLost)
+		dos := r.dosDone()
+		require.Len(t, dos, 1)
+		ends := r.lockEnds()
+		require.Len(t, ends, 1)
+		assert.Equal(t, redlock.EndExpired, ends[0].How)
+		assert.True(t, dos[0].Lost, "DoDone.Lost agrees with LockEnd")
+	})
+}
+
+// An observer's start that panics in Do's first attempt (on a Client's
+// goroutine) leaves no start of the Do's without its end.
+func TestDoFirstAttemptStartPanicEnds(t *testing.T) {
+	_, nodes := memNodes(3)
+	r := &recorder{id: "r"}
+	c := newClient(t, nodes, redlock.WithObserver(r), redlock.WithObserver(panicAttemptStartObs{}))
+	var pv any
+	func() {
+		defer func() { pv = recover() }()
+		_ = c.Do(t.Context(), "k", func(context.Context) error { return nil })
+	}()
+	assert.Equal(t, "broken Attempt start", pv)
+	for _, scope := range []string{"/do", "/do/lock", "/do/lock/attempt"} {
+		assert.Equal(t, 1, r.count("end "+scope), "%s: %v", scope, r.snapshot())
+	}
+}
+
+// panicLockEndEvent panics in LockEnd.
+type panicLockEndEvent struct{ redlock.NopObserver }
+
+func (panicLockEndEvent) LockEnd(context.Context, redlock.LockEnd) { panic("broken LockEnd") }
+
+// Another observer's LockEnd that panics in Unlock or Extend, on the caller's
+// goroutine, leaves no Unlock or Extend start without its end.
+func TestLockEndPanicEndsUnlockAndExtend(t *testing.T) {
+	for _, op := range []string{"unlock", "extend"} {
+		t.Run(op, func(t *testing.T) {
+			mem, nodes := memNodes(3)
+			r := &recorder{id: "r"}
+			c := newClient(t, nodes, redlock.WithObserver(r), redlock.WithObserver(panicLockEndEvent{}))
+			l, err := c.TryLock(t.Context(), "k")
+			require.NoError(t, err)
+			var pv any
+			func() {
+				defer func() { pv = recover() }()
+				if op == "unlock" {
+					_ = l.Unlock(t.Context())
+					return
+				}
+				for _, m := range mem {
+					m.Delete("k") // the Extend finds the lock lost: a LockEnd
+				}
+				_ = l.Extend(t.Context(), time.Second)
+			}()
+			assert.Equal(t, "broken LockEnd", pv)
+			assert.Equal(t, 1, r.count("end /"+op), "%v", r.snapshot())
+		})
+	}
 }
 
 // An Extend after the holder's own Unlock says so (ErrAlreadyUnlocked,

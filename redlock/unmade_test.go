@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -100,15 +101,25 @@ func (n *countedNode) Close() error {
 	return n.Node.Close()
 }
 
+// opened counts the nodes of the driver "test-nil-opener" still open;
+// registered once, however often the tests run (-count).
+var (
+	opened       atomic.Int32
+	registerOnce sync.Once
+)
+
+func registerNilOpener() {
+	registerOnce.Do(func() { redlock.Register("test-nil-opener", nilOpener{&opened}) })
+}
+
 // A driver whose Open returns neither a node nor an error gets an error
 // from redlock.Open, which closes the nodes it opened before.
 func TestOpenDriverReturnsNilNode(t *testing.T) {
-	var open atomic.Int32
-	redlock.Register("test-nil-opener", nilOpener{&open})
+	registerNilOpener()
 	_, err := redlock.Open("test-nil-opener", []string{"a", "bad", "c"})
 	assert.ErrorContains(t, err, "address 2")
 	assert.ErrorContains(t, err, "nil node")
-	assert.Zero(t, open.Load(), "the nodes opened before are closed")
+	assert.Zero(t, opened.Load(), "the nodes opened before are closed")
 }
 
 // panicBackoff panics when Lock would wait.
@@ -153,10 +164,9 @@ func (panicObserveClient) ObserveClient(*redlock.Client) func() { panic("broken 
 // Open closes the nodes it opened when an observer's ObserveClient panics,
 // and the panic goes on.
 func TestOpenObserveClientPanicClosesNodes(t *testing.T) {
-	var open atomic.Int32
-	redlock.Register("test-counted-opener", nilOpener{&open})
+	registerNilOpener()
 	assert.PanicsWithValue(t, "broken ObserveClient", func() {
-		_, _ = redlock.Open("test-counted-opener", []string{"a", "b", "c"}, redlock.WithObserver(panicObserveClient{}))
+		_, _ = redlock.Open("test-nil-opener", []string{"a", "b", "c"}, redlock.WithObserver(panicObserveClient{}))
 	})
-	assert.Zero(t, open.Load(), "the nodes opened are closed")
+	assert.Zero(t, opened.Load(), "the nodes opened are closed")
 }
