@@ -146,15 +146,19 @@ func clusterFailover(t *testing.T, ctx context.Context, s *redisSuite) {
 }
 
 // clusterDeadReplica checks a node opened on a cluster one of whose
-// replicas is dead, before the cluster marks it failed (after its cluster
-// node timeout, 15 s by default): the primaries answer, and the node never
-// sends a command to a replica, so locks, subscriptions and Identity work.
-func clusterDeadReplica(t *testing.T, ctx context.Context, s *redisSuite) {
+// replicas is dead (kill: it refuses connections) or hangs (kill is Pause:
+// it takes them and never answers), before the cluster marks it failed
+// (after its cluster node timeout, 15 s by default): the primaries answer,
+// and the node never sends a command to a replica, so locks, subscriptions
+// and Identity work.
+func clusterDeadReplica(t *testing.T, ctx context.Context, s *redisSuite, kill func(*redistest.Server) error) {
 	c := redistest.NewCluster(t, 1, redistest.WithReplicas(1))
 	replicasOnline(t, ctx, c)
-	if err := c.Shards()[0].Replicas()[0].Kill(); err != nil {
+	rep := c.Shards()[0].Replicas()[0]
+	if err := kill(rep); err != nil {
 		t.Fatal(err)
 	}
+	defer rep.Kill() // a paused server's connections end with it
 	n := s.openURL(t, c.URL())
 	k, v := key(t), value()
 	if ok := must(t, "SetNX with a dead replica")(n.SetNX(ctx, k, v, time.Minute)); !ok {

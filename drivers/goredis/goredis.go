@@ -99,7 +99,7 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 			DisableIdentity:       true, // no CLIENT SETINFO: a round trip more
 		})
 		n := newNode(c, drivernode.Name(a.String()), true)
-		n.owned, n.cluster, n.reload = true, true, &reloader{client: c}
+		n.owned, n.cluster, n.reload = true, true, newReloader(c)
 		n.batch.ShareDeadlines() // no user's hooks need the callers' contexts
 		n.router = newRouter(c)
 		return n, nil
@@ -175,7 +175,7 @@ func New(c redis.UniversalClient) driver.Node {
 	if cc, ok := c.(*redis.ClusterClient); ok {
 		o := cc.Options()
 		n := newNode(c, describeCluster(o), o.ContextTimeoutEnabled)
-		n.cluster, n.router, n.reload = true, newRouter(cc), &reloader{client: cc}
+		n.cluster, n.router, n.reload = true, newRouter(cc), newReloader(cc)
 		return n
 	}
 	rc, ok := c.(*redis.Client)

@@ -27,9 +27,13 @@ const reloadEvery = 200 * time.Millisecond
 // the replica took over. The failed command itself is never resent: its
 // outcome is unknown.
 type reloader struct {
-	client *redis.ClusterClient
-	last   atomic.Int64 // when the last reload was asked for, in Unix nanoseconds
+	reload func() // starts the reload: the client's ReloadState
+	last   atomic.Int64 // when the last reload was asked for, in nanoseconds since reloadBase
 }
+
+// reloadBase is the origin of reloader.last: durations since it are read on
+// the monotonic clock, which a step of the wall clock does not move.
+var reloadBase = time.Now()
 
 // failed asks for a reload if err calls for one and none was asked for in
 // the last reloadEvery. ReloadState only starts the reload, which go-redis
@@ -38,12 +42,17 @@ func (r *reloader) failed(err error) {
 	if r == nil || !needsReload(err) {
 		return
 	}
-	now := time.Now().UnixNano()
+	now := int64(time.Since(reloadBase)) + int64(reloadEvery) // the first is never too soon
 	last := r.last.Load()
 	if now-last < int64(reloadEvery) || !r.last.CompareAndSwap(last, now) {
 		return
 	}
-	r.client.ReloadState(context.Background())
+	r.reload()
+}
+
+// newReloader returns the reloader of c.
+func newReloader(c *redis.ClusterClient) *reloader {
+	return &reloader{reload: func() { c.ReloadState(context.Background()) }}
 }
 
 // needsReload reports whether err, a command's error, may mean that the

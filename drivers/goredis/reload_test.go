@@ -2,11 +2,14 @@ package goredis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
+	"sync/atomic"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 )
@@ -41,3 +44,26 @@ type reply string
 
 func (e reply) Error() string { return string(e) }
 func (reply) RedisError()     {}
+
+// A reloader asks for a reload at the first failure that calls for one, then
+// at most once per reloadEvery, however many fail meanwhile; failures that
+// say nothing of the slot map ask for none.
+func TestReloaderRate(t *testing.T) {
+	var n atomic.Int32
+	r := &reloader{reload: func() { n.Add(1) }}
+	r.failed(errors.New("ERR something")) // a reply: says nothing of the map
+	if got := n.Load(); got != 0 {
+		t.Fatalf("reloads after a plain error reply = %d, want 0", got)
+	}
+	for range 100 {
+		r.failed(io.EOF)
+	}
+	if got := n.Load(); got != 1 {
+		t.Fatalf("reloads after 100 failures at once = %d, want 1", got)
+	}
+	time.Sleep(reloadEvery + 50*time.Millisecond)
+	r.failed(io.EOF)
+	if got := n.Load(); got != 2 {
+		t.Fatalf("reloads after a failure past reloadEvery = %d, want 2", got)
+	}
+}

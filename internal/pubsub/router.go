@@ -287,7 +287,8 @@ func (r *Router) lost(shard string) {
 // shard whose channels are served elsewhere now (see rehome); while some
 // are still served by shard, it reconnects shard's hub, which subscribes
 // them again. It ends once shard has no follower left or its hub is
-// connected, and no connection was lost since; or when the router closes.
+// connected, every follower it moved has its subscription, and no
+// connection was lost since; or when the router closes.
 func (r *Router) recover(shard string) {
 	defer r.wg.Done()
 	wait := recoverFirst
@@ -305,8 +306,12 @@ func (r *Router) recover(shard string) {
 		if r.refresh != nil {
 			r.refresh(r.ctx)
 		}
-		if r.rehome(shard) && h.Reconnect(r.ctx) != nil {
+		stay, retry := r.rehome(shard)
+		if stay && h.Reconnect(r.ctx) != nil {
 			continue // still served by shard, which does not answer
+		}
+		if retry {
+			continue // a follower still waits for its subscription
 		}
 		r.mu.Lock()
 		if again := r.recovering[shard]; !again || r.closed {
@@ -319,8 +324,14 @@ func (r *Router) recover(shard string) {
 }
 
 // rehome subscribes the followers at shard whose channels the route now
-// gives to another shard there, and reports whether some are left at shard.
-func (r *Router) rehome(shard string) (left bool) {
+// gives to another shard there, and those at shard that a move before left
+// without a subscription (their attach failed), wherever the route gives
+// them. It reports whether some followers subscribed at shard stay there
+// (stay: shard's hub must be reconnected), and whether it must run again
+// (retry: the route could not be read, or an attach failed; a follower
+// whose attach failed is kept at shard, without a subscription, for the
+// next run).
+func (r *Router) rehome(shard string) (stay, retry bool) {
 	r.mu.Lock()
 	at := make(map[string][]*follower)
 	for channel, fs := range r.followers {
@@ -332,15 +343,22 @@ func (r *Router) rehome(shard string) (left bool) {
 	}
 	r.mu.Unlock()
 	for channel, fs := range at {
-		if to, _, err := r.route(r.ctx, channel); err != nil || to == shard {
-			left = true
-			continue
+		to, _, err := r.route(r.ctx, channel)
+		if err != nil {
+			// The map cannot be read now, for this channel or the
+			// others: the next run tries again.
+			return true, true
 		}
 		for _, f := range fs {
 			r.mu.Lock()
 			if f.hub != shard || f.attaching || f.done {
 				r.mu.Unlock()
 				continue // moved or canceled meanwhile
+			}
+			if to == shard && f.cancel != nil {
+				r.mu.Unlock()
+				stay = true // subscribed there: the hub's reconnection serves it
+				continue
 			}
 			cancel := f.cancel
 			f.hub, f.cancel = "", nil
@@ -349,12 +367,19 @@ func (r *Router) rehome(shard string) (left bool) {
 				cancel() // leaves the old hub
 			}
 			ctx, stop := context.WithTimeout(r.ctx, followTimeout)
-			// A failure leaves f without a subscription: its waiter polls.
-			_ = r.attach(ctx, channel, f)
+			err := r.attach(ctx, channel, f)
 			stop()
+			if err != nil {
+				r.mu.Lock()
+				if f.hub == "" && !f.attaching && !f.done {
+					f.hub = shard // without a subscription: the next run attaches it
+				}
+				r.mu.Unlock()
+				retry = true
+			}
 		}
 	}
-	return left
+	return stay, retry
 }
 
 // Closing is Hub.Closing for every hub: Subscribe calls still waiting, and

@@ -126,3 +126,36 @@ func TestRouterLostShardWithoutSubscribers(t *testing.T) {
 	case <-time.After(300 * time.Millisecond):
 	}
 }
+
+// A failover whose promoted replica cannot be reached at first: the
+// subscription that failed to move is tried again at the next recovery
+// round, not left without a subscription.
+func TestRouterRetriesFailedMove(t *testing.T) {
+	s := newShards()
+	r := newRouter(t, s)
+	a, b := newFakeConn(), newFakeConn()
+	s.dialers["A"].conns <- a
+
+	notify := make(chan struct{}, 1)
+	done := make(chan result, 1)
+	subscribeAsync(t, r, "ch", notify, done)
+	expectDial(t, s.dialers["A"])
+	a.expect(t, "SUBSCRIBE ch")
+	a.emit(t, pubsub.Subscribed, "ch")
+	res := wait(t, done)
+	require.NoError(t, res.err)
+
+	s.move("ch", "B")                 // the promotion, which a refresh learns
+	s.dialers["B"].errs <- errRefused // the promoted replica is not reachable at first
+	s.dialers["A"].errs <- errRefused
+	a.Close()                     // the primary dies
+	expectDial(t, s.dialers["B"]) // the move, which fails
+	s.dialers["B"].conns <- b     // then it can be reached
+	b.expect(t, "SUBSCRIBE ch")
+	b.emit(t, pubsub.Subscribed, "ch")
+	b.emit(t, pubsub.Message, "ch")
+	heard(t, notify, "no notification after the failed move was tried again")
+
+	res.cancel()
+	b.expect(t, "UNSUBSCRIBE ch")
+}

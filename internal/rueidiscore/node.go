@@ -351,36 +351,56 @@ func (n *node[C, D, R, L]) create(a *attempt[C]) {
 // to mark failed (cluster-node-timeout), must not make the whole node fail.
 func (n *node[C, D, R, L]) warm(c C) error {
 	ctx, cancel := context.WithTimeout(n.closing, dialTimeout)
-	defer cancel()
-	var (
-		wg     sync.WaitGroup
-		mu     sync.Mutex
-		failed = make(map[string]error)
-		up     []C
-	)
-	for addr, nc := range c.Nodes() {
-		wg.Go(func() {
-			_, err := n.lib.Do(ctx, nc, "PING").ToAny()
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil {
-				failed[addr] = err
-				return
-			}
-			up = append(up, nc)
-		})
+	defer cancel() // ends the PINGs not waited for (a hung replica's)
+	type pinged struct {
+		nc   C
+		addr string
+		err  error
 	}
-	wg.Wait()
-	ranges, err := readSlots(ctx, n.lib, up)
-	if err != nil {
+	nodes := c.Nodes()
+	results := make(chan pinged, len(nodes)) // buffered: no PING waits for warm
+	for addr, nc := range nodes {
+		go func() {
+			_, err := n.lib.Do(ctx, nc, "PING").ToAny()
+			results <- pinged{nc, addr, err}
+		}()
+	}
+	// The slot map is read from the first node that answers, with a bound
+	// of its own, so that warm then waits for the primaries' PINGs alone,
+	// not for a replica that hangs.
+	var (
+		failed   = make(map[string]error)
+		answered = make(map[string]bool)
+		ranges   []slotRange
+		err      = errors.New("no node answered")
+	)
+	take := func() pinged {
+		r := <-results // every PING ends by ctx's deadline
+		answered[r.addr] = true
+		if r.err != nil {
+			failed[r.addr] = r.err
+		}
+		return r
+	}
+	for len(answered) < len(nodes) && ranges == nil {
+		if r := take(); r.err == nil {
+			rctx, rcancel := context.WithTimeout(n.closing, dialTimeout)
+			ranges, err = readSlots(rctx, n.lib, []C{r.nc})
+			rcancel()
+		}
+	}
+	if ranges == nil {
 		n.slots.reset(ctx) // route reads it
 		if len(failed) > 0 {
 			// Which of the nodes that failed serve slots is unknown.
-			return joinFailed(failed, nil)
+			return errors.Join(err, joinFailed(failed, nil))
 		}
 		return nil
 	}
 	n.slots.set(ranges)
+	for len(answered) < len(nodes) && slices.ContainsFunc(ranges, func(r slotRange) bool { return !answered[r.addr] }) {
+		take()
+	}
 	return joinFailed(failed, ranges)
 }
 
