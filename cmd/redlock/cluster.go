@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -32,15 +33,23 @@ type clusterNodeInfo struct {
 	slots            []string // ranges as given: "0-5460", "5461"
 }
 
-// parseClusterNodes parses the reply of CLUSTER NODES.
-func parseClusterNodes(text string) []clusterNodeInfo {
+// parseClusterNodes parses the reply of CLUSTER NODES given by the server
+// at from. Every address is made host:port as net.JoinHostPort writes it
+// (see clusterAddr); an address that cannot be parsed fails the whole
+// reply, rather than send its shard's commands to another server.
+func parseClusterNodes(text, from string) ([]clusterNodeInfo, error) {
 	var nodes []clusterNodeInfo
 	for line := range strings.Lines(text) {
 		f := strings.Fields(line)
 		if len(f) < 8 {
 			continue
 		}
-		addr, _, _ := strings.Cut(f[1], "@")
+		// "ip:port@cport", with ",hostname" and more after cport since 7.0.
+		raw, _, _ := strings.Cut(f[1], "@")
+		addr, err := clusterAddr(raw, from)
+		if err != nil {
+			return nil, fmt.Errorf("CLUSTER NODES at %s: node %s: %w", from, f[0], err)
+		}
 		n := clusterNodeInfo{id: f[0], addr: addr, master: f[3], primary: strings.Contains(f[2], "master")}
 		for _, r := range f[8:] {
 			if !strings.HasPrefix(r, "[") { // "[slot->-id]": a migration in progress
@@ -49,7 +58,38 @@ func parseClusterNodes(text string) []clusterNodeInfo {
 		}
 		nodes = append(nodes, n)
 	}
-	return nodes
+	return nodes, nil
+}
+
+// clusterAddr returns as host:port, in the form of net.JoinHostPort, an
+// address that a cluster's server wrote in CLUSTER NODES or in a MOVED or
+// ASK redirection: "ip:port", where an IPv6 ip has no brackets
+// ("::1:7001"), so the port is after the last colon. An empty ip (a server
+// that does not know its own yet) is the host of from, the server that
+// wrote the address.
+func clusterAddr(addr, from string) (string, error) {
+	i := strings.LastIndexByte(addr, ':')
+	if i < 0 {
+		return "", fmt.Errorf("address %q has no port", addr)
+	}
+	host, port := addr[:i], addr[i+1:]
+	if p, err := strconv.Atoi(port); err != nil || p < 0 || p > 65535 {
+		return "", fmt.Errorf("address %q has no valid port", addr)
+	}
+	if strings.HasPrefix(host, "[") && strings.HasSuffix(host, "]") {
+		host = host[1 : len(host)-1] // bracketed after all
+	}
+	if host == "" {
+		fromHost, _, err := net.SplitHostPort(from)
+		if err != nil {
+			return "", fmt.Errorf("address %q has no host, and %q, which gave it, is not host:port", addr, from)
+		}
+		host = fromHost
+	}
+	if _, err := netip.ParseAddr(host); strings.ContainsAny(host, "[]") || strings.Contains(host, ":") && err != nil {
+		return "", fmt.Errorf("address %q has no valid host", addr)
+	}
+	return net.JoinHostPort(host, port), nil
 }
 
 // slotRange parses a slot range of CLUSTER NODES, such as "0-5460" or
@@ -94,18 +134,27 @@ func slotMap(nodes []clusterNodeInfo) string {
 }
 
 // seedAddr returns the address of the cluster node a's server at hostPort:
-// a's credentials and TLS settings, with hostPort's host and port.
-func seedAddr(a redisaddr.Node, hostPort string) redisaddr.Addr {
-	sa := a.Addr
-	if host, port, err := net.SplitHostPort(hostPort); err == nil {
-		sa.Host, sa.Port = host, port
+// a's credentials and TLS settings, with hostPort's host and port. It fails
+// for a hostPort that is not host:port, rather than fall back to a server
+// that is not the one named.
+func seedAddr(a redisaddr.Node, hostPort string) (redisaddr.Addr, error) {
+	host, port, err := net.SplitHostPort(hostPort)
+	if err != nil {
+		return redisaddr.Addr{}, fmt.Errorf("server address %q: %w", hostPort, err)
 	}
-	return sa
+	sa := a.Addr
+	sa.Host, sa.Port = host, port
+	return sa, nil
 }
 
 // clusterView reads CLUSTER NODES at hostPort, a server of the cluster node a.
+// A reply that cannot be parsed is a badView.
 func clusterView(ctx context.Context, a redisaddr.Node, hostPort string, timeout time.Duration) ([]clusterNodeInfo, error) {
-	c, err := keystatus.NewClient(seedAddr(a, hostPort), timeout) // TLS for rediss://
+	sa, err := seedAddr(a, hostPort)
+	if err != nil {
+		return nil, err
+	}
+	c, err := keystatus.NewClient(sa, timeout) // TLS for rediss://
 	if err != nil {
 		return nil, err
 	}
@@ -116,8 +165,18 @@ func clusterView(ctx context.Context, a redisaddr.Node, hostPort string, timeout
 	if err != nil {
 		return nil, err
 	}
-	return parseClusterNodes(text), nil
+	nodes, err := parseClusterNodes(text, hostPort)
+	if err != nil {
+		return nil, badView{err}
+	}
+	return nodes, nil
 }
+
+// badView is the error of a reply of CLUSTER NODES that cannot be parsed:
+// the server answered.
+type badView struct{ error }
+
+func (e badView) Unwrap() error { return e.error }
 
 // readClusterView reads CLUSTER NODES from the first seed of a that answers.
 // It returns the seed that answered; with an error, whether some seed
@@ -133,6 +192,9 @@ func readClusterView(ctx context.Context, a redisaddr.Node, timeout time.Duratio
 		var rerr redis.Error
 		if errors.As(err, &rerr) { // the server answered, with an error
 			return nil, seed, true, fmt.Errorf("%s: %s", seed, redisErrorText(err))
+		}
+		if errors.As(err, new(badView)) {
+			return nil, seed, true, err
 		}
 		errs = append(errs, fmt.Sprintf("%s: %v", seed, err))
 	}
@@ -163,6 +225,10 @@ func probeClusterNode(ctx context.Context, a redisaddr.Node, o doctorOptions) *n
 	switch {
 	case !answered:
 		n.add("reachable", statusFail, "no seed answered: %v", err)
+		return n
+	case errors.As(err, new(badView)):
+		n.Reachable = true
+		n.add("cluster", statusFail, "%v", err)
 		return n
 	case err != nil:
 		n.Reachable = true
@@ -200,7 +266,13 @@ func probeClusterNode(ctx context.Context, a redisaddr.Node, o doctorOptions) *n
 	var wg sync.WaitGroup
 	for i, cn := range serving {
 		wg.Go(func() {
-			servers[i] = probeNode(ctx, seedAddr(a, cn.addr), o, func(slot int) bool { return servesSlot(cn.slots, slot) })
+			sa, err := seedAddr(a, cn.addr)
+			if err != nil {
+				servers[i] = &nodeReport{hostPort: cn.addr, Status: statusOK}
+				servers[i].add("reachable", statusFail, "%v", err)
+				return
+			}
+			servers[i] = probeNode(ctx, sa, o, func(slot int) bool { return servesSlot(cn.slots, slot) })
 		})
 	}
 	wg.Wait()

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -51,7 +50,11 @@ func (r *keyReader) client(hostPort string) (*redis.Client, error) {
 	if c := r.clients[hostPort]; c != nil {
 		return c, nil
 	}
-	c, err := keystatus.NewClient(seedAddr(r.node, hostPort), r.timeout) // TLS for rediss://
+	sa, err := seedAddr(r.node, hostPort)
+	if err != nil {
+		return nil, err
+	}
+	c, err := keystatus.NewClient(sa, r.timeout) // TLS for rediss://
 	if err != nil {
 		return nil, err
 	}
@@ -129,27 +132,22 @@ func (r *keyReader) read(ctx context.Context, key string) (keystatus.Key, string
 		k, err := keystatus.Read(ctx, c, key)
 		if to, ok := redis.IsMovedError(err); ok && redirects < maxRedirects {
 			// The slot moved since CLUSTER NODES: ask where it went.
-			hostPort = redirectAddr(to, hostPort)
+			next, aerr := clusterAddr(to, hostPort)
+			if aerr != nil {
+				return keystatus.Key{}, hostPort, fmt.Errorf("%s: %w: %w", hostPort, err, aerr)
+			}
+			hostPort = next
 			continue
 		}
 		if to, ok := redis.IsAskError(err); ok {
-			return keystatus.Key{}, hostPort, fmt.Errorf("%s: the key's slot %d is migrating to %s (ASK): ask again once the migration is over", hostPort, slot, redirectAddr(to, hostPort))
+			if next, aerr := clusterAddr(to, hostPort); aerr == nil {
+				to = next
+			}
+			return keystatus.Key{}, hostPort, fmt.Errorf("%s: the key's slot %d is migrating to %s (ASK): ask again once the migration is over", hostPort, slot, to)
 		}
 		if err != nil {
 			return keystatus.Key{}, hostPort, fmt.Errorf("%s: %w", hostPort, err)
 		}
 		return k, hostPort, nil
 	}
-}
-
-// redirectAddr returns the address of a MOVED or ASK redirection from the
-// server at from: to, whose empty host (a server that does not know its own)
-// means from's.
-func redirectAddr(to, from string) string {
-	host, port, err := net.SplitHostPort(to)
-	if err == nil && host == "" {
-		fromHost, _, _ := net.SplitHostPort(from)
-		return net.JoinHostPort(fromHost, port)
-	}
-	return to
 }
