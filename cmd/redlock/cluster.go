@@ -224,6 +224,9 @@ func probeClusterNode(ctx context.Context, a redisaddr.Node, o doctorOptions) *n
 	n.hostPort = seed
 	switch {
 	case !answered:
+		// The first seed, so that two clusters that no seed of answers are
+		// not taken for one ("" and "").
+		n.hostPort = a.HostPort()
 		n.add("reachable", statusFail, "no seed answered: %v", err)
 		return n
 	case errors.As(err, new(badView)):

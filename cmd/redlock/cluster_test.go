@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/json"
+	"net"
 	"strconv"
 	"strings"
 	"syscall"
@@ -213,5 +214,44 @@ func TestStatusCluster(t *testing.T) {
 		if r.code != exitUsage || !strings.Contains(r.stderr, "same Redis Cluster") {
 			t.Errorf("status with %s: want exit %d and the reason, got %v", name, exitUsage, r)
 		}
+	}
+}
+
+// closedAddrs returns n addresses of 127.0.0.1 on which nothing listens.
+func closedAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	var addrs []string
+	for range n {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs = append(addrs, ln.Addr().String())
+		defer ln.Close() // open until all are picked: n distinct ports
+	}
+	return addrs
+}
+
+// Cluster nodes that no seed of answers are not taken for one another (the
+// address of one that answered is that of the seed; of one that did not, it
+// was ""), but one given twice is still one address.
+func TestDoctorUnreachableClustersDistinct(t *testing.T) {
+	t.Parallel()
+	down := closedAddrs(t, 3)
+	var nodes []string
+	for _, a := range down {
+		nodes = append(nodes, "redis://"+a+"?cluster=true")
+	}
+	rep, r := doctorJSON(t, strings.Join(nodes, ","), "--timeout", "1s")
+	if ch, ok := findCheck(rep.Checks, "duplicates", statusFail); ok {
+		t.Errorf("three unreachable clusters on three addresses reported as duplicates: %q", ch.Message)
+	}
+	if _, ok := findCheck(rep.Checks, "quorum", statusFail); !ok || r.code != exitFailure {
+		t.Errorf("three unreachable clusters: want a failed quorum check and exit %d, got exit %d: %+v", exitFailure, r.code, rep.Checks)
+	}
+
+	rep, _ = doctorJSON(t, strings.Join([]string{nodes[0], nodes[0], nodes[1]}, ","), "--timeout", "1s")
+	if ch, ok := findCheck(rep.Checks, "duplicates", statusFail); !ok || !strings.Contains(ch.Message, "same address") {
+		t.Errorf("an unreachable cluster given twice: want the duplicates check failed for the same address, got %+v", rep.Checks)
 	}
 }

@@ -249,7 +249,7 @@ func checkSet(rep *doctorReport, o doctorOptions) {
 	for i, a := range rep.Nodes {
 		for _, b := range rep.Nodes[i+1:] {
 			switch {
-			case a.hostPort == b.hostPort:
+			case a.hostPort != "" && a.hostPort == b.hostPort:
 				rep.add("duplicates", statusFail, "%s and %s are the same address: the node would count twice towards the quorum", a.Addr, b.Addr)
 				dup = true
 			case sharesID(a.clusterIDs, b.clusterIDs) != "":
