@@ -238,6 +238,9 @@ func probeClusterNode(ctx context.Context, a redisaddr.Node, o doctorOptions) *n
 		n.add("cluster", statusFail, "CLUSTER NODES failed: %v: is it a cluster-enabled server?", err)
 		return n
 	}
+	// A seed answered: the node is reachable, unless a primary that serves
+	// slots is not (mergeServers).
+	n.Reachable = true
 
 	byID := make(map[string]*shardReport)
 	assigned := 0
@@ -279,10 +282,15 @@ func probeClusterNode(ctx context.Context, a redisaddr.Node, o doctorOptions) *n
 		})
 	}
 	wg.Wait()
+	if len(serving) == 0 {
+		n.add("reachable", statusOK, "%s answered CLUSTER NODES; no primary serves slots, so none is checked as a server", seed)
+	}
 	mergeServers(n, servers)
 
 	n.add("shards", statusOK, "a Redis Cluster of %d shard(s) serving %d of 16384 slots", len(n.Shards), assigned)
-	if assigned < 16384 {
+	if assigned == 0 {
+		n.add("slots", statusFail, "no slot is assigned to a shard: the cluster serves no key, so every lock fails on this node; assign the slots (CLUSTER ADDSLOTS, or redis-cli --cluster create)")
+	} else if assigned < 16384 {
 		n.add("slots", statusFail, "%d slot(s) have no shard: locks on their keys fail on this node", 16384-assigned)
 	}
 	if replicas > 0 {

@@ -255,3 +255,27 @@ func TestDoctorUnreachableClustersDistinct(t *testing.T) {
 		t.Errorf("an unreachable cluster given twice: want the duplicates check failed for the same address, got %+v", rep.Checks)
 	}
 }
+
+// A cluster-enabled server with no slot assigned, given as a cluster: its
+// seed answers, so the node is reachable (it was reported unreachable, as
+// no primary served slots to be checked), and the empty slot map fails it.
+func TestDoctorClusterNoSlots(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t, redistest.WithConfig("cluster-enabled", "yes"))
+	url := "redis://" + srv.Addr() + "?cluster=true"
+	rep, r := doctorJSON(t, url)
+	n := rep.Nodes[0]
+	if !n.Reachable || n.Status != statusFail || r.code != exitFailure {
+		t.Errorf("a cluster with no slot: want reachable, failed, exit %d; got reachable %v, %v, exit %d: %+v", exitFailure, n.Reachable, n.Status, r.code, n.Checks)
+	}
+	if ch, ok := findCheck(n.Checks, "slots", statusFail); !ok || !strings.Contains(ch.Message, "no slot is assigned") {
+		t.Errorf("want a failed slots check saying that no slot is assigned, got %+v", n.Checks)
+	}
+	if ch, ok := findCheck(rep.Checks, "quorum", statusFail); ok {
+		t.Errorf("the one node answered, yet: %q", ch.Message)
+	}
+	r = invoke(t, "", "doctor", "--nodes", url)
+	if first, _, _ := strings.Cut(r.stdout, "\n"); strings.Contains(first, "unreachable") || strings.Contains(first, "rtt 0.00ms") {
+		t.Errorf("the node's line: %q, want it reachable with no round trip measured", first)
+	}
+}

@@ -321,9 +321,12 @@ func printDoctor(w io.Writer, rep *doctorReport) {
 		if n.Role != "" {
 			facts = append(facts, n.Role)
 		}
-		if n.Reachable {
+		switch {
+		case n.Reachable && n.RTTMillis > 0:
 			facts = append(facts, fmt.Sprintf("rtt %.2fms", n.RTTMillis))
-		} else {
+		case n.Reachable: // a cluster none of whose primaries was checked
+			facts = append(facts, "reachable")
+		default:
 			facts = append(facts, "unreachable")
 		}
 		fmt.Fprintf(w, "%s  %s  %s\n", label[n.Status], n.Addr, strings.Join(facts, ", "))
