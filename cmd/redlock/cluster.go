@@ -298,19 +298,22 @@ func probeClusterNode(ctx context.Context, a redisaddr.Node, o doctorOptions) *n
 	}
 	want := slotMap(nodes)
 	var disagree []string
+	failed := 0
 	for _, s := range n.Shards {
 		other, err := clusterView(ctx, a, s.Primary, o.timeout)
 		if err != nil {
 			n.add("slot map", statusWarn, "CLUSTER NODES at %s failed: %v", s.Primary, err)
+			failed++
 			continue
 		}
 		if slotMap(other) != want {
 			disagree = append(disagree, s.Primary)
 		}
 	}
-	if len(disagree) > 0 {
+	switch {
+	case len(disagree) > 0:
 		n.add("slot map", statusWarn, "%s disagree(s) with %s on the slot map: a migration or failover in progress, or a split cluster; commands are redirected meanwhile", strings.Join(disagree, ", "), n.hostPort)
-	} else {
+	case failed == 0: // agreement is known only when every primary answered
 		n.add("slot map", statusOK, "the %d primaries agree on the slot map", len(n.Shards))
 	}
 	return n

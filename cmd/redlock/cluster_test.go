@@ -279,3 +279,26 @@ func TestDoctorClusterNoSlots(t *testing.T) {
 		t.Errorf("the node's line: %q, want it reachable with no round trip measured", first)
 	}
 }
+
+// A paused primary (SIGSTOP) does not answer CLUSTER NODES: the slot map
+// check warns about it and no longer also says that the primaries agree.
+func TestDoctorClusterPausedPrimarySlotMap(t *testing.T) {
+	t.Parallel()
+	c := redistest.NewCluster(t, 3)
+	p := c.Shards()[1].Primary() // not the first seed
+	if err := p.Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer p.Resume()
+	rep, r := doctorJSON(t, c.URL(), "--timeout", "1s")
+	n := rep.Nodes[0]
+	if ch, ok := findCheck(n.Checks, "slot map", statusWarn); !ok || !strings.Contains(ch.Message, p.Addr()) {
+		t.Errorf("want a slot map warning naming the paused primary %s, got %+v", p.Addr(), n.Checks)
+	}
+	if ch, ok := findCheck(n.Checks, "slot map", statusOK); ok {
+		t.Errorf("slot map ok (%q) although %s did not answer CLUSTER NODES", ch.Message, p.Addr())
+	}
+	if n.Reachable || r.code != exitFailure {
+		t.Errorf("a paused primary: want the node unreachable and exit %d, got reachable %v, exit %d", exitFailure, n.Reachable, r.code)
+	}
+}
