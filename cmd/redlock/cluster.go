@@ -191,7 +191,7 @@ func readClusterView(ctx context.Context, a redisaddr.Node, timeout time.Duratio
 		}
 		var rerr redis.Error
 		if errors.As(err, &rerr) { // the server answered, with an error
-			return nil, seed, true, fmt.Errorf("%s: %s", seed, redisErrorText(err))
+			return nil, seed, true, fmt.Errorf("%s: %w", seed, err)
 		}
 		if errors.As(err, new(badView)) {
 			return nil, seed, true, err
@@ -233,9 +233,20 @@ func probeClusterNode(ctx context.Context, a redisaddr.Node, o doctorOptions) *n
 		n.Reachable = true
 		n.add("cluster", statusFail, "%v", err)
 		return n
+	case redis.IsAuthError(err): // NOAUTH, WRONGPASS
+		// As for a server, whose PING fails: the node cannot be used.
+		n.add("reachable", statusFail, "authentication failed: %v: check the user and password", err)
+		return n
 	case err != nil:
 		n.Reachable = true
-		n.add("cluster", statusFail, "CLUSTER NODES failed: %v: is it a cluster-enabled server?", err)
+		switch {
+		case redis.IsPermissionError(err):
+			n.add("cluster", statusFail, "CLUSTER NODES failed: %v: the user may not run it, and without it the shards are unknown", err)
+		case strings.Contains(err.Error(), "cluster support disabled"):
+			n.add("cluster", statusFail, "CLUSTER NODES failed: %v: not a cluster-enabled server; give it without cluster=true", err)
+		default:
+			n.add("cluster", statusFail, "CLUSTER NODES failed: %v", err)
+		}
 		return n
 	}
 	// A seed answered: the node is reachable, unless a primary that serves

@@ -302,3 +302,41 @@ func TestDoctorClusterPausedPrimarySlotMap(t *testing.T) {
 		t.Errorf("a paused primary: want the node unreachable and exit %d, got reachable %v, exit %d", exitFailure, n.Reachable, r.code)
 	}
 }
+
+// A cluster node that refuses the password is not reachable with an odd
+// CLUSTER NODES (it was "reachable", with the hint "is it a cluster-enabled
+// server?"): doctor says that authentication failed, as PING does for a
+// server. A user that may not run CLUSTER NODES is told so, and a server
+// that is not cluster-enabled gets the hint.
+func TestDoctorClusterRefusals(t *testing.T) {
+	t.Parallel()
+	const password = "refusals-secret-pw"
+	c := redistest.NewCluster(t, 2, redistest.WithServerOptions(redistest.WithPassword(password),
+		redistest.WithConfig("user", "nocluster", "on", ">"+password, "~*", "&*", "+@all", "-cluster")))
+	for name, url := range map[string]string{
+		"a wrong password": strings.Replace(c.URL(), password, "refusals-wrong-pw", 1),
+		"no password":      "redis://" + c.Seeds()[0] + "?cluster=true",
+	} {
+		rep, r := doctorJSON(t, url)
+		n := rep.Nodes[0]
+		ch, ok := findCheck(n.Checks, "reachable", statusFail)
+		if !ok || !strings.Contains(ch.Message, "authentication failed") || n.Reachable || r.code != exitFailure {
+			t.Errorf("%s: want the node unreachable, authentication failed, exit %d; got reachable %v, exit %d: %+v", name, exitFailure, n.Reachable, r.code, n.Checks)
+		}
+		if strings.Contains(r.stdout, "cluster-enabled") || strings.Contains(r.stdout, password) {
+			t.Errorf("%s: the report hints at cluster mode or shows the password:\n%s", name, r.stdout)
+		}
+	}
+
+	// A user that may not run CLUSTER NODES.
+	rep, _ := doctorJSON(t, strings.Replace(c.URL(), "redis://:", "redis://nocluster:", 1))
+	if ch, ok := findCheck(rep.Nodes[0].Checks, "cluster", statusFail); !ok || !strings.Contains(ch.Message, "NOPERM") || !strings.Contains(ch.Message, "may not run it") {
+		t.Errorf("a user without CLUSTER: want the cluster check failed, saying the user may not run CLUSTER NODES, got %+v", rep.Nodes[0].Checks)
+	}
+
+	single := redistest.NewServer(t)
+	rep, _ = doctorJSON(t, "redis://"+single.Addr()+"?cluster=true")
+	if ch, ok := findCheck(rep.Nodes[0].Checks, "cluster", statusFail); !ok || !strings.Contains(ch.Message, "not a cluster-enabled server") {
+		t.Errorf("a server without cluster mode given as a cluster: want the cluster check failed with the hint, got %+v", rep.Nodes[0].Checks)
+	}
+}
