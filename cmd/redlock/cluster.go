@@ -334,7 +334,9 @@ func probeClusterNode(ctx context.Context, a redisaddr.Node, o doctorOptions) *n
 // (servers): one check per name, with the worst verdict and the messages
 // of the primaries that gave it, each named, and the verdict of the others.
 // The node is reachable when every primary is; its round trip is the
-// slowest primary's, its clock the one farthest from this machine's.
+// slowest primary's, its clock the one farthest from this machine's; its
+// server, version and run_id are those of the first primary in servers
+// (sorted by address) that gave them.
 func mergeServers(n *nodeReport, servers []*nodeReport) {
 	if len(servers) == 0 {
 		return

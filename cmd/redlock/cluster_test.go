@@ -340,3 +340,27 @@ func TestDoctorClusterRefusals(t *testing.T) {
 		t.Errorf("a server without cluster mode given as a cluster: want the cluster check failed with the hint, got %+v", rep.Nodes[0].Checks)
 	}
 }
+
+// A cluster node's server, version and run_id, as the README says, are
+// those of its first primary by address, not a merge of the shards'.
+func TestDoctorClusterIdentityFromFirstPrimary(t *testing.T) {
+	t.Parallel()
+	c := redistest.NewCluster(t, 3)
+	var first *redistest.Server
+	for _, s := range c.Shards() {
+		if p := s.Primary(); first == nil || p.Addr() < first.Addr() {
+			first = p
+		}
+	}
+	info, err := first.Do(t.Context(), "INFO", "server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, _ := info.(string)
+	want := parseInfo(text)
+	rep, _ := doctorJSON(t, c.URL())
+	n := rep.Nodes[0]
+	if n.RunID == "" || n.RunID != want["run_id"] || n.Version != want["redis_version"] {
+		t.Errorf("cluster node: run_id %q, version %q; want those of its first primary by address %s: %q, %q", n.RunID, n.Version, first.Addr(), want["run_id"], want["redis_version"])
+	}
+}

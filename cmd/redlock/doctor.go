@@ -43,7 +43,9 @@ type check struct {
 	Message string `json:"message"`
 }
 
-// nodeReport is what doctor found about one node.
+// nodeReport is what doctor found about one node. For a node that is a
+// Redis Cluster, Server, Version and RunID are those of one primary, the
+// first by address that answered INFO (see mergeServers).
 type nodeReport struct {
 	// Addr is the address as given, with any password removed.
 	Addr      string  `json:"addr"`
