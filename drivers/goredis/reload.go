@@ -27,7 +27,7 @@ const reloadEvery = 200 * time.Millisecond
 // the replica took over. The failed command itself is never resent: its
 // outcome is unknown.
 type reloader struct {
-	reload func() // starts the reload: the client's ReloadState
+	reload func()       // starts the reload: the client's ReloadState
 	last   atomic.Int64 // when the last reload was asked for, in nanoseconds since reloadBase
 }
 
