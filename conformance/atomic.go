@@ -51,16 +51,38 @@ func allowedFromClient(c monitored) bool {
 		strings.HasPrefix(name, "client|") || strings.HasPrefix(name, "cluster|") || strings.HasPrefix(name, "command|")
 }
 
+// keyCommands returns the commands in cmds, what the server ran for one
+// method call, that read or write a key: SET NX PX, and each script that ran
+// a command of its own (the lua commands that follow it). A script that ran
+// none, as an EVALSHA the server answered with NOSCRIPT, touched no key, so
+// EVALSHA then EVAL counts once.
+func keyCommands(cmds []monitored) []monitored {
+	var keyed []monitored
+	for i, c := range cmds {
+		switch {
+		case c.lua:
+		case isSetNXPX(c):
+			keyed = append(keyed, c)
+		case scriptCommands[c.name()] && i+1 < len(cmds) && cmds[i+1].lua:
+			keyed = append(keyed, c)
+		}
+	}
+	return keyed
+}
+
 // commandsAtomic watches, with MONITOR, the commands a node sends for each
-// of its methods: a lock command must be one atomic command on the server,
-// SET key value NX PX ms for SetNX and a script (EVALSHA, falling back to
-// EVAL) for the others. A driver that sent SETNX then PEXPIRE, or GET,
-// compare, then DEL, would pass every test of results and leave a key that
-// never expires, or delete another holder's key, when a crash or another
-// client comes between its commands. Commands that a script runs, and those
-// that touch no key (AUTH, HELLO, CLIENT, SCRIPT LOAD, PING, SSUBSCRIBE, ...),
-// are allowed. It runs each method on a server with no script loaded, then
-// again.
+// of its methods: a lock command must be ONE atomic command on the server,
+// SET key value NX PX ms for SetNX and one script (EVALSHA, falling back to
+// EVAL after NOSCRIPT) for the others. A driver that sent SETNX then
+// PEXPIRE, or GET, compare, then DEL, would pass every test of results and
+// leave a key that never expires, or delete another holder's key, when a
+// crash or another client comes between its commands; so would one that
+// split the compare and the DEL over two scripts. So each call may run at
+// most one command that touches a key (a script counts once, with the
+// commands it runs), and the client may send nothing else that touches
+// one. Commands that touch no key (AUTH, HELLO, CLIENT, SCRIPT LOAD, PING,
+// SSUBSCRIBE, ...) are allowed. It runs each method on a server with no
+// script loaded, then again.
 func commandsAtomic(t *testing.T, ctx context.Context, s *redisSuite) {
 	srv := redistest.NewServer(t)
 	mon, err := newMonitor(ctx, srv)
@@ -74,7 +96,7 @@ func commandsAtomic(t *testing.T, ctx context.Context, s *redisSuite) {
 	ttler, _ := n.(driver.TTLer)
 	type step struct {
 		call  string
-		locks bool // the call must send a lock command (SET NX PX or a script)
+		locks bool // the call must run a lock command (SET NX PX or a script)
 		run   func() error
 	}
 	check := func(call string, want bool) func(bool, error) error {
@@ -135,22 +157,23 @@ func commandsAtomic(t *testing.T, ctx context.Context, s *redisSuite) {
 				t.Fatalf("MONITOR: %v", err)
 			}
 			var sent []monitored // what the client must not send
-			locks := 0
 			for _, c := range cmds {
 				switch {
 				case c.lua:
 				case !allowedFromClient(c):
 					sent = append(sent, c)
-				case scriptCommands[c.name()] || isSetNXPX(c):
-					locks++
 				}
 			}
+			keyed := keyCommands(cmds)
 			switch {
 			case len(sent) > 0:
 				t.Errorf("%s (%s) sent %s from the client: a Node must run every lock command as one atomic command on the server, SET key value NX PX ms for SetNX and the package's scripts (EVALSHA, falling back to EVAL) for the others; SETNX then PEXPIRE, or GET, compare, then DEL, is not atomic",
 					st.call, when, commandList(sent))
-			case st.locks && locks == 0:
-				t.Errorf("%s (%s) sent neither SET NX PX nor a script (it sent %s): a Node must run every lock command as one atomic command on the server", st.call, when, commandList(cmds))
+			case len(keyed) > 1:
+				t.Errorf("%s (%s) ran %d commands on keys, not one (it sent %s): a Node must run every lock command as ONE atomic command on the server, SET key value NX PX ms for SetNX and one of the package's scripts (EVALSHA, falling back to EVAL after NOSCRIPT) for the others; a compare on the client between two scripts (GET, then DEL or PEXPIRE) is no more atomic than between two commands",
+					st.call, when, len(keyed), commandList(cmds))
+			case st.locks && len(keyed) == 0:
+				t.Errorf("%s (%s) ran neither SET NX PX nor a script (it sent %s): a Node must run every lock command as one atomic command on the server", st.call, when, commandList(cmds))
 			}
 		}
 	}

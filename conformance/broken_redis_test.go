@@ -25,7 +25,7 @@ func (d brokenDriver) Open(addr string) (driver.Node, error) {
 		return nil, err
 	}
 	n := &brokenRedis{kind: d.kind, inner: inner}
-	if d.kind == "nonatomic" && !strings.Contains(addr, "://") {
+	if (d.kind == "nonatomic" || d.kind == "twoscripts") && !strings.Contains(addr, "://") {
 		// A client of its own for the commands it sends one by one; only for
 		// a host:port address, which is what Commands/Atomic gives it.
 		n.raw = redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DisableIdentity: true})
@@ -38,6 +38,8 @@ func (d brokenDriver) Open(addr string) (driver.Node, error) {
 //   - nonatomic: SetNX is SETNX then PEXPIRE; EvalRelease, Extend and the
 //     fencing calls GET and compare on the client, then DEL, PEXPIRE, GET
 //     or SET.
+//   - twoscripts: EvalRelease and Extend GET the key with one script,
+//     compare on the client, then DEL or PEXPIRE it with another.
 //   - swallow-replies: an error reply to EvalRelease or Extend is (false, nil).
 //   - flat-replies: an error reply to any call but SetNX becomes an error
 //     that does not wrap it.
@@ -47,7 +49,7 @@ func (d brokenDriver) Open(addr string) (driver.Node, error) {
 type brokenRedis struct {
 	kind   string
 	inner  driver.Node
-	raw    *redis.Client // for nonatomic
+	raw    *redis.Client // for nonatomic and twoscripts
 	closed atomic.Bool
 }
 
@@ -78,9 +80,23 @@ func (n *brokenRedis) ttl(ttl time.Duration) time.Duration {
 	return ttl
 }
 
-// holds is the client-side compare of nonatomic.
+// nonatomic reports whether n sends its own commands for the calls its kind
+// breaks, on a host:port address (what Commands/Atomic gives it).
+func (n *brokenRedis) nonatomic() bool { return n.raw != nil && n.kind == "nonatomic" }
+
+// twoscripts is as nonatomic, for the twoscripts kind.
+func (n *brokenRedis) twoscripts() bool { return n.raw != nil && n.kind == "twoscripts" }
+
+// holds is the client-side compare of nonatomic and twoscripts; twoscripts
+// reads the key with a script.
 func (n *brokenRedis) holds(ctx context.Context, key, value string) (bool, error) {
-	got, err := n.raw.Get(ctx, key).Result()
+	var got string
+	var err error
+	if n.kind == "twoscripts" {
+		got, err = n.raw.Eval(ctx, "return redis.call('GET', KEYS[1])", []string{key}).Text()
+	} else {
+		got, err = n.raw.Get(ctx, key).Result()
+	}
 	if errors.Is(err, redis.Nil) {
 		return false, nil
 	}
@@ -88,7 +104,7 @@ func (n *brokenRedis) holds(ctx context.Context, key, value string) (bool, error
 }
 
 func (n *brokenRedis) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	if n.raw != nil {
+	if n.nonatomic() {
 		ok, err := n.raw.SetNX(ctx, key, value, 0).Result()
 		if err != nil || !ok {
 			return ok, err
@@ -100,9 +116,13 @@ func (n *brokenRedis) SetNX(ctx context.Context, key, value string, ttl time.Dur
 }
 
 func (n *brokenRedis) EvalRelease(ctx context.Context, key, value string) (bool, error) {
-	if n.raw != nil {
+	if n.nonatomic() || n.twoscripts() {
 		if ok, err := n.holds(ctx, key, value); !ok || err != nil {
 			return false, err
+		}
+		if n.twoscripts() {
+			d, err := n.raw.Eval(ctx, "return redis.call('DEL', KEYS[1])", []string{key}).Int64()
+			return d == 1, err
 		}
 		d, err := n.raw.Del(ctx, key).Result()
 		return d == 1, err
@@ -112,9 +132,12 @@ func (n *brokenRedis) EvalRelease(ctx context.Context, key, value string) (bool,
 }
 
 func (n *brokenRedis) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	if n.raw != nil {
+	if n.nonatomic() || n.twoscripts() {
 		if ok, err := n.holds(ctx, key, value); !ok || err != nil {
 			return false, err
+		}
+		if n.twoscripts() {
+			return n.raw.Eval(ctx, "return redis.call('PEXPIRE', KEYS[1], ARGV[1])", []string{key}, ttl.Milliseconds()).Bool()
 		}
 		return n.raw.PExpire(ctx, key, ttl).Result()
 	}
@@ -136,7 +159,7 @@ func (n *brokenRedis) Close() error {
 }
 
 func (n *brokenRedis) SetNXFence(ctx context.Context, key, value string, ttl time.Duration, fenceKey string) (bool, uint64, error) {
-	if n.raw != nil {
+	if n.nonatomic() {
 		ok, err := n.SetNX(ctx, key, value, ttl)
 		if err != nil {
 			return false, 0, err
@@ -157,7 +180,7 @@ func (n *brokenRedis) SetNXFence(ctx context.Context, key, value string, ttl tim
 }
 
 func (n *brokenRedis) RaiseFence(ctx context.Context, key, value, fenceKey string, token uint64) (bool, error) {
-	if n.raw != nil {
+	if n.nonatomic() {
 		if ok, err := n.holds(ctx, key, value); !ok || err != nil {
 			return false, err
 		}

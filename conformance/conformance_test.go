@@ -120,6 +120,8 @@ var brokenKinds = map[string]struct {
 	"close-not-errclosed": {want: "SetNX after Close: error = brokennode: node is closed, want one matching driver.ErrClosed"},
 	"nonatomic": {redis: "Commands/Atomic",
 		want: `EvalRelease(value) (scripts loaded) sent ["get" "conformance:`},
+	"twoscripts": {redis: "Commands/Atomic",
+		want: `EvalRelease(value) (scripts loaded) ran 2 commands on keys, not one (it sent ["eval" "return redis.call('GET', KEYS[1])"`},
 	"swallow-replies": {redis: "Open/ACLUser",
 		want: `EvalRelease as the ACL user on a key outside its pattern: error = <nil> (driver.PermanentCode ""), want one for which driver.PermanentCode is "NOPERM"`},
 	"flat-replies": {redis: "Open/ACLUser",

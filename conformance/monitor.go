@@ -31,9 +31,12 @@ type monitored struct {
 }
 
 // String writes the command as redis-cli would show it, each argument
-// quoted, long ones cut.
+// quoted, long ones cut, after "lua: " for a command a script ran.
 func (m monitored) String() string {
 	var b strings.Builder
+	if m.lua {
+		b.WriteString("lua: ")
+	}
 	for i, a := range m.args {
 		if i > 0 {
 			b.WriteByte(' ')

@@ -34,8 +34,9 @@ const stallBound = 2 * time.Second
 // return the right result.
 //
 // It watches what reaches the server, too: with MONITOR, that every lock
-// command is one atomic command (SET NX PX, or a script), never a
-// client-side GET, DEL, SETNX, PEXPIRE or SET; with PTTL, that TTLs are sent
+// call runs one atomic command on the key (one SET NX PX, or one script,
+// EVALSHA then EVAL after NOSCRIPT counting once), never a client-side GET,
+// DEL, SETNX, PEXPIRE or SET, or two scripts; with PTTL, that TTLs are sent
 // in milliseconds, not rounded up; with CLIENT LIST, that Close closes every
 // connection of the node, its pub/sub connection included. As an ACL user
 // on a key outside the user's pattern, every method must return an error

@@ -25,6 +25,11 @@
 //     milliseconds for Extend), through EVALSHA with a fallback to EVAL when the
 //     server answers NOSCRIPT. A client-side GET, compare, DEL is not atomic and is
 //     not allowed.
+//   - Each call runs ONE command that touches a key: one SET NX PX, or one script
+//     (an EVALSHA answered NOSCRIPT runs nothing, so EVALSHA then EVAL is one).
+//     Two scripts with a compare on the client between them (GET, then DEL) are
+//     no more atomic than two commands. conformance.RunRedis checks this with
+//     MONITOR.
 //   - TTLs are sent in milliseconds. A TTL below one millisecond is rounded up to one.
 //   - Keys and values are bytes, not text: send them unchanged, a NUL byte or
 //     invalid UTF-8 included.
