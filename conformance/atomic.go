@@ -51,6 +51,12 @@ func allowedFromClient(c monitored) bool {
 		strings.HasPrefix(name, "client|") || strings.HasPrefix(name, "cluster|") || strings.HasPrefix(name, "command|")
 }
 
+// transactionCommands make or guard a MULTI/EXEC transaction, which a
+// driver must not send (see commandsAtomic).
+var transactionCommands = map[string]bool{
+	"multi": true, "exec": true, "discard": true, "watch": true, "unwatch": true,
+}
+
 // keyCommands returns the commands in cmds, what the server ran for one
 // method call, that read or write a key: SET NX PX, and each script that ran
 // a command of its own (the lua commands that follow it). A script that ran
@@ -80,9 +86,10 @@ func keyCommands(cmds []monitored) []monitored {
 // split the compare and the DEL over two scripts. So each call may run at
 // most one command that touches a key (a script counts once, with the
 // commands it runs), and the client may send nothing else that touches
-// one. Commands that touch no key (AUTH, HELLO, CLIENT, SCRIPT LOAD, PING,
-// SSUBSCRIBE, ...) are allowed. It runs each method on a server with no
-// script loaded, then again.
+// one. MULTI/EXEC is not allowed (see its message below). Commands that
+// touch no key (AUTH, HELLO, CLIENT, SCRIPT LOAD, PING, SSUBSCRIBE, ...)
+// are allowed. It runs each method on a server with no script loaded, then
+// again.
 func commandsAtomic(t *testing.T, ctx context.Context, s *redisSuite) {
 	srv := redistest.NewServer(t)
 	mon, err := newMonitor(ctx, srv)
@@ -156,16 +163,21 @@ func commandsAtomic(t *testing.T, ctx context.Context, s *redisSuite) {
 			if err != nil {
 				t.Fatalf("MONITOR: %v", err)
 			}
-			var sent []monitored // what the client must not send
+			var sent, tx []monitored // what the client must not send
 			for _, c := range cmds {
 				switch {
 				case c.lua:
+				case transactionCommands[c.name()]:
+					tx = append(tx, c)
 				case !allowedFromClient(c):
 					sent = append(sent, c)
 				}
 			}
 			keyed := keyCommands(cmds)
 			switch {
+			case len(tx) > 0:
+				t.Errorf("%s (%s) sent a MULTI/EXEC transaction (%s): MULTI/EXEC is not allowed; a Node must send each lock command on its own, SET key value NX PX ms for SetNX and one of the package's scripts for the others. A transaction cannot make one command depend on another's reply (a compare before DEL or PEXPIRE needs a script), and around the one SET NX PX it adds nothing",
+					st.call, when, commandList(cmds))
 			case len(sent) > 0:
 				t.Errorf("%s (%s) sent %s from the client: a Node must run every lock command as one atomic command on the server, SET key value NX PX ms for SetNX and the package's scripts (EVALSHA, falling back to EVAL) for the others; SETNX then PEXPIRE, or GET, compare, then DEL, is not atomic",
 					st.call, when, commandList(sent))

@@ -25,7 +25,7 @@ func (d brokenDriver) Open(addr string) (driver.Node, error) {
 		return nil, err
 	}
 	n := &brokenRedis{kind: d.kind, inner: inner}
-	if (d.kind == "nonatomic" || d.kind == "twoscripts") && !strings.Contains(addr, "://") {
+	if (d.kind == "nonatomic" || d.kind == "twoscripts" || d.kind == "multi") && !strings.Contains(addr, "://") {
 		// A client of its own for the commands it sends one by one; only for
 		// a host:port address, which is what Commands/Atomic gives it.
 		n.raw = redis.NewClient(&redis.Options{Addr: addr, MaxRetries: -1, DisableIdentity: true})
@@ -40,6 +40,7 @@ func (d brokenDriver) Open(addr string) (driver.Node, error) {
 //     or SET.
 //   - twoscripts: EvalRelease and Extend GET the key with one script,
 //     compare on the client, then DEL or PEXPIRE it with another.
+//   - multi: SetNX is MULTI, SET key value NX PX ttl, EXEC.
 //   - swallow-replies: an error reply to EvalRelease or Extend is (false, nil).
 //   - flat-replies: an error reply to any call but SetNX becomes an error
 //     that does not wrap it.
@@ -49,7 +50,7 @@ func (d brokenDriver) Open(addr string) (driver.Node, error) {
 type brokenRedis struct {
 	kind   string
 	inner  driver.Node
-	raw    *redis.Client // for nonatomic and twoscripts
+	raw    *redis.Client // for nonatomic, twoscripts and multi
 	closed atomic.Bool
 }
 
@@ -110,6 +111,17 @@ func (n *brokenRedis) SetNX(ctx context.Context, key, value string, ttl time.Dur
 			return ok, err
 		}
 		return true, n.raw.PExpire(ctx, key, ttl).Err()
+	}
+	if n.raw != nil && n.kind == "multi" {
+		var set *redis.Cmd
+		_, err := n.raw.TxPipelined(ctx, func(p redis.Pipeliner) error {
+			set = p.Do(ctx, "SET", key, value, "NX", "PX", ttl.Milliseconds())
+			return nil
+		})
+		if errors.Is(err, redis.Nil) {
+			return false, nil
+		}
+		return err == nil && set.Val() == "OK", err
 	}
 	ok, err := n.inner.SetNX(ctx, key, value, n.ttl(ttl))
 	return n.err(ctx, "SetNX", value, ok, err)

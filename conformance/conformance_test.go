@@ -122,6 +122,8 @@ var brokenKinds = map[string]struct {
 		want: `EvalRelease(value) (scripts loaded) sent ["get" "conformance:`},
 	"twoscripts": {redis: "Commands/Atomic",
 		want: `EvalRelease(value) (scripts loaded) ran 2 commands on keys, not one (it sent ["eval" "return redis.call('GET', KEYS[1])"`},
+	"multi": {redis: "Commands/Atomic",
+		want: `"NX" "PX" "60000"; "exec"]): MULTI/EXEC is not allowed; a Node must send each lock command on its own`},
 	"swallow-replies": {redis: "Open/ACLUser",
 		want: `EvalRelease as the ACL user on a key outside its pattern: error = <nil> (driver.PermanentCode ""), want one for which driver.PermanentCode is "NOPERM"`},
 	"flat-replies": {redis: "Open/ACLUser",

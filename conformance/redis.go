@@ -36,9 +36,10 @@ const stallBound = 2 * time.Second
 // It watches what reaches the server, too: with MONITOR, that every lock
 // call runs one atomic command on the key (one SET NX PX, or one script,
 // EVALSHA then EVAL after NOSCRIPT counting once), never a client-side GET,
-// DEL, SETNX, PEXPIRE or SET, or two scripts; with PTTL, that TTLs are sent
-// in milliseconds, not rounded up; with CLIENT LIST, that Close closes every
-// connection of the node, its pub/sub connection included. As an ACL user
+// DEL, SETNX, PEXPIRE or SET, two scripts, or MULTI/EXEC; with PTTL, that
+// TTLs are sent in milliseconds, not rounded up; with CLIENT LIST, that
+// Close closes every connection of the node, its pub/sub connection
+// included. As an ACL user
 // on a key outside the user's pattern, every method must return an error
 // for which driver.PermanentCode is "NOPERM", and no error may show a
 // password or the lock value passed to the call.

@@ -28,8 +28,10 @@
 //   - Each call runs ONE command that touches a key: one SET NX PX, or one script
 //     (an EVALSHA answered NOSCRIPT runs nothing, so EVALSHA then EVAL is one).
 //     Two scripts with a compare on the client between them (GET, then DEL) are
-//     no more atomic than two commands. conformance.RunRedis checks this with
-//     MONITOR.
+//     no more atomic than two commands. MULTI/EXEC is not allowed, even around the
+//     one SET NX PX: a transaction cannot make one command depend on another's
+//     reply (the compare needs a script), and around one command it adds nothing.
+//     conformance.RunRedis checks all of this with MONITOR.
 //   - TTLs are sent in milliseconds. A TTL below one millisecond is rounded up to one.
 //   - Keys and values are bytes, not text: send them unchanged, a NUL byte or
 //     invalid UTF-8 included.
