@@ -37,7 +37,8 @@ const stallBound = 2 * time.Second
 // call runs one atomic command on the key (one SET NX PX, or one script,
 // EVALSHA then EVAL after NOSCRIPT counting once), never a client-side GET,
 // DEL, SETNX, PEXPIRE or SET, two scripts, or MULTI/EXEC; with PTTL, that
-// TTLs are sent in milliseconds, not rounded up; with CLIENT LIST, that
+// TTLs are sent in milliseconds, not rounded up to whole seconds (EX,
+// EXPIRE); with CLIENT LIST, that
 // Close closes every connection of the node, its pub/sub connection
 // included. As an ACL user
 // on a key outside the user's pattern, every method must return an error
@@ -495,7 +496,7 @@ func ttlMilliseconds(t *testing.T, ctx context.Context, s *redisSuite) {
 			t.Fatalf("PTTL: %v", err)
 		}
 		if ms, _ := reply.(int64); ms <= 0 || ms > driver.Milliseconds(ttl) {
-			t.Errorf("%s: the server's PTTL of the key right after = %v, want one in (0, %d]: a Node must send TTLs in milliseconds (PX, PEXPIRE), never rounded up", call, reply, driver.Milliseconds(ttl))
+			t.Errorf("%s: the server's PTTL of the key right after = %v, want one in (0, %d]: a Node must send TTLs in milliseconds (PX, PEXPIRE), never rounded up to whole seconds (EX, EXPIRE)", call, reply, driver.Milliseconds(ttl))
 		}
 	}
 	k, v := key(t), value()

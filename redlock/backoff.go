@@ -22,7 +22,8 @@ func (b Backoff) wait(attempt int) time.Duration { return max(b(attempt), minBac
 // with each attempt up to max. Each wait is drawn at random from [w/2, w], so that
 // clients competing for a key do not retry in lock-step.
 //
-// A min of zero or less starts from 1ms, the shortest wait of Lock.
+// A min of zero or less starts from 1ms, the shortest wait of Lock; a min
+// above max is capped at max.
 func ExponentialBackoff(min, max time.Duration) Backoff {
 	if min <= 0 {
 		min = minBackoff

@@ -15,7 +15,9 @@ import (
 )
 
 // Client acquires locks over a fixed set of independent Redis masters. It is
-// safe for concurrent use; create one and share it.
+// safe for concurrent use; create one with New or Open and share it. A nil or
+// zero Client is not usable: its calls return an error that says so, and
+// Quorum and TTL return 0.
 type Client struct {
 	nodes       []driver.Node
 	names       []string // for NodeError: address without credentials

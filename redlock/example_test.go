@@ -37,7 +37,10 @@ func Example() {
 	// ... work that must not run twice at once, finished before lock.Until() ...
 
 	if err := lock.Unlock(ctx); err != nil {
-		log.Println("the lock expired or was lost before Unlock:", err)
+		// No quorum confirmed the release: the lock was lost (or its
+		// nodes failed). A nil error says the key was released, not that
+		// the work finished within Until: check Until (or Done) for that.
+		log.Println("the lock was lost before Unlock:", err)
 	}
 	// Output: holding invoice:42 with 10s of validity
 }

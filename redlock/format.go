@@ -28,7 +28,7 @@ func (c *Client) Format(f fmt.State, verb rune) { io.WriteString(f, c.String()) 
 // shows the lock's random value, which would let whoever sees it release the
 // lock.
 func (l *Lock) String() string {
-	if l == nil {
+	if l.unmade() {
 		return "redlock.Lock(nil)"
 	}
 	var b strings.Builder

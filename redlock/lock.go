@@ -12,7 +12,8 @@ import (
 
 // Lock is a lock held on a quorum of nodes. Its methods are safe for
 // concurrent use. A nil *Lock, as TryLock and Lock return with an error, is
-// never held: its Unlock and Extend return an error and its Done is closed.
+// never held: its Unlock and Extend return an error and its Done is closed. A
+// zero Lock (not obtained from a Client) acts as a nil one.
 type Lock struct {
 	c       *Client
 	name    string        // the key as the caller gave it
@@ -388,6 +389,11 @@ func minTime(a, b time.Time) time.Time {
 // background (see TryLock). At most 512 releases of a Client run at once: an Unlock
 // beyond them first waits, whatever ctx says, for one of them to end (each
 // is bounded by the node timeout), and its own node timeout starts then.
+//
+// A nil error says that a quorum released the key, not that the lock was
+// still valid: an Unlock after Until finds the key on the nodes until its TTL
+// runs out there, releases it and returns nil, and the observers hear
+// EndExpired. Check Until, or Done, to know whether the work ended in time.
 //
 // A release that fails (its outcome unknown) is repeated in the background
 // until the node answers, up to the key's expiry on the nodes or Close. So

@@ -11,9 +11,11 @@ import (
 // any others:
 //
 //   - Warn: a lock lost ("redlock: lock lost", with how it was found: an
-//     Extend, its validity running out, Unlock, or TTL), and an Extend that failed
-//     while the lock was still held ("redlock: extend failed", with the
-//     validity left).
+//     Extend, its validity running out, Unlock, TTL, or Client.Close
+//     stopping a Do's extensions), and an Extend that failed while the lock
+//     was still held ("redlock: extend failed", with the validity left; not
+//     one its caller canceled, nor one that sent nothing since its context
+//     had ended).
 //   - Debug: every acquisition attempt (outcome, votes, duration), the wait
 //     of every Lock, every Extend, Unlock and Do, every node call that failed,
 //     and every waiter woken by a release.
@@ -106,6 +108,9 @@ func (o logObserver) Extend(ctx context.Context, e ExtendStart) (context.Context
 		case errors.Is(d.Err, ErrAlreadyUnlocked):
 			// The holder's own Unlock came first.
 			msg = "redlock: extend after unlock"
+		case errors.Is(d.Err, errNotSent):
+			// Its context had ended: it sent nothing, changed nothing.
+			msg = "redlock: extend not sent"
 		case !d.Lost && left > 0:
 			level, msg = slog.LevelWarn, "redlock: extend failed"
 		default:

@@ -126,7 +126,8 @@ type DoStart struct {
 	Key string // the lock's key, without the Client's prefix
 }
 
-// DoDone describes a Do that returned.
+// DoDone describes a Do that ended: it returned, or did not (a panic or
+// runtime.Goexit within; Err says so).
 type DoDone struct {
 	Key      string
 	Duration time.Duration // from the start of Do to its return
@@ -145,7 +146,8 @@ type LockStart struct {
 	Key string
 }
 
-// LockDone describes a Lock that returned.
+// LockDone describes a Lock that ended: it returned, or did not (a panic or
+// runtime.Goexit within; Err says so).
 type LockDone struct {
 	Key      string
 	Attempts int           // acquisition attempts made
@@ -206,7 +208,8 @@ type ExtendStart struct {
 	TTL   time.Duration
 }
 
-// ExtendDone describes an Extend that returned.
+// ExtendDone describes an Extend that ended: it returned, or did not (a
+// panic or runtime.Goexit within; Err says so).
 type ExtendDone struct {
 	Key      string
 	Token    uint64
@@ -229,7 +232,8 @@ type UnlockStart struct {
 	Token uint64
 }
 
-// UnlockDone describes an Unlock that returned.
+// UnlockDone describes an Unlock that ended: it returned, or did not (a
+// panic or runtime.Goexit within; Err says so).
 type UnlockDone struct {
 	Key      string
 	Token    uint64

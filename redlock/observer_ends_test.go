@@ -397,3 +397,21 @@ func TestKeeperNodeCallDuration(t *testing.T) {
 		wg.Wait()
 	})
 }
+
+// An Extend whose context had ended (a deadline passed) sent nothing and
+// changed nothing: the logger does not warn of it.
+func TestExtendNotSentIsNotWarned(t *testing.T) {
+	_, nodes := memNodes(3)
+	var buf bytes.Buffer
+	var mu sync.Mutex
+	lg := slog.New(slog.NewTextHandler(&syncWriter{w: &buf, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	c := newClient(t, nodes, redlock.WithLogger(lg))
+	l, err := c.TryLock(t.Context(), "k")
+	require.NoError(t, err)
+	ended, cancel := context.WithDeadline(t.Context(), time.Now().Add(-time.Second))
+	defer cancel()
+	require.ErrorIs(t, l.Extend(ended, time.Second), context.DeadlineExceeded)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Empty(t, buf.String())
+}

@@ -43,7 +43,10 @@ func Drivers() []string {
 
 // Open opens one node per address through the named driver and returns a
 // Client over them. Addresses are what the driver accepts; the Redis drivers
-// take "host:port" and "redis://[user:password@]host:port[/db]".
+// take "host:port", "redis://[user:password@]host:port[/db]", the same with
+// "rediss://" for TLS, and a whole Redis Cluster as
+// "redis://host:port?cluster=true&addr=host2:port2" (not redigo); the README
+// gives every parameter.
 //
 // Open does not connect: nodes connect on first use, so Open neither fails nor
 // blocks because some servers are down. It fails for an unknown driver, no
