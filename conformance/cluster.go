@@ -31,9 +31,10 @@ import (
 // replica took over from its killed primary the node locks keys of the
 // shard again, subscribes to their releases and hears them, and that a
 // subscription made before hears them too (Locks, Subscribe, Subscription:
-// within seconds), Cluster/DeadReplica and Cluster/HungReplica that a node
-// opened while a replica is dead or hangs (not yet marked failed by the
-// cluster) locks, subscribes and answers Identity, and Cluster/Migration
+// within seconds), Cluster/DeadReplica, Cluster/HungReplica and
+// Cluster/ReplicaHangsLater that a node opened while a replica is dead or
+// hangs, or whose replica hangs once it is open (not yet marked failed by
+// the cluster), locks, subscribes and answers Identity, and Cluster/Migration
 // takes and releases locks while
 // their slots migrate, whole (MOVED) and half way (ASK, TRYAGAIN): every
 // call must answer as on a still cluster, or fail; never "not held" for a
@@ -114,12 +115,17 @@ func (s *redisSuite) runCluster(t *testing.T) {
 		t.Run("DeadReplica", func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
 			defer cancel()
-			clusterDeadReplica(t, ctx, s, (*redistest.Server).Kill)
+			clusterDeadReplica(t, ctx, s, (*redistest.Server).Kill, false)
 		})
 		t.Run("HungReplica", func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
 			defer cancel()
-			clusterDeadReplica(t, ctx, s, (*redistest.Server).Pause)
+			clusterDeadReplica(t, ctx, s, (*redistest.Server).Pause, false)
+		})
+		t.Run("ReplicaHangsLater", func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
+			defer cancel()
+			clusterDeadReplica(t, ctx, s, (*redistest.Server).Pause, true)
 		})
 		t.Run("Migration", func(t *testing.T) {
 			if s.skipMigration != "" {

@@ -385,7 +385,7 @@ func (n *node[C, D, R, L]) warm(c C) error {
 	for len(answered) < len(nodes) && ranges == nil {
 		if r := take(); r.err == nil {
 			rctx, rcancel := context.WithTimeout(n.closing, dialTimeout)
-			ranges, err = readSlots(rctx, n.lib, []C{r.nc})
+			ranges, err = readSlots(rctx, n.lib, []namedNode[C]{{r.addr, r.nc}})
 			rcancel()
 		}
 	}
@@ -417,13 +417,13 @@ func joinFailed(failed map[string]error, ranges []slotRange) error {
 }
 
 // readSlots reads the slot map with CLUSTER SLOTS from the first of nodes
-// that answers.
-func readSlots[C Client[C, D], D Dedicated, R Result, L any](ctx context.Context, lib *Library[C, D, R, L], nodes []C) ([]slotRange, error) {
-	reply, err := askAny(ctx, lib, nodes, "CLUSTER", "SLOTS")
+// that answers (see askAny).
+func readSlots[C Client[C, D], D Dedicated, R Result, L any](ctx context.Context, lib *Library[C, D, R, L], nodes []namedNode[C]) ([]slotRange, error) {
+	reply, from, err := askAny(ctx, lib, nodes, "CLUSTER", "SLOTS")
 	if err != nil {
 		return nil, fmt.Errorf("CLUSTER SLOTS: %w", err)
 	}
-	ranges, err := parseSlots(reply)
+	ranges, err := parseSlots(reply, from)
 	if err != nil {
 		return nil, fmt.Errorf("CLUSTER SLOTS: %w", err)
 	}
@@ -431,33 +431,59 @@ func readSlots[C Client[C, D], D Dedicated, R Result, L any](ctx context.Context
 }
 
 // askAny sends a command about the whole cluster (CLUSTER SLOTS, CLUSTER
-// NODES) to nodes in turn until one answers. Sent through the cluster
-// client, it would go to any one node the client knows, a dead replica
-// included.
-func askAny[C Client[C, D], D Dedicated, R Result, L any](ctx context.Context, lib *Library[C, D, R, L], nodes []C, args ...string) (any, error) {
+// NODES) to nodes in turn until one answers, and returns its reply and
+// address. Sent through the cluster client, it would go to any one node the
+// client knows, a dead or hung replica included. Every node but the last
+// gets at most probeTimeout: one that hangs does not hold the question up.
+func askAny[C Client[C, D], D Dedicated, R Result, L any](ctx context.Context, lib *Library[C, D, R, L], nodes []namedNode[C], args ...string) (any, string, error) {
 	var errs []error
-	for _, nc := range nodes {
-		v, err := lib.Do(ctx, nc, args...).ToAny()
-		if err == nil {
-			return v, nil
+	for i, nn := range nodes {
+		actx, cancel := ctx, context.CancelFunc(func() {})
+		if i < len(nodes)-1 {
+			actx, cancel = context.WithTimeout(ctx, probeTimeout)
 		}
-		errs = append(errs, err)
+		v, err := lib.Do(actx, nn.c, args...).ToAny()
+		cancel()
+		if err == nil {
+			return v, nn.addr, nil
+		}
+		errs = append(errs, fmt.Errorf("%s: %w", redisaddr.Redact(nn.addr), err))
 		if ctx.Err() != nil {
 			break
 		}
 	}
 	if len(errs) == 0 {
-		return nil, errors.New("no node of the cluster is known")
+		return nil, "", errors.New("no node of the cluster is known")
 	}
-	return nil, errors.Join(errs...)
+	return nil, "", errors.Join(errs...)
 }
 
-// nodesOf returns the clients of the nodes c knows, in no set order.
-func nodesOf[C Client[C, D], D Dedicated](c C) []C {
+// A namedNode is the client of one node of a cluster, and its address.
+type namedNode[C any] struct {
+	addr string
+	c    C
+}
+
+// nodesOf returns the clients of the nodes c knows: first those that served
+// slots in the last map read (isPrimary, nil for none), then the others
+// (replicas, mostly), each group in no set order.
+func nodesOf[C Client[C, D], D Dedicated](c C, isPrimary func(string) bool) []namedNode[C] {
 	nodes := c.Nodes()
-	all := make([]C, 0, len(nodes))
-	for _, nc := range nodes {
-		all = append(all, nc)
+	all := make([]namedNode[C], 0, len(nodes))
+	for addr, nc := range nodes {
+		all = append(all, namedNode[C]{addr, nc})
+	}
+	if isPrimary != nil {
+		slices.SortStableFunc(all, func(a, b namedNode[C]) int {
+			pa, pb := isPrimary(a.addr), isPrimary(b.addr)
+			switch {
+			case pa && !pb:
+				return -1
+			case pb && !pa:
+				return 1
+			}
+			return 0
+		})
 	}
 	return all
 }

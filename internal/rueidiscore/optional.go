@@ -68,7 +68,7 @@ func (n *node[C, D, R, L]) route(ctx context.Context, channel string) (string, p
 		return "", nil, err
 	}
 	addr, err := n.slots.owner(ctx, driver.HashSlot(channel), func(ctx context.Context) ([]slotRange, error) {
-		return readSlots(ctx, n.lib, nodesOf(c))
+		return readSlots(ctx, n.lib, nodesOf(c, n.slots.isPrimaryLocked))
 	})
 	if err != nil {
 		return "", nil, err
@@ -223,7 +223,7 @@ func (n *node[C, D, R, L]) identity(ctx context.Context) ([]string, error) {
 		var v any
 		var err error
 		if n.cluster {
-			v, err = askAny(ctx, n.lib, nodesOf(c), args...) // not a dead replica's
+			v, _, err = askAny(ctx, n.lib, nodesOf(c, n.slots.isPrimary), args...) // a hung replica's last
 		} else {
 			v, err = n.lib.Do(ctx, c, args...).ToAny()
 		}

@@ -15,6 +15,9 @@ import (
 type slotMap struct {
 	mu     sync.Mutex
 	ranges []slotRange // nil until read
+	// primaries are the primaries of the last map read, kept across
+	// reset: cluster-wide questions go to them first (see ask).
+	primaries map[string]bool
 }
 
 type slotRange struct {
@@ -32,7 +35,7 @@ func (m *slotMap) owner(ctx context.Context, slot int, read func(context.Context
 		if err != nil {
 			return "", err
 		}
-		m.ranges = ranges
+		m.setLocked(ranges)
 	}
 	for _, r := range m.ranges {
 		if r.lo <= slot && slot <= r.hi {
@@ -45,9 +48,28 @@ func (m *slotMap) owner(ctx context.Context, slot int, read func(context.Context
 // set replaces the map with ranges, read from the cluster.
 func (m *slotMap) set(ranges []slotRange) {
 	m.mu.Lock()
-	m.ranges = ranges
+	m.setLocked(ranges)
 	m.mu.Unlock()
 }
+
+func (m *slotMap) setLocked(ranges []slotRange) {
+	m.ranges = ranges
+	m.primaries = make(map[string]bool, len(ranges))
+	for _, r := range ranges {
+		m.primaries[r.addr] = true
+	}
+}
+
+// isPrimary reports whether addr served slots in the last map read.
+func (m *slotMap) isPrimary(addr string) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.isPrimaryLocked(addr)
+}
+
+// isPrimaryLocked is isPrimary with m.mu held (by owner, which reads the
+// map).
+func (m *slotMap) isPrimaryLocked(addr string) bool { return m.primaries[addr] }
 
 // reset forgets the map, which the next owner reads again.
 func (m *slotMap) reset(context.Context) {
@@ -58,8 +80,9 @@ func (m *slotMap) reset(context.Context) {
 
 // parseSlots reads the reply of CLUSTER SLOTS: for each range, its first
 // and last slot and then its primary's host and port (and ID), then its
-// replicas'.
-func parseSlots(reply any) ([]slotRange, error) {
+// replicas'. A primary whose host is empty or "?" (the server does not know
+// its own endpoint) is on the host of from, the node that answered.
+func parseSlots(reply any, from string) ([]slotRange, error) {
 	all, ok := reply.([]any)
 	if !ok {
 		return nil, fmt.Errorf("unexpected reply of type %T", reply)
@@ -80,6 +103,9 @@ func parseSlots(reply any) ([]slotRange, error) {
 		port, ok2 := primary[1].(int64)
 		if !ok1 || !ok2 {
 			return nil, errors.New("unexpected primary")
+		}
+		if host == "" || host == "?" {
+			host, _, _ = net.SplitHostPort(from)
 		}
 		ranges = append(ranges, slotRange{lo: int(lo), hi: int(hi), addr: net.JoinHostPort(host, strconv.FormatInt(port, 10))})
 	}
