@@ -173,19 +173,29 @@ func (d *doCall) lock() (*kept, error) {
 		}
 	}
 	if d.obs != nil {
-		// An observer's panic (or runtime.Goexit) in the Lock goes on
-		// from here: the Do's end is reported first.
-		defer d.endUnwound()
+		return d.lockObserved()
 	}
+	return d.acquire()
+}
+
+// lockObserved is acquire for a Do that its observers saw start: an
+// observer's panic (or runtime.Goexit) in the Lock goes on from here, once
+// the Do's end is reported. The defer lives in this frame, not in lock's,
+// which a Do without observers keeps small (see lock).
+//
+//go:noinline
+func (d *doCall) lockObserved() (*kept, error) {
+	defer d.endUnwound()
+	return d.acquire()
+}
+
+// acquire is lock, once d is prepared.
+func (d *doCall) acquire() (*kept, error) {
 	if d.c.admitDo(d) {
 		<-d.done
 		if d.state == doAdmitted && !d.ran {
 			if !d.tried && d.end != nil {
-				// The first attempt did not return: its Lock's end
-				// is due, here, before the panic goes on.
-				defer d.rethrow()
-				d.lockUnwound()
-				return nil, nil // not reached
+				d.lockUnwoundRethrow()
 			}
 			d.rethrow()
 		}
@@ -199,6 +209,15 @@ func (d *doCall) lock() (*kept, error) {
 		return nil, d.err
 	}
 	return d.e, nil
+}
+
+// lockUnwoundRethrow reports the end of d's Lock, whose first attempt did not
+// return, then goes on with its panic (see rethrow), also if that end panics.
+//
+//go:noinline
+func (d *doCall) lockUnwoundRethrow() {
+	defer d.rethrow()
+	d.lockUnwound()
 }
 
 // endUnwound reports the end of d's Do to the observers when its Lock did not
