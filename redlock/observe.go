@@ -56,16 +56,15 @@ func (c *Client) observedLock(ctx context.Context, key string, cc callConfig) (*
 	octx, end := c.obs.Lock(ctx, LockStart{Key: key})
 	if end != nil {
 		// A Backoff or an observer that panics within: the end is due.
+		// (Its attempts and duration are known only then.)
 		defer func() {
-			if end != nil {
-				end(LockDone{Key: key, Attempts: a.made, Duration: time.Since(start), Err: errUnwound})
+			if e := takeFunc(&end); e != nil {
+				e(LockDone{Key: key, Attempts: a.made, Duration: time.Since(start), Err: errUnwound})
 			}
 		}()
 	}
 	l, err := c.lock(keep(ctx, octx), &a)
-	e := end
-	end = nil
-	lockDone(e, &a, start, l, err)
+	lockDone(takeFunc(&end), &a, start, l, err)
 	return l, err
 }
 
