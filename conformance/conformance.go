@@ -389,8 +389,13 @@ func methodsWith(n driver.Node, k, v string) map[string]func(context.Context) er
 // returns their errors by method name: for a driver's own tests of a node
 // that is closed, down or given a done context, where every call must fail.
 func Calls(ctx context.Context, n driver.Node, key string) map[string]error {
+	return callsWith(ctx, n, key, value())
+}
+
+// callsWith is Calls with the lock value v.
+func callsWith(ctx context.Context, n driver.Node, k, v string) map[string]error {
 	errs := make(map[string]error)
-	for name, call := range methods(n, key) {
+	for name, call := range methodsWith(n, k, v) {
 		errs[name] = call(ctx)
 	}
 	return errs

@@ -717,10 +717,7 @@ func tlsRefused(t *testing.T, ctx context.Context, n driver.Node, k string, want
 	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	v := value()
-	errs := make(map[string]error)
-	for name, call := range methodsWith(n, k, v) {
-		errs[name] = call(cctx)
-	}
+	errs := callsWith(cctx, n, k, v)
 	if nn, ok := n.(driver.Notifier); ok {
 		stop, err := nn.Subscribe(cctx, k, make(chan struct{}, 1))
 		if err == nil {

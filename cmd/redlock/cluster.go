@@ -259,9 +259,10 @@ func probeClusterNode(ctx context.Context, a redisaddr.Node, o doctorOptions) *n
 	for _, cn := range nodes {
 		n.clusterIDs = append(n.clusterIDs, cn.id)
 		if cn.primary {
-			n.Shards = append(n.Shards, shardReport{Primary: cn.addr, ID: cn.id, Slots: slotCount(cn.slots)})
-			assigned += slotCount(cn.slots)
-			if slotCount(cn.slots) > 0 {
+			slots := slotCount(cn.slots)
+			n.Shards = append(n.Shards, shardReport{Primary: cn.addr, ID: cn.id, Slots: slots})
+			assigned += slots
+			if slots > 0 {
 				serving = append(serving, cn)
 			}
 		}

@@ -118,7 +118,8 @@ func (r *keyReader) read(ctx context.Context, key string) (keystatus.Key, string
 	hostPort := ""
 	for _, p := range r.primaries {
 		if servesSlot(p.slots, slot) {
-			hostPort = p.addr
+			hostPort = p.addr // the first: a MOVED corrects a map that is wrong
+			break
 		}
 	}
 	if hostPort == "" {

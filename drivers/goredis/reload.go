@@ -37,7 +37,10 @@ var reloadBase = time.Now()
 
 // failed asks for a reload if err calls for one and none was asked for in
 // the last reloadEvery. ReloadState only starts the reload, which go-redis
-// makes in its own goroutine (and coalesces with one in progress).
+// makes in its own goroutine (and coalesces with one in progress). go-redis
+// waits 200ms only after a reload that succeeded: one that fails (every
+// seed down) ends at once, so without this limit a cluster that is down
+// would get a reload, and its dials, for every failed command.
 func (r *reloader) failed(err error) {
 	if r == nil || !needsReload(err) {
 		return

@@ -542,15 +542,16 @@ func (h *Hub) Reconnect(ctx context.Context) error {
 		return driver.ErrClosed
 	}
 	if h.sess == nil {
-		wanted := false
 		for _, c := range h.channels {
-			wanted = wanted || len(c.subs) > 0
+			if len(c.subs) > 0 {
+				h.start()
+				break
+			}
 		}
-		if !wanted {
+		if h.sess == nil { // no subscriber
 			h.mu.Unlock()
 			return nil
 		}
-		h.start()
 	}
 	sess := h.sess
 	h.mu.Unlock()

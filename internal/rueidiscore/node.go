@@ -464,28 +464,19 @@ type namedNode[C any] struct {
 	c    C
 }
 
-// nodesOf returns the clients of the nodes c knows: first those that served
-// slots in the last map read (isPrimary, nil for none), then the others
+// nodesOf returns the clients of the nodes c knows: first those among
+// primaries (those of the last slot map read; nil for none), then the others
 // (replicas, mostly), each group in no set order.
-func nodesOf[C Client[C, D], D Dedicated](c C, isPrimary func(string) bool) []namedNode[C] {
-	nodes := c.Nodes()
-	all := make([]namedNode[C], 0, len(nodes))
-	for addr, nc := range nodes {
-		all = append(all, namedNode[C]{addr, nc})
+func nodesOf[C Client[C, D], D Dedicated](c C, primaries map[string]bool) []namedNode[C] {
+	var first, rest []namedNode[C]
+	for addr, nc := range c.Nodes() {
+		if primaries[addr] {
+			first = append(first, namedNode[C]{addr, nc})
+		} else {
+			rest = append(rest, namedNode[C]{addr, nc})
+		}
 	}
-	if isPrimary != nil {
-		slices.SortStableFunc(all, func(a, b namedNode[C]) int {
-			pa, pb := isPrimary(a.addr), isPrimary(b.addr)
-			switch {
-			case pa && !pb:
-				return -1
-			case pb && !pa:
-				return 1
-			}
-			return 0
-		})
-	}
-	return all
+	return append(first, rest...)
 }
 
 // dial connects to addr for the client that a creates, while NewClient runs,

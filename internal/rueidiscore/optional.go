@@ -67,8 +67,8 @@ func (n *node[C, D, R, L]) route(ctx context.Context, channel string) (string, p
 	if err != nil {
 		return "", nil, err
 	}
-	addr, err := n.slots.owner(ctx, driver.HashSlot(channel), func(ctx context.Context) ([]slotRange, error) {
-		return readSlots(ctx, n.lib, nodesOf(c, n.slots.isPrimaryLocked))
+	addr, err := n.slots.owner(ctx, driver.HashSlot(channel), func(ctx context.Context, primaries map[string]bool) ([]slotRange, error) {
+		return readSlots(ctx, n.lib, nodesOf(c, primaries))
 	})
 	if err != nil {
 		return "", nil, err
@@ -223,7 +223,7 @@ func (n *node[C, D, R, L]) identity(ctx context.Context) ([]string, error) {
 		var v any
 		var err error
 		if n.cluster {
-			v, _, err = askAny(ctx, n.lib, nodesOf(c, n.slots.isPrimary), args...) // a hung replica's last
+			v, _, err = askAny(ctx, n.lib, nodesOf(c, n.slots.knownPrimaries()), args...) // a hung replica's last
 		} else {
 			v, err = n.lib.Do(ctx, c, args...).ToAny()
 		}

@@ -27,11 +27,11 @@ type slotRange struct {
 
 // owner returns the address of the primary that serves slot, reading the
 // map with read if need be.
-func (m *slotMap) owner(ctx context.Context, slot int, read func(context.Context) ([]slotRange, error)) (string, error) {
+func (m *slotMap) owner(ctx context.Context, slot int, read func(ctx context.Context, primaries map[string]bool) ([]slotRange, error)) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.ranges == nil {
-		ranges, err := read(ctx)
+		ranges, err := read(ctx, m.primaries)
 		if err != nil {
 			return "", err
 		}
@@ -60,16 +60,13 @@ func (m *slotMap) setLocked(ranges []slotRange) {
 	}
 }
 
-// isPrimary reports whether addr served slots in the last map read.
-func (m *slotMap) isPrimary(addr string) bool {
+// knownPrimaries returns the primaries of the last map read (nil before
+// the first). The map returned is never changed: set makes a new one.
+func (m *slotMap) knownPrimaries() map[string]bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.isPrimaryLocked(addr)
+	return m.primaries
 }
-
-// isPrimaryLocked is isPrimary with m.mu held (by owner, which reads the
-// map).
-func (m *slotMap) isPrimaryLocked(addr string) bool { return m.primaries[addr] }
 
 // reset forgets the map, which the next owner reads again.
 func (m *slotMap) reset(context.Context) {
