@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"slices"
 	"strings"
 	"sync"
@@ -523,18 +524,25 @@ func TestNoObserverNoAllocs(t *testing.T) {
 	for i := range keys {
 		keys[i] = fmt.Sprint("alloc-", i)
 	}
-	// Workers started for calls that found none idle make the count jitter:
-	// take the least of a few measurements.
-	least := func(f func()) float64 {
-		m := testing.AllocsPerRun(100, f)
-		for range 4 {
-			m = min(m, testing.AllocsPerRun(100, f))
+	// Workers started for calls that found none idle only add allocations,
+	// and more of them while the machine is loaded: measure the public call
+	// and the core alternately, a few times, and compare the least of each.
+	// A public call that allocated more than the core would never match it;
+	// a loaded moment while one of them was measured no longer decides.
+	leastPair := func(core, public func()) (float64, float64) {
+		c, p := math.Inf(1), math.Inf(1)
+		for range 10 {
+			c = min(c, testing.AllocsPerRun(100, core))
+			p = min(p, testing.AllocsPerRun(100, public))
+			if p <= c {
+				break
+			}
 		}
-		return m
+		return c, p
 	}
-	measure := func(lock func(string) (*redlock.Lock, error), unlock func(*redlock.Lock) error) float64 {
+	round := func(lock func(string) (*redlock.Lock, error), unlock func(*redlock.Lock) error) func() {
 		i := 0
-		return least(func() {
+		return func() {
 			i++
 			l, err := lock(keys[i%len(keys)])
 			if err != nil {
@@ -543,22 +551,21 @@ func TestNoObserverNoAllocs(t *testing.T) {
 			if err := unlock(l); err != nil {
 				t.Fatal(err)
 			}
-		})
+		}
 	}
-	core := measure(func(k string) (*redlock.Lock, error) { return redlock.TryLockCore(c, ctx, k) },
+	coreRound := round(func(k string) (*redlock.Lock, error) { return redlock.TryLockCore(c, ctx, k) },
 		func(l *redlock.Lock) error { return redlock.UnlockCore(l, ctx) })
-	public := measure(func(k string) (*redlock.Lock, error) { return c.TryLock(ctx, k) },
-		func(l *redlock.Lock) error { return l.Unlock(ctx) })
-	lock := measure(func(k string) (*redlock.Lock, error) { return c.Lock(ctx, k) },
-		func(l *redlock.Lock) error { return l.Unlock(ctx) })
-	t.Logf("allocations per TryLock+Unlock: core %v, public %v, Lock+Unlock %v", core, public, lock)
+	core, public := leastPair(coreRound, round(func(k string) (*redlock.Lock, error) { return c.TryLock(ctx, k) },
+		func(l *redlock.Lock) error { return l.Unlock(ctx) }))
+	core2, lock := leastPair(coreRound, round(func(k string) (*redlock.Lock, error) { return c.Lock(ctx, k) },
+		func(l *redlock.Lock) error { return l.Unlock(ctx) }))
+	t.Logf("allocations per TryLock+Unlock: core %v, public %v; per Lock+Unlock: core %v, public %v", core, public, core2, lock)
 	assert.LessOrEqual(t, public, core, "TryLock and Unlock without observers allocate nothing beyond the algorithm")
-	assert.LessOrEqual(t, lock, core, "Lock without observers allocates nothing beyond its first attempt")
+	assert.LessOrEqual(t, lock, core2, "Lock without observers allocates nothing beyond its first attempt")
 
 	l, err := c.TryLock(ctx, "extend")
 	require.NoError(t, err)
-	coreExt := least(func() { redlock.ExtendCore(l, ctx, time.Minute) })
-	pubExt := least(func() { l.Extend(ctx, time.Minute) })
+	coreExt, pubExt := leastPair(func() { redlock.ExtendCore(l, ctx, time.Minute) }, func() { l.Extend(ctx, time.Minute) })
 	t.Logf("allocations per Extend: core %v, public %v", coreExt, pubExt)
 	assert.LessOrEqual(t, pubExt, coreExt, "Extend without observers allocates nothing beyond the algorithm")
 }
