@@ -13,7 +13,8 @@ const ClusterSlots = redisserver.ClusterSlots
 // [NewCluster].
 type ClusterOption = redisserver.ClusterOption
 
-// Cluster is a Redis Cluster of redis-server processes on 127.0.0.1, started
+// Cluster is a Redis Cluster of redis-server processes on 127.0.0.1 (on ::1
+// with [WithServerOptions]([WithIPv6]())), started
 // by [StartCluster] or [NewCluster]: shards, each a primary serving a share of
 // the 16384 hash slots and its replicas, every node with its cluster
 // configuration (nodes.conf) in its own temporary directory. Its methods are
@@ -53,7 +54,7 @@ func WithReplicas(n int) ClusterOption { return redisserver.WithReplicas(n) }
 func WithServerOptions(opts ...Option) ClusterOption { return redisserver.WithServerOptions(opts...) }
 
 // StartCluster starts a Redis Cluster of shards shards on free ports of
-// 127.0.0.1: every server with cluster-enabled, the slots split evenly among
+// 127.0.0.1 (of ::1 with [WithServerOptions]([WithIPv6]())): every server with cluster-enabled, the slots split evenly among
 // the shards' primaries (CLUSTER ADDSLOTSRANGE), the nodes introduced to one
 // another (CLUSTER MEET), each replica attached to its primary (CLUSTER
 // REPLICATE). It returns once every node reports cluster_state:ok, knows every

@@ -1,7 +1,8 @@
 // Package redistest starts and controls real redis-server processes for
 // tests, in the spirit of net/http/httptest.
 //
-// Every server listens on 127.0.0.1 only, on a free port picked at start (never
+// Every server listens on a loopback address only, 127.0.0.1 (or ::1 with
+// [WithIPv6]), on a free port picked at start (never
 // 6379), with its own temporary directory, no RDB snapshots and no AOF unless
 // asked for. Tests use [NewServer] or [NewServers], which register the cleanup
 // and skip (or, when the CI environment variable is set, fail) if redis-server

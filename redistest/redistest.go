@@ -43,7 +43,8 @@ const InstallHint = redisserver.InstallHint
 // the redis-server binary cannot be found.
 var ErrNotInstalled = redisserver.ErrNotInstalled
 
-// Start starts a redis-server on a free port of 127.0.0.1 and waits until it
+// Start starts a redis-server on a free port of 127.0.0.1 (of ::1 with
+// [WithIPv6]) and waits until it
 // answers PING. ctx bounds only the start, which also gives up after 10s; the
 // server runs until [Server.Close]. It returns an error wrapping
 // [ErrNotInstalled] if the redis-server binary cannot be found, and an error
@@ -63,6 +64,14 @@ func StartN(ctx context.Context, n int, opts ...Option) ([]*Server, error) {
 // authenticates with it and [Server.URL] includes it. An empty password means
 // none.
 func WithPassword(pw string) Option { return redisserver.WithPassword(pw) }
+
+// WithIPv6 makes the server listen on the IPv6 loopback address ::1 rather
+// than on 127.0.0.1: its [Server.Addr] is "[::1]:PORT". Passed to a cluster
+// through [WithServerOptions], it makes every node listen, meet the others and
+// announce itself on ::1, so that CLUSTER NODES, CLUSTER SLOTS and MOVED
+// replies name IPv6 addresses. [Start] fails if the machine has no ::1; see
+// [SkipWithoutIPv6].
+func WithIPv6() Option { return redisserver.WithIPv6() }
 
 // WithConfig adds one configuration directive: its name, then its values, as
 // in a redis.conf line. WithConfig("appendonly", "yes") passes

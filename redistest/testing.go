@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"errors"
+	"net"
 	"os"
 	"sync"
 	"testing"
@@ -145,4 +146,17 @@ func skipShort(tb testing.TB) {
 	if testing.Short() {
 		tb.Skip("redistest: -short skips the tests that start redis-server")
 	}
+}
+
+// SkipWithoutIPv6 skips the test if this machine cannot listen on the IPv6
+// loopback address ::1 (a kernel or container without IPv6), which [WithIPv6]
+// needs. It skips even when the CI environment variable is set: the machine,
+// not the code under test, lacks it.
+func SkipWithoutIPv6(tb testing.TB) {
+	tb.Helper()
+	l, err := net.Listen("tcp", "[::1]:0")
+	if err != nil {
+		tb.Skipf("redistest: this machine cannot listen on ::1: %v", err)
+	}
+	_ = l.Close()
 }

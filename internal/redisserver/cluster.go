@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,7 +34,7 @@ var clusterManaged = map[string]string{
 	"cluster-config-file":   "StartCluster keeps nodes.conf in each server's directory",
 	"cluster-port":          "StartCluster picks a free cluster bus port",
 	"cluster-announce-port": "use Cluster.SetAnnouncePort",
-	"cluster-announce-ip":   "cluster nodes announce 127.0.0.1",
+	"cluster-announce-ip":   "cluster nodes announce the loopback address they listen on",
 	"masterauth":            "StartCluster sets it from WithPassword",
 	"tls-cluster":           "StartCluster sets it from WithTLS",
 	"tls-replication":       "StartCluster sets it from WithTLS",
@@ -77,7 +76,8 @@ func WithServerOptions(opts ...Option) ClusterOption {
 	return func(c *clusterConfig) { c.opts = append(c.opts, opts...) }
 }
 
-// Cluster is a Redis Cluster of redis-server processes on 127.0.0.1, started
+// Cluster is a Redis Cluster of redis-server processes on 127.0.0.1 (on ::1
+// with [WithServerOptions]([WithIPv6]())), started
 // by [StartCluster] or [NewCluster]: shards, each a primary serving a share of
 // the 16384 hash slots and its replicas, every node with its cluster
 // configuration (nodes.conf) in its own temporary directory. Its methods are
@@ -119,7 +119,7 @@ type SlotRange struct {
 }
 
 // StartCluster starts a Redis Cluster of shards shards on free ports of
-// 127.0.0.1: every server with cluster-enabled, the slots split evenly among
+// 127.0.0.1 (of ::1 with [WithServerOptions]([WithIPv6]())): every server with cluster-enabled, the slots split evenly among
 // the shards' primaries (CLUSTER ADDSLOTSRANGE), the nodes introduced to one
 // another (CLUSTER MEET), each replica attached to its primary (CLUSTER
 // REPLICATE). It returns once every node reports cluster_state:ok, knows every
@@ -204,7 +204,7 @@ func StartCluster(ctx context.Context, shards int, opts ...ClusterOption) (*Clus
 // port if the one it picked is taken.
 func startClusterNode(ctx context.Context, opts []Option, cfg config) (*clusterNode, error) {
 	for attempt := 1; ; attempt++ {
-		bus, err := freePort()
+		bus, err := freePort(cfg.host())
 		if err != nil {
 			return nil, err
 		}
@@ -272,7 +272,7 @@ func (c *Cluster) form(ctx context.Context) error {
 			return nil
 		}
 		met[[2]*clusterNode{a, b}] = true
-		_, err := a.srv.Do(ctx, "CLUSTER", "MEET", "127.0.0.1", strconv.Itoa(b.srv.port), strconv.Itoa(b.bus))
+		_, err := a.srv.Do(ctx, "CLUSTER", "MEET", b.srv.cfg.host(), strconv.Itoa(b.srv.port), strconv.Itoa(b.bus))
 		return err
 	}
 	if len(c.nodes) > len(c.shards) {
@@ -333,7 +333,7 @@ func (c *Cluster) Servers() []*Server {
 	return servers
 }
 
-// Seeds returns the addresses of the shards' primaries, "127.0.0.1:PORT", in
+// Seeds returns the addresses of the shards' primaries, "127.0.0.1:PORT" (or "[::1]:PORT"), in
 // shard order: the seed addresses a cluster client starts from.
 func (c *Cluster) Seeds() []string {
 	seeds := make([]string, len(c.shards))
@@ -345,6 +345,7 @@ func (c *Cluster) Seeds() []string {
 
 // URL returns the cluster's address in the syntax the drivers of this module
 // accept: "redis://127.0.0.1:PORT?cluster=true&addr=127.0.0.1:PORT2&..."
+// (with "[::1]" in place of 127.0.0.1 for a cluster on ::1)
 // naming every primary, with the password and TLS files as in [Server.URL].
 func (c *Cluster) URL() string {
 	base, tlsQuery, _ := strings.Cut(c.shards[0].primary.srv.URL(), "?")
@@ -519,11 +520,11 @@ func parseClusterNodes(text string) (clusterView, error) {
 		if len(f) < 8 {
 			return nil, fmt.Errorf("redistest: CLUSTER NODES line %q: too few fields", line)
 		}
-		// f[1] is ip:port@cport[,hostname]
+		// f[1] is ip:port@cport[,hostname], an IPv6 ip without brackets
 		addr, _, _ := strings.Cut(f[1], "@")
-		_, p, err := net.SplitHostPort(addr)
-		port, err2 := strconv.Atoi(p)
-		if err != nil || err2 != nil {
+		i := strings.LastIndexByte(addr, ':')
+		port, err := strconv.Atoi(addr[i+1:])
+		if i < 0 || err != nil {
 			return nil, fmt.Errorf("redistest: CLUSTER NODES line %q: address %q", line, f[1])
 		}
 		e := viewEntry{port: port, flags: strings.Split(f[2], ","), primary: f[3]}
@@ -758,7 +759,7 @@ func (m *Migration) moveKeysLocked(ctx context.Context, n int) ([]string, error)
 	for i, e := range elems {
 		keys[i], _ = e.(string)
 	}
-	args := []string{"MIGRATE", "127.0.0.1", strconv.Itoa(dst.port), "", "0", "10000"}
+	args := []string{"MIGRATE", dst.cfg.host(), strconv.Itoa(dst.port), "", "0", "10000"}
 	if dst.cfg.password != "" {
 		args = append(args, "AUTH", dst.cfg.password)
 	}

@@ -14,13 +14,14 @@ type config struct {
 	password   string
 	directives [][]string // each: name, then values
 	tls        *tlsSetup  // WithTLS; nil for plain TCP
+	ipv6       bool       // WithIPv6: listen on ::1 rather than 127.0.0.1
 	err        error      // first invalid option
 }
 
 // managed are the directives this package sets itself and WithConfig refuses.
 var managed = map[string]string{
 	"port":        "the port is picked by redistest",
-	"bind":        "servers listen on 127.0.0.1 only",
+	"bind":        "servers listen on 127.0.0.1, or on ::1 with WithIPv6",
 	"dir":         "each server has its own temporary directory",
 	"logfile":     "the log is kept in the server's directory",
 	"daemonize":   "redistest must own the server process",
@@ -33,6 +34,23 @@ var managed = map[string]string{
 // none.
 func WithPassword(pw string) Option {
 	return func(c *config) { c.password = pw }
+}
+
+// WithIPv6 makes the server listen on the IPv6 loopback address ::1 rather
+// than on 127.0.0.1: its [Server.Addr] is "[::1]:PORT". Passed to a cluster
+// through [WithServerOptions], it makes every node listen, meet the others and
+// announce itself on ::1, so that CLUSTER NODES, CLUSTER SLOTS and MOVED
+// replies name IPv6 addresses. [Start] fails if the machine has no ::1.
+func WithIPv6() Option {
+	return func(c *config) { c.ipv6 = true }
+}
+
+// host returns the loopback address the server listens on.
+func (c *config) host() string {
+	if c.ipv6 {
+		return "::1"
+	}
+	return "127.0.0.1"
 }
 
 // WithConfig adds one configuration directive: its name, then its values, as
@@ -78,7 +96,7 @@ func checkDirective(d []string) error {
 // server on port with directory dir.
 func (c *config) args(port int, dir, logfile string) []string {
 	args := append(c.portArgs(port),
-		"--bind", "127.0.0.1",
+		"--bind", c.host(),
 		"--dir", dir,
 		"--logfile", logfile,
 		"--daemonize", "no",

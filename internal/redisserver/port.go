@@ -5,11 +5,12 @@ import (
 	"net"
 )
 
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago. It is
-// never 6379, so that tests never touch a developer's own Redis.
-func freePort() (int, error) {
+// freePort returns a TCP port on host (a loopback address) that was free a
+// moment ago. It is never 6379, so that tests never touch a developer's own
+// Redis.
+func freePort(host string) (int, error) {
 	for range 10 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 		if err != nil {
 			return 0, fmt.Errorf("redistest: find a free port: %w", err)
 		}

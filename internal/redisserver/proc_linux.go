@@ -36,15 +36,20 @@ func waitStopped(pid int) error {
 }
 
 // unread sums the receive queues of the TCP connections whose local address
-// is 127.0.0.1:port, from /proc/net/tcp: the bytes that clients sent and the
-// process has not read, including those on connections it has not accepted
-// yet and on connections the client has closed since (CLOSE_WAIT).
-func unread(port int) (int, error) {
-	data, err := os.ReadFile("/proc/net/tcp")
+// is 127.0.0.1:port (::1:port if ipv6), from /proc/net/tcp (tcp6): the bytes
+// that clients sent and the process has not read, including those on
+// connections it has not accepted yet and on connections the client has
+// closed since (CLOSE_WAIT).
+func unread(ipv6 bool, port int) (int, error) {
+	table, local := "/proc/net/tcp", fmt.Sprintf("0100007F:%04X", port) // 127.0.0.1 as a little-endian word, then the port
+	if ipv6 {
+		// ::1 as four 32-bit words, each little-endian.
+		table, local = "/proc/net/tcp6", fmt.Sprintf("00000000000000000000000001000000:%04X", port)
+	}
+	data, err := os.ReadFile(table)
 	if err != nil {
 		return 0, err
 	}
-	local := fmt.Sprintf("0100007F:%04X", port) // 127.0.0.1, little-endian, then the port
 	total := 0
 	for i, line := range bytes.Split(data, []byte("\n")) {
 		// The table lists every socket of the machine (thousands on a busy
@@ -62,7 +67,7 @@ func unread(port int) (int, error) {
 		}
 		n, err := strconv.ParseUint(rx, 16, 32)
 		if err != nil {
-			return 0, fmt.Errorf("parse /proc/net/tcp: %q: %w", f[4], err)
+			return 0, fmt.Errorf("parse %s: %q: %w", table, f[4], err)
 		}
 		if f[3] == "08" && n > 0 {
 			n-- // the FIN takes a sequence number too

@@ -11,6 +11,6 @@ import (
 func waitStopped(pid int) error { return nil }
 
 // unread is not implemented without /proc.
-func unread(port int) (int, error) {
+func unread(ipv6 bool, port int) (int, error) {
 	return 0, errors.New("not supported on this OS")
 }

@@ -24,7 +24,7 @@ const startAttempts = 5
 // errPortInUse marks a start that failed because the port was taken.
 var errPortInUse = errors.New("port already in use")
 
-// Server is a redis-server process listening on 127.0.0.1, started by
+// Server is a redis-server process listening on 127.0.0.1 (or ::1), started by
 // [Start]. Its methods are safe for concurrent
 // use.
 type Server struct {
@@ -44,7 +44,8 @@ type Server struct {
 	closeErr error
 }
 
-// Start starts a redis-server on a free port of 127.0.0.1 and waits until it
+// Start starts a redis-server on a free port of 127.0.0.1 (of ::1 with
+// [WithIPv6]) and waits until it
 // answers PING. ctx bounds only the start, which also gives up after 10s; the
 // server runs until [Server.Close]. It returns an error wrapping
 // [ErrNotInstalled] if the redis-server binary cannot be found, and an error
@@ -76,7 +77,7 @@ func Start(ctx context.Context, opts ...Option) (*Server, error) {
 
 // tryStart starts a server on a new free port and directory.
 func tryStart(ctx context.Context, bin string, cfg config) (*Server, error) {
-	port, err := freePort()
+	port, err := freePort(cfg.host())
 	if err != nil {
 		return nil, err
 	}
@@ -88,7 +89,7 @@ func tryStart(ctx context.Context, bin string, cfg config) (*Server, error) {
 		bin:  bin,
 		cfg:  cfg,
 		port: port,
-		addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)),
+		addr: net.JoinHostPort(cfg.host(), strconv.Itoa(port)),
 		dir:  dir,
 	}
 	s.mu.Lock()
@@ -182,7 +183,8 @@ func (s *Server) probe(ctx context.Context, p *process) error {
 	return nil // no process_id field: trust the PING
 }
 
-// Addr returns the server's address, "127.0.0.1:PORT".
+// Addr returns the server's address, "127.0.0.1:PORT", or "[::1]:PORT" for a
+// server started [WithIPv6].
 func (s *Server) Addr() string { return s.addr }
 
 // URL returns the server's address as a URL, "redis://127.0.0.1:PORT", or
