@@ -27,7 +27,10 @@ import (
 // Cluster/NotClusterEnabled checks that a cluster address naming a server
 // that is not cluster-enabled fails every call, Cluster/TLS reaches a
 // cluster over TLS with client
-// certificates and a password, Cluster/Failover checks that after a shard's
+// certificates and a password, Cluster/IPv6 reaches a cluster on ::1 (whose
+// replies name IPv6 addresses, without brackets in CLUSTER NODES and MOVED),
+// locks on both shards and after a slot moved, and hears releases (it skips
+// on a machine without ::1), Cluster/Failover checks that after a shard's
 // replica took over from its killed primary the node locks keys of the
 // shard again, subscribes to their releases and hears them, and that a
 // subscription made before hears them too (Locks, Subscribe, Subscription:
@@ -106,6 +109,11 @@ func (s *redisSuite) runCluster(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
 			defer cancel()
 			clusterTLS(t, ctx, s)
+		})
+		t.Run("IPv6", func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
+			defer cancel()
+			clusterIPv6(t, ctx, s)
 		})
 		t.Run("Failover", func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 3*subtestTimeout)
