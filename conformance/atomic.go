@@ -92,12 +92,27 @@ func keyCommands(cmds []monitored) []monitored {
 // again.
 func commandsAtomic(t *testing.T, ctx context.Context, s *redisSuite) {
 	srv := redistest.NewServer(t)
+	atomicOn(t, ctx, srv, func() driver.Node { return s.open(t, hostAddr(t, srv)) })
+}
+
+// clusterCommandsAtomic is commandsAtomic on a cluster node: the node is
+// opened on a cluster of one shard, whose primary serves every slot and is
+// watched. The cluster client's own questions (CLUSTER SLOTS, CLUSTER
+// SHARDS, ...) touch no key and are allowed.
+func clusterCommandsAtomic(t *testing.T, ctx context.Context, s *redisSuite) {
+	c := redistest.NewCluster(t, 1)
+	atomicOn(t, ctx, c.Shards()[0].Primary(), func() driver.Node { return s.openURL(t, c.URL()) })
+}
+
+// atomicOn runs commandsAtomic's checks on the node that open opens, while
+// srv, the one server that node sends its commands to, is watched.
+func atomicOn(t *testing.T, ctx context.Context, srv *redistest.Server, open func() driver.Node) {
 	mon, err := newMonitor(ctx, srv)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer mon.Close()
-	n := s.open(t, hostAddr(t, srv))
+	n := open()
 	fencer, _ := n.(driver.Fencer)
 	notifier, _ := n.(driver.Notifier)
 	ttler, _ := n.(driver.TTLer)

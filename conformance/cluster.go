@@ -27,7 +27,9 @@ import (
 // Cluster/NotClusterEnabled checks that a cluster address naming a server
 // that is not cluster-enabled fails every call, Cluster/TLS reaches a
 // cluster over TLS with client
-// certificates and a password, Cluster/IPv6 reaches a cluster on ::1 (whose
+// certificates and a password, Cluster/Commands/Atomic checks, as
+// Commands/Atomic does on a server, that each call runs one atomic command on
+// the cluster's primary, Cluster/IPv6 reaches a cluster on ::1 (whose
 // replies name IPv6 addresses, without brackets in CLUSTER NODES and MOVED),
 // locks on both shards and after a slot moved, and hears releases (it skips
 // on a machine without ::1), Cluster/Failover checks that after a shard's
@@ -109,6 +111,11 @@ func (s *redisSuite) runCluster(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
 			defer cancel()
 			clusterTLS(t, ctx, s)
+		})
+		t.Run("Commands/Atomic", func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
+			defer cancel()
+			clusterCommandsAtomic(t, ctx, s)
 		})
 		t.Run("IPv6", func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
