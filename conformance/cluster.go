@@ -485,30 +485,43 @@ func clusterTLS(t *testing.T, ctx context.Context, s *redisSuite) {
 	}
 	for _, tag := range []string{"a", "b", "c", "d"} { // slots on both shards
 		k, v := "{"+tag+"}"+key(t), value()
-		if ok := must(t, "SetNX over TLS")(n.SetNX(ctx, k, v, time.Minute)); !ok {
-			t.Fatalf("SetNX(%s) over TLS = false, want true", k)
-		}
-		if ok := must(t, "EvalRelease over TLS")(n.EvalRelease(ctx, k, v)); !ok {
-			t.Fatalf("EvalRelease(%s) over TLS = false, want true", k)
-		}
+		locksAndReleases(t, ctx, n, k, v, "over TLS")
 	}
-	nn, ok := n.(driver.Notifier)
-	if !ok {
-		return
+	if nn, ok := n.(driver.Notifier); ok {
+		hearsOwnRelease(t, ctx, n, nn, key(t), "over TLS")
 	}
-	k := key(t)
+}
+
+// locksAndReleases takes k with value v on n and releases it, and fails the
+// test unless both succeed; where says in the messages what the case is
+// ("over TLS").
+func locksAndReleases(t *testing.T, ctx context.Context, n driver.Node, k, v, where string) {
+	t.Helper()
+	if ok := must(t, "SetNX "+where)(n.SetNX(ctx, k, v, time.Minute)); !ok {
+		t.Fatalf("SetNX(%s) %s = false, want true", k, where)
+	}
+	if ok := must(t, "EvalRelease "+where)(n.EvalRelease(ctx, k, v)); !ok {
+		t.Fatalf("EvalRelease(%s) %s = false, want true", k, where)
+	}
+}
+
+// hearsOwnRelease subscribes to k's releases, takes k on n and releases it
+// with ReleaseNotify, and fails the test unless the release is heard before
+// ctx ends; where is as for locksAndReleases.
+func hearsOwnRelease(t *testing.T, ctx context.Context, n driver.Node, nn driver.Notifier, k, where string) {
+	t.Helper()
 	notify := make(chan struct{}, 1)
 	cancel, err := nn.Subscribe(ctx, k, notify)
 	if err != nil {
-		t.Fatalf("Subscribe over TLS: %v", err)
+		t.Fatalf("Subscribe %s: %v", where, err)
 	}
 	defer cancel()
 	v := value()
-	must(t, "SetNX")(n.SetNX(ctx, k, v, time.Minute))
-	must(t, "ReleaseNotify")(nn.ReleaseNotify(ctx, k, v))
+	must(t, "SetNX "+where)(n.SetNX(ctx, k, v, time.Minute))
+	must(t, "ReleaseNotify "+where)(nn.ReleaseNotify(ctx, k, v))
 	select {
 	case <-notify:
 	case <-ctx.Done():
-		t.Fatal("no release heard over TLS")
+		t.Fatalf("no release heard %s", where)
 	}
 }

@@ -171,13 +171,8 @@ func clusterDeadReplica(t *testing.T, ctx context.Context, s *redisSuite, kill f
 	if !afterOpen {
 		n = s.openURL(t, c.URL())
 	}
-	k, v := key(t), value()
-	if ok := must(t, "SetNX with a dead replica")(n.SetNX(ctx, k, v, time.Minute)); !ok {
-		t.Fatalf("SetNX(%s) with a dead replica = false, want true", k)
-	}
-	if ok := must(t, "EvalRelease with a dead replica")(n.EvalRelease(ctx, k, v)); !ok {
-		t.Fatalf("EvalRelease(%s) with a dead replica = false, want true", k)
-	}
+	k := key(t)
+	locksAndReleases(t, ctx, n, k, value(), "with a dead replica")
 	if id, ok := n.(driver.Identifier); ok {
 		for range 8 { // the node asks one node of the cluster, in no set order among the primaries or the others
 			// Well below the second a hung replica holds a question
@@ -191,19 +186,7 @@ func clusterDeadReplica(t *testing.T, ctx context.Context, s *redisSuite, kill f
 		}
 	}
 	if nn, ok := n.(driver.Notifier); ok {
-		notify := make(chan struct{}, 1)
-		cancel, err := nn.Subscribe(ctx, k, notify)
-		if err != nil {
-			t.Fatalf("Subscribe with a dead replica = %v", err)
-		}
-		defer cancel()
-		must(t, "SetNX")(n.SetNX(ctx, k, v, time.Minute))
-		must(t, "ReleaseNotify")(nn.ReleaseNotify(ctx, k, v))
-		select {
-		case <-notify:
-		case <-ctx.Done():
-			t.Fatal("no release heard with a dead replica")
-		}
+		hearsOwnRelease(t, ctx, n, nn, k, "with a dead replica")
 	}
 }
 

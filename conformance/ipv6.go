@@ -3,7 +3,6 @@ package conformance
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/redistest"
@@ -20,18 +19,8 @@ func clusterIPv6(t *testing.T, ctx context.Context, s *redisSuite) {
 	c := redistest.NewCluster(t, clusterShards, redistest.WithReplicas(1), redistest.WithServerOptions(redistest.WithIPv6()))
 	replicasOnline(t, ctx, c)
 	n := s.openURL(t, c.URL())
-	lockUnlock := func(k, when string) {
-		t.Helper()
-		v := value()
-		if ok := must(t, "SetNX on ::1 "+when)(n.SetNX(ctx, k, v, time.Minute)); !ok {
-			t.Fatalf("SetNX(%s) on ::1 %s = false, want true", k, when)
-		}
-		if ok := must(t, "EvalRelease on ::1 "+when)(n.EvalRelease(ctx, k, v)); !ok {
-			t.Fatalf("EvalRelease(%s) on ::1 %s = false, want true", k, when)
-		}
-	}
 	for _, tag := range []string{"a", "b", "c", "d"} { // slots on both shards
-		lockUnlock("{"+tag+"}"+key(t), "")
+		locksAndReleases(t, ctx, n, "{"+tag+"}"+key(t), value(), "on ::1")
 	}
 	if id, ok := n.(driver.Identifier); ok {
 		if _, err := id.Identity(ctx); err != nil {
@@ -40,23 +29,8 @@ func clusterIPv6(t *testing.T, ctx context.Context, s *redisSuite) {
 	}
 	k := key(t)
 	moveAway(t, ctx, c, k)
-	lockUnlock(k, "after its slot moved")
-	nn, ok := n.(driver.Notifier)
-	if !ok {
-		return
-	}
-	notify := make(chan struct{}, 1)
-	cancel, err := nn.Subscribe(ctx, k, notify)
-	if err != nil {
-		t.Fatalf("Subscribe on ::1: %v", err)
-	}
-	defer cancel()
-	v := value()
-	must(t, "SetNX")(n.SetNX(ctx, k, v, time.Minute))
-	must(t, "ReleaseNotify")(nn.ReleaseNotify(ctx, k, v))
-	select {
-	case <-notify:
-	case <-ctx.Done():
-		t.Fatal("no release heard on ::1")
+	locksAndReleases(t, ctx, n, k, value(), "on ::1 after its slot moved")
+	if nn, ok := n.(driver.Notifier); ok {
+		hearsOwnRelease(t, ctx, n, nn, k, "on ::1 after its slot moved")
 	}
 }

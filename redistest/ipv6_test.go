@@ -3,7 +3,6 @@ package redistest_test
 import (
 	"fmt"
 	"net"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -40,28 +39,6 @@ func TestIPv6Server(t *testing.T) {
 	v, err = s.Do(ctx, "PING")
 	require.NoError(t, err)
 	require.Equal(t, "PONG", v)
-}
-
-// Unread finds the requests queued at a paused server on ::1.
-func TestIPv6Unread(t *testing.T) {
-	if runtime.GOOS != "linux" {
-		t.Skip("Unread reads /proc/net/tcp6")
-	}
-	redistest.SkipWithoutIPv6(t)
-	t.Parallel()
-	s := redistest.NewServer(t, redistest.WithIPv6())
-	require.NoError(t, s.Pause())
-	c, err := net.DialTimeout("tcp", s.Addr(), 5*time.Second)
-	require.NoError(t, err)
-	defer c.Close()
-	const cmd = "*1\r\n$4\r\nPING\r\n"
-	_, err = c.Write([]byte(cmd))
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		n, err := s.Unread()
-		return err == nil && n == len(cmd)
-	}, 5*time.Second, time.Millisecond, "a request queued at a paused server on ::1")
-	require.NoError(t, s.Resume())
 }
 
 // A cluster on ::1: every node, replicas included, names the others by

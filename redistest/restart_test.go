@@ -127,28 +127,39 @@ func TestUnread(t *testing.T) {
 		t.Skip("Unread reads /proc/net/tcp")
 	}
 	t.Parallel()
-	s := redistest.NewServer(t)
-	n, err := s.Unread()
-	require.NoError(t, err)
-	require.Zero(t, n)
+	for _, tc := range []struct {
+		name string
+		opts []redistest.Option
+	}{{"127.0.0.1", nil}, {"::1", []redistest.Option{redistest.WithIPv6()}}} {
+		t.Run(tc.name, func(t *testing.T) {
+			if tc.opts != nil {
+				redistest.SkipWithoutIPv6(t)
+			}
+			t.Parallel()
+			s := redistest.NewServer(t, tc.opts...)
+			n, err := s.Unread()
+			require.NoError(t, err)
+			require.Zero(t, n)
 
-	require.NoError(t, s.Pause())
-	c, err := net.DialTimeout("tcp", s.Addr(), 5*time.Second)
-	require.NoError(t, err)
-	defer c.Close()
-	const cmd = "*1\r\n$4\r\nPING\r\n"
-	_, err = c.Write([]byte(cmd))
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
-		n, err := s.Unread()
-		return err == nil && n == len(cmd)
-	}, 5*time.Second, time.Millisecond, "a request queued at a paused server")
+			require.NoError(t, s.Pause())
+			c, err := net.DialTimeout("tcp", s.Addr(), 5*time.Second)
+			require.NoError(t, err)
+			defer c.Close()
+			const cmd = "*1\r\n$4\r\nPING\r\n"
+			_, err = c.Write([]byte(cmd))
+			require.NoError(t, err)
+			require.Eventually(t, func() bool {
+				n, err := s.Unread()
+				return err == nil && n == len(cmd)
+			}, 5*time.Second, time.Millisecond, "a request queued at a paused server")
 
-	require.NoError(t, s.Resume())
-	require.Eventually(t, func() bool {
-		n, err := s.Unread()
-		return err == nil && n == 0
-	}, 5*time.Second, time.Millisecond, "read once resumed")
+			require.NoError(t, s.Resume())
+			require.Eventually(t, func() bool {
+				n, err := s.Unread()
+				return err == nil && n == 0
+			}, 5*time.Second, time.Millisecond, "read once resumed")
+		})
+	}
 }
 
 func TestUnreadAfterClientClosed(t *testing.T) {
