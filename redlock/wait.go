@@ -34,7 +34,9 @@ const maxWakeJitter = 5 * time.Millisecond
 // How it waits, after a first attempt failed:
 //   - Waiters for one key in one Client take turns: only one of them competes
 //     over the network at a time, so they never split the nodes' votes among
-//     themselves.
+//     themselves. A waiter with a cap (WithMaxAttempts) still makes its
+//     attempts, on its Backoff, while it waits for its turn, so that the cap
+//     bounds its wait.
 //   - When the nodes publish releases (driver.Notifier, as the Redis drivers
 //     do), the competing waiter subscribes to the key's releases on every node
 //     and retries as soon as the first of them announces that the holder
@@ -118,9 +120,9 @@ func (c *Client) lockWait(ctx context.Context, a *attempts, err error) (*Lock, e
 		l    *Lock
 		stop bool
 	)
-	t, done, terr := c.takeTurn(ctx, key)
-	if terr != nil {
-		return nil, errors.Join(err, terr)
+	t, done, l, err := c.takeTurn(ctx, a, err)
+	if t == nil {
+		return l, err
 	}
 	defer done()
 
@@ -221,14 +223,20 @@ func (t *turn) contended() bool {
 	return at != 0 && time.Since(time.Unix(0, at)) < splitMemory
 }
 
-// takeTurn waits until no other waiter of this Client competes for key, or
-// ctx ends. done passes the turn on.
-func (c *Client) takeTurn(ctx context.Context, key string) (t *turn, done func(), err error) {
+// takeTurn waits until no other waiter of this Client competes for a.key,
+// or ctx ends, after a failed attempt with error err. done passes the turn
+// on. A waiter with a cap (WithMaxAttempts) makes its attempts on its Backoff
+// while it waits, so that the cap bounds its wait whatever the waiter that
+// has the turn waits for. Without the turn (t nil), it returns what Lock
+// returns: the lock such an attempt obtained, or the error of the attempt
+// that stopped Lock, or of the last one joined with ctx's error or ErrClosed.
+func (c *Client) takeTurn(ctx context.Context, a *attempts, err error) (_ *turn, done func(), l *Lock, _ error) {
+	key := a.key
 	c.turnsMu.Lock()
 	if c.turns == nil {
 		c.turns = make(map[string]*turn)
 	}
-	t = c.turns[key]
+	t := c.turns[key]
 	if t == nil {
 		t = &turn{sem: make(chan struct{}, 1)}
 		c.turns[key] = t
@@ -242,15 +250,37 @@ func (c *Client) takeTurn(ctx context.Context, key string) (t *turn, done func()
 		}
 		c.turnsMu.Unlock()
 	}
-	select {
-	case t.sem <- struct{}{}:
-		var once sync.Once
-		return t, func() { once.Do(func() { <-t.sem; leave() }) }, nil
-	case <-ctx.Done():
-		leave()
-		return nil, nil, ctx.Err()
-	case <-c.closing:
-		leave()
-		return nil, nil, ErrClosed
+	taken := false
+	defer func() {
+		if !taken { // also when a Backoff or an observer panics
+			leave()
+		}
+	}()
+	var (
+		timer *time.Timer
+		poll  <-chan time.Time // nil without a cap
+	)
+	if a.cc.maxAttempts > 0 {
+		timer = time.NewTimer(a.cc.backoff.wait(1))
+		defer timer.Stop()
+		poll = timer.C
+	}
+	for attempt := 2; ; attempt++ {
+		select {
+		case t.sem <- struct{}{}:
+			taken = true
+			var once sync.Once
+			return t, func() { once.Do(func() { <-t.sem; leave() }) }, nil, nil
+		case <-poll:
+		case <-ctx.Done():
+			return nil, nil, nil, errors.Join(err, ctx.Err())
+		case <-c.closing:
+			return nil, nil, nil, errors.Join(err, ErrClosed)
+		}
+		var stop bool
+		if l, stop, err = a.try(ctx); stop {
+			return nil, nil, l, err
+		}
+		timer.Reset(a.cc.backoff.wait(attempt))
 	}
 }
