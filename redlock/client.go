@@ -48,8 +48,8 @@ type Client struct {
 	obsStops      []func() // of the observers that watch the Client (ClientObserver), for Close
 
 	turnsMu   sync.Mutex
-	turns     map[string]*turn    // Lock's waiters, by key
-	acquiring map[string]struct{} // keys with a TryLock in flight; guarded by turnsMu
+	turns     map[string]*turn         // Lock's waiters, by key
+	acquiring map[string]chan struct{} // keys with a TryLock in flight, with the channel endAcquire closes (nil until acquireEnded makes it); guarded by turnsMu
 
 	workers *workers // run the node calls
 
@@ -544,16 +544,36 @@ func (c *Client) beginAcquire(key string) bool {
 		return false
 	}
 	if c.acquiring == nil {
-		c.acquiring = make(map[string]struct{})
+		c.acquiring = make(map[string]chan struct{})
 	}
-	c.acquiring[key] = struct{}{}
+	c.acquiring[key] = nil
 	return true
 }
 
 func (c *Client) endAcquire(key string) {
 	c.turnsMu.Lock()
+	ended := c.acquiring[key]
 	delete(c.acquiring, key)
 	c.turnsMu.Unlock()
+	if ended != nil {
+		close(ended)
+	}
+}
+
+// acquireEnded returns a channel that is closed once no TryLock of key is in
+// flight in the Client: already closed when none is.
+func (c *Client) acquireEnded(key string) <-chan struct{} {
+	c.turnsMu.Lock()
+	defer c.turnsMu.Unlock()
+	ended, busy := c.acquiring[key]
+	if !busy {
+		return closedChan
+	}
+	if ended == nil {
+		ended = make(chan struct{})
+		c.acquiring[key] = ended
+	}
+	return ended
 }
 
 // abandon releases key on every node after a failed attempt: a node that

@@ -40,9 +40,10 @@ const maxWakeJitter = 5 * time.Millisecond
 //   - When the nodes publish releases (driver.Notifier, as the Redis drivers
 //     do), the competing waiter subscribes to the key's releases on every node
 //     and retries as soon as the first of them announces that the holder
-//     unlocked. When an attempt so woken lost to a split vote (some nodes
-//     granted it, too few for a quorum: waiters of other Clients voted at the
-//     same time), the waiter retries after a random delay of at most twice
+//     unlocked (or, when another attempt of its Client on the key is then
+//     in flight, as soon as that attempt has ended). When an attempt so
+//     woken lost to a split vote (some nodes granted it, too few for a
+//     quorum: waiters of other Clients voted at the same time), the waiter retries after a random delay of at most twice
 //     its last attempt's duration (and at most 5ms) rather than the
 //     Backoff's, and for a second the wakes of this Client's waiters for the
 //     key wait such a delay too, so that waiters of several Clients woken by
@@ -126,7 +127,7 @@ func (c *Client) lockWait(ctx context.Context, a *attempts, err error) (*Lock, e
 	}
 	defer done()
 
-	var released <-chan struct{}
+	var released chan struct{}
 	if c.notify {
 		w := c.watch(ctx, c.prefix+key)
 		defer w.close()
@@ -139,6 +140,13 @@ func (c *Client) lockWait(ctx context.Context, a *attempts, err error) (*Lock, e
 		return l, err
 	}
 	took := time.Since(start)
+	// That attempt, too, may have found another attempt of this Client in
+	// flight, refused before a release that this waiter did not hear.
+	if released != nil && errors.Is(err, errAcquiring) {
+		if err := c.rewake(ctx, a, released); err != nil {
+			return nil, err
+		}
+	}
 	timer := time.NewTimer(cc.backoff.wait(1))
 	defer timer.Stop()
 	for attempt := 2; ; attempt++ {
@@ -172,6 +180,12 @@ func (c *Client) lockWait(ctx context.Context, a *attempts, err error) (*Lock, e
 			return l, err
 		}
 		took = time.Since(start)
+		if woken && errors.Is(err, errAcquiring) {
+			if err := c.rewake(ctx, a, released); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if woken && len(c.nodes) > 1 && splitVote(err) {
 			// Every contender lost and released its votes, and no
 			// release will be announced: retry soon, at a random moment
@@ -182,6 +196,26 @@ func (c *Client) lockWait(ctx context.Context, a *attempts, err error) (*Lock, e
 		}
 		timer.Reset(cc.backoff.wait(attempt))
 	}
+}
+
+// rewake wakes a waiter again, on released, once the attempt of its Client
+// on a.key that was in flight when the waiter tried has ended: that attempt
+// may have been refused before a release, which then holds for the waiter,
+// rather than until its next poll. It returns Lock's error when ctx ends or
+// Close begins first.
+func (c *Client) rewake(ctx context.Context, a *attempts, released chan struct{}) error {
+	select {
+	case <-c.acquireEnded(a.key):
+	case <-ctx.Done():
+		return a.ended(ctx)
+	case <-c.closing:
+		return errors.Join(a.verdict, ErrClosed)
+	}
+	select {
+	case released <- struct{}{}:
+	default:
+	}
+	return nil
 }
 
 // splitVote reports whether a failed attempt lost to a split vote: some

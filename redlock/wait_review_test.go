@@ -2,12 +2,15 @@ package redlock_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/drivers/memory"
 	"github.com/go-redlock/redlock/redlock"
 )
 
@@ -62,6 +65,114 @@ func capBoundsWaitBehindAnotherWaiter(t *testing.T, call string) {
 			require.ErrorContains(t, err, "gave up after 3 attempts")
 		case <-time.After(time.Minute):
 			t.Fatalf("%s with WithMaxAttempts(3) and a 10ms backoff still waits %v later, behind another waiter of its Client", call, time.Since(start))
+		}
+	})
+}
+
+// slowReply is a memory node whose SETs, while slow is set, are applied at
+// once and answered 100ms later, as a node far away answers.
+type slowReply struct {
+	*memory.Node
+	slow *atomic.Bool
+}
+
+func (n slowReply) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	ok, err := n.Node.SetNX(ctx, key, value, ttl)
+	if n.slow.Load() {
+		time.Sleep(100 * time.Millisecond)
+	}
+	return ok, err
+}
+
+// A waiter woken by a release while another Lock of its Client has an
+// attempt on the key in flight (refused before the release, not answered
+// yet) retries once that attempt has ended, rather than after its Backoff:
+// the wake is not lost to an attempt that never reached the nodes.
+func TestWakeNotLostToAttemptInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var slow atomic.Bool
+		nodes := make([]driver.Node, 3)
+		for i := range nodes {
+			nodes[i] = slowReply{memory.New(), &slow}
+		}
+		holder := newClient(t, nodes)
+		c := newClient(t, nodes, redlock.WithBackoff(redlock.ConstantBackoff(time.Hour)))
+		l, err := holder.TryLock(t.Context(), "k")
+		require.NoError(t, err)
+
+		got := make(chan time.Time, 2)
+		lock := func() {
+			wl, err := c.Lock(t.Context(), "k")
+			if err == nil {
+				got <- time.Now()
+				wl.Unlock(context.Background())
+			}
+		}
+		go lock() // waits for the release, subscribed
+		time.Sleep(time.Second)
+		synctest.Wait()
+
+		// Another Lock of the Client: its first attempt is refused at once,
+		// and answered 100ms later, after the release.
+		slow.Store(true)
+		go lock()
+		time.Sleep(10 * time.Millisecond)
+		slow.Store(false)
+		released := time.Now()
+		require.NoError(t, l.Unlock(t.Context()))
+		select {
+		case at := <-got:
+			require.Less(t, at.Sub(released), time.Second, "the first Lock to get the key after the release")
+		case <-time.After(time.Minute):
+			t.Fatal("a minute after the release, no waiter of the Client holds the lock: the wake was lost to the other Lock's attempt in flight, and the waiter sleeps its hour of Backoff")
+		}
+	})
+}
+
+// slowSubscribe is a slowReply node whose subscriptions take 50ms.
+type slowSubscribe struct{ slowReply }
+
+func (n slowSubscribe) Subscribe(ctx context.Context, key string, notify chan<- struct{}) (func(), error) {
+	time.Sleep(50 * time.Millisecond)
+	return n.Node.Subscribe(ctx, key, notify)
+}
+
+// The same when the release comes while the waiter subscribes, unheard: its
+// attempt once subscribed, which finds the other Lock's attempt in flight,
+// is retried once that attempt has ended.
+func TestUnheardReleaseNotLostToAttemptInFlight(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var slow atomic.Bool
+		nodes := make([]driver.Node, 3)
+		for i := range nodes {
+			nodes[i] = slowSubscribe{slowReply{memory.New(), &slow}}
+		}
+		holder := newClient(t, nodes)
+		c := newClient(t, nodes, redlock.WithBackoff(redlock.ConstantBackoff(time.Hour)))
+		l, err := holder.TryLock(t.Context(), "k")
+		require.NoError(t, err)
+
+		got := make(chan time.Time, 2)
+		lock := func() {
+			wl, err := c.Lock(t.Context(), "k")
+			if err == nil {
+				got <- time.Now()
+				wl.Unlock(context.Background())
+			}
+		}
+		go lock() // refused, then subscribes for 50ms
+		time.Sleep(5 * time.Millisecond)
+		slow.Store(true)
+		go lock() // refused at once, answered 100ms later
+		time.Sleep(5 * time.Millisecond)
+		slow.Store(false)
+		released := time.Now()
+		require.NoError(t, l.Unlock(t.Context()))
+		select {
+		case at := <-got:
+			require.Less(t, at.Sub(released), time.Second, "the first Lock to get the key after the release")
+		case <-time.After(time.Minute):
+			t.Fatal("a minute after the release, no waiter of the Client holds the lock: the release, unheard while the waiter subscribed, was lost to the other Lock's attempt in flight")
 		}
 	})
 }
