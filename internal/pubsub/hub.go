@@ -22,6 +22,10 @@
 // cluster, the [Router] reconnects a shard's hub itself, or moves its
 // subscribers to the replica that a failover promoted.
 //
+// A cluster-enabled server given as one server refuses a SSUBSCRIBE of
+// channels in several hash slots (CROSSSLOT): the connection fails as on any
+// error, and the hub's later connections send one command per channel.
+//
 // A MOVED reply to a SSUBSCRIBE (the channel's slot is served by another
 // shard of a Redis Cluster) is not a broken connection: it concerns the
 // channels of its slot only. The hub forgets those that wait for their
@@ -39,6 +43,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/replyerr"
@@ -61,6 +66,10 @@ type Hub struct {
 	moved func(channel string) // see NewMoving; nil for a single server
 	lost  func()               // see NewMoving; nil for a single server
 	wg    sync.WaitGroup       // the goroutines of every session
+	// bySlot is set once the server refused a command for channels in
+	// several hash slots (CROSSSLOT: a cluster-enabled server given as one
+	// server): the hub then sends one command per channel, as on a shard.
+	bySlot atomic.Bool
 
 	mu       sync.Mutex
 	closed   bool
@@ -370,15 +379,16 @@ func (h *Hub) write(sess *session, conn Conn) {
 }
 
 // send sends one command for the channels, or on a cluster's shard (a hub
-// from NewMoving) one per channel: their channels must share a slot. A MOVED
-// reply that cmd returns (as the rueidis family's dedicated clients return
-// the reply to a SSUBSCRIBE) concerns its slot only (see refused); send goes
-// on with the other channels.
+// from NewMoving) or a cluster-enabled server (see bySlot) one per channel:
+// their channels must share a slot. A MOVED reply that cmd returns (as the
+// rueidis family's dedicated clients return the reply to a SSUBSCRIBE)
+// concerns its slot only (see refused); send goes on with the other
+// channels.
 func (h *Hub) send(sess *session, cmd func(context.Context, ...string) error, channels []string) error {
 	if len(channels) == 0 {
 		return nil
 	}
-	if h.moved == nil {
+	if h.moved == nil && !h.bySlot.Load() {
 		return h.sendOne(sess, cmd, channels)
 	}
 	for i := range channels {
@@ -455,6 +465,11 @@ func movedSlot(err error) (slot int, ok bool) {
 	return slot, ok
 }
 
+// crossSlot reports whether a CROSSSLOT error reply is in err's chain.
+func crossSlot(err error) bool {
+	return replyerr.Find(err, func(msg string) bool { return strings.HasPrefix(msg, "CROSSSLOT ") })
+}
+
 // movedError is the error of a Subscribe whose SSUBSCRIBE the server
 // answered with MOVED.
 type movedError struct{ err error }
@@ -496,8 +511,12 @@ func (h *Hub) pending(sess *session) (subs, unsubs []string, ok bool) {
 }
 
 // fail ends sess with err, if it is still current: waiting Subscribe calls
-// return err, and the next Subscribe starts a new session.
+// return err, and the next Subscribe starts a new session. After a
+// CROSSSLOT reply, the sessions that follow send one command per channel.
 func (h *Hub) fail(sess *session, err error) {
+	if crossSlot(err) {
+		h.bySlot.Store(true)
+	}
 	h.mu.Lock()
 	lost := false
 	if h.sess == sess {

@@ -39,6 +39,7 @@ func Run(t *testing.T, open func(t *testing.T, addr string) driver.Node) {
 		{"PausedServer", pausedServer},
 		{"CloseLeaksNothing", closeLeaksNothing},
 		{"RecoversAfterKill", recoversAfterKill},
+		{"ClusterEnabledServer", clusterEnabledServer},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Helper()
@@ -422,4 +423,42 @@ func recoversAfterKill(t *testing.T, open func(t *testing.T, addr string) driver
 	}
 	publish(t, srv, "before")
 	notified(t, before, "a subscription made before the connection was killed, after the reconnect")
+}
+
+// A cluster-enabled server given as one server (a Redis Cluster of one
+// shard, which serves every slot) refuses a SSUBSCRIBE of channels in
+// several hash slots (CROSSSLOT): subscriptions to keys of different slots
+// made together still succeed, at the latest once the node has met that
+// refusal, and are notified.
+func clusterEnabledServer(t *testing.T, open func(t *testing.T, addr string) driver.Node) {
+	srv := redistest.NewCluster(t, 1).Servers()[0]
+	n := notifier(t, open, srv)
+	const rounds, keys = 3, 20
+	var last error
+	for r := range rounds {
+		notifies := make([]chan struct{}, keys)
+		errs := make([]error, keys)
+		var wg sync.WaitGroup
+		for i := range keys {
+			notifies[i] = make(chan struct{}, 1)
+			wg.Go(func() {
+				var cancel func()
+				cancel, errs[i] = n.Subscribe(testContext(t, 5*time.Second), fmt.Sprintf("r%d-k%d", r, i), notifies[i])
+				if cancel != nil {
+					t.Cleanup(cancel)
+				}
+			})
+		}
+		wg.Wait()
+		if last = errors.Join(errs...); last != nil {
+			continue
+		}
+		for i, notify := range notifies {
+			key := fmt.Sprintf("r%d-k%d", r, i)
+			publish(t, srv, key)
+			notified(t, notify, key)
+		}
+		return
+	}
+	t.Fatalf("%d rounds of %d concurrent Subscribe calls to keys of different slots on a cluster-enabled server: each round failed; the last: %v", rounds, keys, last)
 }
