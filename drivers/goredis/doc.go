@@ -104,8 +104,10 @@
 // subscribes to the key's releases and retries as soon as the holder unlocks.
 // All the subscriptions of a node share one *redis.PubSub, a connection made
 // on the first Subscribe and closed by the node's Close. If the
-// connection breaks, the next Subscribe makes a new one, which also subscribes
-// the earlier subscriptions again; until then their waiters poll. A node
+// connection breaks, the node makes a new one itself (50ms later, then at
+// doubling intervals up to 1s while it cannot connect), or the next Subscribe
+// does at once; the new one also subscribes the earlier subscriptions again,
+// and until then their waiters poll. A node
 // over a client other than a *redis.Client (a Ring, whose pub/sub may reach
 // another server than the one that publishes) publishes releases but refuses
 // subscriptions, and its waiters poll.

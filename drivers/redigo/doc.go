@@ -61,6 +61,8 @@
 // All the subscriptions of a node share one pub/sub connection of the node's
 // own, dialed with the pool's DialContext (or Dial) on the first Subscribe,
 // never put in the pool, and closed by the node's Close. If the
-// connection breaks, the next Subscribe makes a new one, which also subscribes
-// the earlier subscriptions again; until then their waiters poll.
+// connection breaks, the node makes a new one itself (50ms later, then at
+// doubling intervals up to 1s while it cannot connect), or the next Subscribe
+// does at once; the new one also subscribes the earlier subscriptions again,
+// and until then their waiters poll.
 package redigo

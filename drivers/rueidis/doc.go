@@ -74,8 +74,10 @@
 // All the subscriptions of a node share one dedicated connection of its client
 // (Dedicate, with pub/sub hooks), made on the first Subscribe and closed by the
 // node's Close. If the
-// connection breaks, the next Subscribe makes a new one, which also subscribes
-// the earlier subscriptions again; until then their waiters poll. A node that is a Redis Cluster
+// connection breaks, the node makes a new one itself (50ms later, then at
+// doubling intervals up to 1s while it cannot connect), or the next Subscribe
+// does at once; the new one also subscribes the earlier subscriptions again,
+// and until then their waiters poll. A node that is a Redis Cluster
 // subscribes on a dedicated connection per shard instead (sharded pub/sub),
 // and follows a channel whose slot moves, or whose shard's primary a
 // failover replaced; a shard whose connection breaks is reconnected without

@@ -16,11 +16,13 @@
 //
 // When the connection breaks, the Subscribe calls waiting for a confirmation
 // fail and the hub drops the connection. Subscriptions already confirmed are
-// kept: the next Subscribe (or [Hub.Reconnect]) makes a new connection, which
-// subscribes again to every channel that still has subscribers. Until then
-// they hear nothing, and redlock's waiters fall back to polling. On a
-// cluster, the [Router] reconnects a shard's hub itself, or moves its
-// subscribers to the replica that a failover promoted.
+// kept: a new connection subscribes again to every channel that still has
+// subscribers. A hub from [New] makes it itself, relinkFirst after the break
+// and then at doubling intervals up to relinkMax while it cannot connect, for
+// as long as it has subscribers; the next Subscribe (or [Hub.Reconnect]) makes
+// it at once. Until then they hear nothing, and redlock's waiters fall back to
+// polling. On a cluster, the [Router] reconnects a shard's hub itself, or
+// moves its subscribers to the replica that a failover promoted.
 //
 // A cluster-enabled server given as one server refuses a SSUBSCRIBE of
 // channels in several hash slots (CROSSSLOT): the connection fails as on any
@@ -44,6 +46,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/replyerr"
@@ -71,11 +74,16 @@ type Hub struct {
 	// server): the hub then sends one command per channel, as on a shard.
 	bySlot atomic.Bool
 
-	mu       sync.Mutex
-	closed   bool
-	sess     *session // the current connection, nil if none
-	channels map[string]*channel
-	dirty    map[string]struct{} // channels whose subscribers changed since the writer looked
+	quit        chan struct{} // closed by Closing and Close: ends relink
+	quitOnce    sync.Once
+	relinkFirst time.Duration // relinkFirst, but for tests
+
+	mu        sync.Mutex
+	closed    bool
+	relinking bool     // relink runs (a hub from New only)
+	sess      *session // the current connection, nil if none
+	channels  map[string]*channel
+	dirty     map[string]struct{} // channels whose subscribers changed since the writer looked
 }
 
 // channel is one channel's subscribers and its state on the current session.
@@ -116,9 +124,11 @@ type session struct {
 // New returns a hub that makes its connection with dial when first needed.
 func New(dial Dialer) *Hub {
 	return &Hub{
-		dial:     dial,
-		channels: make(map[string]*channel),
-		dirty:    make(map[string]struct{}),
+		dial:        dial,
+		channels:    make(map[string]*channel),
+		dirty:       make(map[string]struct{}),
+		quit:        make(chan struct{}),
+		relinkFirst: relinkFirst,
 	}
 }
 
@@ -518,7 +528,7 @@ func (h *Hub) fail(sess *session, err error) {
 		h.bySlot.Store(true)
 	}
 	h.mu.Lock()
-	lost := false
+	lost, relink := false, false
 	if h.sess == sess {
 		h.sess = nil
 		for name, c := range h.channels {
@@ -534,9 +544,14 @@ func (h *Hub) fail(sess *session, err error) {
 		if !errors.Is(err, driver.ErrClosed) {
 			err = fmt.Errorf("pub/sub connection: %w", err)
 			lost = h.lost != nil
+			relink = h.lost == nil && !h.relinking && len(h.channels) > 0
 		}
 		sess.err = err
 		close(sess.dead)
+	}
+	if relink {
+		h.relinking = true
+		h.wg.Add(1) // under mu, with closed false: before Close waits
 	}
 	conn := sess.conn
 	h.mu.Unlock()
@@ -547,6 +562,59 @@ func (h *Hub) fail(sess *session, err error) {
 	if lost {
 		h.lost()
 	}
+	if relink {
+		go h.relink()
+	}
+}
+
+// How a hub from New makes a new connection itself after its connection
+// broke (see relink).
+const (
+	relinkFirst = 50 * time.Millisecond // after the break
+	relinkMax   = time.Second           // the longest interval between tries
+	relinkWait  = 10 * time.Second      // the longest wait for one try
+)
+
+// relink makes a new connection for the subscribers of a hub from New whose
+// connection broke: relinkFirst after the break, then at doubling intervals up
+// to relinkMax, until a connection is up, no subscriber is left, or the hub
+// closes. A connection that breaks later starts relink again (see fail).
+func (h *Hub) relink() {
+	defer h.wg.Done()
+	t := time.NewTimer(h.relinkFirst)
+	defer t.Stop()
+	for d := h.relinkFirst; ; d = min(2*d, relinkMax) {
+		select {
+		case <-t.C:
+		case <-h.quit:
+			h.mu.Lock()
+			h.relinking = false
+			h.mu.Unlock()
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), relinkWait)
+		err := h.Reconnect(ctx)
+		cancel()
+		h.mu.Lock()
+		if h.closed || err == nil && h.sess != nil || !h.hasSubscribersLocked() {
+			h.relinking = false
+			h.mu.Unlock()
+			return
+		}
+		h.mu.Unlock()
+		t.Reset(min(2*d, relinkMax))
+	}
+}
+
+// hasSubscribersLocked reports whether a channel has subscribers. h.mu is
+// held.
+func (h *Hub) hasSubscribersLocked() bool {
+	for _, c := range h.channels {
+		if len(c.subs) > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // Reconnect makes a new connection if the hub has none and has
@@ -561,16 +629,11 @@ func (h *Hub) Reconnect(ctx context.Context) error {
 		return driver.ErrClosed
 	}
 	if h.sess == nil {
-		for _, c := range h.channels {
-			if len(c.subs) > 0 {
-				h.start()
-				break
-			}
-		}
-		if h.sess == nil { // no subscriber
+		if !h.hasSubscribersLocked() {
 			h.mu.Unlock()
 			return nil
 		}
+		h.start()
 	}
 	sess := h.sess
 	h.mu.Unlock()
@@ -592,6 +655,7 @@ func (h *Hub) Closing() {
 	h.mu.Lock()
 	h.closed = true
 	h.mu.Unlock()
+	h.quitOnce.Do(func() { close(h.quit) })
 }
 
 // Close closes the connection and waits for the hub's goroutines to end,
@@ -603,6 +667,7 @@ func (h *Hub) Close() {
 	h.closed = true
 	sess := h.sess
 	h.mu.Unlock()
+	h.quitOnce.Do(func() { close(h.quit) })
 	if sess != nil {
 		h.fail(sess, driver.ErrClosed)
 	}

@@ -159,10 +159,18 @@ func (d *dialer) dial(ctx context.Context) (pubsub.Conn, error) {
 }
 
 // newHub returns a hub over d, closed when the test ends, and checks that
-// no goroutine outlives it.
+// no goroutine outlives it. The hub makes no connection of its own after one
+// broke, so that the test's Subscribe calls alone dial (see TestRelink).
 func newHub(t *testing.T, d *dialer) *pubsub.Hub {
+	return newRelinkingHub(t, d, time.Hour)
+}
+
+// newRelinkingHub is newHub for a hub that makes a new connection itself
+// relinkFirst after one broke.
+func newRelinkingHub(t *testing.T, d *dialer, relinkFirst time.Duration) *pubsub.Hub {
 	ignore := goleak.IgnoreCurrent()
 	h := pubsub.New(d.dial)
+	pubsub.SetRelinkFirst(h, relinkFirst)
 	t.Cleanup(func() {
 		h.Close()
 		goleak.VerifyNone(t, ignore)
@@ -356,6 +364,102 @@ func TestConnectionBreaks(t *testing.T) {
 	require.Len(t, d.dials, 3)
 	keptSub.cancel()
 	r.cancel()
+}
+
+// A hub whose connection broke makes a new one itself, with no Subscribe to
+// prompt it, and subscribes its channels again there: it dials again while
+// dials fail, and stops once a connection is up.
+func TestRelink(t *testing.T) {
+	d := newDialer()
+	h := newRelinkingHub(t, d, time.Millisecond)
+	conn := newFakeConn()
+	d.conns <- conn
+	kept := make(chan struct{}, 1)
+	done := subscribe(t.Context(), h, "kept", kept)
+	conn.expect(t, "SUBSCRIBE kept")
+	conn.emit(t, pubsub.Subscribed, "kept")
+	r := wait(t, done)
+	require.NoError(t, r.err)
+	<-d.dials
+
+	conn.Close()
+	dialed := func() {
+		t.Helper()
+		select {
+		case <-d.dials:
+		case <-time.After(5 * time.Second):
+			t.Fatal("the hub did not dial again after its connection broke")
+		}
+	}
+	for range 2 {
+		dialed()
+		d.errs <- errors.New("refused")
+	}
+	dialed()
+	conn2 := newFakeConn()
+	d.conns <- conn2
+	conn2.expect(t, "SUBSCRIBE kept")
+	conn2.emit(t, pubsub.Subscribed, "kept")
+	conn2.emit(t, pubsub.Message, "kept")
+	select {
+	case <-kept:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a subscription made before the connection broke hears nothing on the hub's new connection")
+	}
+	time.Sleep(50 * time.Millisecond)
+	require.Empty(t, d.dials, "dials once a connection is up")
+	r.cancel()
+}
+
+// A hub without subscribers makes no connection after one broke; Close ends
+// the hub's relinking while it waits to dial again and while it dials.
+func TestRelinkEnds(t *testing.T) {
+	d := newDialer()
+	h := newRelinkingHub(t, d, time.Millisecond)
+	conn := newFakeConn()
+	d.conns <- conn
+	done := subscribe(t.Context(), h, "a", make(chan struct{}, 1))
+	conn.expect(t, "SUBSCRIBE a")
+	conn.emit(t, pubsub.Subscribed, "a")
+	wait(t, done).cancel()
+	conn.expect(t, "UNSUBSCRIBE a")
+	conn.emit(t, pubsub.Unsubscribed, "a")
+	conn.Close()
+	time.Sleep(50 * time.Millisecond)
+	require.Len(t, d.dials, 1, "a hub without subscribers dialed again")
+
+	for _, tc := range []struct {
+		name        string
+		relinkFirst time.Duration
+	}{{"waiting", time.Hour}, {"dialing", time.Millisecond}} {
+		t.Run(tc.name, func(t *testing.T) {
+			d := newDialer()
+			h := newRelinkingHub(t, d, tc.relinkFirst)
+			conn := newFakeConn()
+			d.conns <- conn
+			done := subscribe(t.Context(), h, "a", make(chan struct{}, 1))
+			conn.expect(t, "SUBSCRIBE a")
+			conn.emit(t, pubsub.Subscribed, "a")
+			r := wait(t, done)
+			<-d.dials
+			conn.Close()
+			if tc.relinkFirst < time.Second {
+				select {
+				case <-d.dials: // the dial waits for a connection that never comes
+				case <-time.After(5 * time.Second):
+					t.Fatal("the hub did not dial again after its connection broke")
+				}
+			}
+			closed := make(chan struct{})
+			go func() { h.Close(); close(closed) }()
+			select {
+			case <-closed:
+			case <-time.After(5 * time.Second):
+				t.Fatal("Close waits for the hub's relinking")
+			}
+			r.cancel()
+		})
+	}
 }
 
 func TestClose(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,6 +40,7 @@ func Run(t *testing.T, open func(t *testing.T, addr string) driver.Node) {
 		{"PausedServer", pausedServer},
 		{"CloseLeaksNothing", closeLeaksNothing},
 		{"RecoversAfterKill", recoversAfterKill},
+		{"ReconnectsItself", reconnectsItself},
 		{"ClusterEnabledServer", clusterEnabledServer},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -120,23 +122,50 @@ func notified(t *testing.T, notify <-chan struct{}, what string) {
 }
 
 // subscribers returns the number of connections to srv that are subscribed
-// to a channel: the P flag (pub/sub) in CLIENT LIST, whose sub= counts
-// only unsharded channels (and ssub=, from Redis 7.0.3, the sharded ones).
+// to a channel.
 func subscribers(t *testing.T, srv *redistest.Server) int {
+	t.Helper()
+	return len(subscriberIDs(t, srv))
+}
+
+// subscriberIDs returns the client IDs of the connections to srv that are
+// subscribed to a channel: the P flag (pub/sub) in CLIENT LIST, whose sub=
+// counts only unsharded channels (and ssub=, from Redis 7.0.3, the sharded
+// ones).
+func subscriberIDs(t *testing.T, srv *redistest.Server) []string {
 	t.Helper()
 	v, err := srv.Do(testContext(t, 5*time.Second), "CLIENT", "LIST")
 	if err != nil {
 		t.Fatal(err)
 	}
-	count := 0
+	var ids []string
 	for line := range strings.Lines(v.(string)) {
+		var id string
 		for field := range strings.FieldsSeq(line) {
+			if v, ok := strings.CutPrefix(field, "id="); ok {
+				id = v
+			}
 			if flags, ok := strings.CutPrefix(field, "flags="); ok && strings.Contains(flags, "P") {
-				count++
+				ids = append(ids, id)
 			}
 		}
 	}
-	return count
+	return ids
+}
+
+// killSubscribers closes srv's subscribed connections (CLIENT KILL) and
+// waits until they are gone; it returns their client IDs. The node may have
+// made a new one meanwhile.
+func killSubscribers(t *testing.T, srv *redistest.Server) []string {
+	t.Helper()
+	killed := subscriberIDs(t, srv)
+	if _, err := srv.Do(testContext(t, 5*time.Second), "CLIENT", "KILL", "TYPE", "pubsub"); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, func() bool {
+		return !slices.ContainsFunc(subscriberIDs(t, srv), func(id string) bool { return slices.Contains(killed, id) })
+	}, "CLIENT KILL TYPE pubsub left a subscribed connection")
+	return killed
 }
 
 // numsub returns the number of connections to srv subscribed to the release
@@ -395,10 +424,7 @@ func recoversAfterKill(t *testing.T, open func(t *testing.T, addr string) driver
 	srv := redistest.NewServer(t)
 	n := notifier(t, open, srv)
 	before, _ := subscribe(t, n, "before")
-	if _, err := srv.Do(testContext(t, 5*time.Second), "CLIENT", "KILL", "TYPE", "pubsub"); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, func() bool { return subscribers(t, srv) == 0 }, "CLIENT KILL TYPE pubsub left a subscribed connection")
+	killSubscribers(t, srv)
 
 	// A Subscribe may still see the dying connection; one soon succeeds and
 	// is notified.
@@ -423,6 +449,22 @@ func recoversAfterKill(t *testing.T, open func(t *testing.T, addr string) driver
 	}
 	publish(t, srv, "before")
 	notified(t, before, "a subscription made before the connection was killed, after the reconnect")
+}
+
+// When the server closes the pub/sub connection, the node makes a new one
+// itself, with no Subscribe to prompt it, and subscribes again the
+// subscriptions made before, which hear releases again within seconds.
+func reconnectsItself(t *testing.T, open func(t *testing.T, addr string) driver.Node) {
+	srv := redistest.NewServer(t)
+	n := notifier(t, open, srv)
+	before, _ := subscribe(t, n, "before")
+	killed := killSubscribers(t, srv)
+	eventually(t, func() bool {
+		ids := subscriberIDs(t, srv)
+		return len(ids) == 1 && !slices.Contains(killed, ids[0]) && numsub(t, srv, "before") == 1
+	}, "no new connection subscribed to the channel 5s after the pub/sub connection was killed, and no Subscribe since (killed %v)", killed)
+	publish(t, srv, "before")
+	notified(t, before, "a subscription made before the connection was killed, with no Subscribe since")
 }
 
 // A cluster-enabled server given as one server (a Redis Cluster of one
