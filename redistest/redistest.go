@@ -2,6 +2,8 @@ package redistest
 
 import (
 	"context"
+	"crypto/tls"
+	"time"
 
 	"github.com/go-redlock/redlock/internal/redisserver"
 )
@@ -9,15 +11,35 @@ import (
 // Server is one redis-server process on a loopback port. Start one for a test
 // with [NewServer] or [NewServers], or with [Start] and [Server.Close]
 // elsewhere. Its methods are safe for concurrent use.
-type Server = redisserver.Server
+type Server redisserver.Server
+
+// Server, Cluster, Shard and Migration are defined on the engine's types
+// rather than aliases of them, so that go doc and pkg.go.dev show their
+// methods (they show none of an alias of another package's type); a pointer
+// converts to the engine's type and back, and each method calls the
+// engine's. Certs and SlotRange have the engine's fields, so that they show
+// them.
 
 // Option configures a server started by [Start], [NewServer] or [NewServers].
 type Option = redisserver.Option
 
 // Certs is a small public key infrastructure for tests: a CA and a server and
 // a client certificate it signed, as PEM files in one directory. Make it with
-// [NewCerts] or [GenerateCerts] and give it to servers with [WithTLS].
-type Certs = redisserver.Certs
+// [NewCerts] or [GenerateCerts] and give it to servers with [WithTLS]; every
+// Certs has a CA of its own, so a client that trusts one Certs's CA refuses a
+// server that uses another's certificate.
+type Certs struct {
+	// Dir holds the files.
+	Dir string
+	// CAFile is the CA's certificate, which signed the other two.
+	CAFile string
+	// ServerCertFile and ServerKeyFile are the server certificate, for the
+	// names 127.0.0.1, ::1 and localhost, and its private key.
+	ServerCertFile, ServerKeyFile string
+	// ClientCertFile and ClientKeyFile are a client certificate, for servers
+	// that require one (mutual TLS), and its private key.
+	ClientCertFile, ClientKeyFile string
+}
 
 // ClientCerts says whether a TLS server asks its clients for a certificate.
 type ClientCerts = redisserver.ClientCerts
@@ -50,14 +72,28 @@ var ErrNotInstalled = redisserver.ErrNotInstalled
 // [ErrNotInstalled] if the redis-server binary cannot be found, and an error
 // including the end of the server's log if it does not start.
 func Start(ctx context.Context, opts ...Option) (*Server, error) {
-	return redisserver.Start(ctx, opts...)
+	s, err := redisserver.Start(ctx, opts...)
+	return (*Server)(s), err
 }
 
 // StartN starts n servers at once, as [Start] does each. If any fails, it
 // closes the others and returns the errors joined (one wrapping
 // [ErrNotInstalled] when the binary is missing, reported once).
 func StartN(ctx context.Context, n int, opts ...Option) ([]*Server, error) {
-	return redisserver.StartN(ctx, n, opts...)
+	servers, err := redisserver.StartN(ctx, n, opts...)
+	return serversOf(servers), err
+}
+
+// serversOf returns servers as this package's type.
+func serversOf(servers []*redisserver.Server) []*Server {
+	if servers == nil {
+		return nil
+	}
+	s := make([]*Server, len(servers))
+	for i, srv := range servers {
+		s[i] = (*Server)(srv)
+	}
+	return s
 }
 
 // WithPassword sets the server's password (the requirepass directive). [Server.Do]
@@ -93,16 +129,135 @@ func WithConfig(directive ...string) Option { return redisserver.WithConfig(dire
 //
 // It needs a redis-server built with TLS, as Debian's and Ubuntu's are.
 func WithTLS(certs *Certs, clientCerts ClientCerts) Option {
-	return redisserver.WithTLS(certs, clientCerts)
+	return redisserver.WithTLS((*redisserver.Certs)(certs), clientCerts)
 }
 
 // GenerateCerts creates a new CA in dir and signs with it a server and a
 // client certificate, all with ECDSA P-256 keys, valid from an hour ago for a
 // day. It writes ca.pem, server.pem, server-key.pem, client.pem and
 // client-key.pem; the keys are readable by their owner only.
-func GenerateCerts(dir string) (*Certs, error) { return redisserver.GenerateCerts(dir) }
+func GenerateCerts(dir string) (*Certs, error) {
+	c, err := redisserver.GenerateCerts(dir)
+	return (*Certs)(c), err
+}
+
+// ClientConfig returns a TLS client configuration that trusts only c's CA and
+// presents c's client certificate. The server name is left empty, for the
+// dialer to fill in from the address.
+func (c *Certs) ClientConfig() (*tls.Config, error) {
+	return (*redisserver.Certs)(c).ClientConfig()
+}
 
 // Addrs returns the addresses of servers (or of proxies), in order.
 func Addrs[S interface{ Addr() string }](servers []S) []string {
 	return redisserver.Addrs(servers)
+}
+
+// Do sends one command to the server and returns its reply, for tests that
+// inspect or change keys without a Redis driver:
+//
+//	srv.Do(ctx, "SET", "k", "v", "PX", "1000") // "OK", nil
+//	srv.Do(ctx, "PTTL", "k")                   // int64(1000) or a little less, nil
+//
+// Replies are returned as string (simple and bulk strings), int64 (integers),
+// nil (null), []any (arrays, whose error elements are RedisError values). An
+// error reply is returned as a [RedisError] error. Every call opens a fresh TCP
+// connection, authenticates first if the server has a password, and is
+// abandoned when ctx is done; the error then wraps ctx.Err(). Without a
+// deadline in ctx, Do against a paused server waits until it is resumed.
+func (s *Server) Do(ctx context.Context, args ...string) (any, error) {
+	return (*redisserver.Server)(s).Do(ctx, args...)
+}
+
+// Restart kills the server if it is running (SIGKILL, as in a crash) and
+// starts it again at once on the same port, with the same configuration and
+// directory, then waits until it answers PING; ctx bounds the start. What the
+// new process remembers is what the configuration made durable: by default
+// (no RDB snapshots, no AOF) it starts empty, as a crashed node without
+// persistence does; with WithConfig("appendonly", "yes") and
+// WithConfig("appendfsync", "always") it reloads every write it acknowledged
+// before the crash, keys' expiry times included. Restart also starts a server
+// that was killed with [Server.Kill]. It fails on a closed server.
+func (s *Server) Restart(ctx context.Context) error {
+	return (*redisserver.Server)(s).Restart(ctx)
+}
+
+// RestartAfter is [Server.Restart] with the server kept down for down before it
+// starts again: the delayed restart that keeps a node without persistence
+// from granting a lock it forgot, when down is longer than the longest TTL.
+// The server is killed at once; RestartAfter returns once it answers again.
+// While it is down, its port is held by a listener that resets every
+// connection at once, so that no other server or proxy of the test binary
+// can take the port meanwhile; to a client the server is as unreachable as
+// a dead one. If ctx ends or the server is closed during the wait, the
+// server stays down and the error says so.
+func (s *Server) RestartAfter(ctx context.Context, down time.Duration) error {
+	return (*redisserver.Server)(s).RestartAfter(ctx, down)
+}
+
+// Running reports whether the server's process is running (it may be
+// paused): false after [Server.Kill], during the down time of
+// [Server.RestartAfter], and after [Server.Close].
+func (s *Server) Running() bool {
+	return (*redisserver.Server)(s).Running()
+}
+
+// Addr returns the server's address, "127.0.0.1:PORT".
+func (s *Server) Addr() string {
+	return (*redisserver.Server)(s).Addr()
+}
+
+// URL returns the server's address as a URL, "redis://127.0.0.1:PORT", or
+// "redis://:PASSWORD@127.0.0.1:PORT" (the password escaped) if it has one.
+// A server started [WithTLS] has a "rediss://" URL whose query parameters
+// tls_ca_file, tls_cert_file and tls_key_file name its [Certs] files, as the
+// drivers of this module accept it.
+func (s *Server) URL() string {
+	return (*redisserver.Server)(s).URL()
+}
+
+// Close stops the server (SIGCONT if paused, SIGTERM, then SIGKILL if it has
+// not exited after a short grace), waits for it and removes its directory. It
+// is idempotent: later calls return the first call's result.
+func (s *Server) Close() error {
+	return (*redisserver.Server)(s).Close()
+}
+
+// Kill kills the server with SIGKILL, as in a crash, and waits for it to
+// exit. Its directory is kept until [Server.Close], which is still needed.
+// Until the server is restarted or closed, its port is held by a listener that
+// resets every connection at once: to a client the node is as unreachable as
+// a dead one, and no other server of the test binary can take the port and
+// answer in its place. Killing a server that is not running does nothing.
+func (s *Server) Kill() error {
+	return (*redisserver.Server)(s).Kill()
+}
+
+// Pause stops the server process with SIGSTOP: it keeps its port, and the
+// kernel still accepts TCP connections, but it answers nothing until
+// [Server.Resume]. Pause returns once the process is stopped; pausing a
+// paused server does nothing.
+func (s *Server) Pause() error {
+	return (*redisserver.Server)(s).Pause()
+}
+
+// Resume continues a server stopped by [Server.Pause] with SIGCONT; it then
+// answers the commands that queued up meanwhile. Resuming a server that is
+// not paused does nothing.
+func (s *Server) Resume() error {
+	return (*redisserver.Server)(s).Resume()
+}
+
+// Certs returns the certificates of a server started [WithTLS], or nil.
+func (s *Server) Certs() *Certs {
+	return (*Certs)((*redisserver.Server)(s).Certs())
+}
+
+// Unread returns how many bytes clients have sent the server that its
+// process has not read yet, on connections it has accepted or not, and on
+// those the clients have closed since: the requests queued while it is
+// paused, which it will still execute when resumed. It reads /proc/net/tcp
+// and is supported on Linux only.
+func (s *Server) Unread() (int, error) {
+	return (*redisserver.Server)(s).Unread()
 }
