@@ -113,8 +113,8 @@ func (c *Cluster) SlotShard(slot int) *Shard {
 
 // SetAnnouncePort makes the primary of shard announce port instead of its own
 // (CONFIG SET cluster-announce-port), so that clients redirected to the shard
-// or reading the slot map connect there: to a [Proxy] in front of the shard,
-// say. Port 0 restores the primary's own port. The cluster bus is not
+// or reading the slot map connect there: to a proxy in front of the shard,
+// say, such as the safety module's faultproxy. Port 0 restores the primary's own port. The cluster bus is not
 // affected. The setting outlives a [Server.Restart] of the primary. SetAnnouncePort returns once every node of the cluster names the
 // primary with the new port, or ctx is done, or a minute has passed.
 func (c *Cluster) SetAnnouncePort(ctx context.Context, shard *Shard, port int) error {

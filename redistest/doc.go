@@ -32,7 +32,7 @@
 // (after which the old owner answers -MOVED); [Cluster.StartMigration] leaves
 // a slot half migrated, keys moved on demand ([Migration.MoveKeys]), so that
 // clients meet -ASK, until [Migration.Finish]. [Cluster.SetAnnouncePort]
-// makes a shard announce a [Proxy] in front of it, so that clients that
+// makes a shard announce a proxy in front of it (the safety module's faultproxy, say), so that clients that
 // follow the slot map go through the proxy. [KeySlot] computes a key's slot.
 //
 // The redis-server binary is taken from the REDISTEST_SERVER environment

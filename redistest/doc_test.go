@@ -3,10 +3,12 @@ package redistest_test
 import (
 	"go/ast"
 	"go/doc"
+	"go/doc/comment"
 	"go/parser"
 	"go/token"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -68,6 +70,68 @@ func TestDocShowsMethods(t *testing.T) {
 		for _, m := range want {
 			if !slices.Contains(got, m) {
 				t.Errorf("go doc redistest %s lists the methods %q, not %s: a user cannot find the method in the package's documentation", typ, got, m)
+			}
+		}
+	}
+}
+
+// Every doc link in the package's documentation ([Server.Kill], [NewServer])
+// names something of the package or an import: go doc prints one that does
+// not as it is written, brackets included, and pkg.go.dev links it nowhere.
+func TestDocLinksResolve(t *testing.T) {
+	p := redistestDoc(t)
+	docs := map[string]string{"package": p.Doc}
+	add := func(name, text string) { docs[name] = text }
+	for _, v := range append(p.Consts, p.Vars...) {
+		add(strings.Join(v.Names, ", "), v.Doc)
+	}
+	for _, f := range p.Funcs {
+		add(f.Name, f.Doc)
+	}
+	for _, typ := range p.Types {
+		add(typ.Name, typ.Doc)
+		for _, v := range append(typ.Consts, typ.Vars...) {
+			add(strings.Join(v.Names, ", "), v.Doc)
+		}
+		for _, f := range append(typ.Funcs, typ.Methods...) {
+			add(typ.Name+"."+f.Name, f.Doc)
+		}
+	}
+	unresolved := regexp.MustCompile(`\[\*?[A-Za-z_][\w.]*\]`)
+	for name, text := range docs {
+		var walk func(comment.Text)
+		walk = func(x comment.Text) {
+			switch x := x.(type) {
+			case comment.Plain:
+				if m := unresolved.FindString(string(x)); m != "" {
+					t.Errorf("the documentation of %s links %s, which names nothing go doc can find", name, m)
+				}
+			case comment.Italic:
+				walk(comment.Plain(x))
+			case *comment.Link:
+				for _, y := range x.Text {
+					walk(y)
+				}
+			}
+		}
+		for _, b := range p.Parser().Parse(text).Content {
+			var texts []comment.Text
+			switch b := b.(type) {
+			case *comment.Paragraph:
+				texts = b.Text
+			case *comment.Heading:
+				texts = b.Text
+			case *comment.List:
+				for _, item := range b.Items {
+					for _, c := range item.Content {
+						if para, ok := c.(*comment.Paragraph); ok {
+							texts = append(texts, para.Text...)
+						}
+					}
+				}
+			}
+			for _, x := range texts {
+				walk(x)
 			}
 		}
 	}
