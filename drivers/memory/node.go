@@ -17,6 +17,9 @@ var (
 	// ErrReplyLost is returned, after the command was applied, while the store
 	// loses replies (SetLoseReplies).
 	ErrReplyLost = errors.New("memory: reply lost")
+	// errInvalidTTL is SetNX's error for a TTL of zero or less, which Redis
+	// refuses too (SET NX PX 0: "invalid expire time").
+	errInvalidTTL = errors.New("memory: invalid expire time: a TTL must be positive")
 )
 
 // store holds the keys that the Nodes opened under one address share.
@@ -131,13 +134,27 @@ func (s *store) get(key string) (entry, bool) {
 	return e, ok
 }
 
+// validTTL returns errInvalidTTL, and releases s.mu, if ttl is not positive
+// once in milliseconds. s.mu must be held.
+func (n *Node) validTTL(ttl time.Duration) error {
+	if driver.Milliseconds(ttl) <= 0 {
+		n.s.mu.Unlock()
+		return errInvalidTTL
+	}
+	return nil
+}
+
 func (s *store) expiry(ttl time.Duration) time.Time {
 	return s.clock.Now().Add(time.Duration(driver.Milliseconds(ttl)) * time.Millisecond)
 }
 
-// SetNX sets key to value for ttl if key does not exist.
+// SetNX sets key to value for ttl if key does not exist. A ttl of zero or
+// less is an error, as it is to Redis.
 func (n *Node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
 	if err := n.enter(ctx); err != nil {
+		return false, err
+	}
+	if err := n.validTTL(ttl); err != nil {
 		return false, err
 	}
 	s := n.s

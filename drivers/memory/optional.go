@@ -18,6 +18,9 @@ func (n *Node) SetNXFence(ctx context.Context, key, value string, ttl time.Durat
 	if err := n.enter(ctx); err != nil {
 		return false, 0, err
 	}
+	if err := n.validTTL(ttl); err != nil {
+		return false, 0, err
+	}
 	s := n.s
 	counter := s.fences[fenceKey]
 	_, held := s.get(key)
