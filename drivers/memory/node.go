@@ -193,8 +193,13 @@ func (n *Node) Extend(ctx context.Context, key, value string, ttl time.Duration)
 	return n.leave(true)
 }
 
-// Close closes this Node; the store and other Nodes opened on it stay.
+// Close closes this Node and ends its subscriptions; the store and other
+// Nodes opened on it stay.
 func (n *Node) Close() error {
+	if n.s != nil {
+		n.s.mu.Lock() // ReleaseNotify sends to no subscription of n after this
+		defer n.s.mu.Unlock()
+	}
 	_, err := n.state.Close()
 	return err
 }

@@ -27,3 +27,39 @@ func TestSetNXRefusesNonPositiveTTL(t *testing.T) {
 		t.Fatalf("SetNX(ttl=1m) after the refused calls = %v, %v; want true, nil", ok, err)
 	}
 }
+
+// A Node's subscriptions end with it, as a Redis driver's end when Close
+// closes its pub/sub connection: a release through another Node of the
+// store no longer notifies them.
+func TestCloseEndsSubscriptions(t *testing.T) {
+	ctx := context.Background()
+	a, err := memory.Open(t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := memory.Open(t.Name())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	notify := make(chan struct{}, 1)
+	cancel, err := a.Subscribe(ctx, "k", notify)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	if err := a.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := b.SetNX(ctx, "k", "v", time.Minute); !ok || err != nil {
+		t.Fatalf("SetNX = %v, %v; want true, nil", ok, err)
+	}
+	if ok, err := b.ReleaseNotify(ctx, "k", "v"); !ok || err != nil {
+		t.Fatalf("ReleaseNotify = %v, %v; want true, nil", ok, err)
+	}
+	select {
+	case <-notify:
+		t.Fatal("a subscription of a closed Node was notified of a release through another Node: Close must end the Node's subscriptions")
+	default:
+	}
+}

@@ -88,6 +88,9 @@ func (n *Node) ReleaseNotify(ctx context.Context, key, value string) (bool, erro
 	}
 	delete(s.keys, key)
 	for sub := range s.subs[key] {
+		if sub.node.state.Err() != nil {
+			continue // closed: its connection would be gone
+		}
 		select {
 		case sub.notify <- struct{}{}:
 		default:
@@ -96,15 +99,19 @@ func (n *Node) ReleaseNotify(ctx context.Context, key, value string) (bool, erro
 	return n.leave(true)
 }
 
-type subscription struct{ notify chan<- struct{} }
+type subscription struct {
+	node   *Node // that subscribed
+	notify chan<- struct{}
+}
 
-// Subscribe sends on notify each time a release of key is published.
+// Subscribe sends on notify each time a release of key is published, until
+// cancel is called or the Node is closed.
 func (n *Node) Subscribe(ctx context.Context, key string, notify chan<- struct{}) (func(), error) {
 	if err := n.enter(ctx); err != nil {
 		return nil, err
 	}
 	s := n.s
-	sub := &subscription{notify: notify}
+	sub := &subscription{node: n, notify: notify}
 	if s.subs == nil {
 		s.subs = make(map[string]map[*subscription]struct{})
 	}
