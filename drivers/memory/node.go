@@ -93,12 +93,8 @@ func (n *Node) enter(ctx context.Context) error {
 	s.mu.Lock()
 	lat, stalled := s.latency, s.stalled
 	s.mu.Unlock()
-	if stalled != nil {
-		select {
-		case <-stalled:
-		case <-ctx.Done():
-			return ctx.Err()
-		}
+	if err := waitResumed(ctx, stalled); err != nil {
+		return err
 	}
 	if lat > 0 {
 		if err := s.clock.Sleep(ctx, lat); err != nil {
@@ -106,11 +102,33 @@ func (n *Node) enter(ctx context.Context) error {
 		}
 	}
 	s.mu.Lock()
+	// A stall that began during the latency holds the call too.
+	for s.stalled != nil {
+		stalled := s.stalled
+		s.mu.Unlock()
+		if err := waitResumed(ctx, stalled); err != nil {
+			return err
+		}
+		s.mu.Lock()
+	}
 	if s.down {
 		s.mu.Unlock()
 		return ErrDown
 	}
 	return nil
+}
+
+// waitResumed waits until stalled is closed, unless it is nil, or ctx ends.
+func waitResumed(ctx context.Context, stalled <-chan struct{}) error {
+	if stalled == nil {
+		return nil
+	}
+	select {
+	case <-stalled:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // leave releases s.mu and turns a reply into ErrReplyLost when the store loses

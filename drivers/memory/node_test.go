@@ -3,6 +3,7 @@ package memory_test
 import (
 	"context"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/go-redlock/redlock/driver"
@@ -62,4 +63,34 @@ func TestCloseEndsSubscriptions(t *testing.T) {
 		t.Fatal("a subscription of a closed Node was notified of a release through another Node: Close must end the Node's subscriptions")
 	default:
 	}
+}
+
+// A call on its way to the node (its latency not yet over) when the node
+// stalls waits for it as the calls made after the stall do, as a command
+// that reaches a server stopped with SIGSTOP waits in its socket: it is not
+// applied while the node is stalled.
+func TestStallHoldsCallsInTheirLatency(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := memory.New()
+		n.SetLatency(100 * time.Millisecond)
+		done := make(chan bool, 1)
+		go func() {
+			ok, err := n.SetNX(context.Background(), "k", "v", time.Hour)
+			if err != nil {
+				t.Errorf("SetNX: %v", err)
+			}
+			done <- ok
+		}()
+		time.Sleep(50 * time.Millisecond) // the call is in its latency
+		n.SetStalled(true)
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if n.Holds("k") {
+			t.Fatal("SetNX was applied while the node was stalled: a call in its latency when the node stalled must wait for the node to resume")
+		}
+		n.SetStalled(false)
+		if ok := <-done; !ok {
+			t.Fatal("SetNX after the node resumed = false, want true")
+		}
+	})
 }
