@@ -91,7 +91,7 @@ func (c *Cluster) Servers() []*Server {
 	return serversOf((*redisserver.Cluster)(c).Servers())
 }
 
-// Seeds returns the addresses of the shards' primaries, "127.0.0.1:PORT", in
+// Seeds returns the addresses of the shards' primaries, "127.0.0.1:PORT" (or "[::1]:PORT"), in
 // shard order: the seed addresses a cluster client starts from.
 func (c *Cluster) Seeds() []string {
 	return (*redisserver.Cluster)(c).Seeds()
@@ -99,6 +99,7 @@ func (c *Cluster) Seeds() []string {
 
 // URL returns the cluster's address in the syntax the drivers of this module
 // accept: "redis://127.0.0.1:PORT?cluster=true&addr=127.0.0.1:PORT2&..."
+// (with "[::1]" in place of 127.0.0.1 for a cluster on ::1)
 // naming every primary, with the password and TLS files as in [Server.URL].
 func (c *Cluster) URL() string {
 	return (*redisserver.Cluster)(c).URL()

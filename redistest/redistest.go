@@ -202,13 +202,15 @@ func (s *Server) Running() bool {
 	return (*redisserver.Server)(s).Running()
 }
 
-// Addr returns the server's address, "127.0.0.1:PORT".
+// Addr returns the server's address, "127.0.0.1:PORT", or "[::1]:PORT" for a
+// server started [WithIPv6].
 func (s *Server) Addr() string {
 	return (*redisserver.Server)(s).Addr()
 }
 
 // URL returns the server's address as a URL, "redis://127.0.0.1:PORT", or
-// "redis://:PASSWORD@127.0.0.1:PORT" (the password escaped) if it has one.
+// "redis://:PASSWORD@127.0.0.1:PORT" (the password escaped) if it has one
+// ("[::1]" in place of 127.0.0.1 for a server started [WithIPv6]).
 // A server started [WithTLS] has a "rediss://" URL whose query parameters
 // tls_ca_file, tls_cert_file and tls_key_file name its [Certs] files, as the
 // drivers of this module accept it.
@@ -257,7 +259,8 @@ func (s *Server) Certs() *Certs {
 // process has not read yet, on connections it has accepted or not, and on
 // those the clients have closed since: the requests queued while it is
 // paused, which it will still execute when resumed. It reads /proc/net/tcp
-// and is supported on Linux only.
+// (/proc/net/tcp6 for a server started [WithIPv6]) and is supported on Linux
+// only.
 func (s *Server) Unread() (int, error) {
 	return (*redisserver.Server)(s).Unread()
 }
