@@ -292,12 +292,26 @@ func (k *keeper) extend(group []*kept) {
 	votes := make(chan vote, len(jobs)*len(c.nodes))
 	var wg sync.WaitGroup
 	for i, n := range c.nodes {
-		// send extends job j's lock on node i.
+		var stalled atomic.Bool // a call timed out: the node does not answer
+		// send extends job j's lock on node i. A node that queues bounds
+		// a call's time on the network by the node timeout: a call that
+		// timed out while the group's context had not ended (or that the
+		// node failed behind one that did) says that the node does not
+		// answer, and the group's later calls are not sent to it, as to a
+		// node that does not queue: each wave of keeperFanout calls would
+		// wait the node timeout on a stalled server, and the group's calls
+		// would stay in flight until the locks' bound.
 		send := func(j *job) (bool, error) {
-			return n.Extend(qctx, j.e.l.key, j.e.l.value, j.e.ttl)
+			if stalled.Load() {
+				return false, errKeeperStalled
+			}
+			ok, err := n.Extend(qctx, j.e.l.key, j.e.l.value, j.e.ttl)
+			if errors.Is(err, context.DeadlineExceeded) && qctx.Err() == nil {
+				stalled.Store(true)
+			}
+			return ok, err
 		}
 		if !c.queuers[i] {
-			var stalled atomic.Bool // a call timed out: the node does not answer
 			send = func(j *job) (bool, error) {
 				switch {
 				case c.quit.Err() != nil: // Close ended the background work
@@ -429,13 +443,13 @@ func (k *keeper) finish(e *kept, r *round, ok bool, start time.Time, octx contex
 	k.mu.Unlock()
 }
 
-// The errors of the calls of an extension group that a node that does not
-// queue is not sent: the node timed out on an earlier call of the group (so
-// that a stalled node does not hold the group for a node timeout per
-// keeperFanout calls), the lock's validity ended while the call waited its
-// turn, or the other nodes decided the extension while the call waited for a
-// node timeout (the vote is then not counted), or Close ended the Client's
-// background work. Since no call was made, none is reported to the
+// The errors of the calls of an extension group that a node is not sent:
+// the node timed out on an earlier call of the group (so that a stalled node
+// does not hold the group for a node timeout per keeperFanout calls, whether
+// it queues or not); and, for a node that does not queue, the lock's
+// validity ended while the call waited its turn, or the other nodes decided
+// the extension while the call waited for a node timeout (the vote is then
+// not counted), or Close ended the Client's background work. Since no call was made, none is reported to the
 // observers as a NodeCall (see keeperUnsent).
 var (
 	errKeeperStalled = fmt.Errorf("not sent: the node did not answer an earlier extension within the node timeout: %w", context.DeadlineExceeded)
