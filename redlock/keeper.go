@@ -267,12 +267,14 @@ func (k *keeper) extend(group []*kept) {
 	// the node timeout when they send a call. A node that does not queue
 	// gets the group's calls from keeperFanout goroutines, the others
 	// waiting their turn here: each call gets the node timeout from when it
-	// is sent (see send below), not from the group's start. A call still
-	// waiting a node timeout after the group's start is not sent if the
-	// other nodes have decided its lock's extension meanwhile: a slow node
-	// would otherwise keep the extensions in flight past the next ones.
-	// (Before that, a decided extension's calls are still sent, so that
-	// every healthy node keeps the key.)
+	// is sent (see send below), not from the group's start. Every node gets
+	// at most keeperFanout of the group's calls at once, queueing or not.
+	// A call still waiting a node timeout after the group's start is not
+	// sent if the other nodes have decided its lock's extension meanwhile:
+	// a slow node (one far away, which answers a few keeperFanout calls per
+	// node timeout, queueing or not) would otherwise keep the extensions in
+	// flight past the next ones. (Before that, a decided extension's calls
+	// are still sent, so that every healthy node keeps the key.)
 	decided := make([]atomic.Bool, len(jobs))
 	base := driver.WithUrgent(context.WithoutCancel(group[0].ectx))
 	var (
@@ -340,7 +342,7 @@ func (k *keeper) extend(group []*kept) {
 			wg.Go(func() {
 				defer c.inflight.done()
 				for j := range next {
-					if !c.queuers[i] && decided[j].Load() && c.now().Sub(start) >= c.nodeTimeout {
+					if decided[j].Load() && c.now().Sub(start) >= c.nodeTimeout {
 						votes <- vote{j, i, false, errKeeperDecided}
 						continue
 					}
@@ -445,12 +447,12 @@ func (k *keeper) finish(e *kept, r *round, ok bool, start time.Time, octx contex
 
 // The errors of the calls of an extension group that a node is not sent:
 // the node timed out on an earlier call of the group (so that a stalled node
-// does not hold the group for a node timeout per keeperFanout calls, whether
-// it queues or not); and, for a node that does not queue, the lock's
-// validity ended while the call waited its turn, or the other nodes decided
-// the extension while the call waited for a node timeout (the vote is then
-// not counted), or Close ended the Client's background work. Since no call was made, none is reported to the
-// observers as a NodeCall (see keeperUnsent).
+// does not hold the group for a node timeout per keeperFanout calls), or the
+// other nodes decided the extension while the call waited for a node timeout
+// (the vote is then not counted), whether the node queues or not; and, for a
+// node that does not queue, the lock's validity ended while the call waited
+// its turn, or Close ended the Client's background work. Since no call was
+// made, none is reported to the observers as a NodeCall (see keeperUnsent).
 var (
 	errKeeperStalled = fmt.Errorf("not sent: the node did not answer an earlier extension within the node timeout: %w", context.DeadlineExceeded)
 	errKeeperMoot    = fmt.Errorf("not sent: the lock's validity ended while the extension waited its turn: %w", context.DeadlineExceeded)
