@@ -375,13 +375,12 @@ func (k *keeper) extend(group []*kept) {
 			}
 		}
 		// The lock's extension is in flight until its own last node call
-		// has returned, not until the group's: a group may take longer
-		// than the extension interval, and a lock whose earlier extension
-		// is still in flight cannot have its validity raised (see
-		// Lock.beginExtend).
+		// has returned, not until the group's, which may take longer than
+		// the extension interval (see Lock.extendEnded).
 		j.fails = j.fails || v.err != nil
-		if j.calls++; j.calls == n {
+		if j.calls++; j.calls == n { // and decided, judged by finish above
 			j.e.l.extendReturned(j.e.ttl, j.fails)
+			j.e.l.extendEnded()
 		}
 	}
 	for i := range jobs { // the votes ended undecided: cannot happen with every node answering
@@ -417,10 +416,11 @@ func (k *keeper) finish(e *kept, r *round, ok bool, start time.Time, octx contex
 	if err == nil {
 		next := start.Add(e.every)
 		if u := e.l.Until(); u.Before(next) {
-			// Held below this extension's bound by an earlier one whose
-			// calls are still out (see Lock.beginExtend): watched at the
-			// end of its validity, as while an extension is in flight, so
-			// that its Do's context is canceled then.
+			// Held below this extension's bound by an Extend of a
+			// shorter TTL whose calls may still land (see
+			// Lock.finishExtend): watched at the end of its validity, as
+			// while an extension is in flight, so that its Do's context
+			// is canceled then.
 			next, e.inflight = u, true
 		}
 		k.scheduleLocked(e, next)

@@ -380,38 +380,48 @@ func TestReviewDoAfterSlowAcquisitionExtendsInTime(t *testing.T) {
 }
 
 // A lock whose extension calls wait on two of five nodes until their bound:
-// its later extensions succeed on the quorum but cannot raise its validity
-// past the bound of the one still in flight (Lock.Until). Its fn must have
-// its context canceled when that validity ends, not at the next extension,
-// an interval later.
-func TestReviewDoCanceledAtCappedValidity(t *testing.T) {
+// its later extensions, of the same TTL, succeed on the three others and
+// raise its validity, since a PEXPIRE of the same TTL that lands late can
+// only lengthen the key. Do keeps the lock for as long as fn runs, and the
+// three nodes keep the key all along. (Until 12-01 the extension still in
+// flight capped the later ones, and Do lost the lock at its bound; a review
+// lost 11-209 of 2,000 locks held through Do that way, with no node fault,
+// under a load that made the extensions overlap.)
+func TestDoKeptWhileItsExtensionCallsWait(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const (
 			ttl   = 3 * time.Second
 			every = time.Second
 		)
 		nodes := make([]driver.Node, 5)
+		var near []queuedNode
 		for i := range nodes {
 			stuck := ""
 			if i >= 3 {
 				stuck = "k"
 			}
-			nodes[i] = newQueuedNode(fmt.Sprintf("q%d", i), stuck)
+			n := newQueuedNode(fmt.Sprintf("q%d", i), stuck)
+			nodes[i] = n
+			if stuck == "" {
+				near = append(near, n)
+			}
 		}
 		c := newClient(t, nodes, redlock.WithTTL(ttl), redlock.WithNodeTimeout(300*time.Millisecond), redlock.WithExtendInterval(every))
-		var granted, canceled time.Time
 		err := c.Do(t.Context(), "k", func(ctx context.Context) error {
-			granted = time.Now()
-			select {
-			case <-ctx.Done():
-				canceled = time.Now()
-			case <-time.After(3 * ttl):
+			for end := time.Now().Add(3 * ttl); time.Now().Before(end); {
+				select {
+				case <-ctx.Done():
+					return fmt.Errorf("fn's context canceled: %w", context.Cause(ctx))
+				case <-time.After(100 * time.Millisecond):
+				}
+				for _, n := range near {
+					if left, held := n.PTTL("k"); !held || left <= 0 {
+						return fmt.Errorf("node %s does not keep the key (PTTL %v)", n, left)
+					}
+				}
 			}
 			return nil
 		})
-		require.ErrorIs(t, err, redlock.ErrLockLost, "the lock's validity cannot rise while its first extension's calls are out")
-		// The first extension, at granted+every, bounds the validity.
-		end := granted.Add(every + ttl - driftOf(ttl))
-		require.False(t, canceled.After(end), "fn's context canceled at +%v, after the lock's validity ended at +%v", canceled.Sub(granted), end.Sub(granted))
+		require.NoError(t, err, "a lock whose extensions succeed on three of five nodes, while their calls to the other two wait until their bound")
 	})
 }

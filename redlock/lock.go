@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-redlock/redlock/driver"
@@ -37,7 +38,9 @@ type Lock struct {
 	done      chan struct{} // made by the first Done call; closed when ended
 	timer     *time.Timer   // closes done at until, while done exists
 
-	groupMin time.Time // the lowest bound (start + ttl - drift) of the Extends in flight and of those that overlapped them
+	// groupTTL is the shortest TTL of the Extends in flight and of those
+	// that overlapped them (see finishExtend).
+	groupTTL time.Duration
 	// staleTTL is the shortest TTL of the Extends of which a node call
 	// failed (0: none): that PEXPIRE may still land, after a later Extend,
 	// and set the key's time to live there again (see extendReturned).
@@ -268,19 +271,30 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (*round, error) {
 	// queue; one that waits there past its own bound is moot. The Extend
 	// is in flight until its last node call has returned, not only until
 	// it decided: a call still on its way may apply its TTL after a later
-	// Extend succeeded (see extendReturned).
+	// Extend succeeded (see extendReturned). It stays in its group until
+	// both that and its judgement (finishExtend) have happened, in either
+	// order (see extendEnded).
+	var steps atomic.Int32
+	ended := func() {
+		if steps.Add(1) == 2 {
+			l.extendEnded()
+		}
+	}
 	r := c.startRound(driver.WithUrgent(ctx), OpExtend, l.name, bound, func(ctx context.Context, _ int, n driver.Node) (bool, error) {
 		return n.Extend(ctx, l.key, l.value, ttl)
-	}, func(r *round) { l.extendReturned(ttl, r.callFailed()) })
+	}, func(r *round) { l.extendReturned(ttl, r.callFailed()); ended() })
 	ok := r.wait(ctx)
-	return r, l.finishExtend(ctx, r, ok, start, ttl)
+	err = l.finishExtend(ctx, r, ok, start, ttl)
+	ended()
+	return r, err
 }
 
 // beginExtend registers an Extend of ttl starting at start, d being the
 // drift allowance: it returns the Extend's bound (start + ttl - d), lowers
 // Until to it, or fails if the lock is already over. Every beginExtend that
-// succeeded is followed by one extendReturned once the Extend's last node
-// call has returned.
+// succeeded is followed by one finishExtend, one extendReturned once the
+// Extend's last node call has returned, and one extendEnded once both have
+// happened.
 func (l *Lock) beginExtend(start time.Time, ttl, d time.Duration, ctxErr error) (time.Time, error) {
 	bound := start.Add(ttl - d)
 	l.mu.Lock()
@@ -296,8 +310,8 @@ func (l *Lock) beginExtend(start time.Time, ttl, d time.Duration, ctxErr error) 
 		// changes.
 		return bound, errors.Join(ErrLockLost, errNotSent, ctxErr)
 	}
-	if l.extending == 0 || bound.Before(l.groupMin) {
-		l.groupMin = bound
+	if l.extending == 0 || ttl < l.groupTTL {
+		l.groupTTL = ttl
 	}
 	l.extending++
 	if bound.Before(l.until) {
@@ -315,18 +329,23 @@ func (l *Lock) finishExtend(ctx context.Context, r *round, ok bool, start time.T
 	now := l.c.now()
 	bound := start.Add(ttl - drift(ttl, l.c.driftFactor))
 	l.mu.Lock()
-	// Until is at most every bound in the group, so the lock is over when
-	// the earliest of them has passed. The group may have ended and a new
-	// one begun since this Extend started: its own bound caps Until too.
 	over := l.overLocked(now)
 	if ok && !over {
-		if s := l.staleTTL; s > 0 && s < ttl {
-			// An earlier Extend's PEXPIRE of s may land after this one
-			// did, on a node of its quorum: that node then keeps the key
-			// for s from a moment after start, no longer.
-			bound = minTime(bound, start.Add(s-drift(s, l.c.driftFactor)))
+		// A PEXPIRE of a shorter TTL s may land after this Extend's did,
+		// on a node of its quorum: that node then keeps the key for s
+		// from a moment after start, no longer. Such a PEXPIRE is one of
+		// an Extend of the group (in flight now, or since this one began,
+		// before it or after), or one of a failed call of an earlier
+		// Extend (staleTTL). An Extend of the same TTL or a longer one
+		// only lengthens the key there, wherever it lands: the keeper's
+		// extensions, which all have the lock's TTL, never cap one
+		// another, however long their calls take.
+		for _, s := range [2]time.Duration{l.groupTTL, l.staleTTL} {
+			if s > 0 && s < ttl {
+				bound = minTime(bound, start.Add(s-drift(s, l.c.driftFactor)))
+			}
 		}
-		u := minTime(bound, l.groupMin)
+		u := bound
 		l.setUntilLocked(u, now) // ends the lock if u has passed
 		if u.After(now) {
 			l.ttl = ttl
@@ -348,7 +367,8 @@ func (l *Lock) finishExtend(ctx context.Context, r *round, ok bool, start time.T
 }
 
 // extendReturned runs when the last node call of an Extend of ttl has
-// returned; failed says that one of them returned an error. Such a call's
+// returned, before or after finishExtend; failed says that one of them
+// returned an error. Such a call's
 // PEXPIRE may have been applied, or may still be: a command that the client
 // gave up on can still be in the network or in the server's input. If it lands
 // after a later, longer Extend, it shortens the key on that node to ttl from
@@ -356,11 +376,25 @@ func (l *Lock) finishExtend(ctx context.Context, r *round, ok bool, start time.T
 // it counts on more than ttl from its own start (see finishExtend). The
 // keeper's extensions all have the lock's one TTL, which this never lowers.
 func (l *Lock) extendReturned(ttl time.Duration, failed bool) {
+	if !failed {
+		return
+	}
 	l.mu.Lock()
-	l.extending--
-	if failed && (l.staleTTL == 0 || ttl < l.staleTTL) {
+	if l.staleTTL == 0 || ttl < l.staleTTL {
 		l.staleTTL = ttl
 	}
+	l.mu.Unlock()
+}
+
+// extendEnded takes an Extend out of its group once its last node call has
+// returned (extendReturned) and finishExtend has judged it, whichever came
+// last. Until then the Extend belongs to the group, whose shortest TTL caps
+// the Extends that finish meanwhile (see finishExtend): its own judgement
+// included, which must see the TTLs of every Extend that overlapped it, even
+// when its calls all returned before it was judged.
+func (l *Lock) extendEnded() {
+	l.mu.Lock()
+	l.extending--
 	l.mu.Unlock()
 }
 
