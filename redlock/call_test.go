@@ -379,6 +379,13 @@ func (n *failing) SetNX(context.Context, string, string, time.Duration) (bool, e
 	return false, n.err
 }
 
+// grantsAll is a node that grants every SET and keeps nothing.
+type grantsAll struct{ *memory.Node }
+
+func (grantsAll) SetNX(context.Context, string, string, time.Duration) (bool, error) {
+	return true, nil
+}
+
 func TestPermanentErrorsFailFast(t *testing.T) {
 	for _, reply := range []string{
 		"WRONGPASS invalid username-password pair or user is disabled.",
@@ -409,9 +416,12 @@ func TestPermanentErrorsFailFast(t *testing.T) {
 			assert.Less(t, bad[0].calls.Load(), int32(10), "Do stopped without a deadline: %v", err)
 		})
 	}
-	// A transient error is retried.
+	// A transient error is retried. The third node grants every SET and
+	// keeps nothing: an attempt decided by the two errors before its SET
+	// answered releases it there in the background, and the next attempt
+	// might find it still set (refused, not unavailable).
 	bad := []*failing{{Node: memory.New(), err: errors.New("ERR connection reset")}, {Node: memory.New(), err: errors.New("LOADING Redis is loading the dataset in memory")}}
-	c := newClient(t, []driver.Node{bad[0], bad[1], memory.New()}, redlock.WithBackoff(redlock.ConstantBackoff(time.Millisecond)), redlock.WithMaxAttempts(3))
+	c := newClient(t, []driver.Node{bad[0], bad[1], grantsAll{memory.New()}}, redlock.WithBackoff(redlock.ConstantBackoff(time.Millisecond)), redlock.WithMaxAttempts(3))
 	_, err := c.Lock(t.Context(), "k")
 	require.ErrorIs(t, err, redlock.ErrUnavailable)
 	assert.Equal(t, int32(3), bad[0].calls.Load(), "transient errors are retried")
