@@ -366,36 +366,48 @@ func TestConnectionBreaks(t *testing.T) {
 	r.cancel()
 }
 
+// subscribedOn subscribes to channel on h, whose dialer d is then given a
+// new connection, confirms the SUBSCRIBE as the server would, and returns
+// the connection and the subscription's cancel.
+func subscribedOn(t *testing.T, h *pubsub.Hub, d *dialer, channel string, notify chan<- struct{}) (*fakeConn, func()) {
+	t.Helper()
+	conn := newFakeConn()
+	d.conns <- conn
+	done := subscribe(t.Context(), h, channel, notify)
+	conn.expect(t, "SUBSCRIBE "+channel)
+	conn.emit(t, pubsub.Subscribed, channel)
+	r := wait(t, done)
+	require.NoError(t, r.err)
+	redialed(t, d)
+	return conn, r.cancel
+}
+
+// redialed fails the test unless d is asked for a connection within 5s.
+func redialed(t *testing.T, d *dialer) {
+	t.Helper()
+	select {
+	case <-d.dials:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the hub did not dial")
+	}
+}
+
 // A hub whose connection broke makes a new one itself, with no Subscribe to
 // prompt it, and subscribes its channels again there: it dials again while
 // dials fail, and stops once a connection is up.
 func TestRelink(t *testing.T) {
 	d := newDialer()
 	h := newRelinkingHub(t, d, time.Millisecond)
-	conn := newFakeConn()
-	d.conns <- conn
 	kept := make(chan struct{}, 1)
-	done := subscribe(t.Context(), h, "kept", kept)
-	conn.expect(t, "SUBSCRIBE kept")
-	conn.emit(t, pubsub.Subscribed, "kept")
-	r := wait(t, done)
-	require.NoError(t, r.err)
-	<-d.dials
+	conn, cancel := subscribedOn(t, h, d, "kept", kept)
+	defer cancel()
 
 	conn.Close()
-	dialed := func() {
-		t.Helper()
-		select {
-		case <-d.dials:
-		case <-time.After(5 * time.Second):
-			t.Fatal("the hub did not dial again after its connection broke")
-		}
-	}
 	for range 2 {
-		dialed()
+		redialed(t, d)
 		d.errs <- errors.New("refused")
 	}
-	dialed()
+	redialed(t, d)
 	conn2 := newFakeConn()
 	d.conns <- conn2
 	conn2.expect(t, "SUBSCRIBE kept")
@@ -408,7 +420,6 @@ func TestRelink(t *testing.T) {
 	}
 	time.Sleep(50 * time.Millisecond)
 	require.Empty(t, d.dials, "dials once a connection is up")
-	r.cancel()
 }
 
 // A hub without subscribers makes no connection after one broke; Close ends
@@ -416,17 +427,13 @@ func TestRelink(t *testing.T) {
 func TestRelinkEnds(t *testing.T) {
 	d := newDialer()
 	h := newRelinkingHub(t, d, time.Millisecond)
-	conn := newFakeConn()
-	d.conns <- conn
-	done := subscribe(t.Context(), h, "a", make(chan struct{}, 1))
-	conn.expect(t, "SUBSCRIBE a")
-	conn.emit(t, pubsub.Subscribed, "a")
-	wait(t, done).cancel()
+	conn, cancel := subscribedOn(t, h, d, "a", make(chan struct{}, 1))
+	cancel()
 	conn.expect(t, "UNSUBSCRIBE a")
 	conn.emit(t, pubsub.Unsubscribed, "a")
 	conn.Close()
 	time.Sleep(50 * time.Millisecond)
-	require.Len(t, d.dials, 1, "a hub without subscribers dialed again")
+	require.Empty(t, d.dials, "a hub without subscribers dialed again")
 
 	for _, tc := range []struct {
 		name        string
@@ -435,20 +442,11 @@ func TestRelinkEnds(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := newDialer()
 			h := newRelinkingHub(t, d, tc.relinkFirst)
-			conn := newFakeConn()
-			d.conns <- conn
-			done := subscribe(t.Context(), h, "a", make(chan struct{}, 1))
-			conn.expect(t, "SUBSCRIBE a")
-			conn.emit(t, pubsub.Subscribed, "a")
-			r := wait(t, done)
-			<-d.dials
+			conn, cancel := subscribedOn(t, h, d, "a", make(chan struct{}, 1))
+			defer cancel()
 			conn.Close()
 			if tc.relinkFirst < time.Second {
-				select {
-				case <-d.dials: // the dial waits for a connection that never comes
-				case <-time.After(5 * time.Second):
-					t.Fatal("the hub did not dial again after its connection broke")
-				}
+				redialed(t, d) // the dial waits for a connection that never comes
 			}
 			closed := make(chan struct{})
 			go func() { h.Close(); close(closed) }()
@@ -457,7 +455,6 @@ func TestRelinkEnds(t *testing.T) {
 			case <-time.After(5 * time.Second):
 				t.Fatal("Close waits for the hub's relinking")
 			}
-			r.cancel()
 		})
 	}
 }
