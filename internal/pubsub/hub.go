@@ -18,8 +18,9 @@
 // fail and the hub drops the connection. Subscriptions already confirmed are
 // kept: a new connection subscribes again to every channel that still has
 // subscribers. A hub from [New] makes it itself, relinkFirst after the break
-// and then at doubling intervals up to relinkMax while it cannot connect, for
-// as long as it has subscribers; the next Subscribe (or [Hub.Reconnect]) makes
+// and then at doubling intervals up to relinkMax while it cannot connect, or
+// while its connections break before the server confirms a channel on them,
+// for as long as it has subscribers; the next Subscribe (or [Hub.Reconnect]) makes
 // it at once. Until then they hear nothing, and redlock's waiters fall back to
 // polling. On a cluster, the [Router] reconnects a shard's hub itself, or
 // moves its subscribers to the replica that a failover promoted.
@@ -80,10 +81,15 @@ type Hub struct {
 
 	mu        sync.Mutex
 	closed    bool
-	relinking bool     // relink runs (a hub from New only)
-	sess      *session // the current connection, nil if none
-	channels  map[string]*channel
-	dirty     map[string]struct{} // channels whose subscribers changed since the writer looked
+	relinking bool // relink runs (a hub from New only)
+	// relinkNext is how long the next relink waits before its first try
+	// (0: relinkFirst): it goes on doubling from where the last relink
+	// stopped while the connections it makes break before any channel is
+	// confirmed on them, and starts again from relinkFirst once one is.
+	relinkNext time.Duration
+	sess       *session // the current connection, nil if none
+	channels   map[string]*channel
+	dirty      map[string]struct{} // channels whose subscribers changed since the writer looked
 }
 
 // channel is one channel's subscribers and its state on the current session.
@@ -337,6 +343,7 @@ func (h *Hub) handle(sess *session, ev Event) (ok, moved bool) {
 			return true, false
 		}
 		c.state = subscribed
+		h.relinkNext = 0 // the connection works: a later break relinks soon
 		if c.ready != nil {
 			c.ready.end(nil)
 			c.ready = nil
@@ -581,9 +588,15 @@ const (
 // closes. A connection that breaks later starts relink again (see fail).
 func (h *Hub) relink() {
 	defer h.wg.Done()
-	t := time.NewTimer(h.relinkFirst)
+	h.mu.Lock()
+	first := h.relinkNext
+	h.mu.Unlock()
+	if first <= 0 {
+		first = h.relinkFirst
+	}
+	t := time.NewTimer(first)
 	defer t.Stop()
-	for d := h.relinkFirst; ; d = min(2*d, relinkMax) {
+	for d := first; ; d = min(2*d, relinkMax) {
 		select {
 		case <-t.C:
 		case <-h.quit:
@@ -597,6 +610,10 @@ func (h *Hub) relink() {
 		cancel()
 		h.mu.Lock()
 		if h.closed || err == nil && h.sess != nil || !h.hasSubscribersLocked() {
+			// A connection that breaks before any channel is
+			// confirmed on it (the server refuses the SSUBSCRIBE,
+			// say) is relinked later, not every relinkFirst.
+			h.relinkNext = min(2*d, relinkMax)
 			h.relinking = false
 			h.mu.Unlock()
 			return

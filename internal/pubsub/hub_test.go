@@ -32,6 +32,8 @@ type fakeConn struct {
 
 	mu     sync.Mutex
 	refuse map[string]error // error replies that commands return (as rueidis does), by command
+
+	refuseAlways error // if not nil, every command returns it
 }
 
 func newFakeConn() *fakeConn {
@@ -45,6 +47,9 @@ func (c *fakeConn) send(cmd string, channels []string) error {
 	case c.cmds <- cmd:
 	case <-c.closed:
 		return errBroken
+	}
+	if c.refuseAlways != nil {
+		return c.refuseAlways
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -168,8 +173,13 @@ func newHub(t *testing.T, d *dialer) *pubsub.Hub {
 // newRelinkingHub is newHub for a hub that makes a new connection itself
 // relinkFirst after one broke.
 func newRelinkingHub(t *testing.T, d *dialer, relinkFirst time.Duration) *pubsub.Hub {
+	return newRelinkingHubWith(t, d.dial, relinkFirst)
+}
+
+// newRelinkingHubWith is newRelinkingHub over dial.
+func newRelinkingHubWith(t *testing.T, dial pubsub.Dialer, relinkFirst time.Duration) *pubsub.Hub {
 	ignore := goleak.IgnoreCurrent()
-	h := pubsub.New(d.dial)
+	h := pubsub.New(dial)
 	pubsub.SetRelinkFirst(h, relinkFirst)
 	t.Cleanup(func() {
 		h.Close()
