@@ -272,7 +272,7 @@ func (d *doCall) here() {
 				}
 			}()
 		}
-		l, err = d.c.lockWait(d.lctx, &d.a, d.err)
+		l, err = d.c.lockWait(d.lctx, &d.a)
 		waited = true
 	} else {
 		l, err = d.c.observedLock(d.ctx, d.a.key, d.a.cc)

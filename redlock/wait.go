@@ -110,18 +110,18 @@ func (c *Client) lock(ctx context.Context, a *attempts) (*Lock, error) {
 	if stop {
 		return l, err
 	}
-	return c.lockWait(ctx, a, err)
+	return c.lockWait(ctx, a)
 }
 
-// lockWait is lock after a first attempt that failed with err and may be
-// tried again: it waits for the key and tries until it gets it.
-func (c *Client) lockWait(ctx context.Context, a *attempts, err error) (*Lock, error) {
+// lockWait is lock after a first attempt that failed and may be tried again
+// (its verdict in a): it waits for the key and tries until it gets it.
+func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 	key, cc := a.key, a.cc
 	var (
 		l    *Lock
 		stop bool
 	)
-	t, done, l, err := c.takeTurn(ctx, a, err)
+	t, done, l, err := c.takeTurn(ctx, a)
 	if t == nil {
 		return l, err
 	}
@@ -258,13 +258,14 @@ func (t *turn) contended() bool {
 }
 
 // takeTurn waits until no other waiter of this Client competes for a.key,
-// or ctx ends, after a failed attempt with error err. done passes the turn
-// on. A waiter with a cap (WithMaxAttempts) makes its attempts on its Backoff
-// while it waits, so that the cap bounds its wait whatever the waiter that
-// has the turn waits for. Without the turn (t nil), it returns what Lock
-// returns: the lock such an attempt obtained, or the error of the attempt
-// that stopped Lock, or of the last one joined with ctx's error or ErrClosed.
-func (c *Client) takeTurn(ctx context.Context, a *attempts, err error) (_ *turn, done func(), l *Lock, _ error) {
+// or ctx ends, after a failed attempt. done passes the turn on. A waiter with
+// a cap (WithMaxAttempts) makes its attempts on its Backoff while it waits, so
+// that the cap bounds its wait whatever the waiter that has the turn waits
+// for. Without the turn (t nil), it returns what Lock returns: the lock such
+// an attempt obtained, or the error of the attempt that stopped Lock, or, as
+// Lock's other exits, the verdict of the last attempt that finished joined
+// with ctx's error or ErrClosed.
+func (c *Client) takeTurn(ctx context.Context, a *attempts) (_ *turn, done func(), _ *Lock, _ error) {
 	key := a.key
 	c.turnsMu.Lock()
 	if c.turns == nil {
@@ -307,12 +308,11 @@ func (c *Client) takeTurn(ctx context.Context, a *attempts, err error) (_ *turn,
 			return t, func() { once.Do(func() { <-t.sem; leave() }) }, nil, nil
 		case <-poll:
 		case <-ctx.Done():
-			return nil, nil, nil, errors.Join(err, ctx.Err())
+			return nil, nil, nil, a.ended(ctx)
 		case <-c.closing:
-			return nil, nil, nil, errors.Join(err, ErrClosed)
+			return nil, nil, nil, errors.Join(a.verdict, ErrClosed)
 		}
-		var stop bool
-		if l, stop, err = a.try(ctx); stop {
+		if l, stop, err := a.try(ctx); stop {
 			return nil, nil, l, err
 		}
 		timer.Reset(a.cc.backoff.wait(attempt))
