@@ -54,12 +54,13 @@ func each(b *testing.B, cs []bench.Contender, run func(*testing.B, bench.Contend
 	}
 }
 
-func BenchmarkLock(b *testing.B)    { each(b, drivers(), bench.Lock) }
-func BenchmarkExtend(b *testing.B)  { each(b, drivers(), bench.Extend) }
-func BenchmarkHandoff(b *testing.B) { each(b, drivers(), bench.Handoff) }
-func BenchmarkStalled(b *testing.B) { each(b, drivers(), bench.Stalled) }
-func BenchmarkScale(b *testing.B)   { each(b, drivers(), bench.Scale) }
-func BenchmarkFar(b *testing.B)     { each(b, drivers(), bench.Far) }
+func BenchmarkLock(b *testing.B)     { each(b, drivers(), bench.Lock) }
+func BenchmarkExtend(b *testing.B)   { each(b, drivers(), bench.Extend) }
+func BenchmarkHandoff(b *testing.B)  { each(b, drivers(), bench.Handoff) }
+func BenchmarkStalled(b *testing.B)  { each(b, drivers(), bench.Stalled) }
+func BenchmarkScale(b *testing.B)    { each(b, drivers(), bench.Scale) }
+func BenchmarkScaleFar(b *testing.B) { each(b, drivers(), bench.ScaleFar) }
+func BenchmarkFar(b *testing.B)      { each(b, drivers(), bench.Far) }
 
 // BenchmarkCluster is the Cluster case for the drivers with a cluster
 // client: three single servers against three clusters of 1, 2, 3 shards.

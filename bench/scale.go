@@ -7,6 +7,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -83,9 +84,36 @@ func scaleConfig(b *testing.B) (locks int, hold time.Duration) {
 // Doer skip it.
 func Scale(b *testing.B, c Contender) {
 	b.Helper()
+	locks, _ := scaleConfig(b)
+	scale(b, c, Servers(b, scaleNodes), fmt.Sprintf("nodes=%d/locks=%d", scaleNodes, locks))
+}
+
+// ScaleFar is Scale with two of the five nodes 40ms away, behind the Far
+// case's delay proxy: the extensions of N held locks must keep up with nodes
+// that answer a round trip later, whose calls the Client queues. Its metrics
+// are Scale's (B/lock then includes the far nodes' calls in flight).
+// Sub-benchmark: nodes=5/far=2/locks=N. The runner leaves it out; run it
+// with go test -bench ScaleFar.
+func ScaleFar(b *testing.B, c Contender) {
+	b.Helper()
+	locks, _ := scaleConfig(b)
+	servers := Servers(b, farNodes)
+	addrs := slices.Clone(servers)
+	for i := farNodes - farAway; i < farNodes; i++ {
+		p, err := newDelayProxy(servers[i], farRoundTrip/2)
+		if err != nil {
+			b.Fatalf("delay proxy: %v", err)
+		}
+		b.Cleanup(func() { p.Close() })
+		addrs[i] = p.Addr()
+	}
+	scale(b, c, addrs, fmt.Sprintf("nodes=%d/far=%d/locks=%d", farNodes, farAway, locks))
+}
+
+// scale runs the Scale case on addrs as sub-benchmark name.
+func scale(b *testing.B, c Contender, addrs []string, name string) {
+	b.Helper()
 	locks, hold := scaleConfig(b)
-	addrs := Servers(b, scaleNodes)
-	name := fmt.Sprintf("nodes=%d/locks=%d", scaleNodes, locks)
 	withLocker(b, c, addrs, name, scaleWarmLockers, nil, func(b *testing.B, lk Locker) {
 		d, ok := lk.(Doer)
 		if !ok {
