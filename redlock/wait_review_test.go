@@ -84,6 +84,25 @@ func (n slowReply) SetNX(ctx context.Context, key, value string, ttl time.Durati
 	return ok, err
 }
 
+// waitersOf makes two Clients on nodes: one holds "k" (held); lock takes "k"
+// with the other, whose Lock waits an hour between polls, and sends the time
+// on got once it has it.
+func waitersOf(t *testing.T, nodes []driver.Node) (held *redlock.Lock, lock func(), got <-chan time.Time) {
+	t.Helper()
+	holder := newClient(t, nodes)
+	c := newClient(t, nodes, redlock.WithBackoff(redlock.ConstantBackoff(time.Hour)))
+	l, err := holder.TryLock(t.Context(), "k")
+	require.NoError(t, err)
+	times := make(chan time.Time, 2)
+	return l, func() {
+		wl, err := c.Lock(t.Context(), "k")
+		if err == nil {
+			times <- time.Now()
+			wl.Unlock(context.Background())
+		}
+	}, times
+}
+
 // A waiter woken by a release while another Lock of its Client has an
 // attempt on the key in flight (refused before the release, not answered
 // yet) retries once that attempt has ended, rather than after its Backoff:
@@ -95,19 +114,7 @@ func TestWakeNotLostToAttemptInFlight(t *testing.T) {
 		for i := range nodes {
 			nodes[i] = slowReply{memory.New(), &slow}
 		}
-		holder := newClient(t, nodes)
-		c := newClient(t, nodes, redlock.WithBackoff(redlock.ConstantBackoff(time.Hour)))
-		l, err := holder.TryLock(t.Context(), "k")
-		require.NoError(t, err)
-
-		got := make(chan time.Time, 2)
-		lock := func() {
-			wl, err := c.Lock(t.Context(), "k")
-			if err == nil {
-				got <- time.Now()
-				wl.Unlock(context.Background())
-			}
-		}
+		l, lock, got := waitersOf(t, nodes)
 		go lock() // waits for the release, subscribed
 		time.Sleep(time.Second)
 		synctest.Wait()
@@ -147,19 +154,7 @@ func TestUnheardReleaseNotLostToAttemptInFlight(t *testing.T) {
 		for i := range nodes {
 			nodes[i] = slowSubscribe{slowReply{memory.New(), &slow}}
 		}
-		holder := newClient(t, nodes)
-		c := newClient(t, nodes, redlock.WithBackoff(redlock.ConstantBackoff(time.Hour)))
-		l, err := holder.TryLock(t.Context(), "k")
-		require.NoError(t, err)
-
-		got := make(chan time.Time, 2)
-		lock := func() {
-			wl, err := c.Lock(t.Context(), "k")
-			if err == nil {
-				got <- time.Now()
-				wl.Unlock(context.Background())
-			}
-		}
+		l, lock, got := waitersOf(t, nodes)
 		go lock() // refused, then subscribes for 50ms
 		time.Sleep(5 * time.Millisecond)
 		slow.Store(true)
