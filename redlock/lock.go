@@ -32,8 +32,9 @@ type Lock struct {
 	unlocked bool          // Unlock was called
 	wasOver  bool          // the lock was over when Unlock began
 	endHow   endKind       // how it ended, until reported to the observers (reportEnd)
-	// extending counts the Extends with node calls in flight (decided or
-	// not); beside the flags, it keeps a Lock in a smaller size class.
+	// extending counts the Extends still in their group: with node calls
+	// in flight, or not yet judged (see extendEnded); beside the flags, it
+	// keeps a Lock in a smaller size class.
 	extending int32
 	done      chan struct{} // made by the first Done call; closed when ended
 	timer     *time.Timer   // closes done at until, while done exists
@@ -96,9 +97,9 @@ func (l *Lock) Token() uint64 {
 // Extend) and already discounts the clock-drift allowance. An Extend lowers
 // it at once to its own start + ttl - drift when that is earlier, since the
 // nodes may apply the new TTL at any moment, whether the Extend then succeeds
-// or not; with Extends in flight together, Until is the earliest of their
-// bounds. Once Until has passed, the lock is over for good. A nil Lock's
-// Until is the zero time.
+// or not; an Extend that succeeds then sets it as Lock.Extend says. Once
+// Until has passed, the lock is over for good. A nil Lock's Until is the zero
+// time.
 func (l *Lock) Until() time.Time {
 	if l == nil {
 		return time.Time{}
@@ -222,12 +223,14 @@ func (l *Lock) setUntilLocked(u, now time.Time) {
 // Since a node may apply the new TTL as soon as it is sent, Extend first
 // lowers Until to its start + ttl - drift when that is earlier, and a failed
 // Extend leaves it there. It succeeds when a quorum extended the lock with
-// validity left, and then sets Until to its start + ttl - drift, or to the
-// earliest such bound of the Extends that ran at the same time, since their
-// order on the nodes is unknown. An earlier Extend of which a node call
-// failed may still land on that node, after this one: after such an Extend
-// of ttl t, Until is also at most this Extend's start + t - drift, for the
-// lock's life (an Extend of the same ttl, as Do's are, loses nothing).
+// validity left, and then sets Until to its start + ttl - drift, or to its
+// start + t - drift when an Extend of a shorter ttl t was in flight at the
+// same time (with it, or with another Extend that was), since their order on
+// the nodes is unknown and the shorter one may land last. An earlier Extend
+// of which a node call failed may still land on that node, after this one:
+// after such an Extend of ttl t, Until is also at most this Extend's start +
+// t - drift, for the lock's life. Extends of one ttl, as Do's extensions are,
+// never cap one another.
 // Otherwise it returns an error matching
 // ErrLockLost, with the per-node causes joined in; when so many nodes said
 // they no longer hold it that no quorum can, Done is closed too.
