@@ -176,9 +176,11 @@ func WithTLSConfig(cfg *tls.Config) Option {
 
 // WithMaxAttempts caps the attempts of Lock and Do at n (at least 1; the
 // first attempt counts): after n attempts that did not obtain the lock, they
-// return the last attempt's error, which matches ErrNotObtained. Without a cap
-// (the default) and without a deadline on the context, Lock waits as long as
-// the key is held.
+// return the last attempt's error, which matches ErrNotObtained. The cap
+// bounds the wait behind another waiter of the same Client for the key too:
+// Lock and Do make their attempts on the Backoff while they wait for their
+// turn. Without a cap (the default) and without a deadline on the context,
+// Lock waits as long as the key is held.
 func WithMaxAttempts(n int) Option {
 	return func(c *config) { c.maxAttempts, c.set = n, c.set|optMaxAttempts }
 }
