@@ -231,7 +231,9 @@ func (n *Node) SetDown(down bool) {
 
 // SetStalled makes calls wait, like a server stopped with SIGSTOP: until the
 // store is resumed with SetStalled(false), or their context ends, in which
-// case they are not applied.
+// case they are not applied. Calls already in their latency (SetLatency) when
+// the store stalls wait too, once the latency is over, as calls already sent
+// to a stopped server wait in its socket.
 func (n *Node) SetStalled(stalled bool) {
 	s := n.s
 	s.mu.Lock()
