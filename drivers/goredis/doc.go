@@ -105,8 +105,9 @@
 // All the subscriptions of a node share one *redis.PubSub, a connection made
 // on the first Subscribe and closed by the node's Close. If the
 // connection breaks, the node makes a new one itself (50ms later, then at
-// doubling intervals up to 1s while it cannot connect), or the next Subscribe
-// does at once; the new one also subscribes the earlier subscriptions again,
+// doubling intervals up to 1s while it cannot connect, or while its new
+// connections break before the server confirms a subscription on them), or
+// the next Subscribe does at once; the new one also subscribes the earlier subscriptions again,
 // and until then their waiters poll. A node
 // over a client other than a *redis.Client (a Ring, whose pub/sub may reach
 // another server than the one that publishes) publishes releases but refuses

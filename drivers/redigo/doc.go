@@ -62,7 +62,8 @@
 // own, dialed with the pool's DialContext (or Dial) on the first Subscribe,
 // never put in the pool, and closed by the node's Close. If the
 // connection breaks, the node makes a new one itself (50ms later, then at
-// doubling intervals up to 1s while it cannot connect), or the next Subscribe
-// does at once; the new one also subscribes the earlier subscriptions again,
+// doubling intervals up to 1s while it cannot connect, or while its new
+// connections break before the server confirms a subscription on them), or
+// the next Subscribe does at once; the new one also subscribes the earlier subscriptions again,
 // and until then their waiters poll.
 package redigo

@@ -75,8 +75,9 @@
 // (Dedicate, with pub/sub hooks), made on the first Subscribe and closed by the
 // node's Close. If the
 // connection breaks, the node makes a new one itself (50ms later, then at
-// doubling intervals up to 1s while it cannot connect), or the next Subscribe
-// does at once; the new one also subscribes the earlier subscriptions again,
+// doubling intervals up to 1s while it cannot connect, or while its new
+// connections break before the server confirms a subscription on them), or
+// the next Subscribe does at once; the new one also subscribes the earlier subscriptions again,
 // and until then their waiters poll. A node that is a Redis Cluster
 // subscribes on a dedicated connection per shard instead (sharded pub/sub),
 // and follows a channel whose slot moves, or whose shard's primary a
