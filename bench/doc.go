@@ -15,6 +15,7 @@
 //	Far      lock+unlock on five nodes of which two are 40ms away (round trip), and
 //	         through the same proxy without delay
 //	Scale    N locks held at once through Do by one client, over three extension periods
+//	ScaleFar Scale with two of the five nodes 40ms away, behind Far's proxy (not in the runner)
 //
 // The floors ([Floors]) do a driver's commands by hand with the bare client:
 // SET NX PX, then the drivers' release script (driver.ReleaseNotifyScript, which
