@@ -78,8 +78,11 @@ type Observer interface {
 	// LockEnd is called once per granted lock, when it is no longer known to
 	// be held: unlocked, or lost.
 	LockEnd(ctx context.Context, e LockEnd)
-	// Wake is called when a waiter in Lock is woken by a release published
-	// on the nodes (driver.Notifier), before its next attempt.
+	// Wake is called when a waiter in Lock is woken, before its next
+	// attempt: by a release published on the nodes (driver.Notifier), or,
+	// when its attempt right after it subscribed or after a wake found
+	// another attempt of its Client on the key in flight, by that
+	// attempt's end (refused, that attempt may have missed a release).
 	Wake(ctx context.Context, e Wake)
 }
 
@@ -300,7 +303,8 @@ type LockEnd struct {
 // Lost reports whether the lock was lost rather than unlocked.
 func (e LockEnd) Lost() bool { return e.How != EndUnlocked }
 
-// Wake describes a waiter in Lock woken by a published release.
+// Wake describes a waiter in Lock woken by a published release, or by the
+// end of another attempt of its Client on the key (see Observer).
 type Wake struct {
 	Key     string
 	Attempt int // the attempt that follows
