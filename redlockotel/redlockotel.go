@@ -14,8 +14,8 @@
 // redlock.nodes.granted, redlock.fencing.token when the Client fences, and
 // redlock.outcome and redlock.attempt on an attempt. A failed call has status
 // Error with its error recorded. A lost lock is an event, redlock.lock.lost,
-// on the span of the call that found it; a waiter woken by a release is an
-// event, redlock.wake, on its Lock span.
+// on the span of the call that found it; a waiter's wake (see
+// redlock.Observer's Wake) is an event, redlock.wake, on its Lock span.
 //
 // # Metrics
 //
