@@ -64,8 +64,9 @@
 // [WithLogger] logs through log/slog: lost locks and failed extensions at
 // Warn, attempts and node errors at Debug. [WithObserver] gives every event
 // to an [Observer]: each acquisition attempt, Lock, Do, Extend and Unlock,
-// each node call, the end of each lock's life and each waiter woken by a
-// release, with contexts an observer can carry a trace span in. The module
+// each node call, the end of each lock's life and each wake of a waiter (by
+// a release, or by the end of its Client's other attempt on the key), with
+// contexts an observer can carry a trace span in. The module
 // github.com/go-redlock/redlock/redlockotel is an Observer for OpenTelemetry.
 // Without observers, none of this costs an allocation or a clock read.
 package redlock
