@@ -101,7 +101,7 @@ func WithTTL(ttl time.Duration) Option {
 // lock's validity. The default is TTL/10, at most 200ms.
 //
 // A node that queues commands under load and pipelines them
-// (driver.Queuer, as the goredis and redigo drivers' nodes do) is given it
+// (driver.Queuer, as the nodes of every Redis driver here do) is given it
 // as the bound of a command's time on the network, from the moment the
 // command leaves the queue; the wait in the queue is bounded by the call's
 // context and by the lock's validity (for a SET or an extension) or its
