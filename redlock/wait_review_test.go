@@ -103,6 +103,21 @@ func waitersOf(t *testing.T, nodes []driver.Node) (held *redlock.Lock, lock func
 	}, times
 }
 
+// releasedThenHeld unlocks l and fails the test unless a waiter sends on got
+// within a second (the synctest clock's); lost says what went wrong if none
+// does within a minute.
+func releasedThenHeld(t *testing.T, l *redlock.Lock, got <-chan time.Time, lost string) {
+	t.Helper()
+	released := time.Now()
+	require.NoError(t, l.Unlock(t.Context()))
+	select {
+	case at := <-got:
+		require.Less(t, at.Sub(released), time.Second, "the first Lock to get the key after the release")
+	case <-time.After(time.Minute):
+		t.Fatal("a minute after the release, no waiter of the Client holds the lock: " + lost)
+	}
+}
+
 // A waiter woken by a release while another Lock of its Client has an
 // attempt on the key in flight (refused before the release, not answered
 // yet) retries once that attempt has ended, rather than after its Backoff:
@@ -125,14 +140,7 @@ func TestWakeNotLostToAttemptInFlight(t *testing.T) {
 		go lock()
 		time.Sleep(10 * time.Millisecond)
 		slow.Store(false)
-		released := time.Now()
-		require.NoError(t, l.Unlock(t.Context()))
-		select {
-		case at := <-got:
-			require.Less(t, at.Sub(released), time.Second, "the first Lock to get the key after the release")
-		case <-time.After(time.Minute):
-			t.Fatal("a minute after the release, no waiter of the Client holds the lock: the wake was lost to the other Lock's attempt in flight, and the waiter sleeps its hour of Backoff")
-		}
+		releasedThenHeld(t, l, got, "the wake was lost to the other Lock's attempt in flight, and the waiter sleeps its hour of Backoff")
 	})
 }
 
@@ -161,13 +169,6 @@ func TestUnheardReleaseNotLostToAttemptInFlight(t *testing.T) {
 		go lock() // refused at once, answered 100ms later
 		time.Sleep(5 * time.Millisecond)
 		slow.Store(false)
-		released := time.Now()
-		require.NoError(t, l.Unlock(t.Context()))
-		select {
-		case at := <-got:
-			require.Less(t, at.Sub(released), time.Second, "the first Lock to get the key after the release")
-		case <-time.After(time.Minute):
-			t.Fatal("a minute after the release, no waiter of the Client holds the lock: the release, unheard while the waiter subscribed, was lost to the other Lock's attempt in flight")
-		}
+		releasedThenHeld(t, l, got, "the release, unheard while the waiter subscribed, was lost to the other Lock's attempt in flight")
 	})
 }
