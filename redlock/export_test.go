@@ -50,17 +50,16 @@ func LateSetRepeatsUntil(l *Lock) time.Time {
 // ExtendSteps registers an Extend of ttl on l, starting now, without
 // sending anything, as Extend does before its calls go out, and returns the
 // steps that follow: its calls all returned, it was judged with a quorum
-// (finishExtend's error), and its end (extendEnded), for a test to run them
-// in a chosen order.
-func ExtendSteps(l *Lock, ttl time.Duration) (returned func(failed bool), judged func() error, ended func(), err error) {
+// (finishExtend's error), for a test to run them in a chosen order.
+func ExtendSteps(l *Lock, ttl time.Duration) (returned func(failed bool), judged func() error, err error) {
 	start := l.c.now()
 	if _, err := l.beginExtend(start, ttl, drift(ttl, l.c.driftFactor), nil); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	returned = func(failed bool) { l.extendReturned(ttl, failed) }
 	judged = func() error {
 		ctx := context.Background()
 		return l.finishExtend(ctx, l.c.newRound(ctx), true, start, ttl)
 	}
-	return returned, judged, l.extendEnded, nil
+	return returned, judged, nil
 }

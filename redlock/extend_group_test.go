@@ -14,7 +14,7 @@ import (
 // the group of the Extends that overlapped it: a shorter Extend that
 // overlapped it, and has ended since, may have landed after it on a node of
 // its quorum, so it caps its validity, even if a new Extend begins in
-// between. Before extendEnded, the Extend left its group when its calls
+// between. Before 12-01, the Extend left its group when its calls
 // returned; the group then ended, the new Extend began another, and the
 // judgement raised Until to the longer Extend's bound, past what the node
 // keeps.
@@ -27,27 +27,25 @@ func TestExtendJudgedAfterItsCallsKeepsItsGroup(t *testing.T) {
 
 		time.Sleep(time.Second)
 		const short = 2 * time.Second
-		shortReturned, shortJudged, shortEnded, err := redlock.ExtendSteps(l, short)
+		shortReturned, shortJudged, err := redlock.ExtendSteps(l, short)
 		require.NoError(t, err)
 		time.Sleep(100 * time.Millisecond)
 		start := time.Now()
-		returned, judged, ended, err := redlock.ExtendSteps(l, 10*time.Second)
+		returned, judged, err := redlock.ExtendSteps(l, 10*time.Second)
 		require.NoError(t, err)
 
 		shortReturned(false)
 		require.NoError(t, shortJudged())
-		shortEnded()
 		returned(false) // every call back, not judged yet
 		time.Sleep(100 * time.Millisecond)
-		_, nextJudged, nextEnded, err := redlock.ExtendSteps(l, 10*time.Second)
+		nextReturned, nextJudged, err := redlock.ExtendSteps(l, 10*time.Second)
 		require.NoError(t, err)
 		require.NoError(t, judged())
-		ended()
 
 		limit := start.Add(short - driftOf(short))
 		require.False(t, l.Until().After(limit), "Until %v after the start of the long Extend, past the %v that the short one, which may have landed after it, leaves", l.Until().Sub(start), limit.Sub(start))
 		require.NoError(t, nextJudged())
-		nextEnded()
+		nextReturned(false)
 		require.NoError(t, l.Unlock(t.Context()))
 	})
 }

@@ -376,11 +376,10 @@ func (k *keeper) extend(group []*kept) {
 		}
 		// The lock's extension is in flight until its own last node call
 		// has returned, not until the group's, which may take longer than
-		// the extension interval (see Lock.extendEnded).
+		// the extension interval (see Lock.extending).
 		j.fails = j.fails || v.err != nil
 		if j.calls++; j.calls == n { // and decided, judged by finish above
 			j.e.l.extendReturned(j.e.ttl, j.fails)
-			j.e.l.extendEnded()
 		}
 	}
 	for i := range jobs { // the votes ended undecided: cannot happen with every node answering

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/go-redlock/redlock/driver"
@@ -32,9 +31,10 @@ type Lock struct {
 	unlocked bool          // Unlock was called
 	wasOver  bool          // the lock was over when Unlock began
 	endHow   endKind       // how it ended, until reported to the observers (reportEnd)
-	// extending counts the Extends still in their group: with node calls
-	// in flight, or not yet judged (see extendEnded); beside the flags, it
-	// keeps a Lock in a smaller size class.
+	// extending counts the steps still due of the Extends in their group:
+	// two per Extend, its judgement (finishExtend) and the return of its
+	// last node call (extendReturned), in either order; the group ends when
+	// none is due. Beside the flags, it keeps a Lock in a smaller size class.
 	extending int32
 	done      chan struct{} // made by the first Done call; closed when ended
 	timer     *time.Timer   // closes done at until, while done exists
@@ -275,29 +275,23 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (*round, error) {
 	// is in flight until its last node call has returned, not only until
 	// it decided: a call still on its way may apply its TTL after a later
 	// Extend succeeded (see extendReturned). It stays in its group until
-	// both that and its judgement (finishExtend) have happened, in either
-	// order (see extendEnded).
-	var steps atomic.Int32
-	ended := func() {
-		if steps.Add(1) == 2 {
-			l.extendEnded()
-		}
-	}
+	// that and its judgement (finishExtend) have both happened, in either
+	// order (see Lock.extending).
 	r := c.startRound(driver.WithUrgent(ctx), OpExtend, l.name, bound, func(ctx context.Context, _ int, n driver.Node) (bool, error) {
 		return n.Extend(ctx, l.key, l.value, ttl)
-	}, func(r *round) { l.extendReturned(ttl, r.callFailed()); ended() })
+	}, func(r *round) { l.extendReturned(ttl, r.callFailed()) })
 	ok := r.wait(ctx)
-	err = l.finishExtend(ctx, r, ok, start, ttl)
-	ended()
-	return r, err
+	return r, l.finishExtend(ctx, r, ok, start, ttl)
 }
 
 // beginExtend registers an Extend of ttl starting at start, d being the
 // drift allowance: it returns the Extend's bound (start + ttl - d), lowers
 // Until to it, or fails if the lock is already over. Every beginExtend that
-// succeeded is followed by one finishExtend, one extendReturned once the
-// Extend's last node call has returned, and one extendEnded once both have
-// happened.
+// succeeded is followed by one finishExtend and, before or after it, one
+// extendReturned once the Extend's last node call has returned; the Extend
+// stays in its group until both have run, so that its judgement sees the
+// TTLs of every Extend that overlapped it, even when its calls all returned
+// before it was judged.
 func (l *Lock) beginExtend(start time.Time, ttl, d time.Duration, ctxErr error) (time.Time, error) {
 	bound := start.Add(ttl - d)
 	l.mu.Lock()
@@ -316,7 +310,7 @@ func (l *Lock) beginExtend(start time.Time, ttl, d time.Duration, ctxErr error) 
 	if l.extending == 0 || ttl < l.groupTTL {
 		l.groupTTL = ttl
 	}
-	l.extending++
+	l.extending += 2 // its judgement and its calls' return (see Lock.extending)
 	if bound.Before(l.until) {
 		l.setUntilLocked(bound, start)
 	}
@@ -352,6 +346,7 @@ func (l *Lock) finishExtend(ctx context.Context, r *round, ok bool, start time.T
 		l.setUntilLocked(u, now) // ends the lock if u has passed
 		if u.After(now) {
 			l.ttl = ttl
+			l.extending--
 			l.mu.Unlock()
 			return nil
 		}
@@ -361,6 +356,7 @@ func (l *Lock) finishExtend(ctx context.Context, r *round, ok bool, start time.T
 	if r.lost() && l.endLocked() {
 		l.endHow = endLostExtend
 	}
+	l.extending--
 	l.mu.Unlock()
 	err := r.err(ctx, ErrLockLost)
 	if ok {
@@ -379,25 +375,11 @@ func (l *Lock) finishExtend(ctx context.Context, r *round, ok bool, start time.T
 // it counts on more than ttl from its own start (see finishExtend). The
 // keeper's extensions all have the lock's one TTL, which this never lowers.
 func (l *Lock) extendReturned(ttl time.Duration, failed bool) {
-	if !failed {
-		return
-	}
-	l.mu.Lock()
-	if l.staleTTL == 0 || ttl < l.staleTTL {
-		l.staleTTL = ttl
-	}
-	l.mu.Unlock()
-}
-
-// extendEnded takes an Extend out of its group once its last node call has
-// returned (extendReturned) and finishExtend has judged it, whichever came
-// last. Until then the Extend belongs to the group, whose shortest TTL caps
-// the Extends that finish meanwhile (see finishExtend): its own judgement
-// included, which must see the TTLs of every Extend that overlapped it, even
-// when its calls all returned before it was judged.
-func (l *Lock) extendEnded() {
 	l.mu.Lock()
 	l.extending--
+	if failed && (l.staleTTL == 0 || ttl < l.staleTTL) {
+		l.staleTTL = ttl
+	}
 	l.mu.Unlock()
 }
 
