@@ -56,6 +56,28 @@ func (c *Client) background(f func()) {
 	}()
 }
 
+// backgroundUnlessClosed is background unless Close has begun, in which case
+// it runs nothing and returns false: Close waits for what started before it
+// began, and nothing starts after. Work that others wait for (a channel it
+// sends on) must use background, which always runs f.
+func (c *Client) backgroundUnlessClosed(f func()) bool {
+	c.inflight.add(1)
+	c.running.add(1)
+	// Close sets closed before it reads the counts: either it sees these
+	// additions and waits for f, or this sees closed.
+	if c.closed.Load() {
+		c.running.done()
+		c.inflight.done()
+		return false
+	}
+	go func() {
+		defer c.running.done()
+		defer c.inflight.done()
+		f()
+	}()
+	return true
+}
+
 // settle releases key on node i after a SET (or Extend) whose outcome may be
 // that the key is set there, and has the release repeated until the node has
 // answered need releases in a row. One answer settles a SET that the node

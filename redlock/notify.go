@@ -28,8 +28,9 @@ func (c *Client) watch(ctx context.Context, key string) *watcher {
 		if nn == nil {
 			continue
 		}
-		started++
-		c.background(func() {
+		// Not once Close has begun: a waiter that got its turn as Close
+		// began would otherwise subscribe after Close returned.
+		if c.backgroundUnlessClosed(func() {
 			sctx, cancel := context.WithTimeout(ctx, c.nodeTimeout)
 			stop, err := c.subscribe(sctx, i, nn, key, w.released)
 			cancel()
@@ -37,7 +38,9 @@ func (c *Client) watch(ctx context.Context, key string) *watcher {
 				stop()
 			}
 			results <- err == nil
-		})
+		}) {
+			started++
+		}
 	}
 	for range started {
 		if <-results {

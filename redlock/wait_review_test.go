@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -79,9 +80,23 @@ type slowReply struct {
 func (n slowReply) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
 	ok, err := n.Node.SetNX(ctx, key, value, ttl)
 	if n.slow.Load() {
-		time.Sleep(100 * time.Millisecond)
+		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+			return false, err
+		}
 	}
 	return ok, err
+}
+
+// sleepCtx waits d, or until ctx ends, as a node's call does.
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
 }
 
 // waitersOf makes two Clients on nodes: one holds "k" (held); lock takes "k"
@@ -148,7 +163,9 @@ func TestWakeNotLostToAttemptInFlight(t *testing.T) {
 type slowSubscribe struct{ slowReply }
 
 func (n slowSubscribe) Subscribe(ctx context.Context, key string, notify chan<- struct{}) (func(), error) {
-	time.Sleep(50 * time.Millisecond)
+	if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+		return nil, err
+	}
 	return n.Node.Subscribe(ctx, key, notify)
 }
 
@@ -170,5 +187,73 @@ func TestUnheardReleaseNotLostToAttemptInFlight(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 		slow.Store(false)
 		releasedThenHeld(t, l, got, "the release, unheard while the waiter subscribed, was lost to the other Lock's attempt in flight")
+	})
+}
+
+// gatedSet is a memory node whose SETs wait for gate whatever their context
+// (a node that does not honour it), and which counts the subscriptions made
+// to it.
+type gatedSet struct {
+	*memory.Node
+	gate <-chan struct{}
+	subs *atomic.Int32
+}
+
+func (n gatedSet) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	<-n.gate
+	return n.Node.SetNX(ctx, key, value, ttl)
+}
+
+func (n gatedSet) Subscribe(ctx context.Context, key string, notify chan<- struct{}) (func(), error) {
+	n.subs.Add(1)
+	return n.Node.Subscribe(ctx, key, notify)
+}
+
+// A Lock whose first attempt returns only after Close has returned (Close
+// waits for it a node timeout at most) subscribes to nothing: Close cannot
+// wait for what starts after it, so nothing starts once it has begun. The
+// waiter then picks at random between its turn and Close; twenty rounds make
+// the turn's pick all but certain.
+func TestNoSubscriptionAfterClose(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		// Addresses of this run's own: -count reruns it in one binary.
+		run := fmt.Sprintf("%s/%p", t.Name(), t)
+		addrs := []string{run + "/0", run + "/1", run + "/2"}
+		open := func() []*memory.Node {
+			nodes := make([]*memory.Node, len(addrs))
+			for i, a := range addrs {
+				n, err := memory.Open(a)
+				require.NoError(t, err)
+				nodes[i] = n
+			}
+			return nodes
+		}
+		var held []driver.Node
+		for _, n := range open() {
+			held = append(held, n)
+		}
+		_, err := newClient(t, held).TryLock(t.Context(), "k")
+		require.NoError(t, err)
+		for round := range 20 {
+			gate := make(chan struct{})
+			var subs atomic.Int32
+			var nodes []driver.Node
+			for _, n := range open() {
+				nodes = append(nodes, gatedSet{n, gate, &subs})
+			}
+			c, err := redlock.New(nodes, redlock.WithNodeTimeout(10*time.Millisecond))
+			require.NoError(t, err)
+			res := make(chan error, 1)
+			go func() {
+				_, err := c.Lock(context.Background(), "k")
+				res <- err
+			}()
+			synctest.Wait()
+			require.NoError(t, c.Close())
+			close(gate)
+			require.ErrorIs(t, <-res, redlock.ErrClosed)
+			synctest.Wait()
+			require.Zero(t, subs.Load(), "round %d: the Lock subscribed after Close returned", round)
+		}
 	})
 }
