@@ -289,9 +289,32 @@ func (c *Client) Close() error {
 		return nil
 	}
 	close(c.closing)
-	for _, stop := range c.obsStops {
-		stop()
+	// An observer's stop that panics (or calls runtime.Goexit) neither
+	// keeps the others from being stopped nor leaves the Client half
+	// closed: the rest of Close runs, and then the panic goes on.
+	stopped := false
+	defer func() {
+		if !stopped {
+			c.shutdown()
+		}
+	}()
+	stopObservers(c.obsStops)
+	stopped = true
+	return c.shutdown()
+}
+
+// stopObservers calls every stop, in order, also when one of them panics
+// or calls runtime.Goexit (which then goes on).
+func stopObservers(stops []func()) {
+	if len(stops) == 0 {
+		return
 	}
+	defer stopObservers(stops[1:])
+	stops[0]()
+}
+
+// shutdown is Close once its observers are stopped.
+func (c *Client) shutdown() error {
 	c.inflight.wait(c.nodeTimeout)
 	c.stopAll()
 	// Through keeperOf, which a first Do may be running: a keeper made

@@ -44,8 +44,16 @@ type ClientObserver interface {
 }
 
 // observeClient gives c to those of its observers that watch their Client,
-// and keeps their stop functions for Close.
+// and keeps their stop functions for Close. When one of them panics (or
+// calls runtime.Goexit), no Client is returned to be closed: the observers
+// given c before it are stopped, and the panic goes on.
 func (c *Client) observeClient(obs []Observer) {
+	given := false
+	defer func() {
+		if !given {
+			stopObservers(c.obsStops)
+		}
+	}()
 	for _, o := range obs {
 		if co, ok := o.(ClientObserver); ok {
 			if stop := co.ObserveClient(c); stop != nil {
@@ -53,4 +61,5 @@ func (c *Client) observeClient(obs []Observer) {
 			}
 		}
 	}
+	given = true
 }
