@@ -76,15 +76,38 @@ func (n *node) dialPubSub(ctx context.Context) (pubsub.Conn, error) {
 	return dialPubSub(ctx, n.client)
 }
 
-// dialPubSub makes a pub/sub connection over c.
+// dialPubSub makes a pub/sub connection over c. It returns when ctx ends
+// (the hub's Close) even if go-redis does not: a client the user made (New)
+// dials and runs its handshake without watching the context, bounded only by
+// its own timeouts, which a stalled server makes Close wait for otherwise. A
+// connection made after that is closed. (The dialer of a client made by Open
+// closes the connection when ctx ends: see pubSubDial.)
 func dialPubSub(ctx context.Context, c redis.UniversalClient) (pubsub.Conn, error) {
 	ctx = markPubSub(ctx)
-	ps := c.SSubscribe(ctx)
-	if err := ps.Ping(ctx); err != nil {
-		ps.Close()
-		return nil, err
+	done := make(chan *redis.PubSub, 1)
+	var err error
+	go func() {
+		ps := c.SSubscribe(ctx)
+		if perr := ps.Ping(ctx); perr != nil {
+			ps.Close()
+			err, ps = perr, nil
+		}
+		done <- ps
+	}()
+	select {
+	case ps := <-done:
+		if ps == nil {
+			return nil, err
+		}
+		return pubSubConn{ps}, nil
+	case <-ctx.Done():
+		go func() {
+			if ps := <-done; ps != nil {
+				ps.Close()
+			}
+		}()
+		return nil, ctx.Err()
 	}
-	return pubSubConn{ps}, nil
 }
 
 // pubSubConn is a pubsub.Conn over a *redis.PubSub. PubSub lets one goroutine
