@@ -284,6 +284,15 @@ func (n *node) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error
 // exec is the node's batch.Exec: one command on the caller's goroutine
 // (watched, see watch), or several as one pipeline.
 func (n *node) exec(ctx context.Context, calls []*batch.Call[rediscmd.Cmd, rediscmd.Result]) {
+	if err := n.state.Err(); err != nil {
+		// Closed while the calls waited in the queue: never sent, as
+		// redigo's are not, also through a client the user made (New),
+		// which Close leaves open.
+		for _, c := range calls {
+			c.Err = err
+		}
+		return
+	}
 	if len(calls) == 1 && n.lanes.client != nil && n.direct(ctx) {
 		if l, fresh := n.lanes.take(time.Now()); l != nil {
 			n.onLane(ctx, calls[0], l, fresh)
