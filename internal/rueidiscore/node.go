@@ -678,6 +678,12 @@ func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.
 	if err := n.gate.Enter(ctx); err != nil {
 		return nil, err // not sent
 	}
+	if c := n.cur.Load(); c != nil && c.closed() {
+		// Closed while the call waited at the gate: never sent, also
+		// through a client the user made (New), which Close leaves open.
+		n.gate.Exit(batch.CutShort, time.Time{})
+		return nil, driver.ErrClosed
+	}
 	entered := n.gate.Start() // zero once the server is known near
 	cctx, cancel := ctx, context.CancelFunc(nil)
 	if hasNet {
