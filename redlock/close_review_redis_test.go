@@ -62,5 +62,6 @@ func TestRedisCloseWhileSubscriptionDialsStalled(t *testing.T) {
 	require.NoError(t, err)
 	took := time.Since(start)
 	t.Logf("Close took %v", took)
-	require.Less(t, took, 10*nodeTimeout, "Close took %v with a node timeout of %v", took, nodeTimeout)
+	// A bound with room for a loaded machine, far below go-redis's 5s.
+	require.Less(t, took, 2*time.Second, "Close took %v with a node timeout of %v", took, nodeTimeout)
 }
