@@ -50,7 +50,9 @@
 //     that implements fmt.Stringer is named by it in error messages; return the
 //     address with credentials removed.
 //   - Close releases the node's connections. Calls after Close return
-//     [ErrClosed] or an error wrapping it.
+//     [ErrClosed] or an error wrapping it, and so do the calls still waiting
+//     in the node's local queue (see [Queuer]), which are never sent, also
+//     when the node's client is the user's and stays open.
 //   - The optional interfaces obey the same rules. [Fencer]'s SetNXFence and
 //     RaiseFence and [Notifier]'s ReleaseNotify run [SetNXFenceScript],
 //     [RaiseFenceScript] and [ReleaseNotifyScript] as above, and [TTLer]'s TTL

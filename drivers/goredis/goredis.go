@@ -243,8 +243,8 @@ type node struct {
 }
 
 // Close closes the node's pub/sub connection, and the client if the node owns
-// it (a node from Open). Later calls on the node return driver.ErrClosed; closing
-// twice does nothing. On a node from New(nil) it returns an error.
+// it (a node from Open). Later calls on the node, and those still in its queue,
+// which are never sent, return driver.ErrClosed; closing twice does nothing. On a node from New(nil) it returns an error.
 func (n *node) Close() error {
 	if first, err := n.state.Close(); !first {
 		return err

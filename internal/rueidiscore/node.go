@@ -585,7 +585,8 @@ func (n *node[C, D, R, L]) stalled(c C, key string) {
 }
 
 // Close closes the node, its pub/sub connection and, for a node made by Open,
-// its client, including one still being created. Calls after Close return
+// its client, including one still being created. Calls after Close, and those
+// still waiting at the node's gate, which are never sent, return
 // driver.ErrClosed. Close is idempotent. On a node from New(nil) it returns an
 // error.
 func (n *node[C, D, R, L]) Close() error {
