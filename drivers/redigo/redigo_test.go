@@ -133,7 +133,9 @@ func TestPausedServer(t *testing.T) {
 	t.Cleanup(func() { srv.Resume() })
 	start := time.Now()
 	fresh := open(t, srv.URL())
-	require.Less(t, time.Since(start), 100*time.Millisecond, "Open must not block on a paused server")
+	// Bounds with room for a loaded machine: a call that blocked on the
+	// paused server would wait until it resumes, at the test's end.
+	require.Less(t, time.Since(start), time.Second, "Open must not block on a paused server")
 
 	for name, n := range map[string]driver.Node{"warm": warm, "fresh": fresh, "New": wrapped} {
 		ctx, cancel := context.WithTimeout(t.Context(), 200*time.Millisecond)
@@ -143,7 +145,7 @@ func TestPausedServer(t *testing.T) {
 		cancel()
 		require.ErrorIs(t, err, context.DeadlineExceeded, name)
 		require.NotContains(t, err.Error(), password)
-		require.Less(t, elapsed, 600*time.Millisecond, name)
+		require.Less(t, elapsed, 2*time.Second, name)
 
 		ctx, cancel = context.WithCancel(t.Context())
 		time.AfterFunc(50*time.Millisecond, cancel)
