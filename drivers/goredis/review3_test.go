@@ -26,8 +26,9 @@ func TestReview3CanceledWhileWarming(t *testing.T) {
 	defer cancel()
 	time.AfterFunc(50*time.Millisecond, cancel)
 	start := time.Now()
-	_, err := n.SetNX(driver.WithNetworkTimeout(ctx, 200*time.Millisecond), "k", "v", time.Minute)
+	_, err := n.SetNX(driver.WithNetworkTimeout(ctx, 3*time.Second), "k", "v", time.Minute)
 	elapsed := time.Since(start)
 	require.ErrorIs(t, err, context.Canceled)
-	require.Less(t, elapsed, 150*time.Millisecond, "returned %v after the call began, %v after its cancellation", elapsed, elapsed-50*time.Millisecond)
+	// Well before the network timeout, with room for a loaded machine.
+	require.Less(t, elapsed, 1500*time.Millisecond, "returned %v after the call began, %v after its cancellation", elapsed, elapsed-50*time.Millisecond)
 }
