@@ -80,23 +80,11 @@ type slowReply struct {
 func (n slowReply) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
 	ok, err := n.Node.SetNX(ctx, key, value, ttl)
 	if n.slow.Load() {
-		if err := sleepCtx(ctx, 100*time.Millisecond); err != nil {
+		if err := (memory.RealClock{}).Sleep(ctx, 100*time.Millisecond); err != nil {
 			return false, err
 		}
 	}
 	return ok, err
-}
-
-// sleepCtx waits d, or until ctx ends, as a node's call does.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // waitersOf makes two Clients on nodes: one holds "k" (held); lock takes "k"
@@ -163,7 +151,7 @@ func TestWakeNotLostToAttemptInFlight(t *testing.T) {
 type slowSubscribe struct{ slowReply }
 
 func (n slowSubscribe) Subscribe(ctx context.Context, key string, notify chan<- struct{}) (func(), error) {
-	if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {
+	if err := (memory.RealClock{}).Sleep(ctx, 50*time.Millisecond); err != nil {
 		return nil, err
 	}
 	return n.Node.Subscribe(ctx, key, notify)
