@@ -37,7 +37,11 @@ func (c *Client) Queues() []NodeQueue {
 // to (WithObserver) for what no event reports, such as the nodes' queues
 // (Client.Queues): New calls ObserveClient with the Client once it is made,
 // and Close calls the stop function it returned, if not nil, before it
-// closes the nodes. redlockotel's Observer is one, for its gauges.
+// closes the nodes. A stop that panics does not leave the Client half closed:
+// Close still stops the other observers and closes the Client, then the
+// panic goes on to Close's caller; an ObserveClient that panics in New has
+// the observers given the Client before it stopped, and the panic goes on to
+// New's caller. redlockotel's Observer is one, for its gauges.
 type ClientObserver interface {
 	Observer
 	ObserveClient(c *Client) (stop func())
