@@ -26,7 +26,9 @@ const stallBound = 2 * time.Second
 // redis://[user:password@]host:port[/db] addresses, authenticate as an ACL
 // user, never show a password, neither fail nor block when the server is down
 // or stalled, bound every call by its context on a stalled server, and
-// recover when the server does.
+// recover when the server does. A node that queues its calls
+// (driver.Queuer) and is closed with calls queued on a stalled server sends
+// none of them (see QueuedAtClose).
 //
 // Every script is also run by many goroutines at once on a server that has
 // none loaded, as after a restart or SCRIPT FLUSH: whether a driver sends
@@ -96,6 +98,7 @@ func RunRedis(t *testing.T, d driver.Driver, opts ...RedisOption) {
 		{"Stalled/CancelBoundsCalls", stalledCancel},
 		{"Stalled/Recovers", stalledRecovers},
 		{"Stalled/CloseDoesNotWait", stalledClose},
+		{"Stalled/CloseSendsNoQueuedCall", stalledCloseQueued},
 		{"Close/ReleasesConnections", closeReleasesConnections},
 		{"TTL/Milliseconds", ttlMilliseconds},
 		{"Reconnects", reconnects},

@@ -161,6 +161,15 @@ func TestServerKilled(t *testing.T) {
 	require.NoError(t, ctx.Err(), "calls on a killed server waited for their deadline")
 }
 
+// A node over the user's client, which its Close leaves open, sends none of
+// the calls still queued at Close.
+func TestNewCloseSendsNoQueuedCall(t *testing.T) {
+	srv := redistest.NewServer(t)
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr(), ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { rdb.Close() })
+	conformance.QueuedAtClose(t, srv, goredis.New(rdb))
+}
+
 // A client from New without ContextTimeoutEnabled ignores the context's
 // deadline: the node must watch it.
 func TestNewWithoutContextTimeout(t *testing.T) {

@@ -113,6 +113,13 @@ func TestString(t *testing.T) {
 	require.Error(t, err, "redlock.New must refuse two nodes over one pool")
 }
 
+// A node over the user's pool, which its Close leaves open, sends none of
+// the calls still queued at Close.
+func TestNewCloseSendsNoQueuedCall(t *testing.T) {
+	srv := redistest.NewServer(t)
+	conformance.QueuedAtClose(t, srv, redigo.New(newPool(t, srv.Addr())))
+}
+
 // A call cut short by its context closes its connection rather than pool it,
 // so that the reply still on its way is never read as the answer to a later
 // command: warm (pooled connection), fresh (dials and AUTHs while paused) and

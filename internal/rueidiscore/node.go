@@ -707,10 +707,21 @@ func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.
 	if _, ok := cctx.Deadline(); ok && errors.Is(err, net.ErrClosed) {
 		// The connection was broken under the call because the server
 		// did not answer (see stalled): the call ends as on a server that
-		// does not answer, at its deadline.
-		<-cctx.Done()
-		err = errors.Join(cctx.Err(), err)
-		broken = true
+		// does not answer, at its deadline; or by the node's Close (the
+		// only other way a connection of a node's own client is closed),
+		// and then the call ends at once, with its outcome unknown: the
+		// server may still read the command (not driver.ErrClosed, which
+		// says that a call was never sent).
+		var closing <-chan struct{} // nil (never) for a node from New
+		if n.closing != nil {
+			closing = n.closing.Done()
+		}
+		select {
+		case <-cctx.Done():
+			err = errors.Join(cctx.Err(), err)
+			broken = true
+		case <-closing:
+		}
 	}
 	if cancel != nil {
 		cancel()

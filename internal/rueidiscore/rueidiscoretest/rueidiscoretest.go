@@ -88,6 +88,7 @@ func Run[C interface {
 		{"Lane/Canceled", laneCanceled},
 		{"Lane/ClosedIdle", laneClosedIdle},
 		{"Queue/TimeoutStartsAtSend", queueTimeoutStartsAtSend},
+		{"Queue/NewCloseSendsNoQueuedCall", newCloseQueued},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Helper()
@@ -116,6 +117,13 @@ func (tg target) open(t *testing.T, addr string) driver.Node {
 
 func conformanceNew(t *testing.T, tg target) {
 	conformance.Run(t, func(t *testing.T) driver.Node { return tg.newNode(t, redistest.NewServer(t).Addr()) })
+}
+
+// newCloseQueued is conformance.QueuedAtClose for a node from New, whose
+// client, the caller's, stays open after the node's Close.
+func newCloseQueued(t *testing.T, tg target) {
+	srv := redistest.NewServer(t)
+	conformance.QueuedAtClose(t, srv, tg.newNode(t, srv.Addr()))
 }
 
 // testContext returns a context that ends after d or with the test.
