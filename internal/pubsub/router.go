@@ -229,16 +229,41 @@ func (r *Router) moved(shard, channel string) {
 
 // follow attaches the followers fs of channel again, once the route no
 // longer gives the shard the channel left (or after a second of trying).
+// A follower whose attach fails (the new shard cannot be reached yet, say)
+// is kept at from without a subscription, and from is recovered (see
+// recover): rehome attaches it again, at growing intervals, until it has a
+// subscription or is canceled, rather than leave its waiter polling.
 func (r *Router) follow(from, channel string, fs []*follower) {
 	defer r.wg.Done()
 	ctx, cancel := context.WithTimeout(r.ctx, followTimeout)
 	defer cancel()
 	if r.reroute(ctx, channel, from) != nil {
+		r.retryLater(from, fs)
 		return
 	}
+	var failed []*follower
 	for _, f := range fs {
-		// A failure leaves f without a subscription: its waiter polls.
-		_ = r.attach(ctx, channel, f)
+		if r.attach(ctx, channel, f) != nil {
+			failed = append(failed, f)
+		}
+	}
+	r.retryLater(from, failed)
+}
+
+// retryLater keeps the followers fs, whose attach failed, at shard without
+// a subscription, and starts recovering shard, whose rehome attaches them
+// again. A follower canceled, or attached, meanwhile is left alone.
+func (r *Router) retryLater(shard string, fs []*follower) {
+	kept := false
+	r.mu.Lock()
+	for _, f := range fs {
+		if f.hub == "" && !f.attaching && !f.done {
+			f.hub, kept = shard, true
+		}
+	}
+	r.mu.Unlock()
+	if kept {
+		r.lost(shard)
 	}
 }
 
