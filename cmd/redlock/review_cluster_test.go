@@ -1,0 +1,134 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/redistest"
+)
+
+// keyOnShard returns a key, named with prefix on the nodes, whose slot
+// shard serves on c.
+func keyOnShard(c *redistest.Cluster, prefix string, shard int) string {
+	for i := 0; ; i++ {
+		k := "rk-" + strconv.Itoa(i)
+		if c.SlotShard(driver.HashSlot(prefix+k)) == c.Shards()[shard] {
+			return k
+		}
+	}
+}
+
+// staleSeed serves, on a loopback port, a seed that answers CLUSTER NODES
+// with nodes (and every other command with an error), as a seed that has
+// not learned a slot's move yet would: it returns the seed's address.
+func staleSeed(t *testing.T, nodes string) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				r := bufio.NewReader(conn)
+				for {
+					// A command: *N, then N times $len and the argument.
+					line, err := r.ReadString('\n')
+					if err != nil || !strings.HasPrefix(line, "*") {
+						return
+					}
+					n, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
+					var args []string
+					for range n {
+						if _, err := r.ReadString('\n'); err != nil {
+							return
+						}
+						arg, err := r.ReadString('\n')
+						if err != nil {
+							return
+						}
+						args = append(args, strings.TrimSpace(arg))
+					}
+					reply := "-ERR the stale seed answers CLUSTER NODES only\r\n"
+					if len(args) == 2 && strings.EqualFold(args[0], "CLUSTER") && strings.EqualFold(args[1], "NODES") {
+						reply = fmt.Sprintf("$%d\r\n%s\r\n", len(nodes), nodes)
+					}
+					if _, err := conn.Write([]byte(reply)); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// status follows a MOVED redirection: the seed that answers CLUSTER NODES
+// first gives a slot map from before a slot moved, so the key is asked of
+// the shard that no longer serves it, which redirects to the one that
+// does. The key is read there, held, and the shard reported is the one
+// that answered.
+func TestReviewStatusFollowsMoved(t *testing.T) {
+	t.Parallel()
+	a, b := redistest.NewCluster(t, 2), redistest.NewCluster(t, 2)
+	single := redistest.NewServer(t)
+	key := keyOnShard(a, "app:", 1)
+	addrs := strings.Join([]string{a.URL(), b.URL(), single.Addr()}, ",")
+	holder, h := startHold(t, "--nodes", addrs, "--prefix", "app:", "--fencing", "--ttl", "60s", key)
+	defer func() {
+		holder.cmd.Process.Signal(syscall.SIGTERM)
+		holder.wait(30 * time.Second)
+	}()
+
+	// The map of a seed that has not learned the slot's move: shard 0
+	// serves every slot.
+	text, err := a.Shards()[0].Primary().Do(t.Context(), "CLUSTER", "NODES")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for line := range strings.Lines(fmt.Sprint(text)) {
+		f := strings.Fields(line)
+		if len(f) < 8 {
+			continue
+		}
+		f = f[:8]
+		if f[0] == a.Shards()[0].ID() {
+			f = append(f, "0-16383")
+		}
+		lines = append(lines, strings.Join(f, " "))
+	}
+	stale := "redis://" + staleSeed(t, strings.Join(lines, "\n")+"\n") + "?cluster=true"
+	nodes := strings.Join([]string{stale, b.URL(), single.Addr()}, ",")
+
+	r := invoke(t, "", "status", "--nodes", nodes, "--prefix", "app:", "--json", key)
+	var rep statusReport
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != 0 {
+		t.Fatalf("status --json through a stale seed: %v\n%v", err, r)
+	}
+	kr := rep.Keys[0]
+	n := kr.Nodes[0]
+	want := a.Shards()[1].Primary().Addr()
+	if n.Error != "" || n.Held == nil || !*n.Held || n.Fence == nil || *n.Fence != h.Token || n.Shard != want {
+		t.Errorf("the key through the stale seed: %+v, want held with fence %d, read on %s after MOVED", n, h.Token, want)
+	}
+	if kr.State != keyHeld || kr.HeldOn != 3 {
+		t.Errorf("the key: %+v, want held on 3 nodes", kr)
+	}
+}
