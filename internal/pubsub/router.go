@@ -370,9 +370,12 @@ func (r *Router) rehome(shard string) (stay, retry bool) {
 	for channel, fs := range at {
 		to, _, err := r.route(r.ctx, channel)
 		if err != nil {
-			// The map cannot be read now, for this channel or the
-			// others: the next run tries again.
-			return true, true
+			// The map cannot be read now, or not for this channel:
+			// the next run tries it again, and the shard's hub is
+			// reconnected meanwhile in case it still serves it. The
+			// other channels are not held up behind it.
+			stay, retry = true, true
+			continue
 		}
 		for _, f := range fs {
 			r.mu.Lock()
