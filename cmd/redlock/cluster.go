@@ -31,6 +31,9 @@ type clusterNodeInfo struct {
 	id, addr, master string // master: the primary's ID of a replica, else "-"
 	primary          bool
 	slots            []string // ranges as given: "0-5460", "5461"
+	// moving are the slots the server is migrating or importing, as
+	// given: "[42->-id]", "[42-<-id]" (a server lists only its own).
+	moving []string
 }
 
 // parseClusterNodes parses the reply of CLUSTER NODES given by the server
@@ -54,6 +57,8 @@ func parseClusterNodes(text, from string) ([]clusterNodeInfo, error) {
 		for _, r := range f[8:] {
 			if !strings.HasPrefix(r, "[") { // "[slot->-id]": a migration in progress
 				n.slots = append(n.slots, r)
+			} else {
+				n.moving = append(n.moving, r)
 			}
 		}
 		nodes = append(nodes, n)
@@ -309,7 +314,7 @@ func probeClusterNode(ctx context.Context, a redisaddr.Node, o doctorOptions) *n
 		n.add("replicas", statusWarn, "%d replica(s) could be promoted by a failover, which loses the locks their primary held (replication is asynchronous); count on each shard's primary only, and delay a promoted replica's service by the largest TTL", replicas)
 	}
 	want := slotMap(nodes)
-	var disagree []string
+	var disagree, moving []string
 	failed := 0
 	for _, s := range n.Shards {
 		other, err := clusterView(ctx, a, s.Primary, o.timeout)
@@ -321,6 +326,14 @@ func probeClusterNode(ctx context.Context, a redisaddr.Node, o doctorOptions) *n
 		if slotMap(other) != want {
 			disagree = append(disagree, s.Primary)
 		}
+		for _, cn := range other { // a primary lists its own migrations only
+			if len(cn.moving) > 0 {
+				moving = append(moving, cn.addr+" "+strings.Join(cn.moving, " "))
+			}
+		}
+	}
+	if len(moving) > 0 {
+		n.add("migration", statusWarn, "slots in migration (CLUSTER SETSLOT MIGRATING/IMPORTING): %s: commands on their keys are redirected (ASK), and a lock whose key and fencing counter are on different shards fails on this node (TRYAGAIN) until the migration is finished or aborted", strings.Join(moving, "; "))
 	}
 	switch {
 	case len(disagree) > 0:

@@ -132,3 +132,31 @@ func TestReviewStatusFollowsMoved(t *testing.T) {
 		t.Errorf("the key: %+v, want held on 3 nodes", kr)
 	}
 }
+
+// doctor reports a slot left in migration (MIGRATING on one primary,
+// IMPORTING on another), which the slot map alone does not show: the
+// primaries agree on who serves the slot meanwhile.
+func TestReviewDoctorMigratingSlot(t *testing.T) {
+	t.Parallel()
+	c := redistest.NewCluster(t, 2)
+	slot := 9210
+	m, err := c.StartMigration(t.Context(), slot, c.Shards()[(c.SlotShard(slot).Index()+1)%2])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, r := doctorJSON(t, c.URL())
+	if r.code != 0 {
+		t.Errorf("doctor on a cluster with a slot in migration: want exit 0 (a warning), got %v", r)
+	}
+	ch, ok := findCheck(rep.Nodes[0].Checks, "migration", statusWarn)
+	if !ok || !strings.Contains(ch.Message, "[9210->-") || !strings.Contains(ch.Message, "[9210-<-") {
+		t.Errorf("no migration warning naming slot 9210 on both sides: %+v", rep.Nodes[0].Checks)
+	}
+	if err := m.Finish(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	rep, _ = doctorJSON(t, c.URL())
+	if ch, ok := findCheck(rep.Nodes[0].Checks, "migration", statusWarn); ok {
+		t.Errorf("a migration warning after the migration finished: %+v", ch)
+	}
+}
