@@ -367,14 +367,23 @@ func (r *Router) rehome(shard string) (stay, retry bool) {
 		}
 	}
 	r.mu.Unlock()
+	// One time box for the routes of the run: a route that reads the slot
+	// map may wait on the network for each channel when the map cannot be
+	// read at all.
+	rctx, cancel := context.WithTimeout(r.ctx, followTimeout)
+	defer cancel()
 	for channel, fs := range at {
-		to, _, err := r.route(r.ctx, channel)
+		to, _, err := r.route(rctx, channel)
 		if err != nil {
 			// The map cannot be read now, or not for this channel:
 			// the next run tries it again, and the shard's hub is
 			// reconnected meanwhile in case it still serves it. The
-			// other channels are not held up behind it.
+			// other channels are not held up behind it, unless the
+			// run's time for routes is over.
 			stay, retry = true, true
+			if rctx.Err() != nil {
+				return stay, retry
+			}
 			continue
 		}
 		for _, f := range fs {
