@@ -25,6 +25,17 @@ func (d brokenDriver) Open(addr string) (driver.Node, error) {
 		return nil, err
 	}
 	n := &brokenRedis{kind: d.kind, inner: inner}
+	if d.kind == "sends-queued" {
+		// A client of its own, as if the user's, which Close leaves open.
+		opt := &redis.Options{Addr: addr}
+		if strings.Contains(addr, "://") {
+			if opt, err = redis.ParseURL(addr); err != nil {
+				return nil, err
+			}
+		}
+		opt.MaxRetries, opt.DisableIdentity = -1, true
+		n.raw, n.slot = redis.NewClient(opt), make(chan struct{}, 1)
+	}
 	if (d.kind == "nonatomic" || d.kind == "twoscripts" || d.kind == "multi") && !strings.Contains(addr, "://") {
 		// A client of its own for the commands it sends one by one; only for
 		// a host:port address, which is what Commands/Atomic gives it.
@@ -47,11 +58,24 @@ func (d brokenDriver) Open(addr string) (driver.Node, error) {
 //   - ex-seconds: TTLs are rounded up to whole seconds.
 //   - value-in-error: errors name the lock value.
 //   - leaky-close: Close forgets to close the connections.
+//   - sends-queued: SetNX sends one call at a time, on a client of its own
+//     that Close leaves open, and queues the others (driver.Queuer), which it
+//     still sends after Close.
 type brokenRedis struct {
-	kind   string
-	inner  driver.Node
-	raw    *redis.Client // for nonatomic, twoscripts and multi
-	closed atomic.Bool
+	kind    string
+	inner   driver.Node
+	raw     *redis.Client // for nonatomic, twoscripts, multi and sends-queued
+	slot    chan struct{} // sends-queued: held by the call in flight
+	waiting atomic.Int32  // sends-queued: the calls queued for slot
+	closed  atomic.Bool
+}
+
+// Pending is the inner node's queue, or sends-queued's own.
+func (n *brokenRedis) Pending() driver.Pending {
+	if n.kind == "sends-queued" {
+		return driver.Pending{Depth: int(n.waiting.Load())}
+	}
+	return n.inner.(driver.Queuer).Pending()
 }
 
 func (n *brokenRedis) String() string { return fmt.Sprint(n.inner) }
@@ -123,6 +147,18 @@ func (n *brokenRedis) SetNX(ctx context.Context, key, value string, ttl time.Dur
 		}
 		return err == nil && set.Val() == "OK", err
 	}
+	if n.kind == "sends-queued" {
+		n.waiting.Add(1)
+		select {
+		case n.slot <- struct{}{}:
+			n.waiting.Add(-1)
+		case <-ctx.Done():
+			n.waiting.Add(-1)
+			return false, ctx.Err()
+		}
+		defer func() { <-n.slot }()
+		return n.raw.SetNX(ctx, key, value, ttl).Result() // closed or not
+	}
 	ok, err := n.inner.SetNX(ctx, key, value, n.ttl(ttl))
 	return n.err(ctx, "SetNX", value, ok, err)
 }
@@ -164,7 +200,7 @@ func (n *brokenRedis) Close() error {
 	if n.kind == "leaky-close" {
 		return nil
 	}
-	if n.raw != nil {
+	if n.raw != nil && n.kind != "sends-queued" {
 		n.raw.Close()
 	}
 	return n.inner.Close()

@@ -134,6 +134,8 @@ var brokenKinds = map[string]struct {
 		want: "shows the lock value"},
 	"leaky-close": {redis: "Close/ReleasesConnections",
 		want: "Close must release the node's connections, its pub/sub connection included"},
+	"sends-queued": {redis: "Stalled/CloseSendsNoQueuedCall",
+		want: "failed with an error matching driver.ErrClosed: the others were sent after Close"},
 }
 
 // TestBrokenNodeHelper runs the suite on a broken node when started by
