@@ -197,6 +197,9 @@ func (n gatedSet) Subscribe(ctx context.Context, key string, notify chan<- struc
 	return n.Node.Subscribe(ctx, key, notify)
 }
 
+// noSubscriptionRuns numbers the runs of TestNoSubscriptionAfterClose.
+var noSubscriptionRuns atomic.Int64
+
 // A Lock whose first attempt returns only after Close has returned (Close
 // waits for it a node timeout at most) subscribes to nothing: Close cannot
 // wait for what starts after it, so nothing starts once it has begun. The
@@ -204,8 +207,11 @@ func (n gatedSet) Subscribe(ctx context.Context, key string, notify chan<- struc
 // the turn's pick all but certain.
 func TestNoSubscriptionAfterClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		// Addresses of this run's own: -count reruns it in one binary.
-		run := fmt.Sprintf("%s/%p", t.Name(), t)
+		// Addresses of this run's own: -count reruns it in one binary, and
+		// the stores outlive the run with "k" held (each bubble's clock
+		// starts at the same instant, so the key never expires). Not the
+		// address of t: a rerun's T may be allocated where the last one was.
+		run := fmt.Sprintf("%s/%d", t.Name(), noSubscriptionRuns.Add(1))
 		addrs := []string{run + "/0", run + "/1", run + "/2"}
 		open := func() []*memory.Node {
 			nodes := make([]*memory.Node, len(addrs))
