@@ -207,7 +207,8 @@ func TestHoldThenRun(t *testing.T) {
 		t.Errorf("hold's until %v: want within the 3s TTL from the grant (started %v)", until, before)
 	}
 
-	waiter := start(t, "run", "--nodes", addrs, "shared", "--", "echo", "ran after hold")
+	// A generous node timeout: see waitForWaiter.
+	waiter := start(t, "run", "--nodes", addrs, "--node-timeout", "2s", "shared", "--", "echo", "ran after hold")
 	waitForWaiter(t, servers, "shared")
 	// hold keeps the lock beyond its TTL.
 	time.Sleep(4 * time.Second)

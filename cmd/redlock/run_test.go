@@ -104,7 +104,8 @@ func TestRunSignalWhileWaiting(t *testing.T) {
 	holder := start(t, "run", "--nodes", addrs, "--key", "k", "--", "sh", "-c", "echo held; exec sleep 60")
 	holder.waitLine("held", 30*time.Second)
 	marker := filepath.Join(t.TempDir(), "ran")
-	waiter := start(t, "run", "--nodes", addrs, "--key", "k", "--", "touch", marker)
+	// A generous node timeout: see waitForWaiter.
+	waiter := start(t, "run", "--nodes", addrs, "--node-timeout", "2s", "--key", "k", "--", "touch", marker)
 	waitForWaiter(t, servers, "k")
 	if err := waiter.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
@@ -118,7 +119,12 @@ func TestRunSignalWhileWaiting(t *testing.T) {
 }
 
 // waitForWaiter waits until a client waits for the lock key: it has
-// subscribed to the key's releases on some node.
+// subscribed to the key's releases on some node. A waiter subscribes once,
+// within its node timeout, and polls if no subscription was confirmed by
+// then (Client.Lock): give it a generous --node-timeout. With the default
+// 200ms, a fresh process's first pub/sub connection missed it on a loaded
+// machine (12 of 16 runs of TestRunSignalWhileWaiting and TestHoldThenRun
+// under a load average of 12 on two cores), and this waited in vain.
 func waitForWaiter(t *testing.T, servers []*redistest.Server, key string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
