@@ -381,8 +381,11 @@ func TestKeeperNodeCallDuration(t *testing.T) {
 		obs.mu.Unlock()
 
 		// Stalled: the first calls time out, and the others are not sent.
+		// The next extensions begin at 2s and their calls time out at 2.5s:
+		// looked at 1.25s from now, not at that same instant, when the
+		// reports and this goroutine's wake run in either order.
 		mem[2].SetLatency(time.Hour)
-		time.Sleep(time.Second)
+		time.Sleep(time.Second + time.Second/4)
 		obs.mu.Lock()
 		n := len(obs.left)
 		for i, err := range obs.errs {
