@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // A watcher holds a waiter's subscriptions to the releases of one key, on
@@ -10,38 +11,32 @@ import (
 type watcher struct {
 	released chan struct{} // receives when any node publishes a release
 
-	mu      sync.Mutex
-	closed  bool
-	cancels []func()
+	mu        sync.Mutex
+	closed    bool
+	cancels   []func()
+	searching int           // subscriptions being made
+	next      time.Time     // rewatch subscribes again from then on
+	gap       time.Duration // how long after that the next time is
 }
+
+// The gaps between a watcher's subscriptions without a subscription: from
+// rewatchGap after the first, doubling up to maxRewatchGap, so that waiters
+// polling a node that refuses subscriptions do not ask it at every poll.
+const (
+	rewatchGap    = time.Second
+	maxRewatchGap = 30 * time.Second
+)
 
 // watch subscribes to the releases of key on every Notifier node at once and
 // returns when one subscription is confirmed, or when all have failed or ctx
 // ended: a release published on any node wakes the waiter, since releases go
 // to every node. Subscriptions confirmed later are kept too; a stalled node is
-// never waited for beyond the first confirmation. Polling remains the fallback.
+// never waited for beyond the first confirmation. Polling remains the
+// fallback, and each poll without a subscription tries again (see rewatch).
 func (c *Client) watch(ctx context.Context, key string) *watcher {
-	w := &watcher{released: make(chan struct{}, 1)}
+	w := &watcher{released: make(chan struct{}, 1), next: time.Now().Add(rewatchGap), gap: rewatchGap}
 	results := make(chan bool, len(c.nodes))
-	started := 0
-	for i, nn := range c.notifiers {
-		if nn == nil {
-			continue
-		}
-		// Not once Close has begun: a waiter that got its turn as Close
-		// began would otherwise subscribe after Close returned.
-		if c.backgroundUnlessClosed(func() {
-			sctx, cancel := context.WithTimeout(ctx, c.nodeTimeout)
-			stop, err := c.subscribe(sctx, i, nn, key, w.released)
-			cancel()
-			if err == nil && !w.keep(stop) {
-				stop()
-			}
-			results <- err == nil
-		}) {
-			started++
-		}
-	}
+	started := c.subscribeAll(ctx, key, w, results)
 	for range started {
 		if <-results {
 			break
@@ -50,12 +45,65 @@ func (c *Client) watch(ctx context.Context, key string) *watcher {
 	return w
 }
 
-// keep records a confirmed subscription's cancel, unless the watcher is
-// already closed.
-func (w *watcher) keep(stop func()) bool {
+// rewatch subscribes again, without waiting, when w has no subscription,
+// none is being made, and the gap since the last try has passed (see
+// rewatchGap): the first ones may have failed for a moment (a first pub/sub
+// connection slower than the node timeout on a loaded machine, a node
+// restarting), and a waiter must not poll for the rest of its wait.
+func (c *Client) rewatch(ctx context.Context, key string, w *watcher) {
+	now := time.Now()
+	w.mu.Lock()
+	idle := !w.closed && len(w.cancels) == 0 && w.searching == 0 && !now.Before(w.next)
+	if idle {
+		w.next, w.gap = now.Add(w.gap), min(2*w.gap, maxRewatchGap)
+	}
+	w.mu.Unlock()
+	if idle {
+		c.subscribeAll(ctx, key, w, nil)
+	}
+}
+
+// subscribeAll starts a subscription to key's releases on every Notifier
+// node, each kept by w once confirmed, and returns how many it started;
+// results, when not nil, receives whether each was confirmed.
+func (c *Client) subscribeAll(ctx context.Context, key string, w *watcher, results chan<- bool) int {
+	started := 0
+	for i, nn := range c.notifiers {
+		if nn == nil {
+			continue
+		}
+		w.mu.Lock()
+		w.searching++
+		w.mu.Unlock()
+		// Not once Close has begun: a waiter that got its turn as Close
+		// began would otherwise subscribe after Close returned.
+		if c.backgroundUnlessClosed(func() {
+			sctx, cancel := context.WithTimeout(ctx, c.nodeTimeout)
+			stop, err := c.subscribe(sctx, i, nn, key, w.released)
+			cancel()
+			if !w.found(stop, err) && err == nil {
+				stop()
+			}
+			if results != nil {
+				results <- err == nil
+			}
+		}) {
+			started++
+		} else {
+			w.found(nil, ErrClosed)
+		}
+	}
+	return started
+}
+
+// found ends a subscription being made, and records its cancel when it was
+// confirmed (err nil), unless the watcher is already closed. It reports
+// whether it kept stop.
+func (w *watcher) found(stop func(), err error) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed {
+	w.searching--
+	if err != nil || w.closed {
 		return false
 	}
 	w.cancels = append(w.cancels, stop)

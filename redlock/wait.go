@@ -51,6 +51,9 @@ const maxWakeJitter = 5 * time.Millisecond
 //     with one node, where no vote can split, attempts at once.
 //   - Otherwise, and as the fallback for locks that expire rather than being
 //     released, it retries after the Backoff's delays, each at least 1ms.
+//     A waiter whose subscriptions all failed (a first pub/sub connection
+//     slower than the node timeout, say) subscribes again at its polls, a
+//     second after the first try, then at doubling gaps up to 30s.
 func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
 	switch {
 	case c.unmade():
@@ -127,9 +130,12 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 	}
 	defer done()
 
-	var released chan struct{}
+	var (
+		released chan struct{}
+		w        *watcher
+	)
 	if c.notify {
-		w := c.watch(ctx, c.prefix+key)
+		w = c.watch(ctx, c.prefix+key)
 		defer w.close()
 		released = w.released
 	}
@@ -153,6 +159,9 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 		woken := false
 		select {
 		case <-timer.C:
+			if w != nil {
+				c.rewatch(ctx, c.prefix+key, w) // polling: subscribe again if none is
+			}
 		case <-released:
 			if c.obs != nil {
 				c.obs.Wake(ctx, Wake{Key: key, Attempt: a.made + 1})

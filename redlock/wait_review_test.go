@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -249,5 +250,51 @@ func TestNoSubscriptionAfterClose(t *testing.T) {
 			synctest.Wait()
 			require.Zero(t, subs.Load(), "round %d: the Lock subscribed after Close returned", round)
 		}
+	})
+}
+
+// failFirstSubscribe is a memory node whose first Subscribe fails, as a
+// first pub/sub connection that takes longer than the node timeout does.
+type failFirstSubscribe struct {
+	*memory.Node
+	failed *atomic.Bool
+}
+
+func (n failFirstSubscribe) Subscribe(ctx context.Context, key string, notify chan<- struct{}) (func(), error) {
+	if n.failed.CompareAndSwap(false, true) {
+		return nil, errors.New("the first subscription fails")
+	}
+	return n.Node.Subscribe(ctx, key, notify)
+}
+
+// A waiter whose subscriptions all failed subscribes again while it polls,
+// and then hears the release, rather than polling for the rest of its wait:
+// here it polls every 100ms for 2s, then once an hour, and the key is
+// released after 10s.
+func TestWaiterSubscribesAgainWhilePolling(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nodes := make([]driver.Node, 3)
+		for i := range nodes {
+			nodes[i] = failFirstSubscribe{memory.New(), new(atomic.Bool)}
+		}
+		holder := newClient(t, nodes, redlock.WithTTL(time.Minute))
+		l, err := holder.TryLock(t.Context(), "k")
+		require.NoError(t, err)
+		c := newClient(t, nodes, redlock.WithBackoff(func(attempt int) time.Duration {
+			if attempt <= 20 {
+				return 100 * time.Millisecond
+			}
+			return time.Hour
+		}))
+		got := make(chan time.Time, 1)
+		go func() {
+			wl, err := c.Lock(t.Context(), "k")
+			if err == nil {
+				got <- time.Now()
+				wl.Unlock(context.Background())
+			}
+		}()
+		time.Sleep(10 * time.Second)
+		releasedThenHeld(t, l, got, "the waiter never subscribed again after its first subscriptions failed, and polls once an hour")
 	})
 }
