@@ -6,8 +6,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-
-	"github.com/go-redlock/redlock/internal/pubsub"
 )
 
 var errRefused = errors.New("connection refused")
@@ -44,13 +42,7 @@ func TestRouterFollowsFailover(t *testing.T) {
 	s.dialers["B"].conns <- b
 
 	notify := make(chan struct{}, 1)
-	done := make(chan result, 1)
-	subscribeAsync(t, r, "ch", notify, done)
-	expectDial(t, s.dialers["A"])
-	a.expect(t, "SUBSCRIBE ch")
-	a.emit(t, pubsub.Subscribed, "ch")
-	res := wait(t, done)
-	require.NoError(t, res.err)
+	res := subscribed(t, r, s.dialers["A"], a, "ch", notify)
 
 	// The primary dies; until the replica is promoted the route still
 	// gives A, which refuses connections.
@@ -62,10 +54,7 @@ func TestRouterFollowsFailover(t *testing.T) {
 	s.mu.Unlock()
 	s.move("ch", "B") // the promotion, which a refresh learns
 	s.dialers["A"].errs <- errRefused
-	b.expect(t, "SUBSCRIBE ch")
-	b.emit(t, pubsub.Subscribed, "ch")
-	b.emit(t, pubsub.Message, "ch")
-	heard(t, notify, "no notification from the promoted replica")
+	resubscribedOn(t, b, "ch", notify, "no notification from the promoted replica")
 	s.mu.Lock()
 	require.Greater(t, s.refreshs, before, "the route was refreshed before the subscription moved")
 	s.mu.Unlock()
@@ -84,20 +73,12 @@ func TestRouterReconnectsLostShard(t *testing.T) {
 	s.dialers["A"].conns <- a1
 
 	notify := make(chan struct{}, 1)
-	done := make(chan result, 1)
-	subscribeAsync(t, r, "ch", notify, done)
-	a1.expect(t, "SUBSCRIBE ch")
-	a1.emit(t, pubsub.Subscribed, "ch")
-	res := wait(t, done)
-	require.NoError(t, res.err)
+	res := subscribed(t, r, nil, a1, "ch", notify)
 
 	s.dialers["A"].errs <- errRefused // the first reconnection fails
 	s.dialers["A"].conns <- a2        // the next succeeds
 	a1.Close()
-	a2.expect(t, "SUBSCRIBE ch")
-	a2.emit(t, pubsub.Subscribed, "ch")
-	a2.emit(t, pubsub.Message, "ch")
-	heard(t, notify, "no notification after the shard was reconnected")
+	resubscribedOn(t, a2, "ch", notify, "no notification after the shard was reconnected")
 
 	res.cancel()
 	a2.expect(t, "UNSUBSCRIBE ch")
@@ -111,13 +92,7 @@ func TestRouterLostShardWithoutSubscribers(t *testing.T) {
 	r := newRouter(t, s)
 	a := newFakeConn()
 	s.dialers["A"].conns <- a
-	done := make(chan result, 1)
-	subscribeAsync(t, r, "ch", make(chan struct{}, 1), done)
-	expectDial(t, s.dialers["A"])
-	a.expect(t, "SUBSCRIBE ch")
-	a.emit(t, pubsub.Subscribed, "ch")
-	res := wait(t, done)
-	require.NoError(t, res.err)
+	res := subscribed(t, r, s.dialers["A"], a, "ch", make(chan struct{}, 1))
 	a.Close()
 	res.cancel()
 	select {
@@ -137,13 +112,7 @@ func TestRouterRetriesFailedMove(t *testing.T) {
 	s.dialers["A"].conns <- a
 
 	notify := make(chan struct{}, 1)
-	done := make(chan result, 1)
-	subscribeAsync(t, r, "ch", notify, done)
-	expectDial(t, s.dialers["A"])
-	a.expect(t, "SUBSCRIBE ch")
-	a.emit(t, pubsub.Subscribed, "ch")
-	res := wait(t, done)
-	require.NoError(t, res.err)
+	res := subscribed(t, r, s.dialers["A"], a, "ch", notify)
 
 	s.move("ch", "B")                 // the promotion, which a refresh learns
 	s.dialers["B"].errs <- errRefused // the promoted replica is not reachable at first
@@ -151,10 +120,7 @@ func TestRouterRetriesFailedMove(t *testing.T) {
 	a.Close()                     // the primary dies
 	expectDial(t, s.dialers["B"]) // the move, which fails
 	s.dialers["B"].conns <- b     // then it can be reached
-	b.expect(t, "SUBSCRIBE ch")
-	b.emit(t, pubsub.Subscribed, "ch")
-	b.emit(t, pubsub.Message, "ch")
-	heard(t, notify, "no notification after the failed move was tried again")
+	resubscribedOn(t, b, "ch", notify, "no notification after the failed move was tried again")
 
 	res.cancel()
 	b.expect(t, "UNSUBSCRIBE ch")

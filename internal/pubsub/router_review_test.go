@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"testing"
 	"time"
 
-	"go.uber.org/goleak"
-	"testing"
-
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/go-redlock/redlock/internal/pubsub"
 )
@@ -28,13 +27,7 @@ func TestRouterRetriesFailedFollow(t *testing.T) {
 	s.dialers["A"].conns <- a
 
 	notify := make(chan struct{}, 1)
-	done := make(chan result, 1)
-	subscribeAsync(t, r, "ch", notify, done)
-	expectDial(t, s.dialers["A"])
-	a.expect(t, "SUBSCRIBE ch")
-	a.emit(t, pubsub.Subscribed, "ch")
-	res := wait(t, done)
-	require.NoError(t, res.err)
+	res := subscribed(t, r, s.dialers["A"], a, "ch", notify)
 
 	// The slot of "ch" moves to B, whose primary cannot be reached at
 	// first (a blip: it is back a moment later).
@@ -43,10 +36,7 @@ func TestRouterRetriesFailedFollow(t *testing.T) {
 	a.emit(t, pubsub.Unsubscribed, "ch")
 	expectDial(t, s.dialers["B"]) // the follow, which fails
 	s.dialers["B"].conns <- b     // then B can be reached
-	b.expect(t, "SUBSCRIBE ch")
-	b.emit(t, pubsub.Subscribed, "ch")
-	b.emit(t, pubsub.Message, "ch")
-	heard(t, notify, "no notification after the failed follow: the subscription was left without one")
+	resubscribedOn(t, b, "ch", notify, "no notification after the failed follow: the subscription was left without one")
 
 	res.cancel()
 	b.expect(t, "UNSUBSCRIBE ch")
@@ -93,16 +83,12 @@ func TestRouterRouteErrorSparesOtherChannels(t *testing.T) {
 		channels = append(channels, fmt.Sprintf("x%d", i))
 	}
 	notify := make(chan struct{}, 1)
-	done := make(chan result, 1)
 	for _, ch := range channels {
 		n := make(chan struct{}, 1)
 		if ch == "y" {
 			n = notify
 		}
-		subscribeAsync(t, r, ch, n, done)
-		a.expect(t, "SUBSCRIBE "+ch)
-		a.emit(t, pubsub.Subscribed, ch)
-		require.NoError(t, wait(t, done).err)
+		subscribed(t, r, nil, a, ch, n)
 	}
 
 	mu.Lock()

@@ -67,6 +67,34 @@ func subscribeAsync(t *testing.T, r *pubsub.Router, channel string, notify chan<
 	}()
 }
 
+// subscribed subscribes channel through r with notify and confirms it on
+// conn, the connection of the shard that serves it, dialed through d first
+// unless d is nil; it fails the test unless the subscription is made, and
+// returns it.
+func subscribed(t *testing.T, r *pubsub.Router, d *dialer, conn *fakeConn, channel string, notify chan<- struct{}) result {
+	t.Helper()
+	done := make(chan result, 1)
+	subscribeAsync(t, r, channel, notify, done)
+	if d != nil {
+		expectDial(t, d)
+	}
+	conn.expect(t, "SUBSCRIBE "+channel)
+	conn.emit(t, pubsub.Subscribed, channel)
+	res := wait(t, done)
+	require.NoError(t, res.err)
+	return res
+}
+
+// resubscribedOn fails the test with what unless channel is subscribed
+// again on conn and, once conn confirms it, a message on it reaches notify.
+func resubscribedOn(t *testing.T, conn *fakeConn, channel string, notify <-chan struct{}, what string) {
+	t.Helper()
+	conn.expect(t, "SUBSCRIBE "+channel)
+	conn.emit(t, pubsub.Subscribed, channel)
+	conn.emit(t, pubsub.Message, channel)
+	heard(t, notify, what)
+}
+
 // A subscription follows its channel to the shard its slot moved to, and
 // its cancel still ends it there.
 func TestRouterFollowsMovedChannel(t *testing.T) {
@@ -77,19 +105,11 @@ func TestRouterFollowsMovedChannel(t *testing.T) {
 	s.dialers["B"].conns <- b
 
 	notify := make(chan struct{}, 1)
-	done := make(chan result, 1)
-	subscribeAsync(t, r, "ch", notify, done)
-	a.expect(t, "SUBSCRIBE ch")
-	a.emit(t, pubsub.Subscribed, "ch")
-	res := wait(t, done)
-	require.NoError(t, res.err)
+	res := subscribed(t, r, nil, a, "ch", notify)
 
 	// Another channel on A, which stays.
 	other := make(chan struct{}, 1)
-	subscribeAsync(t, r, "stays", other, done)
-	a.expect(t, "SUBSCRIBE stays")
-	a.emit(t, pubsub.Subscribed, "stays")
-	require.NoError(t, wait(t, done).err)
+	subscribed(t, r, nil, a, "stays", other)
 
 	// The slot of "ch" moves to B: A unsubscribes it on its own.
 	s.move("ch", "B")
@@ -139,10 +159,7 @@ func TestRouterSubscribeMeetsMoved(t *testing.T) {
 
 			stays := make(chan struct{}, 1)
 			done := make(chan result, 2)
-			subscribeAsync(t, r, "stays", stays, done)
-			a.expect(t, "SUBSCRIBE stays")
-			a.emit(t, pubsub.Subscribed, "stays")
-			require.NoError(t, wait(t, done).err)
+			subscribed(t, r, nil, a, "stays", stays)
 
 			// The slot of "ch" went to B, which the route learns only
 			// when refreshed.
