@@ -84,30 +84,18 @@ func (n *node) dialPubSub(ctx context.Context) (pubsub.Conn, error) {
 // closes the connection when ctx ends: see pubSubDial.)
 func dialPubSub(ctx context.Context, c redis.UniversalClient) (pubsub.Conn, error) {
 	ctx = markPubSub(ctx)
-	done := make(chan *redis.PubSub, 1)
-	var err error
-	go func() {
+	ps, err := pubsub.DialUntilDone(ctx, func() (*redis.PubSub, error) {
 		ps := c.SSubscribe(ctx)
-		if perr := ps.Ping(ctx); perr != nil {
+		if err := ps.Ping(ctx); err != nil {
 			ps.Close()
-			err, ps = perr, nil
-		}
-		done <- ps
-	}()
-	select {
-	case ps := <-done:
-		if ps == nil {
 			return nil, err
 		}
-		return pubSubConn{ps}, nil
-	case <-ctx.Done():
-		go func() {
-			if ps := <-done; ps != nil {
-				ps.Close()
-			}
-		}()
-		return nil, ctx.Err()
+		return ps, nil
+	})
+	if err != nil {
+		return nil, err
 	}
+	return pubSubConn{ps}, nil
 }
 
 // pubSubConn is a pubsub.Conn over a *redis.PubSub. PubSub lets one goroutine

@@ -52,26 +52,7 @@ func (n *node) dial(ctx context.Context) (redis.Conn, error) {
 	case p.Dial == nil:
 		return nil, errors.New("redigo: the pool has no DialContext or Dial function")
 	}
-	type result struct {
-		c   redis.Conn
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		c, err := p.Dial()
-		done <- result{c, err}
-	}()
-	select {
-	case r := <-done:
-		return r.c, r.err
-	case <-ctx.Done():
-		go func() {
-			if r := <-done; r.c != nil {
-				r.c.Close()
-			}
-		}()
-		return nil, ctx.Err()
-	}
+	return pubsub.DialUntilDone(ctx, p.Dial)
 }
 
 // pubSubConn is a pubsub.Conn over a redigo connection, which allows one

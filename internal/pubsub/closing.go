@@ -2,6 +2,7 @@ package pubsub
 
 import (
 	"context"
+	"io"
 	"net"
 )
 
@@ -21,4 +22,33 @@ type closingConn struct {
 func (c closingConn) Close() error {
 	c.stop()
 	return c.Conn.Close()
+}
+
+// DialUntilDone runs dial, which may not watch ctx (a client's dial and
+// handshake bounded only by its own timeouts), on a goroutine of its own, and
+// returns its result, or ctx's error as soon as ctx ends: the hub's Close
+// then does not wait for a stalled server. A connection that dial makes after
+// that is closed; the goroutine ends when dial returns.
+func DialUntilDone[C io.Closer](ctx context.Context, dial func() (C, error)) (C, error) {
+	type result struct {
+		c   C
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		c, err := dial()
+		done <- result{c, err}
+	}()
+	select {
+	case r := <-done:
+		return r.c, r.err
+	case <-ctx.Done():
+		go func() {
+			if r := <-done; r.err == nil && any(r.c) != nil {
+				r.c.Close()
+			}
+		}()
+		var none C
+		return none, ctx.Err()
+	}
 }
