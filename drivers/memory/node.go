@@ -34,7 +34,8 @@ type store struct {
 	down        bool
 	loseReplies bool
 	latency     time.Duration
-	stalled     chan struct{} // non-nil while stalled; closed on resume
+	stalled     bool
+	held        []func() // the calls that reached the store while stalled, in order; applied on resume
 }
 
 type entry struct {
@@ -80,66 +81,84 @@ func New(opts ...Option) *Node {
 // String returns the node's name.
 func (n *Node) String() string { return n.s.name }
 
-// enter waits out the store's latency and stall, then checks for faults. It
-// returns with s.mu held when err is nil.
-func (n *Node) enter(ctx context.Context) error {
+// call runs op on n's store, under s.mu, once the store's latency and stall
+// are over, and returns its result, turned into ErrDown while the store is
+// down and into ErrReplyLost (after op ran) while it loses replies. A call
+// whose context ends in its latency is never applied, as a command lost on
+// its way. A call that reaches a stalled store is held, as a command in the
+// socket of a stopped server: the store applies the calls it holds when it
+// resumes, in the order they came, including those whose callers stopped
+// waiting when their context ended (unless late is false: then such a call is
+// dropped, as a subscription on a connection its caller gave up).
+func call[T any](n *Node, ctx context.Context, late bool, op func(s *store) (T, error)) (T, error) {
+	var zero T
 	if err := n.state.Err(); err != nil {
-		return err
+		return zero, err
 	}
 	if err := ctx.Err(); err != nil {
-		return err
+		return zero, err
 	}
 	s := n.s
 	s.mu.Lock()
-	lat, stalled := s.latency, s.stalled
+	lat := s.latency
 	s.mu.Unlock()
-	if err := waitResumed(ctx, stalled); err != nil {
-		return err
-	}
 	if lat > 0 {
 		if err := s.clock.Sleep(ctx, lat); err != nil {
-			return err
+			return zero, err
 		}
 	}
 	s.mu.Lock()
-	// A stall that began during the latency holds the call too.
-	for s.stalled != nil {
-		stalled := s.stalled
-		s.mu.Unlock()
-		if err := waitResumed(ctx, stalled); err != nil {
-			return err
+	if !s.stalled {
+		defer s.mu.Unlock()
+		return run(s, op)
+	}
+	h := &heldCall[T]{done: make(chan struct{})}
+	s.held = append(s.held, func() {
+		defer close(h.done)
+		if !h.gone {
+			h.v, h.err = run(s, op)
 		}
-		s.mu.Lock()
-	}
-	if s.down {
-		s.mu.Unlock()
-		return ErrDown
-	}
-	return nil
-}
-
-// waitResumed waits until stalled is closed, unless it is nil, or ctx ends.
-func waitResumed(ctx context.Context, stalled <-chan struct{}) error {
-	if stalled == nil {
-		return nil
-	}
+	})
+	s.mu.Unlock()
 	select {
-	case <-stalled:
-		return nil
+	case <-h.done:
+		return h.v, h.err
 	case <-ctx.Done():
-		return ctx.Err()
 	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	select {
+	case <-h.done: // applied as ctx ended: its reply is the caller's
+		return h.v, h.err
+	default:
+	}
+	h.gone = !late
+	return zero, ctx.Err()
 }
 
-// leave releases s.mu and turns a reply into ErrReplyLost when the store loses
-// replies.
-func (n *Node) leave(ok bool) (bool, error) {
-	lose := n.s.loseReplies
-	n.s.mu.Unlock()
-	if lose {
-		return false, ErrReplyLost
+// A heldCall is a call that a stalled store holds until it resumes.
+type heldCall[T any] struct {
+	done chan struct{} // closed once the store has applied (or dropped) it
+	gone bool          // its caller stopped waiting, and it is not to be applied late; guarded by s.mu
+	v    T
+	err  error
+}
+
+// run runs op on s, which is not stalled, checking for faults. s.mu must be
+// held.
+func run[T any](s *store, op func(s *store) (T, error)) (T, error) {
+	var zero T
+	if s.down {
+		return zero, ErrDown
 	}
-	return ok, nil
+	v, err := op(s)
+	if err != nil {
+		return zero, err
+	}
+	if s.loseReplies {
+		return zero, ErrReplyLost
+	}
+	return v, nil
 }
 
 // get returns key's entry if it exists and has not expired. s.mu must be held.
@@ -152,11 +171,10 @@ func (s *store) get(key string) (entry, bool) {
 	return e, ok
 }
 
-// validTTL returns errInvalidTTL, and releases s.mu, if ttl is not positive
-// once in milliseconds. s.mu must be held.
-func (n *Node) validTTL(ttl time.Duration) error {
+// validTTL returns errInvalidTTL if ttl is not positive once in
+// milliseconds.
+func validTTL(ttl time.Duration) error {
 	if driver.Milliseconds(ttl) <= 0 {
-		n.s.mu.Unlock()
 		return errInvalidTTL
 	}
 	return nil
@@ -169,46 +187,44 @@ func (s *store) expiry(ttl time.Duration) time.Time {
 // SetNX sets key to value for ttl if key does not exist. A ttl of zero or
 // less is an error, as it is to Redis.
 func (n *Node) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	if err := n.enter(ctx); err != nil {
-		return false, err
-	}
-	if err := n.validTTL(ttl); err != nil {
-		return false, err
-	}
-	s := n.s
-	if _, held := s.get(key); held {
-		return n.leave(false)
-	}
-	s.keys[key] = entry{value: value, expires: s.expiry(ttl)}
-	return n.leave(true)
+	return call(n, ctx, true, func(s *store) (bool, error) {
+		if err := validTTL(ttl); err != nil {
+			return false, err
+		}
+		if _, held := s.get(key); held {
+			return false, nil
+		}
+		s.keys[key] = entry{value: value, expires: s.expiry(ttl)}
+		return true, nil
+	})
 }
 
 // EvalRelease deletes key if it holds value.
 func (n *Node) EvalRelease(ctx context.Context, key, value string) (bool, error) {
-	if err := n.enter(ctx); err != nil {
-		return false, err
-	}
-	s := n.s
+	return call(n, ctx, true, func(s *store) (bool, error) { return s.release(key, value), nil })
+}
+
+// release deletes key if it holds value, and reports whether it did. s.mu
+// must be held.
+func (s *store) release(key, value string) bool {
 	if e, ok := s.get(key); !ok || e.value != value {
-		return n.leave(false)
+		return false
 	}
 	delete(s.keys, key)
-	return n.leave(true)
+	return true
 }
 
 // Extend sets key's time to live to ttl if key holds value.
 func (n *Node) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	if err := n.enter(ctx); err != nil {
-		return false, err
-	}
-	s := n.s
-	e, ok := s.get(key)
-	if !ok || e.value != value {
-		return n.leave(false)
-	}
-	e.expires = s.expiry(ttl)
-	s.keys[key] = e
-	return n.leave(true)
+	return call(n, ctx, true, func(s *store) (bool, error) {
+		e, ok := s.get(key)
+		if !ok || e.value != value {
+			return false, nil
+		}
+		e.expires = s.expiry(ttl)
+		s.keys[key] = e
+		return true, nil
+	})
 }
 
 // Close closes this Node and ends its subscriptions; the store and other
@@ -229,21 +245,27 @@ func (n *Node) SetDown(down bool) {
 	n.s.mu.Unlock()
 }
 
-// SetStalled makes calls wait, like a server stopped with SIGSTOP: until the
-// store is resumed with SetStalled(false), or their context ends, in which
-// case they are not applied. Calls already in their latency (SetLatency) when
-// the store stalls wait too, once the latency is over, as calls already sent
-// to a stopped server wait in its socket.
+// SetStalled makes the store hold the calls that reach it, like a server
+// stopped with SIGSTOP, until it is resumed with SetStalled(false), which
+// applies them in the order they came, as a resumed server reads the
+// commands waiting in its sockets. A caller waits for its call's reply, or
+// until its context ends: the call is then applied all the same when the
+// store resumes, so that, say, a SetNX whose caller gave up sets the key
+// (Subscribe is the exception: a subscription whose caller gave up is
+// dropped). Calls in their latency (SetLatency) when the store stalls are
+// held too, once the latency is over.
 func (n *Node) SetStalled(stalled bool) {
 	s := n.s
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	switch {
-	case stalled && s.stalled == nil:
-		s.stalled = make(chan struct{})
-	case !stalled && s.stalled != nil:
-		close(s.stalled)
-		s.stalled = nil
+	was := s.stalled
+	s.stalled = stalled
+	if was && !stalled {
+		held := s.held
+		s.held = nil
+		for _, apply := range held {
+			apply()
+		}
 	}
 }
 

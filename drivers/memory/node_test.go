@@ -94,3 +94,79 @@ func TestStallHoldsCallsInTheirLatency(t *testing.T) {
 		}
 	})
 }
+
+// A stalled store applies, when it resumes, the calls whose callers stopped
+// waiting, as a server stopped with SIGSTOP reads, when it continues, the
+// commands left in its sockets: a SetNX whose context ended sets the key
+// (the late SET of the Redlock debate), and the calls are applied in the
+// order they came, so that a release sent after it frees the key again. A
+// subscription whose caller gave up is dropped.
+func TestStalledAppliesAbandonedCallsInOrder(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		n := memory.New()
+		n.SetStalled(true)
+		short := func() (context.Context, context.CancelFunc) {
+			return context.WithTimeout(context.Background(), 100*time.Millisecond)
+		}
+		ctx, cancel := short()
+		if _, err := n.SetNX(ctx, "late", "v1", time.Minute); err == nil {
+			t.Fatal("SetNX on a stalled node returned nil at its context's end, want ctx.Err()")
+		}
+		cancel()
+		ctx, cancel = short()
+		if _, err := n.SetNX(ctx, "freed", "v2", time.Minute); err == nil {
+			t.Fatal("SetNX on a stalled node returned nil at its context's end, want ctx.Err()")
+		}
+		cancel()
+		ctx, cancel = short()
+		if _, err := n.EvalRelease(ctx, "freed", "v2"); err == nil {
+			t.Fatal("EvalRelease on a stalled node returned nil at its context's end, want ctx.Err()")
+		}
+		cancel()
+		notify := make(chan struct{}, 1)
+		ctx, cancel = short()
+		if _, err := n.Subscribe(ctx, "late", notify); err == nil {
+			t.Fatal("Subscribe on a stalled node returned nil at its context's end, want ctx.Err()")
+		}
+		cancel()
+		if n.Holds("late") || n.Holds("freed") {
+			t.Fatal("a call was applied while the node was stalled")
+		}
+
+		// A caller still waiting at the resume gets its call's reply, after
+		// the calls that came before it.
+		got := make(chan bool, 1)
+		go func() {
+			ok, err := n.SetNX(context.Background(), "late", "v3", time.Minute)
+			if err != nil {
+				t.Errorf("SetNX waiting through the stall: %v", err)
+			}
+			got <- ok
+		}()
+		synctest.Wait()
+		n.SetStalled(false)
+		if ok := <-got; ok {
+			t.Error("SetNX(late, v3) made after SetNX(late, v1) = true: the abandoned SET must be applied first, as the server reads it first")
+		}
+		if ttl, ok := n.PTTL("late"); !ok || ttl <= 0 {
+			t.Error("the SetNX abandoned during the stall was not applied when the node resumed")
+		}
+		if ok, err := n.EvalRelease(context.Background(), "late", "v1"); !ok || err != nil {
+			t.Errorf("EvalRelease(late, v1) = %v, %v; want true: the key must hold the abandoned SET's value", ok, err)
+		}
+		if n.Holds("freed") {
+			t.Error("the release abandoned after the SET on the same key was not applied after it")
+		}
+		if ok, err := n.SetNX(context.Background(), "late", "v4", time.Minute); !ok || err != nil {
+			t.Fatalf("SetNX = %v, %v; want true, nil", ok, err)
+		}
+		if ok, err := n.ReleaseNotify(context.Background(), "late", "v4"); !ok || err != nil {
+			t.Fatalf("ReleaseNotify = %v, %v; want true, nil", ok, err)
+		}
+		select {
+		case <-notify:
+			t.Error("a Subscribe whose caller gave up during the stall was applied at the resume: it must be dropped")
+		default:
+		}
+	})
+}
