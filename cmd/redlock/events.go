@@ -33,6 +33,19 @@ type lockEvents struct {
 	lost         bool                     // a LockEnd told the loss
 	unlockErr    error                    // the last Unlock's
 	unlockCalled bool
+	// firstDone, made by withLock, is closed when the first attempt to
+	// obtain the lock has ended; firstGranted says whether it obtained it.
+	firstDone    chan struct{}
+	firstEnded   bool
+	firstGranted bool
+}
+
+// grantedFirst reports whether the first attempt obtained the lock, once
+// firstDone is closed.
+func (e *lockEvents) grantedFirst() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.firstGranted
 }
 
 // granted returns the token and validity of the lock obtained.
@@ -67,6 +80,10 @@ func (e *lockEvents) Attempt(ctx context.Context, _ redlock.AttemptStart) (conte
 	return ctx, func(d redlock.AttemptDone) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
+		if !e.firstEnded {
+			e.firstEnded, e.firstGranted = true, d.Outcome == redlock.OutcomeGranted
+			close(e.firstDone)
+		}
 		switch d.Outcome {
 		case redlock.OutcomeGranted:
 			e.token, e.until = d.Token, d.Until

@@ -39,7 +39,7 @@ func (o *lockFlags) add(cmd *cobra.Command) {
 	f.StringVar(&o.prefix, "prefix", "", "put this before the key on the nodes (redlock.WithKeyPrefix), for a namespace an ACL rule can name")
 	f.DurationVar(&o.ttl, "ttl", redlock.DefaultTTL, "the lock's time to live; it is extended every TTL/3 while held")
 	f.DurationVar(&o.nodeTimeout, "node-timeout", 0, "bounds each call to one node; a node slower than this counts as failed (default TTL/10, at most 200ms)")
-	f.DurationVar(&o.wait, "wait", 0, "how long to wait for the lock; 0 tries once (default: as long as it takes)")
+	f.DurationVar(&o.wait, "wait", 0, "how long to wait for the lock; the first attempt always runs to its end; 0 tries once (default: as long as it takes)")
 	f.BoolVar(&o.fencing, "fencing", false, "give the lock a fencing token, a number that rises with every grant of the key")
 	f.IntVar(&o.conflictCode, "conflict-exit-code", exitConflict, "the exit code when the lock is held elsewhere past --wait, 0 to 255 (flock -E); with 0, nothing is printed of it without -v")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "tell on stderr what happens to the lock: the wait, the grant, failed extensions, its loss, the release")
@@ -115,7 +115,7 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 	signal.Notify(sigs, caught...)
 	defer signal.Stop(sigs)
 
-	events := &lockEvents{verbose: o.verbose, warnUnavailable: !o.waitSet || o.wait > 0, stderr: stderr}
+	events := &lockEvents{verbose: o.verbose, warnUnavailable: !o.waitSet || o.wait > 0, stderr: stderr, firstDone: make(chan struct{})}
 	opts := []redlock.Option{redlock.WithTTL(o.ttl), redlock.WithObserver(events)}
 	if o.fencing {
 		opts = append(opts, redlock.WithFencing())
@@ -133,10 +133,14 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 	defer client.Close()
 
 	// The wait ends with a signal, or when --wait is over; never once fn
-	// runs, whose context Do derives from this one.
+	// runs, whose context Do derives from this one. --wait bounds the wait
+	// after a first attempt, not that attempt: a --wait shorter than a round
+	// trip to the nodes makes one attempt, as --wait 0 does, rather than
+	// cancel it and call a free lock held elsewhere.
 	waitCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stopWatch := make(chan struct{})
+	firstDone := events.firstDone
 	var watch sync.WaitGroup
 	watch.Go(func() {
 		var over <-chan time.Time
@@ -145,12 +149,26 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 			defer t.Stop()
 			over = t.C
 		}
-		select {
-		case sig := <-sigs:
-			cancel(signalError{sig})
-		case <-over:
-			cancel(errWaitOver)
-		case <-stopWatch:
+		overDue := false
+		for {
+			select {
+			case sig := <-sigs:
+				cancel(signalError{sig})
+				return
+			case <-over:
+				over, overDue = nil, true
+			case <-firstDone:
+				firstDone = nil
+			case <-stopWatch:
+				return
+			}
+			if overDue && firstDone == nil {
+				if !events.grantedFirst() { // else fn is about to run
+					cancel(errWaitOver)
+					return
+				}
+				overDue = false
+			}
 		}
 	})
 	endWatch := sync.OnceFunc(func() { close(stopWatch); watch.Wait() })

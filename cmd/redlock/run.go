@@ -55,7 +55,7 @@ and run exits with 128 + the signal's number. A file without a #! line runs
 with /bin/sh, as execvp(3) has it.
 
 Without --wait, run waits for the lock as long as it takes; --wait 0 tries
-once. With --fencing, CMD finds the lock's fencing token in $` + tokenEnv + `: a
+once; a --wait shorter than one attempt still lets that attempt end. With --fencing, CMD finds the lock's fencing token in $` + tokenEnv + `: a
 number that rises with every grant of KEY; give it to the resource you
 protect and have it refuse tokens lower than the highest it has seen.
 
