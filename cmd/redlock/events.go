@@ -139,6 +139,9 @@ func (e *lockEvents) Extend(ctx context.Context, _ redlock.ExtendStart) (context
 			e.extendFails = 0
 		case d.Lost:
 			// LockEnd tells.
+		case errors.Is(d.Err, context.Canceled), errors.Is(d.Err, redlock.ErrAlreadyUnlocked):
+			// Do is done with the lock (CMD exited while the extension was
+			// in flight) and releases it: no failure, nothing retried.
 		default:
 			e.extendFails++
 			if e.extendFails == 1 {

@@ -3,8 +3,14 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock/redlock"
 )
 
 // A --wait shorter than one attempt (a round trip to the nodes, the dials
@@ -27,6 +33,26 @@ func TestRunShortWaitMakesOneAttempt(t *testing.T) {
 			if r.code != 0 || cmd == "run" && !fileExists(marker) || cmd == "hold" && r.stdout == "" {
 				t.Errorf("%s --wait %s on a free lock: want it held (exit 0), got %v", cmd, wait, r)
 			}
+		}
+	}
+}
+
+// An extension that Do cancels because CMD exited while it was in flight
+// (the library's error then matches context.Canceled), or that finds the
+// lock released already, is no failure of the lock: -v does not say that
+// extending failed and is retried while run is releasing the lock.
+func TestVerboseExtensionCanceledAtRelease(t *testing.T) {
+	t.Parallel()
+	for _, err := range []error{
+		fmt.Errorf("redlock: Do released the lock while its extension was in flight: %w", context.Canceled),
+		redlock.ErrAlreadyUnlocked,
+	} {
+		var stderr bytes.Buffer
+		e := &lockEvents{verbose: true, stderr: &stderr}
+		_, end := e.Extend(context.Background(), redlock.ExtendStart{Key: "k"})
+		end(redlock.ExtendDone{Key: "k", Votes: redlock.Votes{Nodes: 3, Quorum: 2, Granted: 2}, Until: time.Now().Add(time.Second), Err: err})
+		if stderr.Len() != 0 {
+			t.Errorf("-v, an extension that ended with %q: want nothing said, got:\n%s", err, stderr.String())
 		}
 	}
 }
