@@ -110,9 +110,15 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 		return err
 	}
 	// From here on, the signals are caught: while waiting they end the wait,
-	// and while fn runs they go to fn.
+	// and while fn runs they go to fn. But a signal ignored when redlock
+	// started (nohup ignores SIGHUP, a shell SIGINT in a command it starts
+	// in the background) stays ignored, by redlock and by the command run
+	// starts, which inherits it, as flock(1) leaves it: catching it would
+	// reset it to its default in the command.
 	sigs := make(chan os.Signal, 8)
-	signal.Notify(sigs, caught...)
+	if caught = slices.DeleteFunc(slices.Clone(caught), signal.Ignored); len(caught) > 0 {
+		signal.Notify(sigs, caught...) // with none, Notify would relay every signal
+	}
 	defer signal.Stop(sigs)
 
 	events := &lockEvents{verbose: o.verbose, warnUnavailable: !o.waitSet || o.wait > 0, stderr: stderr, firstDone: make(chan struct{})}

@@ -3,10 +3,14 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -54,5 +58,79 @@ func TestVerboseExtensionCanceledAtRelease(t *testing.T) {
 		if stderr.Len() != 0 {
 			t.Errorf("-v, an extension that ended with %q: want nothing said, got:\n%s", err, stderr.String())
 		}
+	}
+}
+
+// ignoring starts the binary with args through sh with SIGHUP and SIGINT
+// ignored, as nohup(1) ignores SIGHUP and a shell ignores SIGINT in the
+// commands it starts in the background.
+func ignoring(args ...string) *exec.Cmd {
+	cmd := command(context.Background(), "")
+	cmd.Path, _ = exec.LookPath("sh")
+	cmd.Args = append([]string{"sh", "-c", `trap '' HUP INT; exec "$0" "$@"`, binary}, args...)
+	return cmd
+}
+
+// A signal ignored when run or hold starts (nohup redlock run ..., or a
+// background job of a script) stays ignored, as flock(1) leaves it: CMD
+// inherits it ignored, and hold is not stopped by it.
+func TestIgnoredSignalsStayIgnored(t *testing.T) {
+	t.Parallel()
+	_, addrs := nodes(t, 3)
+	out, err := ignoring("run", "--nodes", addrs, "--key", "k", "--", "sh", "-c", `kill -HUP $$; kill -INT $$; echo survived`).CombinedOutput()
+	if err != nil || string(out) != "survived\n" {
+		t.Errorf("run started with SIGHUP and SIGINT ignored: want CMD to inherit them ignored, got %v:\n%s", err, out)
+	}
+
+	hold := ignoring("hold", "--nodes", addrs, "held")
+	stdout, err := hold.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuffer
+	hold.Stderr = &stderr
+	if err := hold.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() {
+		line, _ := bufio.NewReader(stdout).ReadString('\n')
+		if line == "" {
+			done <- errors.New("no line")
+			return
+		}
+		done <- nil
+	}()
+	defer hold.Process.Kill()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("hold: %v; stderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("hold printed no line within 30s; stderr:\n%s", stderr.String())
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- hold.Wait() }()
+	for _, sig := range []syscall.Signal{syscall.SIGHUP, syscall.SIGINT} {
+		if err := hold.Process.Signal(sig); err != nil {
+			t.Fatal(err)
+		}
+	}
+	select {
+	case err := <-exited:
+		t.Fatalf("hold started with SIGHUP and SIGINT ignored ended on them (%v); stderr:\n%s", err, stderr.String())
+	case <-time.After(500 * time.Millisecond):
+	}
+	if err := hold.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Errorf("hold after SIGTERM: %v, want exit 0; stderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("hold still runs 30s after SIGTERM")
 	}
 }

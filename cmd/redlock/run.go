@@ -50,6 +50,9 @@ to run are forwarded to CMD (not to its children: CMD decides), except
 SIGINT and SIGQUIT while CMD's process group is the terminal's foreground
 group: Ctrl-C and Ctrl-\ reach CMD from the terminal, once (a SIGINT sent
 to run alone then is not passed on: stop run from a program with SIGTERM).
+SIGHUP or SIGINT ignored when run starts (nohup ignores SIGHUP, a shell
+SIGINT in a job it starts in the background) stays ignored, by run and by
+CMD, as flock(1) leaves it.
 A signal while run still waits for the lock ends the wait: CMD never starts
 and run exits with 128 + the signal's number. A file without a #! line runs
 with /bin/sh, as execvp(3) has it.
