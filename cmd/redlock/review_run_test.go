@@ -77,12 +77,16 @@ func ignoring(args ...string) *exec.Cmd {
 func TestIgnoredSignalsStayIgnored(t *testing.T) {
 	t.Parallel()
 	_, addrs := nodes(t, 3)
-	out, err := ignoring("run", "--nodes", addrs, "--key", "k", "--", "sh", "-c", `kill -HUP $$; kill -INT $$; echo survived`).CombinedOutput()
+	// A generous node timeout: a slow first attempt would be told on stderr.
+	run := ignoring("run", "--nodes", addrs, "--node-timeout", "2s", "--key", "k", "--", "sh", "-c", `kill -HUP $$; kill -INT $$; echo survived`)
+	var runErr bytes.Buffer
+	run.Stderr = &runErr
+	out, err := run.Output()
 	if err != nil || string(out) != "survived\n" {
-		t.Errorf("run started with SIGHUP and SIGINT ignored: want CMD to inherit them ignored, got %v:\n%s", err, out)
+		t.Errorf("run started with SIGHUP and SIGINT ignored: want CMD to inherit them ignored, got %v:\n%s\nstderr:\n%s", err, out, runErr.String())
 	}
 
-	hold := ignoring("hold", "--nodes", addrs, "held")
+	hold := ignoring("hold", "--nodes", addrs, "--node-timeout", "2s", "held")
 	stdout, err := hold.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)
