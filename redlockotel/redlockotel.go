@@ -42,7 +42,8 @@
 //     the oldest of them has waited, with redlock.node, for the nodes that
 //     queue (redlock.Client.Queues: those of every Redis driver), read at
 //     each collection until the Client is closed; Clients that share one
-//     observer add up per node (the sum of the depths, the longest wait). A
+//     MeterProvider add up per node (the sum of the depths, the longest
+//     wait), whether they share one observer or each has its own. A
 //     queue that stays deep is a node, or a Client, that cannot keep up.
 package redlockotel
 
@@ -52,6 +53,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"reflect"
 	"sync"
 	"sync/atomic"
 
@@ -111,7 +113,7 @@ func NewObserver(opts ...Option) redlock.Observer {
 		cfg.mp = otel.GetMeterProvider()
 	}
 	meter := cfg.mp.Meter(ScopeName)
-	o := &observer{tracer: cfg.tp.Tracer(ScopeName), clients: make(map[*redlock.Client]struct{})}
+	o := &observer{tracer: cfg.tp.Tracer(ScopeName)}
 	var err, errs error
 	o.acquire, err = meter.Float64Histogram("redlock.acquire.duration", metric.WithUnit("s"),
 		metric.WithDescription("Duration of lock acquisition attempts."),
@@ -184,15 +186,7 @@ type observer struct {
 	pending     metric.Int64ObservableGauge
 	pendingWait metric.Float64ObservableGauge
 	meter       metric.Meter
-	// regMu guards reg, the gauges' callback, registered while the
-	// observer watches a Client (see ObserveClient), so that the
-	// MeterProvider does not keep an observer whose Clients are closed.
-	// The callback never takes it: the SDK holds its own lock while it
-	// runs callbacks and while it registers one.
-	regMu     sync.Mutex
-	reg       metric.Registration
-	clientsMu sync.Mutex
-	clients   map[*redlock.Client]struct{} // watched, not closed
+	own         *queues // the Clients watched, when meter cannot be shared (see queuesOf); guarded by queuesMu
 
 	nodeAttrs sync.Map // nodeOp: metric.MeasurementOption, for calls without error
 }
@@ -376,74 +370,129 @@ func (o *observer) Wake(ctx context.Context, e redlock.Wake) {
 
 // ObserveClient reports c's queues (redlock.Client.Queues) in the gauges
 // redlock.node.pending and redlock.node.pending.wait, read at every
-// collection, until c is closed (redlock.ClientObserver). Clients that share
-// the observer and a node add up: the node's depth is the sum of theirs, its
-// wait the longest.
+// collection, until c is closed (redlock.ClientObserver). Clients watched
+// with one MeterProvider add up per node, whether they share an observer or
+// each has its own (Instrument at each Open): the node's depth is the sum of
+// theirs, its wait the longest.
 func (o *observer) ObserveClient(c *redlock.Client) func() {
 	if o.pending == nil {
 		return nil // reported by NewObserver
 	}
-	o.regMu.Lock()
-	defer o.regMu.Unlock()
-	if o.reg == nil {
-		reg, err := o.meter.RegisterCallback(o.observeQueues, o.pending, o.pendingWait)
+	queuesMu.Lock()
+	defer queuesMu.Unlock()
+	q := o.queuesOf()
+	if q.reg == nil {
+		reg, err := o.meter.RegisterCallback(q.observe, q.pending, q.pendingWait)
 		if err != nil {
 			otel.Handle(fmt.Errorf("redlockotel: the queues' gauges: %w", err))
 			return nil
 		}
-		o.reg = reg
+		q.reg = reg
+		if q.shared {
+			sharedQueues[o.meter] = q
+		} else {
+			o.own = q
+		}
 	}
-	o.clientsMu.Lock()
-	o.clients[c] = struct{}{}
-	o.clientsMu.Unlock()
-	return func() { o.unwatch(c) }
+	q.mu.Lock()
+	q.clients[c]++
+	q.mu.Unlock()
+	var once sync.Once
+	return func() { once.Do(func() { q.unwatch(c) }) }
+}
+
+// queues are the Clients whose queues the gauges of one Meter report, and
+// the gauges' callback, registered while there is one (so that the
+// MeterProvider keeps no observer, nor Client, once they are closed). All
+// the observers made with one Meter share one queues (see sharedQueues):
+// with a callback each, the gauges would report, for a node that several
+// Clients share, the depth of whichever Client's callback ran last.
+type queues struct {
+	pending     metric.Int64ObservableGauge
+	pendingWait metric.Float64ObservableGauge
+	meter       metric.Meter
+	shared      bool                // kept in sharedQueues while registered
+	reg         metric.Registration // guarded by queuesMu
+	// mu guards clients; the callback takes it, never queuesMu: the SDK
+	// holds its own lock while it runs callbacks and while it registers
+	// or unregisters one.
+	mu      sync.Mutex
+	clients map[*redlock.Client]int // watched, not closed: by how many observers
+}
+
+var (
+	// queuesMu guards sharedQueues, observer.own and queues.reg.
+	queuesMu sync.Mutex
+	// sharedQueues are the queues of each Meter whose callback is
+	// registered.
+	sharedQueues = map[metric.Meter]*queues{}
+)
+
+// queuesOf returns the queues of o's Meter: the one registered, or a new one.
+// A Meter that cannot be a map key (not comparable) is not shared: o keeps
+// its own. queuesMu must be held.
+func (o *observer) queuesOf() *queues {
+	shared := reflect.ValueOf(o.meter).Comparable()
+	if shared {
+		if q := sharedQueues[o.meter]; q != nil {
+			return q
+		}
+	} else if o.own != nil {
+		return o.own
+	}
+	return &queues{pending: o.pending, pendingWait: o.pendingWait, meter: o.meter, shared: shared, clients: map[*redlock.Client]int{}}
 }
 
 // unwatch stops reading c's queues, and unregisters the gauges' callback
 // once no Client is watched.
-func (o *observer) unwatch(c *redlock.Client) {
-	o.regMu.Lock()
-	defer o.regMu.Unlock()
-	o.clientsMu.Lock()
-	delete(o.clients, c)
-	none := len(o.clients) == 0
-	o.clientsMu.Unlock()
-	if none && o.reg != nil {
-		if err := o.reg.Unregister(); err != nil {
+func (q *queues) unwatch(c *redlock.Client) {
+	queuesMu.Lock()
+	defer queuesMu.Unlock()
+	q.mu.Lock()
+	if q.clients[c]--; q.clients[c] <= 0 {
+		delete(q.clients, c)
+	}
+	none := len(q.clients) == 0
+	q.mu.Unlock()
+	if none && q.reg != nil {
+		if err := q.reg.Unregister(); err != nil {
 			otel.Handle(fmt.Errorf("redlockotel: the queues' gauges: %w", err))
 		}
-		o.reg = nil
+		q.reg = nil
+		if q.shared && sharedQueues[q.meter] == q {
+			delete(sharedQueues, q.meter)
+		}
 	}
 }
 
-// observeQueues is the gauges' callback: each node's queue, over the Clients
+// observe is the gauges' callback: each node's queue, over the Clients
 // watched.
-func (o *observer) observeQueues(_ context.Context, m metric.Observer) error {
+func (q *queues) observe(_ context.Context, m metric.Observer) error {
 	type queue struct {
 		depth  int64
 		oldest float64
 	}
 	byNode := map[string]*queue{}
 	var order []string
-	o.clientsMu.Lock()
-	for c := range o.clients {
-		for _, q := range c.Queues() {
-			node := address(q.Node)
+	q.mu.Lock()
+	for c := range q.clients {
+		for _, nq := range c.Queues() {
+			node := address(nq.Node)
 			n := byNode[node]
 			if n == nil {
 				n = &queue{}
 				byNode[node] = n
 				order = append(order, node)
 			}
-			n.depth += int64(q.Depth)
-			n.oldest = max(n.oldest, q.Oldest.Seconds())
+			n.depth += int64(nq.Depth)
+			n.oldest = max(n.oldest, nq.Oldest.Seconds())
 		}
 	}
-	o.clientsMu.Unlock()
+	q.mu.Unlock()
 	for _, node := range order {
 		at := metric.WithAttributes(nodeKey.String(node))
-		m.ObserveInt64(o.pending, byNode[node].depth, at)
-		m.ObserveFloat64(o.pendingWait, byNode[node].oldest, at)
+		m.ObserveInt64(q.pending, byNode[node].depth, at)
+		m.ObserveFloat64(q.pendingWait, byNode[node].oldest, at)
 	}
 	return nil
 }

@@ -1,0 +1,86 @@
+package redlockotel_test
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/redistest"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// Two Clients instrumented each on its own (Instrument at each Open, as the
+// README shows) with one MeterProvider, on the same nodes: the gauges of a
+// node add up over both, as they do for Clients that share one observer,
+// rather than reporting whichever Client's callback ran last.
+// Closing one leaves the other reported; closing both, neither.
+func TestNodeQueueGaugesAddUpAcrossObservers(t *testing.T) {
+	servers := redistest.NewServers(t, 3)
+	tel := newTelemetry(t)
+	var clients []*redlock.Client
+	for _, prefix := range []string{"a:", "b:"} {
+		c, err := redlock.Open("goredis", redistest.Addrs(servers), tel.option(), redlock.WithKeyPrefix(prefix),
+			redlock.WithTTL(20*time.Second), redlock.WithNodeTimeout(3*time.Second))
+		require.NoError(t, err)
+		defer c.Close()
+		l, err := c.TryLock(t.Context(), "warm")
+		require.NoError(t, err)
+		require.NoError(t, l.Unlock(t.Context()))
+		clients = append(clients, c)
+	}
+	stopped := servers[0]
+	require.NoError(t, stopped.Pause())
+	defer stopped.Resume()
+	var wg sync.WaitGroup
+	for n, c := range clients {
+		for i := range 8 * (n + 1) { // depths that differ: 8 and 16
+			wg.Go(func() {
+				if l, err := c.TryLock(t.Context(), fmt.Sprintf("k%d", i)); err == nil {
+					l.Unlock(t.Context())
+				}
+			})
+		}
+	}
+	wg.Wait()
+	depthOf := func(c *redlock.Client) int64 {
+		for _, q := range c.Queues() {
+			if strings.HasSuffix(q.Node, stopped.Addr()) {
+				return int64(q.Depth)
+			}
+		}
+		return 0
+	}
+	a, b := depthOf(clients[0]), depthOf(clients[1])
+	require.Positive(t, a)
+	require.Positive(t, b)
+	var got int64
+	points := 0
+	for _, p := range gauge[int64](t, tel.metrics(t)["redlock.node.pending"]) {
+		if node, _ := p.Attributes.Value("redlock.node"); strings.HasSuffix(node.AsString(), stopped.Addr()) {
+			got = p.Value
+			points++
+		}
+	}
+	require.Equal(t, [2]int64{a, b}, [2]int64{depthOf(clients[0]), depthOf(clients[1])}, "the queues moved while read")
+	assert.Equal(t, 1, points, "one point for the node")
+	assert.Equal(t, a+b, got, "the stopped node's depth over both Clients (%d and %d)", a, b)
+
+	// The first Client closed, the second's observer still reports it.
+	require.NoError(t, clients[0].Close())
+	got = 0
+	for _, p := range gauge[int64](t, tel.metrics(t)["redlock.node.pending"]) {
+		if node, _ := p.Attributes.Value("redlock.node"); strings.HasSuffix(node.AsString(), stopped.Addr()) {
+			got = p.Value
+		}
+	}
+	assert.Equal(t, depthOf(clients[1]), got, "the stopped node's depth, the second Client's alone")
+
+	require.NoError(t, stopped.Resume())
+	require.NoError(t, clients[1].Close())
+	assert.Empty(t, gauge[int64](t, tel.metrics(t)["redlock.node.pending"]), "closed Clients are not read")
+}
