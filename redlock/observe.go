@@ -291,9 +291,15 @@ var endNames = [...]string{endNone: "", endExpired: EndExpired, endLostExtend: E
 // clockBase is the origin of Lock.granted.
 var clockBase = time.Now()
 
-// endEvent describes the end of l's life.
+// endEvent describes the end of l's life. An expired lock's ended with its
+// validity, which the call that noticed (Unlock, Extend, TTL) may follow by
+// long.
 func (l *Lock) endEvent(how string) LockEnd {
-	return LockEnd{Key: l.name, Token: l.token, How: how, Held: l.c.now().Sub(clockBase) - l.granted}
+	end := l.c.now()
+	if u := l.Until(); how == EndExpired && u.Before(end) {
+		end = u
+	}
+	return LockEnd{Key: l.name, Token: l.token, How: how, Held: end.Sub(clockBase) - l.granted}
 }
 
 // recoverObserver recovers the panic of an observer's method, called on a

@@ -296,8 +296,11 @@ type LockEnd struct {
 	Token uint64
 	// How is EndUnlocked, or how the loss was found: EndLostExtend,
 	// EndExpired, EndLostUnlock, EndLostTTL or EndClosed.
-	How  string
-	Held time.Duration // from the grant to this end
+	How string
+	// Held is from the grant to this end; for EndExpired, to the end of
+	// the lock's validity (its Until), however later the call that
+	// noticed it came.
+	Held time.Duration
 }
 
 // Lost reports whether the lock was lost rather than unlocked.
