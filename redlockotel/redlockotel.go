@@ -10,12 +10,19 @@
 // a Lock), redlock.Lock (the parent of its attempts), redlock.Extend,
 // redlock.Unlock, and redlock.Do (the parent of its Lock, of the Extends that
 // keep the lock, of its Unlock, and of whatever its function starts on the
-// context it gets). Their attributes: redlock.key, redlock.quorum,
-// redlock.nodes.granted, redlock.fencing.token when the Client fences, and
-// redlock.outcome and redlock.attempt on an attempt. A failed call has status
-// Error with its error recorded. A lost lock is an event, redlock.lock.lost,
-// on the span of the call that found it; a waiter's wake (see
-// redlock.Observer's Wake) is an event, redlock.wake, on its Lock span.
+// context it gets). Their attributes: redlock.key, redlock.quorum and
+// redlock.nodes.granted (the votes of the call's round; on a Lock, those of
+// its last attempt; on a Do, those of the attempt that obtained its lock),
+// redlock.fencing.token when the Client fences; redlock.outcome and
+// redlock.attempt on an attempt, redlock.attempts on a Lock, redlock.ttl
+// (seconds) on an Extend, and redlock.lost (bool) on an Extend and a Do. A
+// failed call has status Error with its error recorded (an attempt, or a
+// Lock, that did not obtain the lock is one). A lost lock is an event,
+// redlock.lock.lost (with redlock.key, redlock.lost.how and redlock.held, in
+// seconds), on the span of the call that found it (an Extend, an Unlock,
+// the Do whose lock it was, or the caller's span for Lock.TTL; on none when
+// Done's timer found it); a waiter's wake (see redlock.Observer's Wake) is
+// an event, redlock.wake, on its Lock span.
 //
 // # Metrics
 //
