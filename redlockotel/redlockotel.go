@@ -17,7 +17,10 @@
 // redlock.attempt on an attempt, redlock.attempts on a Lock, redlock.ttl
 // (seconds) on an Extend, and redlock.lost (bool) on an Extend and a Do. A
 // failed call has status Error with its error recorded (an attempt, or a
-// Lock, that did not obtain the lock is one). A lost lock is an event,
+// Lock, that did not obtain the lock is one); an Extend that its caller
+// canceled (as Do does with one in flight when its function returns) has
+// its error recorded, and no Error status, unless it found the lock lost. A
+// lost lock is an event,
 // redlock.lock.lost (with redlock.key, redlock.lost.how and redlock.held, in
 // seconds), on the span of the call that found it (an Extend, an Unlock,
 // the Do whose lock it was, or the caller's span for Lock.TTL; on none when
@@ -341,6 +344,14 @@ func (o *observer) Extend(ctx context.Context, e redlock.ExtendStart) (context.C
 	return ctx, func(d redlock.ExtendDone) {
 		votesAttrs(span, d.Votes)
 		span.SetAttributes(lostKey.Bool(d.Lost))
+		if !d.Lost && errors.Is(d.Err, context.Canceled) {
+			// Its caller gave up, as Do does with an extension in
+			// flight when its function returns: recorded, but not a
+			// failure (the logger does not warn of it either).
+			span.RecordError(d.Err)
+			span.End()
+			return
+		}
 		finish(span, d.Err)
 	}
 }
