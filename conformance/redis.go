@@ -205,8 +205,8 @@ func openDatabase(t *testing.T, ctx context.Context, s *redisSuite) {
 
 // openRefusedConcurrent sends concurrent calls through nodes whose
 // connections the server refuses at their handshake (a wrong password, a
-// database out of range): every call must fail, the password's with a code
-// driver.PermanentCode finds. A call that answered (false, nil) would say
+// database out of range): every call must fail, with the server's reply
+// where driver.PermanentCode finds it (retrying cannot fix either). A call that answered (false, nil) would say
 // that another holds a key no one holds; a driver that sends concurrent
 // calls together (a pipeline) must not lose the handshake's error.
 func openRefusedConcurrent(t *testing.T, ctx context.Context, s *redisSuite) {
@@ -216,10 +216,9 @@ func openRefusedConcurrent(t *testing.T, ctx context.Context, s *redisSuite) {
 	outOfRange := hostAddr(t, srv)
 	outOfRange.Password, outOfRange.DB = password, 99
 	for _, c := range []struct {
-		name      string
-		a         Addr
-		permanent bool
-	}{{"WrongPassword", wrong, true}, {"DatabaseOutOfRange", outOfRange, false}} {
+		name string
+		a    Addr
+	}{{"WrongPassword", wrong}, {"DatabaseOutOfRange", outOfRange}} {
 		t.Run(c.name, func(t *testing.T) {
 			n := s.open(t, c.a)
 			const calls = 32
@@ -238,7 +237,7 @@ func openRefusedConcurrent(t *testing.T, ctx context.Context, s *redisSuite) {
 						return
 					}
 					hidesPassword(t, "the error", err.Error(), v)
-					if c.permanent && driver.PermanentCode(err) == "" {
+					if driver.PermanentCode(err) == "" {
 						errs <- fmt.Errorf("SetNX's error %q has no code driver.PermanentCode finds", err)
 					}
 				})

@@ -17,10 +17,23 @@ var permanentCodes = [...]string{
 	"READONLY",  // the server is a read-only replica
 }
 
+// permanentERR are the replies with the generic code ERR that retrying cannot
+// fix, which a connection's handshake gets when the address names a database
+// the server does not have (SELECT 99 with the default 16 databases), or any
+// database but 0 on a server in cluster mode. Some clients drop the code of
+// an ERR reply (rueidis and valkey-go keep "DB index is out of range"), so
+// they are recognized with or without it.
+var permanentERR = [...]string{
+	"ERR DB index is out of range",
+	"ERR SELECT is not allowed in cluster mode",
+}
+
 // PermanentCode returns the code of a Redis error reply found in err's chain
 // (errors.Unwrap, including joined errors) that retrying cannot fix —
 // "NOAUTH", "WRONGPASS", "NOPERM", "WRONGTYPE", "OOM" or "READONLY" — and ""
-// when there is none. An error reply is recognized by its message, which
+// when there is none. For an ERR reply that retrying cannot fix, a database
+// the server does not have ("ERR DB index is out of range", "ERR SELECT is
+// not allowed in cluster mode"), it returns that whole reply. An error reply is recognized by its message, which
 // starts with its code, whatever type the client gives it; an error that
 // wraps it may add a prefix, as long as it wraps with %w. A script's error
 // reply counts too, since Redis keeps the code of an error raised by
@@ -38,8 +51,14 @@ func PermanentCode(err error) string {
 	return code
 }
 
-// replyCode returns msg's first word if it is a permanent code.
+// replyCode returns msg's first word if it is a permanent code, or msg's
+// start if it is one of permanentERR, with or without its code.
 func replyCode(msg string) string {
+	for _, reply := range permanentERR {
+		if strings.HasPrefix(msg, reply) || strings.HasPrefix(msg, reply[len("ERR "):]) {
+			return reply
+		}
+	}
 	word, _, _ := strings.Cut(msg, " ")
 	for _, code := range permanentCodes {
 		if word == code {

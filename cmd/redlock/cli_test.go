@@ -681,6 +681,24 @@ func TestPermanentNodeError(t *testing.T) {
 	}
 }
 
+// TestDatabaseOutOfRange names a database the servers do not have: retrying
+// cannot fix it either, so run fails at once with 1 rather than waiting for
+// ever (without --wait) or calling the nodes unavailable (69).
+func TestDatabaseOutOfRange(t *testing.T) {
+	t.Parallel()
+	servers, _ := nodes(t, 3)
+	var addrs []string
+	for _, s := range servers {
+		addrs = append(addrs, "redis://"+s.Addr()+"/99")
+	}
+	for _, driver := range []string{"goredis", "redigo", "rueidis", "valkeygo"} {
+		r := invoke(t, "", "run", "--driver", driver, "--nodes", strings.Join(addrs, ","), "k", "--", "true")
+		if r.code != exitFailure || !strings.Contains(r.stderr, "DB index is out of range, which retrying cannot fix") {
+			t.Errorf("%s: run on /99 of servers with 16 databases: want exit 1 and the permanent error, got %v", driver, r)
+		}
+	}
+}
+
 // TestRunWaitsWhileUnavailable: without --wait, run keeps waiting while a
 // majority of the nodes is down, says so once without -v, and a signal ends
 // the wait.
