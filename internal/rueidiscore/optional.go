@@ -77,7 +77,7 @@ func (n *node[C, D, R, L]) route(ctx context.Context, channel string) (string, p
 	if !ok {
 		return "", nil, fmt.Errorf("the client has no connection to %s, which serves the slot of the channel", redisaddr.Redact(addr))
 	}
-	return addr, func(context.Context) (pubsub.Conn, error) { return n.dialPubSubOn(nc) }, nil
+	return addr, func(ctx context.Context) (pubsub.Conn, error) { return n.dialPubSubOn(ctx, nc) }, nil
 }
 
 // dialPubSub makes the node's pub/sub connection: a dedicated connection of
@@ -87,12 +87,24 @@ func (n *node[C, D, R, L]) dialPubSub(ctx context.Context) (pubsub.Conn, error) 
 	if err != nil {
 		return nil, err
 	}
-	return n.dialPubSubOn(c)
+	return n.dialPubSubOn(ctx, c)
 }
 
 // dialPubSubOn makes a pub/sub connection: a dedicated connection of c, a
-// client of one server, with pub/sub hooks.
-func (n *node[C, D, R, L]) dialPubSubOn(c C) (pubsub.Conn, error) {
+// client of one server, with pub/sub hooks. It returns ctx's error as soon as
+// ctx ends (the hub's Close): the library dials and handshakes in Dedicate,
+// which has no context, bounded only by the client's dial timeout (seconds)
+// on a stalled server, unless the node made the client (see dial). A
+// connection made after that is closed.
+func (n *node[C, D, R, L]) dialPubSubOn(ctx context.Context, c C) (pubsub.Conn, error) {
+	if n.owned {
+		return n.dialPubSubNow(c) // its dial ends at the node's Close
+	}
+	return pubsub.DialUntilDone(ctx, func() (pubsub.Conn, error) { return n.dialPubSubNow(c) })
+}
+
+// dialPubSubNow is dialPubSubOn, unbounded by a context.
+func (n *node[C, D, R, L]) dialPubSubNow(c C) (pubsub.Conn, error) {
 	conn := &pubSubConn[C, D, R, L]{lib: n.lib, dc: n.dedicate(c), signal: make(chan struct{}, 1)}
 	conn.errs = n.lib.SetHooks(conn.dc, Hooks{OnMessage: conn.onMessage, OnSubscription: conn.onSubscription})
 	select {
