@@ -27,27 +27,31 @@ import (
 // the fix, the client's dial timeout: go-redis's, and rueidis's and
 // valkey-go's in Dedicate).
 func TestRedisCloseWhileSubscriptionDialsStalled(t *testing.T) {
-	for name, newNode := range map[string]func(t *testing.T, addr string) driver.Node{
-		"goredis": func(t *testing.T, addr string) driver.Node {
-			rc := goredislib.NewClient(&goredislib.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
-			t.Cleanup(func() { rc.Close() })
-			return goredis.New(rc)
-		},
-		"rueidis": func(t *testing.T, addr string) driver.Node {
-			rc, err := rueidislib.NewClient(rueidislib.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true, DisableCache: true, DisableRetry: true})
-			require.NoError(t, err)
-			t.Cleanup(rc.Close)
-			return rueidis.New(rc)
-		},
-		"valkeygo": func(t *testing.T, addr string) driver.Node {
-			vc, err := valkeylib.NewClient(valkeylib.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true, DisableCache: true, DisableRetry: true})
-			require.NoError(t, err)
-			t.Cleanup(vc.Close)
-			return valkeygo.New(vc)
-		},
-	} {
+	for name, newNode := range userClientNodes {
 		t.Run(name, func(t *testing.T) { closeWhileSubscriptionDialsStalled(t, name, newNode) })
 	}
+}
+
+// userClientNodes make a node with a driver's New over a client made as the
+// driver's package doc recommends, closed when the test ends.
+var userClientNodes = map[string]func(t *testing.T, addr string) driver.Node{
+	"goredis": func(t *testing.T, addr string) driver.Node {
+		rc := goredislib.NewClient(&goredislib.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+		t.Cleanup(func() { rc.Close() })
+		return goredis.New(rc)
+	},
+	"rueidis": func(t *testing.T, addr string) driver.Node {
+		rc, err := rueidislib.NewClient(rueidislib.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true, DisableCache: true, DisableRetry: true})
+		require.NoError(t, err)
+		t.Cleanup(rc.Close)
+		return rueidis.New(rc)
+	},
+	"valkeygo": func(t *testing.T, addr string) driver.Node {
+		vc, err := valkeylib.NewClient(valkeylib.ClientOption{InitAddress: []string{addr}, ForceSingleClient: true, DisableCache: true, DisableRetry: true})
+		require.NoError(t, err)
+		t.Cleanup(vc.Close)
+		return valkeygo.New(vc)
+	},
 }
 
 func closeWhileSubscriptionDialsStalled(t *testing.T, name string, newNode func(t *testing.T, addr string) driver.Node) {
@@ -93,4 +97,69 @@ func closeWhileSubscriptionDialsStalled(t *testing.T, name string, newNode func(
 	t.Logf("Close took %v", took)
 	// A bound with room for a loaded machine, far below the clients' 5s.
 	require.Less(t, took, 2*time.Second, "Close took %v with a node timeout of %v", took, nodeTimeout)
+}
+
+// Close of a Client over nodes that a driver's New made from the user's
+// clients, while a waiter is subscribed on the nodes' pub/sub connections and
+// the servers are stalled: Close returns after about its node timeout. The
+// rueidis family's Close of a dedicated connection sends a PING and waits a
+// second for its reply, which a stalled server never sends: Close took 1.05s
+// with a node timeout of 50ms before the fix, whose Close of the connection
+// goes on in the background (Close of a node from Open closes the connection
+// under the PING first). The bound, below that second, is for a machine
+// loaded enough to take 800ms where 50ms is asked.
+func TestRedisCloseWithSubscriptionStalled(t *testing.T) {
+	for name, newNode := range userClientNodes {
+		t.Run(name, func(t *testing.T) { closeWithSubscriptionStalled(t, name, newNode) })
+	}
+}
+
+func closeWithSubscriptionStalled(t *testing.T, name string, newNode func(t *testing.T, addr string) driver.Node) {
+	servers := redistest.NewServers(t, 3)
+	holder := openRedis(t, name, servers, redlock.WithTTL(time.Minute))
+	_, err := holder.TryLock(t.Context(), "k")
+	require.NoError(t, err)
+
+	const nodeTimeout = 50 * time.Millisecond
+	var nodes []driver.Node
+	for _, s := range servers {
+		nodes = append(nodes, newNode(t, s.Addr()))
+	}
+	c, err := redlock.New(nodes, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(nodeTimeout))
+	require.NoError(t, err)
+	// The waiter subscribes while the servers answer, and then waits.
+	waiter := make(chan error, 1)
+	go func() {
+		_, err := c.Lock(t.Context(), "k")
+		waiter <- err
+	}()
+	channel := driver.ReleaseChannel("k")
+	require.Eventually(t, func() bool {
+		for _, s := range servers {
+			v, err := s.Do(t.Context(), "PUBSUB", "SHARDNUMSUB", channel)
+			if err != nil || len(v.([]any)) < 2 || v.([]any)[1] != int64(1) {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 10*time.Millisecond, "the waiter did not subscribe on every server")
+	for _, s := range servers {
+		require.NoError(t, s.Pause())
+	}
+	t.Cleanup(func() {
+		for _, s := range servers {
+			s.Resume()
+		}
+	})
+	start := time.Now()
+	require.NoError(t, c.Close())
+	took := time.Since(start)
+	t.Logf("Close took %v", took)
+	require.Less(t, took, 900*time.Millisecond, "Close took %v with a node timeout of %v", took, nodeTimeout)
+	select {
+	case err := <-waiter:
+		require.ErrorIs(t, err, redlock.ErrClosed)
+	case <-time.After(2 * time.Second):
+		t.Fatal("the waiter's Lock did not return after Close")
+	}
 }

@@ -74,10 +74,12 @@
 // All the subscriptions of a node share one dedicated connection of its client
 // (Dedicate, with pub/sub hooks), made on the first Subscribe and closed by the
 // node's Close.
-// Close does not wait for it while it is being dialed: on a client of yours
-// (New), whose Dedicate cannot be interrupted, that dial ends in the
-// background, bounded by the client's dial timeout, and the connection
-// it makes is closed. If the
+// Close does not wait for it while it is being dialed, nor for a stalled
+// server to answer the PING that the library's Close of it sends: on a client
+// of yours (New), whose connections the node cannot break, that dial ends in
+// the background, bounded by the client's dial timeout, and the connection it
+// makes is closed; that closing ends in the background too, within a second.
+// If the
 // connection breaks, the node makes a new one itself (50ms later, then at
 // doubling intervals up to 1s while it cannot connect, or while its new
 // connections break before the server confirms a subscription on them), or

@@ -105,7 +105,7 @@ func (n *node[C, D, R, L]) dialPubSubOn(ctx context.Context, c C) (pubsub.Conn, 
 
 // dialPubSubNow is dialPubSubOn, unbounded by a context.
 func (n *node[C, D, R, L]) dialPubSubNow(c C) (pubsub.Conn, error) {
-	conn := &pubSubConn[C, D, R, L]{lib: n.lib, dc: n.dedicate(c), signal: make(chan struct{}, 1)}
+	conn := &pubSubConn[C, D, R, L]{lib: n.lib, dc: n.dedicate(c), signal: make(chan struct{}, 1), background: !n.owned}
 	conn.errs = n.lib.SetHooks(conn.dc, Hooks{OnMessage: conn.onMessage, OnSubscription: conn.onSubscription})
 	select {
 	case err := <-conn.errs: // the dial failed
@@ -143,6 +143,9 @@ type pubSubConn[C Client[C, D], D Dedicated, R Result, L any] struct {
 	dc     D
 	errs   <-chan error // from SetHooks: the connection ended
 	signal chan struct{}
+	// background is set for a connection of a client the caller made
+	// (New): Close closes it in the background (see Close).
+	background bool
 
 	mu    sync.Mutex
 	queue []pubsub.Event
@@ -197,8 +200,18 @@ func (c *pubSubConn[C, D, R, L]) Receive(ctx context.Context) (pubsub.Event, err
 	}
 }
 
-// Close closes the dedicated connection, which also gives it back.
+// Close closes the dedicated connection, which also gives it back. The
+// library's Close sends a PING and waits up to a second for its reply, which
+// a stalled server never sends: on a client the caller made, whose
+// connection the node cannot break first (as a node made by Open does: see
+// dial), Close returns at once and the closing goes on in the background,
+// for that second at most. A Receive, Subscribe or Unsubscribe in progress
+// returns with the hub's context, which it cancels first.
 func (c *pubSubConn[C, D, R, L]) Close() error {
+	if c.background {
+		go c.dc.Close()
+		return nil
+	}
 	c.dc.Close()
 	return nil
 }
