@@ -66,6 +66,10 @@ If the lock is lost while CMD runs (an extension finds it gone from a
 majority of the nodes, or its validity runs out because the nodes could not be
 reached), CMD gets SIGTERM, then SIGKILL if it is still running after --grace,
 and run exits with 76. Another client may hold the lock from that moment on.
+Unlike a flock(1) lock, the lock lives only while run extends it: a job
+stopped with Ctrl-Z (SIGTSTP) or SIGSTOP stops run with it, so the lock
+expires after one TTL and another client may take it; when the job is
+continued, run finds the lock lost, and CMD gets SIGTERM as above.
 
 On Linux, run sees every process CMD starts (it is their subreaper): when
 the lock is lost they get SIGTERM and SIGKILL with CMD, and a process that
