@@ -42,8 +42,12 @@ import (
 // a panic then goes on with its original value.
 //
 // Do returns fn's error, joined with ErrLockLost when the lock was lost while
-// fn ran or was no longer held by a quorum when Do released it. When the lock
-// was never obtained, it returns Lock's error and fn does not run.
+// fn ran or was not released by a quorum. In the second case it is Unlock's
+// error that is joined: ErrLockLost with the release's votes (a *VoteError,
+// which matches ErrUnavailable when the release failed on too many nodes,
+// timed out say, rather than found the lock gone) and the nodes' errors.
+// When the lock was never obtained, it returns Lock's error and fn does not
+// run.
 //
 // opts apply to this call only: WithTTL (which also sets the default
 // extension interval to a third of it, unless the Client was given
@@ -448,14 +452,20 @@ var errUnwound = errors.New("redlock: the call did not return: a function it cal
 
 // done finishes Do's hold of e's lock after fn returned ferr, and returns
 // Do's error: ferr, joined with ErrLockLost when the lock was lost while fn
-// ran or was not released by a quorum. It reports the end of the Do to the
-// observers.
+// ran, or with Unlock's error when the lock was not released by a quorum. It
+// reports the end of the Do to the observers.
 //
 //go:noinline
 func (e *kept) done(ferr error) error {
 	lost, uerr := e.finish()
 	err := ferr
-	if lost || errors.Is(uerr, ErrLockLost) {
+	switch {
+	case errors.Is(uerr, ErrLockLost):
+		// The release's own account: its votes (which match
+		// ErrUnavailable when nodes failed rather than found the lock
+		// gone) and the nodes' errors.
+		err = errors.Join(ferr, uerr)
+	case lost:
 		err = errors.Join(ferr, ErrLockLost)
 	}
 	if e.obs != nil {

@@ -241,7 +241,8 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 	return exitWith(exitFailure, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "redlock: ")))
 }
 
-// withoutLost returns err without the ErrLockLost that Do joined to it.
+// withoutLost returns err without what Do joined to it for the lock: a bare
+// ErrLockLost, or Unlock's error, which matches it.
 func withoutLost(err error) error {
 	j, ok := err.(interface{ Unwrap() []error })
 	if !ok {
@@ -252,7 +253,7 @@ func withoutLost(err error) error {
 	}
 	var rest []error
 	for _, e := range j.Unwrap() {
-		if e != redlock.ErrLockLost {
+		if !errors.Is(e, redlock.ErrLockLost) {
 			rest = append(rest, e)
 		}
 	}
