@@ -50,7 +50,8 @@
 // and when the context ended its error is in the chain too: use errors.Is and
 // errors.As. Lock and Do stop retrying at once when so many nodes answer an
 // error that retrying cannot fix (a wrong password, an ACL refusal, a
-// read-only replica: see driver.PermanentCode) that no quorum is possible.
+// read-only replica, a database the server does not have: see
+// driver.PermanentCode) that no quorum is possible.
 //
 // # Per-call options
 //

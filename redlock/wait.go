@@ -25,7 +25,8 @@ const maxWakeJitter = 5 * time.Millisecond
 // Lock stops at once, without waiting for ctx, when more than
 // len(nodes)-Quorum nodes answered errors that retrying cannot fix
 // (driver.PermanentCode: authentication, ACL permission, wrong type, out of
-// memory, read-only replica); the error names the cause. It stops too when
+// memory, read-only replica, a database the server does not have); the
+// error names the cause. It stops too when
 // Close begins while it waits between attempts: the error then matches
 // ErrClosed, with the last attempt's error joined in.
 //
