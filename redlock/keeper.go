@@ -347,7 +347,7 @@ func (k *keeper) extend(group []*kept) {
 						continue
 					}
 					ok, err := send(&jobs[j])
-					if c.obs != nil && !keeperUnsent(err) {
+					if c.obs != nil && !unsent(err) {
 						// From the group's start: the wait for one of
 						// the keeperFanout goroutines is the Client's
 						// queueing, which NodeCall.Duration includes.
@@ -451,7 +451,7 @@ func (k *keeper) finish(e *kept, r *round, ok bool, start time.Time, octx contex
 // (the vote is then not counted), whether the node queues or not; and, for a
 // node that does not queue, the lock's validity ended while the call waited
 // its turn, or Close ended the Client's background work. Since no call was
-// made, none is reported to the observers as a NodeCall (see keeperUnsent).
+// made, none is reported to the observers as a NodeCall (see unsent).
 var (
 	errKeeperStalled = fmt.Errorf("not sent: the node did not answer an earlier extension within the node timeout: %w", context.DeadlineExceeded)
 	errKeeperMoot    = fmt.Errorf("not sent: the lock's validity ended while the extension waited its turn: %w", context.DeadlineExceeded)
@@ -459,10 +459,11 @@ var (
 	errKeeperClosed  = fmt.Errorf("not sent: %w", ErrClosed)
 )
 
-// keeperUnsent reports whether err is the keeper's own verdict on a call it
-// did not send.
-func keeperUnsent(err error) bool {
-	return err == errKeeperStalled || err == errKeeperMoot || err == errKeeperClosed
+// unsent reports whether err is the Client's own verdict on a call it did
+// not send: the keeper's, or Unlock's on a node whose SET had not answered.
+// None is reported to the observers as a NodeCall.
+func unsent(err error) bool {
+	return err == errKeeperStalled || err == errKeeperMoot || err == errKeeperClosed || err == errSetUnanswered
 }
 
 // grant makes l the owner of r, its acquisition round: l lets go of r as

@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"strings"
 	"sync"
 	"testing"
 	"testing/synctest"
@@ -73,6 +74,48 @@ func TestUnlockReleasesLateSetsInItsRound(t *testing.T) {
 		defer mu.Unlock()
 		for i := range got {
 			assert.Equal(t, []string{"notify"}, got[i], "node %d", i)
+		}
+	})
+}
+
+// A node whose SET failed after the grant is not sent Unlock's release in
+// its round (the release goes on in the background, once the node has
+// answered): the observers see no NodeCall for a call that was not made,
+// as they see none for the extensions the keeper does not send.
+func TestUnlockReportsNoCallForUnansweredSet(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, _ := memNodes(5)
+		nodes := make([]driver.Node, len(mem))
+		var mu sync.Mutex
+		got := make([][]string, len(mem))
+		for i, m := range mem {
+			delay := time.Duration(0)
+			if i >= 3 {
+				delay = 500 * time.Millisecond // past the node timeout: the SET fails
+			}
+			nodes[i] = lateReplySet{Node: m, delay: delay, mu: &mu, got: &got[i]}
+		}
+		rec := &recorder{id: "r"}
+		c := newClient(t, nodes, redlock.WithNodeTimeout(100*time.Millisecond), redlock.WithObserver(rec))
+		l, err := c.TryLock(t.Context(), "k")
+		require.NoError(t, err)
+		require.NoError(t, l.Unlock(t.Context()))
+		time.Sleep(time.Second)
+		synctest.Wait()
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		releases := 0
+		for _, e := range rec.nodes {
+			if e.Operation != redlock.OpRelease {
+				continue
+			}
+			releases++
+			if e.Err != nil && strings.Contains(e.Err.Error(), "its SET had not answered") {
+				t.Errorf("NodeCall %+v: a release that was not sent reported as a call", e)
+			}
+		}
+		if releases < 3 {
+			t.Errorf("%d release NodeCalls, want at least the 3 of the nodes that granted", releases)
 		}
 	})
 }

@@ -498,7 +498,8 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 }
 
 // errSetUnanswered is Unlock's verdict on a node whose acquisition SET had
-// not answered when the lock was granted.
+// not answered when the lock was granted, and which its round sends nothing
+// (see unsent).
 var errSetUnanswered = errors.New("its SET had not answered when the lock was granted: released once it answers")
 
 // followLateSets follows the SETs of the acquisition that had not answered

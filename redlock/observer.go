@@ -245,7 +245,9 @@ type UnlockDone struct {
 	Err      error
 }
 
-// NodeCall describes one call to one node.
+// NodeCall describes one call to one node. A call the Client decided not to
+// send (an extension to a node that has just timed out, a release that waits
+// for a SET still unanswered) is not one.
 type NodeCall struct {
 	Key       string // the lock's key, without the Client's prefix
 	Node      string // the node's name, as in NodeError: any password masked

@@ -114,7 +114,7 @@ func (r *round) call(i int) {
 		ctx = r.qctx
 	}
 	ok, err := r.op(ctx, i, r.c.nodes[i])
-	if ro := r.ro; ro != nil {
+	if ro := r.ro; ro != nil && !unsent(err) {
 		r.c.observeNode(ctx, i, ro.op, ro.name, ro.began, ok, err)
 	}
 	v := int32(i) << 1
