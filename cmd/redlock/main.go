@@ -113,8 +113,36 @@ command's status. Shell completion: redlock completion bash|zsh|fish.`,
 		return usageErrorf("%v (see %s --help)", err, cmd.CommandPath())
 	})
 	root.AddCommand(runCommand(), holdCommand(), statusCommand(), doctorCommand(), demoCommand())
+	root.SetHelpCommand(helpCommand(root))
 	addCompletion(root)
 	return root
+}
+
+// helpCommand is "redlock help [command]": cobra's own shows the root's help,
+// with exit 0, for a topic it does not know, since the root takes arguments;
+// this one fails with 2 then, as "redlock nosuch" does.
+func helpCommand(root *cobra.Command) *cobra.Command {
+	return &cobra.Command{
+		Use:   "help [command]",
+		Short: "Help about any command",
+		Long:  "Help provides help for any command of redlock: redlock help [command].",
+		ValidArgsFunction: func(_ *cobra.Command, _ []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			var names []cobra.Completion
+			for _, c := range root.Commands() {
+				if c.IsAvailableCommand() {
+					names = append(names, c.Name())
+				}
+			}
+			return names, cobra.ShellCompDirectiveNoFileComp
+		},
+		RunE: func(_ *cobra.Command, args []string) error {
+			c, _, err := root.Find(args)
+			if err != nil || (c == root && len(args) > 0) {
+				return usageErrorf("unknown help topic %q: see redlock --help", strings.Join(args, " "))
+			}
+			return c.Help()
+		},
+	}
 }
 
 // quietLogger discards go-redis's internal log.

@@ -277,6 +277,9 @@ func TestHelp(t *testing.T) {
 			t.Errorf("redlock %s --help: want exit 0 and examples, got %v", sub, r)
 		}
 	}
+	if r := invoke(t, "", "help", "run"); r.code != 0 || !strings.Contains(r.stdout, "--conflict-exit-code") {
+		t.Errorf("redlock help run: want exit 0 and run's help, got %v", r)
+	}
 	r := invoke(t, "", "run", "--help")
 	for _, want := range []string{"69", "75", "76", "REDLOCK_TOKEN", "--grace", "--wait", "--conflict-exit-code", "--prefix", "--verbose", "REDLOCK_TTL", "REDLOCK_WAIT", "REDLOCK_PREFIX"} {
 		if !strings.Contains(r.stdout, want) {
@@ -293,6 +296,7 @@ func TestUsageErrors(t *testing.T) {
 		want string
 	}{
 		{"unknown command", []string{"frobnicate"}, "unknown command"},
+		{"unknown help topic", []string{"help", "frobnicate"}, "unknown help topic"},
 		{"unknown flag", []string{"run", "--frob", "--key", "k", "--", "true"}, "unknown flag"},
 		{"no nodes", []string{"run", "--key", "k", "--", "true"}, "no nodes"},
 		{"no key", []string{"run", "--nodes", "127.0.0.1:1"}, "no key"},
