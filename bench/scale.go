@@ -30,6 +30,10 @@ const (
 	// the end of the hold, and to that name with ".start" added one taken
 	// before the first Do: pprof's -base gives what the held locks keep.
 	ScaleHeapProfileEnv = "REDLOCK_BENCH_SCALE_HEAPPROFILE"
+	// ScaleFarAwayEnv gives how many of the ScaleFar case's five nodes are
+	// far, 1 to 5 (default 2, as in the Far case): with 3 or more, a quorum
+	// needs far nodes, and every extension and release waits for them.
+	ScaleFarAwayEnv = "REDLOCK_BENCH_SCALE_FAR_AWAY"
 )
 
 const (
@@ -88,18 +92,26 @@ func Scale(b *testing.B, c Contender) {
 	scale(b, c, Servers(b, scaleNodes), fmt.Sprintf("nodes=%d/locks=%d", scaleNodes, locks))
 }
 
-// ScaleFar is Scale with two of the five nodes 40ms away, behind the Far
-// case's delay proxy: the extensions of N held locks must keep up with nodes
-// that answer a round trip later, whose calls the Client queues. Its metrics
-// are Scale's (B/lock then includes the far nodes' calls in flight).
-// Sub-benchmark: nodes=5/far=2/locks=N. The runner leaves it out; run it
-// with go test -bench ScaleFar.
+// ScaleFar is Scale with two of the five nodes 40ms away (ScaleFarAwayEnv
+// sets how many), behind the Far case's delay proxy: the extensions of N held
+// locks must keep up with nodes that answer a round trip later, whose calls
+// the Client queues. Its metrics are Scale's (B/lock then includes the far
+// nodes' calls in flight). Sub-benchmark: nodes=5/far=F/locks=N. The runner
+// leaves it out; run it with go test -bench ScaleFar.
 func ScaleFar(b *testing.B, c Contender) {
 	b.Helper()
 	locks, _ := scaleConfig(b)
+	away := farAway
+	if v := os.Getenv(ScaleFarAwayEnv); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > farNodes {
+			b.Fatalf("bench: %s=%q is not a number from 1 to %d", ScaleFarAwayEnv, v, farNodes)
+		}
+		away = n
+	}
 	servers := Servers(b, farNodes)
 	addrs := slices.Clone(servers)
-	for i := farNodes - farAway; i < farNodes; i++ {
+	for i := farNodes - away; i < farNodes; i++ {
 		p, err := newDelayProxy(servers[i], farRoundTrip/2)
 		if err != nil {
 			b.Fatalf("delay proxy: %v", err)
@@ -107,7 +119,7 @@ func ScaleFar(b *testing.B, c Contender) {
 		b.Cleanup(func() { p.Close() })
 		addrs[i] = p.Addr()
 	}
-	scale(b, c, addrs, fmt.Sprintf("nodes=%d/far=%d/locks=%d", farNodes, farAway, locks))
+	scale(b, c, addrs, fmt.Sprintf("nodes=%d/far=%d/locks=%d", farNodes, away, locks))
 }
 
 // scale runs the Scale case on addrs as sub-benchmark name.
