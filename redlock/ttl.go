@@ -14,12 +14,15 @@ import (
 // driver.TTLer.
 var errNoTTLer = errors.New("the node cannot tell a key's time to live (no driver.TTLer)")
 
-// TTL asks the nodes how long they still hold the lock and returns how long a
-// quorum guarantees it: the quorum-th largest remaining time to live among the
-// nodes that still hold this lock's value, less the time the call took and
-// the drift allowance. It waits for every node's answer, each bounded by the
-// node timeout (or until ctx ends, once a quorum answered). It moves Until to
-// that if it is earlier; it never moves Until later (Extend does).
+// TTL asks the nodes how long they still hold the lock: a quorum guarantees
+// it for the quorum-th largest remaining time to live among the nodes that
+// still hold this lock's value, less the time the call took and the drift
+// allowance. It waits for every node's answer, each bounded by the node
+// timeout (or until ctx ends, once a quorum answered). It moves Until to
+// that if it is earlier; it never moves Until later (Extend does). It
+// returns the time left until Until then, which is less than what the nodes
+// guarantee when Until was already earlier (an Extend of a shorter TTL, in
+// flight or failed, may still land on the nodes).
 //
 // It returns an error matching ErrLockLost when fewer than a quorum hold the
 // lock, when Until has passed, or after Unlock, with the per-node causes and
