@@ -21,8 +21,8 @@ import (
 //
 // fn's context is canceled, with ErrLockLost as its cause (context.Cause),
 // when the lock is no longer held: at once when its validity (Until) ends
-// without a successful extension, and otherwise when an extension finds it
-// lost. A loss on the nodes (a key evicted or expired early, a node
+// without a successful extension (before fn starts, if it ended between the
+// grant and fn's start), and otherwise when an extension finds it lost. A loss on the nodes (a key evicted or expired early, a node
 // restarted empty) is therefore noticed within one extension interval plus
 // the time of the extension that finds it (at most the node timeout), or
 // within that plus one more extension when an extension was in flight at
@@ -74,7 +74,21 @@ func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context
 	// finish stops the extensions and releases the lock. Deferred, it runs
 	// when fn panics or calls runtime.Goexit too, which then go on.
 	defer e.finishOnce()
+	e.checkStart()
 	return e.done(fn(e.fctx))
+}
+
+// checkStart cancels fn's context, before fn starts, if the lock's validity
+// ended since the grant (an observer that took its time, a pause of the
+// process): fn must not start with a live context on a lock that is over,
+// as it would until the keeper's timer, due at once, fires on another
+// goroutine.
+//
+//go:noinline
+func (e *kept) checkStart() {
+	if e.l.over() {
+		e.cancel(ErrLockLost)
+	}
 }
 
 // errNilDo is Do's error for a nil fn.
