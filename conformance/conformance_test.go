@@ -88,9 +88,13 @@ func (b broken) SetNXFence(ctx context.Context, key, value string, ttl time.Dura
 	return b.Node.SetNXFence(ctx, key, value, ttl, fenceKey)
 }
 
-// TTL reports a key held by any value as held, for "ttl-any-value".
+// TTL reports a key held by any value as held, for "ttl-any-value", and
+// rounds the time to live up to whole seconds, for "ttl-whole-seconds".
 func (b broken) TTL(ctx context.Context, key, value string) (time.Duration, bool, error) {
 	d, held, err := b.Node.TTL(ctx, key, value)
+	if b.kind == "ttl-whole-seconds" && held {
+		d = (d + time.Second - 1).Truncate(time.Second)
+	}
 	if b.kind == "ttl-any-value" && err == nil && !held {
 		if d, ok := b.Node.PTTL(key); ok {
 			return d.Truncate(time.Millisecond), true, nil
@@ -114,6 +118,7 @@ var brokenKinds = map[string]struct {
 	"extend-creates":      {want: "Extend(absent key) = true, want false: there was nothing to extend"},
 	"ignores-context":     {want: "Extend(canceled ctx) error = <nil>, want one matching context.Canceled: a Node must honour its context"},
 	"ttl-any-value":       {want: "want 0, false: a Node must not report a key held by another value"},
+	"ttl-whole-seconds":   {want: "TTL must return the key's PTTL, rounded down to the millisecond, never more than is left"},
 	"extend-half-ttl":     {want: "a Node must keep an extended key for its whole TTL"},
 	"fence-half-ttl":      {want: "SetNXFence(ttl=300ms): the key was free after"},
 	"mangle":              {want: "are distinct locks; a Node must send keys as bytes"},

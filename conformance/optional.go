@@ -229,4 +229,27 @@ func ttlOwnKey(t *testing.T, ctx context.Context, newNode func(*testing.T) drive
 	if d, held := ttlOf("TTL(value) after EvalRelease", v); held || d != 0 {
 		t.Fatalf("TTL(value) after EvalRelease = %v, %v; want 0, false", d, held)
 	}
+	ttlRoundsDown(t, ctx, n, tt)
+}
+
+// ttlRoundsDown sets a key for a TTL that is not whole seconds and asks its
+// TTL at once: it must be at most the TTL given, and at least what is left of
+// it after the time the two calls took (less the millisecond PTTL rounds
+// away). A TTL rounded up (to whole seconds, say) would report a lock held
+// after it expired; the ranges of ttlOwnKey cannot tell.
+func ttlRoundsDown(t *testing.T, ctx context.Context, n driver.Node, tt driver.TTLer) {
+	t.Helper()
+	const ttl = 2500 * time.Millisecond
+	k, v := key(t), value()
+	start := time.Now()
+	must(t, "SetNX(ttl=2.5s)")(n.SetNX(ctx, k, v, ttl))
+	d, held, err := tt.TTL(ctx, k, v)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatalf("TTL(value) after SetNX(ttl=2.5s): unexpected error %v", err)
+	}
+	if least := ttl - took.Truncate(time.Millisecond) - 2*time.Millisecond; !held || d > ttl || d < least {
+		t.Fatalf("TTL(value) right after SetNX(ttl=%v) = %v, %v; want true and a time to live in [%v, %v], what is left of %v after the %v the two calls took: TTL must return the key's PTTL, rounded down to the millisecond, never more than is left (a TTL rounded up reports a lock held after it expired) nor much less",
+			ttl, d, held, least, ttl, ttl, took)
+	}
 }
