@@ -58,6 +58,9 @@ func (d brokenDriver) Open(addr string) (driver.Node, error) {
 //   - ex-seconds: TTLs are rounded up to whole seconds.
 //   - value-in-error: errors name the lock value.
 //   - leaky-close: Close forgets to close the connections.
+//   - waits-past-context: SetNX retries, on contexts of its own, until the
+//     server answers.
+//   - close-waits: Close waits for the server to answer a last command.
 //   - sends-queued: SetNX sends one call at a time, on a client of its own
 //     that Close leaves open, and queues the others (driver.Queuer), which it
 //     still sends after Close.
@@ -128,7 +131,27 @@ func (n *brokenRedis) holds(ctx context.Context, key, value string) (bool, error
 	return got == value, err
 }
 
+// untilAnswered calls call with a context of its own, without deadline,
+// until it returns anything but a network error: it waits for a stalled
+// server for as long as the server stalls.
+func untilAnswered(call func(context.Context) error) error {
+	for {
+		err := call(context.Background())
+		if err == nil || errors.Is(err, driver.ErrClosed) || driver.PermanentCode(err) != "" {
+			return err
+		}
+	}
+}
+
 func (n *brokenRedis) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	if n.kind == "waits-past-context" {
+		var ok bool
+		err := untilAnswered(func(ctx context.Context) (err error) {
+			ok, err = n.inner.SetNX(ctx, key, value, ttl)
+			return err
+		})
+		return ok, err
+	}
 	if n.nonatomic() {
 		ok, err := n.raw.SetNX(ctx, key, value, 0).Result()
 		if err != nil || !ok {
@@ -199,6 +222,12 @@ func (n *brokenRedis) Close() error {
 	}
 	if n.kind == "leaky-close" {
 		return nil
+	}
+	if n.kind == "close-waits" {
+		untilAnswered(func(ctx context.Context) error {
+			_, err := n.inner.EvalRelease(ctx, "brokendriver:close", "")
+			return err
+		})
 	}
 	if n.raw != nil && n.kind != "sends-queued" {
 		n.raw.Close()

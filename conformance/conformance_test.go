@@ -139,6 +139,10 @@ var brokenKinds = map[string]struct {
 		want: "shows the lock value"},
 	"leaky-close": {redis: "Close/ReleasesConnections",
 		want: "Close must release the node's connections, its pub/sub connection included"},
+	"waits-past-context": {redis: "Stalled/DeadlineBoundsCalls",
+		want: "SetNX on a stalled server (connected before: true) with a 200ms deadline had not returned"},
+	"close-waits": {redis: "Stalled/CloseDoesNotWait",
+		want: "Close of a node whose server does not answer had not returned"},
 	"sends-queued": {redis: "Stalled/CloseSendsNoQueuedCall",
 		want: "failed with an error matching driver.ErrClosed: the others were sent after Close"},
 }

@@ -350,11 +350,13 @@ func stalledDeadlineWith(t *testing.T, ctx context.Context, s *redisSuite, opts 
 	for _, warm := range []bool{true, false} {
 		_, n := stalled(t, ctx, s, warm, opts...)
 		for name, call := range methods(n, key(t)) {
-			start := time.Now()
 			cctx, cancel := context.WithTimeout(ctx, deadline)
-			err := call(cctx)
-			took := time.Since(start)
+			took, returned, err := boundedCall(cctx, call, deadline+stallBound)
 			cancel()
+			if !returned {
+				t.Errorf("%s on a stalled server (connected before: %v) with a %v deadline had not returned %v later: a call must end with its context, never wait for the server beyond it", name, warm, deadline, took)
+				continue
+			}
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Errorf("%s on a stalled server (connected before: %v) with a %v deadline: error = %v, want one matching context.DeadlineExceeded", name, warm, deadline, err)
 			}
@@ -376,13 +378,15 @@ func stalledCancelWith(t *testing.T, ctx context.Context, s *redisSuite, opts ..
 	for _, warm := range []bool{true, false} {
 		_, n := stalled(t, ctx, s, warm, opts...)
 		for name, call := range methods(n, key(t)) {
-			start := time.Now()
 			cctx, cancel := context.WithCancel(ctx) // no deadline: only the cancel can end it
 			timer := time.AfterFunc(after, cancel)
-			err := call(cctx)
-			took := time.Since(start)
+			took, returned, err := boundedCall(cctx, call, after+stallBound)
 			timer.Stop()
 			cancel()
+			if !returned {
+				t.Errorf("%s on a stalled server (connected before: %v), canceled after %v, had not returned %v later: a call must end with its context, never wait for the server beyond it", name, warm, after, took)
+				continue
+			}
 			if !errors.Is(err, context.Canceled) {
 				t.Errorf("%s on a stalled server (connected before: %v), canceled after %v: error = %v, want one matching context.Canceled", name, warm, after, err)
 			}
@@ -395,9 +399,14 @@ func stalledCancelWith(t *testing.T, ctx context.Context, s *redisSuite, opts ..
 
 func stalledRecovers(t *testing.T, ctx context.Context, s *redisSuite) {
 	srv, n := stalled(t, ctx, s, true)
-	cctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	Calls(cctx, n, key(t))
+	const deadline = 100 * time.Millisecond
+	cctx, cancel := context.WithTimeout(ctx, deadline)
+	k := key(t)
+	took, returned, _ := boundedCall(cctx, func(ctx context.Context) error { Calls(ctx, n, k); return nil }, deadline+stallBound)
 	cancel()
+	if !returned {
+		t.Fatalf("calls on a stalled server with a %v deadline had not returned %v later: a call must end with its context, never wait for the server beyond it", deadline, took)
+	}
 	if err := srv.Resume(); err != nil {
 		t.Fatal(err)
 	}
@@ -415,10 +424,32 @@ const closeBound = 500 * time.Millisecond
 // answer: Close must not wait for it.
 func stalledClose(t *testing.T, ctx context.Context, s *redisSuite) {
 	_, n := stalled(t, ctx, s, true)
-	start := time.Now()
-	n.Close()
-	if took := time.Since(start); took > closeBound {
+	took, returned, _ := boundedCall(ctx, func(context.Context) error { return n.Close() }, closeBound+stallBound)
+	switch {
+	case !returned:
+		t.Fatalf("Close of a node whose server does not answer had not returned %v later: Close must not wait for the server", took)
+	case took > closeBound:
 		t.Fatalf("Close of a node whose server does not answer took %v, more than %v: Close must not wait for the server", took, closeBound)
+	}
+}
+
+// boundedCall runs call with ctx and waits at most wait for it to return. It
+// returns how long it waited, whether call returned, and call's error. A
+// call that does not return within wait is left running: a node that waits
+// for a stalled server beyond the call's context would otherwise hold the
+// suite until go test's timeout, which reports no rule. It ends when the
+// test's cleanup resumes the server or closes the node.
+func boundedCall(ctx context.Context, call func(context.Context) error, wait time.Duration) (took time.Duration, returned bool, err error) {
+	start := time.Now()
+	done := make(chan error, 1)
+	go func() { done <- call(ctx) }()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case err = <-done:
+		return time.Since(start), true, err
+	case <-timer.C:
+		return time.Since(start), false, nil
 	}
 }
 
