@@ -80,6 +80,7 @@ func Run(t *testing.T, newNode func(t *testing.T) driver.Node) {
 		{"Fencer/Expires", fenceExpires},
 		{"Notifier/NotifiesRelease", notifyOnRelease},
 		{"Notifier/StopsOnCancel", notifyStopsOnCancel},
+		{"Notifier/NeverBlocks", notifyNeverBlocks},
 		{"Identifier/Stable", identityStable},
 		{"TTLer/OwnKey", ttlOwnKey},
 	} {

@@ -103,6 +103,33 @@ func (b broken) TTL(ctx context.Context, key, value string) (time.Duration, bool
 	return d, held, err
 }
 
+// Subscribe forwards each notification to notify with a send that waits for
+// a reader, and its cancel waits for the forwarding to end, for
+// "notify-blocks".
+func (b broken) Subscribe(ctx context.Context, key string, notify chan<- struct{}) (func(), error) {
+	if b.kind != "notify-blocks" {
+		return b.Node.Subscribe(ctx, key, notify)
+	}
+	inner := make(chan struct{}, 1)
+	cancel, err := b.Node.Subscribe(ctx, key, inner)
+	if err != nil {
+		return nil, err
+	}
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-inner:
+				notify <- struct{}{}
+			case <-stop:
+				return
+			}
+		}
+	}()
+	return func() { cancel(); close(stop); <-done }, nil
+}
+
 const brokenEnv = "CONFORMANCE_BROKEN_KIND"
 
 // brokenKinds are the broken nodes the suite must fail, by kind, with the
@@ -119,6 +146,7 @@ var brokenKinds = map[string]struct {
 	"ignores-context":     {want: "Extend(canceled ctx) error = <nil>, want one matching context.Canceled: a Node must honour its context"},
 	"ttl-any-value":       {want: "want 0, false: a Node must not report a key held by another value"},
 	"ttl-whole-seconds":   {want: "TTL must return the key's PTTL, rounded down to the millisecond, never more than is left"},
+	"notify-blocks":       {want: "a Node must never block on a send to notify"},
 	"extend-half-ttl":     {want: "a Node must keep an extended key for its whole TTL"},
 	"fence-half-ttl":      {want: "SetNXFence(ttl=300ms): the key was free after"},
 	"mangle":              {want: "are distinct locks; a Node must send keys as bytes"},

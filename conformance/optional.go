@@ -159,6 +159,42 @@ func notifyStopsOnCancel(t *testing.T, ctx context.Context, newNode func(*testin
 	quiet(t, notify, "Subscribe: notified after cancel returned")
 }
 
+// notifyNeverBlocks subscribes with a channel that nobody reads and releases
+// the key twice: the second notification must be dropped, not wait for a
+// reader. cancel must then return, and another subscription on the node
+// must hear its key's release. A Node that blocked on the send would stall
+// its pub/sub connection, and every subscription sharing it, for good.
+func notifyNeverBlocks(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	n, nn := notifier(t, newNode)
+	k, v := key(t), value()
+	cancel, err := nn.Subscribe(ctx, k, make(chan struct{})) // never read
+	if err != nil {
+		t.Fatalf("Subscribe: unexpected error %v", err)
+	}
+	for range 2 {
+		must(t, "SetNX")(n.SetNX(ctx, k, v, time.Minute))
+		must(t, "ReleaseNotify")(nn.ReleaseNotify(ctx, k, v))
+	}
+	time.Sleep(100 * time.Millisecond) // the notifications arrive
+	if took, returned, _ := boundedCall(ctx, func(context.Context) error { cancel(); return nil }, 5*time.Second); !returned {
+		t.Fatalf("Subscribe's cancel, with notifications waiting for a channel nobody reads, had not returned %v later: a Node must never block on a send to notify (a send that would block is dropped)", took)
+	}
+	k2 := key(t)
+	notify := make(chan struct{}, 1)
+	cancel2, err := nn.Subscribe(ctx, k2, notify)
+	if err != nil {
+		t.Fatalf("Subscribe after a subscription whose channel nobody read: unexpected error %v", err)
+	}
+	defer cancel2()
+	must(t, "SetNX")(n.SetNX(ctx, k2, v, time.Minute))
+	must(t, "ReleaseNotify")(nn.ReleaseNotify(ctx, k2, v))
+	select {
+	case <-notify:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Subscribe: no notification 5s after ReleaseNotify, on a node that had a subscription whose channel nobody read: a Node must never block on a send to notify (a send that would block is dropped)")
+	}
+}
+
 // identityStable checks driver.Identifier: a node names at least one server,
 // and the same ones when asked again.
 func identityStable(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
