@@ -42,7 +42,19 @@
 //     conformance suite calls them at once; run it with -race, since only the
 //     race detector reports a data race.)
 //   - A node must not fail or block at construction because its server is down or
-//     never answers; it connects on use and reconnects after failures.
+//     never answers; it connects on use and reconnects after failures. A
+//     connection that the server closed while it sat idle (a restart, CLIENT
+//     KILL, the server's timeout) must not fail the next call either: check an
+//     idle connection before reusing it, with a read whose deadline is a
+//     moment ahead (a deadline already past fails before it reads) that must
+//     time out rather than return end of file.
+//   - An address's TLS (rediss://, [Config].TLS) verifies the server's name,
+//     the address's host unless the tls.Config sets ServerName. With TLS 1.3
+//     a server that requires a client certificate the node lacks closes the
+//     connection only after the handshake, and the node sees a reset or end
+//     of file: say in the error that the server asked for a certificate and
+//     none was given (tls.Config.GetClientCertificate tells whether it asked);
+//     conformance.RunRedis wants the word "certificate".
 //   - Keep the client's error in the chain of the error returned (wrap it with
 //     %w): [PermanentCode] finds a server's error reply there (WRONGPASS,
 //     NOPERM, READONLY, ...), and redlock stops retrying on such errors.
