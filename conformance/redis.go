@@ -358,13 +358,21 @@ func stalledDeadlineWith(t *testing.T, ctx context.Context, s *redisSuite, opts 
 				continue
 			}
 			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Errorf("%s on a stalled server (connected before: %v) with a %v deadline: error = %v, want one matching context.DeadlineExceeded", name, warm, deadline, err)
+				t.Errorf("%s on a stalled server (connected before: %v) with a %v deadline: error = %v, want one matching context.DeadlineExceeded%s", name, warm, deadline, err, subscribeRule(name, err))
 			}
 			if took > deadline+stallBound {
 				t.Errorf("%s on a stalled server (connected before: %v) with a %v deadline took %v: a call must end with its context", name, warm, deadline, took)
 			}
 		}
 	}
+}
+
+// subscribeRule explains a Subscribe that succeeded on a stalled server.
+func subscribeRule(call string, err error) string {
+	if call != "Subscribe" || err != nil {
+		return ""
+	}
+	return ": Subscribe must return only once the server has confirmed the subscription (a release published before it would be missed), and a stalled server confirms nothing"
 }
 
 func stalledCancel(t *testing.T, ctx context.Context, s *redisSuite) {
@@ -388,7 +396,7 @@ func stalledCancelWith(t *testing.T, ctx context.Context, s *redisSuite, opts ..
 				continue
 			}
 			if !errors.Is(err, context.Canceled) {
-				t.Errorf("%s on a stalled server (connected before: %v), canceled after %v: error = %v, want one matching context.Canceled", name, warm, after, err)
+				t.Errorf("%s on a stalled server (connected before: %v), canceled after %v: error = %v, want one matching context.Canceled%s", name, warm, after, err, subscribeRule(name, err))
 			}
 			if took > after+stallBound {
 				t.Errorf("%s on a stalled server (connected before: %v), canceled after %v, took %v: a call must end with its context", name, warm, after, took)
@@ -587,6 +595,9 @@ func reconnects(t *testing.T, ctx context.Context, s *redisSuite) {
 // connection idle for a second or more without a round trip, before using it.
 const idleWindow = time.Second
 
+// idleRule is what reconnectsAfterIdle's failures say.
+const idleRule = "no call may fail because the server closed a connection while it sat idle; a Node must check an idle connection before it reuses it"
+
 // reconnectsAfterIdle closes every connection of the server while the node
 // is idle (a restart, CLIENT KILL or the server's timeout would): after
 // idleWindow, no call may fail for it, the first included, whether the
@@ -599,14 +610,14 @@ func reconnectsAfterIdle(t *testing.T, ctx context.Context, s *redisSuite) {
 		t.Helper()
 		for i := range 3 {
 			if ok, err := n.SetNX(ctx, key(t), value(), time.Minute); err != nil || !ok {
-				t.Errorf("%s, call %d one at a time: SetNX = %v, %v; want true", what, i, ok, err)
+				t.Errorf("%s, call %d one at a time: SetNX = %v, %v; want true: %s", what, i, ok, err, idleRule)
 			}
 		}
 		var wg sync.WaitGroup
 		for range together {
 			wg.Go(func() {
 				if ok, err := n.SetNX(ctx, key(t), value(), time.Minute); err != nil || !ok {
-					t.Errorf("%s, calls together: SetNX = %v, %v; want true", what, ok, err)
+					t.Errorf("%s, calls together: SetNX = %v, %v; want true: %s", what, ok, err, idleRule)
 				}
 			})
 		}
@@ -766,7 +777,7 @@ func tlsRefused(t *testing.T, ctx context.Context, n driver.Node, k string, want
 		case want != nil && !errors.As(err, want):
 			t.Errorf("%s: error = %v, want one matching %T: a TLS failure must stay in the error chain", call, err, want)
 		case !strings.Contains(err.Error(), text):
-			t.Errorf("%s: error = %v, want one that says %q", call, err, text)
+			t.Errorf("%s: error = %v, want one that says %q: the error must tell the user what TLS refused (with TLS 1.3 a server that wants a client certificate closes the connection after the handshake, which the client sees as a reset or end of file: say that the server asked for a certificate, which tls.Config.GetClientCertificate tells)", call, err, text)
 		}
 		hidesPassword(t, "the error", err.Error(), v)
 	}
