@@ -61,6 +61,8 @@ func (d brokenDriver) Open(addr string) (driver.Node, error) {
 //   - waits-past-context: SetNX retries, on contexts of its own, until the
 //     server answers.
 //   - close-waits: Close waits for the server to answer a last command.
+//   - ttl-no-expiry: TTL of a key without a time to live (PTTL -1) is
+//     (-1ms, true, nil).
 //   - sends-queued: SetNX sends one call at a time, on a client of its own
 //     that Close leaves open, and queues the others (driver.Queuer), which it
 //     still sends after Close.
@@ -285,6 +287,9 @@ func (n *brokenRedis) Subscribe(ctx context.Context, key string, notify chan<- s
 
 func (n *brokenRedis) TTL(ctx context.Context, key, value string) (time.Duration, bool, error) {
 	d, held, err := n.inner.(driver.TTLer).TTL(ctx, key, value)
+	if n.kind == "ttl-no-expiry" && err != nil && strings.Contains(err.Error(), "PTTL -1") {
+		return -time.Millisecond, true, nil // the script's -1, read as a duration
+	}
 	held, err = n.err(ctx, "TTL", value, held, err)
 	return d, held, err
 }

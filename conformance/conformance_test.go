@@ -169,6 +169,8 @@ var brokenKinds = map[string]struct {
 		want: "Close must release the node's connections, its pub/sub connection included"},
 	"waits-past-context": {redis: "Stalled/DeadlineBoundsCalls",
 		want: "SetNX on a stalled server (connected before: true) with a 200ms deadline had not returned"},
+	"ttl-no-expiry": {redis: "TTLer/NoExpiry",
+		want: "TTL of a key that holds the value without a time to live (PTTL -1) = -1ms, true, nil; want an error"},
 	"close-waits": {redis: "Stalled/CloseDoesNotWait",
 		want: "Close of a node whose server does not answer had not returned"},
 	"sends-queued": {redis: "Stalled/CloseSendsNoQueuedCall",

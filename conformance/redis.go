@@ -101,6 +101,7 @@ func RunRedis(t *testing.T, d driver.Driver, opts ...RedisOption) {
 		{"Stalled/CloseSendsNoQueuedCall", stalledCloseQueued},
 		{"Close/ReleasesConnections", closeReleasesConnections},
 		{"TTL/Milliseconds", ttlMilliseconds},
+		{"TTLer/NoExpiry", ttlNoExpiry},
 		{"Reconnects", reconnects},
 		{"Reconnects/AfterIdle", reconnectsAfterIdle},
 		{"Scripts/Concurrent", scriptsConcurrent},
@@ -560,6 +561,25 @@ func ttlMilliseconds(t *testing.T, ctx context.Context, s *redisSuite) {
 			t.Fatalf("%s = false, want true", call)
 		}
 		pttl(call, k)
+	}
+}
+
+// ttlNoExpiry asks a TTLer the time to live of a key that holds the value
+// without one (set by hand: PTTL -1): an error, since a lock key always has
+// one, never a duration reported as held.
+func ttlNoExpiry(t *testing.T, ctx context.Context, s *redisSuite) {
+	srv := redistest.NewServer(t)
+	n := s.open(t, hostAddr(t, srv))
+	tn, ok := n.(driver.TTLer)
+	if !ok {
+		t.Skip("the node is not a driver.TTLer")
+	}
+	k, v := key(t), value()
+	if _, err := srv.Do(ctx, "SET", k, v); err != nil {
+		t.Fatal(err)
+	}
+	if d, held, err := tn.TTL(ctx, k, v); err == nil {
+		t.Errorf("TTL of a key that holds the value without a time to live (PTTL -1) = %v, %v, nil; want an error: a lock key always has a time to live, and one without it is no lock the Node can vouch for", d, held)
 	}
 }
 
