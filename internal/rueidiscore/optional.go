@@ -11,6 +11,7 @@ import (
 	"github.com/go-redlock/redlock/internal/drivernode"
 	"github.com/go-redlock/redlock/internal/pubsub"
 	"github.com/go-redlock/redlock/internal/redisaddr"
+	"github.com/go-redlock/redlock/internal/rediscmd"
 )
 
 // Subscribe subscribes to driver.ReleaseChannel(key) over the node's one
@@ -75,9 +76,36 @@ func (n *node[C, D, R, L]) route(ctx context.Context, channel string) (string, p
 	}
 	nc, ok := c.Nodes()[addr]
 	if !ok {
+		// A primary the client does not know: a replica that the
+		// client's map of the cluster did not list (added, or not yet
+		// replicating, when the client read it) and that a failover
+		// promoted. The client learns of a new primary only from its
+		// commands: one on the channel's slot reaches it through the old
+		// primary's MOVED, which the client follows (and connects to).
+		n.touchSlot(ctx, c, channel)
+		nc, ok = c.Nodes()[addr]
+	}
+	if !ok {
 		return "", nil, fmt.Errorf("the client has no connection to %s, which serves the slot of the channel", redisaddr.Redact(addr))
 	}
 	return addr, func(ctx context.Context) (pubsub.Conn, error) { return n.dialPubSubOn(ctx, nc) }, nil
+}
+
+// touchSlot sends through c, a cluster client, a command that reads the
+// lock key of channel, in the channel's slot, and changes nothing: the
+// script that reads a key's TTL if it holds the empty value, which no lock
+// has. Its reply does not matter: only the redirection the client follows,
+// and the map it reads again on a MOVED or a failure.
+func (n *node[C, D, R, L]) touchSlot(ctx context.Context, c C, channel string) {
+	key := channel
+	if _, k, ok := strings.Cut(channel, "}"); ok && k != "" {
+		key = k // the lock key, which the ACL lets the node touch: driver.ReleaseChannel
+	}
+	cmd := rediscmd.TTL(key, "")
+	var keys Keys
+	keys.a, keys.n = cmd.KeyArray()
+	sc, _ := cmd.Script()
+	_, _ = n.lib.Exec(ctx, c, n.lib.scripts[sc.SHA1()], keys, cmd.Args()).ToAny()
 }
 
 // dialPubSub makes the node's pub/sub connection: a dedicated connection of

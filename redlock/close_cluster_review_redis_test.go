@@ -1,0 +1,295 @@
+package redlock_test
+
+import (
+	"context"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+
+	goredislib "github.com/redis/go-redis/v9"
+	rueidislib "github.com/redis/rueidis"
+	"github.com/stretchr/testify/require"
+	valkeylib "github.com/valkey-io/valkey-go"
+	"go.uber.org/goleak"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/drivers/goredis"
+	"github.com/go-redlock/redlock/drivers/rueidis"
+	"github.com/go-redlock/redlock/drivers/valkeygo"
+	"github.com/go-redlock/redlock/redistest"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// clusterNodes make a node that is a whole Redis Cluster: with a driver's New
+// over a cluster client made as the driver's package doc recommends ("NAME
+// New"), or with Open on the cluster's address ("NAME Open").
+var clusterNodes = map[string]func(t *testing.T, cl *redistest.Cluster) driver.Node{
+	"goredis New": func(t *testing.T, cl *redistest.Cluster) driver.Node {
+		rc := goredislib.NewClusterClient(&goredislib.ClusterOptions{Addrs: cl.Seeds(), ContextTimeoutEnabled: true, MaxRetries: -1})
+		t.Cleanup(func() { rc.Close() })
+		return goredis.New(rc)
+	},
+	"rueidis New": func(t *testing.T, cl *redistest.Cluster) driver.Node {
+		rc, err := rueidislib.NewClient(rueidislib.ClientOption{InitAddress: cl.Seeds(), DisableCache: true, DisableRetry: true})
+		require.NoError(t, err)
+		t.Cleanup(rc.Close)
+		return rueidis.New(rc)
+	},
+	"valkeygo New": func(t *testing.T, cl *redistest.Cluster) driver.Node {
+		vc, err := valkeylib.NewClient(valkeylib.ClientOption{InitAddress: cl.Seeds(), DisableCache: true, DisableRetry: true})
+		require.NoError(t, err)
+		t.Cleanup(vc.Close)
+		return valkeygo.New(vc)
+	},
+	"goredis Open":  openClusterNode(goredis.Driver{}),
+	"rueidis Open":  openClusterNode(rueidis.Driver{}),
+	"valkeygo Open": openClusterNode(valkeygo.Driver{}),
+}
+
+func openClusterNode(d driver.Driver) func(t *testing.T, cl *redistest.Cluster) driver.Node {
+	return func(t *testing.T, cl *redistest.Cluster) driver.Node {
+		n, err := d.Open(cl.URL())
+		require.NoError(t, err)
+		return n
+	}
+}
+
+// driverOf returns the driver's name in a name of clusterNodes.
+func driverOf(name string) string {
+	d, _, _ := strings.Cut(name, " ")
+	return d
+}
+
+// stack logs every goroutine's stack.
+func logStacks(t *testing.T, what string) {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	t.Logf("%s:\n%s", what, buf)
+}
+
+// closeWithin closes c and returns how long it took, logging the goroutines
+// if it takes more than a second.
+func closeWithin(t *testing.T, c *redlock.Client) time.Duration {
+	start := time.Now()
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	var err error
+	select {
+	case err = <-closed:
+	case <-time.After(time.Second):
+		logStacks(t, "Close still runs after 1s")
+		err = <-closed
+	}
+	require.NoError(t, err)
+	return time.Since(start)
+}
+
+// numsubOn returns the subscribers of channel on srv (PUBSUB SHARDNUMSUB).
+func numsubOn(t *testing.T, srv *redistest.Server, channel string) int64 {
+	ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+	defer cancel()
+	v, err := srv.Do(ctx, "PUBSUB", "SHARDNUMSUB", channel)
+	if err != nil {
+		return -1
+	}
+	a, ok := v.([]any)
+	if !ok || len(a) < 2 {
+		return -1
+	}
+	n, _ := a[1].(int64)
+	return n
+}
+
+// Close of a Client over a node that is a Redis Cluster, while a waiter is
+// subscribed on the shard that serves its key and that shard's primary is
+// stalled: Close returns after about its node timeout, and the waiter's
+// Lock returns ErrClosed.
+func TestRedisClusterCloseWithSubscriptionStalled(t *testing.T) {
+	cl := redistest.NewCluster(t, 2)
+	const key = "k"
+	channel := driver.ReleaseChannel(key)
+	owner := cl.SlotShard(redistest.KeySlot(channel)).Primary()
+	for name, newNode := range clusterNodes {
+		t.Run(name, func(t *testing.T) {
+			ignore := goleak.IgnoreCurrent()
+			t.Cleanup(func() {
+				// The rueidis family's refresh of the slot map sleeps in
+				// goroutines of its own (before a refresh; before closing
+				// a connection it no longer uses), which Close leaves.
+				goleak.VerifyNone(t, ignore,
+					goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1"),
+					goleak.IgnoreAnyFunction("github.com/valkey-io/valkey-go.(*call).DelayDo.func1"),
+					goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2"),
+					goleak.IgnoreAnyFunction("github.com/valkey-io/valkey-go.(*clusterClient)._refresh.func2"))
+			})
+			drv := driverOf(name)
+			holder, err := redlock.Open(drv, []string{cl.URL()}, redlock.WithTTL(time.Minute))
+			require.NoError(t, err)
+			defer holder.Close()
+			l, err := holder.TryLock(t.Context(), key)
+			require.NoError(t, err)
+			defer l.Unlock(context.Background())
+
+			const nodeTimeout = 50 * time.Millisecond
+			c, err := redlock.New([]driver.Node{newNode(t, cl)}, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(nodeTimeout))
+			require.NoError(t, err)
+			waiter := make(chan error, 1)
+			go func() {
+				_, err := c.Lock(t.Context(), key)
+				waiter <- err
+			}()
+			require.Eventually(t, func() bool { return numsubOn(t, owner, channel) == 1 },
+				5*time.Second, 10*time.Millisecond, "the waiter did not subscribe")
+			require.NoError(t, owner.Pause())
+			defer func() {
+				owner.Resume()
+				require.Eventually(t, func() bool { return numsubOn(t, owner, channel) == 0 },
+					5*time.Second, 10*time.Millisecond, "still subscribed after Close")
+			}()
+			took := closeWithin(t, c)
+			t.Logf("Close took %v", took)
+			require.Less(t, took, 900*time.Millisecond, "Close took %v with a node timeout of %v", took, nodeTimeout)
+			select {
+			case err := <-waiter:
+				require.ErrorIs(t, err, redlock.ErrClosed)
+			case <-time.After(2 * time.Second):
+				t.Fatal("the waiter's Lock did not return after Close")
+			}
+		})
+	}
+}
+
+// Close of a Client over a node that is a Redis Cluster while the waiter's
+// subscription is being dialed to the stalled shard that serves its key.
+func TestRedisClusterCloseWhileSubscriptionDialsStalled(t *testing.T) {
+	cl := redistest.NewCluster(t, 2)
+	const key = "k"
+	channel := driver.ReleaseChannel(key)
+	owner := cl.SlotShard(redistest.KeySlot(channel)).Primary()
+	for name, newNode := range clusterNodes {
+		t.Run(name, func(t *testing.T) {
+			ignore := goleak.IgnoreCurrent()
+			t.Cleanup(func() {
+				// The rueidis family's refresh of the slot map sleeps in
+				// goroutines of its own (before a refresh; before closing
+				// a connection it no longer uses), which Close leaves.
+				goleak.VerifyNone(t, ignore,
+					goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1"),
+					goleak.IgnoreAnyFunction("github.com/valkey-io/valkey-go.(*call).DelayDo.func1"),
+					goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2"),
+					goleak.IgnoreAnyFunction("github.com/valkey-io/valkey-go.(*clusterClient)._refresh.func2"))
+			})
+			drv := driverOf(name)
+			holder, err := redlock.Open(drv, []string{cl.URL()}, redlock.WithTTL(time.Minute))
+			require.NoError(t, err)
+			defer holder.Close()
+			l, err := holder.TryLock(t.Context(), key)
+			require.NoError(t, err)
+			defer l.Unlock(context.Background())
+
+			const nodeTimeout = 50 * time.Millisecond
+			c, err := redlock.New([]driver.Node{newNode(t, cl)}, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(nodeTimeout))
+			require.NoError(t, err)
+			// The client connects while the cluster answers.
+			other, err := c.TryLock(t.Context(), "other")
+			require.NoError(t, err)
+			require.NoError(t, other.Unlock(t.Context()))
+			require.NoError(t, owner.Pause())
+			defer owner.Resume()
+			ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+			defer cancel()
+			start := time.Now()
+			_, err = c.Lock(ctx, key)
+			require.Error(t, err)
+			require.Less(t, time.Since(start), 2*time.Second, "Lock with a 300ms context on a stalled shard")
+			waiter := make(chan error, 1)
+			go func() {
+				_, err := c.Lock(t.Context(), key)
+				waiter <- err
+			}()
+			time.Sleep(100 * time.Millisecond)
+			took := closeWithin(t, c)
+			t.Logf("Close took %v", took)
+			require.Less(t, took, 2*time.Second, "Close took %v with a node timeout of %v", took, nodeTimeout)
+			select {
+			case err := <-waiter:
+				require.ErrorIs(t, err, redlock.ErrClosed)
+			case <-time.After(2 * time.Second):
+				t.Fatal("the waiter's Lock did not return after Close")
+			}
+		})
+	}
+}
+
+// userClusterClients make a cluster client as the driver's doc recommends,
+// and a node with New over it; close closes the client.
+var userClusterClients = map[string]func(t *testing.T, cl *redistest.Cluster) (n driver.Node, close func()){
+	"goredis": func(t *testing.T, cl *redistest.Cluster) (driver.Node, func()) {
+		rc := goredislib.NewClusterClient(&goredislib.ClusterOptions{Addrs: cl.Seeds(), ContextTimeoutEnabled: true, MaxRetries: -1})
+		t.Cleanup(func() { rc.Close() })
+		return goredis.New(rc), func() { rc.Close() }
+	},
+	"rueidis": func(t *testing.T, cl *redistest.Cluster) (driver.Node, func()) {
+		rc, err := rueidislib.NewClient(rueidislib.ClientOption{InitAddress: cl.Seeds(), DisableCache: true, DisableRetry: true})
+		require.NoError(t, err)
+		t.Cleanup(rc.Close)
+		return rueidis.New(rc), rc.Close
+	},
+	"valkeygo": func(t *testing.T, cl *redistest.Cluster) (driver.Node, func()) {
+		vc, err := valkeylib.NewClient(valkeylib.ClientOption{InitAddress: cl.Seeds(), DisableCache: true, DisableRetry: true})
+		require.NoError(t, err)
+		t.Cleanup(vc.Close)
+		return valkeygo.New(vc), vc.Close
+	},
+}
+
+// The user closes their cluster client while a waiter is subscribed, then
+// locks and closes the Client: nothing hangs.
+func TestRedisClusterUserClientClosedFirst(t *testing.T) {
+	cl := redistest.NewCluster(t, 2)
+	const key = "k"
+	channel := driver.ReleaseChannel(key)
+	owner := cl.SlotShard(redistest.KeySlot(channel)).Primary()
+	for name, newNode := range userClusterClients {
+		t.Run(name, func(t *testing.T) {
+			_, err := owner.Do(t.Context(), "SET", key, "someone", "PX", "60000")
+			require.NoError(t, err)
+			defer owner.Do(context.Background(), "DEL", key)
+			n, closeClient := newNode(t, cl)
+			c, err := redlock.New([]driver.Node{n}, redlock.WithTTL(time.Minute))
+			require.NoError(t, err)
+			waiter := make(chan error, 1)
+			go func() {
+				_, err := c.Lock(t.Context(), key)
+				waiter <- err
+			}()
+			require.Eventually(t, func() bool { return numsubOn(t, owner, channel) == 1 },
+				5*time.Second, 10*time.Millisecond, "the waiter did not subscribe")
+			closeClient()
+			ctx, cancel := context.WithTimeout(t.Context(), 500*time.Millisecond)
+			start := time.Now()
+			_, err = c.Lock(ctx, "other")
+			cancel()
+			t.Logf("Lock on a closed client: %v after %v", err, time.Since(start))
+			require.Less(t, time.Since(start), 2*time.Second)
+			start = time.Now()
+			ctx, cancel = context.WithTimeout(t.Context(), 500*time.Millisecond)
+			err = c.Do(ctx, "other2", func(context.Context) error { return nil })
+			cancel()
+			t.Logf("Do on a closed client: %v after %v", err, time.Since(start))
+			require.Less(t, time.Since(start), 2*time.Second)
+			took := closeWithin(t, c)
+			t.Logf("Close took %v", took)
+			require.Less(t, took, 2*time.Second)
+			require.NoError(t, c.Close(), "Close twice")
+			select {
+			case err := <-waiter:
+				t.Logf("waiter: %v", err)
+				require.ErrorIs(t, err, redlock.ErrClosed)
+			case <-time.After(2 * time.Second):
+				t.Fatal("the waiter's Lock did not return after Close")
+			}
+		})
+	}
+}

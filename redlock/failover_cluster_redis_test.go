@@ -1,0 +1,144 @@
+package redlock_test
+
+import (
+	"context"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/redistest"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// A waiter in Lock over a node that is a Redis Cluster (every driver, from
+// New over the user's cluster client and from Open), subscribed to its key's
+// release, when a failover (CLUSTER FAILOVER TAKEOVER, the old primary
+// alive) promotes a replica that joined the shard after the node's client
+// read the cluster's map: its subscription moves to the promoted replica,
+// and it hears the release published there. The rueidis
+// family's clients knew only the nodes of the map they read: the node's
+// subscriptions asked them for a connection to the new primary, which they
+// did not have, every second for as long as no command of the node met the
+// old primary's MOVED (the waiter's backoff, 20s here; for ever without a
+// command on the slot): rueidis and valkeygo failed, New and Open alike,
+// not subscribed there 10s after the failover. goredis reloads its map and
+// passed.
+func TestRedisClusterWaiterFollowsFailoverToNewReplica(t *testing.T) {
+	const key = "k"
+	channel := driver.ReleaseChannel(key)
+	slot := redistest.KeySlot(channel)
+	for name, newNode := range clusterNodes {
+		t.Run(name, func(t *testing.T) {
+			cl := redistest.NewCluster(t, 2)
+			owner := cl.SlotShard(slot).Primary()
+			_, err := owner.Do(t.Context(), "SET", key, "someone", "PX", "60000")
+			require.NoError(t, err)
+			c, err := redlock.New([]driver.Node{newNode(t, cl)}, redlock.WithTTL(time.Minute),
+				redlock.WithBackoff(func(int) time.Duration { return 20 * time.Second }))
+			require.NoError(t, err)
+			defer c.Close()
+			waited := make(chan error, 1)
+			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+			defer cancel()
+			go func() {
+				l, err := c.Lock(ctx, key)
+				if err == nil {
+					l.Unlock(context.Background())
+				}
+				waited <- err
+			}()
+			require.Eventually(t, func() bool { return numsubOn(t, owner, channel) == 1 },
+				5*time.Second, 10*time.Millisecond, "the waiter did not subscribe")
+
+			// A replica joins the key's shard, and a failover promotes it.
+			replica := joinAsReplica(t, cl, owner)
+			_, err = replica.Do(t.Context(), "CLUSTER", "FAILOVER", "TAKEOVER")
+			require.NoError(t, err)
+			require.Eventually(t, func() bool {
+				v, err := replica.Do(t.Context(), "ROLE")
+				return err == nil && v.([]any)[0] == "master"
+			}, 10*time.Second, 10*time.Millisecond, "the failover did not promote the replica")
+			require.Eventually(t, func() bool { return numsubOn(t, replica, channel) == 1 },
+				10*time.Second, 10*time.Millisecond, "the waiter's subscription did not move to the promoted replica")
+
+			// The release, where the slot is served now.
+			require.Eventually(t, func() bool { // CLUSTERDOWN until the cluster agrees
+				_, err := replica.Do(t.Context(), "DEL", key)
+				return err == nil
+			}, 10*time.Second, 10*time.Millisecond, "DEL on the promoted replica")
+			_, err = replica.Do(t.Context(), "SPUBLISH", channel, "")
+			require.NoError(t, err)
+			select {
+			case err := <-waited:
+				require.NoError(t, err)
+			case <-time.After(8 * time.Second): // far below the backoff
+				t.Fatal("the waiter did not get the lock 8s after the release")
+			}
+		})
+	}
+}
+
+// joinAsReplica starts a cluster-enabled server, has it meet the cluster
+// and replicate primary, and returns it once its replication link is up.
+func joinAsReplica(t *testing.T, cl *redistest.Cluster, primary *redistest.Server) *redistest.Server {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	bus := l.Addr().(*net.TCPAddr).Port
+	require.NoError(t, l.Close())
+	srv := redistest.NewServer(t,
+		redistest.WithConfig("cluster-enabled", "yes"),
+		redistest.WithConfig("cluster-config-file", "nodes.conf"),
+		redistest.WithConfig("cluster-port", strconv.Itoa(bus)),
+		redistest.WithConfig("repl-diskless-sync-delay", "0"))
+	host, _, err := net.SplitHostPort(primary.Addr())
+	require.NoError(t, err)
+	pbus := busPort(t, primary)
+	_, err = srv.Do(t.Context(), "CLUSTER", "MEET", host, portOf(t, primary.Addr()), strconv.Itoa(pbus))
+	require.NoError(t, err)
+	id, err := primary.Do(t.Context(), "CLUSTER", "MYID")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		_, err := srv.Do(t.Context(), "CLUSTER", "REPLICATE", id.(string))
+		return err == nil
+	}, 10*time.Second, 50*time.Millisecond, "the new server does not know the primary")
+	require.Eventually(t, func() bool {
+		v, err := srv.Do(t.Context(), "INFO", "replication")
+		s, _ := v.(string)
+		return err == nil && strings.Contains(s, "master_link_status:up")
+	}, 10*time.Second, 50*time.Millisecond, "the new replica did not sync")
+	myID, err := srv.Do(t.Context(), "CLUSTER", "MYID")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		for _, s := range cl.Servers() {
+			v, err := s.Do(t.Context(), "CLUSTER", "NODES")
+			text, _ := v.(string)
+			if err != nil || !strings.Contains(text, myID.(string)+" ") {
+				return false
+			}
+		}
+		return true
+	}, 10*time.Second, 50*time.Millisecond, "the cluster does not know the new replica")
+	return srv
+}
+
+// busPort returns the cluster bus port of srv.
+func busPort(t *testing.T, srv *redistest.Server) int {
+	v, err := srv.Do(t.Context(), "CONFIG", "GET", "cluster-port")
+	require.NoError(t, err)
+	a := v.([]any)
+	p, err := strconv.Atoi(a[1].(string))
+	require.NoError(t, err)
+	return p
+}
+
+func portOf(t *testing.T, addr string) string {
+	_, port, err := net.SplitHostPort(addr)
+	require.NoError(t, err)
+	return port
+}
