@@ -23,28 +23,24 @@ import (
 
 // clusterNodes make a node that is a whole Redis Cluster: with a driver's New
 // over a cluster client made as the driver's package doc recommends ("NAME
-// New"), or with Open on the cluster's address ("NAME Open").
+// New", see userClusterClients), or with Open on the cluster's address ("NAME
+// Open").
 var clusterNodes = map[string]func(t *testing.T, cl *redistest.Cluster) driver.Node{
-	"goredis New": func(t *testing.T, cl *redistest.Cluster) driver.Node {
-		rc := goredislib.NewClusterClient(&goredislib.ClusterOptions{Addrs: cl.Seeds(), ContextTimeoutEnabled: true, MaxRetries: -1})
-		t.Cleanup(func() { rc.Close() })
-		return goredis.New(rc)
-	},
-	"rueidis New": func(t *testing.T, cl *redistest.Cluster) driver.Node {
-		rc, err := rueidislib.NewClient(rueidislib.ClientOption{InitAddress: cl.Seeds(), DisableCache: true, DisableRetry: true})
-		require.NoError(t, err)
-		t.Cleanup(rc.Close)
-		return rueidis.New(rc)
-	},
-	"valkeygo New": func(t *testing.T, cl *redistest.Cluster) driver.Node {
-		vc, err := valkeylib.NewClient(valkeylib.ClientOption{InitAddress: cl.Seeds(), DisableCache: true, DisableRetry: true})
-		require.NoError(t, err)
-		t.Cleanup(vc.Close)
-		return valkeygo.New(vc)
-	},
+	"goredis New":   newOverUserCluster("goredis"),
+	"rueidis New":   newOverUserCluster("rueidis"),
+	"valkeygo New":  newOverUserCluster("valkeygo"),
 	"goredis Open":  openClusterNode(goredis.Driver{}),
 	"rueidis Open":  openClusterNode(rueidis.Driver{}),
 	"valkeygo Open": openClusterNode(valkeygo.Driver{}),
+}
+
+// newOverUserCluster makes a node with New over a cluster client of the
+// named driver's library (userClusterClients).
+func newOverUserCluster(name string) func(t *testing.T, cl *redistest.Cluster) driver.Node {
+	return func(t *testing.T, cl *redistest.Cluster) driver.Node {
+		n, _ := userClusterClients[name](t, cl)
+		return n
+	}
 }
 
 func openClusterNode(d driver.Driver) func(t *testing.T, cl *redistest.Cluster) driver.Node {
@@ -101,6 +97,44 @@ func numsubOn(t *testing.T, srv *redistest.Server, channel string) int64 {
 	return n
 }
 
+// heldElsewhere holds key through another Client of the named driver, and
+// returns a Client over the cluster node that newNode makes, with
+// nodeTimeout; once the test is over, it checks that no goroutine of the
+// library is left.
+func heldElsewhere(t *testing.T, cl *redistest.Cluster, name string, newNode func(*testing.T, *redistest.Cluster) driver.Node, key string, nodeTimeout time.Duration) *redlock.Client {
+	ignore := goleak.IgnoreCurrent()
+	t.Cleanup(func() {
+		// The rueidis family's refresh of the slot map sleeps in
+		// goroutines of its own (before a refresh; before closing a
+		// connection it no longer uses), which Close leaves.
+		goleak.VerifyNone(t, ignore,
+			goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1"),
+			goleak.IgnoreAnyFunction("github.com/valkey-io/valkey-go.(*call).DelayDo.func1"),
+			goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2"),
+			goleak.IgnoreAnyFunction("github.com/valkey-io/valkey-go.(*clusterClient)._refresh.func2"))
+	})
+	holder, err := redlock.Open(driverOf(name), []string{cl.URL()}, redlock.WithTTL(time.Minute))
+	require.NoError(t, err)
+	t.Cleanup(func() { holder.Close() })
+	l, err := holder.TryLock(t.Context(), key)
+	require.NoError(t, err)
+	t.Cleanup(func() { l.Unlock(context.Background()) })
+	c, err := redlock.New([]driver.Node{newNode(t, cl)}, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(nodeTimeout))
+	require.NoError(t, err)
+	return c
+}
+
+// requireClosed wants the waiter's Lock to return ErrClosed within 2s.
+func requireClosed(t *testing.T, waiter <-chan error) {
+	t.Helper()
+	select {
+	case err := <-waiter:
+		require.ErrorIs(t, err, redlock.ErrClosed)
+	case <-time.After(2 * time.Second):
+		t.Fatal("the waiter's Lock did not return after Close")
+	}
+}
+
 // Close of a Client over a node that is a Redis Cluster, while a waiter is
 // subscribed on the shard that serves its key and that shard's primary is
 // stalled: Close returns after about its node timeout, and the waiter's
@@ -112,28 +146,8 @@ func TestRedisClusterCloseWithSubscriptionStalled(t *testing.T) {
 	owner := cl.SlotShard(redistest.KeySlot(channel)).Primary()
 	for name, newNode := range clusterNodes {
 		t.Run(name, func(t *testing.T) {
-			ignore := goleak.IgnoreCurrent()
-			t.Cleanup(func() {
-				// The rueidis family's refresh of the slot map sleeps in
-				// goroutines of its own (before a refresh; before closing
-				// a connection it no longer uses), which Close leaves.
-				goleak.VerifyNone(t, ignore,
-					goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1"),
-					goleak.IgnoreAnyFunction("github.com/valkey-io/valkey-go.(*call).DelayDo.func1"),
-					goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2"),
-					goleak.IgnoreAnyFunction("github.com/valkey-io/valkey-go.(*clusterClient)._refresh.func2"))
-			})
-			drv := driverOf(name)
-			holder, err := redlock.Open(drv, []string{cl.URL()}, redlock.WithTTL(time.Minute))
-			require.NoError(t, err)
-			defer holder.Close()
-			l, err := holder.TryLock(t.Context(), key)
-			require.NoError(t, err)
-			defer l.Unlock(context.Background())
-
 			const nodeTimeout = 50 * time.Millisecond
-			c, err := redlock.New([]driver.Node{newNode(t, cl)}, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(nodeTimeout))
-			require.NoError(t, err)
+			c := heldElsewhere(t, cl, name, newNode, key, nodeTimeout)
 			waiter := make(chan error, 1)
 			go func() {
 				_, err := c.Lock(t.Context(), key)
@@ -150,12 +164,7 @@ func TestRedisClusterCloseWithSubscriptionStalled(t *testing.T) {
 			took := closeWithin(t, c)
 			t.Logf("Close took %v", took)
 			require.Less(t, took, 900*time.Millisecond, "Close took %v with a node timeout of %v", took, nodeTimeout)
-			select {
-			case err := <-waiter:
-				require.ErrorIs(t, err, redlock.ErrClosed)
-			case <-time.After(2 * time.Second):
-				t.Fatal("the waiter's Lock did not return after Close")
-			}
+			requireClosed(t, waiter)
 		})
 	}
 }
@@ -169,28 +178,8 @@ func TestRedisClusterCloseWhileSubscriptionDialsStalled(t *testing.T) {
 	owner := cl.SlotShard(redistest.KeySlot(channel)).Primary()
 	for name, newNode := range clusterNodes {
 		t.Run(name, func(t *testing.T) {
-			ignore := goleak.IgnoreCurrent()
-			t.Cleanup(func() {
-				// The rueidis family's refresh of the slot map sleeps in
-				// goroutines of its own (before a refresh; before closing
-				// a connection it no longer uses), which Close leaves.
-				goleak.VerifyNone(t, ignore,
-					goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*call).DelayDo.func1"),
-					goleak.IgnoreAnyFunction("github.com/valkey-io/valkey-go.(*call).DelayDo.func1"),
-					goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2"),
-					goleak.IgnoreAnyFunction("github.com/valkey-io/valkey-go.(*clusterClient)._refresh.func2"))
-			})
-			drv := driverOf(name)
-			holder, err := redlock.Open(drv, []string{cl.URL()}, redlock.WithTTL(time.Minute))
-			require.NoError(t, err)
-			defer holder.Close()
-			l, err := holder.TryLock(t.Context(), key)
-			require.NoError(t, err)
-			defer l.Unlock(context.Background())
-
 			const nodeTimeout = 50 * time.Millisecond
-			c, err := redlock.New([]driver.Node{newNode(t, cl)}, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(nodeTimeout))
-			require.NoError(t, err)
+			c := heldElsewhere(t, cl, name, newNode, key, nodeTimeout)
 			// The client connects while the cluster answers.
 			other, err := c.TryLock(t.Context(), "other")
 			require.NoError(t, err)
@@ -212,12 +201,7 @@ func TestRedisClusterCloseWhileSubscriptionDialsStalled(t *testing.T) {
 			took := closeWithin(t, c)
 			t.Logf("Close took %v", took)
 			require.Less(t, took, 2*time.Second, "Close took %v with a node timeout of %v", took, nodeTimeout)
-			select {
-			case err := <-waiter:
-				require.ErrorIs(t, err, redlock.ErrClosed)
-			case <-time.After(2 * time.Second):
-				t.Fatal("the waiter's Lock did not return after Close")
-			}
+			requireClosed(t, waiter)
 		})
 	}
 }
@@ -283,13 +267,7 @@ func TestRedisClusterUserClientClosedFirst(t *testing.T) {
 			t.Logf("Close took %v", took)
 			require.Less(t, took, 2*time.Second)
 			require.NoError(t, c.Close(), "Close twice")
-			select {
-			case err := <-waiter:
-				t.Logf("waiter: %v", err)
-				require.ErrorIs(t, err, redlock.ErrClosed)
-			case <-time.After(2 * time.Second):
-				t.Fatal("the waiter's Lock did not return after Close")
-			}
+			requireClosed(t, waiter)
 		})
 	}
 }
