@@ -54,19 +54,26 @@ var userClientNodes = map[string]func(t *testing.T, addr string) driver.Node{
 	},
 }
 
-func closeWhileSubscriptionDialsStalled(t *testing.T, name string, newNode func(t *testing.T, addr string) driver.Node) {
+// heldOnServers starts three servers, holds "k" on them through a Client of
+// the named driver, and returns them with a Client over nodes that newNode
+// makes, with nodeTimeout.
+func heldOnServers(t *testing.T, name string, newNode func(t *testing.T, addr string) driver.Node, nodeTimeout time.Duration) ([]*redistest.Server, *redlock.Client) {
 	servers := redistest.NewServers(t, 3)
 	holder := openRedis(t, name, servers, redlock.WithTTL(time.Minute))
 	_, err := holder.TryLock(t.Context(), "k")
 	require.NoError(t, err)
-
-	const nodeTimeout = 50 * time.Millisecond
 	var nodes []driver.Node
 	for _, s := range servers {
 		nodes = append(nodes, newNode(t, s.Addr()))
 	}
 	c, err := redlock.New(nodes, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(nodeTimeout))
 	require.NoError(t, err)
+	return servers, c
+}
+
+func closeWhileSubscriptionDialsStalled(t *testing.T, name string, newNode func(t *testing.T, addr string) driver.Node) {
+	const nodeTimeout = 50 * time.Millisecond
+	servers, c := heldOnServers(t, name, newNode, nodeTimeout)
 	for _, s := range servers {
 		require.NoError(t, s.Pause())
 	}
@@ -78,7 +85,7 @@ func closeWhileSubscriptionDialsStalled(t *testing.T, name string, newNode func(
 	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err = c.Lock(ctx, "k")
+	_, err := c.Lock(ctx, "k")
 	require.Error(t, err)
 	require.Less(t, time.Since(start), 2*time.Second, "Lock with a 300ms context on stalled servers")
 	start = time.Now()
@@ -115,18 +122,8 @@ func TestRedisCloseWithSubscriptionStalled(t *testing.T) {
 }
 
 func closeWithSubscriptionStalled(t *testing.T, name string, newNode func(t *testing.T, addr string) driver.Node) {
-	servers := redistest.NewServers(t, 3)
-	holder := openRedis(t, name, servers, redlock.WithTTL(time.Minute))
-	_, err := holder.TryLock(t.Context(), "k")
-	require.NoError(t, err)
-
 	const nodeTimeout = 50 * time.Millisecond
-	var nodes []driver.Node
-	for _, s := range servers {
-		nodes = append(nodes, newNode(t, s.Addr()))
-	}
-	c, err := redlock.New(nodes, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(nodeTimeout))
-	require.NoError(t, err)
+	servers, c := heldOnServers(t, name, newNode, nodeTimeout)
 	// The waiter subscribes while the servers answer, and then waits.
 	waiter := make(chan error, 1)
 	go func() {
