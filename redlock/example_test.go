@@ -106,6 +106,39 @@ func ExampleClient_Lock() {
 	// Output: true true
 }
 
+// Lock waits while another holder has the key, and obtains it once the
+// holder unlocks: a waiter is woken by the release (the nodes publish it)
+// rather than at its next backoff. Bound the wait with the context's
+// deadline, or with WithMaxAttempts.
+func ExampleClient_Lock_wait() {
+	client, err := redlock.Open("memory", []string{"wait-1", "wait-2", "wait-3"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	holder, err := client.TryLock(context.Background(), "job")
+	if err != nil {
+		log.Fatal(err)
+	}
+	released := make(chan struct{})
+	go func() { // the holder finishes its work, and unlocks
+		time.Sleep(50 * time.Millisecond)
+		holder.Unlock(context.Background())
+		close(released)
+	}()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	lock, err := client.Lock(ctx, "job") // waits for the holder
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lock.Unlock(ctx)
+	<-released
+	fmt.Println("the waiter holds", lock.Key(), "after the holder unlocked")
+	// Output: the waiter holds job after the holder unlocked
+}
+
 // fencedStore is a protected resource that checks fencing tokens: it rejects
 // a write whose token is lower than the highest it has accepted.
 type fencedStore struct {

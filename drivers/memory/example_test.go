@@ -1,0 +1,117 @@
+package memory_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"time"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/drivers/memory"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// chargeOnce is code under test: it charges an invoice unless another
+// process holds the invoice's lock.
+func chargeOnce(ctx context.Context, c *redlock.Client, invoice string) (bool, error) {
+	lock, err := c.TryLock(ctx, "invoice:"+invoice)
+	switch {
+	case errors.Is(err, redlock.ErrUnavailable): // an outage, not contention
+		return false, err
+	case errors.Is(err, redlock.ErrNotObtained):
+		return false, nil // someone else is charging it
+	case err != nil:
+		return false, err
+	}
+	defer lock.Unlock(ctx)
+	// ... charge, before lock.Until() ...
+	return true, nil
+}
+
+// In a unit test, give the code a Client over memory nodes: no servers, and
+// the nodes' fault controls can make a Redis outage on demand. Clients
+// opened on the same addresses share their keys, so two of them contend as
+// two processes would. In a test, put t.Name() in the addresses (or use
+// memory.New) so that tests running in parallel do not share keys.
+func Example() {
+	ctx := context.Background()
+	addrs := []string{"TestChargeOnce-1", "TestChargeOnce-2", "TestChargeOnce-3"}
+	us, err := redlock.Open("memory", addrs)
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer us.Close()
+	other, err := redlock.Open("memory", addrs) // another process
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer other.Close()
+
+	charged, err := chargeOnce(ctx, us, "42")
+	fmt.Println("free invoice charged:", charged, err)
+
+	held, err := other.TryLock(ctx, "invoice:42")
+	if err != nil {
+		log.Fatal(err)
+	}
+	charged, err = chargeOnce(ctx, us, "42")
+	fmt.Println("held invoice charged:", charged, err)
+	held.Unlock(ctx)
+
+	// Two of three nodes down: no quorum is possible.
+	n1, _ := memory.Open(addrs[0])
+	n2, _ := memory.Open(addrs[1])
+	n1.SetDown(true)
+	n2.SetDown(true)
+	_, err = chargeOnce(ctx, us, "42")
+	fmt.Println("outage:", errors.Is(err, redlock.ErrUnavailable))
+	// Output:
+	// free invoice charged: true <nil>
+	// held invoice charged: false <nil>
+	// outage: true
+}
+
+// A node on a FakeClock expires its keys when the clock is moved, not as
+// time passes: a test can make a lock expire on the nodes at once.
+func ExampleFakeClock() {
+	ctx := context.Background()
+	clock := memory.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	node := memory.New(memory.WithClock(clock))
+	defer node.Close()
+
+	ok, err := node.SetNX(ctx, "job", "value", 10*time.Second)
+	fmt.Println("set:", ok, err)
+	clock.Advance(9 * time.Second)
+	fmt.Println("held after 9s:", node.Holds("job"))
+	clock.Advance(time.Second)
+	fmt.Println("held after 10s:", node.Holds("job"))
+	// Output:
+	// set: true <nil>
+	// held after 9s: true
+	// held after 10s: false
+}
+
+// Nodes from New have keys of their own; give them to redlock.New. The
+// fault controls then act on one node: here a node whose replies are lost
+// after it applied the command, as on a broken network.
+func ExampleNode_SetLoseReplies() {
+	ctx := context.Background()
+	nodes := []*memory.Node{memory.New(), memory.New(), memory.New()}
+	client, err := redlock.New([]driver.Node{nodes[0], nodes[1], nodes[2]})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	nodes[2].SetLoseReplies(true)
+	lock, err := client.TryLock(ctx, "job") // two of three suffice
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("granted by a quorum of", client.Quorum())
+	fmt.Println("unlocked:", lock.Unlock(ctx))
+	// Output:
+	// granted by a quorum of 2
+	// unlocked: <nil>
+}
