@@ -14,5 +14,7 @@ type Config struct {
 // calls OpenConfig instead of Open when an option sets part of the Config
 // (redlock.WithTLSConfig), and fails for a driver without it.
 type ConfigOpener interface {
+	// OpenConfig is Driver.Open with cfg applied: a node for addr that
+	// connects as cfg says (with TLS when cfg.TLS is not nil).
 	OpenConfig(addr string, cfg Config) (Node, error)
 }

@@ -132,7 +132,7 @@ type DoStart struct {
 // DoDone describes a Do that ended: it returned, or did not (a panic or
 // runtime.Goexit within; Err says so).
 type DoDone struct {
-	Key      string
+	Key      string        // the lock's key, without the Client's prefix
 	Duration time.Duration // from the start of Do to its return
 	// Lost reports whether Do returned ErrLockLost: the lock was lost while
 	// its function ran, or was no longer held by a quorum at the end.
@@ -146,13 +146,13 @@ type DoDone struct {
 
 // LockStart describes a Lock that starts waiting for a key.
 type LockStart struct {
-	Key string
+	Key string // the lock's key, without the Client's prefix
 }
 
 // LockDone describes a Lock that ended: it returned, or did not (a panic or
 // runtime.Goexit within; Err says so).
 type LockDone struct {
-	Key      string
+	Key      string        // the lock's key, without the Client's prefix
 	Attempts int           // acquisition attempts made
 	Duration time.Duration // the wait: from the start of Lock to its return
 	Token    uint64        // the fencing token of the lock obtained; 0 without
@@ -161,8 +161,8 @@ type LockDone struct {
 
 // AttemptStart describes an acquisition attempt that starts.
 type AttemptStart struct {
-	Key     string
-	Attempt int // 1 for a TryLock and for the first attempt of a Lock
+	Key     string // the lock's key, without the Client's prefix
+	Attempt int    // 1 for a TryLock and for the first attempt of a Lock
 }
 
 // Outcome classifies the end of an acquisition attempt.
@@ -194,9 +194,9 @@ type Votes struct {
 
 // AttemptDone describes an acquisition attempt that ended.
 type AttemptDone struct {
-	Key      string
-	Attempt  int
-	Outcome  Outcome
+	Key      string        // the lock's key, without the Client's prefix
+	Attempt  int           // as in AttemptStart: 1 for a TryLock and a Lock's first
+	Outcome  Outcome       // how the attempt ended: one of the Outcome constants
 	Votes    Votes         // the SET round's; zero for bad input
 	Duration time.Duration // from the start of the attempt to its verdict
 	Token    uint64        // the fencing token when granted with WithFencing
@@ -206,19 +206,19 @@ type AttemptDone struct {
 
 // ExtendStart describes an Extend that starts.
 type ExtendStart struct {
-	Key   string
-	Token uint64
-	TTL   time.Duration
+	Key   string        // the lock's key, without the Client's prefix
+	Token uint64        // the lock's fencing token; 0 without WithFencing
+	TTL   time.Duration // the time to live asked for
 }
 
 // ExtendDone describes an Extend that ended: it returned, or did not (a
 // panic or runtime.Goexit within; Err says so).
 type ExtendDone struct {
-	Key      string
-	Token    uint64
-	TTL      time.Duration
-	Votes    Votes
-	Duration time.Duration
+	Key      string        // the lock's key, without the Client's prefix
+	Token    uint64        // the lock's fencing token; 0 without WithFencing
+	TTL      time.Duration // the time to live asked for
+	Votes    Votes         // Granted: nodes that extended the lock
+	Duration time.Duration // from the start of the Extend (or Do's extension) to its end
 	// Lost reports whether this Extend found the lock lost: so many nodes
 	// no longer held it that no quorum can (a LockEnd follows).
 	Lost bool
@@ -231,18 +231,18 @@ type ExtendDone struct {
 
 // UnlockStart describes an Unlock that starts.
 type UnlockStart struct {
-	Key   string
-	Token uint64
+	Key   string // the lock's key, without the Client's prefix
+	Token uint64 // the lock's fencing token; 0 without WithFencing
 }
 
 // UnlockDone describes an Unlock that ended: it returned, or did not (a
 // panic or runtime.Goexit within; Err says so).
 type UnlockDone struct {
-	Key      string
-	Token    uint64
-	Votes    Votes // Granted: nodes that released the lock
-	Duration time.Duration
-	Err      error
+	Key      string        // the lock's key, without the Client's prefix
+	Token    uint64        // the lock's fencing token; 0 without WithFencing
+	Votes    Votes         // Granted: nodes that released the lock
+	Duration time.Duration // from the start of the Unlock to its end
+	Err      error         // what Unlock returned: nil when a quorum released the lock
 }
 
 // NodeCall describes one call to one node. A call the Client decided not to
@@ -294,8 +294,8 @@ const (
 
 // LockEnd describes the end of a granted lock's life, reported once per lock.
 type LockEnd struct {
-	Key   string
-	Token uint64
+	Key   string // the lock's key, without the Client's prefix
+	Token uint64 // the lock's fencing token; 0 without WithFencing
 	// How is EndUnlocked, or how the loss was found: EndLostExtend,
 	// EndExpired, EndLostUnlock, EndLostTTL or EndClosed.
 	How string
@@ -311,8 +311,8 @@ func (e LockEnd) Lost() bool { return e.How != EndUnlocked }
 // Wake describes a waiter in Lock woken by a published release, or by the
 // end of another attempt of its Client on the key (see Observer).
 type Wake struct {
-	Key     string
-	Attempt int // the attempt that follows
+	Key     string // the lock's key, without the Client's prefix
+	Attempt int    // the attempt that follows
 }
 
 // WithObserver adds o to the Client's observers; give it several times for

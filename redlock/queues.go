@@ -44,6 +44,8 @@ func (c *Client) Queues() []NodeQueue {
 // New's caller. redlockotel's Observer is one, for its gauges.
 type ClientObserver interface {
 	Observer
+	// ObserveClient is called by New (and Open) with the Client once it is
+	// made; Close calls stop, unless nil, before it closes the nodes.
 	ObserveClient(c *Client) (stop func())
 }
 

@@ -8,6 +8,7 @@ import (
 
 // Clock tells a node the time, by which its keys expire, and waits for it.
 type Clock interface {
+	// Now returns the current time, by which keys expire.
 	Now() time.Time
 	// Sleep waits d or until ctx ends, whichever is first, and returns
 	// ctx.Err() if ctx ended.
