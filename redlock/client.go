@@ -96,7 +96,10 @@ type Client struct {
 // Such a node is asked again every second, and a duplicate found when it
 // answers fails the acquisitions from then on.
 //
-// The Client owns the nodes: Close closes them.
+// The Client owns the nodes: Close closes them. When New returns an error
+// (no nodes, more than MaxNodes, a nil, zero or repeated node, a bad option, or
+// WithFencing over a node that is not a driver.Fencer), it has closed none of
+// them: they are still the caller's to close.
 func New(nodes []driver.Node, opts ...Option) (*Client, error) {
 	cfg, err := newConfig(opts)
 	if err != nil {
@@ -281,6 +284,10 @@ var errUnmade = errors.New("redlock: a nil or zero Client: make one with New or 
 // Close began), since nothing extends their locks after it. Calls on a
 // closed Client return ErrClosed, and so do the Locks that wait between
 // attempts when Close begins, at once.
+//
+// Close returns the nodes' errors from closing them (each a *NodeError),
+// joined. Only the first call closes: a later one returns nil at once,
+// without waiting for the first to finish.
 func (c *Client) Close() error {
 	if c.unmade() {
 		return errUnmade

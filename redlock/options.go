@@ -90,8 +90,9 @@ type config struct {
 }
 
 // WithTTL sets how long a lock lives on the nodes unless extended (default
-// 10s). It must be positive and larger than the drift it implies
-// (ttl*driftFactor + 2ms).
+// 10s, DefaultTTL). It must be positive, at most MaxTTL, larger than the
+// drift it implies (ttl*driftFactor + 2ms), and larger than the node
+// timeout (WithNodeTimeout; on a call, the Client's).
 func WithTTL(ttl time.Duration) Option {
 	return func(c *config) { c.ttl, c.set = ttl, c.set|optTTL }
 }
