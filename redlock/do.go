@@ -33,8 +33,8 @@ import (
 // runs on one of the Client's goroutines (Do waits for a free one among
 // the Client's rounds, as TryLock does). So the goroutine that holds the
 // lock, which may be one of tens of thousands, keeps the smallest stack
-// Go gives a goroutine; a lock held through Do costs about 1–2 KB beyond
-// fn's goroutine. When that attempt finds the key busy, Do waits for it
+// Go gives a goroutine (bench/RESULTS.md, Scale, gives the memory a held
+// lock costs beyond fn's goroutine). When that attempt finds the key busy, Do waits for it
 // and makes the next attempts on its own goroutine, as Lock does.
 //
 // On every exit of fn, a panic and runtime.Goexit included, Do stops
