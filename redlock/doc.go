@@ -2,8 +2,9 @@
 // Redis documentation, over N independent Redis masters.
 //
 // The algorithm lives here and talks to each master through a driver.Node. Each
-// Redis client (go-redis, redigo, rueidis) is a driver that registers itself
-// under a name, in the way database/sql drivers do:
+// Redis client (go-redis, redigo, rueidis, valkey-go: the packages under
+// drivers/) is a driver that registers itself under a name, in the way
+// database/sql drivers do:
 //
 //	import (
 //		"github.com/go-redlock/redlock/redlock"
@@ -16,12 +17,15 @@
 //	...
 //	defer l.Unlock(ctx)
 //
-// [New] takes nodes directly and needs no registry.
+// [New] takes nodes directly and needs no registry. The driver in
+// drivers/memory keeps its keys in the process, for unit tests of code that
+// takes locks and for the examples here; a driver of one's own registers
+// itself with [Register] (see its example).
 //
 // # The algorithm
 //
 // A lock is a key set with SET key value NX PX ttl on every node at once, with
-// a value of 128 random bits from crypto/rand, fresh for each acquisition. The
+// a value of at least 128 random bits (crypto/rand.Text), fresh for each acquisition. The
 // lock is held when a quorum of the N nodes (N/2+1) set the key and time is
 // left: validity = ttl - elapsed - (ttl*driftFactor + 2ms), with elapsed
 // measured on the monotonic clock. The client decides as soon as the outcome is
