@@ -28,9 +28,11 @@ type Node interface {
 // Driver opens nodes by address. Drivers register themselves with
 // redlock.Register under a name, usually from an init function.
 type Driver interface {
-	// Open returns a node for addr, which is "host:port" or
-	// "redis://[user:password@]host:port[/db]". Open must not fail or block
-	// because the server is unreachable: the node connects on use. It fails only
-	// when addr is malformed, and its error must not contain the password.
+	// Open returns a node for addr, in the driver's own address form: the
+	// Redis drivers of this module take "host:port",
+	// "redis://[user:password@]host:port[/db]" and rediss:// (the memory
+	// driver takes any name). Open must not fail or block because the server
+	// is unreachable: the node connects on use. It fails only when addr is
+	// malformed, and its error must not contain the password.
 	Open(addr string) (Node, error)
 }
