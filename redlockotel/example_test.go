@@ -62,3 +62,34 @@ func Example() {
 	// redlock.Do
 	// redlock.acquire.duration s granted 1
 }
+
+// NewObserver returns the Observer that Instrument installs, for a caller
+// that gives the Client its observers itself, beside its own (each sees
+// every event). Without WithMeterProvider, the global meter provider is
+// used, as with Instrument.
+func ExampleNewObserver() {
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	obs := redlockotel.NewObserver(redlockotel.WithTracerProvider(tp))
+
+	client, err := redlock.Open("memory", []string{"otel-obs-1", "otel-obs-2", "otel-obs-3"},
+		redlock.WithObserver(obs))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	ctx := context.Background()
+	lock, err := client.TryLock(ctx, "invoice:42")
+	if err != nil {
+		log.Fatal(err)
+	}
+	if err := lock.Unlock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	for _, s := range spans.Ended() {
+		fmt.Println(s.Name())
+	}
+	// Output:
+	// redlock.TryLock
+	// redlock.Unlock
+}
