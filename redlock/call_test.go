@@ -148,6 +148,7 @@ func TestCallTTL(t *testing.T) {
 // a minute (extensions every 20s) runs Do with a TTL of 600ms, extended
 // every 200ms, and its function outlives the call's TTL.
 func TestDoCallTTLExtends(t *testing.T) {
+	t.Parallel() // waits in real time, on nodes of its own
 	cs, nodes := countingNodes(3)
 	c := newClient(t, nodes, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(150*time.Millisecond))
 	err := c.Do(t.Context(), "k", func(ctx context.Context) error {

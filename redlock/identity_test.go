@@ -114,6 +114,7 @@ func TestSameClusterUnderTwoSeeds(t *testing.T) {
 // shorter than the node timeout gets the lock. Before, the first call
 // waited for every node's identity, for the node timeout.
 func TestFirstAcquisitionWithStalledMinority(t *testing.T) {
+	t.Parallel() // waits in real time, on nodes of its own
 	const nodeTimeout = 2 * time.Second
 	for _, deadline := range []time.Duration{0, 100 * time.Millisecond} {
 		ids := make([]*idNode, 5)
@@ -182,6 +183,7 @@ func idNodes(n int) ([]*idNode, []*memory.Node, []driver.Node) {
 // of a node that granted it, the lock is released and the error says so
 // once, with the votes and the context's error.
 func TestFirstAcquisitionContextEndsInIdentityWait(t *testing.T) {
+	t.Parallel() // waits in real time, on nodes of its own
 	ids, mem, nodes := idNodes(3)
 	ids[2].blackholed = true // its SET answers, its Identity does not
 	c := newClient(t, nodes, redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(3*time.Second))
@@ -201,6 +203,7 @@ func TestFirstAcquisitionContextEndsInIdentityWait(t *testing.T) {
 // acquisition waits for it (each did, for the node timeout, when later
 // rounds were waited for too).
 func TestLaterIdentityRoundsHoldNothingUp(t *testing.T) {
+	t.Parallel() // waits in real time, on nodes of its own
 	ids, _, nodes := idNodes(3)
 	ids[2].blackholed = true
 	const nodeTimeout = time.Second

@@ -54,6 +54,7 @@ func TestDoneClosesAtValidityEnd(t *testing.T) {
 }
 
 func TestDoneFollowsExtend(t *testing.T) {
+	t.Parallel() // waits in real time, on nodes of its own
 	_, nodes := memNodes(3)
 	c := newClient(t, nodes, shortTTL...)
 	l, err := c.TryLock(t.Context(), "k")
@@ -107,6 +108,7 @@ func TestDoneLeaksNothing(t *testing.T) {
 }
 
 func TestDoExtendsThroughLongWork(t *testing.T) {
+	t.Parallel() // waits in real time, on nodes of its own
 	_, nodes := memNodes(5)
 	// Short enough for a quick test, long enough that a loaded CI machine
 	// running -race does not pause the extender past it.

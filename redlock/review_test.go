@@ -162,6 +162,7 @@ func (n *idNode) Identity(ctx context.Context) ([]string, error) {
 // node timeout each time, its own context ignored. (Real time: synctest
 // cannot advance its clock past goroutines waiting for a mutex.)
 func TestReviewIdentityCheckDoesNotStall(t *testing.T) {
+	t.Parallel() // waits in real time, on nodes of its own
 	const nodeTimeout = time.Second
 	ids := make([]*idNode, 3)
 	nodes := make([]driver.Node, 3)
