@@ -444,6 +444,29 @@ func gauge[N int64 | float64](t *testing.T, data metricdata.Aggregation) []metri
 	return g.DataPoints
 }
 
+// pendingOn returns the value of redlock.node.pending for the node whose
+// address ends with addr, and how many points it has.
+func pendingOn(t *testing.T, tel *telemetry, addr string) (value int64, points int) {
+	for _, p := range gauge[int64](t, tel.metrics(t)["redlock.node.pending"]) {
+		if node, _ := p.Attributes.Value("redlock.node"); strings.HasSuffix(node.AsString(), addr) {
+			value = p.Value
+			points++
+		}
+	}
+	return value, points
+}
+
+// depthOn returns the depth of c's queue for the node whose address ends
+// with addr.
+func depthOn(c *redlock.Client, addr string) int64 {
+	for _, q := range c.Queues() {
+		if strings.HasSuffix(q.Node, addr) {
+			return int64(q.Depth)
+		}
+	}
+	return 0
+}
+
 // The nodes' local queues are gauges: a stopped node's commands queue up
 // behind the ones on the network, and redlock.node.pending and
 // redlock.node.pending.wait show it, for that node only, with its address
@@ -590,23 +613,11 @@ func TestNodeQueueGaugesAddUp(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	depthOf := func(c *redlock.Client) int64 {
-		for _, q := range c.Queues() {
-			if strings.HasSuffix(q.Node, stopped.Addr()) {
-				return int64(q.Depth)
-			}
-		}
-		return 0
-	}
+	depthOf := func(c *redlock.Client) int64 { return depthOn(c, stopped.Addr()) }
 	a, b := depthOf(clients[0]), depthOf(clients[1])
 	require.Positive(t, a)
 	require.Positive(t, b)
-	var got int64
-	for _, p := range gauge[int64](t, tel.metrics(t)["redlock.node.pending"]) {
-		if node, _ := p.Attributes.Value("redlock.node"); strings.HasSuffix(node.AsString(), stopped.Addr()) {
-			got = p.Value
-		}
-	}
+	got, _ := pendingOn(t, tel, stopped.Addr())
 	require.Equal(t, [2]int64{a, b}, [2]int64{depthOf(clients[0]), depthOf(clients[1])}, "the queues moved while read")
 	assert.Equal(t, a+b, got, "the stopped node's depth over both Clients")
 }

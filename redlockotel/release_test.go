@@ -3,7 +3,6 @@ package redlockotel_test
 import (
 	"fmt"
 	"runtime"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -49,12 +48,8 @@ func TestObserverGaugesAfterClientsCome(t *testing.T) {
 	o := redlockotel.NewObserver(redlockotel.WithTracerProvider(tel.tp), redlockotel.WithMeterProvider(tel.mp))
 	stopped := servers[0]
 	pending := func() int64 {
-		for _, p := range gauge[int64](t, tel.metrics(t)["redlock.node.pending"]) {
-			if node, _ := p.Attributes.Value("redlock.node"); strings.HasSuffix(node.AsString(), stopped.Addr()) {
-				return p.Value
-			}
-		}
-		return 0
+		v, _ := pendingOn(t, tel, stopped.Addr())
+		return v
 	}
 	for round := range 2 {
 		c, err := redlock.Open("goredis", urls, redlock.WithObserver(o), redlock.WithNodeTimeout(2*time.Second))

@@ -2,7 +2,6 @@ package redlockotel_test
 
 import (
 	"fmt"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -47,37 +46,18 @@ func TestNodeQueueGaugesAddUpAcrossObservers(t *testing.T) {
 		}
 	}
 	wg.Wait()
-	depthOf := func(c *redlock.Client) int64 {
-		for _, q := range c.Queues() {
-			if strings.HasSuffix(q.Node, stopped.Addr()) {
-				return int64(q.Depth)
-			}
-		}
-		return 0
-	}
+	depthOf := func(c *redlock.Client) int64 { return depthOn(c, stopped.Addr()) }
 	a, b := depthOf(clients[0]), depthOf(clients[1])
 	require.Positive(t, a)
 	require.Positive(t, b)
-	var got int64
-	points := 0
-	for _, p := range gauge[int64](t, tel.metrics(t)["redlock.node.pending"]) {
-		if node, _ := p.Attributes.Value("redlock.node"); strings.HasSuffix(node.AsString(), stopped.Addr()) {
-			got = p.Value
-			points++
-		}
-	}
+	got, points := pendingOn(t, tel, stopped.Addr())
 	require.Equal(t, [2]int64{a, b}, [2]int64{depthOf(clients[0]), depthOf(clients[1])}, "the queues moved while read")
 	assert.Equal(t, 1, points, "one point for the node")
 	assert.Equal(t, a+b, got, "the stopped node's depth over both Clients (%d and %d)", a, b)
 
 	// The first Client closed, the second's observer still reports it.
 	require.NoError(t, clients[0].Close())
-	got = 0
-	for _, p := range gauge[int64](t, tel.metrics(t)["redlock.node.pending"]) {
-		if node, _ := p.Attributes.Value("redlock.node"); strings.HasSuffix(node.AsString(), stopped.Addr()) {
-			got = p.Value
-		}
-	}
+	got, _ = pendingOn(t, tel, stopped.Addr())
 	assert.Equal(t, depthOf(clients[1]), got, "the stopped node's depth, the second Client's alone")
 
 	require.NoError(t, stopped.Resume())
