@@ -46,6 +46,22 @@ func (n lateReplySet) ReleaseNotify(ctx context.Context, key, value string) (boo
 	return n.Node.ReleaseNotify(ctx, key, value)
 }
 
+// lateSets wraps mem in lateReplySet nodes whose SETs answer after delay
+// from the fourth node on, after the quorum of five; it returns them with
+// the record of their releases (got[i], guarded by mu).
+func lateSets(mem []*memory.Node, delay time.Duration) (nodes []driver.Node, mu *sync.Mutex, got [][]string) {
+	nodes = make([]driver.Node, len(mem))
+	mu, got = new(sync.Mutex), make([][]string, len(mem))
+	for i, m := range mem {
+		d := time.Duration(0)
+		if i >= 3 {
+			d = delay
+		}
+		nodes[i] = lateReplySet{Node: m, delay: d, mu: mu, got: &got[i]}
+	}
+	return nodes, mu, got
+}
+
 // A SET that had not answered when the lock was granted is released by
 // Unlock's own call for its node once it answers within the node timeout:
 // one release, which publishes (waiters there are woken), and the key is
@@ -53,16 +69,7 @@ func (n lateReplySet) ReleaseNotify(ctx context.Context, key, value string) (boo
 func TestUnlockReleasesLateSetsInItsRound(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem, _ := memNodes(5)
-		nodes := make([]driver.Node, len(mem))
-		var mu sync.Mutex
-		got := make([][]string, len(mem))
-		for i, m := range mem {
-			delay := time.Duration(0)
-			if i >= 3 {
-				delay = 20 * time.Millisecond // granted after the quorum
-			}
-			nodes[i] = lateReplySet{Node: m, delay: delay, mu: &mu, got: &got[i]}
-		}
+		nodes, mu, got := lateSets(mem, 20*time.Millisecond) // granted after the quorum
 		c := newClient(t, nodes, redlock.WithNodeTimeout(200*time.Millisecond))
 		l, err := c.TryLock(t.Context(), "k")
 		require.NoError(t, err)
@@ -85,16 +92,7 @@ func TestUnlockReleasesLateSetsInItsRound(t *testing.T) {
 func TestUnlockReportsNoCallForUnansweredSet(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem, _ := memNodes(5)
-		nodes := make([]driver.Node, len(mem))
-		var mu sync.Mutex
-		got := make([][]string, len(mem))
-		for i, m := range mem {
-			delay := time.Duration(0)
-			if i >= 3 {
-				delay = 500 * time.Millisecond // past the node timeout: the SET fails
-			}
-			nodes[i] = lateReplySet{Node: m, delay: delay, mu: &mu, got: &got[i]}
-		}
+		nodes, _, _ := lateSets(mem, 500*time.Millisecond) // past the node timeout: the SET fails
 		rec := &recorder{id: "r"}
 		c := newClient(t, nodes, redlock.WithNodeTimeout(100*time.Millisecond), redlock.WithObserver(rec))
 		l, err := c.TryLock(t.Context(), "k")

@@ -456,6 +456,23 @@ func pendingOn(t *testing.T, tel *telemetry, addr string) (value int64, points i
 	return value, points
 }
 
+// queueOn runs count(n) TryLocks and Unlocks on keys of their own through
+// clients[n], all at once, for each n, and waits for them: behind a stopped
+// node, its queue in each Client holds their calls to it.
+func queueOn(t *testing.T, clients []*redlock.Client, count func(n int) int) {
+	var wg sync.WaitGroup
+	for n, c := range clients {
+		for i := range count(n) {
+			wg.Go(func() {
+				if l, err := c.TryLock(t.Context(), fmt.Sprintf("k%d", i)); err == nil {
+					l.Unlock(t.Context())
+				}
+			})
+		}
+	}
+	wg.Wait()
+}
+
 // depthOn returns the depth of c's queue for the node whose address ends
 // with addr.
 func depthOn(c *redlock.Client, addr string) int64 {
@@ -602,17 +619,7 @@ func TestNodeQueueGaugesAddUp(t *testing.T) {
 	stopped := servers[0]
 	require.NoError(t, stopped.Pause())
 	defer stopped.Resume()
-	var wg sync.WaitGroup
-	for _, c := range clients {
-		for i := range 16 {
-			wg.Go(func() {
-				if l, err := c.TryLock(t.Context(), fmt.Sprintf("k%d", i)); err == nil {
-					l.Unlock(t.Context())
-				}
-			})
-		}
-	}
-	wg.Wait()
+	queueOn(t, clients, func(int) int { return 16 })
 	depthOf := func(c *redlock.Client) int64 { return depthOn(c, stopped.Addr()) }
 	a, b := depthOf(clients[0]), depthOf(clients[1])
 	require.Positive(t, a)

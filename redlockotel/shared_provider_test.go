@@ -1,8 +1,6 @@
 package redlockotel_test
 
 import (
-	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -35,17 +33,7 @@ func TestNodeQueueGaugesAddUpAcrossObservers(t *testing.T) {
 	stopped := servers[0]
 	require.NoError(t, stopped.Pause())
 	defer stopped.Resume()
-	var wg sync.WaitGroup
-	for n, c := range clients {
-		for i := range 8 * (n + 1) { // depths that differ: 8 and 16
-			wg.Go(func() {
-				if l, err := c.TryLock(t.Context(), fmt.Sprintf("k%d", i)); err == nil {
-					l.Unlock(t.Context())
-				}
-			})
-		}
-	}
-	wg.Wait()
+	queueOn(t, clients, func(n int) int { return 8 * (n + 1) }) // depths that differ: 8 and 16
 	depthOf := func(c *redlock.Client) int64 { return depthOn(c, stopped.Addr()) }
 	a, b := depthOf(clients[0]), depthOf(clients[1])
 	require.Positive(t, a)
