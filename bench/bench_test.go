@@ -100,6 +100,14 @@ func BenchmarkFloor(b *testing.B) { each(b, bench.Floors(), bench.Lock) }
 // rather than by the release script (bench.DelFloors).
 func BenchmarkFloorDel(b *testing.B) { each(b, bench.DelFloors(), bench.Lock) }
 
+// BenchmarkHandoffFloor is the hand-off with one waiter of each driver and
+// of its client's waiting floor in turn (bench.HandoffFloor).
+func BenchmarkHandoffFloor(b *testing.B) {
+	for _, f := range bench.WaitingFloors() {
+		b.Run(f.Name, func(b *testing.B) { bench.HandoffFloor(b, bench.Driver(f.Name), f) })
+	}
+}
+
 // BenchmarkRun runs bench.Run, the entry point for a driver's own benchmark,
 // on one driver.
 func BenchmarkRun(b *testing.B) {

@@ -190,29 +190,45 @@ func Handoff(b *testing.B, c Contender) {
 func handoff(b *testing.B, c Contender, lks []Locker, per int) {
 	ctx, cancel := runContext(b)
 	defer cancel()
+	var unlocks failures
+	b.ResetTimer()
+	lat, waits, err := handoffs(ctx, lks, per, b.N, newKeys("handoff", 1)[0], &unlocks)
+	b.StopTimer()
+	if err != nil {
+		b.Fatalf("%s: %v", c.Name, err)
+	}
+	unlocks.check(b)
+	report(b, lat)
+	if len(waits) > 0 {
+		slices.Sort(waits)
+		b.ReportMetric(float64(percentile(waits, 0.50)), "wait-p50-ns")
+		b.ReportMetric(float64(waits[len(waits)-1]), "wait-max-ns")
+	}
+}
+
+// handoffs runs n hand-offs of key between per lockers on each of lks and
+// returns the latency of each (from the start of the holder's Unlock to the
+// return of the next holder's Lock) and how long each Lock that ended in a
+// hand-off waited. Failed Unlocks go to unlocks; a failed Lock, or two
+// lockers holding the key at once, stops the run with an error.
+func handoffs(ctx context.Context, lks []Locker, per, n int, key string, unlocks *failures) (lat, waits []int64, err error) {
 	lockCtx, stopLocking := context.WithCancel(ctx)
 	defer stopLocking()
 	var (
-		key          = newKeys("handoff", 1)[0]
-		n            = int64(b.N)
-		lat          = make([]int64, b.N)
 		acquisitions atomic.Int64
 		releasedAt   atomic.Int64 // since start, when the last holder began to unlock
 		holders      atomic.Int32
 		mu           sync.Mutex
 		acquired     = make(chan struct{}) // closed at the next acquisition
 		errOnce      sync.Once
-		err          error // stops the run
-		unlocks      failures
 		wg           sync.WaitGroup
 		waitsMu      sync.Mutex
-		waits        []int64 // how long each Lock waited
 	)
+	lat = make([]int64, n)
 	fail := func(e error) {
 		errOnce.Do(func() { err = e })
 		stopLocking()
 	}
-	b.ResetTimer()
 	start := time.Now()
 	for g := range len(lks) * per {
 		lk := lks[g%len(lks)]
@@ -232,7 +248,7 @@ func handoff(b *testing.B, c Contender, lks []Locker, per int) {
 				}
 				now := int64(time.Since(start))
 				i := acquisitions.Add(1) - 1
-				if i > 0 && i <= n {
+				if i > 0 && i <= int64(n) {
 					lat[i-1] = now - releasedAt.Load()
 					waitsMu.Lock()
 					waits = append(waits, waited)
@@ -243,7 +259,7 @@ func handoff(b *testing.B, c Contender, lks []Locker, per int) {
 				acquired = make(chan struct{})
 				next := acquired
 				mu.Unlock()
-				last := i >= n
+				last := i >= int64(n)
 				if last {
 					stopLocking()
 				} else {
@@ -266,17 +282,7 @@ func handoff(b *testing.B, c Contender, lks []Locker, per int) {
 		})
 	}
 	wg.Wait()
-	b.StopTimer()
-	if err != nil {
-		b.Fatalf("%s: %v", c.Name, err)
-	}
-	unlocks.check(b)
-	report(b, lat)
-	if len(waits) > 0 {
-		slices.Sort(waits)
-		b.ReportMetric(float64(percentile(waits, 0.50)), "wait-p50-ns")
-		b.ReportMetric(float64(waits[len(waits)-1]), "wait-max-ns")
-	}
+	return lat, waits, err
 }
 
 // Far benchmarks lock+unlock on five nodes of which two are far: behind a

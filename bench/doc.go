@@ -11,6 +11,7 @@
 //	Extend   Extend on a held lock: nodes=1,5 × lockers=64
 //	Handoff  one key, held 10ms each time: release → the next waiter holds it;
 //	         4 clients × 1 locker, 2 clients × 1 (one waiter), 8 clients × 4
+//	HandoffFloor  the one-waiter hand-off, a driver and its client's waiting floor in turn: nodes=1,5
 //	Stalled  lock+unlock on five nodes of which two are stalled (SIGSTOP)
 //	Far      lock+unlock on five nodes of which two are 40ms away (round trip), and
 //	         through the same proxy without delay
@@ -19,7 +20,9 @@
 //
 // The floors ([Floors]) do a driver's commands by hand with the bare client:
 // SET NX PX, then the drivers' release script (driver.ReleaseNotifyScript, which
-// also publishes the release) by EVALSHA; [DelFloors] release by DEL.
+// also publishes the release) by EVALSHA; [DelFloors] release by DEL;
+// [WaitingFloors] wait for the key as a Redlock waiter must, for the least
+// such a waiter can do by hand (the floor of a hand-off).
 //
 // The repository's benchmarks put the contender's name above the parameters,
 // so that one case of one driver runs alone (from the bench module's folder):

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"crypto/rand"
 	"errors"
 	"fmt"
 	"strings"
@@ -29,25 +30,36 @@ var floorValue = strings.Repeat("F", 26)
 // Run under the Lock case, a floor is what the client can do; a driver's
 // throughput over its client's floor is what the library costs. Floors
 // neither extend nor wait: a floor's Lock fails if any node refuses.
-func Floors() []Contender { return floors(false) }
+func Floors() []Contender { return floors(floorMode{}) }
 
 // DelFloors returns the floors of Floors that release with a plain DEL
 // instead of the release script: the least a client can do for lock+unlock,
 // shown beside the fair floor.
-func DelFloors() []Contender { return floors(true) }
+func DelFloors() []Contender { return floors(floorMode{del: true}) }
 
-func floors(del bool) []Contender {
+// WaitingFloors returns the floors of Floors whose Lock waits, as a Redlock
+// waiter must, for the least such a waiter can do by hand with its client
+// (see floorLocker.lockWaiting): the floor of a hand-off (HandoffFloor).
+func WaitingFloors() []Contender { return floors(floorMode{wait: true}) }
+
+// floorMode is how a floor differs from the fair one of Floors.
+type floorMode struct {
+	del  bool // release with DEL rather than the release script
+	wait bool // Lock waits for the key (lockWaiting)
+}
+
+func floors(mode floorMode) []Contender {
 	return []Contender{
-		floor("goredis", del, func(addr string) (floorNode, error) { return goredisFloor{NewGoRedis(addr)}, nil }),
-		floor("redigo", del, func(addr string) (floorNode, error) { return redigoFloor{NewRedigoPool(addr)}, nil }),
-		floor("rueidis", del, func(addr string) (floorNode, error) {
+		floor("goredis", mode, func(addr string) (floorNode, error) { return goredisFloor{NewGoRedis(addr)}, nil }),
+		floor("redigo", mode, func(addr string) (floorNode, error) { return redigoFloor{NewRedigoPool(addr), addr}, nil }),
+		floor("rueidis", mode, func(addr string) (floorNode, error) {
 			c, err := NewRueidis(addr)
 			if err != nil {
 				return nil, err
 			}
 			return rueidisFloor{c}, nil
 		}),
-		floor("valkeygo", del, func(addr string) (floorNode, error) {
+		floor("valkeygo", mode, func(addr string) (floorNode, error) {
 			c, err := NewValkey(addr)
 			return valkeyFloor{c}, err
 		}),
@@ -56,11 +68,15 @@ func floors(del bool) []Contender {
 
 // floorNode is one node of a floor, through one bare client.
 type floorNode interface {
-	setNX(ctx context.Context, key string) (bool, error)
+	setNX(ctx context.Context, key, value string) (bool, error)
 	del(ctx context.Context, key string) error
 	// release runs the release script by EVALSHA (by EVAL on NOSCRIPT),
 	// with channel, driver.ReleaseChannel(key), as its second argument.
-	release(ctx context.Context, key, channel string) error
+	release(ctx context.Context, key, value, channel string) error
+	// subscribe listens on channel with SSUBSCRIBE, on a connection of its
+	// own, and sends to notify, without blocking, at each message; it
+	// returns once the server confirmed the subscription. stop ends it.
+	subscribe(ctx context.Context, channel string, notify chan<- struct{}) (stop func(), err error)
 	close() error
 }
 
@@ -77,15 +93,18 @@ var (
 func isNoScript(err error) bool { return err != nil && strings.HasPrefix(err.Error(), "NOSCRIPT") }
 
 // checkReleased turns a release script's reply (1 if it deleted the key) into
-// an error when it did not.
+// an error, errNotHeld, when it did not.
 func checkReleased(n int64, err error) error {
 	if err == nil && n != 1 {
-		err = fmt.Errorf("release: the key was not held (reply %d)", n)
+		err = fmt.Errorf("%w (reply %d)", errNotHeld, n)
 	}
 	return err
 }
 
-func floor(name string, del bool, open func(addr string) (floorNode, error)) Contender {
+// errNotHeld is a release of a key that the node did not hold.
+var errNotHeld = errors.New("release: the key was not held")
+
+func floor(name string, mode floorMode, open func(addr string) (floorNode, error)) Contender {
 	return Contender{
 		Name:     name,
 		NoExtend: true,
@@ -101,7 +120,11 @@ func floor(name string, del bool, open func(addr string) (floorNode, error)) Con
 				}
 				nodes = append(nodes, n)
 			}
-			return &floorLocker{nodes: nodes, del: del}, nil
+			l := &floorLocker{nodes: nodes, mode: mode, value: floorValue}
+			if mode.wait { // its own, since the lockers of a hand-off release each other's keys
+				l.value = rand.Text()
+			}
+			return l, nil
 		},
 	}
 }
@@ -109,7 +132,9 @@ func floor(name string, del bool, open func(addr string) (floorNode, error)) Con
 // floorLocker fans each command out to every node and waits for all.
 type floorLocker struct {
 	nodes []floorNode
-	del   bool // release with DEL rather than the release script
+	mode  floorMode
+	value string    // what it sets: floorValue, or its own (WaitingFloors)
+	subs  floorSubs // lockWaiting's subscriptions
 }
 
 // floorHeld is a key set on every node of a floorLocker.
@@ -119,8 +144,11 @@ type floorHeld struct {
 }
 
 func (l *floorLocker) Lock(ctx context.Context, key string) (Held, error) {
+	if l.mode.wait {
+		return l.lockWaiting(ctx, key)
+	}
 	err := l.each(func(n floorNode) error {
-		ok, err := n.setNX(ctx, key)
+		ok, err := n.setNX(ctx, key, l.value)
 		if err == nil && !ok {
 			err = fmt.Errorf("SET NX %s: key exists", key)
 		}
@@ -133,11 +161,17 @@ func (l *floorLocker) Lock(ctx context.Context, key string) (Held, error) {
 }
 
 func (h floorHeld) Unlock(ctx context.Context) error {
-	if h.l.del {
+	if h.l.mode.del {
 		return h.l.each(func(n floorNode) error { return n.del(ctx, h.key) })
 	}
 	ch := driver.ReleaseChannel(h.key) // once for every node, as a driver's Unlock does
-	return h.l.each(func(n floorNode) error { return n.release(ctx, h.key, ch) })
+	return h.l.each(func(n floorNode) error {
+		err := n.release(ctx, h.key, h.l.value, ch)
+		if h.l.mode.wait && errors.Is(err, errNotHeld) {
+			return nil // held at a majority: the others may have refused it
+		}
+		return err
+	})
 }
 
 func (floorHeld) Extend(context.Context, time.Duration) error { return ErrNoExtend }
@@ -157,6 +191,7 @@ func (l *floorLocker) each(f func(floorNode) error) error {
 }
 
 func (l *floorLocker) Close() error {
+	l.subs.stop()
 	var errs []error
 	for _, n := range l.nodes {
 		errs = append(errs, n.close())
@@ -168,8 +203,8 @@ var ttlMillis = driver.Milliseconds(TTL)
 
 type goredisFloor struct{ c *goredis.Client }
 
-func (f goredisFloor) setNX(ctx context.Context, key string) (bool, error) {
-	err := f.c.Do(ctx, "SET", key, floorValue, "NX", "PX", ttlMillis).Err()
+func (f goredisFloor) setNX(ctx context.Context, key, value string) (bool, error) {
+	err := f.c.Do(ctx, "SET", key, value, "NX", "PX", ttlMillis).Err()
 	if errors.Is(err, goredis.Nil) {
 		return false, nil
 	}
@@ -177,17 +212,20 @@ func (f goredisFloor) setNX(ctx context.Context, key string) (bool, error) {
 }
 
 func (f goredisFloor) del(ctx context.Context, key string) error { return f.c.Del(ctx, key).Err() }
-func (f goredisFloor) release(ctx context.Context, key, ch string) error {
-	n, err := f.c.EvalSha(ctx, releaseSHA1, []string{key}, floorValue, ch).Int64()
+func (f goredisFloor) release(ctx context.Context, key, value, ch string) error {
+	n, err := f.c.EvalSha(ctx, releaseSHA1, []string{key}, value, ch).Int64()
 	if isNoScript(err) {
-		n, err = f.c.Eval(ctx, releaseSource, []string{key}, floorValue, ch).Int64()
+		n, err = f.c.Eval(ctx, releaseSource, []string{key}, value, ch).Int64()
 	}
 	return checkReleased(n, err)
 }
 
 func (f goredisFloor) close() error { return f.c.Close() }
 
-type redigoFloor struct{ p *redigo.Pool }
+type redigoFloor struct {
+	p    *redigo.Pool
+	addr string
+}
 
 func (f redigoFloor) do(ctx context.Context, cmd string, args ...any) (any, error) {
 	c, err := f.p.GetContext(ctx)
@@ -198,8 +236,8 @@ func (f redigoFloor) do(ctx context.Context, cmd string, args ...any) (any, erro
 	return redigo.DoContext(c, ctx, cmd, args...)
 }
 
-func (f redigoFloor) setNX(ctx context.Context, key string) (bool, error) {
-	reply, err := f.do(ctx, "SET", key, floorValue, "NX", "PX", ttlMillis)
+func (f redigoFloor) setNX(ctx context.Context, key, value string) (bool, error) {
+	reply, err := f.do(ctx, "SET", key, value, "NX", "PX", ttlMillis)
 	return reply == "OK", err
 }
 
@@ -208,10 +246,10 @@ func (f redigoFloor) del(ctx context.Context, key string) error {
 	return err
 }
 
-func (f redigoFloor) release(ctx context.Context, key, ch string) error {
-	n, err := redigo.Int64(f.do(ctx, "EVALSHA", releaseSHA1, 1, key, floorValue, ch))
+func (f redigoFloor) release(ctx context.Context, key, value, ch string) error {
+	n, err := redigo.Int64(f.do(ctx, "EVALSHA", releaseSHA1, 1, key, value, ch))
 	if isNoScript(err) {
-		n, err = redigo.Int64(f.do(ctx, "EVAL", releaseSource, 1, key, floorValue, ch))
+		n, err = redigo.Int64(f.do(ctx, "EVAL", releaseSource, 1, key, value, ch))
 	}
 	return checkReleased(n, err)
 }
@@ -220,8 +258,8 @@ func (f redigoFloor) close() error { return f.p.Close() }
 
 type rueidisFloor struct{ c rueidis.Client }
 
-func (f rueidisFloor) setNX(ctx context.Context, key string) (bool, error) {
-	cmd := f.c.B().Set().Key(key).Value(floorValue).Nx().PxMilliseconds(ttlMillis).Build()
+func (f rueidisFloor) setNX(ctx context.Context, key, value string) (bool, error) {
+	cmd := f.c.B().Set().Key(key).Value(value).Nx().PxMilliseconds(ttlMillis).Build()
 	err := f.c.Do(ctx, cmd).Error()
 	if rueidis.IsRedisNil(err) {
 		return false, nil
@@ -233,10 +271,10 @@ func (f rueidisFloor) del(ctx context.Context, key string) error {
 	return f.c.Do(ctx, f.c.B().Del().Key(key).Build()).Error()
 }
 
-func (f rueidisFloor) release(ctx context.Context, key, ch string) error {
-	n, err := f.c.Do(ctx, f.c.B().Evalsha().Sha1(releaseSHA1).Numkeys(1).Key(key).Arg(floorValue, ch).Build()).AsInt64()
+func (f rueidisFloor) release(ctx context.Context, key, value, ch string) error {
+	n, err := f.c.Do(ctx, f.c.B().Evalsha().Sha1(releaseSHA1).Numkeys(1).Key(key).Arg(value, ch).Build()).AsInt64()
 	if isNoScript(err) {
-		n, err = f.c.Do(ctx, f.c.B().Eval().Script(releaseSource).Numkeys(1).Key(key).Arg(floorValue, ch).Build()).AsInt64()
+		n, err = f.c.Do(ctx, f.c.B().Eval().Script(releaseSource).Numkeys(1).Key(key).Arg(value, ch).Build()).AsInt64()
 	}
 	return checkReleased(n, err)
 }
@@ -248,8 +286,8 @@ func (f rueidisFloor) close() error {
 
 type valkeyFloor struct{ c valkey.Client }
 
-func (f valkeyFloor) setNX(ctx context.Context, key string) (bool, error) {
-	err := f.c.Do(ctx, f.c.B().Set().Key(key).Value(floorValue).Nx().PxMilliseconds(ttlMillis).Build()).Error()
+func (f valkeyFloor) setNX(ctx context.Context, key, value string) (bool, error) {
+	err := f.c.Do(ctx, f.c.B().Set().Key(key).Value(value).Nx().PxMilliseconds(ttlMillis).Build()).Error()
 	return err == nil, nilIf(valkey.IsValkeyNil, err)
 }
 
@@ -257,10 +295,10 @@ func (f valkeyFloor) del(ctx context.Context, key string) error {
 	return f.c.Do(ctx, f.c.B().Del().Key(key).Build()).Error()
 }
 
-func (f valkeyFloor) release(ctx context.Context, key, ch string) error {
-	n, err := f.c.Do(ctx, f.c.B().Evalsha().Sha1(releaseSHA1).Numkeys(1).Key(key).Arg(floorValue, ch).Build()).AsInt64()
+func (f valkeyFloor) release(ctx context.Context, key, value, ch string) error {
+	n, err := f.c.Do(ctx, f.c.B().Evalsha().Sha1(releaseSHA1).Numkeys(1).Key(key).Arg(value, ch).Build()).AsInt64()
 	if isNoScript(err) {
-		n, err = f.c.Do(ctx, f.c.B().Eval().Script(releaseSource).Numkeys(1).Key(key).Arg(floorValue, ch).Build()).AsInt64()
+		n, err = f.c.Do(ctx, f.c.B().Eval().Script(releaseSource).Numkeys(1).Key(key).Arg(value, ch).Build()).AsInt64()
 	}
 	return checkReleased(n, err)
 }

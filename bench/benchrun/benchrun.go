@@ -34,7 +34,7 @@ import (
 )
 
 // DefaultBench selects the benchmarks of the suite: its cases and the floors.
-const DefaultBench = "^Benchmark(Lock|Floor|FloorDel|Lone|Extend|Handoff|Stalled|Far|Scale|Observe)$"
+const DefaultBench = "^Benchmark(Lock|Floor|FloorDel|Lone|Extend|Handoff|HandoffFloor|Stalled|Far|Scale|Observe)$"
 
 // Config says what to run. The zero value of each field means its default.
 type Config struct {
@@ -47,8 +47,9 @@ type Config struct {
 	Bench string
 	// Benchtime is the -test.benchtime of each run (default "1s").
 	Benchtime string
-	// HandoffBenchtime is the -test.benchtime of the Handoff case, in which an
-	// operation takes tens of milliseconds (default "100x": 100 hand-offs).
+	// HandoffBenchtime is the -test.benchtime of the Handoff and HandoffFloor
+	// cases, in which an operation takes tens of milliseconds (default
+	// "100x": 100 hand-offs).
 	HandoffBenchtime string
 	// ScaleLocks is how many locks the Scale case holds at once (default
 	// bench.DefaultScaleLocks), and ScaleFor for how long (default
@@ -200,7 +201,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			for _, res := range order {
 				benchtime := cfg.Benchtime
 				switch res.Case {
-				case "Handoff":
+				case "Handoff", "HandoffFloor":
 					benchtime = cfg.HandoffBenchtime
 				case "Scale":
 					benchtime = "1x"
@@ -341,7 +342,7 @@ func tail(out string) string {
 
 // cases are the suite's cases in report order; the floors' benchmark is
 // "Floor", reported under "Lock".
-var cases = []string{"Lock", "Lone", "Extend", "Handoff", "Stalled", "Far", "Scale", "Observe"}
+var cases = []string{"Lock", "Lone", "Extend", "Handoff", "HandoffFloor", "Stalled", "Far", "Scale", "Observe"}
 
 // clients are the Redis clients, in report order.
 var clients = []string{"goredis", "redigo", "rueidis", "valkeygo"}

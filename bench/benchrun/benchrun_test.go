@@ -92,6 +92,7 @@ func TestNewResult(t *testing.T) {
 		{name: "Scale/rueidis/nodes=5/locks=20000", main: true, kind: KindDriver, caseName: "Scale", client: "rueidis", cont: "rueidis"},
 		{name: "Far/redsync-redigo/nodes=5/far=2/lockers=1", kind: KindPeer, caseName: "Far", client: "redigo", cont: "redsync-redigo"},
 		{name: "Lone/valkeygo/nodes=1/lockers=1", main: true, kind: KindDriver, caseName: "Lone", client: "valkeygo", cont: "valkeygo"},
+		{name: "HandoffFloor/redigo/nodes=5/clients=2/lockers=2", main: true, kind: KindDriver, caseName: "HandoffFloor", client: "redigo", cont: "redigo"},
 		{name: "Run/Lock/nodes=1/lockers=1", main: true, wantNil: true},
 		{name: "Lock/rueidis", main: true, wantNil: true},
 	} {
@@ -223,6 +224,7 @@ func scaleReport() *Report {
 		res("Far", "nodes=5/proxied=2/lockers=1", "rueidis", KindDriver, p50(500e3)),
 		res("Handoff", "nodes=5/clients=2/lockers=2", "goredis", KindDriver, map[string]float64{P50: 2e6, WaitP50: 12e6, WaitMax: 15e6}),
 		res("Handoff", "nodes=5/clients=2/lockers=2", "rueidis", KindDriver, map[string]float64{P50: 400e3, WaitP50: 11e6, WaitMax: 12e6}),
+		res("HandoffFloor", "nodes=5/clients=2/lockers=2", "rueidis", KindDriver, map[string]float64{P50: 420e3, FloorP50: 462e3, XFloor: 1.1, WaitP50: 11e6, WaitMax: 12e6}),
 		res("Scale", "nodes=5/locks=20000", "goredis", KindDriver, map[string]float64{Held: 19000, Lost: 5000, Errors: 19700, BytesPerLock: 36e3, AcquireNs: 28e9}),
 		res("Scale", "nodes=5/locks=20000", "rueidis", KindDriver, map[string]float64{Held: 20000, BytesPerLock: 1500, CPUPerLockSec: 2000, AcquireNs: 3e9}),
 	}
@@ -246,6 +248,11 @@ func TestScaleTargets(t *testing.T) {
 		// separate Lock and floor runs, where it has figures.
 		if strings.HasPrefix(tg.Name, "2 of 5 nodes") && !strings.Contains(tg.Figures, "rueidis 520 µs vs 500 µs (1.04×; 1.04× the same nodes through the proxy without delay, 500 µs)") {
 			t.Errorf("far target: figures %q, want rueidis's against all-near and against the proxy without delay", tg.Figures)
+		}
+		// The one-waiter hand-off shows the figures in turn with the
+		// client's waiting floor, where the HandoffFloor case has them.
+		if strings.HasPrefix(tg.Name, "hand-off p50 ≤ 600 µs") && !strings.Contains(tg.Figures, "rueidis 400 µs (longest wait 1.1× the median) [in turn with its client's waiting floor: 420 µs vs 462 µs, 1.10×]") {
+			t.Errorf("hand-off target: figures %q, want rueidis's with its floor in turn", tg.Figures)
 		}
 		if strings.HasPrefix(tg.Name, "lone call, 1 node") && !strings.Contains(tg.Figures, "goredis 0.90× (110 µs vs 99.0 µs, in turn)") {
 			t.Errorf("lone call target: figures %q, want goredis's from the Lone case", tg.Figures)
@@ -273,6 +280,8 @@ func TestScaleMarkdown(t *testing.T) {
 		"Lone call, each driver and its client's floor in turn",
 		"Lock+unlock with 2 of 5 nodes through the Far case's proxy, without delay: 1 locker",
 		"| 0.90× (p50; floor 99.0 µs) | 110 µs |",
+		"Hand-off to one waiter, each driver and its client's waiting floor in turn, ten hand-offs at a time: 5 nodes, each held 10ms",
+		"| 1.10× (p50; floor 462 µs) | 420 µs |",
 	} {
 		if !strings.Contains(md, want) {
 			t.Errorf("Markdown() lacks %q:\n%s", want, md)

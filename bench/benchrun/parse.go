@@ -17,8 +17,9 @@ const (
 	BytesPerOp  = "B/op"
 	AllocsPerOp = "allocs/op"
 	FailedPerOp = "failed/op"
-	// Lone's: the floor's p50, and the floor's p50 over the driver's, both
-	// measured in turn with the driver's operations (see bench.Lone).
+	// Lone's and HandoffFloor's: the floor's p50, and the floor's p50 over
+	// the driver's, both measured in turn with the driver's operations (see
+	// bench.Lone, bench.HandoffFloor).
 	FloorP50 = "floor-p50-ns"
 	XFloor   = "x-floor"
 	// Handoff's waits: how long a locker waited in Lock, median and longest.

@@ -127,6 +127,10 @@ func (r *Report) ScaleTargets() []Target {
 			if m[WaitP50] > 0 {
 				fig += fmt.Sprintf(" (longest wait %.1f× the median)", m[WaitMax]/m[WaitP50])
 			}
+			if fl := r.find("HandoffFloor/"+params, KindDriver, d); fl != nil && fl.Median[XFloor] > 0 {
+				fm := fl.Median
+				fig += fmt.Sprintf(" [in turn with its client's waiting floor: %s vs %s, %.2f×]", formatNs(fm[P50]), formatNs(fm[FloorP50]), fm[XFloor])
+			}
 			return m[P50] <= limit, true, fig
 		})
 	}

@@ -32,7 +32,7 @@ func main() {
 	)
 	flag.StringVar(&cfg.Bench, "bench", benchrun.DefaultBench, "`pattern` of the benchmarks to run, as go test -bench takes it")
 	flag.StringVar(&cfg.Benchtime, "benchtime", "1s", "go test -benchtime of each run")
-	flag.StringVar(&cfg.HandoffBenchtime, "handoff-benchtime", "100x", "go test -benchtime of each run of the Handoff case")
+	flag.StringVar(&cfg.HandoffBenchtime, "handoff-benchtime", "100x", "go test -benchtime of each run of the Handoff and HandoffFloor cases")
 	flag.IntVar(&cfg.Rounds, "rounds", 3, "how many times each benchmark runs; the report gives medians")
 	flag.IntVar(&cfg.ScaleLocks, "scale-locks", bench.DefaultScaleLocks, "how many locks the Scale case holds at once")
 	flag.DurationVar(&cfg.ScaleFor, "scale-for", bench.DefaultScaleFor, "how long the Scale case holds them")

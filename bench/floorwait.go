@@ -1,0 +1,164 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// floorPoll is the Backoff of a waiting floor between its attempts when no
+// release notice came: redlock.DefaultBackoff, a Client's, so that a floor
+// and a driver poll at the same times. Polls are not free on a machine whose
+// idle cores are slow to wake: they keep them awake (see HandoffFloor).
+var floorPoll = redlock.DefaultBackoff
+
+// lockWaiting is the Lock of a waiting floor (WaitingFloors): the least a
+// Redlock waiter can do by hand with its client, and no more. It sends SET
+// key value NX PX ttl to every node at once, a goroutine per node, and holds
+// the key as soon as a majority granted it; the other SETs finish in the
+// background, before Unlock releases on every node. When no majority
+// granted it, it releases (by the release script) the nodes that did, and
+// waits for a release notice of the key on any node (SSUBSCRIBE to
+// driver.ReleaseChannel(key) on every node, made at its first wait for the
+// key and kept until Close), or for floorPoll's wait, then tries again: the
+// notices and polls of a Client's Lock with the default Backoff, the polls'
+// count starting again at each notice. It has none of a Client's logic: no
+// random value per lock, no validity, no turns among its own waiters, no
+// delay against split votes; it is a floor for one waiter.
+func (l *floorLocker) lockWaiting(ctx context.Context, key string) (Held, error) {
+	var notify chan struct{}
+	for poll := 1; ; poll++ {
+		if notify != nil {
+			select { // a notice from before this attempt is moot
+			case <-notify:
+			default:
+			}
+		}
+		ok, err := l.setMajority(ctx, key)
+		switch {
+		case err != nil:
+			return nil, err
+		case ok:
+			return floorHeld{l, key}, nil
+		}
+		if notify == nil {
+			if notify, err = l.subs.get(ctx, l.nodes, key); err != nil {
+				return nil, err
+			}
+			poll = 0 // a release may have come before the subscription: try at once
+			continue
+		}
+		timer := time.NewTimer(floorPoll(poll))
+		select {
+		case <-notify:
+			poll = 0
+		case <-timer.C:
+		case <-ctx.Done():
+			timer.Stop()
+			return nil, ctx.Err()
+		}
+		timer.Stop()
+	}
+}
+
+// setMajority sends SET NX PX to every node at once and reports, once a
+// majority said OK, that the key is held (the other SETs still running), or,
+// once a majority cannot, that it is not, after releasing the nodes that
+// granted it. err joins the nodes' errors, if any failed.
+func (l *floorLocker) setMajority(ctx context.Context, key string) (bool, error) {
+	type answer struct {
+		node int
+		ok   bool
+		err  error
+	}
+	n := len(l.nodes)
+	answers := make(chan answer, n)
+	for i, node := range l.nodes {
+		go func() {
+			ok, err := node.setNX(ctx, key, l.value)
+			answers <- answer{i, ok, err}
+		}()
+	}
+	var granted []int
+	var (
+		yes, no int
+		errs    []error
+	)
+	for yes <= n/2 && no < n-n/2 {
+		a := <-answers
+		if a.ok {
+			yes++
+			granted = append(granted, a.node)
+		} else if no++; a.err != nil {
+			errs = append(errs, a.err)
+		}
+	}
+	if yes > n/2 {
+		return true, nil
+	}
+	for range n - yes - no { // every grant must be known to be undone
+		if a := <-answers; a.ok {
+			granted = append(granted, a.node)
+		}
+	}
+	ch := driver.ReleaseChannel(key)
+	for _, i := range granted {
+		_ = l.nodes[i].release(ctx, key, l.value, ch) // on failure, the key expires
+	}
+	if err := errors.Join(errs...); err != nil {
+		return false, fmt.Errorf("SET NX %s: %w", key, err)
+	}
+	return false, nil
+}
+
+// floorSubs are a waiting floor's subscriptions to the release notices of
+// the keys it waited for, one channel per key fed by every node.
+type floorSubs struct {
+	mu     sync.Mutex
+	byKey  map[string]chan struct{}
+	stops  []func()
+	closed bool
+}
+
+// get returns the notices of key, subscribing on every node at the first call
+// for key and returning once every subscription is confirmed.
+func (s *floorSubs) get(ctx context.Context, nodes []floorNode, key string) (chan struct{}, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil, errors.New("floor: closed")
+	}
+	if ch, ok := s.byKey[key]; ok {
+		return ch, nil
+	}
+	ch := make(chan struct{}, 1)
+	channel := driver.ReleaseChannel(key)
+	for _, node := range nodes {
+		stop, err := node.subscribe(ctx, channel, ch)
+		if err != nil {
+			return nil, fmt.Errorf("SSUBSCRIBE %s: %w", channel, err)
+		}
+		s.stops = append(s.stops, stop)
+	}
+	if s.byKey == nil {
+		s.byKey = make(map[string]chan struct{})
+	}
+	s.byKey[key] = ch
+	return ch, nil
+}
+
+// stop ends every subscription.
+func (s *floorSubs) stop() {
+	s.mu.Lock()
+	stops := s.stops
+	s.stops, s.closed = nil, true
+	s.mu.Unlock()
+	for _, stop := range stops {
+		stop()
+	}
+}
