@@ -84,9 +84,9 @@ func (l *floorLocker) setMajority(ctx context.Context, key string) (bool, error)
 			answers <- answer{i, ok, err}
 		}()
 	}
-	var granted []int
 	var (
 		yes, no int
+		granted []int // the nodes that said OK
 		errs    []error
 	)
 	for yes <= n/2 && no < n-n/2 {
