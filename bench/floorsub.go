@@ -70,15 +70,10 @@ func (f redigoFloor) subscribe(ctx context.Context, ch string, notify chan<- str
 
 func (f rueidisFloor) subscribe(ctx context.Context, ch string, notify chan<- struct{}) (func(), error) {
 	dc, cancel := f.c.Dedicate()
-	confirmed := make(chan struct{})
-	var once sync.Once
+	confirmed, confirm := ssubscribed()
 	dc.SetPubSubHooks(rueidis.PubSubHooks{
-		OnMessage: func(rueidis.PubSubMessage) { notifyOnce(notify) },
-		OnSubscription: func(s rueidis.PubSubSubscription) {
-			if s.Kind == "ssubscribe" {
-				once.Do(func() { close(confirmed) })
-			}
-		},
+		OnMessage:      func(rueidis.PubSubMessage) { notifyOnce(notify) },
+		OnSubscription: func(s rueidis.PubSubSubscription) { confirm(s.Kind) },
 	})
 	stop := func() { dc.Close(); cancel() }
 	if err := waitSubscribed(ctx, dc.Do(ctx, dc.B().Ssubscribe().Channel(ch).Build()).Error(), confirmed); err != nil {
@@ -90,15 +85,10 @@ func (f rueidisFloor) subscribe(ctx context.Context, ch string, notify chan<- st
 
 func (f valkeyFloor) subscribe(ctx context.Context, ch string, notify chan<- struct{}) (func(), error) {
 	dc, cancel := f.c.Dedicate()
-	confirmed := make(chan struct{})
-	var once sync.Once
+	confirmed, confirm := ssubscribed()
 	dc.SetPubSubHooks(valkey.PubSubHooks{
-		OnMessage: func(valkey.PubSubMessage) { notifyOnce(notify) },
-		OnSubscription: func(s valkey.PubSubSubscription) {
-			if s.Kind == "ssubscribe" {
-				once.Do(func() { close(confirmed) })
-			}
-		},
+		OnMessage:      func(valkey.PubSubMessage) { notifyOnce(notify) },
+		OnSubscription: func(s valkey.PubSubSubscription) { confirm(s.Kind) },
 	})
 	stop := func() { dc.Close(); cancel() }
 	if err := waitSubscribed(ctx, dc.Do(ctx, dc.B().Ssubscribe().Channel(ch).Build()).Error(), confirmed); err != nil {
@@ -106,6 +96,19 @@ func (f valkeyFloor) subscribe(ctx context.Context, ch string, notify chan<- str
 		return nil, err
 	}
 	return stop, nil
+}
+
+// ssubscribed returns a channel closed at the first confirmation of an
+// SSUBSCRIBE, and confirm, which a client's subscription hook calls with the
+// kind of each confirmation.
+func ssubscribed() (confirmed <-chan struct{}, confirm func(kind string)) {
+	ch := make(chan struct{})
+	var once sync.Once
+	return ch, func(kind string) {
+		if kind == "ssubscribe" {
+			once.Do(func() { close(ch) })
+		}
+	}
 }
 
 // waitSubscribed waits, after a subscription command sent with the error
