@@ -55,7 +55,8 @@
 // errors.As. Lock and Do stop retrying at once when so many nodes answer an
 // error that retrying cannot fix (a wrong password, an ACL refusal, a
 // read-only replica, a database the server does not have: see
-// driver.PermanentCode) that no quorum is possible.
+// driver.PermanentCode; or ErrClosed, from nodes closed or over clients
+// their user closed) that no quorum is possible.
 //
 // # Per-call options
 //

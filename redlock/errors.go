@@ -85,8 +85,9 @@ type VoteError struct {
 	// Permanent is how many of the Failed nodes answered an error that
 	// retrying cannot fix: authentication, an ACL permission, a wrong type,
 	// out of memory, a read-only replica, a database the server does not
-	// have (see driver.PermanentCode). When
-	// more than Nodes-Needed did, Lock and Do stop retrying.
+	// have (see driver.PermanentCode), or ErrClosed (the node was closed,
+	// or the client under it). When more than Nodes-Needed did, Lock and
+	// Do stop retrying.
 	Permanent int
 
 	code string // the first permanent error's code, such as "WRONGPASS"

@@ -283,7 +283,7 @@ func (r *round) record(rep reply) {
 		if !callerEnded(r.caller) { // not cut short by the caller
 			r.failed++
 		}
-		if code := driver.PermanentCode(rep.err); code != "" {
+		if code := permanentCode(rep.err); code != "" {
 			r.permanent++
 			if r.code == "" {
 				r.code = code
@@ -298,6 +298,20 @@ func (r *round) record(rep reply) {
 		r.no++
 		r.refused++
 	}
+}
+
+// closedCode is the "code" of a node that answered driver.ErrClosed: the node
+// was closed, or the client under it (a node of a driver's New over a client
+// its user closed), which no retry opens again.
+const closedCode = "ErrClosed (the node, or the client under it, was closed)"
+
+// permanentCode returns what a node's error says that retrying cannot fix,
+// or "": driver.PermanentCode's Redis error codes, and closedCode.
+func permanentCode(err error) string {
+	if errors.Is(err, driver.ErrClosed) {
+		return closedCode
+	}
+	return driver.PermanentCode(err)
 }
 
 // pendingCount is how many nodes have not replied.

@@ -275,7 +275,13 @@ func (n *node) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error
 	cmd.Cluster = cmd.Cluster || n.cluster // set by the caller for a cluster-enabled server given as one (see rediscmd.Commands)
 	r, err := n.batch.Do(ctx, cmd)
 	if err != nil {
-		n.reload.failed(err) // a failover may have replaced the shard's primary
+		if errors.Is(err, redis.ErrClosed) {
+			// The user closed the client under a node of New: it
+			// never opens again, as a closed node does not.
+			err = fmt.Errorf("%w: %w", driver.ErrClosed, err)
+		} else {
+			n.reload.failed(err) // a failover may have replaced the shard's primary
+		}
 		return rediscmd.Result{}, cmd.Failed(ctx, "goredis", err)
 	}
 	return r, nil

@@ -378,8 +378,18 @@ func (n *node) conn(ctx, caller context.Context) (redis.Conn, error) {
 	// With a shared deadline, a wait for a connection (the pool's busy:
 	// the batcher keeps at most two) or its dial ends at that deadline, not
 	// at the caller's cancellation.
-	return n.pool.GetContext(ctx)
+	c, err := n.pool.GetContext(ctx)
+	if err != nil && err.Error() == errClosedPool {
+		// The user closed the pool under a node of New: it never opens
+		// again, as a closed node does not.
+		err = fmt.Errorf("%w: %w", driver.ErrClosed, err)
+	}
+	return c, err
 }
+
+// errClosedPool is the message of redigo's error for a connection asked of a
+// closed Pool, which redigo does not export.
+const errClosedPool = "redigo: get on closed pool"
 
 var _ driver.Queuer = (*node)(nil)
 

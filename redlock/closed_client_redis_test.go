@@ -1,0 +1,61 @@
+package redlock_test
+
+import (
+	"context"
+	"testing"
+
+	redigolib "github.com/gomodule/redigo/redis"
+	goredislib "github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/drivers/goredis"
+	"github.com/go-redlock/redlock/drivers/redigo"
+	"github.com/go-redlock/redlock/redistest"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// closableNodes make a node with a driver's New over a client of the user's,
+// and return it with the function that closes that client, as its user may
+// while the Client still uses the node.
+var closableNodes = map[string]func(addr string) (driver.Node, func()){
+	"goredis": func(addr string) (driver.Node, func()) {
+		rc := goredislib.NewClient(&goredislib.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
+		return goredis.New(rc), func() { rc.Close() }
+	},
+	"redigo": func(addr string) (driver.Node, func()) {
+		p := &redigolib.Pool{DialContext: func(ctx context.Context) (redigolib.Conn, error) {
+			return redigolib.DialContext(ctx, "tcp", addr)
+		}}
+		return redigo.New(p), func() { p.Close() }
+	},
+}
+
+// Lock and Do over nodes of New whose clients the user closed stop at once,
+// with ErrClosed, rather than retrying until their context ends: a closed
+// go-redis client or redigo pool never opens again. Before, Lock waited for
+// its context (30s here).
+func TestRedisLockOverClosedUserClients(t *testing.T) {
+	for name, newNode := range closableNodes {
+		t.Run(name, func(t *testing.T) {
+			var (
+				nodes   []driver.Node
+				closers []func()
+			)
+			for _, s := range redistest.NewServers(t, 3) {
+				n, closeClient := newNode(s.Addr())
+				nodes, closers = append(nodes, n), append(closers, closeClient)
+			}
+			c, err := redlock.New(nodes)
+			require.NoError(t, err)
+			t.Cleanup(func() { c.Close() })
+			l, err := c.TryLock(t.Context(), "k") // the clients work
+			require.NoError(t, err)
+			require.NoError(t, l.Unlock(t.Context()))
+			for _, closeClient := range closers {
+				closeClient()
+			}
+			requireStopsOnClosedNodes(t, c)
+		})
+	}
+}
