@@ -44,7 +44,7 @@ func (f redigoFloor) subscribe(ctx context.Context, ch string, notify chan<- str
 	if err != nil {
 		return nil, err
 	}
-	reply, err := c.Do("SSUBSCRIBE", ch)
+	reply, err := redigo.DoContext(c, ctx, "SSUBSCRIBE", ch) // bounded by ctx, as the others'
 	if err == nil {
 		if v, ok := reply.([]any); !ok || len(v) == 0 || fmt.Sprintf("%s", v[0]) != "ssubscribe" {
 			err = fmt.Errorf("SSUBSCRIBE %s: unexpected reply %v", ch, reply)
