@@ -137,10 +137,13 @@ type floorLocker struct {
 	subs  floorSubs // lockWaiting's subscriptions
 }
 
-// floorHeld is a key set on every node of a floorLocker.
+// floorHeld is a key set on every node of a floorLocker (on a majority, by
+// lockWaiting: the SETs of the others may still be running, their answers
+// to come on late).
 type floorHeld struct {
-	l   *floorLocker
-	key string
+	l    *floorLocker
+	key  string
+	late *lateSets
 }
 
 func (l *floorLocker) Lock(ctx context.Context, key string) (Held, error) {
@@ -157,10 +160,11 @@ func (l *floorLocker) Lock(ctx context.Context, key string) (Held, error) {
 	if err != nil {
 		return nil, err
 	}
-	return floorHeld{l, key}, nil
+	return floorHeld{l: l, key: key}, nil
 }
 
 func (h floorHeld) Unlock(ctx context.Context) error {
+	h.late.wait(ctx) // a release sent before a SET could be applied before it
 	if h.l.mode.del {
 		return h.l.each(func(n floorNode) error { return n.del(ctx, h.key) })
 	}

@@ -21,8 +21,9 @@ var floorPoll = redlock.DefaultBackoff
 // Redlock waiter can do by hand with its client, and no more. It sends SET
 // key value NX PX ttl to every node at once, a goroutine per node, and holds
 // the key as soon as a majority granted it; the other SETs finish in the
-// background, before Unlock releases on every node. When no majority
-// granted it, it releases (by the release script) the nodes that did, and
+// background, and Unlock waits for their answers before it releases on
+// every node, as a Client's does. When no majority granted it, it releases
+// (by the release script) the nodes that did or failed, and
 // waits for a release notice of the key on any node (SSUBSCRIBE to
 // driver.ReleaseChannel(key) on every node, made at its first wait for the
 // key and kept until Close), or for floorPoll's wait, then tries again: the
@@ -39,12 +40,12 @@ func (l *floorLocker) lockWaiting(ctx context.Context, key string) (Held, error)
 			default:
 			}
 		}
-		ok, err := l.setMajority(ctx, key)
+		ok, late, err := l.setMajority(ctx, key)
 		switch {
 		case err != nil:
 			return nil, err
 		case ok:
-			return floorHeld{l, key}, nil
+			return floorHeld{l: l, key: key, late: late}, nil
 		}
 		if notify == nil {
 			if notify, err = l.subs.get(ctx, l.nodes, key); err != nil {
@@ -67,53 +68,88 @@ func (l *floorLocker) lockWaiting(ctx context.Context, key string) (Held, error)
 }
 
 // setMajority sends SET NX PX to every node at once and reports, once a
-// majority said OK, that the key is held (the other SETs still running), or,
-// once a majority cannot, that it is not, after releasing the nodes that
-// granted it. err joins the nodes' errors, if any failed.
-func (l *floorLocker) setMajority(ctx context.Context, key string) (bool, error) {
-	type answer struct {
-		node int
-		ok   bool
-		err  error
-	}
+// majority said OK, that the key is held, with the SETs still running (late:
+// Unlock waits for their answers, as a Client's does, so that no release
+// overtakes a SET), or, once a majority cannot, that it is not, after
+// releasing the nodes that granted it or failed (a SET that failed, by its
+// context's end say, may have been applied). err joins the nodes' errors, if
+// any failed.
+func (l *floorLocker) setMajority(ctx context.Context, key string) (held bool, late *lateSets, err error) {
 	n := len(l.nodes)
-	answers := make(chan answer, n)
+	answers := make(chan setAnswer, n)
 	for i, node := range l.nodes {
 		go func() {
 			ok, err := node.setNX(ctx, key, l.value)
-			answers <- answer{i, ok, err}
+			answers <- setAnswer{i, ok, err}
 		}()
 	}
 	var (
 		yes, no int
-		granted []int // the nodes that said OK
+		undo    []int // the nodes that said OK, or failed
 		errs    []error
 	)
 	for yes <= n/2 && no < n-n/2 {
 		a := <-answers
 		if a.ok {
 			yes++
-			granted = append(granted, a.node)
+			undo = append(undo, a.node)
 		} else if no++; a.err != nil {
 			errs = append(errs, a.err)
+			undo = append(undo, a.node)
 		}
 	}
 	if yes > n/2 {
-		return true, nil
+		if rest := n - yes - no; rest > 0 {
+			late = &lateSets{answers, rest}
+		}
+		return true, late, nil
 	}
 	for range n - yes - no { // every grant must be known to be undone
-		if a := <-answers; a.ok {
-			granted = append(granted, a.node)
+		if a := <-answers; a.ok || a.err != nil {
+			undo = append(undo, a.node)
 		}
 	}
-	ch := driver.ReleaseChannel(key)
-	for _, i := range granted {
-		_ = l.nodes[i].release(ctx, key, l.value, ch) // on failure, the key expires
+	if len(undo) > 0 {
+		// Not cut short by ctx's end, which may have failed the SETs.
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dialTimeout)
+		ch := driver.ReleaseChannel(key)
+		for _, i := range undo {
+			_ = l.nodes[i].release(rctx, key, l.value, ch) // on failure, the key expires
+		}
+		cancel()
 	}
 	if err := errors.Join(errs...); err != nil {
-		return false, fmt.Errorf("SET NX %s: %w", key, err)
+		return false, nil, fmt.Errorf("SET NX %s: %w", key, err)
 	}
-	return false, nil
+	return false, nil, nil
+}
+
+// setAnswer is one node's answer to setMajority's SET.
+type setAnswer struct {
+	node int
+	ok   bool
+	err  error
+}
+
+// lateSets are the SETs of a held key still running when setMajority
+// returned.
+type lateSets struct {
+	answers <-chan setAnswer
+	n       int
+}
+
+// wait waits for the answers of the late SETs, or ctx's end.
+func (s *lateSets) wait(ctx context.Context) {
+	if s == nil {
+		return
+	}
+	for ; s.n > 0; s.n-- {
+		select {
+		case <-s.answers:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // floorSubs are a waiting floor's subscriptions to the release notices of
