@@ -346,7 +346,8 @@ const methodNotes = `## How these figures are made
   Redlock waiter can do by hand with the bare client: SET NX PX on every node at once, the key held at
   a majority, at each release notice (SSUBSCRIBE to the key's channel on every node, kept) and at the
   polls of a Client's default Backoff, the nodes it got released by the script when it got too few;
-  no lock logic beyond that. **× floor** is the floor's hand-off p50 over the driver's, as for Lone.
+  no lock logic beyond that. **× floor** is the floor's hand-off p50 over the driver's, as for Lone;
+  ops/s, ns/op and the hand-off figures are the driver's alone, as Handoff's.
   On these shared 2-core machines the hand-off is bounded by waking idle cores: one round trip to a
   redis-server made right after the last takes about 10 µs, one made after 10ms idle 100–200 µs, and
   every hand-off follows the holder's 10ms hold.
