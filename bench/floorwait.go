@@ -71,15 +71,19 @@ func (l *floorLocker) lockWaiting(ctx context.Context, key string) (Held, error)
 // majority said OK, that the key is held, with the SETs still running (late:
 // Unlock waits for their answers, as a Client's does, so that no release
 // overtakes a SET), or, once a majority cannot, that it is not, after
-// releasing the nodes that granted it or failed (a SET that failed, by its
-// context's end say, may have been applied). err joins the nodes' errors, if
-// any failed.
+// releasing the nodes that granted it or failed (a SET that failed may have
+// been applied). err joins the nodes' errors, if any failed. The SETs are not
+// cut by ctx's end, since one cut short may still be applied, after the
+// release that undoes it; they are bounded by the clients' own timeouts.
+// When ctx ends first, setMajority returns its error at once and undoes the
+// grants in the background (undo), as a Client's Lock does.
 func (l *floorLocker) setMajority(ctx context.Context, key string) (held bool, late *lateSets, err error) {
 	n := len(l.nodes)
 	answers := make(chan setAnswer, n)
+	sctx := context.WithoutCancel(ctx)
 	for i, node := range l.nodes {
 		go func() {
-			ok, err := node.setNX(ctx, key, l.value)
+			ok, err := node.setNX(sctx, key, l.value)
 			answers <- setAnswer{i, ok, err}
 		}()
 	}
@@ -89,13 +93,18 @@ func (l *floorLocker) setMajority(ctx context.Context, key string) (held bool, l
 		errs    []error
 	)
 	for yes <= n/2 && no < n-n/2 {
-		a := <-answers
-		if a.ok {
-			yes++
-			undo = append(undo, a.node)
-		} else if no++; a.err != nil {
-			errs = append(errs, a.err)
-			undo = append(undo, a.node)
+		select {
+		case a := <-answers:
+			if a.ok {
+				yes++
+				undo = append(undo, a.node)
+			} else if no++; a.err != nil {
+				errs = append(errs, a.err)
+				undo = append(undo, a.node)
+			}
+		case <-ctx.Done():
+			go l.undo(key, answers, n-yes-no, undo)
+			return false, nil, fmt.Errorf("SET NX %s: %w", key, ctx.Err())
 		}
 	}
 	if yes > n/2 {
@@ -104,24 +113,31 @@ func (l *floorLocker) setMajority(ctx context.Context, key string) (held bool, l
 		}
 		return true, late, nil
 	}
-	for range n - yes - no { // every grant must be known to be undone
-		if a := <-answers; a.ok || a.err != nil {
-			undo = append(undo, a.node)
-		}
-	}
-	if len(undo) > 0 {
-		// Not cut short by ctx's end, which may have failed the SETs.
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), dialTimeout)
-		ch := driver.ReleaseChannel(key)
-		for _, i := range undo {
-			_ = l.nodes[i].release(rctx, key, l.value, ch) // on failure, the key expires
-		}
-		cancel()
-	}
+	l.undo(key, answers, n-yes-no, undo)
 	if err := errors.Join(errs...); err != nil {
 		return false, nil, fmt.Errorf("SET NX %s: %w", key, err)
 	}
 	return false, nil, nil
+}
+
+// undo waits for the rest answers still to come on answers, and releases
+// key, by the release script, on the nodes of undo and those that granted it
+// or failed among them: every grant must be known to be undone.
+func (l *floorLocker) undo(key string, answers <-chan setAnswer, rest int, undo []int) {
+	for range rest {
+		if a := <-answers; a.ok || a.err != nil {
+			undo = append(undo, a.node)
+		}
+	}
+	if len(undo) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
+	defer cancel()
+	ch := driver.ReleaseChannel(key)
+	for _, i := range undo {
+		_ = l.nodes[i].release(ctx, key, l.value, ch) // on failure, the key expires
+	}
 }
 
 // setAnswer is one node's answer to setMajority's SET.
