@@ -161,6 +161,12 @@ const maxRedirects = 8
 // node has c reload its slot map in the background (ReloadState, at most
 // every 200ms), so that the next commands reach the promoted replica.
 //
+// Once the caller closes c, the node's calls fail with an error matching
+// driver.ErrClosed (see driver.ErrClosed). A command that fails with
+// redis.ErrClosed on a client other than a *redis.Client, which closes
+// clients of its own while it stays open (a Ring those of the shards that
+// SetAddrs removes), costs a PING that asks c whether it is closed.
+//
 // Release notifications (driver.Notifier's Subscribe) need a *redis.Client
 // or a *redis.ClusterClient: on another client, such as a Ring, whose
 // pub/sub connection may reach another server than the one that publishes a
@@ -275,7 +281,7 @@ func (n *node) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error
 	cmd.Cluster = cmd.Cluster || n.cluster // set by the caller for a cluster-enabled server given as one (see rediscmd.Commands)
 	r, err := n.batch.Do(ctx, cmd)
 	if err != nil {
-		if errors.Is(err, redis.ErrClosed) {
+		if errors.Is(err, redis.ErrClosed) && n.clientClosed(ctx) {
 			// The user closed the client under a node of New: it
 			// never opens again, as a closed node does not.
 			err = fmt.Errorf("%w: %w", driver.ErrClosed, err)
@@ -285,6 +291,24 @@ func (n *node) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error
 		return rediscmd.Result{}, cmd.Failed(ctx, "goredis", err)
 	}
 	return r, nil
+}
+
+// clientClosed reports whether the node's client is closed, after a command
+// failed with redis.ErrClosed. A *redis.Client answers it only once closed.
+// Other clients close clients of their own while they stay open: a Ring
+// those of the shards that SetAddrs removes, a ClusterClient those of nodes
+// gone from its slot map, and a command in flight on one of them fails with
+// redis.ErrClosed though the next one reaches the new shard. So the client
+// itself is asked: a PING, bounded by ctx, which a closed client fails with
+// redis.ErrClosed without a network call.
+func (n *node) clientClosed(ctx context.Context) bool {
+	if _, ok := n.client.(*redis.Client); ok {
+		return true
+	}
+	_, err := watch(ctx, func(ctx context.Context) (struct{}, error) {
+		return struct{}{}, n.client.Ping(ctx).Err()
+	})
+	return errors.Is(err, redis.ErrClosed)
 }
 
 // exec is the node's batch.Exec: one command on the caller's goroutine
