@@ -178,8 +178,10 @@ const (
 	// OutcomeUnavailable: so many nodes failed (errors or timeouts, more than
 	// nodes minus quorum) that no quorum was possible.
 	OutcomeUnavailable Outcome = "unavailable"
-	// OutcomeError: bad input, a closed Client, or a context that ended
-	// before a verdict.
+	// OutcomeError: bad input, a closed Client, a context that ended
+	// before a verdict, or errors that retrying cannot fix from more than
+	// nodes minus quorum nodes (VoteError.Permanent: driver.PermanentCode's,
+	// or ErrClosed from closed nodes or clients), which end Lock and Do.
 	OutcomeError Outcome = "error"
 )
 
