@@ -46,16 +46,26 @@ func TestRedisLockOverClosedUserClients(t *testing.T) {
 				n, closeClient := newNode(s.Addr())
 				nodes, closers = append(nodes, n), append(closers, closeClient)
 			}
-			c, err := redlock.New(nodes)
-			require.NoError(t, err)
-			t.Cleanup(func() { c.Close() })
-			l, err := c.TryLock(t.Context(), "k") // the clients work
-			require.NoError(t, err)
-			require.NoError(t, l.Unlock(t.Context()))
-			for _, closeClient := range closers {
-				closeClient()
-			}
-			requireStopsOnClosedNodes(t, c)
+			requireStopsOnceClosed(t, nodes, func() {
+				for _, closeClient := range closers {
+					closeClient()
+				}
+			})
 		})
 	}
+}
+
+// requireStopsOnceClosed makes a Client over nodes, checks that it locks,
+// closes the clients under the nodes with closeClients, and checks that Lock
+// and Do then stop at once (requireStopsOnClosedNodes).
+func requireStopsOnceClosed(t *testing.T, nodes []driver.Node, closeClients func()) {
+	t.Helper()
+	c, err := redlock.New(nodes)
+	require.NoError(t, err)
+	t.Cleanup(func() { c.Close() })
+	l, err := c.TryLock(t.Context(), "k") // the clients work
+	require.NoError(t, err)
+	require.NoError(t, l.Unlock(t.Context()))
+	closeClients()
+	requireStopsOnClosedNodes(t, c)
 }
