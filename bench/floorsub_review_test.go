@@ -2,30 +2,22 @@ package bench
 
 import (
 	"context"
-	"net"
 	"testing"
 	"time"
+
+	"github.com/go-redlock/redlock/redistest"
 )
 
 // TestFloorSubscribeBounded checks that each floor's subscribe returns by
 // the end of its context when the server accepts the connection but never
-// answers (a stalled node).
+// answers: a redis-server stopped with SIGSTOP (a stalled node).
 func TestFloorSubscribeBounded(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
+	s := redistest.NewServer(t)
+	if err := s.Pause(); err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close() // silent: reads nothing, answers nothing
-		}
-	}()
-	addr := ln.Addr().String()
+	defer s.Resume()
+	addr := s.Addr()
 	for _, f := range []struct {
 		name string
 		open func() (floorNode, error)
@@ -52,10 +44,10 @@ func TestFloorSubscribeBounded(t *testing.T) {
 			select {
 			case err := <-done:
 				if err == nil {
-					t.Error("subscribe to a silent server: no error")
+					t.Error("subscribe to a stalled server: no error")
 				}
 			case <-time.After(3 * time.Second):
-				t.Fatal("subscribe to a silent server still waits 3s after its context ended")
+				t.Fatal("subscribe to a stalled server still waits 3s after its context ended")
 			}
 		})
 	}
