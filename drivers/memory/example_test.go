@@ -59,12 +59,14 @@ func Example() {
 	fmt.Println("held invoice charged:", charged, err)
 	held.Unlock(ctx)
 
-	// Two of three nodes down: no quorum is possible.
+	// Two of three nodes down: no quorum is possible. (Another invoice:
+	// Unlock returns once a quorum released, so the third node may still
+	// hold 42 for a moment, and a refusal there would decide first.)
 	n1, _ := memory.Open(addrs[0])
 	n2, _ := memory.Open(addrs[1])
 	n1.SetDown(true)
 	n2.SetDown(true)
-	_, err = chargeOnce(ctx, us, "42")
+	_, err = chargeOnce(ctx, us, "43")
 	fmt.Println("outage:", errors.Is(err, redlock.ErrUnavailable))
 	// Output:
 	// free invoice charged: true <nil>
