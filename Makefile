@@ -4,7 +4,8 @@
 #             the module graph (scripts/check-deps).
 # make check: the fast loop: go vet and the short tests of every module
 #             (go test -short: the tests that start redis-server skip),
-#             without the race detector.
+#             without the race detector, the modules' tests at once
+#             (scripts/test-short).
 GO ?= go
 # Each module is built and tested with its own go.mod (go.work, which lets
 # developers name the tooling's packages from the root, is for commands typed
@@ -22,10 +23,7 @@ test: redis-server vet deps
 	done
 
 check: vet
-	@set -e; for m in $(MODULES); do \
-		echo "== go test -short ($$m)"; \
-		(cd $$m && $(GO) test -short -count=1 -timeout 5m ./...); \
-	done
+	@GO="$(GO)" ./scripts/test-short $(MODULES)
 
 vet:
 	@set -e; for m in $(MODULES); do \
