@@ -64,9 +64,10 @@ func logStacks(t *testing.T, what string) {
 	t.Logf("%s:\n%s", what, buf)
 }
 
-// closeWithin closes c and returns how long it took, logging the goroutines
-// if it takes more than a second.
-func closeWithin(t *testing.T, c *redlock.Client) time.Duration {
+// closeWithin closes c and requires it to return within bound, logging how
+// long it took, and the goroutines if it takes more than a second.
+func closeWithin(t *testing.T, c *redlock.Client, bound time.Duration) {
+	t.Helper()
 	start := time.Now()
 	closed := make(chan error, 1)
 	go func() { closed <- c.Close() }()
@@ -78,7 +79,30 @@ func closeWithin(t *testing.T, c *redlock.Client) time.Duration {
 		err = <-closed
 	}
 	require.NoError(t, err)
-	return time.Since(start)
+	took := time.Since(start)
+	t.Logf("Close took %v", took)
+	require.Less(t, took, bound, "Close took %v", took)
+}
+
+// lockInBackground calls c.Lock(t.Context(), key) on a goroutine of its own
+// and returns the channel that receives its error.
+func lockInBackground(t *testing.T, c *redlock.Client, key string) <-chan error {
+	waiter := make(chan error, 1)
+	go func() {
+		_, err := c.Lock(t.Context(), key)
+		waiter <- err
+	}()
+	return waiter
+}
+
+// keyOnCluster starts a cluster of two shards and returns it with the key the
+// tests lock, its release channel, and the primary of the shard that serves
+// that channel.
+func keyOnCluster(t *testing.T) (cl *redistest.Cluster, key, channel string, owner *redistest.Server) {
+	cl = redistest.NewCluster(t, 2)
+	key = "k"
+	channel = driver.ReleaseChannel(key)
+	return cl, key, channel, cl.SlotShard(redistest.KeySlot(channel)).Primary()
 }
 
 // numsubOn returns the subscribers of channel on srv (PUBSUB SHARDNUMSUB).
@@ -140,19 +164,12 @@ func requireClosed(t *testing.T, waiter <-chan error) {
 // stalled: Close returns after about its node timeout, and the waiter's
 // Lock returns ErrClosed.
 func TestRedisClusterCloseWithSubscriptionStalled(t *testing.T) {
-	cl := redistest.NewCluster(t, 2)
-	const key = "k"
-	channel := driver.ReleaseChannel(key)
-	owner := cl.SlotShard(redistest.KeySlot(channel)).Primary()
+	cl, key, channel, owner := keyOnCluster(t)
 	for name, newNode := range clusterNodes {
 		t.Run(name, func(t *testing.T) {
 			const nodeTimeout = 50 * time.Millisecond
 			c := heldElsewhere(t, cl, name, newNode, key, nodeTimeout)
-			waiter := make(chan error, 1)
-			go func() {
-				_, err := c.Lock(t.Context(), key)
-				waiter <- err
-			}()
+			waiter := lockInBackground(t, c, key)
 			require.Eventually(t, func() bool { return numsubOn(t, owner, channel) == 1 },
 				5*time.Second, 10*time.Millisecond, "the waiter did not subscribe")
 			require.NoError(t, owner.Pause())
@@ -161,9 +178,7 @@ func TestRedisClusterCloseWithSubscriptionStalled(t *testing.T) {
 				require.Eventually(t, func() bool { return numsubOn(t, owner, channel) == 0 },
 					5*time.Second, 10*time.Millisecond, "still subscribed after Close")
 			}()
-			took := closeWithin(t, c)
-			t.Logf("Close took %v", took)
-			require.Less(t, took, 900*time.Millisecond, "Close took %v with a node timeout of %v", took, nodeTimeout)
+			closeWithin(t, c, 900*time.Millisecond) // the node timeout is 50ms
 			requireClosed(t, waiter)
 		})
 	}
@@ -172,10 +187,7 @@ func TestRedisClusterCloseWithSubscriptionStalled(t *testing.T) {
 // Close of a Client over a node that is a Redis Cluster while the waiter's
 // subscription is being dialed to the stalled shard that serves its key.
 func TestRedisClusterCloseWhileSubscriptionDialsStalled(t *testing.T) {
-	cl := redistest.NewCluster(t, 2)
-	const key = "k"
-	channel := driver.ReleaseChannel(key)
-	owner := cl.SlotShard(redistest.KeySlot(channel)).Primary()
+	cl, key, _, owner := keyOnCluster(t)
 	for name, newNode := range clusterNodes {
 		t.Run(name, func(t *testing.T) {
 			const nodeTimeout = 50 * time.Millisecond
@@ -192,15 +204,9 @@ func TestRedisClusterCloseWhileSubscriptionDialsStalled(t *testing.T) {
 			_, err = c.Lock(ctx, key)
 			require.Error(t, err)
 			require.Less(t, time.Since(start), 2*time.Second, "Lock with a 300ms context on a stalled shard")
-			waiter := make(chan error, 1)
-			go func() {
-				_, err := c.Lock(t.Context(), key)
-				waiter <- err
-			}()
+			waiter := lockInBackground(t, c, key)
 			time.Sleep(100 * time.Millisecond)
-			took := closeWithin(t, c)
-			t.Logf("Close took %v", took)
-			require.Less(t, took, 2*time.Second, "Close took %v with a node timeout of %v", took, nodeTimeout)
+			closeWithin(t, c, 2*time.Second) // the node timeout is 50ms
 			requireClosed(t, waiter)
 		})
 	}
@@ -231,10 +237,7 @@ var userClusterClients = map[string]func(t *testing.T, cl *redistest.Cluster) (n
 // The user closes their cluster client while a waiter is subscribed, then
 // locks and closes the Client: nothing hangs.
 func TestRedisClusterUserClientClosedFirst(t *testing.T) {
-	cl := redistest.NewCluster(t, 2)
-	const key = "k"
-	channel := driver.ReleaseChannel(key)
-	owner := cl.SlotShard(redistest.KeySlot(channel)).Primary()
+	cl, key, channel, owner := keyOnCluster(t)
 	for name, newNode := range userClusterClients {
 		t.Run(name, func(t *testing.T) {
 			_, err := owner.Do(t.Context(), "SET", key, "someone", "PX", "60000")
@@ -243,11 +246,7 @@ func TestRedisClusterUserClientClosedFirst(t *testing.T) {
 			n, closeClient := newNode(t, cl)
 			c, err := redlock.New([]driver.Node{n}, redlock.WithTTL(time.Minute))
 			require.NoError(t, err)
-			waiter := make(chan error, 1)
-			go func() {
-				_, err := c.Lock(t.Context(), key)
-				waiter <- err
-			}()
+			waiter := lockInBackground(t, c, key)
 			require.Eventually(t, func() bool { return numsubOn(t, owner, channel) == 1 },
 				5*time.Second, 10*time.Millisecond, "the waiter did not subscribe")
 			closeClient()
@@ -263,9 +262,7 @@ func TestRedisClusterUserClientClosedFirst(t *testing.T) {
 			cancel()
 			t.Logf("Do on a closed client: %v after %v", err, time.Since(start))
 			require.Less(t, time.Since(start), 2*time.Second)
-			took := closeWithin(t, c)
-			t.Logf("Close took %v", took)
-			require.Less(t, took, 2*time.Second)
+			closeWithin(t, c, 2*time.Second)
 			require.NoError(t, c.Close(), "Close twice")
 			requireClosed(t, waiter)
 		})

@@ -125,16 +125,11 @@ func closeWithSubscriptionStalled(t *testing.T, name string, newNode func(t *tes
 	const nodeTimeout = 50 * time.Millisecond
 	servers, c := heldOnServers(t, name, newNode, nodeTimeout)
 	// The waiter subscribes while the servers answer, and then waits.
-	waiter := make(chan error, 1)
-	go func() {
-		_, err := c.Lock(t.Context(), "k")
-		waiter <- err
-	}()
+	waiter := lockInBackground(t, c, "k")
 	channel := driver.ReleaseChannel("k")
 	require.Eventually(t, func() bool {
 		for _, s := range servers {
-			v, err := s.Do(t.Context(), "PUBSUB", "SHARDNUMSUB", channel)
-			if err != nil || len(v.([]any)) < 2 || v.([]any)[1] != int64(1) {
+			if numsubOn(t, s, channel) != 1 {
 				return false
 			}
 		}

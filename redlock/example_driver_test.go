@@ -82,19 +82,18 @@ func (n *mapNode) SetNX(ctx context.Context, key, value string, ttl time.Duratio
 }
 
 func (n *mapNode) EvalRelease(ctx context.Context, key, value string) (bool, error) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	if err := n.check(ctx); err != nil {
-		return false, err
-	}
-	if e, ok := n.held(key); !ok || e.value != value {
-		return false, nil
-	}
-	delete(n.keys, key)
-	return true, nil
+	return n.ifHolds(ctx, key, value, func() { delete(n.keys, key) })
 }
 
 func (n *mapNode) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return n.ifHolds(ctx, key, value, func() {
+		n.keys[key] = entry{value, time.Now().Add(max(ttl, time.Millisecond))}
+	})
+}
+
+// ifHolds runs f, atomically, if key holds value: the compare-and-act that
+// the Redis drivers do in one Lua script.
+func (n *mapNode) ifHolds(ctx context.Context, key, value string, f func()) (bool, error) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if err := n.check(ctx); err != nil {
@@ -103,7 +102,7 @@ func (n *mapNode) Extend(ctx context.Context, key, value string, ttl time.Durati
 	if e, ok := n.held(key); !ok || e.value != value {
 		return false, nil
 	}
-	n.keys[key] = entry{value, time.Now().Add(max(ttl, time.Millisecond))}
+	f()
 	return true, nil
 }
 
