@@ -108,6 +108,10 @@ func BenchmarkHandoffFloor(b *testing.B) {
 	}
 }
 
+// BenchmarkIdle is one PING by a bare client after an idle time (bench.Idle):
+// the machine's cost of waking, which bounds the Handoff case.
+func BenchmarkIdle(b *testing.B) { bench.Idle(b) }
+
 // BenchmarkRun runs bench.Run, the entry point for a driver's own benchmark,
 // on one driver.
 func BenchmarkRun(b *testing.B) {

@@ -12,6 +12,7 @@
 //	Handoff  one key, held 10ms each time: release → the next waiter holds it;
 //	         4 clients × 1 locker, 2 clients × 1 (one waiter), 8 clients × 4
 //	HandoffFloor  the one-waiter hand-off, a driver and its client's waiting floor in turn: nodes=1,5
+//	Idle     one PING by a bare client after an idle time, the machine's cost of waking (not in the runner)
 //	Stalled  lock+unlock on five nodes of which two are stalled (SIGSTOP)
 //	Far      lock+unlock on five nodes of which two are 40ms away (round trip), and
 //	         through the same proxy without delay

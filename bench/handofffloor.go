@@ -19,10 +19,10 @@ const handoffFloorChunk = 10
 // waiter can do by hand with the same client: SET NX PX on every node at
 // once at each release notice, the key held at a majority. Its hand-off is
 // the machine's floor for the hand-off: on a quiet 2-core machine whose idle
-// cores are slow to wake, a round trip after a 10ms idle costs ten to twenty
-// times a round trip made at once (under load, both are slower and closer),
-// and the Handoff case starts every hand-off after such an idle (the holder's
-// hold), whatever the library.
+// cores are slow to wake, a round trip after a 10ms idle costs ten times or
+// more a round trip made at once (see Idle; under load, both are slower and
+// closer), and the Handoff case starts every hand-off after such an idle (the
+// holder's hold), whatever the library.
 //
 // It reports the driver's hand-off figures, as Handoff does (p50-ns, p99-ns,
 // max-ns, wait-p50-ns, wait-max-ns), and floor-p50-ns, the floor's hand-off

@@ -349,8 +349,9 @@ const methodNotes = `## How these figures are made
   no lock logic beyond that. **× floor** is the floor's hand-off p50 over the driver's, as for Lone;
   ops/s, ns/op and the hand-off figures are the driver's alone, as Handoff's.
   On these shared 2-core machines the hand-off is bounded by waking idle cores: on a quiet machine one
-  round trip to a redis-server made right after the last takes about 10 µs, one made after 10ms idle
-  100–200 µs (under load both are slower, and closer), and every hand-off follows the holder's 10ms hold.
+  round trip to a redis-server made right after the last takes about 15 µs, one made after 10ms idle
+  about 200 µs (under load both are slower, and closer; the Idle case, ` + "`go test -run '^$' -bench '^BenchmarkIdle$' .`" + `
+  in bench/, measures it), and every hand-off follows the holder's 10ms hold.
 - **Far:** two of five nodes are reached through a proxy in the benchmark's process that delays every
   byte by 20ms each way (a 40ms round trip); compare its p50 with Lock's at 5 nodes and 1 locker.
   proxied=2 reaches the same two nodes through the same proxy without a delay: the proxy's own cost
