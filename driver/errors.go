@@ -11,8 +11,8 @@ import (
 // calls after Close. It is also the error of calls on a redlock.Client after
 // Close: redlock.ErrClosed is this same value. Drivers may wrap it; test with
 // errors.Is. A node over a client of the user's should return it too once
-// that client is closed, when the client says so unambiguously (the goredis
-// and redigo drivers do): no retry opens it again, and redlock's Lock and Do
+// that client is closed, when the client says so unambiguously (the goredis,
+// redigo, rueidis and valkeygo drivers do): no retry opens it again, and redlock's Lock and Do
 // stop at once when too many nodes answer it for a quorum.
 var ErrClosed = errors.New("redlock: closed")
 

@@ -6,11 +6,15 @@ import (
 
 	redigolib "github.com/gomodule/redigo/redis"
 	goredislib "github.com/redis/go-redis/v9"
+	rueidislib "github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/drivers/goredis"
 	"github.com/go-redlock/redlock/drivers/redigo"
+	"github.com/go-redlock/redlock/drivers/rueidis"
+	"github.com/go-redlock/redlock/drivers/valkeygo"
 	"github.com/go-redlock/redlock/redistest"
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -18,23 +22,35 @@ import (
 // closableNodes make a node with a driver's New over a client of the user's,
 // and return it with the function that closes that client, as its user may
 // while the Client still uses the node.
-var closableNodes = map[string]func(addr string) (driver.Node, func()){
-	"goredis": func(addr string) (driver.Node, func()) {
+var closableNodes = map[string]func(t *testing.T, addr string) (driver.Node, func()){
+	"goredis": func(t *testing.T, addr string) (driver.Node, func()) {
 		rc := goredislib.NewClient(&goredislib.Options{Addr: addr, ContextTimeoutEnabled: true, MaxRetries: -1})
 		return goredis.New(rc), func() { rc.Close() }
 	},
-	"redigo": func(addr string) (driver.Node, func()) {
+	"redigo": func(t *testing.T, addr string) (driver.Node, func()) {
 		p := &redigolib.Pool{DialContext: func(ctx context.Context) (redigolib.Conn, error) {
 			return redigolib.DialContext(ctx, "tcp", addr)
 		}}
 		return redigo.New(p), func() { p.Close() }
 	},
+	"rueidis": func(t *testing.T, addr string) (driver.Node, func()) {
+		rc, err := rueidislib.NewClient(rueidislib.ClientOption{InitAddress: []string{addr},
+			ForceSingleClient: true, DisableCache: true, DisableRetry: true})
+		require.NoError(t, err)
+		return rueidis.New(rc), rc.Close
+	},
+	"valkeygo": func(t *testing.T, addr string) (driver.Node, func()) {
+		vc, err := valkey.NewClient(valkey.ClientOption{InitAddress: []string{addr},
+			ForceSingleClient: true, DisableCache: true, DisableRetry: true})
+		require.NoError(t, err)
+		return valkeygo.New(vc), vc.Close
+	},
 }
 
 // Lock and Do over nodes of New whose clients the user closed stop at once,
 // with ErrClosed, rather than retrying until their context ends: a closed
-// go-redis client or redigo pool never opens again. Before, Lock waited for
-// its context (30s here).
+// go-redis, rueidis or valkey-go client or redigo pool never opens again.
+// Before, Lock waited for its context (30s here).
 func TestRedisLockOverClosedUserClients(t *testing.T) {
 	for name, newNode := range closableNodes {
 		t.Run(name, func(t *testing.T) {
@@ -43,7 +59,7 @@ func TestRedisLockOverClosedUserClients(t *testing.T) {
 				closers []func()
 			)
 			for _, s := range redistest.NewServers(t, 3) {
-				n, closeClient := newNode(s.Addr())
+				n, closeClient := newNode(t, s.Addr())
 				nodes, closers = append(nodes, n), append(closers, closeClient)
 			}
 			requireStopsOnceClosed(t, nodes, func() {

@@ -2,15 +2,18 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
 
 	goredislib "github.com/redis/go-redis/v9"
+	rueidislib "github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/drivers/goredis"
+	"github.com/go-redlock/redlock/drivers/rueidis"
 	"github.com/go-redlock/redlock/redistest"
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -73,8 +76,9 @@ func TestRedisLockOverReshardedRing(t *testing.T) {
 	require.NoError(t, l.Unlock(t.Context()))
 }
 
-// A Ring or a ClusterClient that its user closed still makes Lock and Do
-// stop at once: the node asks the client itself, which says it is closed.
+// A Ring or a cluster client (go-redis's, rueidis's) that its user closed
+// still makes Lock and Do stop at once: the node asks the client itself,
+// which says it is closed.
 func TestRedisLockOverClosedRingAndCluster(t *testing.T) {
 	t.Run("ring", func(t *testing.T) {
 		s := redistest.NewServers(t, 1)[0]
@@ -93,5 +97,18 @@ func TestRedisLockOverClosedRingAndCluster(t *testing.T) {
 			MaxRetries:            -1,
 		})
 		requireStopsOnceClosed(t, []driver.Node{goredis.New(cc)}, func() { require.NoError(t, cc.Close()) })
+	})
+	t.Run("rueidis cluster", func(t *testing.T) {
+		cl := redistest.NewCluster(t, 2)
+		rc, err := rueidislib.NewClient(rueidislib.ClientOption{InitAddress: cl.Seeds(), DisableCache: true, DisableRetry: true})
+		require.NoError(t, err)
+		requireStopsOnceClosed(t, []driver.Node{rueidis.New(rc)}, func() {
+			// The cluster client closes its connections in goroutines
+			// of its own: a command may still pass for a moment.
+			rc.Close()
+			require.Eventually(t, func() bool {
+				return errors.Is(rc.Do(t.Context(), rc.B().Ping().Build()).Error(), rueidislib.ErrClosing)
+			}, 5*time.Second, 10*time.Millisecond, "the closed client still answers")
+		})
 	})
 }

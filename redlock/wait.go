@@ -26,9 +26,9 @@ const maxWakeJitter = 5 * time.Millisecond
 // len(nodes)-Quorum nodes answered errors that retrying cannot fix
 // (driver.PermanentCode: authentication, ACL permission, wrong type, out of
 // memory, read-only replica, a database the server does not have; and
-// ErrClosed: a node closed, or the client under it, such as a go-redis
-// client or redigo pool closed by its user under a node of that driver's
-// New); the error names the cause. It stops too when
+// ErrClosed: a node closed, or the client under it, such as a client or pool
+// closed by its user under a node of a driver's New); the error names the
+// cause. It stops too when
 // Close begins while it waits between attempts: the error then matches
 // ErrClosed, with the last attempt's error joined in.
 //

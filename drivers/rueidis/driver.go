@@ -49,6 +49,12 @@ func (Driver) OpenConfig(addr string, cfg driver.Config) (driver.Node, error) {
 // reported as an error rather than retried, and prefer ForceSingleClient and
 // DisableCache. If c is nil, every call on the node, and Close, return an
 // error.
+//
+// Once the caller closes c, the node's calls fail with an error matching
+// driver.ErrClosed. A call that fails with rueidis.ErrClosing, which c also
+// returns for a command cut short by a connection it closes while it stays
+// open (a cluster client's, to a node gone from its slot map), costs a PING
+// that asks c whether it is closed.
 func New(c rueidis.Client) driver.Node { return rueidiscore.New(library, c) }
 
 // library is rueidis as package rueidiscore, which holds this driver's logic,
@@ -77,7 +83,8 @@ var library = &rueidiscore.Library[rueidis.Client, rueidis.DedicatedClient, ruei
 	Exec: func(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys rueidiscore.Keys, args []string) rueidis.RedisResult {
 		return s.Exec(ctx, c, keys.Slice(), args)
 	},
-	IsNil: rueidis.IsRedisNil,
+	IsNil:      rueidis.IsRedisNil,
+	ErrClosing: rueidis.ErrClosing,
 	SetHooks: func(d rueidis.DedicatedClient, h rueidiscore.Hooks) <-chan error {
 		return d.SetPubSubHooks(rueidis.PubSubHooks{
 			OnMessage:      func(m rueidis.PubSubMessage) { h.OnMessage(m.Channel) },

@@ -49,6 +49,12 @@ func (Driver) OpenConfig(addr string, cfg driver.Config) (driver.Node, error) {
 // reported as an error rather than retried, and prefer ForceSingleClient and
 // DisableCache. If c is nil, every call on the node, and Close, return an
 // error.
+//
+// Once the caller closes c, the node's calls fail with an error matching
+// driver.ErrClosed. A call that fails with valkey.ErrClosing, which c also
+// returns for a command cut short by a connection it closes while it stays
+// open (a cluster client's, to a node gone from its slot map), costs a PING
+// that asks c whether it is closed.
 func New(c valkey.Client) driver.Node { return rueidiscore.New(library, c) }
 
 // library is valkey-go as package rueidiscore, which holds this driver's
@@ -77,7 +83,8 @@ var library = &rueidiscore.Library[valkey.Client, valkey.DedicatedClient, valkey
 	Exec: func(ctx context.Context, c valkey.Client, s *valkey.Lua, keys rueidiscore.Keys, args []string) valkey.ValkeyResult {
 		return s.Exec(ctx, c, keys.Slice(), args)
 	},
-	IsNil: valkey.IsValkeyNil,
+	IsNil:      valkey.IsValkeyNil,
+	ErrClosing: valkey.ErrClosing,
 	SetHooks: func(d valkey.DedicatedClient, h rueidiscore.Hooks) <-chan error {
 		return d.SetPubSubHooks(valkey.PubSubHooks{
 			OnMessage:      func(m valkey.PubSubMessage) { h.OnMessage(m.Channel) },

@@ -625,6 +625,11 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 		if retry && n.lost(s, err) {
 			continue
 		}
+		if err != nil && !n.owned && n.clientClosed(ctx, s.client, err) {
+			// The user closed the client under a node of New: it never
+			// opens again, as a closed node does not.
+			err = fmt.Errorf("%w: %w", driver.ErrClosed, err)
+		}
 		if n.lib.IsNil(err) {
 			reply, err = nil, nil // SET NX: the key exists
 		}
@@ -637,6 +642,23 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 		}
 		return r, nil
 	}
+}
+
+// clientClosed reports whether c, the user's client under a node of New, is
+// closed, after a call on it failed with err. The library reports a closed
+// client with ErrClosing, but it also fails with ErrClosing a command in
+// flight on a connection it closes while it stays open (a cluster client's,
+// to a node gone from its slot map). So c itself is asked: a PING, which a
+// closed client fails with ErrClosing without a network call, bounded by ctx
+// and by probeTimeout.
+func (n *node[C, D, R, L]) clientClosed(ctx context.Context, c C, err error) bool {
+	if !errors.Is(err, n.lib.ErrClosing) {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
+	defer cancel()
+	_, err = n.lib.Do(ctx, c, "PING").ToAny()
+	return errors.Is(err, n.lib.ErrClosing)
 }
 
 // call sends cmd on s's lane, if the call may take it (see lane): it is due
