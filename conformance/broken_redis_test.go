@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -25,6 +26,9 @@ func (d brokenDriver) Open(addr string) (driver.Node, error) {
 		return nil, err
 	}
 	n := &brokenRedis{kind: d.kind, inner: inner}
+	if d.kind == "close-waits-calls" {
+		return &unqueued{node: n}, nil
+	}
 	if d.kind == "sends-queued" {
 		// A client of its own, as if the user's, which Close leaves open.
 		opt := &redis.Options{Addr: addr}
@@ -66,6 +70,8 @@ func (d brokenDriver) Open(addr string) (driver.Node, error) {
 //   - sends-queued: SetNX sends one call at a time, on a client of its own
 //     that Close leaves open, and queues the others (driver.Queuer), which it
 //     still sends after Close.
+//   - close-waits-calls: a node without a queue (not a driver.Queuer; see
+//     unqueued) whose Close waits for the calls in flight to end.
 type brokenRedis struct {
 	kind    string
 	inner   driver.Node
@@ -296,4 +302,33 @@ func (n *brokenRedis) TTL(ctx context.Context, key, value string) (time.Duration
 
 func (n *brokenRedis) Identity(ctx context.Context) ([]string, error) {
 	return n.inner.(driver.Identifier).Identity(ctx)
+}
+
+// unqueued is a brokenRedis that is no driver.Queuer: it holds one, to
+// expose none of its optional interfaces, and its Close waits for the SetNX
+// calls in flight (close-waits-calls).
+type unqueued struct {
+	node  *brokenRedis
+	calls sync.WaitGroup
+}
+
+func (n *unqueued) String() string { return n.node.String() }
+
+func (n *unqueued) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	n.calls.Add(1)
+	defer n.calls.Done()
+	return n.node.SetNX(ctx, key, value, ttl)
+}
+
+func (n *unqueued) EvalRelease(ctx context.Context, key, value string) (bool, error) {
+	return n.node.EvalRelease(ctx, key, value)
+}
+
+func (n *unqueued) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return n.node.Extend(ctx, key, value, ttl)
+}
+
+func (n *unqueued) Close() error {
+	n.calls.Wait()
+	return n.node.Close()
 }

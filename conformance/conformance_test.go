@@ -175,6 +175,8 @@ var brokenKinds = map[string]struct {
 		want: "Close of a node whose server does not answer had not returned"},
 	"sends-queued": {redis: "Stalled/CloseSendsNoQueuedCall",
 		want: "failed with an error matching driver.ErrClosed: the others were sent after Close"},
+	"close-waits-calls": {redis: "Stalled/CloseSendsNoQueuedCall",
+		want: "Close of a node with calls waiting on a server that does not answer"},
 }
 
 // TestBrokenNodeHelper runs the suite on a broken node when started by

@@ -12,22 +12,20 @@ import (
 	"github.com/go-redlock/redlock/redistest"
 )
 
-// QueuedAtClose checks that n, a node on srv that holds commands in a local
-// queue (driver.Queuer; any other node passes), sends none of those still
-// queued when it is closed: they fail with an error matching
-// driver.ErrClosed, and their keys are never set, also when the server
-// answers again afterwards; and that every call, in flight or queued, ends
-// soon after Close. It pauses srv until two calls wait in n's queue
-// behind those in flight, closes n, and resumes srv. RunRedis checks the
-// nodes a driver opens (Stalled/CloseSendsNoQueuedCall); a driver whose
-// nodes can be made over a client the user configured, which the node's
-// Close leaves open, calls it for those too.
+// QueuedAtClose checks that n, a node on srv, closed while calls wait on srv
+// stalled, returns from Close within closeBound, ends every call soon after
+// srv answers again, and never sends a call that failed with an error
+// matching driver.ErrClosed: its key is never set. It pauses srv, starts
+// calls a millisecond apart (until two wait in n's local queue behind those
+// in flight, for a node that queues them: driver.Queuer; eight for another),
+// closes n, and resumes srv. A node that queues must fail every call still
+// queued with such an error, and send none of them. RunRedis checks the nodes
+// a driver opens (Stalled/CloseSendsNoQueuedCall); a driver whose nodes can
+// be made over a client the user configured, which the node's Close leaves
+// open, calls it for those too.
 func QueuedAtClose(t *testing.T, srv *redistest.Server, n driver.Node) {
 	t.Helper()
-	q, ok := n.(driver.Queuer)
-	if !ok {
-		return
-	}
+	q, queues := n.(driver.Queuer)
 	ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
 	defer cancel()
 	must(t, "SetNX before the pause")(n.SetNX(ctx, key(t), value(), time.Minute))
@@ -40,7 +38,8 @@ func QueuedAtClose(t *testing.T, srv *redistest.Server, n driver.Node) {
 			srv.Resume()
 		}
 	}()
-	// Calls, a millisecond apart, until two of them wait in the queue.
+	// Calls, a millisecond apart, until two of them wait in the queue, or
+	// eight are in flight on a node without one.
 	var (
 		wg   sync.WaitGroup
 		mu   sync.Mutex
@@ -48,7 +47,13 @@ func QueuedAtClose(t *testing.T, srv *redistest.Server, n driver.Node) {
 	)
 	defer wg.Wait()
 	prefix := key(t)
-	for i := 0; q.Pending().Depth < 2; i++ {
+	waiting := func(i int) bool {
+		if queues {
+			return q.Pending().Depth >= 2
+		}
+		return i == 8
+	}
+	for i := 0; !waiting(i); i++ {
 		if i == 1000 {
 			t.Fatalf("1000 calls on a stalled server, and the node reports %d waiting in its queue (driver.Queuer), not 2", q.Pending().Depth)
 		}
@@ -61,25 +66,34 @@ func QueuedAtClose(t *testing.T, srv *redistest.Server, n driver.Node) {
 		})
 		time.Sleep(time.Millisecond)
 	}
-	time.Sleep(50 * time.Millisecond) // the last calls reach the queue
-	queued := q.Pending().Depth
-	if err := n.Close(); err != nil {
+	time.Sleep(50 * time.Millisecond) // the last calls reach the queue, or the server
+	queued := 0
+	if queues {
+		queued = q.Pending().Depth
+	}
+	took, returned, err := boundedCall(ctx, func(context.Context) error { return n.Close() }, closeBound+stallBound)
+	switch {
+	case !returned:
+		t.Fatalf("Close of a node with calls waiting on a server that does not answer had not returned %v later: Close must not wait for them", took)
+	case took > closeBound:
+		t.Errorf("Close of a node with calls waiting on a server that does not answer took %v, more than %v: Close must not wait for them", took, closeBound)
+	case err != nil:
 		t.Fatalf("Close() = %v, want nil", err)
 	}
 	if err := srv.Resume(); err != nil {
 		t.Fatal(err)
 	}
 	resumed = true
-	returned := make(chan struct{})
+	ended := make(chan struct{})
 	go func() {
 		wg.Wait()
-		close(returned)
+		close(ended)
 	}()
 	select {
-	case <-returned:
+	case <-ended:
 	case <-time.After(closeBound + stallBound):
 		t.Errorf("calls still running %v after Close, whose context ends in %v: a call in flight or queued when its node is closed must end then", closeBound+stallBound, subtestTimeout)
-		<-returned
+		<-ended
 	}
 	closed := 0
 	for k, err := range errs {

@@ -26,9 +26,9 @@ const stallBound = 2 * time.Second
 // redis://[user:password@]host:port[/db] addresses, authenticate as an ACL
 // user, never show a password, neither fail nor block when the server is down
 // or stalled, bound every call by its context on a stalled server, and
-// recover when the server does. A node that queues its calls
-// (driver.Queuer) and is closed with calls queued on a stalled server sends
-// none of them (see QueuedAtClose).
+// recover when the server does. A node closed with calls in flight on a
+// stalled server returns from Close at once and ends them; one that queues
+// its calls (driver.Queuer) sends none of those queued (see QueuedAtClose).
 //
 // Every script is also run by many goroutines at once on a server that has
 // none loaded, as after a restart or SCRIPT FLUSH: whether a driver sends
