@@ -55,8 +55,15 @@ var _ driver.Node = (*Node)(nil)
 // An Option configures New.
 type Option func(*store)
 
-// WithClock makes the node expire keys and wait by c (default RealClock).
-func WithClock(c Clock) Option { return func(s *store) { s.clock = c } }
+// WithClock makes the node expire keys and wait by c (default RealClock; a
+// nil c keeps the default).
+func WithClock(c Clock) Option {
+	return func(s *store) {
+		if c != nil {
+			s.clock = c
+		}
+	}
+}
 
 // WithName sets the name the node gives in errors and String (default
 // "memory-N", N counting the nodes New made).
@@ -65,7 +72,7 @@ func WithName(name string) Option { return func(s *store) { s.name = name } }
 // unnamed names the stores New made without WithName.
 var unnamed = drivernode.NewCounter("memory")
 
-// New returns a node with keys of its own.
+// New returns a node with keys of its own. A nil Option is skipped.
 func New(opts ...Option) *Node {
 	s := &store{
 		name:  unnamed.Next().String(),
@@ -73,7 +80,9 @@ func New(opts ...Option) *Node {
 		keys:  make(map[string]entry),
 	}
 	for _, o := range opts {
-		o(s)
+		if o != nil {
+			o(s)
+		}
 	}
 	return &Node{s: s}
 }

@@ -170,3 +170,31 @@ func TestStalledAppliesAbandonedCallsInOrder(t *testing.T) {
 		}
 	})
 }
+
+// New has no error to return, so a nil Option, or WithClock(nil), must not
+// leave a node that panics at its first call (on a Client's goroutine,
+// where nothing recovers it): a nil Option is skipped and WithClock(nil)
+// keeps the default RealClock.
+func TestNewNilOptionsDoNotPanic(t *testing.T) {
+	ctx := context.Background()
+	for name, opts := range map[string][]memory.Option{
+		"nil Option":     {nil},
+		"WithClock(nil)": {memory.WithClock(nil)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				if v := recover(); v != nil {
+					t.Fatalf("memory.New(%s), then SetNX and String: panic %v; want a working node", name, v)
+				}
+			}()
+			n := memory.New(opts...)
+			n.SetLatency(time.Millisecond) // the clock's Sleep
+			if ok, err := n.SetNX(ctx, "k", "v", time.Minute); !ok || err != nil {
+				t.Fatalf("SetNX = %v, %v; want true, nil", ok, err)
+			}
+			if n.String() == "" {
+				t.Errorf("String() = \"\"; want the default name")
+			}
+		})
+	}
+}
