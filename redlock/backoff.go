@@ -9,6 +9,12 @@ import (
 // the first retry, 2 before the second, and so on. Lock waits at least 1ms,
 // whatever the Backoff returns (zero or negative included). A Backoff must be
 // safe for concurrent use.
+//
+// One retry does not wait: when the nodes publish releases (driver.Notifier),
+// or when Lock had to wait for another waiter of its Client on the key, it
+// tries again at once after subscribing to the releases or getting its turn,
+// since the lock may have been released meanwhile, unheard; attempt 1 is then
+// before the retry after that one.
 type Backoff func(attempt int) time.Duration
 
 // minBackoff is the shortest wait of Lock between attempts: a Backoff that

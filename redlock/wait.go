@@ -127,7 +127,7 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 		l    *Lock
 		stop bool
 	)
-	t, done, l, err := c.takeTurn(ctx, a)
+	t, waited, done, l, err := c.takeTurn(ctx, a)
 	if t == nil {
 		return l, err
 	}
@@ -142,18 +142,27 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 		defer w.close()
 		released = w.released
 	}
-	// Try again at once: the lock may have been released while this waiter
-	// waited for its turn or subscribed, unheard.
-	start := time.Now()
-	if l, stop, err = a.try(ctx); stop {
-		return l, err
-	}
-	took := time.Since(start)
-	// That attempt, too, may have found another attempt of this Client in
-	// flight, refused before a release that this waiter did not hear.
-	if released != nil && errors.Is(err, errAcquiring) {
-		if err := c.rewake(ctx, a, released); err != nil {
-			return nil, err
+	// Try again at once when the lock may have been released unheard:
+	// while this waiter waited for its turn, or subscribed to the releases.
+	// A waiter that did neither (nodes that publish nothing, no other
+	// waiter) missed nothing: it waits its Backoff first.
+	var (
+		start time.Time
+		took  time.Duration
+	)
+	if released != nil || waited {
+		start = time.Now()
+		if l, stop, err = a.try(ctx); stop {
+			return l, err
+		}
+		took = time.Since(start)
+		// That attempt, too, may have found another attempt of this
+		// Client in flight, refused before a release that this waiter
+		// did not hear.
+		if released != nil && errors.Is(err, errAcquiring) {
+			if err := c.rewake(ctx, a, released); err != nil {
+				return nil, err
+			}
 		}
 	}
 	timer := time.NewTimer(cc.backoff.wait(1))
@@ -276,8 +285,9 @@ func (t *turn) contended() bool {
 // for. Without the turn (t nil), it returns what Lock returns: the lock such
 // an attempt obtained, or the error of the attempt that stopped Lock, or, as
 // Lock's other exits, the verdict of the last attempt that finished joined
-// with ctx's error or ErrClosed.
-func (c *Client) takeTurn(ctx context.Context, a *attempts) (_ *turn, done func(), _ *Lock, _ error) {
+// with ctx's error or ErrClosed. waited says that another waiter had the
+// turn when this one asked for it.
+func (c *Client) takeTurn(ctx context.Context, a *attempts) (_ *turn, waited bool, done func(), _ *Lock, _ error) {
 	key := a.key
 	c.turnsMu.Lock()
 	if c.turns == nil {
@@ -303,6 +313,16 @@ func (c *Client) takeTurn(ctx context.Context, a *attempts) (_ *turn, done func(
 			leave()
 		}
 	}()
+	pass := func() func() { // passes the turn on, once
+		taken = true
+		var once sync.Once
+		return func() { once.Do(func() { <-t.sem; leave() }) }
+	}
+	select {
+	case t.sem <- struct{}{}: // no other waiter has it
+		return t, false, pass(), nil, nil
+	default:
+	}
 	var (
 		timer *time.Timer
 		poll  <-chan time.Time // nil without a cap
@@ -315,17 +335,15 @@ func (c *Client) takeTurn(ctx context.Context, a *attempts) (_ *turn, done func(
 	for attempt := 2; ; attempt++ {
 		select {
 		case t.sem <- struct{}{}:
-			taken = true
-			var once sync.Once
-			return t, func() { once.Do(func() { <-t.sem; leave() }) }, nil, nil
+			return t, true, pass(), nil, nil
 		case <-poll:
 		case <-ctx.Done():
-			return nil, nil, nil, a.ended(ctx)
+			return nil, true, nil, nil, a.ended(ctx)
 		case <-c.closing:
-			return nil, nil, nil, errors.Join(a.verdict, ErrClosed)
+			return nil, true, nil, nil, errors.Join(a.verdict, ErrClosed)
 		}
 		if l, stop, err := a.try(ctx); stop {
-			return nil, nil, l, err
+			return nil, true, nil, l, err
 		}
 		timer.Reset(a.cc.backoff.wait(attempt))
 	}
