@@ -19,7 +19,9 @@ var completionExamples = map[string]string{
 
 // addCompletion adds cobra's "completion" command to root, with examples: it
 // writes the completion script of bash, zsh, fish or powershell, which
-// completes the subcommands and their flags.
+// completes the subcommands and their flags. An unknown shell, or an
+// argument after the shell, is a usage error (exit 2), as an unknown command
+// is; without a shell it shows its help.
 func addCompletion(root *cobra.Command) {
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
@@ -28,8 +30,16 @@ func addCompletion(root *cobra.Command) {
 		}
 		c.Short = "Print the shell completion script: bash, zsh, fish or powershell"
 		c.Example = completionExamples["completion"]
+		c.Args = func(cmd *cobra.Command, args []string) error {
+			if len(args) > 0 {
+				return usageErrorf("unknown shell %q: give bash, zsh, fish or powershell (see %s --help)", args[0], cmd.CommandPath())
+			}
+			return nil
+		}
+		c.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
 		for _, sh := range c.Commands() {
 			sh.Example = completionExamples[sh.Name()]
+			sh.Args = noArgs
 		}
 	}
 }
