@@ -339,6 +339,10 @@ func (a *actor) do(key string) {
 				select {
 				case <-t.C:
 				case <-fctx.Done():
+					// Before fn returns, after which Do releases the
+					// key: at the instant its context ended, the key
+					// is still held.
+					a.sm.checkCanceled(g)
 				}
 				return nil
 			case 1:

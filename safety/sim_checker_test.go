@@ -24,6 +24,7 @@ const (
 	vOverlap      = "overlap"                // two grants of a key at once
 	vFencing      = "fencing-order"          // a later grant got a token not above an earlier one
 	vUntilNodes   = "until-beyond-nodes"     // Until later than a quorum of nodes keeps the key
+	vDoCtxNodes   = "do-ctx-beyond-nodes"    // fn's context of Do still live after a quorum of nodes dropped the key
 	vExtendEnded  = "extend-after-end"       // an Extend after Until, Done or Unlock did not fail with ErrLockLost
 	vUntilMoved   = "until-moved-after-end"  // an Extend after the end moved Until
 	vDoneOpen     = "done-open-after-until"  // Done not closed although Until has passed
@@ -216,14 +217,39 @@ func (sm *sim) checkNodes(g *simGrant, after string) {
 	sm.mu.Lock()
 	until := g.until
 	sm.mu.Unlock()
-	now := time.Now()
-	if !now.Before(until) {
+	if !time.Now().Before(until) {
 		return
 	}
-	keep := 0
-	var left []string
+	if keep, left := sm.keeping(g.key, until); keep < sm.quorum {
+		sm.violate(vUntilNodes, g.key, "after %s of #%d: Until +%v, but only %d nodes keep the key that long (expiries %v, quorum %d)",
+			after, g.id, until.Sub(sm.t0), keep, left, sm.quorum)
+	}
+}
+
+// checkCanceled checks, when fn's context of grant g (a Do's) has just
+// ended, before fn returns, that a quorum of nodes still keeps the key:
+// fn's context must end when the lock's validity does, not after (Do
+// reports no Until to its fn, so this is its counterpart of checkNodes).
+// The key may be another grant's only if exclusion already failed, which
+// the overlap check catches.
+func (sm *sim) checkCanceled(g *simGrant) {
+	if sm.s.class != safeSchedule {
+		return
+	}
+	now := time.Now()
+	if keep, left := sm.keeping(g.key, now); keep < sm.quorum {
+		sm.violate(vDoCtxNodes, g.key, "Do canceled fn's context of #%d at +%v, but only %d nodes kept the key until then (expiries %v, quorum %d)",
+			g.id, now.Sub(sm.t0), keep, left, sm.quorum)
+	}
+}
+
+// keeping returns how many nodes keep key at least until until, on the
+// virtual clock, counting each node's clock rate, and each node's expiry of
+// it ("-" for none).
+func (sm *sim) keeping(key string, until time.Time) (keep int, left []string) {
+	now := time.Now()
 	for i, m := range sm.mem {
-		pttl, ok := m.PTTL(g.key)
+		pttl, ok := m.PTTL(key)
 		if !ok {
 			left = append(left, "-")
 			continue
@@ -234,10 +260,7 @@ func (sm *sim) checkNodes(g *simGrant, after string) {
 			keep++
 		}
 	}
-	if keep < sm.quorum {
-		sm.violate(vUntilNodes, g.key, "after %s of #%d: Until +%v, but only %d nodes keep the key that long (expiries %v, quorum %d)",
-			after, g.id, until.Sub(sm.t0), keep, left, sm.quorum)
-	}
+	return keep, left
 }
 
 // holder returns a grant held now with at least left of validity, if any.
