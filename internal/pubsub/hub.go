@@ -17,7 +17,9 @@
 // When the connection breaks, the Subscribe calls waiting for a confirmation
 // fail and the hub drops the connection. Subscriptions already confirmed are
 // kept: a new connection subscribes again to every channel that still has
-// subscribers. A hub from [New] makes it itself, relinkFirst after the break
+// subscribers, and once the server confirms a channel there, each of its
+// subscribers is notified once, since a release may have been published
+// while there was no connection. A hub from [New] makes it itself, relinkFirst after the break
 // and then at doubling intervals up to relinkMax while it cannot connect, or
 // while its connections break before the server confirms a channel on them,
 // for as long as it has subscribers; the next Subscribe (or [Hub.Reconnect]) makes
@@ -112,7 +114,14 @@ func (w *wait) end(err error) {
 	close(w.done)
 }
 
-type sub struct{ notify chan<- struct{} }
+// sub is one subscriber of a channel. heard is set once the channel's
+// SSUBSCRIBE was confirmed for it (guarded by Hub.mu): when a new connection
+// confirms the channel again, such a subscriber is notified, since a release
+// may have been published while it heard nothing.
+type sub struct {
+	notify chan<- struct{}
+	heard  bool
+}
 
 // session is one connection and its goroutines.
 type session struct {
@@ -198,6 +207,7 @@ func (h *Hub) Subscribe(ctx context.Context, name string, notify chan<- struct{}
 	}
 	sess := h.sess
 	if c.state == subscribed {
+		s.heard = true
 		h.mu.Unlock()
 		return cancel, nil
 	}
@@ -333,10 +343,7 @@ func (h *Hub) handle(sess *session, ev Event) (ok, moved bool) {
 	switch ev.Kind {
 	case Message:
 		for s := range c.subs {
-			select {
-			case s.notify <- struct{}{}:
-			default:
-			}
+			wake(s.notify)
 		}
 	case Subscribed:
 		if c.state != subscribing {
@@ -344,6 +351,14 @@ func (h *Hub) handle(sess *session, ev Event) (ok, moved bool) {
 		}
 		c.state = subscribed
 		h.relinkNext = 0 // the connection works: a later break relinks soon
+		for s := range c.subs {
+			if s.heard {
+				// Subscribed again on a new connection: a message may
+				// have been published while there was none.
+				wake(s.notify)
+			}
+			s.heard = true
+		}
 		if c.ready != nil {
 			c.ready.end(nil)
 			c.ready = nil
@@ -689,4 +704,13 @@ func (h *Hub) Close() {
 		h.fail(sess, driver.ErrClosed)
 	}
 	h.wg.Wait()
+}
+
+// wake sends on notify without blocking: a subscriber that has not taken
+// the last notification yet gets no second one.
+func wake(notify chan<- struct{}) {
+	select {
+	case notify <- struct{}{}:
+	default:
+	}
 }

@@ -433,6 +433,41 @@ func TestRelink(t *testing.T) {
 	require.Empty(t, d.dials, "dials once a connection is up")
 }
 
+// A subscriber of a channel subscribed again on a new connection is notified
+// once the server confirms it there, with no message: a release may have
+// been published while there was no connection, and its waiter would
+// otherwise sleep through it until its next poll. A subscriber that joins
+// while the channel is being subscribed again, or on a first subscription,
+// is not: its Subscribe returns then, and its waiter tries at once anyway.
+func TestResubscribedNotifies(t *testing.T) {
+	d := newDialer()
+	h := newRelinkingHub(t, d, time.Millisecond)
+	kept := make(chan struct{}, 1)
+	conn, cancel := subscribedOn(t, h, d, "kept", kept)
+	defer cancel()
+	require.Empty(t, kept, "a first subscription notifies")
+
+	conn.Close()
+	redialed(t, d)
+	conn2 := newFakeConn()
+	d.conns <- conn2
+	conn2.expect(t, "SUBSCRIBE kept")
+	joined := make(chan struct{}, 1)
+	done := subscribe(t.Context(), h, "kept", joined)
+	time.Sleep(20 * time.Millisecond) // the second subscriber waits for the confirmation
+	require.Empty(t, kept, "notified before the channel is subscribed again")
+	conn2.emit(t, pubsub.Subscribed, "kept")
+	r := wait(t, done)
+	require.NoError(t, r.err)
+	defer r.cancel()
+	select {
+	case <-kept:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a subscriber of a channel subscribed again on a new connection was not notified")
+	}
+	require.Empty(t, joined, "a subscriber that joined during the new subscription was notified")
+}
+
 // A hub without subscribers makes no connection after one broke; Close ends
 // the hub's relinking while it waits to dial again and while it dials.
 func TestRelinkEnds(t *testing.T) {

@@ -68,6 +68,10 @@ type follower struct {
 	// the hub dropped the channel meanwhile (its slot left the shard):
 	// attach then subscribes it again where the slot went.
 	attaching, stale bool
+	// heard is set once it was first subscribed: when attach subscribes it
+	// again (it followed its slot, or its shard's connection failed), it
+	// is notified, since a release may have been published meanwhile.
+	heard bool
 }
 
 // NewRouter returns a router that finds shards with route, and calls refresh
@@ -97,7 +101,8 @@ func (r *Router) SubscribeRelease(ctx context.Context, driverName, key string, n
 // channel's slot moves, or its shard's connection fails (see recover), the
 // subscription follows it: notify hears nothing until it is subscribed at
 // the new shard, or again at the same one (or ever, if that fails), but
-// cancel still ends it.
+// cancel still ends it; once subscribed again, it is notified once, since a
+// release may have been published meanwhile.
 func (r *Router) Subscribe(ctx context.Context, channel string, notify chan<- struct{}) (cancel func(), err error) {
 	f := &follower{notify: notify}
 	// Registered before it is subscribed: a slot that moves while it is
@@ -154,6 +159,10 @@ func (r *Router) attach(ctx context.Context, channel string, f *follower) error 
 		f.attaching = false
 		if err == nil && !f.done && !f.stale {
 			f.cancel = cancel
+			if f.heard {
+				wake(f.notify)
+			}
+			f.heard = true
 			r.mu.Unlock()
 			return nil
 		}
