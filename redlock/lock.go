@@ -393,7 +393,11 @@ func minTime(a, b time.Time) time.Time {
 
 // Unlock releases the lock on every node and closes Done. It sends the
 // release to every node whatever ctx says, an ended ctx included, each bounded
-// by the node timeout. It returns once a quorum confirmed the release (the
+// by the node timeout (on a node that queues commands under load,
+// driver.Queuer, as every Redis driver's does, the node timeout bounds a
+// release's time on the network, and its wait in the queue, which comes
+// first, is bounded by the key's expiry on the nodes: see WithNodeTimeout).
+// It returns once a quorum confirmed the release (the
 // other nodes are released in the background; Close waits for them), or
 // once the node timeout passed or too many nodes said they did not hold the
 // lock for a quorum to confirm it: then with an error matching ErrLockLost,
