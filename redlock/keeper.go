@@ -478,12 +478,14 @@ func (r *round) grant(l *Lock) {
 
 // dropAcq lets go of r, the acquisition's round, every call of which has
 // returned: its replies are all in, so Unlock would find no late SET to
-// follow. It reads nothing of r, which the caller of TryLock may still read
-// (the observers' votes).
+// follow. It keeps which of its SETs failed (see Lock.unsure), and writes
+// nothing of r, which the caller of TryLock may still read (the observers'
+// votes).
 func (l *Lock) dropAcq(r *round) {
 	l.mu.Lock()
 	if l.acq == r {
 		l.acq = nil
+		l.unsure = r.failedCalls()
 	}
 	l.mu.Unlock()
 }
@@ -500,6 +502,7 @@ func (l *Lock) dropSettledAcq() {
 	}
 	if acq.drain(); acq.pendingCount() == 0 {
 		l.acq = nil
+		l.unsure = acq.failedCalls()
 	}
 }
 

@@ -46,6 +46,10 @@ type Lock struct {
 	// failed (0: none): that PEXPIRE may still land, after a later Extend,
 	// and set the key's time to live there again (see extendReturned).
 	staleTTL time.Duration
+	// unsure are the nodes, a bit each, whose acquisition SET failed, kept
+	// when the acquisition's round is let go (acq): its outcome is unknown,
+	// and it may still wait in the node's socket (see Unlock).
+	unsure uint64
 }
 
 // errNilLock is returned by the methods of a nil or zero *Lock.
@@ -419,7 +423,10 @@ func minTime(a, b time.Time) time.Time {
 // EndExpired. Check Until, or Done, to know whether the work ended in time.
 //
 // A release that fails (its outcome unknown) is repeated in the background
-// until the node answers, up to the key's expiry on the nodes or Close. So
+// until the node answers, up to the key's expiry on the nodes or Close; so
+// is, once, the release of a node that answers "not held" but whose
+// acquisition SET failed: that SET may still wait in the node's socket, and
+// be applied after the first release. So
 // Unlock releases once: a later call returns ErrAlreadyUnlocked at once,
 // without a call to the nodes, whatever the first one returned.
 func (l *Lock) Unlock(ctx context.Context) error {
@@ -452,10 +459,20 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 	}
 	acq := l.acq
 	l.acq = nil
+	unsure := l.unsure
 	deadline := l.expiry
 	l.mu.Unlock()
 	bg := context.WithoutCancel(ctx)
 	late := l.followLateSets(bg, acq, deadline)
+	if acq != nil {
+		// Drained by followLateSets: the state of a node that answered
+		// changes no more.
+		for i, st := range acq.state {
+			if st == failed {
+				unsure |= 1 << i
+			}
+		}
+	}
 	// Freed as other releases end, each bounded; not behind acquisitions.
 	l.c.releases <- struct{}{}
 	defer func() { <-l.c.releases }()
@@ -486,12 +503,19 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 			}
 		}
 		ok, err := l.c.release(ctx, i, l.key, l.value, channel)
-		if err != nil {
+		switch {
+		case err != nil:
 			// Its outcome is unknown, and an earlier Extend may still wait
 			// in the node's socket: repeat the release until the node has
 			// answered after whatever held it up, so that the key does not
 			// outlive the faults that failed this call (see settle).
 			l.c.settle(bg, i, l.key, l.value, 2, deadline, nil) // queued: it does not wait
+		case !ok && unsure&(1<<i) != 0:
+			// Not held, but the node's acquisition SET failed: it may
+			// still wait in the node's socket, behind this release on
+			// another connection. Released once more, after this one
+			// (see settle): that follows whatever the node had queued.
+			l.c.settle(bg, i, l.key, l.value, 1, deadline, nil)
 		}
 		return ok, err
 	})

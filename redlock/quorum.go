@@ -317,6 +317,18 @@ func permanentCode(err error) string {
 // pendingCount is how many nodes have not replied.
 func (r *round) pendingCount() int { return len(r.state) - r.yes - r.no }
 
+// failedCalls returns the nodes whose call failed, a bit each (MaxNodes is
+// 64). Call it only once every call has returned, or every reply was taken.
+func (r *round) failedCalls() uint64 {
+	var m uint64
+	for i, err := range r.callErr {
+		if err != nil {
+			m |= 1 << i
+		}
+	}
+	return m
+}
+
 // lost reports whether so many nodes said false that a quorum cannot hold the
 // lock: it is known to be lost, not merely unconfirmed.
 func (r *round) lost() bool { return r.refused > len(r.state)-r.c.quorum }
