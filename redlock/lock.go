@@ -241,10 +241,12 @@ func (l *Lock) setUntilLocked(u, now time.Time) {
 //
 // Once the lock is over (Until has passed, Done is closed, or Unlock ran),
 // Extend sends nothing, closes Done, leaves Until alone and returns an error
-// matching ErrLockLost. Unlock still releases the key on the nodes. With a
-// context that has ended already, Extend sends nothing, changes nothing (the
-// lock is still held until Until), and returns an error matching
-// ErrLockLost with ctx.Err() joined in.
+// matching ErrLockLost. Unlock still releases the key on the nodes. After
+// the Client's Close, Extend sends nothing, leaves Until alone and returns
+// an error matching ErrLockLost and ErrClosed. With a context that has ended
+// already, Extend sends nothing, changes nothing (the lock is still held
+// until Until), and returns an error matching ErrLockLost with ctx.Err()
+// joined in, whatever else ended it.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if l.unmade() {
 		return errNilLock
@@ -300,11 +302,16 @@ func (l *Lock) beginExtend(start time.Time, ttl, d time.Duration, ctxErr error) 
 	bound := start.Add(ttl - d)
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	// ctxErr, when ctx had ended, is in every error (nil is left out).
 	if l.unlocked { // as TTL: the holder let it go
-		return bound, errors.Join(ErrLockLost, ErrAlreadyUnlocked)
+		return bound, errors.Join(ErrLockLost, ErrAlreadyUnlocked, ctxErr)
 	}
 	if l.overLocked(start) {
-		return bound, errors.Join(ErrLockLost, errOver)
+		return bound, errors.Join(ErrLockLost, errOver, ctxErr)
+	}
+	if l.c.closed.Load() {
+		// Nothing will be sent: Until stays where it is.
+		return bound, errors.Join(ErrLockLost, ErrClosed, ctxErr)
 	}
 	if ctxErr != nil {
 		// Nothing will be sent: nothing may land later, so nothing

@@ -1,0 +1,52 @@
+package redlock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// An Extend whose context had ended says so in its error whatever else
+// ended it: the lock already over (its validity passed, or unlocked) or the
+// Client closed. Before, over a lock already over, its error had no
+// ctx.Err().
+func TestExtendEndedContextOnEndedLock(t *testing.T) {
+	canceled, cancel := context.WithCancel(t.Context())
+	cancel()
+	for name, end := range map[string]func(*redlock.Client, *redlock.Lock){
+		"unlocked": func(_ *redlock.Client, l *redlock.Lock) { require.NoError(t, l.Unlock(t.Context())) },
+		"expired":  func(*redlock.Client, *redlock.Lock) { time.Sleep(60 * time.Millisecond) },
+		"closed":   func(c *redlock.Client, _ *redlock.Lock) { require.NoError(t, c.Close()) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, nodes := memNodes(3)
+			c := newClient(t, nodes, redlock.WithTTL(50*time.Millisecond))
+			l, err := c.TryLock(t.Context(), "k")
+			require.NoError(t, err)
+			end(c, l)
+			err = l.Extend(canceled, time.Second)
+			require.ErrorIs(t, err, redlock.ErrLockLost)
+			require.ErrorIs(t, err, context.Canceled)
+		})
+	}
+}
+
+// An Extend after Close sends nothing, and leaves Until where it was: it
+// fails with ErrClosed. Before, a shorter TTL than the lock had left lowered
+// Until though nothing could be sent.
+func TestExtendAfterCloseKeepsUntil(t *testing.T) {
+	_, nodes := memNodes(3)
+	c := newClient(t, nodes, redlock.WithTTL(time.Hour))
+	l, err := c.TryLock(t.Context(), "k")
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	until := l.Until()
+	err = l.Extend(t.Context(), time.Second)
+	require.ErrorIs(t, err, redlock.ErrLockLost)
+	require.ErrorIs(t, err, redlock.ErrClosed)
+	require.Equal(t, until, l.Until(), "an Extend after Close moved Until")
+}
