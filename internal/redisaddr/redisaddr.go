@@ -1,7 +1,7 @@
 // Package redisaddr parses the node addresses every Redis driver accepts:
 // "host:port", "redis://[user:password@]host:port[/db]" and the same with
 // "rediss://" for TLS, whose query parameters tls_ca_file, tls_cert_file,
-// tls_key_file and tls_server_name configure it (none may be empty).
+// tls_key_file and tls_server_name configure it.
 //
 // A node may also be a whole Redis Cluster: "redis://host:port?cluster=true"
 // (or rediss://), with more seed addresses as repeated addr=host:port query
@@ -217,12 +217,6 @@ func ParseNode(s string) (Node, error) {
 		}
 		if !a.TLS {
 			return fail(fmt.Sprintf("query parameter %q needs rediss://", name))
-		}
-		if v == "" {
-			// Most often a variable that was not set ("tls_ca_file=$CA"):
-			// taken as absent, a CA or name the user meant would go
-			// unused without a word.
-			return fail(fmt.Sprintf("query parameter %q is empty", name))
 		}
 	}
 	if (a.TLSCertFile == "") != (a.TLSKeyFile == "") {
