@@ -1,7 +1,7 @@
 // Package redisaddr parses the node addresses every Redis driver accepts:
 // "host:port", "redis://[user:password@]host:port[/db]" and the same with
 // "rediss://" for TLS, whose query parameters tls_ca_file, tls_cert_file,
-// tls_key_file and tls_server_name configure it.
+// tls_key_file and tls_server_name configure it (an empty one is left out).
 //
 // A node may also be a whole Redis Cluster: "redis://host:port?cluster=true"
 // (or rediss://), with more seed addresses as repeated addr=host:port query

@@ -219,3 +219,19 @@ func TestParseNodeTLS(t *testing.T) {
 		t.Errorf("ParseNodeTLS with a missing CA file: error %v, want one naming the cluster without its password", err)
 	}
 }
+
+// An empty TLS parameter is the same as one left out, as the package doc
+// says: a template may leave it blank.
+func TestEmptyTLSParametersAreAbsent(t *testing.T) {
+	blank, err := Parse("rediss://h:1?tls_ca_file=&tls_cert_file=&tls_key_file=&tls_server_name=")
+	if err != nil {
+		t.Fatalf("Parse with empty TLS parameters: %v", err)
+	}
+	bare, err := Parse("rediss://h:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if blank != bare {
+		t.Errorf("Parse with empty TLS parameters = %+v, want %+v, as without them", blank, bare)
+	}
+}
