@@ -137,7 +137,10 @@ func heldElsewhere(t *testing.T, cl *redistest.Cluster, name string, newNode fun
 			goleak.IgnoreAnyFunction("github.com/redis/rueidis.(*clusterClient)._refresh.func2"),
 			goleak.IgnoreAnyFunction("github.com/valkey-io/valkey-go.(*clusterClient)._refresh.func2"))
 	})
-	holder, err := redlock.Open(driverOf(name), []string{cl.URL()}, redlock.WithTTL(time.Minute))
+	// The holder's first call connects to the cluster: a node timeout that
+	// a loaded machine does not exhaust (with the default 200ms, its
+	// TryLock timed out under load; its timing is not what is tested).
+	holder, err := redlock.Open(driverOf(name), []string{cl.URL()}, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(2*time.Second))
 	require.NoError(t, err)
 	t.Cleanup(func() { holder.Close() })
 	l, err := holder.TryLock(t.Context(), key)
