@@ -25,13 +25,17 @@ type lockEvents struct {
 	warnUnavailable bool
 	stderr          io.Writer
 
-	mu           sync.Mutex
-	token        uint64
-	until        time.Time                // validity at the grant
-	told         map[redlock.Outcome]bool // the reasons to wait told already
-	extendFails  int                      // failed extensions since the last that succeeded
-	lost         bool                     // a LockEnd told the loss
-	unlockErr    error                    // the last Unlock's
+	mu          sync.Mutex
+	token       uint64
+	until       time.Time                // validity at the grant
+	told        map[redlock.Outcome]bool // the reasons to wait told already
+	extendFails int                      // failed extensions since the last that succeeded
+	lost        bool                     // a LockEnd told the loss
+	// lostAtUnlock is the LockEnd of a lock that Unlock could not confirm
+	// held (EndLostUnlock), which Unlock's end tells, knowing whether the
+	// nodes said so or failed.
+	lostAtUnlock *redlock.LockEnd
+	unlockErr    error // the last Unlock's
 	unlockCalled bool
 	// firstDone, made by withLock, is closed when the first attempt to
 	// obtain the lock has ended; firstGranted says whether it obtained it.
@@ -162,7 +166,11 @@ func (e *lockEvents) Unlock(ctx context.Context, _ redlock.UnlockStart) (context
 		case d.Err == nil:
 			e.say("released %s", d.Key)
 		case errors.Is(d.Err, redlock.ErrUnavailable):
+			// No quorum could answer: that proves no loss (withLock
+			// does not call it one), whatever LockEnd said.
 			e.say("releasing %s failed (%d of %d nodes failed); it expires by itself within its TTL: %v", d.Key, d.Votes.Failed, d.Votes.Nodes, d.Err)
+		case e.lostAtUnlock != nil:
+			e.sayLost(*e.lostAtUnlock)
 		case !e.lost: // else LockEnd told already
 			e.say("releasing %s found it no longer held by a quorum (%d of %d nodes released it, %d needed): %v", d.Key, d.Votes.Granted, d.Votes.Nodes, d.Votes.Quorum, d.Err)
 		}
@@ -176,7 +184,20 @@ func (e *lockEvents) LockEnd(_ context.Context, d redlock.LockEnd) {
 	}
 	e.mu.Lock()
 	e.lost = true
+	if d.How == redlock.EndLostUnlock {
+		// Also when nodes failed to answer rather than said the lock
+		// was gone: Unlock's end, which comes next and has the votes,
+		// tells which.
+		e.lostAtUnlock = &d
+		e.mu.Unlock()
+		return
+	}
 	e.mu.Unlock()
+	e.sayLost(d)
+}
+
+// sayLost says how a lost lock was found lost.
+func (e *lockEvents) sayLost(d redlock.LockEnd) {
 	how := map[string]string{
 		redlock.EndLostExtend: "an extension found it gone from a quorum of the nodes",
 		redlock.EndExpired:    "its validity ran out before an extension succeeded",
