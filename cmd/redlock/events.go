@@ -23,7 +23,9 @@ type lockEvents struct {
 	// while too many nodes fail: a wait that would otherwise be silent for
 	// as long as they do.
 	warnUnavailable bool
-	stderr          io.Writer
+	// oneAttempt is --wait 0: no wait follows a refusal, so none is told.
+	oneAttempt bool
+	stderr     io.Writer
 
 	mu          sync.Mutex
 	token       uint64
@@ -93,7 +95,7 @@ func (e *lockEvents) Attempt(ctx context.Context, _ redlock.AttemptStart) (conte
 			e.token, e.until = d.Token, d.Until
 		case redlock.OutcomeNotObtained, redlock.OutcomeUnavailable:
 			// Once each: the verdicts of a long wait can alternate.
-			if e.told[d.Outcome] {
+			if e.told[d.Outcome] || e.oneAttempt {
 				return
 			}
 			if e.told == nil {

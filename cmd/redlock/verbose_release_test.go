@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/go-redlock/redlock/drivers/memory"
+	"github.com/go-redlock/redlock/redlock"
 )
 
 // A release that too many nodes fail to answer (ErrUnavailable) proves
@@ -57,4 +58,35 @@ func TestVerboseReleaseUnavailableIsNoLoss(t *testing.T) {
 			t.Errorf("-v does not tell the loss at the release, once:\n%s", s)
 		}
 	})
+}
+
+// run -v --wait 0 makes one attempt and does not wait: on a key held
+// elsewhere it must not say "waiting for KEY" (it exits with the conflict
+// code and says why); with --wait above 0 it does say so. The key is held on
+// in-process memory nodes.
+func TestVerboseWaitZeroTellsNoWait(t *testing.T) {
+	t.Parallel()
+	addrs := []string{t.Name() + "-1", t.Name() + "-2", t.Name() + "-3"}
+	c, err := redlock.Open("memory", addrs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	l, err := c.TryLock(t.Context(), "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Unlock(context.Background())
+	for _, wait := range []time.Duration{0, 20 * time.Millisecond} {
+		var stderr bytes.Buffer
+		o := &lockFlags{nodeFlags: nodeFlags{nodes: strings.Join(addrs, ","), driver: "memory"}, key: "k", ttl: 10 * time.Second, verbose: true, wait: wait, waitSet: true, conflictCode: exitConflict}
+		err := withLock(context.Background(), "run", o, &stderr, nil, func(context.Context, heldLock) error { return nil })
+		var ee *exitError
+		if !errors.As(err, &ee) || ee.code != exitConflict {
+			t.Fatalf("run -v --wait %v on a held key: want exit %d, got %v", wait, exitConflict, err)
+		}
+		if said := strings.Contains(stderr.String(), "waiting for k"); said != (wait > 0) {
+			t.Errorf("run -v --wait %v on a held key: 'waiting for k' said: %v, want %v; stderr:\n%s", wait, said, wait > 0, stderr.String())
+		}
+	}
 }
