@@ -224,9 +224,11 @@ type ExtendDone struct {
 	// Lost reports whether this Extend found the lock lost: so many nodes
 	// no longer held it that no quorum can (a LockEnd follows).
 	Lost bool
-	// Until is the lock's validity after the call: moved when it succeeded,
-	// unchanged otherwise. A failed Extend that did not find the lock lost
-	// leaves it held until then.
+	// Until is the lock's validity after the call (Lock.Until): set by an
+	// Extend that succeeded; a failed one leaves it where it was, or lowered
+	// to the Extend's start + TTL - drift when that was earlier, since its
+	// calls may still land (see Lock.Extend). A failed Extend that did not
+	// find the lock lost leaves it held until then.
 	Until time.Time
 	Err   error // nil when extended
 }
