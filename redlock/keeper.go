@@ -231,6 +231,9 @@ func (k *keeper) extend(group []*kept) {
 		octx  context.Context
 		end   func(ExtendDone)
 		began time.Time
+		// The contexts of its node calls, on nodes that queue and on the
+		// others: the group's, with the values of octx (see callCtx).
+		qvctx, vctx callCtx
 	}
 	jobs := make([]job, 0, len(group))
 	var latest time.Time
@@ -276,7 +279,8 @@ func (k *keeper) extend(group []*kept) {
 	// flight past the next ones. (Before that, a decided extension's calls
 	// are still sent, so that every healthy node keeps the key.)
 	decided := make([]atomic.Bool, len(jobs))
-	base := driver.WithUrgent(context.WithoutCancel(group[0].ectx))
+	// Without values: each call gets those of its own lock (see callCtx).
+	base := driver.WithUrgent(context.Background())
 	var (
 		qctx    context.Context
 		qcancel context.CancelFunc = func() {}
@@ -284,6 +288,10 @@ func (k *keeper) extend(group []*kept) {
 	if c.queued {
 		qctx, qcancel = context.WithDeadline(base, latest)
 		qctx = driver.WithNetworkTimeout(qctx, c.nodeTimeout)
+	}
+	for j := range jobs {
+		jobs[j].qvctx = callCtx{qctx, jobs[j].octx}
+		jobs[j].vctx = callCtx{base, jobs[j].octx}
 	}
 	type vote struct {
 		job  int
@@ -307,7 +315,7 @@ func (k *keeper) extend(group []*kept) {
 			if stalled.Load() {
 				return false, errKeeperStalled
 			}
-			ok, err := n.Extend(qctx, j.e.l.key, j.e.l.value, j.e.ttl)
+			ok, err := n.Extend(&j.qvctx, j.e.l.key, j.e.l.value, j.e.ttl)
 			if errors.Is(err, context.DeadlineExceeded) && qctx.Err() == nil {
 				stalled.Store(true)
 			}
@@ -323,7 +331,7 @@ func (k *keeper) extend(group []*kept) {
 				case !c.now().Before(j.bound):
 					return false, errKeeperMoot
 				}
-				ctx, cancel := context.WithTimeout(base, c.nodeTimeout)
+				ctx, cancel := context.WithTimeout(&j.vctx, c.nodeTimeout)
 				defer cancel()
 				ok, err := n.Extend(ctx, j.e.l.key, j.e.l.value, j.e.ttl)
 				if ctx.Err() != nil {
@@ -387,6 +395,26 @@ func (k *keeper) extend(group []*kept) {
 			k.finish(j.e, j.r, false, start, j.octx, j.end, j.began)
 		}
 	}
+}
+
+// callCtx is the context of one lock's node call in an extension group:
+// the group's (its deadline and cancellation, and the driver's values,
+// looked up first), with the values of the lock's own Extend context (its
+// Do's, without observers) after them, so that the node calls of a lock, and
+// a driver's tracing hooks, see its Extend and its Do rather than another
+// lock's of the group (see Observer). It lives in the group's job: no
+// allocation.
+type callCtx struct {
+	context.Context                 // the group's
+	own             context.Context // the lock's Extend's
+}
+
+// Value returns the group's value for key, or else the lock's.
+func (c *callCtx) Value(key any) any {
+	if v := c.Context.Value(key); v != nil {
+		return v
+	}
+	return c.own.Value(key)
 }
 
 // finish judges one lock's extension, which started at start, reports it to
