@@ -306,7 +306,9 @@ func (n *node) clientClosed(ctx context.Context) bool {
 		return true
 	}
 	_, err := watch(ctx, func(ctx context.Context) (struct{}, error) {
-		return struct{}{}, n.client.Ping(ctx).Err()
+		ping := routed(redis.NewStatusCmd(ctx, "ping"))
+		_ = n.client.Process(ctx, ping)
+		return struct{}{}, ping.Err()
 	})
 	return errors.Is(err, redis.ErrClosed)
 }
@@ -439,9 +441,23 @@ func send(ctx context.Context, c sender, cmd *rediscmd.Cmd, eval bool) *redis.Cm
 	default:
 		args = scriptArgs("EVALSHA", boxedSHA1(s), cmd)
 	}
-	rc := redis.NewCmd(ctx, args...)
+	rc := routed(redis.NewCmd(ctx, args...))
 	_ = c.Process(ctx, noRetry{rc}) // the error is rc's
 	return rc
+}
+
+// routed returns cmd with its key step set (to 1, go-redis' default), which
+// a *redis.ClusterClient otherwise reads from COMMAND before it sends a
+// command: it asks random nodes of the cluster for COMMAND before its first
+// command, and again before every command until one answers, bounded by 5 s
+// of its own rather than the command's context and under a lock that every
+// command waits on, so that one shard that hung held up the keys of every
+// other (and a user without +command, as the README's least-privilege one,
+// sent it before every command). The node's commands need no more than
+// their key's slot, or a primary. Other clients ignore the step.
+func routed[C interface{ SetStepCount(int8) }](cmd C) C {
+	cmd.SetStepCount(1)
+	return cmd
 }
 
 // noRetry is a command that go-redis never resends after a network error or

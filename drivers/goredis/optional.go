@@ -149,7 +149,9 @@ func (n *node) Identity(ctx context.Context) ([]string, error) {
 
 func (n *node) identity(ctx context.Context) ([]string, error) {
 	if n.cluster {
-		nodes, err := n.client.ClusterNodes(ctx).Result()
+		cmd := routed(redis.NewStringCmd(ctx, "cluster", "nodes"))
+		_ = n.client.Process(ctx, cmd)
+		nodes, err := cmd.Result()
 		return driver.IdentityOf("", nodes), err
 	}
 	info, err := n.client.Info(ctx, "server", "cluster").Result()
