@@ -122,7 +122,9 @@ checks each node and the set:
                 EVAL, EVALSHA and, inside the scripts, GET, PEXPIRE and DEL
                 (with ACL DRYRUN, or else on a scratch key beside --key);
                 fencing counters, release notifications and the reads of
-                status and Lock.TTL (PTTL) are warnings
+                status and Lock.TTL (PTTL) are warnings; on a cluster's
+                primaries, CLUSTER SLOTS too (every cluster client reads
+                the slot map first)
   cluster       for a node given as a cluster (?cluster=true): its shards
                 (from the first seed that answers, which may be a replica),
                 replicas a failover could promote (a warning), slots no

@@ -248,7 +248,9 @@ type permission struct {
 }
 
 // checkPermissions checks that the node's user may run what the drivers send,
-// with ACL DRYRUN, or on a scratch key when DRYRUN is not available.
+// with ACL DRYRUN, or on a scratch key when DRYRUN is not available. On a
+// cluster's primary (served not nil) that includes CLUSTER SLOTS, the slot
+// map that every driver's cluster client reads before any lock.
 func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, o doctorOptions, served func(slot int) bool) {
 	ttl := driver.MillisecondsString(o.ttl)
 	user, err := call("ACL", "WHOAMI").Text()
@@ -262,6 +264,11 @@ func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, o doctorOptio
 			{"PEXPIRE", []any{"PEXPIRE", o.key, ttl}},
 			{"DEL", []any{"DEL", o.key}},
 			{"INFO", []any{"INFO", "server"}},
+		}
+		what := "SET, EVAL, EVALSHA, GET, PEXPIRE and DEL on " + strconv.Quote(o.key)
+		if served != nil {
+			required = append(required, permission{"CLUSTER SLOTS", []any{"CLUSTER", "SLOTS"}})
+			what += ", and CLUSTER SLOTS"
 		}
 		fencing := []permission{
 			{"GET", []any{"GET", fk}},
@@ -294,7 +301,7 @@ func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, o doctorOptio
 			if len(denied) > 0 {
 				n.add("permissions", statusFail, "user %s may not run what every lock needs on %q: %s", user, o.key, strings.Join(denied, "; "))
 			} else {
-				n.add("permissions", statusOK, "user %s may run SET, EVAL, EVALSHA, GET, PEXPIRE and DEL on %q (ACL DRYRUN)", user, o.key)
+				n.add("permissions", statusOK, "user %s may run %s (ACL DRYRUN)", user, what)
 			}
 			if d, err := dry(fencing); err == nil && len(d) > 0 {
 				n.add("permissions", statusWarn, "user %s may not keep fencing counters at %q, so --fencing / WithFencing fails: %s", user, fk, strings.Join(d, "; "))
@@ -313,10 +320,15 @@ func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, o doctorOptio
 
 // checkPermissionsScratch runs the commands the drivers send on a scratch key
 // beside o.key, with a short TTL, and deletes it. On a cluster's primary
-// (served not nil) the scratch key is one of a slot the primary serves.
+// (served not nil) it runs CLUSTER SLOTS first, and the scratch key is one
+// of a slot the primary serves.
 func checkPermissionsScratch(n *nodeReport, call func(...any) *redis.Cmd, o doctorOptions, served func(slot int) bool) {
 	key := o.key + ":doctor:" + rand.Text()[:8]
 	if served != nil {
+		if err := call("CLUSTER", "SLOTS").Err(); err != nil {
+			n.add("permissions", statusFail, "CLUSTER SLOTS failed, so no lock can be taken on this node (every driver's cluster client reads the slot map with it first): %v", redisErrorText(err))
+			return
+		}
 		if slot := driver.HashSlot(key); hasHashTag(o.key) && !served(slot) {
 			// Every key beside o.key is in o.key's slot.
 			n.add("permissions", statusOK, "not checked here: ACL DRYRUN was not available, and the hash tag of %q puts its locks and the scratch key in slot %d, which another primary serves", o.key, slot)
