@@ -333,7 +333,7 @@ func probeClusterNode(ctx context.Context, a redisaddr.Node, o doctorOptions) *n
 		}
 	}
 	if len(moving) > 0 {
-		n.add("migration", statusWarn, "slots in migration (CLUSTER SETSLOT MIGRATING/IMPORTING): %s: commands on their keys are redirected (ASK), and a lock whose key and fencing counter are on different shards fails on this node (TRYAGAIN) until the migration is finished or aborted", strings.Join(moving, "; "))
+		n.add("migration", statusWarn, "slots in migration (CLUSTER SETSLOT MIGRATING/IMPORTING): %s: commands on their keys are redirected (ASK), and a fenced lock (--fencing, WithFencing) on a key of such a slot fails on this node (TRYAGAIN) until the migration is finished or aborted", strings.Join(moving, "; "))
 	}
 	switch {
 	case len(disagree) > 0:
