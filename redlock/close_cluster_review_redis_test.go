@@ -121,6 +121,20 @@ func numsubOn(t *testing.T, srv *redistest.Server, channel string) int64 {
 	return n
 }
 
+// subscribedOnEvery waits, up to 5s, until one client is subscribed to
+// channel on every server, and fails the test otherwise.
+func subscribedOnEvery(t *testing.T, servers []*redistest.Server, channel string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		for _, s := range servers {
+			if numsubOn(t, s, channel) != 1 {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 10*time.Millisecond, "the waiter did not subscribe on every server")
+}
+
 // heldElsewhere holds key through another Client of the named driver, and
 // returns a Client over the cluster node that newNode makes, with
 // nodeTimeout; once the test is over, it checks that no goroutine of the

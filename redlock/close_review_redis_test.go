@@ -126,15 +126,7 @@ func closeWithSubscriptionStalled(t *testing.T, name string, newNode func(t *tes
 	servers, c := heldOnServers(t, name, newNode, nodeTimeout)
 	// The waiter subscribes while the servers answer, and then waits.
 	waiter := lockInBackground(t, c, "k")
-	channel := driver.ReleaseChannel("k")
-	require.Eventually(t, func() bool {
-		for _, s := range servers {
-			if numsubOn(t, s, channel) != 1 {
-				return false
-			}
-		}
-		return true
-	}, 5*time.Second, 10*time.Millisecond, "the waiter did not subscribe on every server")
+	subscribedOnEvery(t, servers, driver.ReleaseChannel("k"))
 	for _, s := range servers {
 		require.NoError(t, s.Pause())
 	}

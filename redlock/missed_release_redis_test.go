@@ -35,15 +35,7 @@ func TestRedisWaiterHearsReleaseMissedWhileResubscribing(t *testing.T) {
 				}
 				got <- err
 			}()
-			channel := driver.ReleaseChannel(key)
-			require.Eventually(t, func() bool {
-				for _, s := range servers {
-					if numsubOn(t, s, channel) != 1 {
-						return false
-					}
-				}
-				return true
-			}, 10*time.Second, 5*time.Millisecond, "the waiter did not subscribe to the releases on every server")
+			subscribedOnEvery(t, servers, driver.ReleaseChannel(key))
 			time.Sleep(100 * time.Millisecond) // the waiter's attempt after subscribing ends: it waits its Backoff
 			for _, s := range servers {
 				_, err := s.Do(ctx, "CLIENT", "KILL", "TYPE", "pubsub")
