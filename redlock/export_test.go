@@ -54,7 +54,7 @@ func LateSetRepeatsUntil(l *Lock) time.Time {
 // (finishExtend's error), for a test to run them in a chosen order.
 func ExtendSteps(l *Lock, ttl time.Duration) (returned func(failed bool), judged func() error, err error) {
 	start := l.c.now()
-	if _, err := l.beginExtend(start, ttl, drift(ttl, l.c.driftFactor), nil); err != nil {
+	if _, err := l.beginExtend(start, ttl, drift(ttl, l.c.driftFactor), nil, false); err != nil {
 		return nil, nil, err
 	}
 	returned = func(failed bool) { l.extendReturned(ttl, failed) }

@@ -238,7 +238,7 @@ func (k *keeper) extend(group []*kept) {
 	jobs := make([]job, 0, len(group))
 	var latest time.Time
 	for _, e := range group {
-		bound, err := e.l.beginExtend(start, e.ttl, drift(e.ttl, c.driftFactor), nil)
+		bound, err := e.l.beginExtend(start, e.ttl, drift(e.ttl, c.driftFactor), nil, false)
 		if err != nil { // over already
 			k.mu.Lock()
 			e.stopped = true

@@ -272,7 +272,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (*round, error) {
 		return nil, fmt.Errorf("redlock: Extend TTL %v is longer than %v", ttl, MaxTTL)
 	}
 	start := c.now()
-	bound, err := l.beginExtend(start, ttl, d, ctx.Err())
+	bound, err := l.beginExtend(start, ttl, d, ctx.Err(), c.closed.Load())
 	if err != nil {
 		return nil, err
 	}
@@ -292,13 +292,15 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (*round, error) {
 
 // beginExtend registers an Extend of ttl starting at start, d being the
 // drift allowance: it returns the Extend's bound (start + ttl - d), lowers
-// Until to it, or fails if the lock is already over. Every beginExtend that
+// Until to it, or fails if the lock is already over, if ctxErr (the
+// caller's context's error) is not nil, or if closed (the Client's Close
+// came before a caller's Extend). Every beginExtend that
 // succeeded is followed by one finishExtend and, before or after it, one
 // extendReturned once the Extend's last node call has returned; the Extend
 // stays in its group until both have run, so that its judgement sees the
 // TTLs of every Extend that overlapped it, even when its calls all returned
 // before it was judged.
-func (l *Lock) beginExtend(start time.Time, ttl, d time.Duration, ctxErr error) (time.Time, error) {
+func (l *Lock) beginExtend(start time.Time, ttl, d time.Duration, ctxErr error, closed bool) (time.Time, error) {
 	bound := start.Add(ttl - d)
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -309,8 +311,10 @@ func (l *Lock) beginExtend(start time.Time, ttl, d time.Duration, ctxErr error) 
 	if l.overLocked(start) {
 		return bound, errors.Join(ErrLockLost, errOver, ctxErr)
 	}
-	if l.c.closed.Load() {
-		// Nothing will be sent: Until stays where it is.
+	if closed {
+		// The Client was closed before the caller's Extend: nothing will
+		// be sent, and Until stays where it is. (The keeper, whose
+		// extensions Close stops itself, passes false.)
 		return bound, errors.Join(ErrLockLost, ErrClosed, ctxErr)
 	}
 	if ctxErr != nil {
