@@ -18,7 +18,9 @@ import (
 //     had ended).
 //   - Debug: every acquisition attempt (outcome, votes, duration), the wait
 //     of every Lock, every Extend, Unlock and Do, every node call that failed,
-//     and every waiter woken by a release.
+//     and every waiter woken to try again ("redlock: woken to try again": by
+//     a release, or by the end of another attempt of its Client on the key
+//     that it found in flight; the Wake event does not say which).
 //
 // Every record carries the lock's key as the attribute "key" (without the
 // Client's prefix). No record contains a lock's value or a node's password:
@@ -173,6 +175,6 @@ func (o logObserver) LockEnd(ctx context.Context, e LockEnd) {
 
 func (o logObserver) Wake(ctx context.Context, e Wake) {
 	if o.debug(ctx) {
-		o.l.LogAttrs(ctx, slog.LevelDebug, "redlock: woken by a release", slog.String("key", e.Key), slog.Int("attempt", e.Attempt))
+		o.l.LogAttrs(ctx, slog.LevelDebug, "redlock: woken to try again", slog.String("key", e.Key), slog.Int("attempt", e.Attempt))
 	}
 }

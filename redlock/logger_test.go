@@ -152,3 +152,46 @@ func TestLoggerInfoLevel(t *testing.T) {
 	assert.Contains(t, out.String(), `level=WARN msg="redlock: lock lost" key=noisy how=lost_extend`)
 	assert.Equal(t, 1, strings.Count(out.String(), "\n"), out.String())
 }
+
+// A waiter woken by a release is logged at Debug, with its key, as
+// "redlock: woken to try again" (a wake may also come from the end of
+// another attempt of its Client: the message claims no cause).
+func TestLoggerWake(t *testing.T) {
+	var out syncBuffer
+	logger := slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	_, nodes := memNodes(3)
+	holder := newClient(t, nodes)
+	waiter := newClient(t, nodes, redlock.WithLogger(logger), redlock.WithBackoff(redlock.ConstantBackoff(time.Minute)))
+	held, err := holder.TryLock(t.Context(), "woken")
+	require.NoError(t, err)
+	got := make(chan error, 1)
+	go func() {
+		l, err := waiter.Lock(t.Context(), "woken")
+		if err == nil {
+			err = l.Unlock(t.Context())
+		}
+		got <- err
+	}()
+	// Its first attempt, then the one after it subscribed: it waits.
+	require.Eventually(t, func() bool { return strings.Count(out.String(), `"msg":"redlock: attempt"`) >= 2 },
+		5*time.Second, time.Millisecond, "the waiter did not make its first two attempts")
+	time.Sleep(50 * time.Millisecond)
+	require.NoError(t, held.Unlock(t.Context()))
+	select {
+	case err := <-got:
+		require.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the waiter was not woken by the release")
+	}
+	var wake map[string]any
+	for line := range strings.SplitSeq(strings.TrimSpace(out.String()), "\n") {
+		var rec map[string]any
+		require.NoError(t, json.Unmarshal([]byte(line), &rec))
+		if rec["msg"] == "redlock: woken to try again" {
+			wake = rec
+		}
+	}
+	require.NotNil(t, wake, "no wake record in:\n%s", out.String())
+	require.Equal(t, "DEBUG", wake["level"])
+	require.Equal(t, "woken", wake["key"])
+}
