@@ -169,8 +169,9 @@ func (e *lockEvents) Unlock(ctx context.Context, _ redlock.UnlockStart) (context
 			e.say("released %s", d.Key)
 		case errors.Is(d.Err, redlock.ErrUnavailable):
 			// No quorum could answer: that proves no loss (withLock
-			// does not call it one), whatever LockEnd said.
-			e.say("releasing %s failed (%d of %d nodes failed); it expires by itself within its TTL: %v", d.Key, d.Votes.Failed, d.Votes.Nodes, d.Err)
+			// does not call it one), whatever LockEnd said. withLock
+			// prints the error itself, with or without -v.
+			e.say("releasing %s failed (%d of %d nodes failed); it expires by itself within its TTL", d.Key, d.Votes.Failed, d.Votes.Nodes)
 		case e.lostAtUnlock != nil:
 			e.sayLost(*e.lostAtUnlock)
 		case !e.lost: // else LockEnd told already

@@ -47,6 +47,9 @@ func TestVerboseReleaseUnavailableIsNoLoss(t *testing.T) {
 		if !strings.Contains(s, "releasing k failed (2 of 3 nodes failed)") {
 			t.Errorf("-v does not tell that the release failed:\n%s", s)
 		}
+		if n := strings.Count(s, "memory: node is down"); n != 2 {
+			t.Errorf("the release's error, naming the 2 nodes down, is printed %d times, want once:\n%s", n/2, s)
+		}
 	})
 	t.Run("Gone", func(t *testing.T) {
 		err, s := run(t, func(n *memory.Node) { n.Delete("k") })
