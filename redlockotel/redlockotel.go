@@ -198,8 +198,16 @@ type observer struct {
 	meter       metric.Meter
 	own         *queues // the Clients watched, when meter cannot be shared (see queuesOf); guarded by queuesMu
 
-	nodeAttrs sync.Map // nodeOp: metric.MeasurementOption, for calls without error
+	nodeAttrs  sync.Map     // nodeOp: metric.MeasurementOption, for calls without error
+	nodeCached atomic.Int64 // entries in nodeAttrs, at most maxNodeAttrs
 }
+
+// maxNodeAttrs bounds the attribute sets of node calls that an observer
+// keeps: the nodes of its Clients times the operations. Nodes of New over a
+// client of several servers are numbered (goredis-N): a program that keeps
+// making such Clients would otherwise grow the cache without end. Beyond
+// it, a call's set is made for the call.
+const maxNodeAttrs = 1024
 
 type nodeOp struct{ node, op string }
 
@@ -524,8 +532,14 @@ func (o *observer) NodeCall(ctx context.Context, e redlock.NodeCall) {
 	k := nodeOp{e.Node, e.Operation}
 	opt, ok := o.nodeAttrs.Load(k)
 	if !ok {
-		opt, _ = o.nodeAttrs.LoadOrStore(k, metric.WithAttributeSet(attribute.NewSet(
-			nodeKey.String(address(e.Node)), operationKey.String(e.Operation))))
+		opt = metric.WithAttributeSet(attribute.NewSet(
+			nodeKey.String(address(e.Node)), operationKey.String(e.Operation)))
+		if o.nodeCached.Load() < maxNodeAttrs {
+			var loaded bool
+			if opt, loaded = o.nodeAttrs.LoadOrStore(k, opt); !loaded {
+				o.nodeCached.Add(1)
+			}
+		}
 	}
 	o.node.Record(ctx, e.Duration.Seconds(), opt.(metric.MeasurementOption))
 }
