@@ -4,6 +4,8 @@ import (
 	"strings"
 
 	"github.com/spf13/cobra"
+
+	"github.com/go-redlock/redlock/internal/redisaddr"
 )
 
 // nodesEnv is the environment variable that gives the nodes when --nodes is
@@ -37,7 +39,30 @@ func (f *nodeFlags) addrs() ([]string, error) {
 	if len(addrs) == 0 {
 		return nil, usageErrorf("no nodes: give --nodes host:port,... or set %s", nodesEnv)
 	}
+	if err := commaInUserinfo(addrs); err != nil {
+		return nil, err
+	}
 	return addrs, nil
+}
+
+// commaInUserinfo returns a usage error when a comma of a URL's user name or
+// password split the list: a URL without '@' before the first item with
+// '@' that is not a URL. The pieces are no addresses, and the first,
+// without '@', would be printed whole, password included.
+func commaInUserinfo(addrs []string) error {
+	for i, a := range addrs {
+		_, rest, ok := strings.Cut(a, "://")
+		if !ok || strings.Contains(rest, "@") {
+			continue
+		}
+		for j := i + 1; j < len(addrs) && !strings.Contains(addrs[j], "://"); j++ {
+			if strings.Contains(addrs[j], "@") {
+				return usageErrorf("address %d: %q: a ',' in a URL's user name or password splits the list of nodes there: write it %%2C",
+					i+1, redisaddr.Redact(strings.Join(addrs[i:j+1], ",")))
+			}
+		}
+	}
+	return nil
 }
 
 // splitList splits a comma-separated list, dropping spaces around the items
