@@ -4,7 +4,9 @@ package main
 
 import (
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/go-redlock/redlock/redistest"
 )
@@ -35,5 +37,37 @@ func TestNodesCommaInPassword(t *testing.T) {
 	r := invoke(t, "", "run", "--nodes", url, "--wait", "0", "k", "--", "echo", "held")
 	if r.code != 0 || r.stdout != "held\n" {
 		t.Errorf("a password with its ',' written %%2C: want the lock held, got %v", r)
+	}
+}
+
+// A stop sent to run is forwarded to CMD, which decides: run does not
+// SIGKILL a CMD that outlives --grace after it, and --grace's help must not
+// say it does (it did: "has to exit after SIGTERM, on a lost lock or a stop,
+// before SIGKILL"); on a stop, --grace bounds only what CMD left behind.
+func TestRunGraceOnStopIsForLeftovers(t *testing.T) {
+	t.Parallel()
+	r := invoke(t, "", "run", "--help")
+	var grace string
+	for line := range strings.SplitSeq(r.stdout, "\n") {
+		if strings.Contains(line, "--grace duration") {
+			grace = line
+		}
+	}
+	if grace == "" || strings.Contains(grace, "or a stop") || !strings.Contains(grace, "left") {
+		t.Errorf("run --help: want --grace to say that on a stop it bounds what CMD left, not CMD; got %q", grace)
+	}
+
+	_, addrs := nodes(t, 3)
+	b := start(t, "run", "--nodes", addrs, "--grace", "100ms", "--key", "k", "--",
+		"sh", "-c", "trap 'echo TERM' TERM; echo held; while :; do sleep 0.05; done")
+	b.waitLine("held", 30*time.Second)
+	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	b.waitLine("TERM", 30*time.Second)
+	select {
+	case <-b.done:
+		t.Fatalf("run ended %v after forwarding SIGTERM to a CMD that ignores it: exit %d\n%s", time.Second, b.code, b.stderr.String())
+	case <-time.After(time.Second):
 	}
 }

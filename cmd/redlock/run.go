@@ -149,7 +149,7 @@ Exit codes:
 	f.StringVar(&o.key, "key", "", "the lock's name, instead of KEY; every argument is then CMD's (not from the environment)")
 	// From the environment, --key would turn KEY into CMD.
 	f.SetAnnotation("key", noEnv, []string{"true"})
-	f.DurationVar(&o.grace, "grace", defaultGrace, "how long CMD (and, on Linux, what it started) has to exit after SIGTERM, on a lost lock or a stop, before SIGKILL")
+	f.DurationVar(&o.grace, "grace", defaultGrace, "how long CMD (and, on Linux, what it started) has to exit after SIGTERM when the lock is lost, and on a stop what CMD left behind (a stop is forwarded to CMD, which decides), before SIGKILL")
 	return withEnv(cmd)
 }
 
