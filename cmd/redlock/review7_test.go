@@ -3,6 +3,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -69,5 +71,26 @@ func TestRunGraceOnStopIsForLeftovers(t *testing.T) {
 	case <-b.done:
 		t.Fatalf("run ended %v after forwarding SIGTERM to a CMD that ignores it: exit %d\n%s", time.Second, b.code, b.stderr.String())
 	case <-time.After(time.Second):
+	}
+}
+
+// A command found through "." (or an empty element) in PATH runs, as
+// execvp(3), flock(1) and shells run it: os/exec's LookPath refuses it
+// (exec.ErrDot), and run said 127, not found.
+func TestRunCommandFoundThroughDotInPath(t *testing.T) {
+	t.Parallel()
+	_, addrs := nodes(t, 3)
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "myscript"), []byte("#!/bin/sh\necho \"ran $1\"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, path := range []string{".:" + os.Getenv("PATH"), os.Getenv("PATH") + ":"} {
+		cmd := command(t.Context(), "run", "--nodes", addrs, "--wait", "10s", "k", "--", "myscript", "here")
+		cmd.Dir = dir
+		cmd.Env = append(cmd.Env, "PATH="+path)
+		out, err := cmd.CombinedOutput()
+		if err != nil || string(out) != "ran here\n" {
+			t.Errorf("PATH=%s, myscript in the current directory: want it run, got %v:\n%s", path, err, out)
+		}
 	}
 }

@@ -176,6 +176,11 @@ func runLocked(ctx context.Context, o runOptions, argv []string, stderr io.Write
 		return err
 	}
 	path, err := exec.LookPath(argv[0])
+	if errors.Is(err, exec.ErrDot) {
+		// Found through "." or an empty element of PATH, which execvp(3),
+		// and with it flock(1), honours; os/exec refuses it by default.
+		path, err = "./"+path, nil
+	}
 	if err != nil {
 		code := exitNotFound
 		if errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EISDIR) {
