@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"os/signal"
 	"slices"
 	"strings"
@@ -64,9 +65,25 @@ then prints a table. It needs no flags and stops its nodes when it ends.`,
 		Example: "  redlock demo\n  redlock demo --duration 10s --contenders 8\n  redlock demo --memory",
 		Args:    noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx, stop := signal.NotifyContext(cmd.Context(), stopSignals...)
-			defer stop()
-			return runDemo(ctx, cmd.OutOrStdout(), o)
+			sigs := make(chan os.Signal, 1)
+			signal.Notify(sigs, stopSignals...)
+			defer signal.Stop(sigs)
+			ctx, cancel := context.WithCancelCause(cmd.Context())
+			defer cancel(nil)
+			go func() {
+				select {
+				case sig := <-sigs:
+					cancel(signalError{sig})
+				case <-ctx.Done():
+				}
+			}()
+			err := runDemo(ctx, cmd.OutOrStdout(), o)
+			var serr signalError
+			if errors.As(context.Cause(ctx), &serr) {
+				// As a shell reports a command a signal ended: 128 + N.
+				return exitWith(signalExitCode(serr.sig), fmt.Errorf("demo: %v: stopped, and its nodes with it", serr.sig))
+			}
+			return err
 		},
 	}
 	f := cmd.Flags()

@@ -94,3 +94,20 @@ func TestRunCommandFoundThroughDotInPath(t *testing.T) {
 		}
 	}
 }
+
+// demo stopped by a signal exits as a shell reports it, 128 + its number,
+// with a message that says so: it said "redlock: context canceled" and
+// exited with 1, a failure of the demo.
+func TestDemoInterrupted(t *testing.T) {
+	t.Parallel()
+	b := start(t, "demo", "--memory", "--duration", "20s")
+	for !strings.Contains(b.nextLine(30*time.Second), "Contention") {
+	}
+	if err := b.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	code := b.wait(30 * time.Second)
+	if code != exitSignalBase+int(syscall.SIGINT) || strings.Contains(b.stderr.String(), "context canceled") || !strings.Contains(b.stderr.String(), "interrupt") {
+		t.Errorf("demo after SIGINT: want exit %d and the signal named, got exit %d:\n%s", exitSignalBase+int(syscall.SIGINT), code, b.stderr.String())
+	}
+}
