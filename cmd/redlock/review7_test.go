@@ -111,3 +111,26 @@ func TestDemoInterrupted(t *testing.T) {
 		t.Errorf("demo after SIGINT: want exit %d and the signal named, got exit %d:\n%s", exitSignalBase+int(syscall.SIGINT), code, b.stderr.String())
 	}
 }
+
+// One of run's flags after KEY, without a "--" after it, is a usage error
+// (exit 2: "run's flags go before KEY"), as it is with one: it was taken for
+// CMD, and run said 127, "--wait": executable file not found.
+func TestRunFlagAfterKeyWithoutDashes(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"k", "--wait", "0", "true"},
+		{"k", "--wait=0", "true"},
+		{"k", "-v", "true"},
+		{"k", "--help"},
+	} {
+		r := invoke(t, "", append([]string{"run", "--nodes", "127.0.0.1:1"}, args...)...)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "after KEY") {
+			t.Errorf("redlock run %s: want exit 2, flags go before KEY, got %v", strings.Join(args, " "), r)
+		}
+	}
+	// A CMD that starts with '-' but is no flag of run is still CMD.
+	r := invoke(t, "", "run", "--nodes", "127.0.0.1:1", "k", "-no-such-command")
+	if r.code != exitNotFound {
+		t.Errorf("redlock run k -no-such-command: want 127, got %v", r)
+	}
+}

@@ -118,8 +118,10 @@ Exit codes:
 			if o.key == "" && len(args) == 0 {
 				return usageErrorf("run: no key and no command: give them as in: redlock run KEY -- CMD [ARGS...]")
 			}
-			if o.key == "" && len(args) > 2 && strings.HasPrefix(args[1], "-") && args[1] != "--" && slices.Contains(args[2:], "--") {
-				// run KEY --wait 0 -- CMD: the flag would be taken for CMD.
+			if o.key == "" && len(args) > 1 && strings.HasPrefix(args[1], "-") && args[1] != "--" &&
+				(slices.Contains(args[2:], "--") || isFlagOf(cmd, args[1])) {
+				// run KEY --wait 0 -- CMD, or run KEY --wait 0 CMD: the flag
+				// would be taken for CMD.
 				return usageErrorf("run: %q after KEY: run's flags go before KEY, as in: redlock run [flags] KEY -- CMD [ARGS...]", args[1])
 			}
 			if _, argv := runArgs(o.key, args); len(argv) == 0 {
@@ -151,6 +153,16 @@ Exit codes:
 	f.SetAnnotation("key", noEnv, []string{"true"})
 	f.DurationVar(&o.grace, "grace", defaultGrace, "how long CMD (and, on Linux, what it started) has to exit after SIGTERM when the lock is lost, and on a stop what CMD left behind (a stop is forwarded to CMD, which decides), before SIGKILL")
 	return withEnv(cmd)
+}
+
+// isFlagOf reports whether arg (which starts with "-") names one of cmd's
+// flags, --help and -h included.
+func isFlagOf(cmd *cobra.Command, arg string) bool {
+	name, _, _ := strings.Cut(strings.TrimLeft(arg, "-"), "=")
+	if strings.HasPrefix(arg, "--") {
+		return name == "help" || cmd.Flags().Lookup(name) != nil
+	}
+	return len(name) == 1 && (name == "h" || cmd.Flags().ShorthandLookup(name) != nil)
 }
 
 // runArgs splits run's arguments into the key (unless --key gave it) and
