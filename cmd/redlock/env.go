@@ -61,9 +61,43 @@ func applyEnv(cmd *cobra.Command) error {
 		}
 		if serr := cmd.Flags().Set(f.Name, v); serr != nil {
 			err = usageErrorf("%s=%q: not a valid value for --%s: %v", name, v, f.Name, cleanFlagError(serr))
+			return
 		}
+		err = cmd.Flags().SetAnnotation(f.Name, envSet, []string{name})
 	})
 	return err
+}
+
+// envSet marks a flag that applyEnv set from its variable.
+const envSet = "redlock-env-set"
+
+// envWords are the words other than --NAME by which messages name a flag's
+// value: the library's for the TTL and the node timeout, the addresses'.
+var envWords = map[string][]string{
+	"ttl":          {"TTL"},
+	"node-timeout": {"node timeout"},
+	"driver":       {"driver"},
+	"nodes":        {"address", "addresses"},
+}
+
+// envSources returns the variables that set the flags of cmd that msg, a
+// usage error's, names: a refused value the user gave in the environment,
+// not on the command line.
+func envSources(cmd *cobra.Command, msg string) []string {
+	var vars []string
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		v := f.Annotations[envSet]
+		if len(v) == 0 || strings.Contains(msg, v[0]) {
+			return
+		}
+		for _, w := range append([]string{"--" + f.Name}, envWords[f.Name]...) {
+			if strings.Contains(msg, w) {
+				vars = append(vars, v[0])
+				return
+			}
+		}
+	})
+	return vars
 }
 
 // cleanFlagError drops pflag's wording before the cause of a bad value

@@ -40,7 +40,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	err := root.ExecuteContext(ctx)
+	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
 		return exitOK
 	}
@@ -54,6 +54,11 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		msg := err.Error()
 		if !strings.HasPrefix(msg, "redlock: ") { // the library's errors say it already
 			msg = "redlock: " + msg
+		}
+		if code == exitUsage && cmd != nil {
+			if vars := envSources(cmd, msg); len(vars) > 0 {
+				msg += " (from the environment: " + strings.Join(vars, ", ") + ")"
+			}
 		}
 		fmt.Fprintln(stderr, msg)
 	}

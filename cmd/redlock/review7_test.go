@@ -134,3 +134,44 @@ func TestRunFlagAfterKeyWithoutDashes(t *testing.T) {
 		t.Errorf("redlock run k -no-such-command: want 127, got %v", r)
 	}
 }
+
+// A REDLOCK_ value that parses but that the command refuses (a negative
+// wait, a TTL of 0, an unknown driver, ...) is a usage error that names the
+// variable, as README promises for every value the flag does not accept:
+// the message named only the flag ("--wait -1s is negative"), which the
+// user never gave.
+func TestEnvironmentRefusedValueNamesVariable(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []struct{ kv, cmd string }{
+		{"REDLOCK_WAIT=-1s", "run"},
+		{"REDLOCK_TTL=0s", "run"},
+		{"REDLOCK_TTL=48h", "hold"},
+		{"REDLOCK_NODE_TIMEOUT=30s", "run"},
+		{"REDLOCK_DRIVER=nope", "hold"},
+		{"REDLOCK_GRACE=-1s", "run"},
+		{"REDLOCK_CONFLICT_EXIT_CODE=256", "run"},
+		{"REDLOCK_FOR=-1s", "hold"},
+		{"REDLOCK_TIMEOUT=-1s", "status"},
+		{"REDLOCK_MAX_SKEW=-1s", "doctor"},
+		{"REDLOCK_NODES=redis://u:hunter2@127.0.0.1:99999", "run"},
+	} {
+		args := []string{bad.cmd, "k", "--", "true"}
+		switch bad.cmd {
+		case "hold", "status":
+			args = args[:2]
+		case "doctor":
+			args = args[:1]
+		}
+		env := []string{"REDLOCK_NODES=127.0.0.1:1", bad.kv}
+		r := invokeEnv(t, env, "", args...)
+		name, _, _ := strings.Cut(bad.kv, "=")
+		if r.code != exitUsage || !strings.Contains(r.stderr, name) || strings.Contains(r.stderr, "hunter2") {
+			t.Errorf("redlock %s with %s: want exit 2 and %s named on stderr, got %v", bad.cmd, bad.kv, name, r)
+		}
+	}
+	// Given on the command line, the flag is named, not the variable.
+	r := invokeEnv(t, []string{"REDLOCK_NODES=127.0.0.1:1"}, "", "run", "--wait", "-1s", "k", "--", "true")
+	if r.code != exitUsage || strings.Contains(r.stderr, "REDLOCK_") {
+		t.Errorf("redlock run --wait -1s: want exit 2 and no variable named, got %v", r)
+	}
+}
