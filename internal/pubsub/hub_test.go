@@ -635,3 +635,30 @@ func TestMovedReplyFailsItsChannelOnly(t *testing.T) {
 		})
 	}
 }
+
+// A subscriber that joined a channel already subscribed is notified too
+// when the channel is subscribed again on a new connection, as one that
+// joined before the confirmation is.
+func TestResubscribedNotifiesLaterJoiner(t *testing.T) {
+	d := newDialer()
+	h := newRelinkingHub(t, d, time.Millisecond)
+	conn, cancel := subscribedOn(t, h, d, "kept", make(chan struct{}, 1))
+	defer cancel()
+	joined := make(chan struct{}, 1)
+	r := wait(t, subscribe(t.Context(), h, "kept", joined))
+	require.NoError(t, r.err)
+	defer r.cancel()
+	require.Empty(t, joined, "a subscriber that joined a subscribed channel was notified")
+
+	conn.Close()
+	redialed(t, d)
+	conn2 := newFakeConn()
+	d.conns <- conn2
+	conn2.expect(t, "SUBSCRIBE kept")
+	conn2.emit(t, pubsub.Subscribed, "kept")
+	select {
+	case <-joined:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a subscriber that joined a subscribed channel was not notified when it was subscribed again on a new connection")
+	}
+}
