@@ -560,13 +560,7 @@ func TestEnvironment(t *testing.T) {
 		{"REDLOCK_TIMEOUT=soon", "status"},
 		{"REDLOCK_MAX_SKEW=1", "doctor"},
 	} {
-		args := []string{bad.cmd, "k", "--", "true"}
-		switch bad.cmd {
-		case "hold", "status":
-			args = args[:2]
-		case "doctor":
-			args = args[:1]
-		}
+		args := argsFor(bad.cmd)
 		r := invokeEnv(t, env(bad.kv), "", args...)
 		name, _, _ := strings.Cut(bad.kv, "=")
 		if r.code != exitUsage || !strings.Contains(r.stderr, name) {
@@ -751,4 +745,18 @@ func TestTLS(t *testing.T) {
 	if code := holder.wait(30 * time.Second); code != 0 {
 		t.Fatalf("hold over TLS after SIGTERM: exit %d; stderr:\n%s", code, holder.stderr.String())
 	}
+}
+
+// argsFor returns the arguments of a minimal call of cmd on key k: run's
+// with a command ("true"), hold's and status's with the key alone, doctor's
+// with none.
+func argsFor(cmd string) []string {
+	args := []string{cmd, "k", "--", "true"}
+	switch cmd {
+	case "hold", "status":
+		args = args[:2]
+	case "doctor":
+		args = args[:1]
+	}
+	return args
 }

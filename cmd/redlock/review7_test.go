@@ -155,13 +155,7 @@ func TestEnvironmentRefusedValueNamesVariable(t *testing.T) {
 		{"REDLOCK_MAX_SKEW=-1s", "doctor"},
 		{"REDLOCK_NODES=redis://u:hunter2@127.0.0.1:99999", "run"},
 	} {
-		args := []string{bad.cmd, "k", "--", "true"}
-		switch bad.cmd {
-		case "hold", "status":
-			args = args[:2]
-		case "doctor":
-			args = args[:1]
-		}
+		args := argsFor(bad.cmd)
 		env := []string{"REDLOCK_NODES=127.0.0.1:1", bad.kv}
 		r := invokeEnv(t, env, "", args...)
 		name, _, _ := strings.Cut(bad.kv, "=")
