@@ -413,10 +413,16 @@ func TestObserverWake(t *testing.T) {
 		}
 		got <- err
 	}()
+	// Released once the waiter has subscribed and made its attempt after
+	// that: released before, that attempt would get the lock, and no wake
+	// (it did once in CI under load).
 	require.Eventually(t, func() bool {
 		_, paths := rec.nodeCalls()
-		return slices.Contains(paths, "/lock")
-	}, 5*time.Second, 5*time.Millisecond, "the waiter subscribes to the releases")
+		rec.mu.Lock()
+		attempts := len(rec.attempts)
+		rec.mu.Unlock()
+		return slices.Contains(paths, "/lock") && attempts >= 2
+	}, 5*time.Second, 5*time.Millisecond, "the waiter subscribes to the releases and tries again")
 	require.NoError(t, l.Unlock(ctx))
 	select {
 	case err := <-got:
