@@ -28,18 +28,32 @@ const (
 )
 
 // watch subscribes to the releases of key on every Notifier node at once and
-// returns when one subscription is confirmed, or when all have failed or ctx
-// ended: a release published on any node wakes the waiter, since releases go
-// to every node. Subscriptions confirmed later are kept too; a stalled node is
-// never waited for beyond the first confirmation. Polling remains the
-// fallback, and each poll without a subscription tries again (see rewatch).
+// returns when one subscription is confirmed, or when all have failed, ctx
+// ended or the node timeout passed: a release published on any node wakes
+// the waiter, since releases go to every node. Subscriptions confirmed later
+// are kept too; a stalled node is never waited for beyond the first
+// confirmation, nor a Subscribe that outlives its context (a client's own
+// dial, say) beyond the node timeout. Polling remains the fallback, and each
+// poll without a subscription tries again (see rewatch).
 func (c *Client) watch(ctx context.Context, key string) *watcher {
 	w := &watcher{released: make(chan struct{}, 1), next: time.Now().Add(rewatchGap), gap: rewatchGap}
-	results := make(chan bool, len(c.nodes))
+	results := make(chan bool, len(c.nodes)) // buffered: no subscription waits for watch
 	started := c.subscribeAll(ctx, key, w, results)
+	if started == 0 {
+		return w
+	}
+	bound := time.NewTimer(c.nodeTimeout)
+	defer bound.Stop()
 	for range started {
-		if <-results {
-			break
+		select {
+		case ok := <-results:
+			if ok {
+				return w
+			}
+		case <-bound.C:
+			return w
+		case <-ctx.Done():
+			return w
 		}
 	}
 	return w
