@@ -447,11 +447,7 @@ func TestResubscribedNotifies(t *testing.T) {
 	defer cancel()
 	require.Empty(t, kept, "a first subscription notifies")
 
-	conn.Close()
-	redialed(t, d)
-	conn2 := newFakeConn()
-	d.conns <- conn2
-	conn2.expect(t, "SUBSCRIBE kept")
+	conn2 := reconnected(t, conn, d, "kept")
 	joined := make(chan struct{}, 1)
 	done := subscribe(t.Context(), h, "kept", joined)
 	time.Sleep(20 * time.Millisecond) // the second subscriber waits for the confirmation
@@ -460,12 +456,21 @@ func TestResubscribedNotifies(t *testing.T) {
 	r := wait(t, done)
 	require.NoError(t, r.err)
 	defer r.cancel()
-	select {
-	case <-kept:
-	case <-time.After(5 * time.Second):
-		t.Fatal("a subscriber of a channel subscribed again on a new connection was not notified")
-	}
+	heard(t, kept, "a subscriber of a channel subscribed again on a new connection was not notified")
 	require.Empty(t, joined, "a subscriber that joined during the new subscription was notified")
+}
+
+// reconnected breaks conn, the hub's connection, waits for the hub to dial
+// again through d, gives it a new connection, and returns that connection
+// once the hub has sent it the SUBSCRIBE of channel.
+func reconnected(t *testing.T, conn *fakeConn, d *dialer, channel string) *fakeConn {
+	t.Helper()
+	conn.Close()
+	redialed(t, d)
+	conn2 := newFakeConn()
+	d.conns <- conn2
+	conn2.expect(t, "SUBSCRIBE "+channel)
+	return conn2
 }
 
 // A hub without subscribers makes no connection after one broke; Close ends
@@ -650,15 +655,7 @@ func TestResubscribedNotifiesLaterJoiner(t *testing.T) {
 	defer r.cancel()
 	require.Empty(t, joined, "a subscriber that joined a subscribed channel was notified")
 
-	conn.Close()
-	redialed(t, d)
-	conn2 := newFakeConn()
-	d.conns <- conn2
-	conn2.expect(t, "SUBSCRIBE kept")
+	conn2 := reconnected(t, conn, d, "kept")
 	conn2.emit(t, pubsub.Subscribed, "kept")
-	select {
-	case <-joined:
-	case <-time.After(5 * time.Second):
-		t.Fatal("a subscriber that joined a subscribed channel was not notified when it was subscribed again on a new connection")
-	}
+	heard(t, joined, "a subscriber that joined a subscribed channel was not notified when it was subscribed again on a new connection")
 }
