@@ -55,6 +55,15 @@ func (Driver) OpenConfig(addr string, cfg driver.Config) (driver.Node, error) {
 // returns for a command cut short by a connection it closes while it stays
 // open (a cluster client's, to a node gone from its slot map), costs a PING
 // that asks c whether it is closed.
+//
+// A call returns by the end of its context even when c holds it longer: c
+// makes one connection to a server at a time, and the commands that need it
+// wait for it whatever their contexts, up to c's dial timeout (5s by
+// default), when it is made for a call or a cluster refresh of a longer
+// context to a server that does not answer. Such a command goes on in the
+// background, on a goroutine of the node's, until c returns it (bounded by
+// c's timeouts, or its Close), and its outcome is unknown, as that of any
+// call whose context ended in flight.
 func New(c valkey.Client) driver.Node { return rueidiscore.New(library, c) }
 
 // library is valkey-go as package rueidiscore, which holds this driver's

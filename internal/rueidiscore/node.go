@@ -657,7 +657,7 @@ func (n *node[C, D, R, L]) clientClosed(ctx context.Context, c C, err error) boo
 	}
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	_, err = n.lib.Do(ctx, c, "PING").ToAny()
+	_, err = untilDone(ctx, func() (any, error) { return n.lib.Do(ctx, c, "PING").ToAny() })
 	return errors.Is(err, n.lib.ErrClosing)
 }
 
@@ -719,7 +719,15 @@ func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.
 	if n.sending.Add(1) > 1 {
 		n.crowd(now) // other calls are in flight
 	}
-	reply, err := decode(n.send(cctx, s.client, cmd), cmd.Op)
+	var (
+		reply any
+		err   error
+	)
+	if n.owned {
+		reply, err = decode(n.send(cctx, s.client, cmd), cmd.Op)
+	} else {
+		reply, err = untilDone(cctx, func() (any, error) { return decode(n.send(cctx, s.client, cmd), cmd.Op) })
+	}
 	n.sending.Add(-1)
 	timedOut := errors.Is(err, context.DeadlineExceeded) && errors.Is(cctx.Err(), context.DeadlineExceeded)
 	if timedOut {
@@ -818,6 +826,44 @@ func decode[R Result](res R, op rediscmd.Op) (any, error) {
 		return okReply, nil
 	}
 	return s, nil
+}
+
+// untilDone returns what f returns, or ctx's error once ctx ends, whichever
+// comes first. f is a call of the library on the caller's client, under a
+// node of New, which the library may hold beyond its context: a call that
+// finds the client making a connection again (after one broke or timed out)
+// waits for it whatever its context, and the connection may be made for a
+// call with a long context, or for a cluster client's refresh of its slots,
+// up to the client's dial timeout (5s by default). A call cut short so goes
+// on in the background until the library returns it, bounded by the client's
+// own timeouts (its Dialer.Timeout and ConnWriteTimeout) or its Close, and
+// its outcome is unknown, as that of any call whose context ended in flight.
+// A node of Open configures its client, whose calls never wait so (see dial
+// and lost): they run on the caller's goroutine.
+func untilDone(ctx context.Context, f func() (any, error)) (any, error) {
+	if ctx.Done() == nil {
+		return f()
+	}
+	type result struct {
+		v   any
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		v, err := f()
+		done <- result{v, err}
+	}()
+	select {
+	case r := <-done:
+		return r.v, r.err
+	case <-ctx.Done():
+		select {
+		case r := <-done: // a reply that came with the end: kept
+			return r.v, r.err
+		default:
+			return nil, ctx.Err()
+		}
+	}
 }
 
 // send sends cmd on c: SET, or its script by EVALSHA, and by EVAL when the

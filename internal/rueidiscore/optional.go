@@ -277,8 +277,10 @@ func (n *node[C, D, R, L]) identity(ctx context.Context) ([]string, error) {
 		var err error
 		if n.cluster {
 			v, _, err = askAny(ctx, n.lib, nodesOf(c, n.slots.knownPrimaries()), args...) // a hung replica's last
-		} else {
+		} else if n.owned {
 			v, err = n.lib.Do(ctx, c, args...).ToAny()
+		} else {
+			v, err = untilDone(ctx, func() (any, error) { return n.lib.Do(ctx, c, args...).ToAny() })
 		}
 		if err != nil {
 			return "", err

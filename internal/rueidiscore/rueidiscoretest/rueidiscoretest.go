@@ -83,6 +83,8 @@ func Run[C interface {
 		{"ConcurrentFirstUse", concurrentFirstUse},
 		{"Reconnect", reconnect},
 		{"ReconnectToStalledServer", reconnectToStalledServer},
+		{"ReconnectBehindLongCall/Open", func(t *testing.T, tg target) { reconnectBehindLongCall(t, tg.open) }},
+		{"ReconnectBehindLongCall/New", func(t *testing.T, tg target) { reconnectBehindLongCall(t, tg.newNode) }},
 		{"Lane/LoneCalls", laneLoneCalls},
 		{"Lane/NeverQueues", laneNeverQueues},
 		{"Lane/Canceled", laneCanceled},
@@ -507,6 +509,61 @@ func reconnectToStalledServer(t *testing.T, tg target) {
 	require.Less(t, time.Since(start), 600*time.Millisecond)
 
 	require.NoError(t, srv.Resume())
+	require.Eventually(t, func() bool {
+		ok, err := n.Extend(testContext(t, time.Second), "k", "v", time.Minute)
+		return err == nil && ok
+	}, 10*time.Second, 10*time.Millisecond)
+}
+
+// reconnectBehindLongCall: a call with a long context reconnects the node's
+// client to a server that accepts connections but does not answer (its
+// handshake waits), and calls with short contexts come behind it. The
+// library makes one connection at a time and has the others wait for it,
+// whatever their contexts (up to its dial timeout, 5s); each call must still
+// return by its own deadline. newNode makes the node on an address.
+func reconnectBehindLongCall(t *testing.T, newNode func(*testing.T, string) driver.Node) {
+	srv := redistest.NewServer(t)
+	p := listenProxy(t, srv.Addr())
+	n := newNode(t, p.l.Addr().String())
+	ok, err := n.SetNX(testContext(t, 10*time.Second), "k", "v", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+
+	require.NoError(t, srv.Pause())
+	p.Drop()
+	// A call with a long context either finds the connection broken (EOF)
+	// and returns, or makes it again and waits in the handshake: the first
+	// one that has not returned after 100ms does.
+	long := make(chan error, 1)
+	for reconnecting := false; !reconnecting; {
+		go func() {
+			_, err := n.Extend(testContext(t, 10*time.Second), "k", "v", time.Minute)
+			long <- err
+		}()
+		select {
+		case err := <-long:
+			require.Error(t, err)
+		case <-time.After(100 * time.Millisecond):
+			reconnecting = true
+		}
+	}
+	for range 3 {
+		start := time.Now()
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for i := range errs {
+			wg.Go(func() {
+				_, errs[i] = n.Extend(testContext(t, 200*time.Millisecond), "k", "v", time.Minute)
+			})
+		}
+		wg.Wait()
+		require.Less(t, time.Since(start), 700*time.Millisecond, "calls of 200ms behind a reconnection")
+		for _, err := range errs {
+			require.Error(t, err)
+		}
+	}
+	require.NoError(t, srv.Resume())
+	<-long // whatever it says: it may have reconnected in time, or not
 	require.Eventually(t, func() bool {
 		ok, err := n.Extend(testContext(t, time.Second), "k", "v", time.Minute)
 		return err == nil && ok
