@@ -209,13 +209,17 @@ func TestRedisClusterCloseWhileSubscriptionDialsStalled(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			const nodeTimeout = 50 * time.Millisecond
 			c := heldElsewhere(t, cl, name, newNode, key, nodeTimeout)
-			// The client connects while the cluster answers.
-			other, err := c.TryLock(t.Context(), "other")
+			// The client connects while the cluster answers: Lock, whose
+			// attempts its first connection may outlast under load (the
+			// node timeout is 50ms).
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			other, err := c.Lock(ctx, "other")
 			require.NoError(t, err)
 			require.NoError(t, other.Unlock(t.Context()))
 			require.NoError(t, owner.Pause())
 			defer owner.Resume()
-			ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+			ctx, cancel = context.WithTimeout(t.Context(), 300*time.Millisecond)
 			defer cancel()
 			start := time.Now()
 			_, err = c.Lock(ctx, key)
