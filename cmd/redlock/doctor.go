@@ -336,7 +336,7 @@ func printDoctor(w io.Writer, rep *doctorReport) {
 		fmt.Fprintf(w, "%s  %s  %s\n", label[n.Status], n.Addr, strings.Join(facts, ", "))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, c := range n.Checks {
-			fmt.Fprintf(tw, "  %s\t%s\t%s\n", label[c.Status], c.Name, c.Message)
+			fmt.Fprintf(tw, "  %s\t%s\t%s\n", label[c.Status], c.Name, escapeUnprintable(c.Message))
 		}
 		tw.Flush()
 		fmt.Fprintln(w)
@@ -344,7 +344,7 @@ func printDoctor(w io.Writer, rep *doctorReport) {
 	fmt.Fprintf(w, "%s  the set of %d nodes\n", label[setStatus(rep)], len(rep.Nodes))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, c := range rep.Checks {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\n", label[c.Status], c.Name, c.Message)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\n", label[c.Status], c.Name, escapeUnprintable(c.Message))
 	}
 	tw.Flush()
 	fmt.Fprintln(w)

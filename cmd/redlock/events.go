@@ -104,9 +104,9 @@ func (e *lockEvents) Attempt(ctx context.Context, _ redlock.AttemptStart) (conte
 			e.told[d.Outcome] = true
 			v := d.Votes
 			if d.Outcome == redlock.OutcomeNotObtained {
-				e.say("waiting for %s (held elsewhere: %d of %d nodes refused, %d granted, %d needed)", d.Key, v.Refused, v.Nodes, v.Granted, v.Quorum)
+				e.say("waiting for %s (held elsewhere: %d of %d nodes refused, %d granted, %d needed)", keyText(d.Key), v.Refused, v.Nodes, v.Granted, v.Quorum)
 			} else if e.verbose || e.warnUnavailable {
-				e.warn("waiting for %s (%d of %d nodes failed, %d needed: no quorum possible): %v", d.Key, v.Failed, v.Nodes, v.Quorum, d.Err)
+				e.warn("waiting for %s (%d of %d nodes failed, %d needed: no quorum possible): %v", keyText(d.Key), v.Failed, v.Nodes, v.Quorum, d.Err)
 			}
 		}
 	}
@@ -121,7 +121,7 @@ func (e *lockEvents) Lock(ctx context.Context, _ redlock.LockStart) (context.Con
 		if d.Err != nil {
 			return // the command reports it
 		}
-		msg := fmt.Sprintf("acquired %s after %v", d.Key, roundWait(d.Duration))
+		msg := fmt.Sprintf("acquired %s after %v", keyText(d.Key), roundWait(d.Duration))
 		if d.Attempts > 1 {
 			msg += fmt.Sprintf(" (%d attempts)", d.Attempts)
 		}
@@ -140,7 +140,7 @@ func (e *lockEvents) Extend(ctx context.Context, _ redlock.ExtendStart) (context
 		switch {
 		case d.Err == nil:
 			if e.extendFails > 0 {
-				e.say("extended %s again after %d failed extension(s)", d.Key, e.extendFails)
+				e.say("extended %s again after %d failed extension(s)", keyText(d.Key), e.extendFails)
 			}
 			e.extendFails = 0
 		case d.Lost:
@@ -152,7 +152,7 @@ func (e *lockEvents) Extend(ctx context.Context, _ redlock.ExtendStart) (context
 			e.extendFails++
 			if e.extendFails == 1 {
 				e.say("extending %s failed (%d of %d nodes agreed, %d needed); retrying while its validity lasts (%v): %v",
-					d.Key, d.Votes.Granted, d.Votes.Nodes, d.Votes.Quorum, roundWait(max(time.Until(d.Until), 0)), d.Err)
+					keyText(d.Key), d.Votes.Granted, d.Votes.Nodes, d.Votes.Quorum, roundWait(max(time.Until(d.Until), 0)), d.Err)
 			}
 		}
 	}
@@ -166,16 +166,16 @@ func (e *lockEvents) Unlock(ctx context.Context, _ redlock.UnlockStart) (context
 		e.unlockErr, e.unlockCalled = d.Err, true
 		switch {
 		case d.Err == nil:
-			e.say("released %s", d.Key)
+			e.say("released %s", keyText(d.Key))
 		case errors.Is(d.Err, redlock.ErrUnavailable):
 			// No quorum could answer: that proves no loss (withLock
 			// does not call it one), whatever LockEnd said. withLock
 			// prints the error itself, with or without -v.
-			e.say("releasing %s failed (%d of %d nodes failed); it expires by itself within its TTL", d.Key, d.Votes.Failed, d.Votes.Nodes)
+			e.say("releasing %s failed (%d of %d nodes failed); it expires by itself within its TTL", keyText(d.Key), d.Votes.Failed, d.Votes.Nodes)
 		case e.lostAtUnlock != nil:
 			e.sayLost(*e.lostAtUnlock)
 		case !e.lost: // else LockEnd told already
-			e.say("releasing %s found it no longer held by a quorum (%d of %d nodes released it, %d needed): %v", d.Key, d.Votes.Granted, d.Votes.Nodes, d.Votes.Quorum, d.Err)
+			e.say("releasing %s found it no longer held by a quorum (%d of %d nodes released it, %d needed): %v", keyText(d.Key), d.Votes.Granted, d.Votes.Nodes, d.Votes.Quorum, d.Err)
 		}
 	}
 }
@@ -209,7 +209,7 @@ func (e *lockEvents) sayLost(d redlock.LockEnd) {
 	if how == "" {
 		how = d.How
 	}
-	e.say("lost %s after holding it for %v: %s", d.Key, roundWait(d.Held), how)
+	e.say("lost %s after holding it for %v: %s", keyText(d.Key), roundWait(d.Held), how)
 }
 
 // roundWait rounds a duration for a message: to the millisecond below ten

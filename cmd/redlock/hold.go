@@ -116,7 +116,7 @@ func runHold(ctx context.Context, o holdOptions, stdout, stderr io.Writer) error
 		select {
 		case sig := <-l.sigs:
 			if o.verbose {
-				fmt.Fprintf(stderr, "redlock: hold: %v: releasing %s\n", sig, o.key)
+				fmt.Fprintf(stderr, "redlock: hold: %v: releasing %s\n", sig, keyText(o.key))
 			}
 		case <-over:
 		case <-ctx.Done():

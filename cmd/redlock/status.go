@@ -35,7 +35,10 @@ secret that lets its holder extend and release it.
 
 Each key gets a verdict: held (a quorum of the nodes hold it), free (a quorum
 do not: it can be acquired now), or unknown (neither: too few nodes answered).
-It is a snapshot: a lock may be taken or released the moment after.
+It is a snapshot: a lock may be taken or released the moment after. A key
+with a newline, a tab or another character that does not show as itself
+(or that begins with '"') is printed quoted, as Go quotes a string ("a\nb");
+--json gives every key as it is.
 
 status talks to the nodes with go-redis whatever --driver run uses, and sends
 PTTL on the key and GET on its fencing counter. Give the same --prefix as the
@@ -249,14 +252,14 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string)
 }
 
 // printStatus writes the readable report: a table of every key on every
-// node, then a verdict for each key.
+// node, then a verdict for each key, each key on one line (keyText).
 func printStatus(w io.Writer, rep *statusReport) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "KEY\tNODE\tHELD\tTTL\tFENCE\tERROR")
 	for _, kr := range rep.Keys {
 		for _, nr := range kr.Nodes {
 			if nr.Error != "" {
-				fmt.Fprintf(tw, "%s\t%s\t?\t?\t?\t%s\n", kr.Key, nr.Addr, nr.Error)
+				fmt.Fprintf(tw, "%s\t%s\t?\t?\t?\t%s\n", keyText(kr.Key), nr.Addr, nr.Error)
 				continue
 			}
 			held, ttl, fence := "no", "-", "-"
@@ -271,13 +274,13 @@ func printStatus(w io.Writer, rep *statusReport) {
 			if nr.Fence != nil {
 				fence = fmt.Sprint(*nr.Fence)
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", kr.Key, nr.Addr, held, ttl, fence)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", keyText(kr.Key), nr.Addr, held, ttl, fence)
 		}
 	}
 	tw.Flush()
 	fmt.Fprintln(w)
 	for _, kr := range rep.Keys {
 		fmt.Fprintf(w, "%s: %s: held on %d of %d nodes, %d answered, quorum %d\n",
-			kr.Key, kr.State, kr.HeldOn, rep.Nodes, kr.Answered, rep.Quorum)
+			keyText(kr.Key), kr.State, kr.HeldOn, rep.Nodes, kr.Answered, rep.Quorum)
 	}
 }
