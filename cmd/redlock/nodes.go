@@ -1,11 +1,13 @@
 package main
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/go-redlock/redlock/internal/redisaddr"
+	"github.com/go-redlock/redlock/redlock"
 )
 
 // nodesEnv is the environment variable that gives the nodes when --nodes is
@@ -27,9 +29,28 @@ func (f *nodeFlags) addNodes(cmd *cobra.Command) {
 		"comma-separated node addresses, host:port or redis[s]://[user:password@]host:port[/db], or a Redis Cluster as redis[s]://host:port?cluster=true&addr=host2:port2")
 }
 
-// addDriver adds --driver to cmd.
+// addDriver adds --driver to cmd, whose value completes to the drivers
+// (lockDrivers), not to file names.
 func (f *nodeFlags) addDriver(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.driver, "driver", defaultDriver, "the driver that talks to the nodes: goredis, redigo, rueidis or valkeygo")
+	err := cmd.RegisterFlagCompletionFunc("driver", func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		var names []cobra.Completion
+		for _, name := range lockDrivers() {
+			if strings.HasPrefix(name, toComplete) {
+				names = append(names, name)
+			}
+		}
+		return names, cobra.ShellCompDirectiveNoFileComp
+	})
+	if err != nil {
+		panic(err) // a second --driver on cmd
+	}
+}
+
+// lockDrivers returns the registered drivers that run and hold accept,
+// sorted: every one but memory, whose locks live inside one process.
+func lockDrivers() []string {
+	return slices.DeleteFunc(redlock.Drivers(), func(name string) bool { return name == "memory" })
 }
 
 // addrs returns the node addresses from --nodes (or REDLOCK_NODES, which
