@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -169,4 +170,33 @@ _redlock`, "zsh", line)
 			}
 		}
 	})
+}
+
+// The README's row of "redlock completion" names the package that the bash
+// script needs, as "redlock completion bash --help" does: without it, the
+// script fails at the first TAB (_get_comp_words_by_ref: command not
+// found).
+func TestREADMECompletionNeedsBashCompletion(t *testing.T) {
+	t.Parallel()
+	r := invoke(t, "", "completion", "bash", "--help")
+	m := regexp.MustCompile(`depends on the '([^']+)' package`).FindStringSubmatch(r.stdout)
+	if r.code != 0 || m == nil {
+		t.Fatalf("redlock completion bash --help does not name the package its script depends on:\n%v", r)
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var row string
+	for line := range strings.SplitSeq(string(readme), "\n") {
+		if strings.HasPrefix(line, "| `redlock completion ") {
+			row = line
+		}
+	}
+	if row == "" {
+		t.Fatal("README.md has no row for redlock completion in the command's table")
+	}
+	if !strings.Contains(row, "`"+m[1]+"`") {
+		t.Errorf("README.md's row of redlock completion does not say that bash needs the `%s` package, as its --help does:\n%s", m[1], row)
+	}
 }
