@@ -20,12 +20,14 @@ import (
 // nodes, two of which go down, or lose the key, while CMD runs.
 func TestVerboseReleaseUnavailableIsNoLoss(t *testing.T) {
 	t.Parallel()
-	run := func(t *testing.T, fault func(n *memory.Node)) (error, string) {
+	// run faults the first faulty of the three nodes while the lock is
+	// held.
+	run := func(t *testing.T, faulty int, fault func(n *memory.Node)) (error, string) {
 		addrs := []string{t.Name() + "-1", t.Name() + "-2", t.Name() + "-3"}
 		var stderr bytes.Buffer
 		o := &lockFlags{nodeFlags: nodeFlags{nodes: strings.Join(addrs, ","), driver: "memory"}, key: "k", ttl: 10 * time.Second, verbose: true}
 		err := withLock(context.Background(), "run", o, &stderr, nil, func(context.Context, heldLock) error {
-			for _, a := range addrs[:2] {
+			for _, a := range addrs[:faulty] {
 				n, err := memory.Open(a)
 				if err != nil {
 					return err
@@ -37,7 +39,7 @@ func TestVerboseReleaseUnavailableIsNoLoss(t *testing.T) {
 		return err, stderr.String()
 	}
 	t.Run("Down", func(t *testing.T) {
-		err, s := run(t, func(n *memory.Node) { n.SetDown(true) })
+		err, s := run(t, 2, func(n *memory.Node) { n.SetDown(true) })
 		if err != nil {
 			t.Fatalf("run whose release found 2 of 3 nodes down: want exit 0, got %v; stderr:\n%s", err, s)
 		}
@@ -52,10 +54,13 @@ func TestVerboseReleaseUnavailableIsNoLoss(t *testing.T) {
 		}
 	})
 	t.Run("Gone", func(t *testing.T) {
-		err, s := run(t, func(n *memory.Node) { n.Delete("k") })
+		// From every node: the node whose SET was not needed for the
+		// quorum may apply it after fn's Delete there, and it must not
+		// make a quorum with another (it did once in 300 runs with two).
+		err, s := run(t, 3, func(n *memory.Node) { n.Delete("k") })
 		var ee *exitError
 		if !errors.As(err, &ee) || ee.code != exitLockLost {
-			t.Fatalf("run whose key was gone from 2 of 3 nodes at the release: want exit %d, got %v; stderr:\n%s", exitLockLost, err, s)
+			t.Fatalf("run whose key was gone from the nodes at the release: want exit %d, got %v; stderr:\n%s", exitLockLost, err, s)
 		}
 		if strings.Count(s, "lost k after holding it for") != 1 || !strings.Contains(s, "the release found it gone from a quorum of the nodes") {
 			t.Errorf("-v does not tell the loss at the release, once:\n%s", s)
