@@ -485,21 +485,7 @@ func reconnectToStalledServer(t *testing.T, tg target) {
 	p.Drop()
 	// Whether a call sees the failure or a reconnect stalled in its
 	// handshake, it returns by its deadline; all calls at once, too.
-	for range 3 {
-		start := time.Now()
-		var wg sync.WaitGroup
-		errs := make([]error, 8)
-		for i := range errs {
-			wg.Go(func() {
-				_, errs[i] = n.Extend(testContext(t, 200*time.Millisecond), "k", "v", time.Minute)
-			})
-		}
-		wg.Wait()
-		require.Less(t, time.Since(start), 700*time.Millisecond)
-		for _, err := range errs {
-			require.Error(t, err)
-		}
-	}
+	shortCallsReturn(t, n, 8)
 	// And a canceled call returns at once, whatever its deadline.
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	time.AfterFunc(100*time.Millisecond, cancel)
@@ -513,6 +499,28 @@ func reconnectToStalledServer(t *testing.T, tg target) {
 		ok, err := n.Extend(testContext(t, time.Second), "k", "v", time.Minute)
 		return err == nil && ok
 	}, 10*time.Second, 10*time.Millisecond)
+}
+
+// shortCallsReturn makes calls Extends of key k at once on n, whose server
+// does not answer, each with 200ms, three times, and wants them all to fail
+// within 700ms.
+func shortCallsReturn(t *testing.T, n driver.Node, calls int) {
+	t.Helper()
+	for range 3 {
+		start := time.Now()
+		var wg sync.WaitGroup
+		errs := make([]error, calls)
+		for i := range errs {
+			wg.Go(func() {
+				_, errs[i] = n.Extend(testContext(t, 200*time.Millisecond), "k", "v", time.Minute)
+			})
+		}
+		wg.Wait()
+		require.Less(t, time.Since(start), 700*time.Millisecond, "%d calls of 200ms at once", calls)
+		for _, err := range errs {
+			require.Error(t, err)
+		}
+	}
 }
 
 // reconnectBehindLongCall: a call with a long context reconnects the node's
@@ -547,21 +555,7 @@ func reconnectBehindLongCall(t *testing.T, newNode func(*testing.T, string) driv
 			reconnecting = true
 		}
 	}
-	for range 3 {
-		start := time.Now()
-		var wg sync.WaitGroup
-		errs := make([]error, 4)
-		for i := range errs {
-			wg.Go(func() {
-				_, errs[i] = n.Extend(testContext(t, 200*time.Millisecond), "k", "v", time.Minute)
-			})
-		}
-		wg.Wait()
-		require.Less(t, time.Since(start), 700*time.Millisecond, "calls of 200ms behind a reconnection")
-		for _, err := range errs {
-			require.Error(t, err)
-		}
-	}
+	shortCallsReturn(t, n, 4)
 	require.NoError(t, srv.Resume())
 	<-long // whatever it says: it may have reconnected in time, or not
 	require.Eventually(t, func() bool {
