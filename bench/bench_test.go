@@ -4,11 +4,12 @@ import (
 	"testing"
 
 	"github.com/go-redlock/redlock/bench"
-	_ "github.com/go-redlock/redlock/drivers/goredis" // registers "goredis"
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/drivers/goredis" // registers "goredis"
 	"github.com/go-redlock/redlock/drivers/memory"
-	_ "github.com/go-redlock/redlock/drivers/redigo"   // registers "redigo"
-	_ "github.com/go-redlock/redlock/drivers/rueidis"  // registers "rueidis"
-	_ "github.com/go-redlock/redlock/drivers/valkeygo" // registers "valkeygo"
+	"github.com/go-redlock/redlock/drivers/redigo"   // registers "redigo"
+	"github.com/go-redlock/redlock/drivers/rueidis"  // registers "rueidis"
+	"github.com/go-redlock/redlock/drivers/valkeygo" // registers "valkeygo"
 	"github.com/go-redlock/redlock/redlock"
 	"github.com/go-redlock/redlock/redlockotel"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
@@ -119,6 +120,19 @@ func BenchmarkRun(b *testing.B) {
 }
 
 func TestBenchmarks(t *testing.T) { bench.CheckBenchmarks(t) }
+
+// redisDrivers are the drivers of Redis clients, by the names they register.
+var redisDrivers = map[string]driver.Driver{
+	"goredis": goredis.Driver{}, "redigo": redigo.Driver{}, "rueidis": rueidis.Driver{}, "valkeygo": valkeygo.Driver{},
+}
+
+// BenchmarkLoneNode is the lone call of each driver's Client, of its node by
+// hand and of its client's floor, in turn (bench.LoneNode).
+func BenchmarkLoneNode(b *testing.B) {
+	for _, f := range bench.Floors() {
+		b.Run(f.Name, func(b *testing.B) { bench.LoneNode(b, redisDrivers[f.Name], bench.Driver(f.Name), f) })
+	}
+}
 
 // BenchmarkLone is the lone-call case: each driver and its client's floor in
 // turn, one caller (bench.Lone).
