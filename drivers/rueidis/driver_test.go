@@ -23,3 +23,9 @@ func TestNewCluster(t *testing.T) {
 		return rueidis.NewClient(rueidis.ClientOption{InitAddress: seeds, DisableCache: true, DisableRetry: true})
 	})
 }
+
+// A cluster node of Open while one shard hangs.
+func TestClusterHungShard(t *testing.T) { rueidiscoretest.HungShard(t, rueidisdriver.Driver{}) }
+
+// A cluster node of Open while one shard fails over.
+func TestClusterShardFailover(t *testing.T) { rueidiscoretest.ShardFailover(t, rueidisdriver.Driver{}) }

@@ -91,5 +91,11 @@
 // connects to every primary while it creates it (a server that is not
 // cluster-enabled fails every call, "cluster support disabled", rather than
 // being taken as one server); a command whose slot moved may fail with MOVED
-// or TRYAGAIN, like any node failure, and is never resent. [New] takes a cluster client too.
+// or TRYAGAIN, like any node failure, and is never resent. Once created, a
+// cluster client is kept: a connection it loses it dials again itself (the
+// library's own refresh follows a failover), each call runs on a goroutine of
+// the node's so that one waiting for that dial returns by its context, and a
+// call's probe that gets no answer breaks the connections to the primary of
+// the call's slot alone: the other shards' calls go on while one shard's
+// primary is down or hung. [New] takes a cluster client too.
 package valkeygo

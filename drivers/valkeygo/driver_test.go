@@ -24,3 +24,9 @@ func TestNewCluster(t *testing.T) {
 		return valkey.NewClient(valkey.ClientOption{InitAddress: seeds, DisableCache: true, DisableRetry: true})
 	})
 }
+
+// A cluster node of Open while one shard hangs.
+func TestClusterHungShard(t *testing.T) { rueidiscoretest.HungShard(t, valkeygo.Driver{}) }
+
+// A cluster node of Open while one shard fails over.
+func TestClusterShardFailover(t *testing.T) { rueidiscoretest.ShardFailover(t, valkeygo.Driver{}) }

@@ -174,7 +174,7 @@ func (n *node[C, D, R, L]) newLane() (*lane[C], error) {
 		}
 		return nil, fmt.Errorf("%s: %w", n.lib.Name, errLaneConns)
 	}
-	l := &lane[C]{client: c, conn: conns[0]}
+	l := &lane[C]{client: c, conn: conns[0].Conn}
 	l.used.Store(time.Now().UnixNano())
 	return l, nil
 }

@@ -143,7 +143,10 @@ type closer interface {
 type state[C closer] struct {
 	client C
 	err    error
-	conns  []net.Conn // the connections client's creation dialed (Open's nodes; see stalled)
+	conns  []dialedConn // the connections client's creation dialed (Open's nodes; see stalled)
+	// redials are the connections that a cluster client of Open's dialed
+	// after its creation, each until it is closed (see dial).
+	redials connSet
 	// probing is set while a probe runs after a call to client timed out
 	// (see stalled).
 	probing atomic.Bool
@@ -173,6 +176,9 @@ func (s *state[C]) close() {
 	for _, conn := range s.conns {
 		conn.Close()
 	}
+	for _, conn := range s.redials.to("") {
+		conn.Close()
+	}
 	s.client.Close()
 }
 
@@ -187,9 +193,75 @@ type attempt[C closer] struct {
 	err   error
 
 	// Guarded by node.mu.
-	created bool          // NewClient returned: the client may dial no more
+	created bool          // NewClient returned: the client may dial no more, but a cluster's (see dial)
+	made    *state[C]     // the state of the client created, once it is
 	stops   []func() bool // deregister the close-on-Close hooks of its connections
-	conns   []net.Conn    // the connections dialed
+	conns   []dialedConn  // the connections dialed
+}
+
+// A dialedConn is a connection that a client of Open's dialed, and the
+// address it dialed.
+type dialedConn struct {
+	net.Conn
+	addr string
+}
+
+// connSet is a set of connections, each of which leaves it when closed.
+type connSet struct {
+	mu    sync.Mutex
+	conns map[*setConn]struct{}
+}
+
+// A setConn is a connection in a connSet.
+type setConn struct {
+	net.Conn
+	addr string
+	set  *connSet
+	stop func() bool // stops the hook that closes it when the node closes
+}
+
+// add adds conn, dialed to addr, to s, and returns it as the connection to
+// use, which closes when closing ends and leaves s when closed.
+func (s *connSet) add(closing context.Context, conn net.Conn, addr string) net.Conn {
+	c := &setConn{Conn: conn, addr: addr, set: s}
+	s.mu.Lock()
+	if s.conns == nil {
+		s.conns = make(map[*setConn]struct{})
+	}
+	s.conns[c] = struct{}{}
+	s.mu.Unlock()
+	c.stop = context.AfterFunc(closing, func() {
+		s.remove(c)
+		conn.Close()
+	})
+	return c
+}
+
+func (s *connSet) remove(c *setConn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+// Close closes c and takes it out of its set.
+func (c *setConn) Close() error {
+	c.stop()
+	c.set.remove(c)
+	return c.Conn.Close()
+}
+
+// to returns the connections of s dialed to addr, or all of them if addr
+// is "".
+func (s *connSet) to(addr string) []net.Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var conns []net.Conn
+	for c := range s.conns {
+		if addr == "" || c.addr == addr {
+			conns = append(conns, c)
+		}
+	}
+	return conns
 }
 
 // node is a driver.Node over a client of lib. Its command methods send the
@@ -320,6 +392,7 @@ func (n *node[C, D, R, L]) create(a *attempt[C]) {
 	closed := s != nil && s.closed()
 	if err == nil && !closed {
 		made = &state[C]{client: c, conns: a.conns}
+		a.made = made
 		n.cur.Store(made)
 	}
 	n.mu.Unlock()
@@ -343,8 +416,8 @@ func (n *node[C, D, R, L]) create(a *attempt[C]) {
 // being created and may dial (see dial): the library dials a node on its
 // first command, which would otherwise be a call's. It then reads the slot
 // map (CLUSTER SLOTS) from a node that answered, for the release
-// subscriptions (see route): a new client, made after the last one lost a
-// connection (a failover, say), routes them by the cluster's map of now. A
+// subscriptions (see route) and the stall probe's choice of connections to
+// break (see stalled), read again after the router's refresh. A
 // node that does not answer fails the creation only if it is a primary that
 // serves slots: the library knows the replicas too, but the node never
 // sends them a command, and a dead replica, which the cluster takes seconds
@@ -484,19 +557,26 @@ func nodesOf[C Client[C, D], D Dedicated](c C, primaries map[string]bool) []name
 // handshake, and closes the connection, so that a creation stalled in its
 // handshake ends when the node is closed.
 //
-// Once the client is created, dial refuses with errRedial: the library would
-// reconnect and handshake in the goroutine of a call, and concurrent calls
-// would wait for it beyond their contexts. The call drops the client instead,
-// and a new one is created in the background (see lost). The exception is the
-// connection of the pub/sub hub, which the library dials in the hub's own
-// goroutine, in Dedicate (with a context that has no Done channel, unlike a
-// call's): see dedicate.
+// Once the client of a single server is created, dial refuses with
+// errRedial: the library would reconnect and handshake in the goroutine of a
+// call, and concurrent calls would wait for it beyond their contexts. The
+// call drops the client instead, and a new one is created in the background
+// (see lost). The exception is the connection of the pub/sub hub, which the
+// library dials in the hub's own goroutine, in Dedicate (with a context that
+// has no Done channel, unlike a call's): see dedicate.
+//
+// A cluster client dials on: a new client would have to connect to every
+// shard again, and wait for each primary (see warm), so that one shard whose
+// primary hangs would fail the calls of all. Its calls are bounded by their
+// contexts on goroutines of their own instead (see untilDone), and the
+// connections it dials so are closed by Close and by the stall probe of a
+// call to their shard (see stalled).
 func (n *node[C, D, R, L]) dial(ctx context.Context, a *attempt[C], addr string, d *net.Dialer, tc *tls.Config) (net.Conn, error) {
 	n.mu.Lock()
 	created := a.created
 	dedicated := created && n.dedicating > 0 && ctx.Done() == nil
 	n.mu.Unlock()
-	if created && !dedicated {
+	if created && !dedicated && !n.cluster {
 		return nil, errRedial
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -519,12 +599,17 @@ func (n *node[C, D, R, L]) dial(ctx context.Context, a *attempt[C], addr string,
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if a.created {
+	switch {
+	case a.created && !n.cluster:
 		conn.Close()
 		return nil, errRedial
+	case a.created && a.made != nil:
+		return a.made.redials.add(n.closing, conn, addr), nil
+	case a.created: // a client whose creation failed, closed
+		return pubsub.CloseOnDone(n.closing, conn), nil
 	}
 	a.stops = append(a.stops, context.AfterFunc(n.closing, func() { conn.Close() }))
-	a.conns = append(a.conns, conn)
+	a.conns = append(a.conns, dialedConn{conn, addr})
 	return conn, nil
 }
 
@@ -560,12 +645,20 @@ func (n *node[C, D, R, L]) lost(s *state[C], err error) bool {
 // probeTimeout, the late reply has come too; if not, the connection is
 // broken, its waiting goroutines end at once, the next call finds the client
 // lost and a new one is created (see dial and lost), and the calls still
-// waiting on it fail, as they would on a server that does not answer. One
-// probe runs at a time. A client of New's is the caller's: left alone.
+// waiting on it fail, as they would on a server that does not answer. For a
+// cluster, only the connections to the primary that serves the key's slot
+// (in the node's slot map; all of them when the map is not known) are
+// broken, and the client dials that primary again on its next call there
+// (see dial): the other shards' calls go on. One probe runs at a time. A
+// client of New's is the caller's: left alone.
 func (n *node[C, D, R, L]) stalled(c C, key string) {
 	s := n.cur.Load()
-	if s == nil || s.client != c || len(s.conns) == 0 || !s.probing.CompareAndSwap(false, true) {
+	if s == nil || s.client != c || !n.owned || !s.probing.CompareAndSwap(false, true) {
 		return
+	}
+	addr := "" // every connection
+	if n.cluster {
+		addr, _ = n.slots.known(driver.HashSlot(key)) // "" when unknown
 	}
 	go func() {
 		defer s.probing.Store(false)
@@ -578,6 +671,11 @@ func (n *node[C, D, R, L]) stalled(c C, key string) {
 		_, err := n.lib.Exec(ctx, c, n.lib.scripts[sc.SHA1()], keys, cmd.Args()).ToAny()
 		if err != nil && !n.lib.IsNil(err) && ctx.Err() != nil {
 			for _, conn := range s.conns {
+				if addr == "" || conn.addr == addr {
+					conn.Close()
+				}
+			}
+			for _, conn := range s.redials.to(addr) {
 				conn.Close()
 			}
 		}
@@ -723,7 +821,7 @@ func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.
 		reply any
 		err   error
 	)
-	if n.owned {
+	if n.owned && !n.cluster {
 		reply, err = decode(n.send(cctx, s.client, cmd), cmd.Op)
 	} else {
 		reply, err = untilDone(cctx, func() (any, error) { return decode(n.send(cctx, s.client, cmd), cmd.Op) })
@@ -829,8 +927,9 @@ func decode[R Result](res R, op rediscmd.Op) (any, error) {
 }
 
 // untilDone returns what f returns, or ctx's error once ctx ends, whichever
-// comes first. f is a call of the library on the caller's client, under a
-// node of New, which the library may hold beyond its context: a call that
+// comes first. f is a call of the library on the caller's client under a
+// node of New, or on a cluster client of Open's, which the library may hold
+// beyond its context: a call that
 // finds the client making a connection again (after one broke or timed out)
 // waits for it whatever its context, and the connection may be made for a
 // call with a long context, or for a cluster client's refresh of its slots,
@@ -838,8 +937,10 @@ func decode[R Result](res R, op rediscmd.Op) (any, error) {
 // on in the background until the library returns it, bounded by the client's
 // own timeouts (its Dialer.Timeout and ConnWriteTimeout) or its Close, and
 // its outcome is unknown, as that of any call whose context ended in flight.
-// A node of Open configures its client, whose calls never wait so (see dial
-// and lost): they run on the caller's goroutine.
+// A cluster client of Open's dials again after its creation (see dial), and
+// its calls go through untilDone too; a client of Open's for a single server
+// never waits so (see dial and lost): its calls run on the caller's
+// goroutine.
 func untilDone(ctx context.Context, f func() (any, error)) (any, error) {
 	if ctx.Done() == nil {
 		return f()

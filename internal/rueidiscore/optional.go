@@ -62,7 +62,7 @@ func (n *node[C, D, R, L]) pubSubClose() {
 // reads again after the router's refresh (n.slots.reset), which it calls when
 // a channel's slot left its shard, a shard answered a SSUBSCRIBE with MOVED,
 // or a shard's connection failed (its primary may have been replaced by a
-// failover); a new client reads it too (see warm).
+// failover); the client's creation reads it first (see warm).
 func (n *node[C, D, R, L]) route(ctx context.Context, channel string) (string, pubsub.Dialer, error) {
 	c, err := n.client(ctx)
 	if err != nil {

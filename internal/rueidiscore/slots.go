@@ -45,6 +45,19 @@ func (m *slotMap) owner(ctx context.Context, slot int, read func(ctx context.Con
 	return "", fmt.Errorf("no shard serves slot %d", slot)
 }
 
+// known returns the address of the primary that serves slot in the map read
+// last, and false if the map is not known (never read, or reset since).
+func (m *slotMap) known(slot int) (string, bool) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for _, r := range m.ranges {
+		if r.lo <= slot && slot <= r.hi {
+			return r.addr, true
+		}
+	}
+	return "", false
+}
+
 // set replaces the map with ranges, read from the cluster.
 func (m *slotMap) set(ranges []slotRange) {
 	m.mu.Lock()

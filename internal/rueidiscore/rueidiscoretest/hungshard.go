@@ -1,0 +1,100 @@
+package rueidiscoretest
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/redistest"
+)
+
+// HungShard checks a node of d's Open over a Redis Cluster of two shards
+// when one shard's primary hangs (paused: it takes connections and never
+// answers, as a frozen host does) after the node connected: the calls on
+// the keys of the other shard go on succeeding, each within its context,
+// while those on the hung shard's keys fail by theirs.
+func HungShard(t *testing.T, d driver.Driver) {
+	c := redistest.NewCluster(t, 2)
+	healthy, hung := c.Shards()[0], c.Shards()[1]
+	keyOn := func(s *redistest.Shard, i int) string {
+		for j := 0; ; j++ {
+			if k := fmt.Sprintf("hung-shard-%d-%d", i, j); c.SlotShard(redistest.KeySlot(k)) == s {
+				return k
+			}
+		}
+	}
+	n, err := d.Open(c.URL())
+	require.NoError(t, err)
+	t.Cleanup(func() { n.Close() })
+	for _, s := range []*redistest.Shard{healthy, hung} { // connected to both
+		ok, err := n.SetNX(testContext(t, 10*time.Second), keyOn(s, 0), "v", time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	require.NoError(t, hung.Primary().Pause())
+	t.Cleanup(func() { hung.Primary().Resume() })
+	succeeded := 0
+	for i := range 10 {
+		start := time.Now()
+		_, err := n.SetNX(testContext(t, 200*time.Millisecond), keyOn(hung, i+1), "v", time.Minute)
+		require.Error(t, err, "SET NX on the hung shard")
+		require.Less(t, time.Since(start), 700*time.Millisecond, "SET NX %d on the hung shard, with 200ms", i)
+		start = time.Now()
+		ok, err := n.SetNX(testContext(t, 500*time.Millisecond), keyOn(healthy, i+1), "v", time.Minute)
+		require.Less(t, time.Since(start), time.Second, "SET NX %d on the healthy shard, with 500ms", i)
+		if err == nil && ok {
+			succeeded++
+		} else {
+			t.Logf("SET NX %d on the healthy shard: %v, %v", i, ok, err)
+		}
+	}
+	require.Equal(t, 10, succeeded, "SET NX on the healthy shard while the other hangs")
+}
+
+// ShardFailover checks a node of d's Open over a Redis Cluster of three
+// shards, each with a replica, when one shard's primary dies after the node
+// connected: the other shard's keys go on being locked throughout, and once
+// the cluster has promoted the replica (cluster-node-timeout 1s; and
+// cluster-require-full-coverage no, or no shard would answer meanwhile), the dead
+// shard's keys are locked again through the node, within a few seconds.
+func ShardFailover(t *testing.T, d driver.Driver) {
+	c := redistest.NewCluster(t, 3, redistest.WithReplicas(1), // a majority of primaries left, which a failover needs
+		redistest.WithServerOptions(redistest.WithConfig("cluster-node-timeout", "1000"),
+			// The other shards answer while this one has no primary.
+			redistest.WithConfig("cluster-require-full-coverage", "no")))
+	healthy, dying := c.Shards()[0], c.Shards()[1]
+	keyOn := func(s *redistest.Shard, i int) string {
+		for j := 0; ; j++ {
+			if k := fmt.Sprintf("failover-%d-%d", i, j); c.SlotShard(redistest.KeySlot(k)) == s {
+				return k
+			}
+		}
+	}
+	n, err := d.Open(c.URL())
+	require.NoError(t, err)
+	t.Cleanup(func() { n.Close() })
+	for _, s := range []*redistest.Shard{healthy, dying} {
+		ok, err := n.SetNX(testContext(t, 10*time.Second), keyOn(s, 0), "v", time.Minute)
+		require.NoError(t, err)
+		require.True(t, ok)
+	}
+	require.NoError(t, dying.Primary().Kill())
+	killed := time.Now()
+	for i := 1; ; i++ {
+		ok, err := n.SetNX(testContext(t, 500*time.Millisecond), keyOn(healthy, i), "v", time.Minute)
+		require.NoError(t, err, "SET NX %d on the healthy shard", i)
+		require.True(t, ok)
+		start := time.Now()
+		ok, err = n.SetNX(testContext(t, 200*time.Millisecond), keyOn(dying, i), "v", time.Minute)
+		require.Less(t, time.Since(start), 700*time.Millisecond, "SET NX %d on the shard that failed over, with 200ms", i)
+		if err == nil && ok {
+			t.Logf("the shard's keys are locked again %v after its primary died", time.Since(killed).Round(time.Millisecond))
+			return
+		}
+		require.Less(t, time.Since(killed), 20*time.Second, "the shard's keys after its failover: %v", err)
+		time.Sleep(50 * time.Millisecond)
+	}
+}
