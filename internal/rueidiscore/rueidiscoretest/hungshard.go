@@ -19,13 +19,7 @@ import (
 func HungShard(t *testing.T, d driver.Driver) {
 	c := redistest.NewCluster(t, 2)
 	healthy, hung := c.Shards()[0], c.Shards()[1]
-	keyOn := func(s *redistest.Shard, i int) string {
-		for j := 0; ; j++ {
-			if k := fmt.Sprintf("hung-shard-%d-%d", i, j); c.SlotShard(redistest.KeySlot(k)) == s {
-				return k
-			}
-		}
-	}
+	keyOn := func(s *redistest.Shard, i int) string { return keyOnShard(c, s, i) }
 	n, err := d.Open(c.URL())
 	require.NoError(t, err)
 	t.Cleanup(func() { n.Close() })
@@ -66,13 +60,7 @@ func ShardFailover(t *testing.T, d driver.Driver) {
 			// The other shards answer while this one has no primary.
 			redistest.WithConfig("cluster-require-full-coverage", "no")))
 	healthy, dying := c.Shards()[0], c.Shards()[1]
-	keyOn := func(s *redistest.Shard, i int) string {
-		for j := 0; ; j++ {
-			if k := fmt.Sprintf("failover-%d-%d", i, j); c.SlotShard(redistest.KeySlot(k)) == s {
-				return k
-			}
-		}
-	}
+	keyOn := func(s *redistest.Shard, i int) string { return keyOnShard(c, s, i) }
 	n, err := d.Open(c.URL())
 	require.NoError(t, err)
 	t.Cleanup(func() { n.Close() })
@@ -96,5 +84,14 @@ func ShardFailover(t *testing.T, d driver.Driver) {
 		}
 		require.Less(t, time.Since(killed), 20*time.Second, "the shard's keys after its failover: %v", err)
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// keyOnShard returns the i-th key of a series whose slots s serves on c.
+func keyOnShard(c *redistest.Cluster, s *redistest.Shard, i int) string {
+	for j := 0; ; j++ {
+		if k := fmt.Sprintf("shard-key-%d-%d", i, j); c.SlotShard(redistest.KeySlot(k)) == s {
+			return k
+		}
 	}
 }
