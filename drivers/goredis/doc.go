@@ -66,8 +66,11 @@
 // goroutine per call, and an abandoned command keeps a pooled connection busy
 // until those timeouts. Also set MaxRetries to -1: a SET NX resent after a lost
 // reply finds the caller's own key and reports "not set", hiding that the first
-// attempt was applied. The caller keeps ownership of a client passed to New:
-// closing the node does not close it.
+// attempt was applied. Leave ReadOnly (and RouteByLatency, RouteRandomly)
+// unset on a *redis.ClusterClient: such a client holds its commands for
+// COMMAND beyond their contexts, and the node then watches every call, as
+// without ContextTimeoutEnabled (see New). The caller keeps ownership of a
+// client passed to New: closing the node does not close it.
 //
 // Concurrent calls on a node are pipelined (package internal/batch): a node
 // sends on at most two connections at once (to a far server, two per

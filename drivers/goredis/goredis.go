@@ -149,6 +149,17 @@ const maxRedirects = 8
 // ContextTimeoutEnabled, the node watches every call's context itself, at
 // the cost of a goroutine per call.
 //
+// A *redis.ClusterClient should not have ReadOnly (which RouteByLatency and
+// RouteRandomly set): such a client asks COMMAND of up to three nodes, one
+// after the other, before it routes a command, and again before every
+// command until a node answers (never, for a user who may not run COMMAND,
+// as the README's least-privilege one may not), each bounded by 5s of its own
+// rather than by the command's context, under a lock that every command
+// waits on; a hung shard among the nodes asked holds the commands on the
+// keys of every shard. The node watches every call of such a client, as it
+// does without ContextTimeoutEnabled: each returns by its context's end, and
+// the command goes on in the background until go-redis returns it.
+//
 // The node is named in errors by c's address with credentials removed when c is
 // a *redis.Client, else by "goredis-N", N counting such nodes, so that
 // redlock.New tells them apart.
@@ -180,7 +191,10 @@ func New(c redis.UniversalClient) driver.Node {
 	}
 	if cc, ok := c.(*redis.ClusterClient); ok {
 		o := cc.Options()
-		n := newNode(c, describeCluster(o), o.ContextTimeoutEnabled)
+		// A ReadOnly client (RouteByLatency and RouteRandomly set it) may
+		// hold a command beyond its context, for COMMAND (see New's doc): its
+		// calls are watched.
+		n := newNode(c, describeCluster(o), o.ContextTimeoutEnabled && !o.ReadOnly)
 		n.cluster, n.router, n.reload = true, newRouter(cc), newReloader(cc)
 		return n
 	}
@@ -237,7 +251,7 @@ type node struct {
 	rediscmd.Commands                       // the command methods, which send with do
 	client            redis.UniversalClient // nil for New(nil)
 	owned             bool                  // Close closes client
-	bounded           bool                  // client bounds I/O by the context's deadline (ContextTimeoutEnabled)
+	bounded           bool                  // client bounds a command by its context's deadline (ContextTimeoutEnabled, and no ReadOnly on a cluster)
 	cluster           bool                  // client is a *redis.ClusterClient
 	reload            *reloader             // reloads the slot map of a *redis.ClusterClient after a failure; nil on one server
 	hub               *pubsub.Hub           // the release subscriptions of a *redis.Client
