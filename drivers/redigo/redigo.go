@@ -134,6 +134,15 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 // that redlock.New tells nodes over different pools apart and refuses two nodes
 // over the same pool.
 //
+// A call returns by the end of its context even when p holds it longer:
+// p's Dial and TestOnBorrow take no context, and redigo's documentation
+// shows them without timeouts (a Dial whose AUTH waits for a server that
+// does not answer, a TestOnBorrow that PINGs it), and a DialContext or a
+// TestOnBorrowContext may not watch the context it gets. The node gets each
+// connection from p on a goroutine of its own, until p returns it (bounded
+// by the timeouts of p's functions, if any); a connection that comes after
+// the call's context ended goes back to p.
+//
 // Release notifications (driver.Notifier's Subscribe) use one connection of
 // the node's own, made with the pool's DialContext (or Dial) and never put in
 // the pool.
@@ -371,14 +380,32 @@ func (n *node) conn(ctx, caller context.Context) (redis.Conn, error) {
 		return nil, err
 	}
 	n.getting.RLock()
-	defer n.getting.RUnlock()
 	if err := n.state.Err(); err != nil {
+		n.getting.RUnlock()
 		return nil, err
 	}
-	// With a shared deadline, a wait for a connection (the pool's busy:
-	// the batcher keeps at most two) or its dial ends at that deadline, not
-	// at the caller's cancellation.
-	c, err := n.pool.GetContext(ctx)
+	var (
+		c   redis.Conn
+		err error
+	)
+	if n.ownsPool {
+		// With a shared deadline, a wait for a connection (the pool's
+		// busy: the batcher keeps at most two) or its dial ends at that
+		// deadline, not at the caller's cancellation.
+		c, err = n.pool.GetContext(ctx)
+		n.getting.RUnlock()
+	} else {
+		// A pool of the user's may hold GetContext beyond ctx: its Dial
+		// and its TestOnBorrow take no context (redigo's documentation
+		// shows them without timeouts), and its DialContext or
+		// TestOnBorrowContext may not watch the one they get. The get
+		// runs on a goroutine, which holds getting until it returns; a
+		// connection that comes after ctx ended goes back to the pool.
+		c, err = pubsub.DialUntilDone(ctx, func() (redis.Conn, error) {
+			defer n.getting.RUnlock()
+			return n.pool.GetContext(ctx)
+		})
+	}
 	if err != nil && err.Error() == errClosedPool {
 		// The user closed the pool under a node of New: it never opens
 		// again, as a closed node does not.
