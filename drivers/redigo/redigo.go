@@ -141,7 +141,12 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 // TestOnBorrowContext may not watch the context it gets. The node gets each
 // connection from p on a goroutine of its own, until p returns it (bounded
 // by the timeouts of p's functions, if any); a connection that comes after
-// the call's context ended goes back to p.
+// the call's context ended goes back to p. The node's Close does not wait
+// for such gets, unless p has Wait set with a MaxActive: redigo's
+// Pool.Close races with a GetContext waiting for a connection, so Close
+// waits for the gets in progress, bounded by the timeouts of p's functions
+// (for ever without them); the calls made meanwhile fail with
+// driver.ErrClosed at once.
 //
 // Release notifications (driver.Notifier's Subscribe) use one connection of
 // the node's own, made with the pool's DialContext (or Dial) and never put in
@@ -178,7 +183,10 @@ type node struct {
 	state             drivernode.State                              // nil pool, closed
 	// getting is held (read) around pool.GetContext and (write) by Close:
 	// redigo's Pool.Close races with a GetContext waiting for a connection
-	// (Wait is set), closing the channel that GetContext sends on.
+	// (Wait is set), closing the channel that GetContext sends on. A pool
+	// of New's that does not wait (see waits) has no such channel, and its
+	// gets are not held: Close then does not wait for a Dial or a
+	// TestOnBorrow that waits for a server that does not answer.
 	getting sync.RWMutex
 }
 
@@ -379,7 +387,12 @@ func (n *node) conn(ctx, caller context.Context) (redis.Conn, error) {
 	if err := caller.Err(); err != nil {
 		return nil, err
 	}
-	n.getting.RLock()
+	if !n.getting.TryRLock() {
+		// Close is under way, and waits for the gets in progress (see
+		// getting), which may wait in the pool's functions: the call
+		// does not wait behind it.
+		return nil, driver.ErrClosed
+	}
 	if err := n.state.Err(); err != nil {
 		n.getting.RUnlock()
 		return nil, err
@@ -399,10 +412,17 @@ func (n *node) conn(ctx, caller context.Context) (redis.Conn, error) {
 		// and its TestOnBorrow take no context (redigo's documentation
 		// shows them without timeouts), and its DialContext or
 		// TestOnBorrowContext may not watch the one they get. The get
-		// runs on a goroutine, which holds getting until it returns; a
-		// connection that comes after ctx ended goes back to the pool.
+		// runs on a goroutine, which holds getting until it returns only
+		// if the pool waits for a connection (see getting); a connection
+		// that comes after ctx ended goes back to the pool.
+		held := waits(n.pool)
+		if !held {
+			n.getting.RUnlock()
+		}
 		c, err = pubsub.DialUntilDone(ctx, func() (redis.Conn, error) {
-			defer n.getting.RUnlock()
+			if held {
+				defer n.getting.RUnlock()
+			}
 			return n.pool.GetContext(ctx)
 		})
 	}
@@ -413,6 +433,10 @@ func (n *node) conn(ctx, caller context.Context) (redis.Conn, error) {
 	}
 	return c, err
 }
+
+// waits reports whether p has its GetContext wait for a connection when
+// MaxActive are open (Wait), on a channel that p's Close closes.
+func waits(p *redis.Pool) bool { return p.Wait && p.MaxActive > 0 }
 
 // errClosedPool is the message of redigo's error for a connection asked of a
 // closed Pool, which redigo does not export.
