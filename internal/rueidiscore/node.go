@@ -458,7 +458,7 @@ func (n *node[C, D, R, L]) warm(c C) error {
 	for len(answered) < len(nodes) && ranges == nil {
 		if r := take(); r.err == nil {
 			rctx, rcancel := context.WithTimeout(n.closing, dialTimeout)
-			ranges, err = readSlots(rctx, n.lib, []namedNode[C]{{r.addr, r.nc}})
+			ranges, err = n.readSlots(rctx, []namedNode[C]{{r.addr, r.nc}})
 			rcancel()
 		}
 	}
@@ -491,8 +491,8 @@ func joinFailed(failed map[string]error, ranges []slotRange) error {
 
 // readSlots reads the slot map with CLUSTER SLOTS from the first of nodes
 // that answers (see askAny).
-func readSlots[C Client[C, D], D Dedicated, R Result, L any](ctx context.Context, lib *Library[C, D, R, L], nodes []namedNode[C]) ([]slotRange, error) {
-	reply, from, err := askAny(ctx, lib, nodes, "CLUSTER", "SLOTS")
+func (n *node[C, D, R, L]) readSlots(ctx context.Context, nodes []namedNode[C]) ([]slotRange, error) {
+	reply, from, err := n.askAny(ctx, nodes, "CLUSTER", "SLOTS")
 	if err != nil {
 		return nil, fmt.Errorf("CLUSTER SLOTS: %w", err)
 	}
@@ -507,15 +507,17 @@ func readSlots[C Client[C, D], D Dedicated, R Result, L any](ctx context.Context
 // NODES) to nodes in turn until one answers, and returns its reply and
 // address. Sent through the cluster client, it would go to any one node the
 // client knows, a dead or hung replica included. Every node but the last
-// gets at most probeTimeout: one that hangs does not hold the question up.
-func askAny[C Client[C, D], D Dedicated, R Result, L any](ctx context.Context, lib *Library[C, D, R, L], nodes []namedNode[C], args ...string) (any, string, error) {
+// gets at most probeTimeout: one that hangs does not hold the question up,
+// also under a node of New, whose client may hold a command beyond its
+// context (see bounded).
+func (n *node[C, D, R, L]) askAny(ctx context.Context, nodes []namedNode[C], args ...string) (any, string, error) {
 	var errs []error
 	for i, nn := range nodes {
 		actx, cancel := ctx, context.CancelFunc(func() {})
 		if i < len(nodes)-1 {
 			actx, cancel = context.WithTimeout(ctx, probeTimeout)
 		}
-		v, err := lib.Do(actx, nn.c, args...).ToAny()
+		v, err := n.bounded(actx, func() (any, error) { return n.lib.Do(actx, nn.c, args...).ToAny() })
 		cancel()
 		if err == nil {
 			return v, nn.addr, nil
@@ -755,7 +757,7 @@ func (n *node[C, D, R, L]) clientClosed(ctx context.Context, c C, err error) boo
 	}
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
-	_, err = untilDone(ctx, func() (any, error) { return n.lib.Do(ctx, c, "PING").ToAny() })
+	_, err = n.bounded(ctx, func() (any, error) { return n.lib.Do(ctx, c, "PING").ToAny() })
 	return errors.Is(err, n.lib.ErrClosing)
 }
 
@@ -817,15 +819,7 @@ func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.
 	if n.sending.Add(1) > 1 {
 		n.crowd(now) // other calls are in flight
 	}
-	var (
-		reply any
-		err   error
-	)
-	if n.owned && !n.cluster {
-		reply, err = decode(n.send(cctx, s.client, cmd), cmd.Op)
-	} else {
-		reply, err = untilDone(cctx, func() (any, error) { return decode(n.send(cctx, s.client, cmd), cmd.Op) })
-	}
+	reply, err := n.bounded(cctx, func() (any, error) { return decode(n.send(cctx, s.client, cmd), cmd.Op) })
 	n.sending.Add(-1)
 	timedOut := errors.Is(err, context.DeadlineExceeded) && errors.Is(cctx.Err(), context.DeadlineExceeded)
 	if timedOut {
@@ -924,6 +918,21 @@ func decode[R Result](res R, op rediscmd.Op) (any, error) {
 		return okReply, nil
 	}
 	return s, nil
+}
+
+// bounded returns what f, a call of the library on the node's client with
+// ctx, returns: on the caller's goroutine for a node of Open for a single
+// server, whose client never holds a call beyond its context (see dial and
+// lost), and through untilDone for a node of New and a cluster node of
+// Open, whose client dials again after its creation. Every call of the
+// library on such a client that a caller's context bounds goes through it:
+// its commands, and the questions of Identity and of Subscribe's routing on
+// a cluster (see askAny and touchSlot).
+func (n *node[C, D, R, L]) bounded(ctx context.Context, f func() (any, error)) (any, error) {
+	if n.owned && !n.cluster {
+		return f()
+	}
+	return untilDone(ctx, f)
 }
 
 // untilDone returns what f returns, or ctx's error once ctx ends, whichever

@@ -69,7 +69,7 @@ func (n *node[C, D, R, L]) route(ctx context.Context, channel string) (string, p
 		return "", nil, err
 	}
 	addr, err := n.slots.owner(ctx, driver.HashSlot(channel), func(ctx context.Context, primaries map[string]bool) ([]slotRange, error) {
-		return readSlots(ctx, n.lib, nodesOf(c, primaries))
+		return n.readSlots(ctx, nodesOf(c, primaries))
 	})
 	if err != nil {
 		return "", nil, err
@@ -105,7 +105,7 @@ func (n *node[C, D, R, L]) touchSlot(ctx context.Context, c C, channel string) {
 	var keys Keys
 	keys.a, keys.n = cmd.KeyArray()
 	sc, _ := cmd.Script()
-	_, _ = n.lib.Exec(ctx, c, n.lib.scripts[sc.SHA1()], keys, cmd.Args()).ToAny()
+	_, _ = n.bounded(ctx, func() (any, error) { return n.lib.Exec(ctx, c, n.lib.scripts[sc.SHA1()], keys, cmd.Args()).ToAny() })
 }
 
 // dialPubSub makes the node's pub/sub connection: a dedicated connection of
@@ -276,11 +276,9 @@ func (n *node[C, D, R, L]) identity(ctx context.Context) ([]string, error) {
 		var v any
 		var err error
 		if n.cluster {
-			v, _, err = askAny(ctx, n.lib, nodesOf(c, n.slots.knownPrimaries()), args...) // a hung replica's last
-		} else if n.owned {
-			v, err = n.lib.Do(ctx, c, args...).ToAny()
+			v, _, err = n.askAny(ctx, nodesOf(c, n.slots.knownPrimaries()), args...) // a hung replica's last
 		} else {
-			v, err = untilDone(ctx, func() (any, error) { return n.lib.Do(ctx, c, args...).ToAny() })
+			v, err = n.bounded(ctx, func() (any, error) { return n.lib.Do(ctx, c, args...).ToAny() })
 		}
 		if err != nil {
 			return "", err

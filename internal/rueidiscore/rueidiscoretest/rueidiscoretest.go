@@ -586,4 +586,80 @@ func RunCluster[C interface {
 		t.Cleanup(func() { n.Close() })
 		return n
 	})
+	t.Run("CallsBehindRedial", func(t *testing.T) {
+		cl := redistest.NewCluster(t, 1)
+		clusterCallsBehindRedial(t, cl, func(t *testing.T) driver.Node {
+			c, err := newClusterClient(cl.Seeds())
+			require.NoError(t, err)
+			t.Cleanup(c.Close)
+			n := newNode(c)
+			t.Cleanup(func() { n.Close() })
+			return n
+		})
+	})
+}
+
+// clusterCallsBehindRedial: the calls of a node of New over a cluster client
+// that are not its commands, Identity (CLUSTER NODES) and Subscribe (CLUSTER
+// SLOTS, to route the channel), return by their context's end, as its
+// commands do (see reconnectBehindLongCall), while the client makes a
+// connection again to the cluster's one primary, which does not answer, for
+// a call with a long context: the library has them wait for it whatever
+// their contexts, up to its dial timeout (5s).
+func clusterCallsBehindRedial(t *testing.T, cl *redistest.Cluster, newNode func(*testing.T) driver.Node) {
+	primary := cl.Servers()[0]
+	for _, call := range []struct {
+		name string
+		fn   func(context.Context, driver.Node) error
+	}{
+		{"Identity", func(ctx context.Context, n driver.Node) error {
+			_, err := n.(driver.Identifier).Identity(ctx)
+			return err
+		}},
+		{"Subscribe", func(ctx context.Context, n driver.Node) error {
+			cancel, err := n.(driver.Notifier).Subscribe(ctx, "k", make(chan struct{}, 1))
+			if err == nil {
+				cancel()
+			}
+			return err
+		}},
+	} {
+		t.Run(call.name, func(t *testing.T) {
+			n := newNode(t)
+			key := call.name
+			ok, err := n.SetNX(testContext(t, 10*time.Second), key, "v", time.Minute)
+			require.NoError(t, err)
+			require.True(t, ok)
+
+			// The client's connections break, and the primary stalls.
+			_, err = primary.Do(testContext(t, 5*time.Second), "CLIENT", "KILL", "TYPE", "normal")
+			require.NoError(t, err)
+			require.NoError(t, primary.Pause())
+			defer primary.Resume()
+			// A call with a long context either finds the connection
+			// broken and returns, or makes it again and waits in the
+			// handshake: the first one that has not returned after
+			// 100ms does.
+			long := make(chan error, 1)
+			for reconnecting := false; !reconnecting; {
+				go func() {
+					_, err := n.Extend(testContext(t, 10*time.Second), key, "v", time.Minute)
+					long <- err
+				}()
+				select {
+				case err := <-long:
+					require.Error(t, err)
+				case <-time.After(100 * time.Millisecond):
+					reconnecting = true
+				}
+			}
+			start := time.Now()
+			err = call.fn(testContext(t, 300*time.Millisecond), n)
+			took := time.Since(start)
+			require.Error(t, err)
+			require.Less(t, took, time.Second, "%s with a 300ms context behind a reconnection: %v", call.name, err)
+			require.NoError(t, primary.Resume())
+			<-long
+		})
+	}
 }
