@@ -13,8 +13,18 @@ import (
 // read with CLUSTER SLOTS when a client is created (see warm), or on first
 // use after reset.
 type slotMap struct {
-	mu     sync.Mutex
-	ranges []slotRange // nil until read
+	// mu guards what follows; it is never held during a read, so that
+	// knownPrimaries (Identity) and an owner whose context ends do not
+	// wait for one.
+	mu sync.Mutex
+	// reading holds one token while an owner reads the map: reads are
+	// made one at a time, and the owners that find a read under way wait
+	// for it as long as their contexts let them. Made on first use.
+	reading chan struct{}
+	ranges  []slotRange // nil until read
+	// gen counts the changes of the map (set, reset): a read that began
+	// before one is not kept.
+	gen uint64
 	// primaries are the primaries of the last map read, kept across
 	// reset: cluster-wide questions go to them first (see ask).
 	primaries map[string]bool
@@ -26,18 +36,45 @@ type slotRange struct {
 }
 
 // owner returns the address of the primary that serves slot, reading the
-// map with read if need be.
+// map with read if need be, after the read under way, if any; ctx bounds
+// both waits.
 func (m *slotMap) owner(ctx context.Context, slot int, read func(ctx context.Context, primaries map[string]bool) ([]slotRange, error)) (string, error) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.ranges == nil {
-		ranges, err := read(ctx, m.primaries)
-		if err != nil {
+	ranges := m.ranges
+	if ranges == nil && m.reading == nil {
+		m.reading = make(chan struct{}, 1)
+	}
+	reading := m.reading
+	m.mu.Unlock()
+	if ranges != nil {
+		return ownerIn(ranges, slot)
+	}
+	select {
+	case reading <- struct{}{}:
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+	defer func() { <-reading }()
+	m.mu.Lock()
+	ranges, gen, primaries := m.ranges, m.gen, m.primaries
+	m.mu.Unlock()
+	if ranges == nil { // not read by the read that came first
+		var err error
+		if ranges, err = read(ctx, primaries); err != nil {
 			return "", err
 		}
-		m.setLocked(ranges)
+		m.mu.Lock()
+		if m.gen == gen { // else the map changed during the read: the next owner reads it again
+			m.setLocked(ranges)
+		}
+		m.mu.Unlock()
 	}
-	for _, r := range m.ranges {
+	return ownerIn(ranges, slot)
+}
+
+// ownerIn returns the address of the primary that serves slot in ranges.
+func ownerIn(ranges []slotRange, slot int) (string, error) {
+	for _, r := range ranges {
 		if r.lo <= slot && slot <= r.hi {
 			return r.addr, nil
 		}
@@ -66,6 +103,7 @@ func (m *slotMap) set(ranges []slotRange) {
 }
 
 func (m *slotMap) setLocked(ranges []slotRange) {
+	m.gen++
 	m.ranges = ranges
 	m.primaries = make(map[string]bool, len(ranges))
 	for _, r := range ranges {
@@ -81,9 +119,11 @@ func (m *slotMap) knownPrimaries() map[string]bool {
 	return m.primaries
 }
 
-// reset forgets the map, which the next owner reads again.
+// reset forgets the map, which the next owner reads again (also when a read
+// is under way: its map is not kept).
 func (m *slotMap) reset(context.Context) {
 	m.mu.Lock()
+	m.gen++
 	m.ranges = nil
 	m.mu.Unlock()
 }

@@ -586,17 +586,68 @@ func RunCluster[C interface {
 		t.Cleanup(func() { n.Close() })
 		return n
 	})
-	t.Run("CallsBehindRedial", func(t *testing.T) {
-		cl := redistest.NewCluster(t, 1)
-		clusterCallsBehindRedial(t, cl, func(t *testing.T) driver.Node {
-			c, err := newClusterClient(cl.Seeds())
+	cl := redistest.NewCluster(t, 1)
+	newOne := func(t *testing.T) driver.Node {
+		c, err := newClusterClient(cl.Seeds())
+		require.NoError(t, err)
+		t.Cleanup(c.Close)
+		n := newNode(c)
+		t.Cleanup(func() { n.Close() })
+		return n
+	}
+	t.Run("CallsBehindRedial", func(t *testing.T) { clusterCallsBehindRedial(t, cl, newOne) })
+	t.Run("CallsBehindSlotRead", func(t *testing.T) { clusterCallsBehindSlotRead(t, cl, newOne) })
+}
+
+// clusterCalls are the calls of a cluster's node that ask the cluster
+// itself (CLUSTER NODES, CLUSTER SLOTS) rather than a key's shard.
+var clusterCalls = []struct {
+	name string
+	fn   func(context.Context, driver.Node) error
+}{
+	{"Identity", func(ctx context.Context, n driver.Node) error {
+		_, err := n.(driver.Identifier).Identity(ctx)
+		return err
+	}},
+	{"Subscribe", func(ctx context.Context, n driver.Node) error {
+		cancel, err := n.(driver.Notifier).Subscribe(ctx, "k", make(chan struct{}, 1))
+		if err == nil {
+			cancel()
+		}
+		return err
+	}},
+}
+
+// clusterCallsBehindSlotRead: Identity and Subscribe return by their
+// context's end while another Subscribe, with a longer context, reads the
+// slot map (CLUSTER SLOTS, to route its channel) from the cluster's one
+// primary, which does not answer: they do not wait for that read.
+func clusterCallsBehindSlotRead(t *testing.T, cl *redistest.Cluster, newNode func(*testing.T) driver.Node) {
+	primary := cl.Servers()[0]
+	for _, call := range clusterCalls {
+		t.Run(call.name, func(t *testing.T) {
+			n := newNode(t)
+			ok, err := n.SetNX(testContext(t, 10*time.Second), "slotread-"+call.name, "v", time.Minute)
 			require.NoError(t, err)
-			t.Cleanup(c.Close)
-			n := newNode(c)
-			t.Cleanup(func() { n.Close() })
-			return n
+			require.True(t, ok)
+
+			require.NoError(t, primary.Pause())
+			defer primary.Resume()
+			reading := make(chan error, 1)
+			go func() {
+				_, err := n.(driver.Notifier).Subscribe(testContext(t, 3*time.Second), "other", make(chan struct{}, 1))
+				reading <- err
+			}()
+			time.Sleep(100 * time.Millisecond) // the read is under way
+			start := time.Now()
+			err = call.fn(testContext(t, 300*time.Millisecond), n)
+			took := time.Since(start)
+			require.Error(t, err)
+			require.Less(t, took, time.Second, "%s with a 300ms context while another call reads the slot map: %v", call.name, err)
+			require.NoError(t, primary.Resume())
+			<-reading
 		})
-	})
+	}
 }
 
 // clusterCallsBehindRedial: the calls of a node of New over a cluster client
@@ -608,22 +659,7 @@ func RunCluster[C interface {
 // their contexts, up to its dial timeout (5s).
 func clusterCallsBehindRedial(t *testing.T, cl *redistest.Cluster, newNode func(*testing.T) driver.Node) {
 	primary := cl.Servers()[0]
-	for _, call := range []struct {
-		name string
-		fn   func(context.Context, driver.Node) error
-	}{
-		{"Identity", func(ctx context.Context, n driver.Node) error {
-			_, err := n.(driver.Identifier).Identity(ctx)
-			return err
-		}},
-		{"Subscribe", func(ctx context.Context, n driver.Node) error {
-			cancel, err := n.(driver.Notifier).Subscribe(ctx, "k", make(chan struct{}, 1))
-			if err == nil {
-				cancel()
-			}
-			return err
-		}},
-	} {
+	for _, call := range clusterCalls {
 		t.Run(call.name, func(t *testing.T) {
 			n := newNode(t)
 			key := call.name
