@@ -62,8 +62,9 @@ func (Driver) OpenConfig(addr string, cfg driver.Config) (driver.Node, error) {
 // default), when it is made for a call or a cluster refresh of a longer
 // context to a server that does not answer. Such a command goes on in the
 // background, on a goroutine of the node's, until c returns it (bounded by
-// c's timeouts, or its Close), and its outcome is unknown, as that of any
-// call whose context ended in flight.
+// c's timeouts: c's Close does not end its wait for a connection being made,
+// which goes on up to the dial timeout), and its outcome is unknown, as that
+// of any call whose context ended in flight.
 func New(c valkey.Client) driver.Node { return rueidiscore.New(library, c) }
 
 // library is valkey-go as package rueidiscore, which holds this driver's

@@ -944,12 +944,13 @@ func (n *node[C, D, R, L]) bounded(ctx context.Context, f func() (any, error)) (
 // call with a long context, or for a cluster client's refresh of its slots,
 // up to the client's dial timeout (5s by default). A call cut short so goes
 // on in the background until the library returns it, bounded by the client's
-// own timeouts (its Dialer.Timeout and ConnWriteTimeout) or its Close, and
-// its outcome is unknown, as that of any call whose context ended in flight.
-// A cluster client of Open's dials again after its creation (see dial), and
-// its calls go through untilDone too; a client of Open's for a single server
-// never waits so (see dial and lost): its calls run on the caller's
-// goroutine.
+// own timeouts (its Dialer.Timeout and ConnWriteTimeout; the client's Close
+// does not end the wait for a connection being made, which goes on up to the
+// dial timeout), and its outcome is unknown, as that of any call whose
+// context ended in flight. A cluster client of Open's dials again after its
+// creation (see dial), and its calls go through untilDone too (the node's
+// Close aborts its dials); a client of Open's for a single server never
+// waits so (see dial and lost): its calls run on the caller's goroutine.
 func untilDone(ctx context.Context, f func() (any, error)) (any, error) {
 	if ctx.Done() == nil {
 		return f()
