@@ -502,6 +502,29 @@ func reconnectToStalledServer(t *testing.T, tg target) {
 	}, 10*time.Second, 10*time.Millisecond)
 }
 
+// reconnectingCall starts an Extend of key on n with a context of 10s, whose
+// connection broke and whose server does not answer, such that it makes the
+// connection again and waits in the handshake: a call with a long context
+// either finds the connection broken and returns, or does that; the first
+// one that has not returned after 100ms does. The channel returned gets its
+// error.
+func reconnectingCall(t *testing.T, n driver.Node, key string) <-chan error {
+	t.Helper()
+	long := make(chan error, 1)
+	for {
+		go func() {
+			_, err := n.Extend(testContext(t, 10*time.Second), key, "v", time.Minute)
+			long <- err
+		}()
+		select {
+		case err := <-long:
+			require.Error(t, err)
+		case <-time.After(100 * time.Millisecond):
+			return long
+		}
+	}
+}
+
 // shortCallsReturn makes calls Extends of key k at once on n, whose server
 // does not answer, each with 200ms, three times, and wants them all to fail
 // within 700ms.
@@ -540,22 +563,7 @@ func reconnectBehindLongCall(t *testing.T, newNode func(*testing.T, string) driv
 
 	require.NoError(t, srv.Pause())
 	p.Drop()
-	// A call with a long context either finds the connection broken (EOF)
-	// and returns, or makes it again and waits in the handshake: the first
-	// one that has not returned after 100ms does.
-	long := make(chan error, 1)
-	for reconnecting := false; !reconnecting; {
-		go func() {
-			_, err := n.Extend(testContext(t, 10*time.Second), "k", "v", time.Minute)
-			long <- err
-		}()
-		select {
-		case err := <-long:
-			require.Error(t, err)
-		case <-time.After(100 * time.Millisecond):
-			reconnecting = true
-		}
-	}
+	long := reconnectingCall(t, n, "k")
 	shortCallsReturn(t, n, 4)
 	require.NoError(t, srv.Resume())
 	<-long // whatever it says: it may have reconnected in time, or not
@@ -672,23 +680,7 @@ func clusterCallsBehindRedial(t *testing.T, cl *redistest.Cluster, newNode func(
 			require.NoError(t, err)
 			require.NoError(t, primary.Pause())
 			defer primary.Resume()
-			// A call with a long context either finds the connection
-			// broken and returns, or makes it again and waits in the
-			// handshake: the first one that has not returned after
-			// 100ms does.
-			long := make(chan error, 1)
-			for reconnecting := false; !reconnecting; {
-				go func() {
-					_, err := n.Extend(testContext(t, 10*time.Second), key, "v", time.Minute)
-					long <- err
-				}()
-				select {
-				case err := <-long:
-					require.Error(t, err)
-				case <-time.After(100 * time.Millisecond):
-					reconnecting = true
-				}
-			}
+			long := reconnectingCall(t, n, key)
 			start := time.Now()
 			err = call.fn(testContext(t, 300*time.Millisecond), n)
 			took := time.Since(start)
