@@ -29,3 +29,8 @@ func TestClusterHungShard(t *testing.T) { rueidiscoretest.HungShard(t, rueidisdr
 
 // A cluster node of Open while one shard fails over.
 func TestClusterShardFailover(t *testing.T) { rueidiscoretest.ShardFailover(t, rueidisdriver.Driver{}) }
+
+// A cluster node of Open first used while one shard is down.
+func TestClusterFirstUseShardDown(t *testing.T) {
+	rueidiscoretest.FirstUseShardDown(t, rueidisdriver.Driver{})
+}

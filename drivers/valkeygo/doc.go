@@ -88,9 +88,11 @@
 // A Redis Cluster is one node with an address
 // "redis://host:port?cluster=true&addr=host2:port2" (the URL's host and every
 // addr are seeds): the node opens a cluster client (ForceSingleClient off) and
-// connects to every primary while it creates it (a server that is not
-// cluster-enabled fails every call, "cluster support disabled", rather than
-// being taken as one server); a command whose slot moved may fail with MOVED
+// connects to every primary while it creates it, waiting at most 500ms more
+// for those that do not answer once a node has given it the slot map: a
+// shard down at the first call fails its own keys' calls alone (a server
+// that is not cluster-enabled fails every call, "cluster support disabled",
+// rather than being taken as one server); a command whose slot moved may fail with MOVED
 // or TRYAGAIN, like any node failure, and is never resent. Once created, a
 // cluster client is kept: a connection it loses it dials again itself (the
 // library's own refresh follows a failover), each call runs on a goroutine of

@@ -30,3 +30,8 @@ func TestClusterHungShard(t *testing.T) { rueidiscoretest.HungShard(t, valkeygo.
 
 // A cluster node of Open while one shard fails over.
 func TestClusterShardFailover(t *testing.T) { rueidiscoretest.ShardFailover(t, valkeygo.Driver{}) }
+
+// A cluster node of Open first used while one shard is down.
+func TestClusterFirstUseShardDown(t *testing.T) {
+	rueidiscoretest.FirstUseShardDown(t, valkeygo.Driver{})
+}

@@ -417,11 +417,10 @@ func (n *node[C, D, R, L]) create(a *attempt[C]) {
 // first command, which would otherwise be a call's. It then reads the slot
 // map (CLUSTER SLOTS) from a node that answered, for the release
 // subscriptions (see route) and the stall probe's choice of connections to
-// break (see stalled), read again after the router's refresh. A
-// node that does not answer fails the creation only if it is a primary that
-// serves slots: the library knows the replicas too, but the node never
-// sends them a command, and a dead replica, which the cluster takes seconds
-// to mark failed (cluster-node-timeout), must not make the whole node fail.
+// break (see stalled), read again after the router's refresh. Nodes that
+// do not answer fail the creation only if none answered CLUSTER SLOTS: once
+// the map is read, a primary down or hung fails its own shard's calls alone,
+// and a replica (which the node never sends a command) nothing.
 func (n *node[C, D, R, L]) warm(c C) error {
 	ctx, cancel := context.WithTimeout(n.closing, dialTimeout)
 	defer cancel() // ends the PINGs not waited for (a hung replica's)
@@ -465,26 +464,34 @@ func (n *node[C, D, R, L]) warm(c C) error {
 	if ranges == nil {
 		n.slots.reset(ctx) // route reads it
 		if len(failed) > 0 {
-			// Which of the nodes that failed serve slots is unknown.
-			return errors.Join(err, joinFailed(failed, nil))
+			return errors.Join(err, joinFailed(failed))
 		}
 		return nil
 	}
 	n.slots.set(ranges)
+	// The primaries' PINGs connect the client to them, but one that fails,
+	// or does not answer within probeTimeout, neither fails the creation nor
+	// holds it up: its shard's calls dial it again (see dial), and fail by
+	// their contexts while it does not answer; the other shards' work.
+	wait := time.NewTimer(probeTimeout)
+	defer wait.Stop()
 	for len(answered) < len(nodes) && slices.ContainsFunc(ranges, func(r slotRange) bool { return !answered[r.addr] }) {
-		take()
+		select {
+		case r := <-results:
+			answered[r.addr] = true
+		case <-wait.C:
+			return nil
+		}
 	}
-	return joinFailed(failed, ranges)
+	return nil
 }
 
 // joinFailed joins the errors of the nodes that failed to answer warm's
-// PING and are primaries of ranges (all of them when ranges is nil).
-func joinFailed(failed map[string]error, ranges []slotRange) error {
+// PING.
+func joinFailed(failed map[string]error) error {
 	var errs []error
 	for addr, err := range failed {
-		if ranges == nil || slices.ContainsFunc(ranges, func(r slotRange) bool { return r.addr == addr }) {
-			errs = append(errs, fmt.Errorf("%s: %w", redisaddr.Redact(addr), err))
-		}
+		errs = append(errs, fmt.Errorf("%s: %w", redisaddr.Redact(addr), err))
 	}
 	return errors.Join(errs...)
 }

@@ -95,3 +95,39 @@ func keyOnShard(c *redistest.Cluster, s *redistest.Shard, i int) string {
 		}
 	}
 }
+
+// FirstUseShardDown checks a node of d's Open over a Redis Cluster of two
+// shards whose first call comes while one shard's primary is down: dead
+// (killed, no replica) or hung (paused): the other shard's keys are locked,
+// and the down shard's fail, each call within its context.
+func FirstUseShardDown(t *testing.T, d driver.Driver) {
+	for _, how := range []string{"dead", "hung"} {
+		t.Run(how, func(t *testing.T) {
+			c := redistest.NewCluster(t, 2, redistest.WithServerOptions(
+				// The other shard answers while this one has no primary.
+				redistest.WithConfig("cluster-require-full-coverage", "no")))
+			healthy, down := c.Shards()[0], c.Shards()[1]
+			if how == "dead" {
+				require.NoError(t, down.Primary().Kill())
+			} else {
+				require.NoError(t, down.Primary().Pause())
+				t.Cleanup(func() { down.Primary().Resume() })
+			}
+			// The seed is the healthy primary alone: the slot map comes from it.
+			n, err := d.Open("redis://" + healthy.Primary().Addr() + "?cluster=true")
+			require.NoError(t, err)
+			t.Cleanup(func() { n.Close() })
+			for i := range 5 {
+				start := time.Now()
+				ok, err := n.SetNX(testContext(t, 2*time.Second), keyOnShard(c, healthy, i), "v", time.Minute)
+				require.NoError(t, err, "SET NX %d on the healthy shard", i)
+				require.True(t, ok)
+				require.Less(t, time.Since(start), 2500*time.Millisecond)
+				start = time.Now()
+				_, err = n.SetNX(testContext(t, 200*time.Millisecond), keyOnShard(c, down, i), "v", time.Minute)
+				require.Error(t, err, "SET NX %d on the shard down", i)
+				require.Less(t, time.Since(start), 700*time.Millisecond, "SET NX %d on the shard down, with 200ms", i)
+			}
+		})
+	}
+}
