@@ -647,15 +647,22 @@ func clusterCallsBehindSlotRead(t *testing.T, cl *redistest.Cluster, newNode fun
 				reading <- err
 			}()
 			time.Sleep(100 * time.Millisecond) // the read is under way
-			start := time.Now()
-			err = call.fn(testContext(t, 300*time.Millisecond), n)
-			took := time.Since(start)
-			require.Error(t, err)
-			require.Less(t, took, time.Second, "%s with a 300ms context while another call reads the slot map: %v", call.name, err)
+			failsWithin(t, n, call.name, call.fn, "while another call reads the slot map")
 			require.NoError(t, primary.Resume())
 			<-reading
 		})
 	}
+}
+
+// failsWithin wants fn, the call named name, on n with a context of 300ms
+// to fail within a second; where says what holds it up.
+func failsWithin(t *testing.T, n driver.Node, name string, fn func(context.Context, driver.Node) error, where string) {
+	t.Helper()
+	start := time.Now()
+	err := fn(testContext(t, 300*time.Millisecond), n)
+	took := time.Since(start)
+	require.Error(t, err)
+	require.Less(t, took, time.Second, "%s with a 300ms context %s: %v", name, where, err)
 }
 
 // clusterCallsBehindRedial: the calls of a node of New over a cluster client
@@ -681,11 +688,7 @@ func clusterCallsBehindRedial(t *testing.T, cl *redistest.Cluster, newNode func(
 			require.NoError(t, primary.Pause())
 			defer primary.Resume()
 			long := reconnectingCall(t, n, key)
-			start := time.Now()
-			err = call.fn(testContext(t, 300*time.Millisecond), n)
-			took := time.Since(start)
-			require.Error(t, err)
-			require.Less(t, took, time.Second, "%s with a 300ms context behind a reconnection: %v", call.name, err)
+			failsWithin(t, n, call.name, call.fn, "behind a reconnection")
 			require.NoError(t, primary.Resume())
 			<-long
 		})
