@@ -224,16 +224,19 @@ type setConn struct {
 // use, which closes when closing ends and leaves s when closed.
 func (s *connSet) add(closing context.Context, conn net.Conn, addr string) net.Conn {
 	c := &setConn{Conn: conn, addr: addr, set: s}
+	// c.stop is set before c is in s, under s.mu: the stall probe and
+	// Close take c from s (see to) and close it, which calls c.stop; the
+	// hook's remove, which takes s.mu, comes after c is in s.
 	s.mu.Lock()
-	if s.conns == nil {
-		s.conns = make(map[*setConn]struct{})
-	}
-	s.conns[c] = struct{}{}
-	s.mu.Unlock()
+	defer s.mu.Unlock()
 	c.stop = context.AfterFunc(closing, func() {
 		s.remove(c)
 		conn.Close()
 	})
+	if s.conns == nil {
+		s.conns = make(map[*setConn]struct{})
+	}
+	s.conns[c] = struct{}{}
 	return c
 }
 
