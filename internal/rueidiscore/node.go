@@ -581,12 +581,17 @@ func nodesOf[C Client[C, D], D Dedicated](c C, primaries map[string]bool) []name
 // shard again, and wait for each primary (see warm), so that one shard whose
 // primary hangs would fail the calls of all. Its calls are bounded by their
 // contexts on goroutines of their own instead (see untilDone), and the
-// connections it dials so are closed by Close and by the stall probe of a
-// call to their shard (see stalled).
+// connections it dials so (its pub/sub hubs' included) are closed by Close
+// and by the stall probe of a call to their shard (see stalled).
 func (n *node[C, D, R, L]) dial(ctx context.Context, a *attempt[C], addr string, d *net.Dialer, tc *tls.Config) (net.Conn, error) {
 	n.mu.Lock()
 	created := a.created
-	dedicated := created && n.dedicating > 0 && ctx.Done() == nil
+	// A cluster client's dials after its creation are all tracked (see
+	// below): its refresh of the slot map dials with a context that has no
+	// Done channel too, like Dedicate, and may run during one, so the two
+	// cannot be told apart; the stall probe may so close a hub's connection
+	// to a stalled primary, which the router then dials again.
+	dedicated := created && !n.cluster && n.dedicating > 0 && ctx.Done() == nil
 	n.mu.Unlock()
 	if created && !dedicated && !n.cluster {
 		return nil, errRedial

@@ -1,0 +1,51 @@
+package rueidiscore
+
+import (
+	"context"
+	"net"
+	"testing"
+
+	"github.com/redis/rueidis"
+)
+
+// TestClusterRedialDuringDedicateTracked: a cluster client's dial after its
+// creation with a context that has no Done channel (the library's refresh of
+// its slot map, getClusterSlots, dials so through mux.Dial/Version) while a
+// Dedicate of a release subscription is in flight must still be tracked in
+// the state's redials, so that the stall probe of a call to that shard can
+// close it (see stalled). It was taken for the hub's connection and only
+// closed at the node's Close.
+func TestClusterRedialDuringDedicateTracked(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	closing, close := context.WithCancel(context.Background())
+	defer close()
+	n := &node[rueidis.Client, rueidis.DedicatedClient, rueidis.RedisResult, *rueidis.Lua]{closing: closing, cluster: true, owned: true}
+	s := &state[rueidis.Client]{}
+	a := &attempt[rueidis.Client]{created: true, made: s}
+	n.dedicating = 1 // a subscription's Dedicate, on another goroutine
+	conn, err := n.dial(context.Background(), a, ln.Addr().String(), &net.Dialer{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if got := len(s.redials.to(ln.Addr().String())); got != 1 {
+		t.Fatalf("redials to %s: %d, want 1 (the stall probe cannot close the connection)", ln.Addr(), got)
+	}
+	conn.Close()
+	if got := len(s.redials.to("")); got != 0 {
+		t.Fatalf("redials after Close: %d, want 0", got)
+	}
+}
