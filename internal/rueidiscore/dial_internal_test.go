@@ -49,3 +49,39 @@ func TestClusterRedialDuringDedicateTracked(t *testing.T) {
 		t.Fatalf("redials after Close: %d, want 0", got)
 	}
 }
+
+// TestClusterStallProbeStaleSlotMap: the stall probe of a call whose slot the
+// node's map gives to a primary the client has no connection to (the map was
+// read before a failover, and only the creation and the release
+// subscriptions read it) closed nothing, and the call's library goroutines
+// waited on the promoted replica's connection for the library's timeouts.
+func TestClusterStallProbeStaleSlotMap(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			defer c.Close()
+		}
+	}()
+	closing, close := context.WithCancel(context.Background())
+	defer close()
+	n := &node[rueidis.Client, rueidis.DedicatedClient, rueidis.RedisResult, *rueidis.Lua]{closing: closing, cluster: true, owned: true}
+	s := &state[rueidis.Client]{}
+	a := &attempt[rueidis.Client]{created: true, made: s}
+	conn, err := n.dial(context.Background(), a, ln.Addr().String(), &net.Dialer{}, nil) // the promoted replica's
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	s.breakConns("127.0.0.1:1") // the old primary, dead, in the stale map
+	if got := len(s.redials.to("")); got != 0 {
+		t.Fatalf("connections left open by the probe: %d, want 0", got)
+	}
+}

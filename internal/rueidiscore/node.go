@@ -664,8 +664,8 @@ func (n *node[C, D, R, L]) lost(s *state[C], err error) bool {
 // lost and a new one is created (see dial and lost), and the calls still
 // waiting on it fail, as they would on a server that does not answer. For a
 // cluster, only the connections to the primary that serves the key's slot
-// (in the node's slot map; all of them when the map is not known) are
-// broken, and the client dials that primary again on its next call there
+// (in the node's slot map; all of them when the map is not known, or names
+// a primary the client has no connection to: see breakConns) are broken, and the client dials that primary again on its next call there
 // (see dial): the other shards' calls go on. One probe runs at a time. A
 // client of New's is the caller's: left alone.
 func (n *node[C, D, R, L]) stalled(c C, key string) {
@@ -687,16 +687,31 @@ func (n *node[C, D, R, L]) stalled(c C, key string) {
 		sc, _ := cmd.Script()
 		_, err := n.lib.Exec(ctx, c, n.lib.scripts[sc.SHA1()], keys, cmd.Args()).ToAny()
 		if err != nil && !n.lib.IsNil(err) && ctx.Err() != nil {
-			for _, conn := range s.conns {
-				if addr == "" || conn.addr == addr {
-					conn.Close()
-				}
-			}
-			for _, conn := range s.redials.to(addr) {
-				conn.Close()
-			}
+			s.breakConns(addr)
 		}
 	}()
+}
+
+// breakConns closes the connections of s's client to addr, or all of them
+// if addr is "" or none is to addr: the node's slot map, which only the
+// client's creation and the release subscriptions read, may name a primary
+// that a failover replaced, to which the client has no connection left
+// while the call waits on the promoted replica's.
+func (s *state[C]) breakConns(addr string) {
+	var conns []net.Conn
+	for _, conn := range s.conns {
+		if addr == "" || conn.addr == addr {
+			conns = append(conns, conn)
+		}
+	}
+	conns = append(conns, s.redials.to(addr)...)
+	if len(conns) == 0 && addr != "" {
+		s.breakConns("")
+		return
+	}
+	for _, conn := range conns {
+		conn.Close()
+	}
 }
 
 // Close closes the node, its pub/sub connection and, for a node made by Open,
