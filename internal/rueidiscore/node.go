@@ -665,9 +665,10 @@ func (n *node[C, D, R, L]) lost(s *state[C], err error) bool {
 // waiting on it fail, as they would on a server that does not answer. For a
 // cluster, only the connections to the primary that serves the key's slot
 // (in the node's slot map; all of them when the map is not known, or names
-// a primary the client has no connection to: see breakConns) are broken, and the client dials that primary again on its next call there
-// (see dial): the other shards' calls go on. One probe runs at a time. A
-// client of New's is the caller's: left alone.
+// a primary the client has no connection to: see breakConns) are broken,
+// and the client dials that primary again on its next call there (see
+// dial): the other shards' calls go on. One probe runs at a time. A client
+// of New's is the caller's: left alone.
 func (n *node[C, D, R, L]) stalled(c C, key string) {
 	s := n.cur.Load()
 	if s == nil || s.client != c || !n.owned || !s.probing.CompareAndSwap(false, true) {
