@@ -582,20 +582,8 @@ func RunCluster[C interface {
 	Close()
 }](t *testing.T, newNode func(C) driver.Node, newClusterClient func(seeds []string) (C, error)) {
 	t.Helper()
-	clusters := redistest.NewClusters(t, 3, 2)
-	next := 0
-	conformance.Run(t, func(t *testing.T) driver.Node {
-		cl := clusters[next%len(clusters)]
-		next++
-		c, err := newClusterClient(cl.Seeds())
-		require.NoError(t, err)
-		t.Cleanup(c.Close)
-		n := newNode(c)
-		t.Cleanup(func() { n.Close() })
-		return n
-	})
-	cl := redistest.NewCluster(t, 1)
-	newOne := func(t *testing.T) driver.Node {
+	// on makes a node over a new client of cl's, both closed when t ends.
+	on := func(t *testing.T, cl *redistest.Cluster) driver.Node {
 		c, err := newClusterClient(cl.Seeds())
 		require.NoError(t, err)
 		t.Cleanup(c.Close)
@@ -603,6 +591,15 @@ func RunCluster[C interface {
 		t.Cleanup(func() { n.Close() })
 		return n
 	}
+	clusters := redistest.NewClusters(t, 3, 2)
+	next := 0
+	conformance.Run(t, func(t *testing.T) driver.Node {
+		cl := clusters[next%len(clusters)]
+		next++
+		return on(t, cl)
+	})
+	cl := redistest.NewCluster(t, 1)
+	newOne := func(t *testing.T) driver.Node { return on(t, cl) }
 	t.Run("CallsBehindRedial", func(t *testing.T) { clusterCallsBehindRedial(t, cl, newOne) })
 	t.Run("CallsBehindSlotRead", func(t *testing.T) { clusterCallsBehindSlotRead(t, cl, newOne) })
 }
