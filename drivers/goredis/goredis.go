@@ -21,6 +21,7 @@ import (
 	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/internal/rediscmd"
 	"github.com/go-redlock/redlock/internal/tlsdial"
+	"github.com/go-redlock/redlock/internal/untildone"
 	"github.com/go-redlock/redlock/redlock"
 )
 
@@ -319,16 +320,16 @@ func (n *node) clientClosed(ctx context.Context) bool {
 	if _, ok := n.client.(*redis.Client); ok {
 		return true
 	}
-	_, err := watch(ctx, func(ctx context.Context) (struct{}, error) {
+	_, err := untildone.Do(ctx, func() (struct{}, error) {
 		ping := routed(redis.NewStatusCmd(ctx, "ping"))
 		_ = n.client.Process(ctx, ping)
 		return struct{}{}, ping.Err()
-	})
+	}, nil)
 	return errors.Is(err, redis.ErrClosed)
 }
 
 // exec is the node's batch.Exec: one command on the caller's goroutine
-// (watched, see watch), or several as one pipeline.
+// (watched, see direct), or several as one pipeline.
 func (n *node) exec(ctx context.Context, calls []*batch.Call[rediscmd.Cmd, rediscmd.Result]) {
 	if err := n.state.Err(); err != nil {
 		// Closed while the calls waited in the queue: never sent, as
@@ -373,8 +374,10 @@ func (n *node) exec(ctx context.Context, calls []*batch.Call[rediscmd.Cmd, redis
 			c.Res, c.Err = n.one(ctx, n.client, &c.Cmd)
 			return
 		}
-		cmd := c.Cmd // the watch may return before the command: c is then reused
-		c.Res, c.Err = watch(ctx, func(ctx context.Context) (rediscmd.Result, error) { return n.one(ctx, n.client, &cmd) })
+		// Watched: the call returns at ctx's end, and the command
+		// finishes in the background, bounded by the client's timeouts.
+		cmd := c.Cmd // the call may return before the command: c is then reused
+		c.Res, c.Err = untildone.Do(ctx, func() (rediscmd.Result, error) { return n.one(ctx, n.client, &cmd) }, nil)
 		return
 	}
 	cmds := make([]*redis.Cmd, len(calls))
@@ -538,39 +541,17 @@ func result(cmd *rediscmd.Cmd, c *redis.Cmd) (rediscmd.Result, error) {
 	return cmd.Parse(reply)
 }
 
-// direct reports whether a command can run bounded by ctx without a watch.
-// go-redis bounds a command's I/O by ctx's deadline (with
-// ContextTimeoutEnabled) but does not notice a cancellation. When the deadline
-// is near (within batch.CancelLag, as the Redlock node timeout is by default), the
-// command runs directly and a cancellation is seen by the deadline at the
-// latest; so does one whose ctx cannot be canceled.
+// direct reports whether a command can run bounded by ctx without a watch
+// (untildone.Do, a goroutine per call). go-redis bounds a command's I/O by
+// ctx's deadline (with ContextTimeoutEnabled) but does not notice a
+// cancellation. When the deadline is near (within batch.CancelLag, as the
+// Redlock node timeout is by default), the command runs directly and a
+// cancellation is seen by the deadline at the latest; so does one whose ctx
+// cannot be canceled. A pipeline needs no watch: every caller in it waits
+// for its own context.
 func (n *node) direct(ctx context.Context) bool {
 	d, ok := ctx.Deadline()
 	return (ok && n.bounded && time.Until(d) <= batch.CancelLag) || ctx.Done() == nil
-}
-
-// watch runs f, watching ctx, so that the call returns when ctx is done; the
-// abandoned command finishes in the background, bounded by the client's
-// timeouts. The watch costs a goroutine per call, which the common case
-// avoids (see direct). A pipeline needs no watch: every caller in it waits
-// for its own context.
-func watch[T any](ctx context.Context, f func(context.Context) (T, error)) (T, error) {
-	var zero T
-	type result struct {
-		v   T
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		v, err := f(ctx)
-		done <- result{v, err}
-	}()
-	select {
-	case r := <-done:
-		return r.v, r.err
-	case <-ctx.Done():
-		return zero, ctx.Err()
-	}
 }
 
 var _ driver.Queuer = (*node)(nil)

@@ -11,6 +11,7 @@ import (
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/drivernode"
 	"github.com/go-redlock/redlock/internal/pubsub"
+	"github.com/go-redlock/redlock/internal/untildone"
 )
 
 var (
@@ -140,7 +141,7 @@ func (n *node) Identity(ctx context.Context) ([]string, error) {
 	if _, ok := n.client.(*redis.Client); !ok && !n.cluster {
 		return nil, nil // a Ring, say: no one server to name
 	}
-	ids, err := watch(ctx, n.identity)
+	ids, err := untildone.Do(ctx, func() ([]string, error) { return n.identity(ctx) }, nil)
 	if err != nil {
 		return nil, fmt.Errorf("goredis: identity: %w", driver.ContextError(ctx, err))
 	}

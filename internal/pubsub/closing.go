@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"net"
+
+	"github.com/go-redlock/redlock/internal/untildone"
 )
 
 // CloseOnDone returns conn, closed when ctx ends. A driver whose client
@@ -30,25 +32,9 @@ func (c closingConn) Close() error {
 // then does not wait for a stalled server. A connection that dial makes after
 // that is closed; the goroutine ends when dial returns.
 func DialUntilDone[C io.Closer](ctx context.Context, dial func() (C, error)) (C, error) {
-	type result struct {
-		c   C
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		c, err := dial()
-		done <- result{c, err}
-	}()
-	select {
-	case r := <-done:
-		return r.c, r.err
-	case <-ctx.Done():
-		go func() {
-			if r := <-done; r.err == nil && any(r.c) != nil {
-				r.c.Close()
-			}
-		}()
-		var none C
-		return none, ctx.Err()
-	}
+	return untildone.Do(ctx, dial, func(c C, err error) {
+		if err == nil && any(c) != nil {
+			c.Close()
+		}
+	})
 }

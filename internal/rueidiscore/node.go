@@ -18,6 +18,7 @@ import (
 	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/internal/rediscmd"
 	"github.com/go-redlock/redlock/internal/tlsdial"
+	"github.com/go-redlock/redlock/internal/untildone"
 )
 
 // Timeouts of the clients that Open creates. A call's context bounds it
@@ -580,7 +581,7 @@ func nodesOf[C Client[C, D], D Dedicated](c C, primaries map[string]bool) []name
 // A cluster client dials on: a new client would have to connect to every
 // shard again, and wait for each primary (see warm), so that one shard whose
 // primary hangs would fail the calls of all. Its calls are bounded by their
-// contexts on goroutines of their own instead (see untilDone), and the
+// contexts on goroutines of their own instead (see bounded), and the
 // connections it dials so (its pub/sub hubs' included) are closed by Close
 // and by the stall probe of a call to their shard (see stalled).
 func (n *node[C, D, R, L]) dial(ctx context.Context, a *attempt[C], addr string, d *net.Dialer, tc *tls.Config) (net.Conn, error) {
@@ -952,60 +953,28 @@ func decode[R Result](res R, op rediscmd.Op) (any, error) {
 }
 
 // bounded returns what f, a call of the library on the node's client with
-// ctx, returns: on the caller's goroutine for a node of Open for a single
-// server, whose client never holds a call beyond its context (see dial and
-// lost), and through untilDone for a node of New and a cluster node of
-// Open, whose client dials again after its creation. Every call of the
-// library on such a client that a caller's context bounds goes through it:
-// its commands, and the questions of Identity and of Subscribe's routing on
-// a cluster (see askAny and touchSlot).
+// ctx, returns. A client of New's (the caller's), and a cluster client of
+// Open's, which dials again after its creation (see dial), may hold a call
+// beyond its context: a call that finds the client making a connection again
+// (after one broke or timed out) waits for it whatever its context, and the
+// connection may be made for a call with a long context, or for a cluster
+// client's refresh of its slots, up to the client's dial timeout (5s by
+// default). So f runs on a goroutine of its own (untildone.Do), and the call
+// returns at ctx's end; one cut short so goes on in the background until the
+// library returns it, bounded by the client's own timeouts (its
+// Dialer.Timeout and ConnWriteTimeout; the client's Close does not end the
+// wait for a connection being made, which goes on up to the dial timeout,
+// while a node of Open's Close aborts its dials), and its outcome is unknown,
+// as that of any call whose context ended in flight. A client of Open's for
+// a single server never waits so (see dial and lost): f runs on the caller's
+// goroutine. Every call of the library that a caller's context bounds goes
+// through bounded: the commands, and the questions of Identity and of
+// Subscribe's routing on a cluster (see askAny and touchSlot).
 func (n *node[C, D, R, L]) bounded(ctx context.Context, f func() (any, error)) (any, error) {
 	if n.owned && !n.cluster {
 		return f()
 	}
-	return untilDone(ctx, f)
-}
-
-// untilDone returns what f returns, or ctx's error once ctx ends, whichever
-// comes first. f is a call of the library on the caller's client under a
-// node of New, or on a cluster client of Open's, which the library may hold
-// beyond its context: a call that
-// finds the client making a connection again (after one broke or timed out)
-// waits for it whatever its context, and the connection may be made for a
-// call with a long context, or for a cluster client's refresh of its slots,
-// up to the client's dial timeout (5s by default). A call cut short so goes
-// on in the background until the library returns it, bounded by the client's
-// own timeouts (its Dialer.Timeout and ConnWriteTimeout; the client's Close
-// does not end the wait for a connection being made, which goes on up to the
-// dial timeout), and its outcome is unknown, as that of any call whose
-// context ended in flight. A cluster client of Open's dials again after its
-// creation (see dial), and its calls go through untilDone too (the node's
-// Close aborts its dials); a client of Open's for a single server never
-// waits so (see dial and lost): its calls run on the caller's goroutine.
-func untilDone(ctx context.Context, f func() (any, error)) (any, error) {
-	if ctx.Done() == nil {
-		return f()
-	}
-	type result struct {
-		v   any
-		err error
-	}
-	done := make(chan result, 1)
-	go func() {
-		v, err := f()
-		done <- result{v, err}
-	}()
-	select {
-	case r := <-done:
-		return r.v, r.err
-	case <-ctx.Done():
-		select {
-		case r := <-done: // a reply that came with the end: kept
-			return r.v, r.err
-		default:
-			return nil, ctx.Err()
-		}
-	}
+	return untildone.Do(ctx, f, nil)
 }
 
 // send sends cmd on c: SET, or its script by EVALSHA, and by EVAL when the
