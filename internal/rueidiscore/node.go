@@ -851,7 +851,18 @@ func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.
 	if n.sending.Add(1) > 1 {
 		n.crowd(now) // other calls are in flight
 	}
-	reply, err := n.bounded(cctx, func() (any, error) { return decode(n.send(cctx, s.client, cmd), cmd.Op) })
+	var (
+		reply any
+		err   error
+	)
+	if n.direct() {
+		// As bounded does, without its closure, which would cost
+		// allocations on every call (cmd's with it: it would escape).
+		reply, err = decode(n.send(cctx, s.client, cmd), cmd.Op)
+	} else {
+		c := *cmd // the closure's own: cmd stays on the caller's stack
+		reply, err = n.bounded(cctx, func() (any, error) { return decode(n.send(cctx, s.client, &c), c.Op) })
+	}
 	n.sending.Add(-1)
 	timedOut := errors.Is(err, context.DeadlineExceeded) && errors.Is(cctx.Err(), context.DeadlineExceeded)
 	if timedOut {
@@ -971,11 +982,16 @@ func decode[R Result](res R, op rediscmd.Op) (any, error) {
 // through bounded: the commands, and the questions of Identity and of
 // Subscribe's routing on a cluster (see askAny and touchSlot).
 func (n *node[C, D, R, L]) bounded(ctx context.Context, f func() (any, error)) (any, error) {
-	if n.owned && !n.cluster {
+	if n.direct() {
 		return f()
 	}
 	return untildone.Do(ctx, f, nil)
 }
+
+// direct reports whether the node's client never holds a call beyond its
+// context, which then runs on the caller's goroutine (see bounded): a client
+// of Open's for a single server.
+func (n *node[C, D, R, L]) direct() bool { return n.owned && !n.cluster }
 
 // send sends cmd on c: SET, or its script by EVALSHA, and by EVAL when the
 // server answers NOSCRIPT.
