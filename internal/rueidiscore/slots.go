@@ -86,13 +86,10 @@ func ownerIn(ranges []slotRange, slot int) (string, error) {
 // last, and false if the map is not known (never read, or reset since).
 func (m *slotMap) known(slot int) (string, bool) {
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	for _, r := range m.ranges {
-		if r.lo <= slot && slot <= r.hi {
-			return r.addr, true
-		}
-	}
-	return "", false
+	ranges := m.ranges
+	m.mu.Unlock()
+	addr, err := ownerIn(ranges, slot)
+	return addr, err == nil
 }
 
 // set replaces the map with ranges, read from the cluster.
