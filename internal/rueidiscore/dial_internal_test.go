@@ -2,10 +2,15 @@ package rueidiscore
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/redis/rueidis"
+
+	"github.com/go-redlock/redlock/driver"
 )
 
 // TestClusterRedialDuringDedicateTracked: a cluster client's dial after its
@@ -56,6 +61,18 @@ func TestClusterStallProbeStaleSlotMap(t *testing.T) {
 // finds them.
 func createdClusterNode(t *testing.T) (net.Listener, *node[rueidis.Client, rueidis.DedicatedClient, rueidis.RedisResult, *rueidis.Lua], *state[rueidis.Client], *attempt[rueidis.Client]) {
 	t.Helper()
+	ln := holdingListener(t)
+	closing, close := context.WithCancel(context.Background())
+	t.Cleanup(close)
+	n := &node[rueidis.Client, rueidis.DedicatedClient, rueidis.RedisResult, *rueidis.Lua]{closing: closing, cluster: true, owned: true}
+	s := &state[rueidis.Client]{}
+	return ln, n, s, &attempt[rueidis.Client]{created: true, made: s}
+}
+
+// holdingListener returns a listener that accepts connections and holds
+// them, never answering, until the test ends.
+func holdingListener(t *testing.T) net.Listener {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -70,9 +87,67 @@ func createdClusterNode(t *testing.T) (net.Listener, *node[rueidis.Client, rueid
 			defer c.Close()
 		}
 	}()
-	closing, close := context.WithCancel(context.Background())
-	t.Cleanup(close)
-	n := &node[rueidis.Client, rueidis.DedicatedClient, rueidis.RedisResult, *rueidis.Lua]{closing: closing, cluster: true, owned: true}
-	s := &state[rueidis.Client]{}
-	return ln, n, s, &attempt[rueidis.Client]{created: true, made: s}
+	return ln
+}
+
+// TestClusterStallProbePerShardBounded: the stall probes of calls to two
+// shards that both stopped answering, while the library holds every call
+// (as it holds a cluster client's calls while it dials a connection again,
+// whatever their contexts), each break their shard's connections within
+// probeTimeout and end. One probe ran at a time per client, so the second
+// shard's stall got none, and the probe waited as long as the library held
+// it, breaking nothing meanwhile.
+func TestClusterStallProbePerShardBounded(t *testing.T) {
+	ln, n, s, a := createdClusterNode(t)
+	ln2 := holdingListener(t)
+	held := make(chan struct{})
+	defer close(held)
+	var probes atomic.Int32
+	n.lib = &Library[rueidis.Client, rueidis.DedicatedClient, rueidis.RedisResult, *rueidis.Lua]{
+		Exec: func(context.Context, rueidis.Client, *rueidis.Lua, Keys, []string) rueidis.RedisResult {
+			probes.Add(1)
+			<-held // whatever the context
+			return rueidis.RedisResult{}
+		},
+		IsNil: rueidis.IsRedisNil,
+	}
+	addrs := []string{ln.Addr().String(), ln2.Addr().String()}
+	n.slots.set([]slotRange{{0, 8191, addrs[0]}, {8192, driver.Slots - 1, addrs[1]}})
+	n.cur.Store(s)
+	var keys []string
+	for i := 0; len(keys) < 2; i++ {
+		if k := fmt.Sprintf("key-%d", i); driver.HashSlot(k)/8192 == len(keys) {
+			keys = append(keys, k)
+		}
+	}
+	for _, addr := range addrs {
+		conn, err := n.dial(context.Background(), a, addr, &net.Dialer{}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+	}
+	start := time.Now()
+	n.stalled(s.client, keys[0])
+	n.stalled(s.client, keys[1])
+	n.stalled(s.client, keys[0]) // a probe of that shard runs: none more
+	for _, addr := range addrs {
+		for len(s.redials.to(addr)) > 0 {
+			if time.Since(start) > probeTimeout+2*time.Second {
+				t.Fatalf("the connection to %s is still open %v after its shard's stall (probes started: %d)", addr, time.Since(start).Round(time.Millisecond), probes.Load())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	for running := true; running; {
+		running = false
+		s.probing.Range(func(any, any) bool { running = true; return false })
+		if running && time.Since(start) > probeTimeout+2*time.Second {
+			t.Fatal("a probe still runs while the library holds its call")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := probes.Load(); got != 2 {
+		t.Fatalf("probes: %d, want 2 (one per shard)", got)
+	}
 }

@@ -148,9 +148,9 @@ type state[C closer] struct {
 	// redials are the connections that a cluster client of Open's dialed
 	// after its creation, each until it is closed (see dial).
 	redials connSet
-	// probing is set while a probe runs after a call to client timed out
-	// (see stalled).
-	probing atomic.Bool
+	// probing holds the address of each server a probe runs on after a
+	// call to client timed out, "" for all of client's (see stalled).
+	probing sync.Map
 
 	// The lane beside client, for a node made by Open for a single server
 	// (see lane): nil while there is none; laning is set while one is
@@ -652,8 +652,8 @@ func (n *node[C, D, R, L]) lost(s *state[C], err error) bool {
 }
 
 // stalled is called when a call to c, a client of Open's, got no reply by
-// its deadline: no goroutine of a call may outlive the node timeout. The library waits for the reply of a
-// call that gave up in a goroutine of its own, as long as the connection
+// its deadline: no goroutine of a call may outlive the node timeout. The
+// library waits for the reply of a call that gave up in a goroutine of its own, as long as the connection
 // lives (its ConnWriteTimeout, seconds), while every goroutine of a call must
 // end with its deadline, or a small margin after, whatever the server does.
 // So the server is probed on the same connection, whose replies come in
@@ -668,26 +668,29 @@ func (n *node[C, D, R, L]) lost(s *state[C], err error) bool {
 // (in the node's slot map; all of them when the map is not known, or names
 // a primary the client has no connection to: see breakConns) are broken,
 // and the client dials that primary again on its next call there (see
-// dial): the other shards' calls go on. One probe runs at a time. A client
-// of New's is the caller's: left alone.
+// dial): the other shards' calls go on. One probe runs at a time per
+// server (per shard's primary on a cluster), and it ends by probeTimeout
+// even when the library holds it, as it holds a cluster client's calls while
+// it dials a connection again (see bounded): a connection whose handshake
+// hangs is one of those it then breaks (see dial). A client of New's is the caller's: left alone.
 func (n *node[C, D, R, L]) stalled(c C, key string) {
 	s := n.cur.Load()
-	if s == nil || s.client != c || !n.owned || !s.probing.CompareAndSwap(false, true) {
+	if s == nil || s.client != c || !n.owned {
 		return
 	}
 	addr := "" // every connection
 	if n.cluster {
 		addr, _ = n.slots.known(driver.HashSlot(key)) // "" when unknown
 	}
+	if _, running := s.probing.LoadOrStore(addr, struct{}{}); running {
+		return
+	}
 	go func() {
-		defer s.probing.Store(false)
+		defer s.probing.Delete(addr)
 		ctx, cancel := context.WithTimeout(n.closing, probeTimeout)
 		defer cancel()
 		cmd := rediscmd.Release(key, "")
-		var keys Keys
-		keys.a, keys.n = cmd.KeyArray()
-		sc, _ := cmd.Script()
-		_, err := n.lib.Exec(ctx, c, n.lib.scripts[sc.SHA1()], keys, cmd.Args()).ToAny()
+		_, err := n.bounded(ctx, func() (any, error) { return n.send(ctx, c, &cmd).ToAny() })
 		if err != nil && !n.lib.IsNil(err) && ctx.Err() != nil {
 			s.breakConns(addr)
 		}
