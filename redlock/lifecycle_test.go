@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -107,35 +108,40 @@ func TestDoneLeaksNothing(t *testing.T) {
 	}
 }
 
+// Do keeps its lock through work four TTLs long: a rival never gets it
+// meanwhile, and gets it once fn returns. In a bubble (fake clock): in real
+// time, a loaded machine running -race paused the extender past the TTL.
 func TestDoExtendsThroughLongWork(t *testing.T) {
-	t.Parallel() // waits in real time, on nodes of its own
-	_, nodes := memNodes(5)
-	// Short enough for a quick test, long enough that a loaded CI machine
-	// running -race does not pause the extender past it.
-	const ttl = 500 * time.Millisecond
-	c := newClient(t, nodes, redlock.WithTTL(ttl), redlock.WithNodeTimeout(200*time.Millisecond))
-	rival := newClient(t, nodes, redlock.WithTTL(ttl), redlock.WithNodeTimeout(200*time.Millisecond))
-	attempts := 0
-	err := c.Do(t.Context(), "k", func(ctx context.Context) error {
-		end := time.Now().Add(4 * ttl)
-		for time.Now().Before(end) {
-			if ctx.Err() != nil {
-				return fmt.Errorf("fn canceled while the lock was kept: %w", context.Cause(ctx))
-			}
-			_, err := rival.TryLock(t.Context(), "k")
-			if !errors.Is(err, redlock.ErrNotObtained) {
-				return fmt.Errorf("a rival got the lock during Do: %v", err)
-			}
-			attempts++
-			time.Sleep(10 * time.Millisecond)
+	synctest.Test(t, func(t *testing.T) {
+		mem, nodes := memNodes(5)
+		for _, m := range mem {
+			m.SetLatency(time.Millisecond)
 		}
-		return nil
+		const ttl = 500 * time.Millisecond
+		c := newClient(t, nodes, redlock.WithTTL(ttl), redlock.WithNodeTimeout(200*time.Millisecond))
+		rival := newClient(t, nodes, redlock.WithTTL(ttl), redlock.WithNodeTimeout(200*time.Millisecond))
+		attempts := 0
+		err := c.Do(t.Context(), "k", func(ctx context.Context) error {
+			end := time.Now().Add(4 * ttl)
+			for time.Now().Before(end) {
+				if ctx.Err() != nil {
+					return fmt.Errorf("fn canceled while the lock was kept: %w", context.Cause(ctx))
+				}
+				_, err := rival.TryLock(t.Context(), "k")
+				if !errors.Is(err, redlock.ErrNotObtained) {
+					return fmt.Errorf("a rival got the lock during Do: %v", err)
+				}
+				attempts++
+				time.Sleep(10 * time.Millisecond)
+			}
+			return nil
+		})
+		require.NoError(t, err)
+		assert.Greater(t, attempts, 10)
+		l, err := rival.TryLock(t.Context(), "k")
+		require.NoError(t, err, "Do unlocks when fn returns")
+		require.NoError(t, l.Unlock(t.Context()))
 	})
-	require.NoError(t, err)
-	assert.Greater(t, attempts, 10)
-	l, err := rival.TryLock(t.Context(), "k")
-	require.NoError(t, err, "Do unlocks when fn returns")
-	require.NoError(t, l.Unlock(t.Context()))
 }
 
 func TestDoCancelsWhenLockLost(t *testing.T) {
