@@ -744,7 +744,8 @@ func (n *node[C, D, R, L]) Close() error {
 }
 
 // do sends cmd and reads its reply. An error matches ctx's when ctx is done,
-// and names the command unless there was no client to send it.
+// and names the command (and on a cluster its slot: see onShard) unless
+// there was no client to send it.
 func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error) {
 	cmd.Cluster = cmd.Cluster || n.cluster // set by the caller for a cluster-enabled server given as one (see rediscmd.Commands)
 	if n.cluster && cmd.FenceKey != "" && driver.HashSlot(cmd.FenceKey) != driver.HashSlot(cmd.Key) {
@@ -773,10 +774,26 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 			r, err = cmd.Parse(reply)
 		}
 		if err != nil {
-			return rediscmd.Result{}, cmd.Failed(ctx, n.lib.Name, err)
+			return rediscmd.Result{}, cmd.Failed(ctx, n.lib.Name, n.onShard(cmd.Key, err))
 		}
 		return r, nil
 	}
+}
+
+// onShard returns err, which a call on key failed with, naming the key's
+// slot on a cluster node, and the primary that serves it in the node's slot
+// map when the map is known (read when the client was created, and by the
+// release subscriptions: a failover since may have replaced that primary),
+// so that the error tells which shard failed.
+func (n *node[C, D, R, L]) onShard(key string, err error) error {
+	if !n.cluster {
+		return err
+	}
+	slot := driver.HashSlot(key)
+	if addr, ok := n.slots.known(slot); ok {
+		return fmt.Errorf("slot %d, primary %s: %w", slot, addr, err)
+	}
+	return fmt.Errorf("slot %d: %w", slot, err)
 }
 
 // clientClosed reports whether c, the user's client under a node of New, is

@@ -15,7 +15,8 @@ import (
 // when one shard's primary hangs (paused: it takes connections and never
 // answers, as a frozen host does) after the node connected: the calls on
 // the keys of the other shard go on succeeding, each within its context,
-// while those on the hung shard's keys fail by theirs.
+// while those on the hung shard's keys fail by theirs, with an error that
+// names the hung shard's primary.
 func HungShard(t *testing.T, d driver.Driver) {
 	c := redistest.NewCluster(t, 2)
 	healthy, hung := c.Shards()[0], c.Shards()[1]
@@ -35,6 +36,7 @@ func HungShard(t *testing.T, d driver.Driver) {
 		start := time.Now()
 		_, err := n.SetNX(testContext(t, 200*time.Millisecond), keyOn(hung, i+1), "v", time.Minute)
 		require.Error(t, err, "SET NX on the hung shard")
+		require.ErrorContains(t, err, "primary "+hung.Primary().Addr()+":", "the error names the shard that failed")
 		require.Less(t, time.Since(start), 700*time.Millisecond, "SET NX %d on the hung shard, with 200ms", i)
 		start = time.Now()
 		ok, err := n.SetNX(testContext(t, 500*time.Millisecond), keyOn(healthy, i+1), "v", time.Minute)
