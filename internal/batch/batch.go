@@ -169,6 +169,15 @@ func (b *Batcher[C, R]) Pending() driver.Pending {
 	return p
 }
 
+// Idle reports whether the Batcher has nothing to do: no call waits in its
+// queue and no batch is in flight. A driver that keeps one Batcher per
+// server may drop an idle one, and make another if the server comes back.
+func (b *Batcher[C, R]) Idle() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.depth == 0 && b.active == 0
+}
+
 // Do sends cmd and returns its result. When a sender is free and nothing
 // waits, it sends cmd at once on the calling goroutine; otherwise cmd joins
 // the next batch. Do returns ctx's error as soon as ctx is done, even while

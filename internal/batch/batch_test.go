@@ -228,3 +228,20 @@ func TestStress(t *testing.T) {
 	wg.Wait()
 	require.Positive(t, sent.Load())
 }
+
+// A Batcher is idle when no call waits and none is in flight.
+func TestIdle(t *testing.T) {
+	g := newGate()
+	b := batch.New(g.exec, 1, 8)
+	require.True(t, b.Idle(), "a new Batcher")
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = b.Do(t.Context(), 1)
+	}()
+	<-g.entered
+	require.False(t, b.Idle(), "a call in flight")
+	close(g.open)
+	<-done
+	require.True(t, b.Idle(), "once the call returned")
+}
