@@ -28,8 +28,12 @@
 // lost reply; after a command fails on the network, the client reloads its
 // slot map in the background (at most every 200ms), so that once a failover
 // promoted a replica in place of a dead primary the next commands reach it;
-// concurrent commands go as one pipeline, which go-redis splits
-// by slot; release notifications use sharded pub/sub, a connection per shard,
+// concurrent commands are pipelined shard by shard, each shard's queue and
+// connections bounded as a single server's are (below), so that a shard
+// whose primary hangs holds up the calls on its own keys alone, however
+// many of them wait, and the other shards' keys are locked meanwhile (until
+// the client has read its slot map, before its first reply, the calls share
+// one queue); release notifications use sharded pub/sub, a connection per shard,
 // following a channel whose slot moves, or whose shard's primary a failover
 // replaced; a shard whose connection breaks is reconnected without waiting
 // for a Subscribe.
@@ -73,7 +77,7 @@
 // client passed to New: closing the node does not close it.
 //
 // Concurrent calls on a node are pipelined (package internal/batch): a node
-// sends on at most two connections at once (to a far server, two per
+// sends on at most two connections at once, a cluster node two per shard (to a far server, two per
 // millisecond of its fastest reply once 8 round trips one after the other
 // were timed, from 2 ms up, at most 16, so that it is not held to two batches
 // per round trip); while they are busy, the calls that arrive wait and go together as one pipeline (at most 128 commands),

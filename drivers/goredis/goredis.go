@@ -100,8 +100,9 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 			DisableIdentity:       true, // no CLIENT SETINFO: a round trip more
 		})
 		n := newNode(c, drivernode.Name(a.String()), true)
-		n.owned, n.cluster, n.reload = true, true, newReloader(c)
+		n.owned, n.reload = true, newReloader(c)
 		n.batch.ShareDeadlines() // no user's hooks need the callers' contexts
+		n.shards.share = true
 		n.router = newRouter(c)
 		return n, nil
 	}
@@ -168,7 +169,9 @@ const maxRedirects = 8
 // A *redis.ClusterClient makes a node that is a whole Redis Cluster, named
 // by its seed addresses: c should have MaxRetries -1 too, and the node sends
 // every command so that go-redis follows MOVED and ASK redirections but
-// never resends one whose reply was lost. After a command fails on the
+// never resends one whose reply was lost. Its concurrent commands are
+// pipelined shard by shard (a queue per primary), so that a shard that
+// hangs holds up the commands on its own keys alone. After a command fails on the
 // network (a shard's primary may have died, and a failover replaced it), the
 // node has c reload its slot map in the background (ReloadState, at most
 // every 200ms), so that the next commands reach the promoted replica.
@@ -196,7 +199,7 @@ func New(c redis.UniversalClient) driver.Node {
 		// hold a command beyond its context, for COMMAND (see New's doc): its
 		// calls are watched.
 		n := newNode(c, describeCluster(o), o.ContextTimeoutEnabled && !o.ReadOnly)
-		n.cluster, n.router, n.reload = true, newRouter(cc), newReloader(cc)
+		n.router, n.reload = newRouter(cc), newReloader(cc)
 		return n
 	}
 	rc, ok := c.(*redis.Client)
@@ -210,11 +213,17 @@ func New(c redis.UniversalClient) driver.Node {
 }
 
 // newNode returns a node over c that pipelines concurrent commands (see
-// package batch) on at most senders connections at once.
+// package batch) on at most batch.Senders connections at once, per shard of
+// a *redis.ClusterClient (see shards).
 func newNode(c redis.UniversalClient, name drivernode.Name, bounded bool) *node {
 	n := &node{client: c, Name: name, bounded: bounded}
 	n.Run = n.do
-	n.batch = batch.New(n.exec, batch.Senders, batch.MaxBatch)
+	exec := n.exec
+	if cc, ok := c.(*redis.ClusterClient); ok {
+		n.cluster, n.shards = true, newShards(cc, n.exec)
+		exec = n.shards.learn(exec)
+	}
+	n.batch = batch.New(exec, batch.Senders, batch.MaxBatch)
 	return n
 }
 
@@ -257,10 +266,11 @@ type node struct {
 	reload            *reloader             // reloads the slot map of a *redis.ClusterClient after a failure; nil on one server
 	hub               *pubsub.Hub           // the release subscriptions of a *redis.Client
 	router            *pubsub.Router        // those of a *redis.ClusterClient
-	batch             *batch.Batcher[rediscmd.Cmd, rediscmd.Result]
-	state             drivernode.State // nil client, closed
-	warm              *warmer          // makes connections outside the calls' deadlines; nil unless from Open
-	lanes             lanes            // the connection of lone calls; none unless from Open, on one server
+	batch             *batcher              // all the calls on one server; those of a cluster until its slot map is known
+	shards            *shards               // a batcher per shard of a *redis.ClusterClient; nil on one server
+	state             drivernode.State      // nil client, closed
+	warm              *warmer               // makes connections outside the calls' deadlines; nil unless from Open
+	lanes             lanes                 // the connection of lone calls; none unless from Open, on one server
 }
 
 // Close closes the node's pub/sub connection, and the client if the node owns
@@ -294,7 +304,11 @@ func (n *node) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error
 		return rediscmd.Result{}, err
 	}
 	cmd.Cluster = cmd.Cluster || n.cluster // set by the caller for a cluster-enabled server given as one (see rediscmd.Commands)
-	r, err := n.batch.Do(ctx, cmd)
+	b := n.batch
+	if n.shards != nil {
+		b = n.shards.batcher(ctx, cmd.Key, b)
+	}
+	r, err := b.Do(ctx, cmd)
 	if err != nil {
 		if errors.Is(err, redis.ErrClosed) && n.clientClosed(ctx) {
 			// The user closed the client under a node of New: it
@@ -556,11 +570,15 @@ func (n *node) direct(ctx context.Context) bool {
 
 var _ driver.Queuer = (*node)(nil)
 
-// Pending reports the commands waiting in the node's pipelining queue (see
-// driver.Queuer).
+// Pending reports the commands waiting in the node's pipelining queues (see
+// driver.Queuer): a cluster node's, one per shard, together.
 func (n *node) Pending() driver.Pending {
 	if n.batch == nil {
 		return driver.Pending{}
 	}
-	return n.batch.Pending()
+	p := n.batch.Pending()
+	if n.shards != nil {
+		p = n.shards.pending(p)
+	}
+	return p
 }

@@ -79,3 +79,89 @@ func TestClusterHungShardSparesOtherShards(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// A cluster node keeps locking the keys of its healthy shards while one
+// shard's primary hangs (paused after the node connected) and calls keep
+// arriving for the hung shard's keys, each with a long context (3s): those
+// calls must not hold the node's connections, so that a call of 500ms on a
+// healthy shard's key waits behind them in the node's queue and fails. On a
+// node of Open, the calls carry a network timeout as package redlock gives a
+// driver.Queuer's (the node timeout, here as long as the context); on a node
+// of New, a deadline alone.
+func TestClusterHungShardUnderLoad(t *testing.T) {
+	for _, how := range []string{"Open", "New"} {
+		t.Run(how, func(t *testing.T) {
+			c := redistest.NewCluster(t, 2)
+			healthy, hung := c.Shards()[0], c.Shards()[1]
+			keyOn := func(s *redistest.Shard, prefix string, i int) string {
+				for j := 0; ; j++ {
+					if k := fmt.Sprintf("%s-%d-%d", prefix, i, j); c.SlotShard(redistest.KeySlot(k)) == s {
+						return k
+					}
+				}
+			}
+			var n driver.Node
+			var withTimeout func(d time.Duration) (context.Context, context.CancelFunc)
+			if how == "Open" {
+				var err error
+				n, err = goredis.Driver{}.Open(c.URL())
+				require.NoError(t, err)
+				withTimeout = func(d time.Duration) (context.Context, context.CancelFunc) {
+					return context.WithTimeout(driver.WithNetworkTimeout(t.Context(), d), d)
+				}
+			} else {
+				cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: c.Seeds(), ContextTimeoutEnabled: true, MaxRetries: -1})
+				t.Cleanup(func() { cc.Close() })
+				n = goredis.New(cc)
+				withTimeout = func(d time.Duration) (context.Context, context.CancelFunc) {
+					return context.WithTimeout(t.Context(), d)
+				}
+			}
+			t.Cleanup(func() { n.Close() })
+			for _, s := range []*redistest.Shard{healthy, hung} { // connected to both
+				ctx, cancel := withTimeout(10 * time.Second)
+				ok, err := n.SetNX(ctx, keyOn(s, "connect", 0), "v", time.Minute)
+				cancel()
+				require.NoError(t, err)
+				require.True(t, ok)
+			}
+			require.NoError(t, hung.Primary().Pause())
+			t.Cleanup(func() { hung.Primary().Resume() }) // first: the calls left behind end
+
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			defer close(stop)
+			for g := range 8 {
+				wg.Go(func() {
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						ctx, cancel := withTimeout(3 * time.Second)
+						_, err := n.SetNX(ctx, keyOn(hung, fmt.Sprintf("hung-%d", g), i), "v", time.Minute)
+						cancel()
+						assert.Error(t, err, "SET NX on the hung shard")
+					}
+				})
+			}
+			succeeded := 0
+			for i := range 10 {
+				start := time.Now()
+				ctx, cancel := withTimeout(500 * time.Millisecond)
+				ok, err := n.SetNX(ctx, keyOn(healthy, "healthy", i), "v", time.Minute)
+				cancel()
+				elapsed := time.Since(start)
+				require.Less(t, elapsed, 2*time.Second, "SET NX %d on the healthy shard, with 500ms", i)
+				if err == nil && ok {
+					succeeded++
+				} else {
+					t.Logf("SET NX %d on the healthy shard, after %v: %v, %v", i, elapsed.Round(time.Millisecond), ok, err)
+				}
+			}
+			require.Equal(t, 10, succeeded, "SET NX on the healthy shard while calls wait on the hung one")
+		})
+	}
+}

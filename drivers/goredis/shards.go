@@ -1,0 +1,142 @@
+package goredis
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/batch"
+	"github.com/go-redlock/redlock/internal/rediscmd"
+)
+
+// batcher is a node's pipelining queue (see package batch).
+type batcher = batch.Batcher[rediscmd.Cmd, rediscmd.Result]
+
+// minShardBatchers is how many batchers a cluster node keeps before it
+// drops the idle ones (see shards.add).
+const minShardBatchers = 16
+
+// shards sends the calls of a cluster node through one batcher per shard,
+// each bounded as a single server's node is (batch.Senders batches at once,
+// of batch.MaxBatch commands each), so that a shard whose primary hangs
+// holds the senders, and the queue, of its own keys alone: the calls on the
+// keys of the other shards go on, each shard's in pipelines of its own. A
+// call goes to the batcher of its key's primary, by the address that
+// go-redis' slot map gives it (ClusterClient.MasterForKey: a lookup, once
+// the client has the map).
+//
+// Until the client has its slot map, which it reads from the cluster before
+// its first command, the calls go through the node's first batcher, as all
+// of them once did: MasterForKey would read the map itself, on the caller's
+// goroutine and beyond the caller's context for a client that does not
+// bound its commands by their contexts. The first command that has a reply
+// shows that the client has the map (it never forgets one), and from then
+// on the calls are routed; so are they if the lookup fails (the first
+// batcher's commands then fail as any would).
+type shards struct {
+	client *redis.ClusterClient
+	exec   batch.Exec[rediscmd.Cmd, rediscmd.Result]
+	share  bool        // the batchers share deadlines (see batch.Batcher.ShareDeadlines)
+	known  atomic.Bool // the client has its slot map: MasterForKey does not block
+
+	// by maps a primary's address to its batcher. The map is replaced,
+	// never changed, under mu.
+	by    atomic.Pointer[map[string]*batcher]
+	mu    sync.Mutex
+	limit int // the size at which add drops the idle batchers
+}
+
+// newShards returns the shards of a node over c, whose batchers send with
+// exec.
+func newShards(c *redis.ClusterClient, exec batch.Exec[rediscmd.Cmd, rediscmd.Result]) *shards {
+	return &shards{client: c, exec: exec, limit: minShardBatchers}
+}
+
+// learn wraps exec, the Exec of the node's first batcher, to learn when the
+// client has its slot map: once a command had a reply, even one whose
+// caller has left.
+func (s *shards) learn(exec batch.Exec[rediscmd.Cmd, rediscmd.Result]) batch.Exec[rediscmd.Cmd, rediscmd.Result] {
+	return func(ctx context.Context, calls []*batch.Call[rediscmd.Cmd, rediscmd.Result]) {
+		exec(ctx, calls)
+		if s.known.Load() {
+			return
+		}
+		for _, c := range calls {
+			if c.Err == nil {
+				s.known.Store(true)
+				return
+			}
+		}
+	}
+}
+
+// batcher returns the batcher of key's shard, or first while the client has
+// no slot map (see shards).
+func (s *shards) batcher(ctx context.Context, key string, first *batcher) *batcher {
+	if !s.known.Load() {
+		return first
+	}
+	primary, err := s.client.MasterForKey(ctx, key)
+	if err != nil {
+		return first // the command fails there as it would anywhere
+	}
+	addr := primary.Options().Addr
+	if m := s.by.Load(); m != nil {
+		if b := (*m)[addr]; b != nil {
+			return b
+		}
+	}
+	return s.add(addr)
+}
+
+// add returns the batcher of the primary at addr, made if there is none.
+// The batchers of the addresses a failover left behind would stay in the
+// map: when it reaches its limit, add drops those that are idle (a batcher
+// is made again for an address that comes back), and sets the limit to
+// twice what is left.
+func (s *shards) add(addr string) *batcher {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var old map[string]*batcher
+	if m := s.by.Load(); m != nil {
+		old = *m
+	}
+	if b := old[addr]; b != nil {
+		return b
+	}
+	prune := len(old)+1 > s.limit
+	m := make(map[string]*batcher, len(old)+1)
+	for a, b := range old {
+		if !prune || !b.Idle() {
+			m[a] = b
+		}
+	}
+	b := batch.New(s.exec, batch.Senders, batch.MaxBatch)
+	if s.share {
+		b.ShareDeadlines()
+	}
+	m[addr] = b
+	if prune {
+		s.limit = max(minShardBatchers, 2*len(m))
+	}
+	s.by.Store(&m)
+	return b
+}
+
+// pending adds the queues of the shards' batchers to p, the first
+// batcher's (see driver.Queuer).
+func (s *shards) pending(p driver.Pending) driver.Pending {
+	m := s.by.Load()
+	if m == nil {
+		return p
+	}
+	for _, b := range *m {
+		q := b.Pending()
+		p.Depth += q.Depth
+		p.Oldest = max(p.Oldest, q.Oldest)
+	}
+	return p
+}
