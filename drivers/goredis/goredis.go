@@ -296,17 +296,18 @@ func (n *node) Close() error {
 	return nil
 }
 
-// do sends cmd through the node's batcher, and names the command in its
-// error, which matches ctx's error when ctx is done: go-redis reports an
-// expired deadline as a network timeout.
+// do sends cmd through the node's batcher (its shard's, on a cluster), and
+// names the command in its error (and on a cluster its slot and primary: see
+// rediscmd.OnShard), which matches ctx's error when ctx is done: go-redis
+// reports an expired deadline as a network timeout.
 func (n *node) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error) {
 	if err := n.state.Err(); err != nil {
 		return rediscmd.Result{}, err
 	}
 	cmd.Cluster = cmd.Cluster || n.cluster // set by the caller for a cluster-enabled server given as one (see rediscmd.Commands)
-	b := n.batch
+	b, primary := n.batch, ""
 	if n.shards != nil {
-		b = n.shards.batcher(ctx, cmd.Key, b)
+		b, primary = n.shards.batcher(ctx, cmd.Key, b)
 	}
 	r, err := b.Do(ctx, cmd)
 	if err != nil {
@@ -316,6 +317,9 @@ func (n *node) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error
 			err = fmt.Errorf("%w: %w", driver.ErrClosed, err)
 		} else {
 			n.reload.failed(err) // a failover may have replaced the shard's primary
+		}
+		if n.shards != nil {
+			err = rediscmd.OnShard(cmd.Key, primary, err)
 		}
 		return rediscmd.Result{}, cmd.Failed(ctx, "goredis", err)
 	}

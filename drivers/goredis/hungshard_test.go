@@ -87,7 +87,8 @@ func TestClusterHungShardSparesOtherShards(t *testing.T) {
 // healthy shard's key waits behind them in the node's queue and fails. On a
 // node of Open, the calls carry a network timeout as package redlock gives a
 // driver.Queuer's (the node timeout, here as long as the context); on a node
-// of New, a deadline alone.
+// of New, a deadline alone. The hung shard's calls fail with an error that
+// names its primary.
 func TestClusterHungShardUnderLoad(t *testing.T) {
 	for _, how := range []string{"Open", "New"} {
 		t.Run(how, func(t *testing.T) {
@@ -143,7 +144,7 @@ func TestClusterHungShardUnderLoad(t *testing.T) {
 						ctx, cancel := withTimeout(3 * time.Second)
 						_, err := n.SetNX(ctx, keyOn(hung, fmt.Sprintf("hung-%d", g), i), "v", time.Minute)
 						cancel()
-						assert.Error(t, err, "SET NX on the hung shard")
+						assert.ErrorContains(t, err, "primary "+hung.Primary().Addr()+":", "SET NX on the hung shard: an error that names its primary")
 					}
 				})
 			}

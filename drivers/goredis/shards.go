@@ -73,23 +73,23 @@ func (s *shards) learn(exec batch.Exec[rediscmd.Cmd, rediscmd.Result]) batch.Exe
 	}
 }
 
-// batcher returns the batcher of key's shard, or first while the client has
-// no slot map (see shards).
-func (s *shards) batcher(ctx context.Context, key string, first *batcher) *batcher {
+// batcher returns the batcher of key's shard and its primary's address, or
+// first and "" while the client has no slot map (see shards).
+func (s *shards) batcher(ctx context.Context, key string, first *batcher) (*batcher, string) {
 	if !s.known.Load() {
-		return first
+		return first, ""
 	}
 	primary, err := s.client.MasterForKey(ctx, key)
 	if err != nil {
-		return first // the command fails there as it would anywhere
+		return first, "" // the command fails there as it would anywhere
 	}
 	addr := primary.Options().Addr
 	if m := s.by.Load(); m != nil {
 		if b := (*m)[addr]; b != nil {
-			return b
+			return b, addr
 		}
 	}
-	return s.add(addr)
+	return s.add(addr), addr
 }
 
 // add returns the batcher of the primary at addr, made if there is none.

@@ -137,6 +137,19 @@ func (c *Cmd) Failed(ctx context.Context, driverName string, err error) error {
 	return fmt.Errorf("%s: %s: %w", driverName, c.Op, driver.ContextError(ctx, err))
 }
 
+// OnShard returns err, with which a cluster node's call on key failed,
+// naming key's slot and, unless addr is "", the address of the primary that
+// serves it as far as the node knows (a failover may have replaced it since),
+// so that the error tells which shard failed:
+// "slot 1234, primary 127.0.0.1:7002: ...".
+func OnShard(key, addr string, err error) error {
+	slot := driver.HashSlot(key)
+	if addr == "" {
+		return fmt.Errorf("slot %d: %w", slot, err)
+	}
+	return fmt.Errorf("slot %d, primary %s: %w", slot, addr, err)
+}
+
 // Script returns the script the command runs, and false for SetNX, which is
 // a plain SET.
 func (c *Cmd) Script() (driver.Script, bool) {

@@ -1,6 +1,8 @@
 package rediscmd_test
 
 import (
+	"context"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -100,4 +102,15 @@ func TestReleaseNotifyOn(t *testing.T) {
 	if got := other.Args(); !slices.Equal(got, []string{"v", "other"}) {
 		t.Errorf("ReleaseNotifyOn with channel %q: args %q", "other", got)
 	}
+}
+
+// OnShard names the key's slot, and the primary when one is given, and keeps
+// err in the chain.
+func TestOnShard(t *testing.T) {
+	err := rediscmd.OnShard("k", "10.0.0.7:6379", context.DeadlineExceeded)
+	require.EqualError(t, err, fmt.Sprintf("slot %d, primary 10.0.0.7:6379: context deadline exceeded", driver.HashSlot("k")))
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	err = rediscmd.OnShard("{user1}:lock", "", context.Canceled)
+	require.EqualError(t, err, fmt.Sprintf("slot %d: context canceled", driver.HashSlot("user1")))
+	require.ErrorIs(t, err, context.Canceled)
 }

@@ -780,20 +780,16 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 	}
 }
 
-// onShard returns err, which a call on key failed with, naming the key's
-// slot on a cluster node, and the primary that serves it in the node's slot
-// map when the map is known (read when the client was created, and by the
-// release subscriptions: a failover since may have replaced that primary),
-// so that the error tells which shard failed.
+// onShard returns err, which a call on key failed with, naming on a cluster
+// node the key's slot and, when the node's slot map is known, the primary
+// that serves it there (see rediscmd.OnShard; the map is read when the client
+// is created, and by the release subscriptions).
 func (n *node[C, D, R, L]) onShard(key string, err error) error {
 	if !n.cluster {
 		return err
 	}
-	slot := driver.HashSlot(key)
-	if addr, ok := n.slots.known(slot); ok {
-		return fmt.Errorf("slot %d, primary %s: %w", slot, addr, err)
-	}
-	return fmt.Errorf("slot %d: %w", slot, err)
+	addr, _ := n.slots.known(driver.HashSlot(key))
+	return rediscmd.OnShard(key, addr, err)
 }
 
 // clientClosed reports whether c, the user's client under a node of New, is
