@@ -3,10 +3,13 @@ package goredis
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 
+	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/batch"
 	"github.com/go-redlock/redlock/internal/rediscmd"
 )
@@ -42,4 +45,54 @@ func TestShardsDropIdleBatchers(t *testing.T) {
 	require.Equal(t, minShardBatchers, s.limit)
 	close(release)
 	<-done
+}
+
+// A cluster node whose cluster has more primaries than minShardBatchers
+// keeps one batcher per primary while they serve its calls, however idle
+// each is between calls: a batcher made again loses what it learned of its
+// server (its round trip, when it last answered), and one dropped while a
+// caller has it gives its primary a second queue and more connections. The
+// slot map is the client's own (ClusterSlots: no server is dialed).
+func TestShardsKeepLivePrimaries(t *testing.T) {
+	const primaries = minShardBatchers + 4
+	var slots []redis.ClusterSlot
+	for i := range primaries {
+		start, end := i*driver.Slots/primaries, (i+1)*driver.Slots/primaries-1
+		slots = append(slots, redis.ClusterSlot{Start: start, End: end, Nodes: []redis.ClusterNode{{Addr: fmt.Sprintf("127.0.0.1:%d", 1+i)}}})
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{
+		ClusterSlots: func(context.Context) ([]redis.ClusterSlot, error) { return slots, nil },
+	})
+	t.Cleanup(func() { cc.Close() })
+	s := newShards(cc, func(context.Context, []*batch.Call[rediscmd.Cmd, rediscmd.Result]) {})
+	s.known.Store(true)
+	keys := make([]string, primaries) // a key on each primary
+	for i, found := 0, 0; found < primaries; i++ {
+		k := fmt.Sprintf("k%d", i)
+		for p, r := range slots {
+			if slot := driver.HashSlot(k); keys[p] == "" && slot >= r.Start && slot <= r.End {
+				keys[p] = k
+				found++
+			}
+		}
+	}
+	first := batch.New(s.exec, batch.Senders, batch.MaxBatch)
+	had := make([]*batcher, primaries)
+	remade := 0
+	const rounds = 5
+	for round := range rounds {
+		for i, k := range keys {
+			b, addr := s.batcher(t.Context(), k, first)
+			require.True(t, strings.HasSuffix(addr, fmt.Sprintf(":%d", 1+i)), "key %s: primary %s", k, addr)
+			require.False(t, b == first, "key %s: the first batcher, with the slot map known", k)
+			if round > 0 && b != had[i] {
+				remade++
+			}
+			had[i] = b
+		}
+	}
+	if remade > 0 {
+		t.Fatalf("%d calls, one per primary in turn, of a cluster of %d primaries: %d batchers made again for a primary that had one (batchers now %d, limit %d)",
+			rounds*primaries, primaries, remade, len(*s.by.Load()), s.limit)
+	}
 }
