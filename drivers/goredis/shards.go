@@ -16,7 +16,7 @@ import (
 type batcher = batch.Batcher[rediscmd.Cmd, rediscmd.Result]
 
 // minShardBatchers is how many batchers a cluster node keeps before it
-// drops the idle ones (see shards.add).
+// drops the idle ones that no call used lately (see shards.add).
 const minShardBatchers = 16
 
 // shards sends the calls of a cluster node through one batcher per shard,
@@ -44,9 +44,16 @@ type shards struct {
 
 	// by maps a primary's address to its batcher. The map is replaced,
 	// never changed, under mu.
-	by    atomic.Pointer[map[string]*batcher]
+	by    atomic.Pointer[map[string]*shard]
 	mu    sync.Mutex
 	limit int // the size at which add drops the idle batchers
+}
+
+// shard is the batcher of a primary, and whether a call looked it up since
+// add last dropped batchers (see add).
+type shard struct {
+	b    *batcher
+	used atomic.Bool
 }
 
 // newShards returns the shards of a node over c, whose batchers send with
@@ -85,8 +92,11 @@ func (s *shards) batcher(ctx context.Context, key string, first *batcher) (*batc
 	}
 	addr := primary.Options().Addr
 	if m := s.by.Load(); m != nil {
-		if b := (*m)[addr]; b != nil {
-			return b, addr
+		if sh := (*m)[addr]; sh != nil {
+			if !sh.used.Load() { // a load only, on the common path
+				sh.used.Store(true)
+			}
+			return sh.b, addr
 		}
 	}
 	return s.add(addr), addr
@@ -94,31 +104,38 @@ func (s *shards) batcher(ctx context.Context, key string, first *batcher) (*batc
 
 // add returns the batcher of the primary at addr, made if there is none.
 // The batchers of the addresses a failover left behind would stay in the
-// map: when it reaches its limit, add drops those that are idle (a batcher
-// is made again for an address that comes back), and sets the limit to
-// twice what is left.
+// map: when it reaches its limit, add drops those that are idle and that no
+// call looked up since it last dropped batchers (a batcher is made again for
+// an address that comes back), and sets the limit to twice what is left. The
+// batchers of the primaries that serve calls stay, however idle each is
+// between calls, also when there are more of them than minShardBatchers.
 func (s *shards) add(addr string) *batcher {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var old map[string]*batcher
+	var old map[string]*shard
 	if m := s.by.Load(); m != nil {
 		old = *m
 	}
-	if b := old[addr]; b != nil {
-		return b
+	if sh := old[addr]; sh != nil {
+		sh.used.Store(true)
+		return sh.b
 	}
 	prune := len(old)+1 > s.limit
-	m := make(map[string]*batcher, len(old)+1)
-	for a, b := range old {
-		if !prune || !b.Idle() {
-			m[a] = b
+	m := make(map[string]*shard, len(old)+1)
+	for a, sh := range old {
+		if !prune {
+			m[a] = sh
+		} else if sh.used.Swap(false) || !sh.b.Idle() {
+			m[a] = sh
 		}
 	}
 	b := batch.New(s.exec, batch.Senders, batch.MaxBatch)
 	if s.share {
 		b.ShareDeadlines()
 	}
-	m[addr] = b
+	sh := &shard{b: b}
+	sh.used.Store(true)
+	m[addr] = sh
 	if prune {
 		s.limit = max(minShardBatchers, 2*len(m))
 	}
@@ -133,8 +150,8 @@ func (s *shards) pending(p driver.Pending) driver.Pending {
 	if m == nil {
 		return p
 	}
-	for _, b := range *m {
-		q := b.Pending()
+	for _, sh := range *m {
+		q := sh.b.Pending()
 		p.Depth += q.Depth
 		p.Oldest = max(p.Oldest, q.Oldest)
 	}

@@ -16,8 +16,8 @@ import (
 
 // A cluster node's batchers of addresses a failover left behind do not
 // pile up: once the map reaches its limit, the next new address drops the
-// idle batchers, never one with a batch in flight (a hung shard's keeps its
-// senders, and its bound).
+// idle batchers that no call looked up since the last drop, never one with a
+// batch in flight (a hung shard's keeps its senders, and its bound).
 func TestShardsDropIdleBatchers(t *testing.T) {
 	entered, release := make(chan struct{}), make(chan struct{})
 	s := newShards(nil, func(_ context.Context, calls []*batch.Call[rediscmd.Cmd, rediscmd.Result]) {
@@ -35,14 +35,24 @@ func TestShardsDropIdleBatchers(t *testing.T) {
 		s.add(fmt.Sprintf("idle:%d", i))
 	}
 	require.Len(t, *s.by.Load(), minShardBatchers, "below the limit, nothing is dropped")
-	require.Same(t, s.add("idle:0"), (*s.by.Load())["idle:0"], "a known address keeps its batcher")
+	require.Same(t, s.add("idle:0"), (*s.by.Load())["idle:0"].b, "a known address keeps its batcher")
 
 	s.add("new:1")
+	require.Len(t, *s.by.Load(), minShardBatchers+1, "the first drop: every batcher was made or used since")
+	require.Equal(t, 2*(minShardBatchers+1), s.limit)
+	for i := 2; len(*s.by.Load()) < s.limit; i++ { // the idle:* addresses get no call meanwhile
+		s.add(fmt.Sprintf("new:%d", i))
+	}
+	s.add("last:1")
 	m := *s.by.Load()
-	require.Len(t, m, 2, "the idle batchers are dropped: %v", m)
-	require.Same(t, busy, m["busy:1"], "a batcher with a batch in flight is kept")
-	require.NotNil(t, m["new:1"])
-	require.Equal(t, minShardBatchers, s.limit)
+	for a := range m {
+		require.False(t, strings.HasPrefix(a, "idle:"), "the idle batchers unused since the last drop are dropped: %s is left", a)
+	}
+	require.Same(t, busy, m["busy:1"].b, "a batcher with a batch in flight is kept")
+	require.NotNil(t, m["new:1"], "a batcher made since the last drop is kept")
+	require.NotNil(t, m["last:1"])
+	require.Len(t, m, 2*(minShardBatchers+1)-(minShardBatchers-1)+1)
+	require.Equal(t, 2*len(m), s.limit)
 	close(release)
 	<-done
 }
