@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -21,17 +22,32 @@ import (
 func TestVerboseReleaseUnavailableIsNoLoss(t *testing.T) {
 	t.Parallel()
 	// run faults the first faulty of the three nodes while the lock is
-	// held.
+	// held, once every node's SET has answered: the lock is granted on a
+	// quorum, and a SET still in flight on a faulted node would make its
+	// release wait for it rather than find the fault.
 	run := func(t *testing.T, faulty int, fault func(n *memory.Node)) (error, string) {
 		addrs := []string{t.Name() + "-1", t.Name() + "-2", t.Name() + "-3"}
 		var stderr bytes.Buffer
 		o := &lockFlags{nodeFlags: nodeFlags{nodes: strings.Join(addrs, ","), driver: "memory"}, key: "k", ttl: 10 * time.Second, verbose: true}
 		err := withLock(context.Background(), "run", o, &stderr, nil, func(context.Context, heldLock) error {
-			for _, a := range addrs[:faulty] {
+			nodes := make([]*memory.Node, len(addrs))
+			for i, a := range addrs {
 				n, err := memory.Open(a)
 				if err != nil {
 					return err
 				}
+				nodes[i] = n
+				t.Cleanup(func() { // the nodes outlive the test: -count above 1 meets them again
+					n.SetDown(false)
+					n.Delete("k")
+				})
+				for start := time.Now(); !n.Holds("k"); time.Sleep(time.Millisecond) {
+					if time.Since(start) > 5*time.Second {
+						return fmt.Errorf("node %s does not hold the key 5s after the lock was granted", a)
+					}
+				}
+			}
+			for _, n := range nodes[:faulty] {
 				fault(n)
 			}
 			return nil
