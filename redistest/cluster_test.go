@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -299,6 +300,9 @@ func TestStartClusterRejects(t *testing.T) {
 		{65, nil, "more than 64 servers"},
 		{1, []redistest.ClusterOption{redistest.WithReplicas(-1)}, "WithReplicas(-1)"},
 		{2, []redistest.ClusterOption{redistest.WithReplicas(40)}, "more than 64 servers"},
+		// shards*(1+replicas) overflows int to 0: still too many servers.
+		{1 << 62, []redistest.ClusterOption{redistest.WithReplicas(3)}, "more than 64 servers"},
+		{math.MaxInt, nil, "more than 64 servers"},
 		{1, []redistest.ClusterOption{redistest.WithServerOptions(redistest.WithConfig("cluster-port", "1"))}, `"cluster-port"`},
 		{1, []redistest.ClusterOption{redistest.WithServerOptions(redistest.WithConfig("Cluster-Enabled", "no"))}, `"Cluster-Enabled"`},
 		{1, []redistest.ClusterOption{redistest.WithServerOptions(redistest.WithConfig("port", "1"))}, `"port"`},
