@@ -141,7 +141,7 @@ func StartCluster(ctx context.Context, shards int, opts ...ClusterOption) (*Clus
 		return nil, cfg.err
 	case shards < 1:
 		return nil, fmt.Errorf("redistest: StartCluster: %d shards, want at least 1", shards)
-	case shards*(1+cfg.replicas) > maxClusterServers:
+	case shards > maxClusterServers/(1+cfg.replicas): // shards*(1+replicas) could overflow
 		return nil, fmt.Errorf("redistest: StartCluster: %d shards of %d servers each is more than %d servers", shards, 1+cfg.replicas, maxClusterServers)
 	}
 	var probe config
