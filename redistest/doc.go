@@ -38,5 +38,7 @@
 // The redis-server binary is taken from the REDISTEST_SERVER environment
 // variable if set, else from PATH; see [InstallHint]. On Linux a server is
 // killed when the process that started it dies, so it never outlives the test
-// binary.
+// binary; on Linux the directory of a server whose test binary died without
+// cleaning up (ended by go test -timeout, say) is removed by a later [Start]
+// in another process, once a minute old.
 package redistest

@@ -21,6 +21,15 @@ const readyTimeout = 10 * time.Second
 // taken before redis-server binds it.
 const startAttempts = 5
 
+// dirPrefix starts the name of every server directory. It differs from the
+// "redistest-" of the directories made before they were locked (see
+// lockDir), which removeStaleDirs cannot tell from one in use.
+const dirPrefix = "redistest-server-"
+
+// sweepOnce removes, at the first start of this process, the server
+// directories that dead processes left behind.
+var sweepOnce sync.Once
+
 // errPortInUse marks a start that failed because the port was taken.
 var errPortInUse = errors.New("port already in use")
 
@@ -33,8 +42,9 @@ type Server struct {
 	bin  string // redis-server binary
 	cfg  config
 	port int
-	addr string // "127.0.0.1:port"
-	dir  string // --dir; also holds the log files
+	addr string   // "127.0.0.1:port"
+	dir  string   // --dir; also holds the log files
+	lock *os.File // holds dir locked until Close; nil where unsupported
 
 	mu       sync.Mutex
 	proc     *process // the running process; nil once killed or closed
@@ -81,9 +91,15 @@ func tryStart(ctx context.Context, bin string, cfg config) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := os.MkdirTemp("", "redistest-")
+	sweepOnce.Do(removeStaleDirs)
+	dir, err := os.MkdirTemp("", dirPrefix)
 	if err != nil {
 		return nil, fmt.Errorf("redistest: create server directory: %w", err)
+	}
+	lock, err := lockDir(dir)
+	if err != nil {
+		_ = os.RemoveAll(dir)
+		return nil, fmt.Errorf("redistest: lock server directory: %w", err)
 	}
 	s := &Server{
 		bin:  bin,
@@ -91,12 +107,14 @@ func tryStart(ctx context.Context, bin string, cfg config) (*Server, error) {
 		port: port,
 		addr: net.JoinHostPort(cfg.host(), strconv.Itoa(port)),
 		dir:  dir,
+		lock: lock,
 	}
 	s.mu.Lock()
 	err = s.launchLocked(ctx)
 	s.mu.Unlock()
 	if err != nil {
 		_ = os.RemoveAll(dir)
+		closeLock(lock)
 		return nil, err
 	}
 	return s, nil
@@ -229,6 +247,7 @@ func (s *Server) Close() error {
 	if err := os.RemoveAll(s.dir); err != nil {
 		errs = append(errs, fmt.Errorf("redistest: remove server directory: %w", err))
 	}
+	closeLock(s.lock)
 	s.closeErr = errors.Join(errs...)
 	return s.closeErr
 }
@@ -314,4 +333,11 @@ func (s *Server) runningLocked(op string) error {
 		return fmt.Errorf("redistest: %s server %s: server is not running", op, s.addr)
 	}
 	return nil
+}
+
+// closeLock releases the lock on a server directory, if any.
+func closeLock(f *os.File) {
+	if f != nil {
+		_ = f.Close()
+	}
 }
