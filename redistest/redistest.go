@@ -238,14 +238,16 @@ func (s *Server) Kill() error {
 // Pause stops the server process with SIGSTOP: it keeps its port, and the
 // kernel still accepts TCP connections, but it answers nothing until
 // [Server.Resume]. Pause returns once the process is stopped; pausing a
-// paused server does nothing.
+// paused server does nothing, and pausing one that is not running (killed or
+// closed) fails.
 func (s *Server) Pause() error {
 	return (*redisserver.Server)(s).Pause()
 }
 
 // Resume continues a server stopped by [Server.Pause] with SIGCONT; it then
-// answers the commands that queued up meanwhile. Resuming a server that is
-// not paused does nothing.
+// answers the commands that queued up meanwhile. Resuming a running server
+// that is not paused does nothing; resuming one that is not running (killed
+// or closed) fails.
 func (s *Server) Resume() error {
 	return (*redisserver.Server)(s).Resume()
 }
