@@ -653,13 +653,13 @@ func (n *node[C, D, R, L]) lost(s *state[C], err error) bool {
 
 // stalled is called when a call to c, a client of Open's, got no reply by
 // its deadline: no goroutine of a call may outlive the node timeout. The
-// library waits for the reply of a call that gave up in a goroutine of its own, as long as the connection
-// lives (its ConnWriteTimeout, seconds), while every goroutine of a call must
-// end with its deadline, or a small margin after, whatever the server does.
-// So the server is probed on the same connection, whose replies come in
-// order: a release of the call's key (which the server's ACL lets the client
-// touch) with the empty value, which no lock has, so that it deletes
-// nothing. If it answers within
+// library waits for the reply of a call that gave up in a goroutine of its
+// own, as long as the connection lives (its ConnWriteTimeout, seconds),
+// while every goroutine of a call must end with its deadline, or a small
+// margin after, whatever the server does. So the server is probed on the
+// same connection, whose replies come in order: a release of the call's key
+// (which the server's ACL lets the client touch) with the empty value, which
+// no lock has, so that it deletes nothing. If it answers within
 // probeTimeout, the late reply has come too; if not, the connection is
 // broken, its waiting goroutines end at once, the next call finds the client
 // lost and a new one is created (see dial and lost), and the calls still
@@ -668,11 +668,12 @@ func (n *node[C, D, R, L]) lost(s *state[C], err error) bool {
 // (in the node's slot map; all of them when the map is not known, or names
 // a primary the client has no connection to: see breakConns) are broken,
 // and the client dials that primary again on its next call there (see
-// dial): the other shards' calls go on. One probe runs at a time per
-// server (per shard's primary on a cluster), and it ends by probeTimeout
-// even when the library holds it, as it holds a cluster client's calls while
-// it dials a connection again (see bounded): a connection whose handshake
-// hangs is one of those it then breaks (see dial). A client of New's is the caller's: left alone.
+// dial): the other shards' calls go on. One probe runs at a time per server
+// (per shard's primary on a cluster), and it ends by probeTimeout even when
+// the library holds it, as it holds a cluster client's calls while it dials
+// a connection again (see bounded): a connection whose handshake hangs is
+// one of those it then breaks (see dial). A client of New's is the
+// caller's: left alone.
 func (n *node[C, D, R, L]) stalled(c C, key string) {
 	s := n.cur.Load()
 	if s == nil || s.client != c || !n.owned {

@@ -102,10 +102,7 @@ func (n *node[C, D, R, L]) touchSlot(ctx context.Context, c C, channel string) {
 		key = k // the lock key, which the ACL lets the node touch: driver.ReleaseChannel
 	}
 	cmd := rediscmd.TTL(key, "")
-	var keys Keys
-	keys.a, keys.n = cmd.KeyArray()
-	sc, _ := cmd.Script()
-	_, _ = n.bounded(ctx, func() (any, error) { return n.lib.Exec(ctx, c, n.lib.scripts[sc.SHA1()], keys, cmd.Args()).ToAny() })
+	_, _ = n.bounded(ctx, func() (any, error) { return n.send(ctx, c, &cmd).ToAny() })
 }
 
 // dialPubSub makes the node's pub/sub connection: a dedicated connection of
