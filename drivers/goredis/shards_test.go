@@ -65,27 +65,7 @@ func TestShardsDropIdleBatchers(t *testing.T) {
 // slot map is the client's own (ClusterSlots: no server is dialed).
 func TestShardsKeepLivePrimaries(t *testing.T) {
 	const primaries = minShardBatchers + 4
-	var slots []redis.ClusterSlot
-	for i := range primaries {
-		start, end := i*driver.Slots/primaries, (i+1)*driver.Slots/primaries-1
-		slots = append(slots, redis.ClusterSlot{Start: start, End: end, Nodes: []redis.ClusterNode{{Addr: fmt.Sprintf("127.0.0.1:%d", 1+i)}}})
-	}
-	cc := redis.NewClusterClient(&redis.ClusterOptions{
-		ClusterSlots: func(context.Context) ([]redis.ClusterSlot, error) { return slots, nil },
-	})
-	t.Cleanup(func() { cc.Close() })
-	s := newShards(cc, func(context.Context, []*batch.Call[rediscmd.Cmd, rediscmd.Result]) {})
-	s.known.Store(true)
-	keys := make([]string, primaries) // a key on each primary
-	for i, found := 0, 0; found < primaries; i++ {
-		k := fmt.Sprintf("k%d", i)
-		for p, r := range slots {
-			if slot := driver.HashSlot(k); keys[p] == "" && slot >= r.Start && slot <= r.End {
-				keys[p] = k
-				found++
-			}
-		}
-	}
+	s, keys := knownShards(t, primaries)
 	first := batch.New(s.exec, batch.Senders, batch.MaxBatch)
 	had := make([]*batcher, primaries)
 	remade := 0
@@ -105,4 +85,47 @@ func TestShardsKeepLivePrimaries(t *testing.T) {
 		t.Fatalf("%d calls, one per primary in turn, of a cluster of %d primaries: %d batchers made again for a primary that had one (batchers now %d, limit %d)",
 			rounds*primaries, primaries, remade, len(*s.by.Load()), s.limit)
 	}
+}
+
+// BenchmarkShardsBatcher is the routing cost that a call on a cluster node
+// pays before its batcher's Do: the lookup of its key's primary
+// (ClusterClient.MasterForKey) and of that primary's batcher, over 3
+// primaries.
+func BenchmarkShardsBatcher(b *testing.B) {
+	s, keys := knownShards(b, 3)
+	first := batch.New(s.exec, batch.Senders, batch.MaxBatch)
+	ctx := b.Context()
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		s.batcher(ctx, keys[i%len(keys)], first)
+	}
+}
+
+// knownShards returns the shards of a cluster node of n primaries whose
+// client has its slot map, its own (ClusterSlots: no server is dialed), and a
+// key served by each primary, in the primaries' order (the i-th at port
+// 1+i), the slots split evenly.
+func knownShards(tb testing.TB, n int) (*shards, []string) {
+	var slots []redis.ClusterSlot
+	for i := range n {
+		start, end := i*driver.Slots/n, (i+1)*driver.Slots/n-1
+		slots = append(slots, redis.ClusterSlot{Start: start, End: end, Nodes: []redis.ClusterNode{{Addr: fmt.Sprintf("127.0.0.1:%d", 1+i)}}})
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{
+		ClusterSlots: func(context.Context) ([]redis.ClusterSlot, error) { return slots, nil },
+	})
+	tb.Cleanup(func() { cc.Close() })
+	s := newShards(cc, func(context.Context, []*batch.Call[rediscmd.Cmd, rediscmd.Result]) {})
+	s.known.Store(true)
+	keys := make([]string, n)
+	for i, found := 0, 0; found < n; i++ {
+		k := fmt.Sprintf("k%d", i)
+		for p, r := range slots {
+			if slot := driver.HashSlot(k); keys[p] == "" && slot >= r.Start && slot <= r.End {
+				keys[p] = k
+				found++
+			}
+		}
+	}
+	return s, keys
 }
