@@ -96,6 +96,20 @@ func TestReviewStatusFollowsMoved(t *testing.T) {
 		holder.wait(30 * time.Second)
 	}()
 
+	// hold reports the lock once its token is written to a quorum of the
+	// nodes; the write to the third may land later. Read through the stale
+	// seed, the key's counter must be there to be found.
+	fenceKey := driver.FenceKey("app:" + key)
+	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
+		v, err := a.Shards()[1].Primary().Do(t.Context(), "GET", fenceKey)
+		if err == nil && fmt.Sprint(v) == strconv.FormatUint(h.Token, 10) {
+			break
+		}
+		if time.Since(start) > 10*time.Second {
+			t.Fatalf("the fencing counter %s on the key's shard: %v, %v 10s after hold reported token %d", fenceKey, v, err, h.Token)
+		}
+	}
+
 	// The map of a seed that has not learned the slot's move: shard 0
 	// serves every slot.
 	text, err := a.Shards()[0].Primary().Do(t.Context(), "CLUSTER", "NODES")
