@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"log"
-	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -91,13 +91,17 @@ func TestObserverPanicsOnClientGoroutinesAreRecovered(t *testing.T) {
 	}
 	t.Run("LockEnd", func(t *testing.T) {
 		// Done's timer reports the end of a lock whose validity ran out.
-		_, nodes := memNodes(3)
-		c := newClient(t, nodes, redlock.WithTTL(100*time.Millisecond), redlock.WithObserver(backgroundPanics{lockEnd: true}))
-		l, err := c.TryLock(t.Context(), "k")
-		require.NoError(t, err)
-		<-l.Done()
-		require.Eventually(t, func() bool { return strings.Contains(logs.String(), "panic in Observer.LockEnd") },
-			5*time.Second, 5*time.Millisecond)
+		// In a bubble (testing/synctest): a 100 ms TTL gives 10 ms node
+		// timeouts, which a loaded machine's real clock can pass.
+		synctest.Test(t, func(t *testing.T) {
+			_, nodes := memNodes(3)
+			c := newClient(t, nodes, redlock.WithTTL(100*time.Millisecond), redlock.WithObserver(backgroundPanics{lockEnd: true}))
+			l, err := c.TryLock(t.Context(), "k")
+			require.NoError(t, err)
+			<-l.Done()
+			synctest.Wait()
+			require.Contains(t, logs.String(), "panic in Observer.LockEnd")
+		})
 	})
 	t.Run("NodeCallOneNode", func(t *testing.T) {
 		// With one node the call runs on the caller's goroutine, amid
@@ -244,11 +248,15 @@ func TestKeeperExtendPanicKeepsOtherObserversEnds(t *testing.T) {
 // Done, on the caller's goroutine, reports the end of a lock whose validity
 // ran out: a LockEnd panic there goes on to the caller (only Done's timer,
 // a goroutine of the Client, recovers it).
+// It runs in a bubble (testing/synctest): a 50 ms TTL gives 5 ms node
+// timeouts, which a loaded machine's real clock can pass.
 func TestDoneLockEndPanicGoesOnToCaller(t *testing.T) {
-	_, nodes := memNodes(3)
-	c := newClient(t, nodes, redlock.WithTTL(50*time.Millisecond), redlock.WithObserver(backgroundPanics{lockEnd: true}))
-	l, err := c.TryLock(t.Context(), "k")
-	require.NoError(t, err)
-	time.Sleep(150 * time.Millisecond) // the validity ended; no timer armed yet
-	assert.PanicsWithValue(t, "observer bug in LockEnd", func() { <-l.Done() })
+	synctest.Test(t, func(t *testing.T) {
+		_, nodes := memNodes(3)
+		c := newClient(t, nodes, redlock.WithTTL(50*time.Millisecond), redlock.WithObserver(backgroundPanics{lockEnd: true}))
+		l, err := c.TryLock(t.Context(), "k")
+		require.NoError(t, err)
+		time.Sleep(150 * time.Millisecond) // the validity ended; no timer armed yet
+		assert.PanicsWithValue(t, "observer bug in LockEnd", func() { <-l.Done() })
+	})
 }
