@@ -186,9 +186,9 @@ func (s *Server) Restart(ctx context.Context) error {
 // starts again: the delayed restart that keeps a node without persistence
 // from granting a lock it forgot, when down is longer than the longest TTL.
 // The server is killed at once; RestartAfter returns once it answers again.
-// While it is down, its port is held by a listener that resets every
-// connection at once, so that no other server or proxy of the test binary
-// can take the port meanwhile; to a client the server is as unreachable as
+// While it is down, its port (and a cluster node's bus port) is held by a
+// listener that resets every connection at once, so that no other server or
+// proxy of the test binary can take the port meanwhile; to a client the server is as unreachable as
 // a dead one. If ctx ends or the server is closed during the wait, the
 // server stays down and the error says so.
 func (s *Server) RestartAfter(ctx context.Context, down time.Duration) error {
@@ -227,10 +227,10 @@ func (s *Server) Close() error {
 
 // Kill kills the server with SIGKILL, as in a crash, and waits for it to
 // exit. Its directory is kept until [Server.Close], which is still needed.
-// Until the server is restarted or closed, its port is held by a listener that
-// resets every connection at once: to a client the node is as unreachable as
-// a dead one, and no other server of the test binary can take the port and
-// answer in its place. Killing a server that is not running does nothing.
+// Until the server is restarted or closed, its port (and a cluster node's bus
+// port) is held by a listener that resets every connection at once: to a
+// client the node is as unreachable as a dead one, and no other server of the
+// test binary can take the port and answer in its place. Killing a server that is not running does nothing.
 func (s *Server) Kill() error {
 	return (*redisserver.Server)(s).Kill()
 }

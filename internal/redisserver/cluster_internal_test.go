@@ -2,6 +2,7 @@ package redisserver
 
 import (
 	"fmt"
+	"net"
 	"slices"
 	"strconv"
 	"testing"
@@ -103,5 +104,47 @@ func TestParseClusterNodes(t *testing.T) {
 	for _, bad := range []string{"a b c", "id host:x@1 master - 0 0 1 connected", "id nocolon@1 master - 0 0 1 connected", "id 127.0.0.1:1@2 master - 0 0 1 connected 5-3", "id 127.0.0.1:1@2 master - 0 0 1 connected 16384"} {
 		_, err := parseClusterNodes(bad + "\n")
 		require.Error(t, err, bad)
+	}
+}
+
+// TestKillHoldsClusterBusPort kills a cluster node: until it restarts, no one
+// else can take its cluster bus port either (a server started meanwhile on
+// it would make the restart fail), and the restarted node rejoins. Before,
+// Kill held the client port alone. busPort reads the bus port from the
+// directives as redis-server does.
+func TestKillHoldsClusterBusPort(t *testing.T) {
+	t.Parallel()
+	c := NewCluster(t, 1)
+	n := c.Shards()[0].primary
+	require.NoError(t, n.srv.Kill())
+	busAddr := net.JoinHostPort(n.srv.cfg.host(), strconv.Itoa(n.bus))
+	if l, err := net.Listen("tcp", busAddr); err == nil {
+		l.Close()
+		t.Fatalf("the killed node's cluster bus port %s could be taken", busAddr)
+	}
+	require.NoError(t, n.srv.Restart(t.Context()))
+	require.NoError(t, c.WaitHealthy(t.Context()))
+
+	for _, tc := range []struct {
+		opts []Option
+		port int
+		want int // 0: no bus
+	}{
+		{nil, 7000, 0},
+		{[]Option{WithConfig("cluster-enabled", "yes")}, 7000, 17000},
+		{[]Option{WithConfig("cluster-enabled", "yes"), WithConfig("cluster-port", "7100")}, 7000, 7100},
+		{[]Option{WithConfig("cluster-enabled", "yes"), WithConfig("cluster-port", "0")}, 7000, 17000},
+		{[]Option{WithConfig("cluster-enabled", "yes"), WithConfig("cluster-enabled", "no")}, 7000, 0},
+		{[]Option{WithConfig("cluster-enabled", "yes")}, 60000, 0}, // port+10000 is no port
+	} {
+		var cfg config
+		for _, o := range tc.opts {
+			o(&cfg)
+		}
+		bus, ok := cfg.busPort(tc.port)
+		require.Equal(t, tc.want != 0, ok, "%v", cfg.directives)
+		if ok {
+			require.Equal(t, tc.want, bus, "%v", cfg.directives)
+		}
 	}
 }

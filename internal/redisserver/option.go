@@ -2,6 +2,7 @@ package redisserver
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 )
 
@@ -111,4 +112,29 @@ func (c *config) args(port int, dir, logfile string) []string {
 		args = append(args, d[1:]...)
 	}
 	return args
+}
+
+// busPort returns the cluster bus port of a server on port started with c,
+// and whether it has one (cluster-enabled yes): the cluster-port directive,
+// or, as redis-server does when it is absent or 0, port+10000.
+func (c *config) busPort(port int) (int, bool) {
+	enabled, bus := false, 0
+	for _, d := range c.directives { // the last of a directive wins, as on redis-server's command line
+		if len(d) != 2 {
+			continue
+		}
+		switch strings.ToLower(d[0]) {
+		case "cluster-enabled":
+			enabled = strings.EqualFold(d[1], "yes")
+		case "cluster-port":
+			bus, _ = strconv.Atoi(d[1])
+		}
+	}
+	if !enabled {
+		return 0, false
+	}
+	if bus <= 0 {
+		bus = port + 10000
+	}
+	return bus, bus <= 65535
 }
