@@ -3,9 +3,12 @@ package conformance_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"math"
 	"os"
 	"os/exec"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -80,12 +83,19 @@ func (b broken) Extend(ctx context.Context, key, value string, ttl time.Duration
 	return ok, b.closedErr(err)
 }
 
-// SetNXFence keeps the key for half its TTL, for "fence-half-ttl".
+// SetNXFence keeps the key for half its TTL, for "fence-half-ttl", and
+// fails on a counter above math.MaxInt64, as a Node that parsed it with
+// strconv.ParseInt would, for "fence-int64".
 func (b broken) SetNXFence(ctx context.Context, key, value string, ttl time.Duration, fenceKey string) (bool, uint64, error) {
 	if b.kind == "fence-half-ttl" {
 		ttl /= 2
 	}
-	return b.Node.SetNXFence(ctx, key, value, ttl, fenceKey)
+	ok, counter, err := b.Node.SetNXFence(ctx, key, value, ttl, fenceKey)
+	if b.kind == "fence-int64" && err == nil && counter > math.MaxInt64 {
+		_, perr := strconv.ParseInt(strconv.FormatUint(counter, 10), 10, 64)
+		return false, 0, fmt.Errorf("brokennode: fencing counter: %w", perr)
+	}
+	return ok, counter, err
 }
 
 // TTL reports a key held by any value as held, for "ttl-any-value", and
@@ -149,6 +159,7 @@ var brokenKinds = map[string]struct {
 	"notify-blocks":       {want: "a Node must never block on a send to notify"},
 	"extend-half-ttl":     {want: "a Node must keep an extended key for its whole TTL"},
 	"fence-half-ttl":      {want: "SetNXFence(ttl=300ms): the key was free after"},
+	"fence-int64":         {want: "SetNXFence: unexpected error brokennode: fencing counter: strconv.ParseInt"},
 	"mangle":              {want: "are distinct locks; a Node must send keys as bytes"},
 	"close-not-errclosed": {want: "SetNX after Close: error = brokennode: node is closed, want one matching driver.ErrClosed"},
 	"nonatomic": {redis: "Commands/Atomic",
