@@ -76,8 +76,10 @@ func fenceExpires(t *testing.T, ctx context.Context, newNode func(*testing.T) dr
 func fenceOutlivesKey(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
 	_, f := fencer(t, newNode)
 	k, v := key(t), value()
-	fk := "{" + k + "}:counter"   // a counter of its own, in the key's slot
-	const big = uint64(1)<<62 + 7 // beyond a Lua number's exact integers
+	fk := "{" + k + "}:counter" // a counter of its own, in the key's slot
+	// Beyond a Lua number's exact integers and beyond an int64: a counter
+	// is a uint64, up to 2^64-1.
+	const big = uint64(1)<<63 + 7
 	setNXFence(t, ctx, f, k, v, fk, 100*time.Millisecond)
 	must(t, "RaiseFence")(f.RaiseFence(ctx, k, v, fk, big))
 	deadline := time.Now().Add(5 * time.Second)
@@ -85,7 +87,7 @@ func fenceOutlivesKey(t *testing.T, ctx context.Context, newNode func(*testing.T
 		ok, c := setNXFence(t, ctx, f, k, value(), fk, time.Minute)
 		if ok {
 			if c != big {
-				t.Fatalf("SetNXFence after the key expired: counter %d, want %d: counters never expire and keep every digit", c, big)
+				t.Fatalf("SetNXFence after the key expired: counter %d, want %d: counters never expire and keep every digit (a uint64, not an int64 nor a Lua number)", c, big)
 			}
 			return
 		}
