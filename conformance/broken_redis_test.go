@@ -2,6 +2,7 @@ package conformance_test
 
 import (
 	"context"
+	"crypto/sha1"
 	"errors"
 	"fmt"
 	"strings"
@@ -70,6 +71,7 @@ func (d brokenDriver) Open(addr string) (driver.Node, error) {
 //   - sends-queued: SetNX sends one call at a time, on a client of its own
 //     that Close leaves open, and queues the others (driver.Queuer), which it
 //     still sends after Close.
+//   - identity-made-up: Identity names the address, not the server.
 //   - close-waits-calls: a node without a queue (not a driver.Queuer; see
 //     unqueued) whose Close waits for the calls in flight to end.
 type brokenRedis struct {
@@ -300,8 +302,15 @@ func (n *brokenRedis) TTL(ctx context.Context, key, value string) (time.Duration
 	return d, held, err
 }
 
+// Identity makes up an ID from the node's address, for "identity-made-up":
+// well formed, the same every time and distinct for distinct addresses, but
+// not the server's, so that two addresses of one server do not share it.
 func (n *brokenRedis) Identity(ctx context.Context) ([]string, error) {
-	return n.inner.(driver.Identifier).Identity(ctx)
+	ids, err := n.inner.(driver.Identifier).Identity(ctx)
+	if n.kind == "identity-made-up" && err == nil {
+		return []string{fmt.Sprintf("run:%x", sha1.Sum([]byte(n.String())))}, nil
+	}
+	return ids, err
 }
 
 // unqueued is a brokenRedis that is no driver.Queuer: it holds one, to

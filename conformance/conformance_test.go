@@ -186,6 +186,8 @@ var brokenKinds = map[string]struct {
 		want: "Close of a node whose server does not answer had not returned"},
 	"sends-queued": {redis: "Stalled/CloseSendsNoQueuedCall",
 		want: "failed with an error matching driver.ErrClosed: the others were sent after Close"},
+	"identity-made-up": {redis: "Identifier/NamesServer",
+		want: "want one that includes the server's run_id"},
 	"close-waits-calls": {redis: "Stalled/CloseSendsNoQueuedCall",
 		want: "Close of a node with calls waiting on a server that does not answer"},
 }
