@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -40,7 +41,8 @@ const stallBound = 2 * time.Second
 // EVALSHA then EVAL after NOSCRIPT counting once), never a client-side GET,
 // DEL, SETNX, PEXPIRE or SET, two scripts, or MULTI/EXEC; with PTTL, that
 // TTLs are sent in milliseconds, not rounded up to whole seconds (EX,
-// EXPIRE); with CLIENT LIST, that
+// EXPIRE); with INFO, that a driver.Identifier names the server by its
+// run_id; with CLIENT LIST, that
 // Close closes every connection of the node, its pub/sub connection
 // included. As an ACL user
 // on a key outside the user's pattern, every method must return an error
@@ -102,6 +104,7 @@ func RunRedis(t *testing.T, d driver.Driver, opts ...RedisOption) {
 		{"Close/ReleasesConnections", closeReleasesConnections},
 		{"TTL/Milliseconds", ttlMilliseconds},
 		{"TTLer/NoExpiry", ttlNoExpiry},
+		{"Identifier/NamesServer", identityNamesServer},
 		{"Reconnects", reconnects},
 		{"Reconnects/AfterIdle", reconnectsAfterIdle},
 		{"Scripts/Concurrent", scriptsConcurrent},
@@ -580,6 +583,36 @@ func ttlNoExpiry(t *testing.T, ctx context.Context, s *redisSuite) {
 	}
 	if d, held, err := tn.TTL(ctx, k, v); err == nil {
 		t.Errorf("TTL of a key that holds the value without a time to live (PTTL -1) = %v, %v, nil; want an error: a lock key always has a time to live, and one without it is no lock the Node can vouch for", d, held)
+	}
+}
+
+// identityNamesServer checks that a driver.Identifier names the server it
+// reaches by what the server says, "run:" and the run_id of its INFO, so
+// that two addresses of one server (a host name and an IP, say) share an
+// ID; an ID made up on the client (from the address, say) is distinct for
+// every address, and redlock would count one server twice.
+func identityNamesServer(t *testing.T, ctx context.Context, s *redisSuite) {
+	srv := redistest.NewServer(t)
+	n := s.open(t, hostAddr(t, srv))
+	ider, ok := n.(driver.Identifier)
+	if !ok {
+		t.Skipf("%T does not implement driver.Identifier", n)
+	}
+	reply, err := srv.Do(ctx, "INFO", "server")
+	if err != nil {
+		t.Fatalf("INFO server: %v", err)
+	}
+	info, _ := reply.(string)
+	want := driver.IdentityOf(info, "")
+	if len(want) != 1 {
+		t.Fatalf("INFO server has no run_id:\n%s", info)
+	}
+	ids, err := ider.Identity(ctx)
+	if err != nil {
+		t.Fatalf("Identity: %v", err)
+	}
+	if !slices.Contains(ids, want[0]) {
+		t.Fatalf("Identity of a node on one server = %q, want one that includes the server's run_id, %q (INFO server): an ID must come from the server, so that two addresses of one server share it (see driver.IdentityOf)", ids, want[0])
 	}
 }
 
