@@ -72,6 +72,8 @@ func (d brokenDriver) Open(addr string) (driver.Node, error) {
 //     that Close leaves open, and queues the others (driver.Queuer), which it
 //     still sends after Close.
 //   - identity-made-up: Identity names the address, not the server.
+//   - subscribe-unconfirmed: Subscribe returns without waiting for the
+//     server's confirmation once the node has a pub/sub connection up.
 //   - close-waits-calls: a node without a queue (not a driver.Queuer; see
 //     unqueued) whose Close waits for the calls in flight to end.
 type brokenRedis struct {
@@ -81,6 +83,9 @@ type brokenRedis struct {
 	slot    chan struct{} // sends-queued: held by the call in flight
 	waiting atomic.Int32  // sends-queued: the calls queued for slot
 	closed  atomic.Bool
+	// subscribed is set once a subscription was confirmed, for
+	// subscribe-unconfirmed: the pub/sub connection it shares is up.
+	subscribed atomic.Bool
 }
 
 // Pending is the inner node's queue, or sends-queued's own.
@@ -289,8 +294,43 @@ func (n *brokenRedis) ReleaseNotify(ctx context.Context, key, value string) (boo
 	return n.err(ctx, "ReleaseNotify", value, ok, err)
 }
 
+// Subscribe, for subscribe-unconfirmed, waits for the server's confirmation
+// only while the node has no pub/sub connection up (none confirmed yet), as
+// a node that shares one would if it sent SSUBSCRIBE on it and returned.
 func (n *brokenRedis) Subscribe(ctx context.Context, key string, notify chan<- struct{}) (func(), error) {
-	return n.inner.(driver.Notifier).Subscribe(ctx, key, notify)
+	inner := n.inner.(driver.Notifier)
+	if n.kind != "subscribe-unconfirmed" || !n.subscribed.Load() {
+		cancel, err := inner.Subscribe(ctx, key, notify)
+		if err == nil {
+			n.subscribed.Store(true)
+		}
+		return cancel, err
+	}
+	var (
+		mu       sync.Mutex
+		stop     func()
+		canceled bool
+	)
+	go func() {
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		c, err := inner.Subscribe(sctx, key, notify)
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil && canceled {
+			c()
+			return
+		}
+		stop = c
+	}()
+	return func() {
+		mu.Lock()
+		defer mu.Unlock()
+		canceled = true
+		if stop != nil {
+			stop()
+		}
+	}, nil
 }
 
 func (n *brokenRedis) TTL(ctx context.Context, key, value string) (time.Duration, bool, error) {

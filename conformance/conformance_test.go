@@ -186,6 +186,8 @@ var brokenKinds = map[string]struct {
 		want: "Close of a node whose server does not answer had not returned"},
 	"sends-queued": {redis: "Stalled/CloseSendsNoQueuedCall",
 		want: "failed with an error matching driver.ErrClosed: the others were sent after Close"},
+	"subscribe-unconfirmed": {redis: "Stalled/DeadlineBoundsCalls",
+		want: "Subscribe must return only once the server has confirmed the subscription"},
 	"identity-made-up": {redis: "Identifier/NamesServer",
 		want: "want one that includes the server's run_id"},
 	"close-waits-calls": {redis: "Stalled/CloseSendsNoQueuedCall",
