@@ -319,7 +319,10 @@ func downNeitherFailsNorBlocks(t *testing.T, ctx context.Context, s *redisSuite)
 }
 
 // stalled returns a paused server, started with opts, and a node opened on
-// it before (warm: it has connected) or after the pause.
+// it before (warm: it has connected, and, a driver.Notifier, subscribed
+// once, so that its pub/sub connection may be up) or after the pause. A
+// warm node's Subscribe must still wait for the stalled server's
+// confirmation, not just send SSUBSCRIBE on a connection it has.
 func stalled(t *testing.T, ctx context.Context, s *redisSuite, warm bool, opts ...redistest.Option) (*redistest.Server, driver.Node) {
 	t.Helper()
 	srv := redistest.NewServer(t, opts...)
@@ -328,6 +331,13 @@ func stalled(t *testing.T, ctx context.Context, s *redisSuite, warm bool, opts .
 	if warm {
 		n = s.open(t, addr)
 		must(t, "SetNX before the pause")(n.SetNX(ctx, key(t), value(), time.Minute))
+		if nn, ok := n.(driver.Notifier); ok {
+			cancel, err := nn.Subscribe(ctx, key(t), make(chan struct{}, 1))
+			if err != nil {
+				t.Fatalf("Subscribe before the pause: unexpected error %v", err)
+			}
+			cancel()
+		}
 	}
 	if err := srv.Pause(); err != nil {
 		t.Fatal(err)
