@@ -44,10 +44,23 @@ type entry struct {
 }
 
 // Node is an in-process driver.Node. Its fault controls act on its store, so
-// they affect every Node opened under the same address.
+// they affect every Node opened under the same address. Make one with New, or
+// Open for nodes that share keys; the zero Node is usable too, as a node with
+// keys of its own, named as by New, made at its first use.
 type Node struct {
 	s     *store
+	once  sync.Once        // makes s for a zero Node (see store)
 	state drivernode.State // closed
+}
+
+// store returns n's store, making it the first time for a zero Node.
+func (n *Node) store() *store {
+	n.once.Do(func() {
+		if n.s == nil {
+			n.s = newStore(nil)
+		}
+	})
+	return n.s
 }
 
 var _ driver.Node = (*Node)(nil)
@@ -73,7 +86,10 @@ func WithName(name string) Option { return func(s *store) { s.name = name } }
 var unnamed = drivernode.NewCounter("memory")
 
 // New returns a node with keys of its own. A nil Option is skipped.
-func New(opts ...Option) *Node {
+func New(opts ...Option) *Node { return &Node{s: newStore(opts)} }
+
+// newStore returns a store with the options of New applied.
+func newStore(opts []Option) *store {
 	s := &store{
 		name:  unnamed.Next().String(),
 		clock: RealClock{},
@@ -84,11 +100,11 @@ func New(opts ...Option) *Node {
 			o(s)
 		}
 	}
-	return &Node{s: s}
+	return s
 }
 
 // String returns the node's name.
-func (n *Node) String() string { return n.s.name }
+func (n *Node) String() string { return n.store().name }
 
 // call runs op on n's store, under s.mu, once the store's latency and stall
 // are over, and returns its result, turned into ErrDown while the store is
@@ -107,7 +123,7 @@ func call[T any](n *Node, ctx context.Context, late bool, op func(s *store) (T, 
 	if err := ctx.Err(); err != nil {
 		return zero, err
 	}
-	s := n.s
+	s := n.store()
 	s.mu.Lock()
 	lat := s.latency
 	s.mu.Unlock()
@@ -239,19 +255,19 @@ func (n *Node) Extend(ctx context.Context, key, value string, ttl time.Duration)
 // Close closes this Node and ends its subscriptions; the store and other
 // Nodes opened on it stay.
 func (n *Node) Close() error {
-	if n.s != nil {
-		n.s.mu.Lock() // ReleaseNotify sends to no subscription of n after this
-		defer n.s.mu.Unlock()
-	}
+	s := n.store()
+	s.mu.Lock() // ReleaseNotify sends to no subscription of n after this
+	defer s.mu.Unlock()
 	_, err := n.state.Close()
 	return err
 }
 
 // SetDown makes every call fail with ErrDown (down true) or work again.
 func (n *Node) SetDown(down bool) {
-	n.s.mu.Lock()
-	n.s.down = down
-	n.s.mu.Unlock()
+	s := n.store()
+	s.mu.Lock()
+	s.down = down
+	s.mu.Unlock()
 }
 
 // SetStalled makes the store hold the calls that reach it, like a server
@@ -264,7 +280,7 @@ func (n *Node) SetDown(down bool) {
 // dropped). Calls in their latency (SetLatency) when the store stalls are
 // held too, once the latency is over.
 func (n *Node) SetStalled(stalled bool) {
-	s := n.s
+	s := n.store()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	was := s.stalled
@@ -281,46 +297,51 @@ func (n *Node) SetStalled(stalled bool) {
 // SetLoseReplies makes calls apply their command and then fail with
 // ErrReplyLost, as when a reply is lost on the network.
 func (n *Node) SetLoseReplies(lose bool) {
-	n.s.mu.Lock()
-	n.s.loseReplies = lose
-	n.s.mu.Unlock()
+	s := n.store()
+	s.mu.Lock()
+	s.loseReplies = lose
+	s.mu.Unlock()
 }
 
 // SetLatency makes each call wait d on the node's clock before it is applied.
 // With a FakeClock the wait advances the clock instead of taking real time.
 func (n *Node) SetLatency(d time.Duration) {
-	n.s.mu.Lock()
-	n.s.latency = d
-	n.s.mu.Unlock()
+	s := n.store()
+	s.mu.Lock()
+	s.latency = d
+	s.mu.Unlock()
 }
 
 // Forget drops every key and fencing counter, as a server restarted without persistence does.
 func (n *Node) Forget() {
-	n.s.mu.Lock()
-	clear(n.s.keys)
-	clear(n.s.fences)
-	n.s.mu.Unlock()
+	s := n.store()
+	s.mu.Lock()
+	clear(s.keys)
+	clear(s.fences)
+	s.mu.Unlock()
 }
 
 // Delete drops key, as when it expires early (a clock jump on the server) or
 // is evicted. It reports whether the key existed.
 func (n *Node) Delete(key string) bool {
-	n.s.mu.Lock()
-	defer n.s.mu.Unlock()
-	_, ok := n.s.get(key)
-	delete(n.s.keys, key)
+	s := n.store()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, ok := s.get(key)
+	delete(s.keys, key)
 	return ok
 }
 
 // PTTL returns key's remaining time to live, and false if the key does not exist.
 func (n *Node) PTTL(key string) (time.Duration, bool) {
-	n.s.mu.Lock()
-	defer n.s.mu.Unlock()
-	e, ok := n.s.get(key)
+	s := n.store()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.get(key)
 	if !ok {
 		return 0, false
 	}
-	return e.expires.Sub(n.s.clock.Now()), true
+	return e.expires.Sub(s.clock.Now()), true
 }
 
 // Holds reports whether key exists, without revealing its value.

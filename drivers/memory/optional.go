@@ -48,9 +48,10 @@ func (n *Node) RaiseFence(ctx context.Context, key, value, fenceKey string, toke
 
 // Fence returns the fencing counter at fenceKey, for tests.
 func (n *Node) Fence(fenceKey string) uint64 {
-	n.s.mu.Lock()
-	defer n.s.mu.Unlock()
-	return n.s.fences[fenceKey]
+	s := n.store()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.fences[fenceKey]
 }
 
 // TTL returns key's remaining time to live, rounded down to the millisecond
@@ -97,7 +98,7 @@ type subscription struct {
 // cancel is called or the Node is closed.
 func (n *Node) Subscribe(ctx context.Context, key string, notify chan<- struct{}) (func(), error) {
 	sub := &subscription{node: n, notify: notify}
-	s := n.s
+	s := n.store()
 	_, err := call(n, ctx, false, func(s *store) (struct{}, error) {
 		if s.subs == nil {
 			s.subs = make(map[string]map[*subscription]struct{})
