@@ -402,6 +402,16 @@ func callsWith(ctx context.Context, n driver.Node, k, v string) map[string]error
 	return errs
 }
 
+// nilFailure adds to a Context subtest's message, when the call returned no
+// error, the other way a Node comes to that: turning its failures (here the
+// context's) into a plain false.
+func nilFailure(err error) string {
+	if err != nil {
+		return ""
+	}
+	return ", and a call that failed must return its error, never (false, nil)"
+}
+
 func contextCanceled(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
 	n, k := newNode(t), key(t)
 	must(t, "SetNX")(n.SetNX(ctx, k, value(), time.Minute)) // connect first
@@ -409,7 +419,7 @@ func contextCanceled(t *testing.T, ctx context.Context, newNode func(*testing.T)
 	cancel()
 	for call, err := range Calls(cctx, n, k) {
 		if !errors.Is(err, context.Canceled) {
-			t.Errorf("%s(canceled ctx) error = %v, want one matching context.Canceled: a Node must honour its context", call, err)
+			t.Errorf("%s(canceled ctx) error = %v, want one matching context.Canceled: a Node must honour its context%s", call, err, nilFailure(err))
 		}
 	}
 }
@@ -421,7 +431,7 @@ func contextDeadlineExceeded(t *testing.T, ctx context.Context, newNode func(*te
 	defer cancel()
 	for call, err := range Calls(dctx, n, k) {
 		if !errors.Is(err, context.DeadlineExceeded) {
-			t.Errorf("%s(expired ctx) error = %v, want one matching context.DeadlineExceeded: a Node must honour its context", call, err)
+			t.Errorf("%s(expired ctx) error = %v, want one matching context.DeadlineExceeded: a Node must honour its context%s", call, err, nilFailure(err))
 		}
 	}
 }

@@ -153,7 +153,7 @@ var brokenKinds = map[string]struct {
 	"release-others":      {want: "EvalRelease(otherValue) = true, want false: a Node must not release a key held by another value"},
 	"setnx-overwrites":    {want: "SetNX(otherValue) = true, want false: a Node must not set a key held by another value (NX)"},
 	"extend-creates":      {want: "Extend(absent key) = true, want false: there was nothing to extend"},
-	"ignores-context":     {want: "Extend(canceled ctx) error = <nil>, want one matching context.Canceled: a Node must honour its context"},
+	"ignores-context":     {want: "Extend(canceled ctx) error = <nil>, want one matching context.Canceled: a Node must honour its context, and a call that failed must return its error, never (false, nil)"},
 	"ttl-any-value":       {want: "want 0, false: a Node must not report a key held by another value"},
 	"ttl-whole-seconds":   {want: "TTL must return the key's PTTL, rounded down to the millisecond, never more than is left"},
 	"notify-blocks":       {want: "a Node must never block on a send to notify"},
