@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -57,49 +58,54 @@ func (keyedObserver) Extend(ctx context.Context, e redlock.ExtendStart) (context
 // whose extensions are due together share a group of the Client's keeper,
 // which sent every lock's extension with the first one's Do context: the
 // second lock's commands showed in the first one's trace.
+// It runs in a bubble (testing/synctest): its 600 ms TTL gives 60 ms node
+// timeouts, which a loaded machine's real clock can pass; in the bubble the
+// three Do's extensions also fall due at one instant, as a group.
 func TestKeeperExtensionsCarryTheirOwnContext(t *testing.T) {
 	for _, queuing := range []bool{false, true} {
 		for _, observed := range []bool{false, true} {
 			t.Run(fmt.Sprintf("queuing=%v,observed=%v", queuing, observed), func(t *testing.T) {
-				var mu sync.Mutex
-				seen := map[string][]string{}
-				nodes := make([]driver.Node, 3)
-				for i := range nodes {
-					n := ctxNode{memory.New(), &mu, seen}
-					if queuing {
-						nodes[i] = queuingCtxNode{n}
-					} else {
-						nodes[i] = n
+				synctest.Test(t, func(t *testing.T) {
+					var mu sync.Mutex
+					seen := map[string][]string{}
+					nodes := make([]driver.Node, 3)
+					for i := range nodes {
+						n := ctxNode{memory.New(), &mu, seen}
+						if queuing {
+							nodes[i] = queuingCtxNode{n}
+						} else {
+							nodes[i] = n
+						}
 					}
-				}
-				var opts []redlock.Option
-				if observed {
-					opts = append(opts, redlock.WithObserver(keyedObserver{}))
-				}
-				c := newClient(t, nodes, append(opts, redlock.WithTTL(600*time.Millisecond), redlock.WithExtendInterval(100*time.Millisecond))...)
-				var wg sync.WaitGroup
-				for _, key := range []string{"a", "b", "c"} {
-					wg.Go(func() {
-						ctx := context.WithValue(t.Context(), ctxOwner{"do"}, key)
-						assert.NoError(t, c.Do(ctx, key, func(context.Context) error {
-							time.Sleep(350 * time.Millisecond) // three extensions or so
-							return nil
-						}))
-					})
-				}
-				wg.Wait()
-				mu.Lock()
-				defer mu.Unlock()
-				for _, key := range []string{"a", "b", "c"} {
-					require.NotEmpty(t, seen[key], "extensions of %s", key)
-					want := "do=" + key + " extend="
+					var opts []redlock.Option
 					if observed {
-						want += key
+						opts = append(opts, redlock.WithObserver(keyedObserver{}))
 					}
-					for _, s := range seen[key] {
-						assert.Equal(t, want, s, "the context of an extension of %s", key)
+					c := newClient(t, nodes, append(opts, redlock.WithTTL(600*time.Millisecond), redlock.WithExtendInterval(100*time.Millisecond))...)
+					var wg sync.WaitGroup
+					for _, key := range []string{"a", "b", "c"} {
+						wg.Go(func() {
+							ctx := context.WithValue(t.Context(), ctxOwner{"do"}, key)
+							assert.NoError(t, c.Do(ctx, key, func(context.Context) error {
+								time.Sleep(350 * time.Millisecond) // three extensions or so
+								return nil
+							}))
+						})
 					}
-				}
+					wg.Wait()
+					mu.Lock()
+					defer mu.Unlock()
+					for _, key := range []string{"a", "b", "c"} {
+						require.NotEmpty(t, seen[key], "extensions of %s", key)
+						want := "do=" + key + " extend="
+						if observed {
+							want += key
+						}
+						for _, s := range seen[key] {
+							assert.Equal(t, want, s, "the context of an extension of %s", key)
+						}
+					}
+				})
 			})
 		}
 	}
