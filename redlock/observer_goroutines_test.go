@@ -162,25 +162,31 @@ func TestObserverUnlockPanicReleases(t *testing.T) {
 // (two of three nodes down) until the validity has ended, and the nodes come
 // back before fn returns, while they still hold the key (the validity ends a
 // drift before the key does), so that Unlock finds a quorum.
+//
+// It runs in a bubble (testing/synctest): with 50 ms node timeouts on the
+// real clock a loaded machine can fail Do's acquisition, and its sleep must
+// end between the validity's end and the keys'.
 func TestDoLostAfterCallersCancel(t *testing.T) {
 	for _, cancelFirst := range []bool{false, true} {
-		mem, nodes := memNodes(3)
-		c := newClient(t, nodes, redlock.WithTTL(time.Second), redlock.WithDriftFactor(0.6),
-			redlock.WithNodeTimeout(50*time.Millisecond))
-		ctx, cancel := context.WithCancel(t.Context())
-		err := c.Do(ctx, "k", func(fctx context.Context) error {
-			if cancelFirst {
-				cancel()
-			}
-			mem[0].SetDown(true)
-			mem[1].SetDown(true)
-			time.Sleep(500 * time.Millisecond) // the validity ends at about 400ms, the keys at 1s
-			mem[0].SetDown(false)
-			mem[1].SetDown(false)
-			return nil
+		synctest.Test(t, func(t *testing.T) {
+			mem, nodes := memNodes(3)
+			c := newClient(t, nodes, redlock.WithTTL(time.Second), redlock.WithDriftFactor(0.6),
+				redlock.WithNodeTimeout(50*time.Millisecond))
+			ctx, cancel := context.WithCancel(t.Context())
+			err := c.Do(ctx, "k", func(fctx context.Context) error {
+				if cancelFirst {
+					cancel()
+				}
+				mem[0].SetDown(true)
+				mem[1].SetDown(true)
+				time.Sleep(500 * time.Millisecond) // the validity ends at about 400ms, the keys at 1s
+				mem[0].SetDown(false)
+				mem[1].SetDown(false)
+				return nil
+			})
+			cancel()
+			assert.True(t, errors.Is(err, redlock.ErrLockLost), "cancelFirst=%v: Do returned %v, want ErrLockLost", cancelFirst, err)
 		})
-		cancel()
-		assert.True(t, errors.Is(err, redlock.ErrLockLost), "cancelFirst=%v: Do returned %v, want ErrLockLost", cancelFirst, err)
 	}
 }
 
@@ -225,23 +231,27 @@ func (o *extendCounter) Extend(ctx context.Context, _ redlock.ExtendStart) (cont
 
 // With two observers, one whose Extend start panics on the keeper's
 // goroutine: the other sees the end of every Extend it saw start.
+// It runs in a bubble (testing/synctest): a 300 ms TTL gives 30 ms node
+// timeouts, which a loaded machine's real clock can pass.
 func TestKeeperExtendPanicKeepsOtherObserversEnds(t *testing.T) {
 	captureLog(t)
 	for _, order := range []string{"counter first", "panicking first"} {
-		counter := &extendCounter{}
-		obs := []redlock.Option{redlock.WithObserver(counter), redlock.WithObserver(backgroundPanics{extend: true})}
-		if order == "panicking first" {
-			obs[0], obs[1] = obs[1], obs[0]
-		}
-		_, nodes := memNodes(3)
-		c := newClient(t, nodes, append(obs, redlock.WithTTL(300*time.Millisecond))...)
-		require.NoError(t, c.Do(t.Context(), "k", func(context.Context) error {
-			time.Sleep(450 * time.Millisecond) // three extensions at TTL/3
-			return nil
-		}))
-		require.NoError(t, c.Close()) // waits for extensions in flight
-		assert.NotZero(t, counter.starts.Load(), order)
-		assert.Equal(t, counter.starts.Load(), counter.ends.Load(), "%s: each observer sees the end of what it saw start", order)
+		synctest.Test(t, func(t *testing.T) {
+			counter := &extendCounter{}
+			obs := []redlock.Option{redlock.WithObserver(counter), redlock.WithObserver(backgroundPanics{extend: true})}
+			if order == "panicking first" {
+				obs[0], obs[1] = obs[1], obs[0]
+			}
+			_, nodes := memNodes(3)
+			c := newClient(t, nodes, append(obs, redlock.WithTTL(300*time.Millisecond))...)
+			require.NoError(t, c.Do(t.Context(), "k", func(context.Context) error {
+				time.Sleep(450 * time.Millisecond) // three extensions at TTL/3
+				return nil
+			}))
+			require.NoError(t, c.Close()) // waits for extensions in flight
+			assert.NotZero(t, counter.starts.Load(), order)
+			assert.Equal(t, counter.starts.Load(), counter.ends.Load(), "%s: each observer sees the end of what it saw start", order)
+		})
 	}
 }
 
