@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -451,41 +452,50 @@ func TestNoOptionsNoAllocation(t *testing.T) {
 }
 
 // Nodes that time out count as failed, as nodes that answer errors do.
+// It runs in a bubble (testing/synctest): with a 50 ms node timeout on the
+// real clock a loaded machine could time out the node that answers too.
 func TestUnavailableStalled(t *testing.T) {
-	mem, nodes := memNodes(3)
-	c := newClient(t, nodes, redlock.WithNodeTimeout(50*time.Millisecond))
-	mem[0].SetStalled(true)
-	mem[1].SetStalled(true)
-	defer mem[0].SetStalled(false)
-	defer mem[1].SetStalled(false)
-	_, err := c.TryLock(t.Context(), "k")
-	require.ErrorIs(t, err, redlock.ErrNotObtained)
-	require.ErrorIs(t, err, redlock.ErrUnavailable)
-	require.ErrorIs(t, err, context.DeadlineExceeded, "the node timeout")
-	var v *redlock.VoteError
-	require.ErrorAs(t, err, &v)
-	assert.Equal(t, 2, v.Failed)
+	synctest.Test(t, func(t *testing.T) {
+		mem, nodes := memNodes(3)
+		c := newClient(t, nodes, redlock.WithNodeTimeout(50*time.Millisecond))
+		mem[0].SetStalled(true)
+		mem[1].SetStalled(true)
+		defer mem[0].SetStalled(false)
+		defer mem[1].SetStalled(false)
+		_, err := c.TryLock(t.Context(), "k")
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		require.ErrorIs(t, err, redlock.ErrUnavailable)
+		require.ErrorIs(t, err, context.DeadlineExceeded, "the node timeout")
+		var v *redlock.VoteError
+		require.ErrorAs(t, err, &v)
+		assert.Equal(t, 2, v.Failed)
+	})
 }
 
 // A node whose acquisition SET had not answered when the lock was granted is
 // of unknown state to Unlock, as a node that fails: with it and a failed node
 // too many for a quorum, Unlock's error matches ErrUnavailable, not a
 // refusal that would say the lock was lost.
+// It runs in a bubble (testing/synctest): with a 100 ms node timeout on the
+// real clock a loaded machine could time out the TryLock's three answering
+// nodes, which must grant it.
 func TestUnlockCountsUnansweredSetsAsUnknown(t *testing.T) {
-	mem, nodes := memNodes(5)
-	c := newClient(t, nodes, redlock.WithNodeTimeout(100*time.Millisecond))
-	mem[3].SetStalled(true)
-	mem[4].SetStalled(true)
-	l, err := c.TryLock(t.Context(), "k") // granted by 0, 1, 2; 3 and 4 pending
-	require.NoError(t, err)
-	mem[1].SetDown(true)
-	mem[2].SetDown(true)
-	err = l.Unlock(t.Context())
-	mem[3].SetStalled(false)
-	mem[4].SetStalled(false)
-	require.ErrorIs(t, err, redlock.ErrLockLost, "a quorum did not confirm the release")
-	require.ErrorIs(t, err, redlock.ErrUnavailable, "4 of 5 nodes are of unknown state")
-	var v *redlock.VoteError
-	require.ErrorAs(t, err, &v)
-	assert.Equal(t, 0, v.Refused, "no node said the lock was not held")
+	synctest.Test(t, func(t *testing.T) {
+		mem, nodes := memNodes(5)
+		c := newClient(t, nodes, redlock.WithNodeTimeout(100*time.Millisecond))
+		mem[3].SetStalled(true)
+		mem[4].SetStalled(true)
+		l, err := c.TryLock(t.Context(), "k") // granted by 0, 1, 2; 3 and 4 pending
+		require.NoError(t, err)
+		mem[1].SetDown(true)
+		mem[2].SetDown(true)
+		err = l.Unlock(t.Context())
+		mem[3].SetStalled(false)
+		mem[4].SetStalled(false)
+		require.ErrorIs(t, err, redlock.ErrLockLost, "a quorum did not confirm the release")
+		require.ErrorIs(t, err, redlock.ErrUnavailable, "4 of 5 nodes are of unknown state")
+		var v *redlock.VoteError
+		require.ErrorAs(t, err, &v)
+		assert.Equal(t, 0, v.Refused, "no node said the lock was not held")
+	})
 }

@@ -140,27 +140,31 @@ func (rev5Obs) Extend(ctx context.Context, _ redlock.ExtendStart) (context.Conte
 // timeout (over one the caller's context carries), WithUrgent and the
 // observer's values, before and after the context arms its timer, and
 // through a context derived from it.
+// It runs in a bubble (testing/synctest): a 70 ms node timeout on the real
+// clock is a margin a loaded machine can pass, on in-process nodes too.
 func TestRev5QueuedValues(t *testing.T) {
-	q := &qNode{Node: memory.New()}
-	nodes := []driver.Node{q, memory.New(), memory.New()}
-	const nodeTimeout = 70 * time.Millisecond
-	c, err := redlock.New(nodes, redlock.WithNodeTimeout(nodeTimeout), redlock.WithObserver(rev5Obs{}))
-	require.NoError(t, err)
-	defer c.Close()
-	ctx := driver.WithNetworkTimeout(t.Context(), time.Hour)
-	l, err := c.TryLock(ctx, "k")
-	require.NoError(t, err)
-	require.NoError(t, l.Extend(ctx, 10*time.Second))
-	require.NoError(t, l.Unlock(t.Context()))
-	// Extend returns once two nodes decided: q's call may still run. Close
-	// waits for it.
-	require.NoError(t, c.Close())
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	require.Equal(t, []string{"lazy:obs:urgent", "real:obs:urgent", "derived:obs:urgent"}, q.seen)
-	for _, d := range q.nt {
-		require.Equal(t, nodeTimeout, d)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		q := &qNode{Node: memory.New()}
+		nodes := []driver.Node{q, memory.New(), memory.New()}
+		const nodeTimeout = 70 * time.Millisecond
+		c, err := redlock.New(nodes, redlock.WithNodeTimeout(nodeTimeout), redlock.WithObserver(rev5Obs{}))
+		require.NoError(t, err)
+		defer c.Close()
+		ctx := driver.WithNetworkTimeout(t.Context(), time.Hour)
+		l, err := c.TryLock(ctx, "k")
+		require.NoError(t, err)
+		require.NoError(t, l.Extend(ctx, 10*time.Second))
+		require.NoError(t, l.Unlock(t.Context()))
+		// Extend returns once two nodes decided: q's call may still run. Close
+		// waits for it.
+		require.NoError(t, c.Close())
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		require.Equal(t, []string{"lazy:obs:urgent", "real:obs:urgent", "derived:obs:urgent"}, q.seen)
+		for _, d := range q.nt {
+			require.Equal(t, nodeTimeout, d)
+		}
+	})
 }
 
 // With a context that has already ended, TryLock and Lock return at once
