@@ -141,54 +141,60 @@ func TestUnlockAfterValidityReportsExpired(t *testing.T) {
 // An Unlock that no quorum confirmed, because the nodes failed rather than
 // said no, returns ErrLockLost, and its LockEnd is a loss too; so is a Do's
 // whose Client was closed while its function ran.
+// Each runs in a bubble (testing/synctest): a 100 ms node timeout on the real
+// clock is a margin a loaded machine can pass, failing the acquisition.
 func TestUnconfirmedUnlockReportsLoss(t *testing.T) {
 	t.Run("nodes down", func(t *testing.T) {
-		mem, nodes := memNodes(3)
-		r := &recorder{id: "r"}
-		c := newClient(t, nodes, redlock.WithObserver(r), redlock.WithNodeTimeout(100*time.Millisecond))
-		l, err := c.TryLock(t.Context(), "k")
-		require.NoError(t, err)
-		mem[0].SetDown(true)
-		mem[1].SetDown(true)
-		err = l.Unlock(t.Context())
-		require.ErrorIs(t, err, redlock.ErrLockLost)
-		ends := r.lockEnds()
-		require.Len(t, ends, 1)
-		assert.Equal(t, redlock.EndLostUnlock, ends[0].How)
+		synctest.Test(t, func(t *testing.T) {
+			mem, nodes := memNodes(3)
+			r := &recorder{id: "r"}
+			c := newClient(t, nodes, redlock.WithObserver(r), redlock.WithNodeTimeout(100*time.Millisecond))
+			l, err := c.TryLock(t.Context(), "k")
+			require.NoError(t, err)
+			mem[0].SetDown(true)
+			mem[1].SetDown(true)
+			err = l.Unlock(t.Context())
+			require.ErrorIs(t, err, redlock.ErrLockLost)
+			ends := r.lockEnds()
+			require.Len(t, ends, 1)
+			assert.Equal(t, redlock.EndLostUnlock, ends[0].How)
+		})
 	})
 	t.Run("Close during Do", func(t *testing.T) {
-		// The nodes' Close waits for gate: Do's Unlock, which Close's
-		// cancel lets run, finds them open, and releases the key.
-		gate := make(chan struct{})
-		nodes := make([]driver.Node, 3)
-		for i := range nodes {
-			nodes[i] = &gatedNode{memory.New(), gate}
-		}
-		r := &recorder{id: "r"}
-		c, err := redlock.New(nodes, redlock.WithObserver(r), redlock.WithNodeTimeout(100*time.Millisecond))
-		require.NoError(t, err)
-		started := make(chan struct{})
-		errc := make(chan error, 1)
-		go func() {
-			errc <- c.Do(t.Context(), "k", func(ctx context.Context) error {
-				close(started)
-				<-ctx.Done()
-				return nil
-			})
-		}()
-		<-started
-		closed := make(chan error, 1)
-		go func() { closed <- c.Close() }()
-		doErr := <-errc
-		close(gate)
-		require.NoError(t, <-closed)
-		require.ErrorIs(t, doErr, redlock.ErrLockLost)
-		dos := r.dosDone()
-		require.Len(t, dos, 1)
-		assert.True(t, dos[0].Lost)
-		ends := r.lockEnds()
-		require.Len(t, ends, 1)
-		assert.Equal(t, redlock.EndClosed, ends[0].How, "a lock that Close gave up is a loss")
+		synctest.Test(t, func(t *testing.T) {
+			// The nodes' Close waits for gate: Do's Unlock, which Close's
+			// cancel lets run, finds them open, and releases the key.
+			gate := make(chan struct{})
+			nodes := make([]driver.Node, 3)
+			for i := range nodes {
+				nodes[i] = &gatedNode{memory.New(), gate}
+			}
+			r := &recorder{id: "r"}
+			c, err := redlock.New(nodes, redlock.WithObserver(r), redlock.WithNodeTimeout(100*time.Millisecond))
+			require.NoError(t, err)
+			started := make(chan struct{})
+			errc := make(chan error, 1)
+			go func() {
+				errc <- c.Do(t.Context(), "k", func(ctx context.Context) error {
+					close(started)
+					<-ctx.Done()
+					return nil
+				})
+			}()
+			<-started
+			closed := make(chan error, 1)
+			go func() { closed <- c.Close() }()
+			doErr := <-errc
+			close(gate)
+			require.NoError(t, <-closed)
+			require.ErrorIs(t, doErr, redlock.ErrLockLost)
+			dos := r.dosDone()
+			require.Len(t, dos, 1)
+			assert.True(t, dos[0].Lost)
+			ends := r.lockEnds()
+			require.Len(t, ends, 1)
+			assert.Equal(t, redlock.EndClosed, ends[0].How, "a lock that Close gave up is a loss")
+		})
 	})
 }
 
