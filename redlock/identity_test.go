@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -113,34 +114,37 @@ func TestSameClusterUnderTwoSeeds(t *testing.T) {
 // only (as long as its SET round took, at least 10ms). A caller's deadline
 // shorter than the node timeout gets the lock. Before, the first call
 // waited for every node's identity, for the node timeout.
+// It runs in a bubble (testing/synctest): on the real clock a loaded machine
+// can pass the caller's 100 ms deadline before the SETs are in.
 func TestFirstAcquisitionWithStalledMinority(t *testing.T) {
-	t.Parallel() // waits in real time, on nodes of its own
-	const nodeTimeout = 2 * time.Second
-	for _, deadline := range []time.Duration{0, 100 * time.Millisecond} {
-		ids := make([]*idNode, 5)
-		nodes := make([]driver.Node, 5)
-		for i := range ids {
-			ids[i] = &idNode{Node: memory.New(), id: fmt.Sprint("server", i)}
-			nodes[i] = ids[i]
+	synctest.Test(t, func(t *testing.T) {
+		const nodeTimeout = 2 * time.Second
+		for _, deadline := range []time.Duration{0, 100 * time.Millisecond} {
+			ids := make([]*idNode, 5)
+			nodes := make([]driver.Node, 5)
+			for i := range ids {
+				ids[i] = &idNode{Node: memory.New(), id: fmt.Sprint("server", i)}
+				nodes[i] = ids[i]
+			}
+			for _, i := range []int{3, 4} {
+				ids[i].blackholed = true
+				ids[i].SetStalled(true)
+			}
+			c := newClient(t, nodes, redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(nodeTimeout))
+			ctx := t.Context()
+			if deadline > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, deadline)
+				defer cancel()
+			}
+			start := time.Now()
+			l, err := c.TryLock(ctx, "k")
+			took := time.Since(start)
+			require.NoError(t, err, "deadline %v", deadline)
+			require.Less(t, took, nodeTimeout/2, "the first TryLock waited for the stalled nodes' identities")
+			require.NoError(t, l.Unlock(t.Context()))
 		}
-		for _, i := range []int{3, 4} {
-			ids[i].blackholed = true
-			ids[i].SetStalled(true)
-		}
-		c := newClient(t, nodes, redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(nodeTimeout))
-		ctx := t.Context()
-		if deadline > 0 {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(ctx, deadline)
-			defer cancel()
-		}
-		start := time.Now()
-		l, err := c.TryLock(ctx, "k")
-		took := time.Since(start)
-		require.NoError(t, err, "deadline %v", deadline)
-		require.Less(t, took, nodeTimeout/2, "the first TryLock waited for the stalled nodes' identities")
-		require.NoError(t, l.Unlock(t.Context()))
-	}
+	})
 }
 
 // Two nodes that tell one identity and both answer the first acquisition
@@ -182,42 +186,59 @@ func idNodes(n int) ([]*idNode, []*memory.Node, []driver.Node) {
 // When the context ends while the first acquisition waits for the identity
 // of a node that granted it, the lock is released and the error says so
 // once, with the votes and the context's error.
+// It runs in a bubble (testing/synctest): on the real clock a loaded machine
+// can pass the 300 ms deadline before the SETs are in.
 func TestFirstAcquisitionContextEndsInIdentityWait(t *testing.T) {
-	t.Parallel() // waits in real time, on nodes of its own
-	ids, mem, nodes := idNodes(3)
-	ids[2].blackholed = true // its SET answers, its Identity does not
-	c := newClient(t, nodes, redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(3*time.Second))
-	ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
-	defer cancel()
-	l, err := c.TryLock(ctx, "k")
-	require.Nil(t, l)
-	require.ErrorIs(t, err, redlock.ErrNotObtained)
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-	require.ErrorContains(t, err, "while the nodes told their identities")
-	require.Equal(t, 1, strings.Count(err.Error(), "context deadline exceeded"), "ctx.Err joined twice: %v", err)
-	require.Eventually(t, func() bool { return holders(mem, "k") == 0 }, 5*time.Second, time.Millisecond, "released")
+	synctest.Test(t, func(t *testing.T) {
+		ids, mem, nodes := idNodes(3)
+		ids[2].blackholed = true // its SET answers, its Identity does not
+		// With node 0 down, the grant waits for node 2's SET: a node that
+		// granted it. (Had the quorum come from nodes 0 and 1 first, node
+		// 2 would be a node that had not answered, waited for briefly.)
+		mem[0].SetDown(true)
+		c := newClient(t, nodes, redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(3*time.Second))
+		ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+		defer cancel()
+		l, err := c.TryLock(ctx, "k")
+		require.Nil(t, l)
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.ErrorContains(t, err, "while the nodes told their identities")
+		require.Equal(t, 1, strings.Count(err.Error(), "context deadline exceeded"), "ctx.Err joined twice: %v", err)
+		synctest.Wait()
+		require.Zero(t, holders(mem, "k"), "released")
+	})
 }
 
 // After the first round of questions, a node whose SETs answer but whose
 // Identity does not is asked again every second in the background: no
 // acquisition waits for it (each did, for the node timeout, when later
 // rounds were waited for too).
+// It runs in a bubble (testing/synctest): each acquisition's time is then
+// the waits it made, not a loaded machine's delays.
 func TestLaterIdentityRoundsHoldNothingUp(t *testing.T) {
-	t.Parallel() // waits in real time, on nodes of its own
-	ids, _, nodes := idNodes(3)
-	ids[2].blackholed = true
-	const nodeTimeout = time.Second
-	c := newClient(t, nodes, redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(nodeTimeout))
-	l, err := c.TryLock(t.Context(), "first") // waits for the first round
-	require.NoError(t, err)
-	require.NoError(t, l.Unlock(t.Context()))
-	for i := 0; i < 30; i++ { // 3s: three rounds of questions at least
-		start := time.Now()
-		l, err := c.TryLock(t.Context(), fmt.Sprint("k", i))
-		took := time.Since(start)
+	synctest.Test(t, func(t *testing.T) {
+		ids, _, nodes := idNodes(3)
+		ids[2].blackholed = true
+		const nodeTimeout = time.Second
+		c := newClient(t, nodes, redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(nodeTimeout))
+		l, err := c.TryLock(t.Context(), "first")
 		require.NoError(t, err)
 		require.NoError(t, l.Unlock(t.Context()))
-		require.Less(t, took, nodeTimeout/2, "acquisition %d waited for a later round's question", i)
-		time.Sleep(100 * time.Millisecond)
-	}
+		// The first round of questions ends when the silent node's times
+		// out. Until then an acquisition that the node answered waits for
+		// it (checkAnswered), and "first" does only when the node's SET
+		// answered before the quorum was in.
+		time.Sleep(nodeTimeout)
+		synctest.Wait()
+		for i := 0; i < 30; i++ { // 3s: three rounds of questions at least
+			start := time.Now()
+			l, err := c.TryLock(t.Context(), fmt.Sprint("k", i))
+			took := time.Since(start)
+			require.NoError(t, err)
+			require.NoError(t, l.Unlock(t.Context()))
+			require.Less(t, took, nodeTimeout/2, "acquisition %d waited for a later round's question", i)
+			time.Sleep(100 * time.Millisecond)
+		}
+	})
 }
