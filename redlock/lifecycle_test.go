@@ -182,29 +182,33 @@ func TestDoReturnsFnError(t *testing.T) {
 }
 
 // A waiter wakes on the holder's release, not on its polling delay.
+// It runs in a bubble (testing/synctest): its 50 ms sleep lets the waiter
+// fail and subscribe on any machine, not only on one that runs it in time.
 func TestHandOffWakesWaiter(t *testing.T) {
-	_, nodes := memNodes(3)
-	slowPoll := redlock.WithBackoff(redlock.ConstantBackoff(time.Minute))
-	holder := newClient(t, nodes)
-	waiter := newClient(t, nodes, slowPoll)
-	l, err := holder.TryLock(t.Context(), "k")
-	require.NoError(t, err)
-	got := make(chan error, 1)
-	go func() {
-		l, err := waiter.Lock(t.Context(), "k")
-		if err == nil {
-			err = l.Unlock(t.Context())
-		}
-		got <- err
-	}()
-	time.Sleep(50 * time.Millisecond) // let the waiter fail and subscribe
-	require.NoError(t, l.Unlock(t.Context()))
-	select {
-	case err := <-got:
+	synctest.Test(t, func(t *testing.T) {
+		_, nodes := memNodes(3)
+		slowPoll := redlock.WithBackoff(redlock.ConstantBackoff(time.Minute))
+		holder := newClient(t, nodes)
+		waiter := newClient(t, nodes, slowPoll)
+		l, err := holder.TryLock(t.Context(), "k")
 		require.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the waiter did not get the released lock: it must be woken by the release, not by its one-minute poll")
-	}
+		got := make(chan error, 1)
+		go func() {
+			l, err := waiter.Lock(t.Context(), "k")
+			if err == nil {
+				err = l.Unlock(t.Context())
+			}
+			got <- err
+		}()
+		time.Sleep(50 * time.Millisecond) // let the waiter fail and subscribe
+		require.NoError(t, l.Unlock(t.Context()))
+		select {
+		case err := <-got:
+			require.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the waiter did not get the released lock: it must be woken by the release, not by its one-minute poll")
+		}
+	})
 }
 
 // opaque hides a node's optional interfaces.
