@@ -197,55 +197,60 @@ func TestMaxAttempts(t *testing.T) {
 	require.NoError(t, held.Unlock(ctx))
 }
 
+// It runs in a bubble (testing/synctest): its Locks' 100 ms deadlines on the
+// real clock must see an attempt finish, a margin a loaded machine can pass.
 func TestUnavailable(t *testing.T) {
-	mem, nodes := memNodes(5)
-	c := newClient(t, nodes, redlock.WithBackoff(redlock.ConstantBackoff(5*time.Millisecond)))
-	ctx := t.Context()
+	synctest.Test(t, func(t *testing.T) {
+		mem, nodes := memNodes(5)
+		c := newClient(t, nodes, redlock.WithBackoff(redlock.ConstantBackoff(5*time.Millisecond)))
+		ctx := t.Context()
 
-	other, err := c.TryLock(ctx, "held")
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { return holders(mem, "held") == 5 }, 5*time.Second, time.Millisecond)
-	_, err = c.TryLock(ctx, "held")
-	require.ErrorIs(t, err, redlock.ErrNotObtained)
-	require.NotErrorIs(t, err, redlock.ErrUnavailable, "a held key is busy, not unavailable")
-	var v *redlock.VoteError
-	require.ErrorAs(t, err, &v)
-	assert.Equal(t, 3, v.Needed)
-	assert.Equal(t, 5, v.Nodes)
-	assert.GreaterOrEqual(t, v.Refused, 3)
-	assert.Zero(t, v.Failed)
-	wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
-	_, err = c.Lock(wctx, "held")
-	cancel()
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-	require.NotErrorIs(t, err, redlock.ErrUnavailable)
+		other, err := c.TryLock(ctx, "held")
+		require.NoError(t, err)
+		synctest.Wait()
+		require.Equal(t, 5, holders(mem, "held"))
+		_, err = c.TryLock(ctx, "held")
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		require.NotErrorIs(t, err, redlock.ErrUnavailable, "a held key is busy, not unavailable")
+		var v *redlock.VoteError
+		require.ErrorAs(t, err, &v)
+		assert.Equal(t, 3, v.Needed)
+		assert.Equal(t, 5, v.Nodes)
+		assert.GreaterOrEqual(t, v.Refused, 3)
+		assert.Zero(t, v.Failed)
+		wctx, cancel := context.WithTimeout(ctx, 100*time.Millisecond)
+		_, err = c.Lock(wctx, "held")
+		cancel()
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.NotErrorIs(t, err, redlock.ErrUnavailable)
 
-	for _, m := range mem[:3] {
-		m.SetDown(true)
-	}
-	_, err = c.TryLock(ctx, "k")
-	require.ErrorIs(t, err, redlock.ErrNotObtained)
-	require.ErrorIs(t, err, redlock.ErrUnavailable, "three of five nodes failed")
-	require.ErrorAs(t, err, &v)
-	assert.GreaterOrEqual(t, v.Failed, 3)
-	assert.Contains(t, err.Error(), "too many nodes failed")
+		for _, m := range mem[:3] {
+			m.SetDown(true)
+		}
+		_, err = c.TryLock(ctx, "k")
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		require.ErrorIs(t, err, redlock.ErrUnavailable, "three of five nodes failed")
+		require.ErrorAs(t, err, &v)
+		assert.GreaterOrEqual(t, v.Failed, 3)
+		assert.Contains(t, err.Error(), "too many nodes failed")
 
-	wctx, cancel = context.WithTimeout(ctx, 100*time.Millisecond)
-	_, err = c.Lock(wctx, "k")
-	cancel()
-	require.ErrorIs(t, err, redlock.ErrNotObtained)
-	require.ErrorIs(t, err, context.DeadlineExceeded)
-	require.ErrorIs(t, err, redlock.ErrUnavailable, "Lock's verdict is its last finished attempt's")
+		wctx, cancel = context.WithTimeout(ctx, 100*time.Millisecond)
+		_, err = c.Lock(wctx, "k")
+		cancel()
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		require.ErrorIs(t, err, redlock.ErrUnavailable, "Lock's verdict is its last finished attempt's")
 
-	err = other.Extend(ctx, time.Minute)
-	require.ErrorIs(t, err, redlock.ErrLockLost)
-	require.ErrorIs(t, err, redlock.ErrUnavailable)
-	_, err = other.TTL(ctx)
-	require.ErrorIs(t, err, redlock.ErrLockLost)
-	require.ErrorIs(t, err, redlock.ErrUnavailable)
-	err = other.Unlock(ctx)
-	require.ErrorIs(t, err, redlock.ErrLockLost)
-	require.ErrorIs(t, err, redlock.ErrUnavailable)
+		err = other.Extend(ctx, time.Minute)
+		require.ErrorIs(t, err, redlock.ErrLockLost)
+		require.ErrorIs(t, err, redlock.ErrUnavailable)
+		_, err = other.TTL(ctx)
+		require.ErrorIs(t, err, redlock.ErrLockLost)
+		require.ErrorIs(t, err, redlock.ErrUnavailable)
+		err = other.Unlock(ctx)
+		require.ErrorIs(t, err, redlock.ErrLockLost)
+		require.ErrorIs(t, err, redlock.ErrUnavailable)
+	})
 }
 
 // The verdict of Lock is that of its last attempt that finished: nodes that
@@ -309,57 +314,63 @@ func (n shortened) TTL(ctx context.Context, key, value string) (time.Duration, b
 // noTTL is a node without driver.TTLer.
 type noTTL struct{ driver.Node }
 
+// It runs in a bubble (testing/synctest): on the real clock a loaded machine
+// can pass the 100 ms within which the TTL returned must be Until's.
 func TestLockTTL(t *testing.T) {
-	mem, _ := memNodes(5)
-	nodes := []driver.Node{
-		shortened{mem[0], 0}, shortened{mem[1], 2 * time.Second}, shortened{mem[2], 4 * time.Second},
-		shortened{mem[3], 6 * time.Second}, shortened{mem[4], 8 * time.Second},
-	}
-	c := newClient(t, nodes) // TTL 10s
-	ctx := t.Context()
-	l, err := c.TryLock(ctx, "k")
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { return holders(mem, "k") == 5 }, 5*time.Second, time.Millisecond)
-	until := l.Until()
-	done := l.Done()
+	synctest.Test(t, func(t *testing.T) {
+		mem, _ := memNodes(5)
+		nodes := []driver.Node{
+			shortened{mem[0], 0}, shortened{mem[1], 2 * time.Second}, shortened{mem[2], 4 * time.Second},
+			shortened{mem[3], 6 * time.Second}, shortened{mem[4], 8 * time.Second},
+		}
+		c := newClient(t, nodes) // TTL 10s
+		ctx := t.Context()
+		l, err := c.TryLock(ctx, "k")
+		require.NoError(t, err)
+		synctest.Wait()
+		require.Equal(t, 5, holders(mem, "k"))
+		until := l.Until()
+		done := l.Done()
 
-	left, err := l.TTL(ctx)
-	require.NoError(t, err)
-	// The nodes answer about 10s, 8s, 6s, 4s, 2s: the quorum (3) guarantees
-	// the third largest.
-	assert.LessOrEqual(t, left, 6*time.Second-102*time.Millisecond, "at most the quorum-th largest TTL less the drift")
-	assert.Greater(t, left, 5*time.Second, "the quorum-th largest TTL")
-	assert.True(t, l.Until().Before(until), "TTL lowers Until")
-	assert.WithinDuration(t, time.Now().Add(left), l.Until(), 100*time.Millisecond, "the TTL returned is Until's")
+		left, err := l.TTL(ctx)
+		require.NoError(t, err)
+		// The nodes answer about 10s, 8s, 6s, 4s, 2s: the quorum (3) guarantees
+		// the third largest.
+		assert.LessOrEqual(t, left, 6*time.Second-102*time.Millisecond, "at most the quorum-th largest TTL less the drift")
+		assert.Greater(t, left, 5*time.Second, "the quorum-th largest TTL")
+		assert.True(t, l.Until().Before(until), "TTL lowers Until")
+		assert.WithinDuration(t, time.Now().Add(left), l.Until(), 100*time.Millisecond, "the TTL returned is Until's")
 
-	require.NoError(t, l.Extend(ctx, time.Minute))
-	extended := l.Until()
-	left, err = l.TTL(ctx)
-	require.NoError(t, err)
-	assert.Less(t, left, time.Minute-4*time.Second)
-	assert.False(t, l.Until().After(extended), "TTL never raises Until")
+		require.NoError(t, l.Extend(ctx, time.Minute))
+		extended := l.Until()
+		left, err = l.TTL(ctx)
+		require.NoError(t, err)
+		assert.Less(t, left, time.Minute-4*time.Second)
+		assert.False(t, l.Until().After(extended), "TTL never raises Until")
 
-	// Fewer than a quorum hold it: lost, and Done closes.
-	mem[0].Delete("k")
-	mem[1].Delete("k")
-	mem[2].Delete("k")
-	_, err = l.TTL(ctx)
-	require.ErrorIs(t, err, redlock.ErrLockLost)
-	require.NotErrorIs(t, err, redlock.ErrUnavailable)
-	assert.True(t, closedWithin(done, time.Second), "TTL that finds the lock lost closes Done")
-	_, err = l.TTL(ctx)
-	require.ErrorIs(t, err, redlock.ErrLockLost, "a lost lock stays lost")
+		// Fewer than a quorum hold it: lost, and Done closes.
+		mem[0].Delete("k")
+		mem[1].Delete("k")
+		mem[2].Delete("k")
+		_, err = l.TTL(ctx)
+		require.ErrorIs(t, err, redlock.ErrLockLost)
+		require.NotErrorIs(t, err, redlock.ErrUnavailable)
+		assert.True(t, closedWithin(done, time.Second), "TTL that finds the lock lost closes Done")
+		_, err = l.TTL(ctx)
+		require.ErrorIs(t, err, redlock.ErrLockLost, "a lost lock stays lost")
 
-	// Nodes without driver.TTLer count as failed.
-	mem2, _ := memNodes(3)
-	c2 := newClient(t, []driver.Node{noTTL{mem2[0]}, noTTL{mem2[1]}, mem2[2]})
-	l2, err := c2.TryLock(ctx, "k")
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { return holders(mem2, "k") == 3 }, 5*time.Second, time.Millisecond)
-	_, err = l2.TTL(ctx)
-	require.ErrorIs(t, err, redlock.ErrLockLost)
-	require.ErrorIs(t, err, redlock.ErrUnavailable)
-	assert.ErrorContains(t, err, "driver.TTLer")
+		// Nodes without driver.TTLer count as failed.
+		mem2, _ := memNodes(3)
+		c2 := newClient(t, []driver.Node{noTTL{mem2[0]}, noTTL{mem2[1]}, mem2[2]})
+		l2, err := c2.TryLock(ctx, "k")
+		require.NoError(t, err)
+		synctest.Wait()
+		require.Equal(t, 3, holders(mem2, "k"))
+		_, err = l2.TTL(ctx)
+		require.ErrorIs(t, err, redlock.ErrLockLost)
+		require.ErrorIs(t, err, redlock.ErrUnavailable)
+		assert.ErrorContains(t, err, "driver.TTLer")
+	})
 }
 
 func TestLockTTLAfterUntil(t *testing.T) {
