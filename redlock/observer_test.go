@@ -355,8 +355,11 @@ func TestObserverLockLost(t *testing.T) {
 	})
 	t.Run("expired", func(t *testing.T) {
 		rec := &recorder{id: "r"}
+		// A TTL short enough to wait out, with the node timeout of
+		// shortTTL: a loaded machine's calls to real servers can take
+		// longer than 150ms (TTL 500ms), and the TryLock would fail.
 		c := openRedis(t, "goredis", servers, redlock.WithObserver(rec),
-			redlock.WithTTL(500*time.Millisecond), redlock.WithNodeTimeout(150*time.Millisecond))
+			redlock.WithTTL(time.Second), redlock.WithNodeTimeout(500*time.Millisecond))
 		l, err := c.TryLock(ctx, "lost-expired")
 		require.NoError(t, err)
 		select {
@@ -456,7 +459,11 @@ func TestObserverWake(t *testing.T) {
 func TestObserverSlowNode(t *testing.T) {
 	servers := redistest.NewServers(t, 3)
 	rec := &recorder{id: "r"}
-	c := openRedis(t, "goredis", servers, redlock.WithObserver(rec), redlock.WithNodeTimeout(100*time.Millisecond))
+	// Long enough that a loaded machine's calls to the two live servers do
+	// not time out (the TryLock needs both): the paused node's call lasts
+	// it all the same.
+	const nodeTimeout = 500 * time.Millisecond
+	c := openRedis(t, "goredis", servers, redlock.WithObserver(rec), redlock.WithNodeTimeout(nodeTimeout))
 	require.NoError(t, servers[2].Pause())
 	t.Cleanup(func() { servers[2].Resume() })
 	l, err := c.TryLock(t.Context(), "slow")
@@ -478,7 +485,7 @@ func TestObserverSlowNode(t *testing.T) {
 		}
 		if nc.Node == servers[2].Addr() {
 			assert.Error(t, nc.Err)
-			assert.GreaterOrEqual(t, nc.Duration, 100*time.Millisecond, "the call lasted its node timeout")
+			assert.GreaterOrEqual(t, nc.Duration, nodeTimeout, "the call lasted its node timeout")
 		} else {
 			assert.NoError(t, nc.Err)
 			assert.True(t, nc.OK)
