@@ -99,10 +99,22 @@ func TestRedisNoPhantomAfterStall(t *testing.T) {
 	for _, name := range redisDrivers {
 		t.Run(name, func(t *testing.T) {
 			c := openRedis(t, name, servers, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(nodeTimeout))
-			for range 3 { // connect to every node first
-				l, err := c.TryLock(t.Context(), "warm-"+name)
-				require.NoError(t, err)
-				require.NoError(t, l.Unlock(t.Context()))
+			// Connect to every node first: three acquisitions and releases,
+			// each on a key of its own, retried when a loaded machine's
+			// calls took longer than the 100ms node timeout (the warm-up
+			// must not fail the test: what follows does not depend on it).
+			for i, warmed := 0, 0; warmed < 3; i++ {
+				require.Less(t, i, 50, "the warm-up failed 50 times")
+				l, err := c.TryLock(t.Context(), fmt.Sprintf("warm-%s-%d", name, i))
+				if err != nil {
+					t.Logf("warm-up %d: %v", i, err)
+					continue
+				}
+				if err := l.Unlock(t.Context()); err != nil {
+					t.Logf("warm-up %d: %v", i, err)
+					continue
+				}
+				warmed++
 			}
 			for try := range 3 {
 				key := fmt.Sprintf("phantom-%s-%d", name, try)
