@@ -5,6 +5,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -44,32 +45,37 @@ func (o *endsObserver) LockEnd(_ context.Context, d redlock.LockEnd) {
 // (before it stops the extensions) ends as Close ends it, EndClosed: the
 // keeper must not take the Client's closing for the end of the lock's
 // validity (EndExpired), which is still far.
+// It runs in a bubble (testing/synctest): its 20 ms sleep puts the hanging
+// TryLock's SETs in flight before Close on any machine (on the real clock, a
+// loaded machine's Close could come first, and the test prove nothing).
 func TestCloseDrainDoEndsClosed(t *testing.T) {
-	mem, _ := memNodes(3)
-	nodes := make([]driver.Node, len(mem))
-	for i, m := range mem {
-		nodes[i] = hangingSetNode{m}
-	}
-	obs := &endsObserver{}
-	c, err := redlock.New(nodes, redlock.WithObserver(obs), redlock.WithTTL(time.Minute),
-		redlock.WithExtendInterval(20*time.Millisecond), redlock.WithNodeTimeout(500*time.Millisecond))
-	require.NoError(t, err)
-	defer c.Close()
-	running := make(chan struct{})
-	done := make(chan error, 1)
-	go func() {
-		done <- c.Do(t.Context(), "k", func(ctx context.Context) error {
-			close(running)
-			<-ctx.Done()
-			return nil
-		})
-	}()
-	<-running
-	go c.TryLock(context.Background(), "hang") // its SETs stay in flight for the node timeout
-	time.Sleep(20 * time.Millisecond)
-	require.NoError(t, c.Close())
-	<-done
-	obs.mu.Lock()
-	defer obs.mu.Unlock()
-	require.Equal(t, []string{"k:" + redlock.EndClosed}, obs.ends, "how the Do's lock ended, a minute before its validity did")
+	synctest.Test(t, func(t *testing.T) {
+		mem, _ := memNodes(3)
+		nodes := make([]driver.Node, len(mem))
+		for i, m := range mem {
+			nodes[i] = hangingSetNode{m}
+		}
+		obs := &endsObserver{}
+		c, err := redlock.New(nodes, redlock.WithObserver(obs), redlock.WithTTL(time.Minute),
+			redlock.WithExtendInterval(20*time.Millisecond), redlock.WithNodeTimeout(500*time.Millisecond))
+		require.NoError(t, err)
+		defer c.Close()
+		running := make(chan struct{})
+		done := make(chan error, 1)
+		go func() {
+			done <- c.Do(t.Context(), "k", func(ctx context.Context) error {
+				close(running)
+				<-ctx.Done()
+				return nil
+			})
+		}()
+		<-running
+		go c.TryLock(context.Background(), "hang") // its SETs stay in flight for the node timeout
+		time.Sleep(20 * time.Millisecond)
+		require.NoError(t, c.Close())
+		<-done
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		require.Equal(t, []string{"k:" + redlock.EndClosed}, obs.ends, "how the Do's lock ended, a minute before its validity did")
+	})
 }
