@@ -55,14 +55,19 @@ func TestReview4LazyErrStableAfterDeadlineThenParentCanceled(t *testing.T) {
 func TestReview4LazyQueuedInBatcher(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
+	sending := make(chan struct{}, 1)
 	b := batch.New(func(ctx context.Context, calls []*batch.Call[int, int]) {
+		select {
+		case sending <- struct{}{}:
+		default:
+		}
 		<-release
 	}, 1, 1)
 	go b.Do(context.Background(), 0) // holds the one sender
-	for b.Pending().Depth != 0 {
-		time.Sleep(time.Millisecond)
-	}
-	time.Sleep(20 * time.Millisecond)
+	// Once 0 is being sent, 1 and 2 queue behind it (a 20ms sleep for that
+	// was a margin a loaded machine could pass: 1 then went to the sender
+	// itself, not to the queue the test is about).
+	<-sending
 
 	var l lazyDeadline
 	l.init(context.Background(), time.Now().Add(100*time.Millisecond), driver.WithNetworkTimeout(context.Background(), 50*time.Millisecond))
