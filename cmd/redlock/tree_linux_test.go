@@ -11,6 +11,20 @@ import (
 	"time"
 )
 
+// cmdExited waits up to 30s until run says that CMD exited and it holds the
+// lock for the processes CMD left: from then on, the signals sent to run go
+// to those processes, not to CMD. (A sleep of 200-300ms stood for it: a
+// margin a loaded machine can pass, a signal then reaching CMD.)
+func (b *background) cmdExited() {
+	b.t.Helper()
+	const said = "exited; holding the lock"
+	for deadline := time.Now().Add(30 * time.Second); !strings.Contains(b.stderr.String(), said); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.t.Fatalf("run did not say %q within 30s; stderr:\n%s", said, b.stderr.String())
+		}
+	}
+}
+
 // processGone reports whether process pid has ended: it is gone, or a
 // zombie nobody has reaped yet.
 func processGone(pid int) bool {
@@ -145,7 +159,14 @@ func TestRunReapsOrphansWhileCommandRuns(t *testing.T) {
 		`for i in 1 2 3 4 5 6 7 8 9 10; do (sleep 0 &); done; echo spawned; sleep 2`)
 	b.waitLine("spawned", 30*time.Second)
 	time.Sleep(300 * time.Millisecond) // the orphans' sleeps have exited
-	if n := zombiesOf(b.cmd.Process.Pid); n > 0 {
+	// An orphan seen a zombie at one instant may have just exited, run
+	// about to reap it (on a loaded machine): look again, for up to 1s
+	// more, while CMD still runs (it sleeps 2s).
+	n := zombiesOf(b.cmd.Process.Pid)
+	for deadline := time.Now().Add(time.Second); n > 0 && time.Now().Before(deadline); n = zombiesOf(b.cmd.Process.Pid) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if n > 0 {
 		t.Errorf("%d orphans of CMD are zombies of run while CMD runs", n)
 	}
 	if code := b.wait(30 * time.Second); code != 0 {
@@ -163,7 +184,7 @@ func TestRunKillsForkingLeftovers(t *testing.T) {
 	b := start(t, "run", "--nodes", addrs, "--key", "spawner", "--grace", "300ms", "--", "sh", "-c",
 		`sh -c 'trap "" TERM; while :; do sleep 1000 >/dev/null 2>&1 & done' >/dev/null 2>&1 & echo started; exit 0`)
 	b.waitLine("started", 30*time.Second)
-	time.Sleep(300 * time.Millisecond) // CMD has exited; the spawner forks
+	b.cmdExited() // the spawner forks meanwhile
 	if err := b.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
@@ -186,7 +207,7 @@ func TestRunStopAfterCommandExitedSendsSIGTERM(t *testing.T) {
 	b := start(t, "run", "--nodes", addrs, "--key", "latestop", "--grace", "10s", "--", "sh", "-c",
 		`sh -c 'trap "touch \"$1\"; exit 0" TERM; echo ready; while :; do sleep 0.05; done' sh "$1" & exit 0`, "sh", marker)
 	b.waitLine("ready", 30*time.Second)
-	time.Sleep(200 * time.Millisecond) // CMD has exited
+	b.cmdExited()
 	if err := b.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +232,7 @@ func TestRunForwardsToAdoptedOnly(t *testing.T) {
 		`sh -c "$1" sh "$2" "$3" & exit 0`, "sh", master, marker, pidFile)
 	b.waitLine("ready", 30*time.Second)
 	worker := readPID(t, pidFile)
-	time.Sleep(200 * time.Millisecond) // CMD has exited
+	b.cmdExited()
 	if err := b.cmd.Process.Signal(syscall.SIGUSR1); err != nil {
 		t.Fatal(err)
 	}
