@@ -268,7 +268,10 @@ func TestRunOutlivesTTL(t *testing.T) {
 	t.Parallel()
 	_, addrs := nodes(t, 3)
 	stop := filepath.Join(t.TempDir(), "stop")
-	b := start(t, "run", "--nodes", addrs, "--key", "long", "--ttl", "2s", "--",
+	// A node timeout above the default 200ms (TTL/10): on a loaded machine
+	// extensions slower than that fail, and two rounds of them lose the
+	// 2s lock.
+	b := start(t, "run", "--nodes", addrs, "--key", "long", "--ttl", "2s", "--node-timeout", "500ms", "--",
 		"sh", "-c", `echo held; while [ ! -e "$1" ]; do sleep 0.05; done; echo done`, "sh", stop)
 	b.waitLine("held", 30*time.Second)
 	began := time.Now()
