@@ -85,7 +85,10 @@ func (c *Client) checkAnswered(ctx context.Context, r *round, grace time.Duratio
 	if id.done.Load() {
 		return id.err
 	}
-	var graceOver <-chan time.Time
+	var (
+		graceOver <-chan time.Time
+		over      bool // the grace has passed; grace may be 0 before (a round that took no time on a fake clock)
+	)
 	for {
 		r.drain()
 		id.mu.Lock()
@@ -113,7 +116,7 @@ func (c *Client) checkAnswered(ctx context.Context, r *round, grace time.Duratio
 			// must not hold up every acquisition.
 			return nil
 		case answered:
-		case others && grace > 0:
+		case others && !over:
 			if graceOver == nil {
 				t := time.NewTimer(max(grace, identityGrace))
 				defer t.Stop()
@@ -131,7 +134,7 @@ func (c *Client) checkAnswered(ctx context.Context, r *round, grace time.Duratio
 		case v := <-replies:
 			r.record(r.take(v))
 		case <-graceOver:
-			grace = 0
+			over = true
 		case <-ctx.Done():
 			return errIdentityCut
 		}

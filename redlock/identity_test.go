@@ -242,3 +242,42 @@ func TestLaterIdentityRoundsHoldNothingUp(t *testing.T) {
 		}
 	})
 }
+
+// slowIDNode tells its identity after a delay (on the bubble's clock).
+type slowIDNode struct {
+	*memory.Node
+	id    string
+	delay time.Duration
+}
+
+func (n *slowIDNode) Identity(ctx context.Context) ([]string, error) {
+	select {
+	case <-time.After(n.delay):
+		return []string{n.id}, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// The first acquisition waits identityGrace (10 ms) at least for the
+// identities of the nodes that had not answered it, also when its round took
+// no time on the Client's clock (a fake one, as in a bubble): node 2 is node
+// 0's server under another address, its SET answers after 5 ms and its
+// identity after 2 ms, so the duplicate is found and the acquisition fails.
+// Before, a round of zero duration meant no grace at all: the lock was
+// granted with one server counted twice.
+func TestFirstAcquisitionGraceWhenRoundTookNoTime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		nodes := make([]driver.Node, 3)
+		for i := range nodes {
+			nodes[i] = &slowIDNode{Node: memory.New(), id: fmt.Sprint("server", i)}
+		}
+		dup := nodes[2].(*slowIDNode)
+		dup.id, dup.delay = "server0", 2*time.Millisecond
+		dup.SetLatency(5 * time.Millisecond)
+		c := newClient(t, nodes, redlock.WithTTL(10*time.Second))
+		l, err := c.TryLock(t.Context(), "k")
+		require.Nil(t, l)
+		require.ErrorContains(t, err, "reach the same server (server0)")
+	})
+}
