@@ -277,12 +277,24 @@ func releaseAbsentKey(t *testing.T, ctx context.Context, newNode func(*testing.T
 }
 
 func extendExtendsOwnKey(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
-	const ttl = 200 * time.Millisecond
-	n, k, v := newNode(t), key(t), value()
-	start := time.Now()
-	must(t, "SetNX")(n.SetNX(ctx, k, v, ttl))
-	if ok := must(t, "Extend(value, 1m)")(n.Extend(ctx, k, v, time.Minute)); !ok {
-		t.Fatal("Extend(value) = false, want true: a Node must extend a key that holds the value")
+	n := newNode(t)
+	var (
+		k, v  string
+		start time.Time
+		ttl   time.Duration
+	)
+	// The Extend must come within the SET's TTL: on a machine slow enough
+	// to let half the TTL pass first, again with a TTL four times longer.
+	for ttl = 200 * time.Millisecond; ; ttl *= 4 {
+		k, v = key(t), value()
+		start = time.Now()
+		must(t, "SetNX")(n.SetNX(ctx, k, v, ttl))
+		if must(t, "Extend(value, 1m)")(n.Extend(ctx, k, v, time.Minute)) {
+			break
+		}
+		if time.Since(start) < ttl/2 || ttl > 3*time.Second {
+			t.Fatalf("Extend(value) %v after SetNX(ttl %v) = false, want true: a Node must extend a key that holds the value", time.Since(start), ttl)
+		}
 	}
 	time.Sleep(ttl - time.Since(start) + 100*time.Millisecond)
 	if ok := must(t, "SetNX(otherValue) after the first TTL")(n.SetNX(ctx, k, value(), time.Minute)); ok {

@@ -80,8 +80,20 @@ func fenceOutlivesKey(t *testing.T, ctx context.Context, newNode func(*testing.T
 	// Beyond a Lua number's exact integers and beyond an int64: a counter
 	// is a uint64, up to 2^64-1.
 	const big = uint64(1)<<63 + 7
-	setNXFence(t, ctx, f, k, v, fk, 100*time.Millisecond)
-	must(t, "RaiseFence")(f.RaiseFence(ctx, k, v, fk, big))
+	// The RaiseFence must come within the SET's TTL: on a machine slow
+	// enough to let half the TTL pass first, again with a TTL four times
+	// longer (the key, in the counter's slot, had expired).
+	for ttl := 100 * time.Millisecond; ; ttl *= 4 {
+		start := time.Now()
+		setNXFence(t, ctx, f, k, v, fk, ttl)
+		if must(t, "RaiseFence")(f.RaiseFence(ctx, k, v, fk, big)) {
+			break
+		}
+		if time.Since(start) < ttl/2 || ttl > 2*time.Second {
+			t.Fatalf("RaiseFence(value) %v after SetNXFence(ttl %v) = false, want true: a Node must raise the counter of a key that holds the value", time.Since(start), ttl)
+		}
+		v = value()
+	}
 	deadline := time.Now().Add(5 * time.Second)
 	for time.Now().Before(deadline) {
 		ok, c := setNXFence(t, ctx, f, k, value(), fk, time.Minute)
@@ -93,7 +105,7 @@ func fenceOutlivesKey(t *testing.T, ctx context.Context, newNode func(*testing.T
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatal("SetNXFence(ttl=100ms): the key was still held 5s later")
+	t.Fatal("SetNXFence(ttl=100ms, or longer on a slow machine): the key was still held 5s later")
 }
 
 func notifier(t *testing.T, newNode func(*testing.T) driver.Node) (driver.Node, driver.Notifier) {
