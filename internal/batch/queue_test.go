@@ -106,20 +106,29 @@ func TestTimeoutFailsQueue(t *testing.T) {
 			errc <- err
 		}()
 		<-e.first
-		for i := range 3 {
-			go func() {
-				_, err := b.Do(ctx, 2+i)
-				errc <- err
-			}()
-		}
-		require.Eventually(t, func() bool { return b.Pending().Depth == 3 }, 5*time.Second, time.Millisecond)
-		for range 4 {
-			require.Error(t, <-errc)
-		}
-		e.mu.Lock()
-		defer e.mu.Unlock()
-		require.Equal(t, []int{1}, e.sent, "the commands queued behind a timed-out one are not sent")
+		e.queuedFail(t, b, ctx, errc, 2, []int{1}, "the commands queued behind a timed-out one are not sent")
 	})
+}
+
+// queuedFail queues commands first, first+1 and first+2 on b with ctx, each
+// sending its error on errc, and requires four errors on errc (theirs and
+// that of the command in flight before them), and that the commands sent
+// are want.
+func (e *timeoutExec) queuedFail(t *testing.T, b *batch.Batcher[int, int], ctx context.Context, errc chan error, first int, want []int, msg string) {
+	t.Helper()
+	for i := range 3 {
+		go func() {
+			_, err := b.Do(ctx, first+i)
+			errc <- err
+		}()
+	}
+	require.Eventually(t, func() bool { return b.Pending().Depth == 3 }, 5*time.Second, time.Millisecond)
+	for range 4 {
+		require.Error(t, <-errc)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	require.Equal(t, want, e.sent, msg)
 }
 
 // A server that answered a send within twice the network timeout keeps its

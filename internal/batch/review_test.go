@@ -40,17 +40,5 @@ func TestReviewTimeoutByCallerIsNoAnswer(t *testing.T) {
 		defer e.mu.Unlock()
 		return len(e.sent) == 2
 	}, 5*time.Second, time.Millisecond, "the second command is sent once the first send ended")
-	for i := range 3 {
-		go func() {
-			_, err := b.Do(netCtx, 3+i)
-			errc <- err
-		}()
-	}
-	require.Eventually(t, func() bool { return b.Pending().Depth == 3 }, 5*time.Second, time.Millisecond)
-	for range 4 {
-		require.Error(t, <-errc)
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	require.Equal(t, []int{1, 2}, e.sent, "the commands queued behind a server that never answered are not sent")
+	e.queuedFail(t, b, netCtx, errc, 3, []int{1, 2}, "the commands queued behind a server that never answered are not sent")
 }
