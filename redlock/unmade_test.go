@@ -59,11 +59,16 @@ type tagged struct {
 	tags []string
 }
 
+// unmadeNode is a driver's node whose zero value is not usable: its String
+// panics, as that of a node a driver would make holds a nil client.
+type unmadeNode struct{ *memory.Node }
+
 // Nodes that New cannot use are refused with an error that says which and
-// why: the zero value of a driver's node, a nil map or func node, nodes of a
-// comparable type whose values cannot be compared (they are not the same).
+// why: the zero value of a driver's node that is not usable, a nil map or
+// func node, nodes of a comparable type whose values cannot be compared
+// (they are not the same). (A zero memory.Node is usable.)
 func TestNewOddNodes(t *testing.T) {
-	_, err := redlock.New([]driver.Node{memory.New(), new(memory.Node), memory.New()})
+	_, err := redlock.New([]driver.Node{memory.New(), new(unmadeNode), memory.New()})
 	assert.ErrorContains(t, err, "node 2")
 
 	c, err := redlock.New([]driver.Node{shared{tagged{memory.New(), nil}}, shared{tagged{memory.New(), nil}}, shared{tagged{memory.New(), nil}}})
