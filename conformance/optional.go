@@ -82,8 +82,10 @@ func fenceOutlivesKey(t *testing.T, ctx context.Context, newNode func(*testing.T
 	const big = uint64(1)<<63 + 7
 	// The RaiseFence must come within the SET's TTL: on a machine slow
 	// enough to let half the TTL pass first, again with a TTL four times
-	// longer (the key, in the counter's slot, had expired).
-	for ttl := 100 * time.Millisecond; ; ttl *= 4 {
+	// longer (the key, in the counter's slot, had expired): 100ms, 400ms,
+	// 1.6s, then 6.4s.
+	ttl := 100 * time.Millisecond
+	for ; ; ttl *= 4 {
 		start := time.Now()
 		setNXFence(t, ctx, f, k, v, fk, ttl)
 		if must(t, "RaiseFence")(f.RaiseFence(ctx, k, v, fk, big)) {
@@ -94,7 +96,8 @@ func fenceOutlivesKey(t *testing.T, ctx context.Context, newNode func(*testing.T
 		}
 		v = value()
 	}
-	deadline := time.Now().Add(5 * time.Second)
+	// The key expires within its TTL (the last one tried), plus 5s.
+	deadline := time.Now().Add(ttl + 5*time.Second)
 	for time.Now().Before(deadline) {
 		ok, c := setNXFence(t, ctx, f, k, value(), fk, time.Minute)
 		if ok {
@@ -105,7 +108,7 @@ func fenceOutlivesKey(t *testing.T, ctx context.Context, newNode func(*testing.T
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	t.Fatal("SetNXFence(ttl=100ms, or longer on a slow machine): the key was still held 5s later")
+	t.Fatalf("SetNXFence(ttl=%v): the key was still held 5s after its TTL", ttl)
 }
 
 func notifier(t *testing.T, newNode func(*testing.T) driver.Node) (driver.Node, driver.Notifier) {
