@@ -59,19 +59,27 @@ type tagged struct {
 	tags []string
 }
 
-// unmadeNode is a driver's node whose zero value is not usable: its String
-// panics, as that of a node a driver would make holds a nil client.
-type unmadeNode struct{ *memory.Node }
+// wrapped is a driver's node type whose zero value is not usable (its
+// String panics): it wraps a node its driver makes.
+type wrapped struct{ *memory.Node }
 
 // Nodes that New cannot use are refused with an error that says which and
-// why: the zero value of a driver's node that is not usable, a nil map or
-// func node, nodes of a comparable type whose values cannot be compared
-// (they are not the same). (A zero memory.Node is usable.)
+// why: the zero value of a driver's node (one that is not usable), a nil map
+// or func node, nodes of a comparable type whose values cannot be compared
+// (they are not the same). The zero memory.Node is usable (see its doc), and
+// taken.
 func TestNewOddNodes(t *testing.T) {
-	_, err := redlock.New([]driver.Node{memory.New(), new(unmadeNode), memory.New()})
+	_, err := redlock.New([]driver.Node{memory.New(), wrapped{}, memory.New()})
 	assert.ErrorContains(t, err, "node 2")
 
-	c, err := redlock.New([]driver.Node{shared{tagged{memory.New(), nil}}, shared{tagged{memory.New(), nil}}, shared{tagged{memory.New(), nil}}})
+	c, err := redlock.New([]driver.Node{memory.New(), new(memory.Node), memory.New()})
+	require.NoError(t, err, "a zero memory.Node")
+	l, err := c.TryLock(t.Context(), "k")
+	require.NoError(t, err)
+	require.NoError(t, l.Unlock(t.Context()))
+	require.NoError(t, c.Close())
+
+	c, err = redlock.New([]driver.Node{shared{tagged{memory.New(), nil}}, shared{tagged{memory.New(), nil}}, shared{tagged{memory.New(), nil}}})
 	require.NoError(t, err, "three nodes of a type whose values cannot be compared")
 	require.NoError(t, c.Close())
 }
