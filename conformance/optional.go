@@ -81,7 +81,7 @@ func fenceOutlivesKey(t *testing.T, ctx context.Context, newNode func(*testing.T
 	// is a uint64, up to 2^64-1.
 	const big = uint64(1)<<63 + 7
 	// The RaiseFence must come within the SET's TTL: on a machine slow
-	// enough to let half the TTL pass first, again with a TTL four times
+	// enough to let the whole TTL pass first, again with a TTL four times
 	// longer (the key, in the counter's slot, had expired): 100ms, 400ms,
 	// 1.6s, then 6.4s.
 	ttl := 100 * time.Millisecond
@@ -91,7 +91,7 @@ func fenceOutlivesKey(t *testing.T, ctx context.Context, newNode func(*testing.T
 		if must(t, "RaiseFence")(f.RaiseFence(ctx, k, v, fk, big)) {
 			break
 		}
-		if time.Since(start) < ttl/2 || ttl > 2*time.Second {
+		if time.Since(start) < ttl || ttl > 2*time.Second {
 			t.Fatalf("RaiseFence(value) %v after SetNXFence(ttl %v) = false, want true: a Node must raise the counter of a key that holds the value", time.Since(start), ttl)
 		}
 		v = value()
