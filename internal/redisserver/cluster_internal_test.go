@@ -107,6 +107,9 @@ func TestParseClusterNodes(t *testing.T) {
 	}
 }
 
+// withTLSSetup marks a config as WithTLS's would, without certificates.
+func withTLSSetup() Option { return func(c *config) { c.tls = &tlsSetup{} } }
+
 // TestKillHoldsClusterBusPort kills a cluster node: until it restarts, no one
 // else can take its cluster bus port either (a server started meanwhile on
 // it would make the restart fail), and the restarted node rejoins. Before,
@@ -136,6 +139,9 @@ func TestKillHoldsClusterBusPort(t *testing.T) {
 		{[]Option{WithConfig("cluster-enabled", "yes"), WithConfig("cluster-port", "0")}, 7000, 17000},
 		{[]Option{WithConfig("cluster-enabled", "yes"), WithConfig("cluster-enabled", "no")}, 7000, 0},
 		{[]Option{WithConfig("cluster-enabled", "yes")}, 60000, 0}, // port+10000 is no port
+		// WithTLS: no plain TCP port (0), unless the bus is TLS too.
+		{[]Option{withTLSSetup(), WithConfig("cluster-enabled", "yes")}, 7000, 10000},
+		{[]Option{withTLSSetup(), WithConfig("cluster-enabled", "yes"), WithConfig("tls-cluster", "yes")}, 7000, 17000},
 	} {
 		var cfg config
 		for _, o := range tc.opts {

@@ -116,9 +116,11 @@ func (c *config) args(port int, dir, logfile string) []string {
 
 // busPort returns the cluster bus port of a server on port started with c,
 // and whether it has one (cluster-enabled yes): the cluster-port directive,
-// or, as redis-server does when it is absent or 0, port+10000.
+// or, as redis-server does when it is absent or 0, 10000 more than the
+// server's plain TCP port (its TLS port with tls-cluster yes). A server
+// started WithTLS has no plain TCP port (port 0).
 func (c *config) busPort(port int) (int, bool) {
-	enabled, bus := false, 0
+	enabled, tlsCluster, bus := false, false, 0
 	for _, d := range c.directives { // the last of a directive wins, as on redis-server's command line
 		if len(d) != 2 {
 			continue
@@ -126,6 +128,8 @@ func (c *config) busPort(port int) (int, bool) {
 		switch strings.ToLower(d[0]) {
 		case "cluster-enabled":
 			enabled = strings.EqualFold(d[1], "yes")
+		case "tls-cluster":
+			tlsCluster = strings.EqualFold(d[1], "yes")
 		case "cluster-port":
 			bus, _ = strconv.Atoi(d[1])
 		}
@@ -134,6 +138,9 @@ func (c *config) busPort(port int) (int, bool) {
 		return 0, false
 	}
 	if bus <= 0 {
+		if c.tls != nil && !tlsCluster {
+			port = 0
+		}
 		bus = port + 10000
 	}
 	return bus, bus <= 65535
