@@ -230,7 +230,8 @@ func (s *Server) Close() error {
 // Until the server is restarted or closed, its port (and a cluster node's bus
 // port) is held by a listener that resets every connection at once: to a
 // client the node is as unreachable as a dead one, and no other server of the
-// test binary can take the port and answer in its place. Killing a server that is not running does nothing.
+// test binary can take the port and answer in its place. Killing a server
+// that is not running does nothing.
 func (s *Server) Kill() error {
 	return (*redisserver.Server)(s).Kill()
 }

@@ -257,7 +257,8 @@ func (s *Server) Close() error {
 // Until the server is restarted or closed, its port (and a cluster node's bus
 // port) is held by a listener that resets every connection at once: to a
 // client the node is as unreachable as a dead one, and no other server of the
-// test binary can take the port and answer in its place. Killing a server that is not running does nothing.
+// test binary can take the port and answer in its place. Killing a server
+// that is not running does nothing.
 func (s *Server) Kill() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -272,8 +273,8 @@ func (s *Server) Kill() error {
 	if bus, ok := s.cfg.busPort(s.port); ok {
 		// A cluster node's bus port too: another server taking it
 		// meanwhile would make the restart fail.
-		port, bus := s.release, holdPort(net.JoinHostPort(s.cfg.host(), strconv.Itoa(bus)))
-		s.release = func() { port(); bus() }
+		port, busPort := s.release, holdPort(net.JoinHostPort(s.cfg.host(), strconv.Itoa(bus)))
+		s.release = func() { port(); busPort() }
 	}
 	return nil
 }
