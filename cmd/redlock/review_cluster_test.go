@@ -90,15 +90,21 @@ func TestReviewStatusFollowsMoved(t *testing.T) {
 	single := redistest.NewServer(t)
 	key := keyOnShard(a, "app:", 1)
 	addrs := strings.Join([]string{a.URL(), b.URL(), single.Addr()}, ",")
-	holder, h := startHold(t, "--nodes", addrs, "--prefix", "app:", "--fencing", "--ttl", "60s", key)
+	// The test needs the key on every node, cluster a's included: with the
+	// default node timeout (200 ms) a loaded machine failed a's first call
+	// (connecting, reading the slot map, then the SET on shard 1), the lock
+	// was granted by the two other nodes, and a never held the key (a CI
+	// run at eea92c1: no counter on a's shard 10 s after hold's report).
+	holder, h := startHold(t, "--nodes", addrs, "--prefix", "app:", "--fencing", "--ttl", "60s", "--node-timeout", "3s", key)
 	defer func() {
 		holder.cmd.Process.Signal(syscall.SIGTERM)
 		holder.wait(30 * time.Second)
 	}()
 
 	// hold reports the lock once its token is written to a quorum of the
-	// nodes; the write to the third may land later. Read through the stale
-	// seed, the key's counter must be there to be found.
+	// nodes; the write to the third may land later (within the node
+	// timeout). Read through the stale seed, the key's counter must be there
+	// to be found.
 	fenceKey := driver.FenceKey("app:" + key)
 	for start := time.Now(); ; time.Sleep(10 * time.Millisecond) {
 		v, err := a.Shards()[1].Primary().Do(t.Context(), "GET", fenceKey)
