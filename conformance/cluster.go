@@ -283,10 +283,7 @@ func clusterMigration(t *testing.T, ctx context.Context, s *redisSuite, c *redis
 // hears them after the key's slot moved to another shard.
 func notifyFollowsSlot(t *testing.T, ctx context.Context, s *redisSuite, c *redistest.Cluster) {
 	n := s.openURL(t, c.URL())
-	notifier, ok := n.(driver.Notifier)
-	if !ok {
-		t.Skip("the node is not a driver.Notifier")
-	}
+	notifier := as[driver.Notifier](t, n)
 	k := key(t)
 	notify := make(chan struct{}, 1)
 	cancel, err := notifier.Subscribe(ctx, k, notify)
@@ -378,10 +375,7 @@ func hearsRelease(t *testing.T, ctx context.Context, n driver.Node, notifier dri
 // moved to, and hear the key's release.
 func subscribeAfterMove(t *testing.T, ctx context.Context, s *redisSuite, c *redistest.Cluster) {
 	n := s.openURL(t, c.URL())
-	notifier, ok := n.(driver.Notifier)
-	if !ok {
-		t.Skip("the node is not a driver.Notifier")
-	}
+	notifier := as[driver.Notifier](t, n)
 	ka, kb := sameShardKeys(t, c)
 	cancelA, err := notifier.Subscribe(ctx, ka, make(chan struct{}, 1))
 	if err != nil {
@@ -411,10 +405,7 @@ func subscribeAfterMove(t *testing.T, ctx context.Context, s *redisSuite, c *red
 // before still hears its key's releases.
 func movedSparesShard(t *testing.T, ctx context.Context, s *redisSuite, c *redistest.Cluster) {
 	n := s.openURL(t, c.URL())
-	notifier, ok := n.(driver.Notifier)
-	if !ok {
-		t.Skip("the node is not a driver.Notifier")
-	}
+	notifier := as[driver.Notifier](t, n)
 	ka, kb := sameShardKeys(t, c)
 	notifyA := make(chan struct{}, 1)
 	cancelA, err := notifier.Subscribe(ctx, ka, notifyA)

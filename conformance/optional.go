@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
@@ -17,11 +18,18 @@ import (
 func fencer(t *testing.T, newNode func(*testing.T) driver.Node) (driver.Node, driver.Fencer) {
 	t.Helper()
 	n := newNode(t)
-	f, ok := n.(driver.Fencer)
+	return n, as[driver.Fencer](t, n)
+}
+
+// as returns n as the optional interface T, or skips the test when n does
+// not implement it.
+func as[T any](t *testing.T, n driver.Node) T {
+	t.Helper()
+	x, ok := n.(T)
 	if !ok {
-		t.Skipf("%T does not implement driver.Fencer", n)
+		t.Skipf("%T does not implement %v", n, reflect.TypeFor[T]())
 	}
-	return n, f
+	return x
 }
 
 // setNXFence calls SetNXFence and fails the test on an error.
@@ -114,11 +122,7 @@ func fenceOutlivesKey(t *testing.T, ctx context.Context, newNode func(*testing.T
 func notifier(t *testing.T, newNode func(*testing.T) driver.Node) (driver.Node, driver.Notifier) {
 	t.Helper()
 	n := newNode(t)
-	nn, ok := n.(driver.Notifier)
-	if !ok {
-		t.Skipf("%T does not implement driver.Notifier", n)
-	}
-	return n, nn
+	return n, as[driver.Notifier](t, n)
 }
 
 // quiet fails the test if notify receives within a short while.
@@ -216,10 +220,7 @@ func notifyNeverBlocks(t *testing.T, ctx context.Context, newNode func(*testing.
 // and the same ones when asked again.
 func identityStable(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
 	n := newNode(t)
-	ider, ok := n.(driver.Identifier)
-	if !ok {
-		t.Skipf("%T does not implement driver.Identifier", n)
-	}
+	ider := as[driver.Identifier](t, n)
 	first, err := ider.Identity(ctx)
 	if err != nil {
 		t.Fatalf("Identity: %v", err)
@@ -247,10 +248,7 @@ func identityStable(t *testing.T, ctx context.Context, newNode func(*testing.T) 
 
 func ttlOwnKey(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
 	n := newNode(t)
-	tt, ok := n.(driver.TTLer)
-	if !ok {
-		t.Skipf("%T does not implement driver.TTLer", n)
-	}
+	tt := as[driver.TTLer](t, n)
 	k, v := key(t), value()
 	ttlOf := func(call, val string) (time.Duration, bool) {
 		t.Helper()

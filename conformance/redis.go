@@ -582,11 +582,7 @@ func ttlMilliseconds(t *testing.T, ctx context.Context, s *redisSuite) {
 // one, never a duration reported as held.
 func ttlNoExpiry(t *testing.T, ctx context.Context, s *redisSuite) {
 	srv := redistest.NewServer(t)
-	n := s.open(t, hostAddr(t, srv))
-	tn, ok := n.(driver.TTLer)
-	if !ok {
-		t.Skip("the node is not a driver.TTLer")
-	}
+	tn := as[driver.TTLer](t, s.open(t, hostAddr(t, srv)))
 	k, v := key(t), value()
 	if _, err := srv.Do(ctx, "SET", k, v); err != nil {
 		t.Fatal(err)
@@ -603,11 +599,7 @@ func ttlNoExpiry(t *testing.T, ctx context.Context, s *redisSuite) {
 // every address, and redlock would count one server twice.
 func identityNamesServer(t *testing.T, ctx context.Context, s *redisSuite) {
 	srv := redistest.NewServer(t)
-	n := s.open(t, hostAddr(t, srv))
-	ider, ok := n.(driver.Identifier)
-	if !ok {
-		t.Skipf("%T does not implement driver.Identifier", n)
-	}
+	ider := as[driver.Identifier](t, s.open(t, hostAddr(t, srv)))
 	reply, err := srv.Do(ctx, "INFO", "server")
 	if err != nil {
 		t.Fatalf("INFO server: %v", err)
@@ -984,10 +976,7 @@ func releaseWithoutSPublish(t *testing.T, ctx context.Context, s *redisSuite) {
 	a := hostAddr(t, srv)
 	a.Username, a.Password = user, userPassword
 	n := s.open(t, a)
-	nn, ok := n.(driver.Notifier)
-	if !ok {
-		t.Skipf("%T does not implement driver.Notifier", n)
-	}
+	nn := as[driver.Notifier](t, n)
 	k, v := key(t), value()
 	must(t, "SetNX")(n.SetNX(ctx, k, v, time.Minute))
 	if ok := must(t, "ReleaseNotify without SPUBLISH")(nn.ReleaseNotify(ctx, k, v)); !ok {
@@ -1003,11 +992,7 @@ func releaseWithoutSPublish(t *testing.T, ctx context.Context, s *redisSuite) {
 // that tokens keep rising across an upgrade.
 func fenceReadsLegacyCounter(t *testing.T, ctx context.Context, s *redisSuite) {
 	srv := redistest.NewServer(t)
-	n := s.open(t, hostAddr(t, srv))
-	f, ok := n.(driver.Fencer)
-	if !ok {
-		t.Skipf("%T does not implement driver.Fencer", n)
-	}
+	f := as[driver.Fencer](t, s.open(t, hostAddr(t, srv)))
 	k := key(t)
 	// What an earlier version left: a per-key counter at 41.
 	if _, err := srv.Do(ctx, "SET", driver.LegacyFenceKey(k), "41"); err != nil {
