@@ -188,9 +188,9 @@ func (s *Server) Restart(ctx context.Context) error {
 // The server is killed at once; RestartAfter returns once it answers again.
 // While it is down, its port (and a cluster node's bus port) is held by a
 // listener that resets every connection at once, so that no other server or
-// proxy of the test binary can take the port meanwhile; to a client the server is as unreachable as
-// a dead one. If ctx ends or the server is closed during the wait, the
-// server stays down and the error says so.
+// proxy of the test binary can take the port meanwhile; to a client the
+// server is as unreachable as a dead one. If ctx ends or the server is
+// closed during the wait, the server stays down and the error says so.
 func (s *Server) RestartAfter(ctx context.Context, down time.Duration) error {
 	return (*redisserver.Server)(s).RestartAfter(ctx, down)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"sync"
 	"time"
 )
 
@@ -32,9 +33,9 @@ func (s *Server) Restart(ctx context.Context) error { return s.RestartAfter(ctx,
 // The server is killed at once; RestartAfter returns once it answers again.
 // While it is down, its port (and a cluster node's bus port) is held by a
 // listener that resets every connection at once, so that no other server or
-// proxy of the test binary can take the port meanwhile; to a client the server is as unreachable as
-// a dead one. If ctx ends or the server is closed during the wait, the
-// server stays down and the error says so.
+// proxy of the test binary can take the port meanwhile; to a client the
+// server is as unreachable as a dead one. If ctx ends or the server is
+// closed during the wait, the server stays down and the error says so.
 func (s *Server) RestartAfter(ctx context.Context, down time.Duration) error {
 	if ctx == nil { // before the kill: the server stays up
 		return errNilContext
@@ -89,30 +90,38 @@ func (s *Server) Running() bool {
 	return s.proc != nil && !s.proc.exited()
 }
 
-// holdPort listens on addr and resets every connection at once (SO_LINGER 0),
-// so that the kernel hands the port to no one else, until release is called.
-// It is best effort: if addr cannot be bound, release does nothing.
-func holdPort(addr string) (release func()) {
-	l, err := net.Listen("tcp", addr)
-	if err != nil {
-		return func() {}
-	}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			if tc, ok := c.(*net.TCPConn); ok {
-				_ = tc.SetLinger(0)
-			}
-			c.Close()
+// holdPorts listens on each of addrs and resets every connection at once
+// (SO_LINGER 0), so that the kernel hands the ports to no one else, until
+// release is called. It is best effort: an address that cannot be bound is
+// not held.
+func holdPorts(addrs ...string) (release func()) {
+	var (
+		ls []net.Listener
+		wg sync.WaitGroup
+	)
+	for _, addr := range addrs {
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
 		}
-	}()
+		ls = append(ls, l)
+		wg.Go(func() {
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				if tc, ok := c.(*net.TCPConn); ok {
+					_ = tc.SetLinger(0)
+				}
+				c.Close()
+			}
+		})
+	}
 	return func() {
-		l.Close()
-		<-done
+		for _, l := range ls {
+			l.Close()
+		}
+		wg.Wait()
 	}
 }

@@ -114,7 +114,7 @@ func tryStart(ctx context.Context, bin string, cfg config) (*Server, error) {
 	s.mu.Unlock()
 	if err != nil {
 		_ = os.RemoveAll(dir)
-		closeLock(lock)
+		_ = lock.Close() // nil where unsupported: Close then does nothing
 		return nil, err
 	}
 	return s, nil
@@ -247,7 +247,7 @@ func (s *Server) Close() error {
 	if err := os.RemoveAll(s.dir); err != nil {
 		errs = append(errs, fmt.Errorf("redistest: remove server directory: %w", err))
 	}
-	closeLock(s.lock)
+	_ = s.lock.Close() // nil where unsupported: Close then does nothing
 	s.closeErr = errors.Join(errs...)
 	return s.closeErr
 }
@@ -269,13 +269,13 @@ func (s *Server) Kill() error {
 		return fmt.Errorf("redistest: kill server %s: %w", s.addr, err)
 	}
 	s.proc, s.paused = nil, false
-	s.release = holdPort(s.addr)
+	held := []string{s.addr}
 	if bus, ok := s.cfg.busPort(s.port); ok {
 		// A cluster node's bus port too: another server taking it
 		// meanwhile would make the restart fail.
-		port, busPort := s.release, holdPort(net.JoinHostPort(s.cfg.host(), strconv.Itoa(bus)))
-		s.release = func() { port(); busPort() }
+		held = append(held, net.JoinHostPort(s.cfg.host(), strconv.Itoa(bus)))
 	}
+	s.release = holdPorts(held...)
 	return nil
 }
 
@@ -342,11 +342,4 @@ func (s *Server) runningLocked(op string) error {
 		return fmt.Errorf("redistest: %s server %s: server is not running", op, s.addr)
 	}
 	return nil
-}
-
-// closeLock releases the lock on a server directory, if any.
-func closeLock(f *os.File) {
-	if f != nil {
-		_ = f.Close()
-	}
 }
