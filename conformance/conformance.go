@@ -236,6 +236,9 @@ func setNXBinary(t *testing.T, ctx context.Context, newNode func(*testing.T) dri
 		if ok := must(t, "SetNX")(n.SetNX(ctx, k2, v2, time.Minute)); !ok {
 			t.Fatalf("SetNX(%q) while %q is held = false, want true: keys that differ only after a NUL byte or in bytes that are not UTF-8 are distinct locks; a Node must send keys as bytes", k2, k1)
 		}
+		if ok := must(t, "EvalRelease")(n.EvalRelease(ctx, k1, value())); ok {
+			t.Fatalf("EvalRelease(%q, otherValue) of a key held by %q = true, want false: a Node must not release a key held by another value", k1, v1)
+		}
 		if ok := must(t, "EvalRelease")(n.EvalRelease(ctx, k1, v2)); ok {
 			t.Fatalf("EvalRelease(%q, %q) of a key held by %q = true, want false: values that differ only after a NUL byte or in bytes that are not UTF-8 are distinct; a Node must send values as bytes", k1, v2, v1)
 		}

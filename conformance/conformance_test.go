@@ -147,10 +147,12 @@ const brokenEnv = "CONFORMANCE_BROKEN_KIND"
 // driver (brokenDriver, broken_redis_test.go) runs the subtests of RunRedis
 // that redis names.
 var brokenKinds = map[string]struct {
-	redis string // RunRedis's subtest to run, "Open/ACLUser" say; "" for a memory node and Run
-	want  string
+	redis   string // RunRedis's subtest to run, "Open/ACLUser" say; "" for a memory node and Run
+	want    string
+	notWant string // a message that would blame the wrong defect
 }{
-	"release-others":      {want: "EvalRelease(otherValue) = true, want false: a Node must not release a key held by another value"},
+	"release-others": {want: "EvalRelease(otherValue) = true, want false: a Node must not release a key held by another value",
+		notWant: "a Node must send values as bytes"},
 	"setnx-overwrites":    {want: "SetNX(otherValue) = true, want false: a Node must not set a key held by another value (NX)"},
 	"extend-creates":      {want: "Extend(absent key) = true, want false: there was nothing to extend"},
 	"ignores-context":     {want: "Extend(canceled ctx) error = <nil>, want one matching context.Canceled: a Node must honour its context, and a call that failed must return its error, never (false, nil)"},
@@ -227,6 +229,9 @@ func TestSuiteFailsOnBrokenNodes(t *testing.T) {
 			}
 			if !strings.Contains(string(out), c.want) {
 				t.Fatalf("the suite failed on %q without the message %q; output:\n%s", kind, c.want, out)
+			}
+			if c.notWant != "" && strings.Contains(string(out), c.notWant) {
+				t.Fatalf("the suite failed on %q with the message %q, which blames another defect; output:\n%s", kind, c.notWant, out)
 			}
 		})
 	}
