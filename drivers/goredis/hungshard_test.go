@@ -166,3 +166,95 @@ func TestClusterHungShardUnderLoad(t *testing.T) {
 		})
 	}
 }
+
+// A cluster node first used while one shard's primary hangs (paused before
+// the node's first call) locks the keys of the other shards, as it does once
+// it has the slot map: calls keep arriving for the hung shard's keys, each
+// with a long context (3s), and they must not hold up the calls of 500ms on
+// the healthy shards' keys. The seeds are the healthy shards' primaries, so
+// that the slot map can be read off the hung shard. The node routed a call
+// to its shard's queue only after its first reply, and until then sent
+// every call through one queue: the hung shard's calls took its two senders
+// (no reply came), and the healthy shards' calls waited behind them and
+// failed at their contexts' end. On a node of Open, the calls carry a
+// network timeout as package redlock gives a driver.Queuer's; on a node of
+// New, a deadline alone.
+func TestClusterFirstUseWhileShardHangs(t *testing.T) {
+	for _, how := range []string{"Open", "New"} {
+		t.Run(how, func(t *testing.T) {
+			c := redistest.NewCluster(t, 3)
+			hung := c.Shards()[2]
+			healthy := c.Shards()[:2]
+			keyOn := func(s *redistest.Shard, prefix string, i int) string {
+				for j := 0; ; j++ {
+					if k := fmt.Sprintf("%s-%d-%d", prefix, i, j); c.SlotShard(redistest.KeySlot(k)) == s {
+						return k
+					}
+				}
+			}
+			require.NoError(t, hung.Primary().Pause())
+			seeds := []string{healthy[0].Primary().Addr(), healthy[1].Primary().Addr()}
+			var n driver.Node
+			var withTimeout func(d time.Duration) (context.Context, context.CancelFunc)
+			if how == "Open" {
+				var err error
+				n, err = goredis.Driver{}.Open("redis://" + seeds[0] + "?cluster=true&addr=" + seeds[1])
+				require.NoError(t, err)
+				withTimeout = func(d time.Duration) (context.Context, context.CancelFunc) {
+					return context.WithTimeout(driver.WithNetworkTimeout(t.Context(), d), d)
+				}
+			} else {
+				cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: seeds, ContextTimeoutEnabled: true, MaxRetries: -1})
+				t.Cleanup(func() { cc.Close() })
+				n = goredis.New(cc)
+				withTimeout = func(d time.Duration) (context.Context, context.CancelFunc) {
+					return context.WithTimeout(t.Context(), d)
+				}
+			}
+			t.Cleanup(func() { n.Close() })
+			t.Cleanup(func() { hung.Primary().Resume() }) // first: the calls left behind end
+
+			stop := make(chan struct{})
+			var wg sync.WaitGroup
+			defer wg.Wait()
+			defer close(stop)
+			for g := range 8 {
+				wg.Go(func() {
+					for i := 0; ; i++ {
+						select {
+						case <-stop:
+							return
+						default:
+						}
+						ctx, cancel := withTimeout(3 * time.Second)
+						_, err := n.SetNX(ctx, keyOn(hung, fmt.Sprintf("hung-%d", g), i), "v", time.Minute)
+						cancel()
+						assert.Error(t, err, "SET NX on the hung shard")
+					}
+				})
+			}
+			// The hung shard's calls fill the senders they may use, and
+			// the next ones queue.
+			q := n.(driver.Queuer)
+			for start := time.Now(); q.Pending().Depth == 0; time.Sleep(time.Millisecond) {
+				require.Less(t, time.Since(start), 5*time.Second, "no call of the hung shard queued")
+			}
+			succeeded := 0
+			for i := range 10 {
+				s := healthy[i%2]
+				start := time.Now()
+				ctx, cancel := withTimeout(500 * time.Millisecond)
+				ok, err := n.SetNX(ctx, keyOn(s, "healthy", i), "v", time.Minute)
+				cancel()
+				elapsed := time.Since(start)
+				require.Less(t, elapsed, 2*time.Second, "SET NX %d on healthy shard %d, with 500ms", i, s.Index())
+				if err == nil && ok {
+					succeeded++
+				} else {
+					t.Logf("SET NX %d on healthy shard %d, after %v: %v, %v", i, s.Index(), elapsed.Round(time.Millisecond), ok, err)
+				}
+			}
+			require.Equal(t, 10, succeeded, "SET NX on the healthy shards of a node first used while a shard hangs")
+		})
+	}
+}
