@@ -31,9 +31,13 @@
 // concurrent commands are pipelined shard by shard, each shard's queue and
 // connections bounded as a single server's are (below), so that a shard
 // whose primary hangs holds up the calls on its own keys alone, however
-// many of them wait, and the other shards' keys are locked meanwhile (until
-// the client has read its slot map, before its first reply, the calls share
-// one queue); release notifications use sharded pub/sub, a connection per shard,
+// many of them wait, and the other shards' keys are locked meanwhile, also
+// on the node's first use: until the client has its slot map, a call first
+// has it read (CLUSTER SLOTS, which go-redis asks of the seeds one after
+// the other, in random order), two calls at a time, each read bounded by
+// its call's context and network timeout, while the other calls wait for
+// the map as long as their contexts allow (a read that asks a hung seed
+// first fails its call, unsent); release notifications use sharded pub/sub, a connection per shard,
 // following a channel whose slot moves, or whose shard's primary a failover
 // replaced; a shard whose connection breaks is reconnected without waiting
 // for a Subscribe.

@@ -218,12 +218,10 @@ func New(c redis.UniversalClient) driver.Node {
 func newNode(c redis.UniversalClient, name drivernode.Name, bounded bool) *node {
 	n := &node{client: c, Name: name, bounded: bounded}
 	n.Run = n.do
-	exec := n.exec
 	if cc, ok := c.(*redis.ClusterClient); ok {
 		n.cluster, n.shards = true, newShards(cc, n.exec)
-		exec = n.shards.learn(exec)
 	}
-	n.batch = batch.New(exec, batch.Senders, batch.MaxBatch)
+	n.batch = batch.New(n.exec, batch.Senders, batch.MaxBatch)
 	return n
 }
 
@@ -266,7 +264,7 @@ type node struct {
 	reload            *reloader             // reloads the slot map of a *redis.ClusterClient after a failure; nil on one server
 	hub               *pubsub.Hub           // the release subscriptions of a *redis.Client
 	router            *pubsub.Router        // those of a *redis.ClusterClient
-	batch             *batcher              // all the calls on one server; those of a cluster until its slot map is known
+	batch             *batcher              // all the calls on one server; those of a cluster whose primary lookup fails
 	shards            *shards               // a batcher per shard of a *redis.ClusterClient; nil on one server
 	state             drivernode.State      // nil client, closed
 	warm              *warmer               // makes connections outside the calls' deadlines; nil unless from Open
@@ -305,11 +303,18 @@ func (n *node) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error
 		return rediscmd.Result{}, err
 	}
 	cmd.Cluster = cmd.Cluster || n.cluster // set by the caller for a cluster-enabled server given as one (see rediscmd.Commands)
-	b, primary := n.batch, ""
-	if n.shards != nil {
-		b, primary = n.shards.batcher(ctx, cmd.Key, b)
+	var r rediscmd.Result
+	var err error
+	if n.shards != nil && !n.shards.known.Load() {
+		ctx, err = n.readSlots(ctx) // its error is the command's: unsent
 	}
-	r, err := b.Do(ctx, cmd)
+	b, primary := n.batch, ""
+	if err == nil {
+		if n.shards != nil {
+			b, primary = n.shards.batcher(ctx, cmd.Key, b)
+		}
+		r, err = b.Do(ctx, cmd)
+	}
 	if err != nil {
 		if errors.Is(err, redis.ErrClosed) && n.clientClosed(ctx) {
 			// The user closed the client under a node of New: it
@@ -324,6 +329,48 @@ func (n *node) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error
 		return rediscmd.Result{}, cmd.Failed(ctx, "goredis", err)
 	}
 	return r, nil
+}
+
+// readSlots returns once the cluster client has its slot map, having read
+// it if need be (see shards.learn), and the context to send the call's
+// command with: ctx, or, when this call read the map under a network
+// timeout (see driver.Queuer), ctx with what is left of it, so that the
+// read and the command together take no longer on the network than one
+// command may. The read is bounded by ctx and by the network timeout, and
+// watched as a command is (see direct). A call whose read fails, or leaves
+// it no time, fails unsent.
+func (n *node) readSlots(ctx context.Context) (context.Context, error) {
+	d, hasNet := driver.NetworkTimeout(ctx)
+	var took time.Duration // by this call's read
+	read := false          // this call read the map
+	err := n.shards.learn(ctx, func(rctx context.Context) error {
+		start := time.Now()
+		defer func() { took, read = time.Since(start), true }()
+		if hasNet {
+			var cancel context.CancelFunc
+			rctx, cancel = context.WithTimeout(rctx, d)
+			defer cancel()
+		}
+		lookup := func() (struct{}, error) {
+			_, err := n.shards.client.MasterForKey(rctx, "")
+			return struct{}{}, err
+		}
+		if n.direct(rctx) {
+			_, err := lookup()
+			return err
+		}
+		_, err := untildone.Do(rctx, lookup, nil)
+		return err
+	})
+	switch {
+	case err != nil:
+		return ctx, err
+	case !hasNet || !read:
+		return ctx, nil
+	case took >= d:
+		return ctx, context.DeadlineExceeded // no time left for the command
+	}
+	return driver.WithNetworkTimeout(ctx, d-took), nil
 }
 
 // clientClosed reports whether the node's client is closed, after a command

@@ -172,8 +172,8 @@ func TestClusterHungShardUnderLoad(t *testing.T) {
 // it has the slot map: calls keep arriving for the hung shard's keys, each
 // with a long context (3s), and they must not hold up the calls of 500ms on
 // the healthy shards' keys. The seeds are the healthy shards' primaries, so
-// that the slot map can be read off the hung shard. The node routed a call
-// to its shard's queue only after its first reply, and until then sent
+// that the slot map can be read off the hung shard. The node once routed a
+// call to its shard's queue only after its first reply, and until then sent
 // every call through one queue: the hung shard's calls took its two senders
 // (no reply came), and the healthy shards' calls waited behind them and
 // failed at their contexts' end. On a node of Open, the calls carry a

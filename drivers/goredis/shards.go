@@ -19,6 +19,10 @@ type batcher = batch.Batcher[rediscmd.Cmd, rediscmd.Result]
 // drops the idle ones that no call used lately (see shards.add).
 const minShardBatchers = 16
 
+// mapReaders is how many calls of a cluster node read the slot map at once
+// while its client has none (see shards.learn).
+const mapReaders = 2
+
 // shards sends the calls of a cluster node through one batcher per shard,
 // each bounded as a single server's node is (batch.Senders batches at once,
 // of batch.MaxBatch commands each), so that a shard whose primary hangs
@@ -28,19 +32,18 @@ const minShardBatchers = 16
 // go-redis' slot map gives it (ClusterClient.MasterForKey: a lookup, once
 // the client has the map).
 //
-// Until the client has its slot map, which it reads from the cluster before
-// its first command, the calls go through the node's first batcher, as all
-// of them once did: MasterForKey would read the map itself, on the caller's
-// goroutine and beyond the caller's context for a client that does not
-// bound its commands by their contexts. The first command that has a reply
-// shows that the client has the map (it never forgets one), and from then
-// on the calls are routed; so are they if the lookup fails (the first
-// batcher's commands then fail as any would).
+// Until the client has its slot map, a call first has it read (see learn),
+// so that the first calls are routed as the later ones are: none waits in
+// a queue behind the calls of a shard that hangs, also on the node's first
+// use. The node's first batcher takes the calls whose lookup fails (they
+// fail there as they would anywhere).
 type shards struct {
-	client *redis.ClusterClient
-	exec   batch.Exec[rediscmd.Cmd, rediscmd.Result]
-	share  bool        // the batchers share deadlines (see batch.Batcher.ShareDeadlines)
-	known  atomic.Bool // the client has its slot map: MasterForKey does not block
+	client  *redis.ClusterClient
+	exec    batch.Exec[rediscmd.Cmd, rediscmd.Result]
+	share   bool          // the batchers share deadlines (see batch.Batcher.ShareDeadlines)
+	known   atomic.Bool   // the client has its slot map: MasterForKey does not block
+	ready   chan struct{} // closed once known is set
+	readers chan struct{} // a token per call reading the slot map (see learn)
 
 	// by maps a primary's address to its batcher. The map is replaced,
 	// never changed, under mu.
@@ -59,29 +62,48 @@ type shard struct {
 // newShards returns the shards of a node over c, whose batchers send with
 // exec.
 func newShards(c *redis.ClusterClient, exec batch.Exec[rediscmd.Cmd, rediscmd.Result]) *shards {
-	return &shards{client: c, exec: exec, limit: minShardBatchers}
+	return &shards{client: c, exec: exec, limit: minShardBatchers,
+		ready: make(chan struct{}), readers: make(chan struct{}, mapReaders)}
 }
 
-// learn wraps exec, the Exec of the node's first batcher, to learn when the
-// client has its slot map: once a command had a reply, even one whose
-// caller has left.
-func (s *shards) learn(exec batch.Exec[rediscmd.Cmd, rediscmd.Result]) batch.Exec[rediscmd.Cmd, rediscmd.Result] {
-	return func(ctx context.Context, calls []*batch.Call[rediscmd.Cmd, rediscmd.Result]) {
-		exec(ctx, calls)
-		if s.known.Load() {
-			return
-		}
-		for _, c := range calls {
-			if c.Err == nil {
-				s.known.Store(true)
-				return
-			}
-		}
+// learn returns nil once the client has its slot map; else the error of
+// this call's read of it, or ctx's once ctx ended. While the client has no
+// map, at most mapReaders calls read it at once, each with read, bounded by
+// the call's context (ClusterClient.MasterForKey: go-redis asks its seeds
+// for CLUSTER SLOTS, one after the other, and keeps the map it gets); the
+// other calls wait for the map, or for a read to end, when one of them reads
+// in its place, as long as their contexts allow. A read that fails fails
+// its call, as go-redis would fail the command: a call that reads the map
+// when none can be read (every seed down, say) is never sent.
+func (s *shards) learn(ctx context.Context, read func(context.Context) error) error {
+	select {
+	case <-s.ready:
+		return nil
+	case s.readers <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-s.readers }()
+	if s.known.Load() { // read while this call waited
+		return nil
+	}
+	if err := read(ctx); err != nil {
+		return err
+	}
+	s.learned()
+	return nil
+}
+
+// learned records that the client has its slot map: it never forgets one.
+func (s *shards) learned() {
+	if s.known.CompareAndSwap(false, true) {
+		close(s.ready)
 	}
 }
 
 // batcher returns the batcher of key's shard and its primary's address, or
-// first and "" while the client has no slot map (see shards).
+// first and "" while the client has no slot map (see learn) or when the
+// lookup fails.
 func (s *shards) batcher(ctx context.Context, key string, first *batcher) (*batcher, string) {
 	if !s.known.Load() {
 		return first, ""

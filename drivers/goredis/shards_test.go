@@ -2,9 +2,12 @@ package goredis
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -55,6 +58,53 @@ func TestShardsDropIdleBatchers(t *testing.T) {
 	require.Equal(t, 2*len(m), s.limit)
 	close(release)
 	<-done
+}
+
+// While a cluster node's client has no slot map, at most mapReaders calls
+// read it at once, and the others wait: a read that fails fails its call
+// alone, and a waiting call reads in its place; a waiting call whose context
+// ends leaves; once a read succeeded, every call has the map, and no call
+// reads it again.
+func TestShardsLearnBoundsReads(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := newShards(nil, nil)
+		var reading, reads atomic.Int32
+		answer := make(chan error)
+		read := func(context.Context) error {
+			reads.Add(1)
+			reading.Add(1)
+			defer reading.Add(-1)
+			return <-answer
+		}
+		errs := make(chan error)
+		for range 6 {
+			go func() { errs <- s.learn(t.Context(), read) }()
+		}
+		synctest.Wait()
+		require.EqualValues(t, mapReaders, reading.Load(), "reads at once, of 6 calls")
+
+		answer <- errors.New("seed down")
+		require.ErrorContains(t, <-errs, "seed down", "the call whose read failed")
+		synctest.Wait()
+		require.EqualValues(t, mapReaders, reading.Load(), "a waiting call reads in place of the failed read")
+		require.EqualValues(t, mapReaders+1, reads.Load())
+
+		ctx, cancel := context.WithCancel(t.Context())
+		go func() { errs <- s.learn(ctx, read) }()
+		synctest.Wait()
+		cancel()
+		require.ErrorIs(t, <-errs, context.Canceled, "a waiting call whose context ended")
+
+		answer <- nil // one of the two reads succeeds: its call and the 3 waiting return
+		for i := range 4 {
+			require.NoError(t, <-errs, "call %d, once a read succeeded", i)
+		}
+		answer <- nil
+		require.NoError(t, <-errs, "the read that went on")
+		require.NoError(t, s.learn(t.Context(), read), "a call once the map is known")
+		require.EqualValues(t, mapReaders+1, reads.Load(), "reads")
+		require.True(t, s.known.Load())
+	})
 }
 
 // A cluster node whose cluster has more primaries than minShardBatchers
@@ -116,7 +166,7 @@ func knownShards(tb testing.TB, n int) (*shards, []string) {
 	})
 	tb.Cleanup(func() { cc.Close() })
 	s := newShards(cc, func(context.Context, []*batch.Call[rediscmd.Cmd, rediscmd.Result]) {})
-	s.known.Store(true)
+	s.learned()
 	keys := make([]string, n)
 	for i, found := 0, 0; found < n; i++ {
 		k := fmt.Sprintf("k%d", i)
