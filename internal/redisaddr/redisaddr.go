@@ -213,7 +213,14 @@ func ParseNode(s string) (Node, error) {
 		case "tls_server_name":
 			a.TLSServerName = v
 		default:
-			return fail(fmt.Sprintf("unknown query parameter %q (known: cluster, addr, tls_ca_file, tls_cert_file, tls_key_file, tls_server_name)", name))
+			reason := fmt.Sprintf("unknown query parameter %q (known: cluster, addr, tls_ca_file, tls_cert_file, tls_key_file, tls_server_name)", name)
+			switch strings.ToLower(name) {
+			case "password", "pass", "passwd", "user", "username", "auth", "requirepass":
+				reason += "; a user and password go in the URL: redis://user:password@host:port"
+			case "db":
+				reason += "; the database goes in the path: redis://host:port/2"
+			}
+			return fail(reason)
 		}
 		if !a.TLS {
 			return fail(fmt.Sprintf("query parameter %q needs rediss://", name))
@@ -329,6 +336,9 @@ func splitHostPort(s string) (host, port string, err error) {
 // '@' (after the scheme, if it has one). A malformed address may have a
 // password with '/', '?' or '#' in it, which a URL's user information cannot
 // hold; so an '@' in a path or query hides more than needed, never less.
+// The values of query parameters other than the known ones (cluster, addr,
+// tls_*), which hold no secret, are replaced too: some clients take a
+// password as ?password=..., which this package refuses, naming it.
 func Redact(s string) string {
 	scheme, rest := "", s
 	if i := strings.Index(s, "://"); i >= 0 {
@@ -337,9 +347,32 @@ func Redact(s string) string {
 	if at := strings.LastIndex(rest, "@"); at >= 0 {
 		rest = "xxxxx@" + rest[at+1:]
 	}
-	out := scheme + rest
+	out := scheme + redactQuery(rest)
 	if len(out) > 256 {
 		out = out[:256] + "..."
 	}
 	return out
+}
+
+// knownParams are the query parameters whose values Redact shows.
+var knownParams = map[string]bool{
+	"cluster": true, "addr": true,
+	"tls_ca_file": true, "tls_cert_file": true, "tls_key_file": true, "tls_server_name": true,
+}
+
+// redactQuery replaces with "xxxxx" the value of every query parameter of
+// rest, an address without its scheme, that is not one of knownParams (a
+// fragment counts as part of the last value).
+func redactQuery(rest string) string {
+	before, query, ok := strings.Cut(rest, "?")
+	if !ok {
+		return rest
+	}
+	params := strings.Split(query, "&")
+	for i, p := range params {
+		if name, _, hasValue := strings.Cut(p, "="); hasValue && !knownParams[name] {
+			params[i] = name + "=xxxxx"
+		}
+	}
+	return before + "?" + strings.Join(params, "&")
 }

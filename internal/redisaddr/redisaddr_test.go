@@ -235,3 +235,35 @@ func TestEmptyTLSParametersAreAbsent(t *testing.T) {
 		t.Errorf("Parse with empty TLS parameters = %+v, want %+v, as without them", blank, bare)
 	}
 }
+
+// A password given as a query parameter, as some other clients take it
+// (redis://h:6379?password=...), is refused, and the error shows the address
+// without its value: errors never show a password, wherever it was written.
+// Redact kept the query whole.
+func TestQueryPasswordHidden(t *testing.T) {
+	for _, in := range []string{
+		"redis://h:6379?password=s3cret",
+		"redis://h:6379/0?password=s3cret&db=1",
+		"rediss://h:6379?tls_ca_file=/ca.pem&passwd=s3cret",
+		"redis://h:6379?cluster=true&requirepass=s3cret&addr=h:2",
+		"redis://h:6379?auth=s3cret#x",
+	} {
+		_, err := ParseNode(in)
+		if err == nil {
+			t.Errorf("ParseNode(%q) succeeded, want an error", in)
+			continue
+		}
+		if strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("ParseNode(%q) error %q contains the password", in, err)
+		}
+	}
+	_, err := ParseNode("redis://h:6379?password=s3cret")
+	if err == nil || !strings.Contains(err.Error(), "redis://user:password@host:port") {
+		t.Errorf("ParseNode with ?password= error %v, want it to say where a password goes", err)
+	}
+	// The known parameters, which hold no secret, still show.
+	if got, want := Redact("rediss://u:s3cret@h:1?tls_ca_file=/ca.pem&x=s3cret"), "rediss://xxxxx@h:1?tls_ca_file=/ca.pem&x=xxxxx"; got != want {
+		t.Errorf("Redact = %q, want %q", got, want)
+	}
+}
+
