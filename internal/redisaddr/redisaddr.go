@@ -222,7 +222,7 @@ func ParseNode(s string) (Node, error) {
 			}
 			return fail(reason)
 		}
-		if !a.TLS {
+		if !a.TLS && v != "" { // empty is left out, as on rediss://
 			return fail(fmt.Sprintf("query parameter %q needs rediss://", name))
 		}
 	}

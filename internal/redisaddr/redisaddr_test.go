@@ -267,3 +267,22 @@ func TestQueryPasswordHidden(t *testing.T) {
 	}
 }
 
+// An empty TLS parameter is the same as one left out on a redis:// address
+// too, as the README says ("so that a template may leave it blank"): it was
+// refused with "needs rediss://".
+func TestEmptyTLSParametersOnPlainAddress(t *testing.T) {
+	blank, err := ParseNode("redis://h:1?tls_ca_file=&tls_cert_file=&tls_key_file=&tls_server_name=")
+	if err != nil {
+		t.Fatalf("ParseNode with empty TLS parameters on redis://: %v", err)
+	}
+	bare, err := ParseNode("redis://h:1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if blank.Addr != bare.Addr {
+		t.Errorf("ParseNode with empty TLS parameters = %+v, want %+v, as without them", blank, bare)
+	}
+	if _, err := ParseNode("redis://h:1?tls_ca_file=/ca.pem"); err == nil || !strings.Contains(err.Error(), "needs rediss://") {
+		t.Errorf("ParseNode with tls_ca_file on redis://: error %v, want one saying it needs rediss://", err)
+	}
+}
