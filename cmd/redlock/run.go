@@ -115,6 +115,10 @@ Exit codes:
   # as flock -E 0: a busy lock is not an error; say what happens
   redlock run -v --wait 0 --conflict-exit-code 0 cleanup -- ./cleanup.sh`,
 		Args: func(cmd *cobra.Command, args []string) error {
+			if o.key == "" && cmd.Flags().Changed("key") {
+				// Not "no --key": CMD's first word would become the key.
+				return usageErrorf("run: --key is empty: give the lock's name, as in: redlock run --key KEY -- CMD [ARGS...]")
+			}
 			if o.key == "" && len(args) == 0 {
 				return usageErrorf("run: no key and no command: give them as in: redlock run KEY -- CMD [ARGS...]")
 			}
