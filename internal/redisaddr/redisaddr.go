@@ -311,7 +311,10 @@ func splitHostPort(s string) (host, port string, err error) {
 		return "", "", errors.New("no host")
 	}
 	host, port = s, DefaultPort
-	if strings.HasPrefix(s, "[") || strings.Count(s, ":") == 1 {
+	if inner, ok := strings.CutPrefix(s, "["); ok && strings.HasSuffix(inner, "]") && !strings.ContainsAny(inner[:len(inner)-1], "[]") {
+		// A bracketed IPv6 address without a port: "[::1]".
+		host = inner[:len(inner)-1]
+	} else if strings.HasPrefix(s, "[") || strings.Count(s, ":") == 1 {
 		if host, port, err = net.SplitHostPort(s); err != nil {
 			return "", "", errors.New("want host:port, with brackets around an IPv6 address")
 		}

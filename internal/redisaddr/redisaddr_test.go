@@ -286,3 +286,32 @@ func TestEmptyTLSParametersOnPlainAddress(t *testing.T) {
 		t.Errorf("ParseNode with tls_ca_file on redis://: error %v, want one saying it needs rediss://", err)
 	}
 }
+
+// A missing port means DefaultPort for a bracketed IPv6 address too, as the
+// README and the package doc say of any address: "[::1]" and
+// "redis://[::1]/2" were refused with "want host:port, with brackets around
+// an IPv6 address", though they have the brackets, while "localhost" and
+// "redis://localhost" took 6379.
+func TestIPv6WithoutPort(t *testing.T) {
+	for in, want := range map[string]string{
+		"[::1]":                               "[::1]:6379",
+		"redis://[::1]":                       "[::1]:6379",
+		"redis://[::1]/2":                     "[::1]:6379",
+		"rediss://:pw@[fe80::1]":              "[fe80::1]:6379",
+		"redis://h:1?cluster=true&addr=[::1]": "h:1 [::1]:6379",
+	} {
+		n, err := ParseNode(in)
+		if err != nil {
+			t.Errorf("ParseNode(%q): %v, want %s", in, err, want)
+			continue
+		}
+		if got := strings.Join(n.Seeds, " "); got != want {
+			t.Errorf("ParseNode(%q).Seeds = %q, want %q", in, got, want)
+		}
+	}
+	for _, in := range []string{"[]", "[::1", "::1]", "[::1]x", "redis://[]"} {
+		if n, err := ParseNode(in); err == nil {
+			t.Errorf("ParseNode(%q) = %+v, want an error", in, n)
+		}
+	}
+}
