@@ -14,7 +14,8 @@ import (
 // space other than ' ') or bytes that are not UTF-8. A key that begins
 // with '"' is quoted too, so that a key printed with quotes is always one
 // that was quoted. The messages that name a key with %q quote every key
-// already; --json gives it as it is.
+// already; --json gives it as it is (and status's, quoted in key_quoted
+// too when it is not UTF-8).
 func keyText(key string) string {
 	if key == "" || key[0] == '"' || !printable(key) {
 		return strconv.Quote(key)

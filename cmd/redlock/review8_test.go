@@ -1,15 +1,16 @@
 package main
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 )
 
 // run --key "" (a variable that was empty, say) is an empty key, a usage
 // error, as an empty positional KEY is: run took it for no --key, so the
-// first word of CMD became the key and the rest CMD ("--key '' -- echo hi"
-// locked "echo" and ran "hi", exit 127; "--key '' -- true" said "no
-// command"; "--key '' -- echo echo" would lock "echo" and run echo).
+// first word of CMD became the key and the rest CMD: with --key "",
+// "-- echo hi" locked "echo" and ran "hi" (exit 127), "-- true" said "no
+// command", and "-- echo echo" would lock "echo" and run echo.
 func TestReviewEmptyKeyFlag(t *testing.T) {
 	t.Parallel()
 	for _, args := range [][]string{
@@ -20,6 +21,31 @@ func TestReviewEmptyKeyFlag(t *testing.T) {
 		r := invoke(t, "", args...)
 		if r.code != exitUsage || !strings.Contains(r.stderr, "--key is empty") {
 			t.Errorf("redlock %q: want exit 2 and '--key is empty' on stderr, got %v", args, r)
+		}
+	}
+}
+
+// status --json gives a key that is not UTF-8, which a JSON string cannot
+// hold, in key_quoted too, quoted as Go quotes it: "key" alone has its bad
+// bytes as U+FFFD, so that two such keys came out the same ("\ufffd" for
+// both "\xff" and "\xfe"), against "--json gives every key as it is". The
+// nodes need not answer: the report names the keys all the same.
+func TestReviewStatusJSONKeyNotUTF8(t *testing.T) {
+	t.Parallel()
+	keys := []string{"\xff", "\xfe", "plain"}
+	r := invoke(t, "", append([]string{"status", "--json", "--timeout", "100ms", "--nodes", "127.0.0.1:1"}, keys...)...)
+	var rep struct {
+		Keys []struct {
+			Key       string `json:"key"`
+			KeyQuoted string `json:"key_quoted"`
+		} `json:"keys"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || len(rep.Keys) != len(keys) {
+		t.Fatalf("status --json: %v\n%v", err, r)
+	}
+	for i, want := range []string{`"\xff"`, `"\xfe"`, ""} {
+		if got := rep.Keys[i].KeyQuoted; got != want {
+			t.Errorf("status --json: key_quoted of %q is %q, want %q", keys[i], got, want)
 		}
 	}
 }

@@ -5,9 +5,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -38,7 +40,8 @@ do not: it can be acquired now), or unknown (neither: too few nodes answered).
 It is a snapshot: a lock may be taken or released the moment after. A key
 with a newline, a tab or another character that does not show as itself
 (or that begins with '"') is printed quoted, as Go quotes a string ("a\nb");
---json gives every key as it is.
+--json gives every key as it is, and a key that is not UTF-8, which JSON
+cannot hold (its bad bytes are U+FFFD in "key"), quoted in "key_quoted" too.
 
 status talks to the nodes with go-redis whatever --driver run uses, and sends
 PTTL on the key and GET on its fencing counter. Give the same --prefix as the
@@ -94,10 +97,14 @@ type statusReport struct {
 
 // keyReport is what status found about one key.
 type keyReport struct {
-	Key      string `json:"key"` // without the prefix
-	State    string `json:"state"`
-	HeldOn   int    `json:"held_on"`  // nodes that hold it
-	Answered int    `json:"answered"` // nodes that answered
+	Key string `json:"key"` // without the prefix
+	// KeyQuoted is Key quoted as strconv.Quote quotes it, given only for
+	// a key that is not UTF-8: a JSON string cannot hold its bytes, which
+	// Key then has as U+FFFD.
+	KeyQuoted string `json:"key_quoted,omitempty"`
+	State     string `json:"state"`
+	HeldOn    int    `json:"held_on"`  // nodes that hold it
+	Answered  int    `json:"answered"` // nodes that answered
 	// Fence is the largest fencing counter among the nodes; omitted when
 	// none has one.
 	Fence *uint64         `json:"fence,omitempty"`
@@ -165,6 +172,9 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string)
 	rep := &statusReport{Nodes: len(addrs), Quorum: len(addrs)/2 + 1, Keys: make([]*keyReport, len(keys))}
 	for i, k := range keys {
 		rep.Keys[i] = &keyReport{Key: k, Nodes: make([]keyNodeReport, len(addrs))}
+		if !utf8.ValidString(k) {
+			rep.Keys[i].KeyQuoted = strconv.Quote(k)
+		}
 	}
 	// Every node at once; a node's keys one after the other, each bounded by
 	// the timeout.
