@@ -223,11 +223,15 @@ func sameNode(a, b driver.Node) (same bool) {
 
 // nilNode reports whether n is nil, or an interface holding a nil pointer,
 // map, function, channel or slice.
-func nilNode(n driver.Node) bool {
-	if n == nil {
+func nilNode(n driver.Node) bool { return nilValue(n) }
+
+// nilValue reports whether x is nil, or holds a nil pointer, map, function,
+// channel or slice.
+func nilValue(x any) bool {
+	if x == nil {
 		return true
 	}
-	switch v := reflect.ValueOf(n); v.Kind() {
+	switch v := reflect.ValueOf(x); v.Kind() {
 	case reflect.Pointer, reflect.Map, reflect.Func, reflect.Chan, reflect.Slice, reflect.Interface, reflect.UnsafePointer:
 		return v.IsNil()
 	}

@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 )
 
@@ -320,12 +321,17 @@ type Wake struct {
 }
 
 // WithObserver adds o to the Client's observers; give it several times for
-// several observers, each of which sees every event. See Observer.
+// several observers, each of which sees every event. See Observer. A nil o,
+// or one holding a nil pointer, is an error.
 func WithObserver(o Observer) Option {
 	return func(c *config) {
 		c.set |= optObserver
-		if o == nil {
+		switch {
+		case o == nil:
 			c.errs = append(c.errs, errors.New("redlock: WithObserver(nil)"))
+			return
+		case nilValue(o):
+			c.errs = append(c.errs, fmt.Errorf("redlock: WithObserver: a nil %T", o))
 			return
 		}
 		c.observers = append(c.observers, o)
