@@ -160,6 +160,13 @@ flags or no nodes. Passwords are never printed.
 	return withEnv(cmd)
 }
 
+// lockDrift is the drift allowance of a lock of ttl taken by run or hold,
+// as the library computes it with its default drift factor
+// (ttl*DefaultDriftFactor + 2ms): a TTL not above it is refused.
+func lockDrift(ttl time.Duration) time.Duration {
+	return time.Duration(float64(ttl)*redlock.DefaultDriftFactor) + 2*time.Millisecond
+}
+
 // noArgs is cobra.NoArgs with a usage error.
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
@@ -172,6 +179,11 @@ func runDoctor(ctx context.Context, w io.Writer, o doctorOptions) error {
 	switch {
 	case o.ttl <= 0:
 		return usageErrorf("doctor: --ttl %v is not positive", o.ttl)
+	case o.ttl > redlock.MaxTTL:
+		// As run, hold and the library refuse it: no lock has it.
+		return usageErrorf("doctor: --ttl %v is longer than %v, the longest a lock may have", o.ttl, redlock.MaxTTL)
+	case o.ttl <= lockDrift(o.ttl):
+		return usageErrorf("doctor: --ttl %v is too small: the drift allowance of a lock alone is %v", o.ttl, lockDrift(o.ttl))
 	case o.timeout <= 0:
 		return usageErrorf("doctor: --timeout %v is not positive", o.timeout)
 	case o.maxSkew < 0:

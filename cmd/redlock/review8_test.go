@@ -49,3 +49,20 @@ func TestReviewStatusJSONKeyNotUTF8(t *testing.T) {
 		}
 	}
 }
+
+// doctor's --ttl is "the TTL your locks use": one that run, hold and the
+// library refuse (longer than redlock.MaxTTL, or not above its drift
+// allowance) is a usage error, as it is for them. doctor took --ttl 25h and
+// --ttl 1ms, checked the nodes and gave advice for locks no client can take.
+func TestReviewDoctorTTLLimits(t *testing.T) {
+	t.Parallel()
+	for _, ttl := range []string{"25h", "1ms", "2ms"} {
+		r := invoke(t, "", "doctor", "--nodes", "127.0.0.1:1", "--timeout", "100ms", "--ttl", ttl)
+		if r.code != exitUsage || !strings.Contains(r.stderr, "doctor: --ttl ") {
+			t.Errorf("redlock doctor --ttl %s: want exit 2 naming --ttl, got %v", ttl, r)
+		}
+		if r := invoke(t, "", "hold", "--nodes", "127.0.0.1:1", "--ttl", ttl, "k"); r.code != exitUsage {
+			t.Errorf("redlock hold --ttl %s: want exit 2, as doctor's, got %v", ttl, r)
+		}
+	}
+}
