@@ -134,8 +134,9 @@ checks each node and the set:
                 primaries that gave it
   the set       the same server under two addresses (same run_id), or the
                 same cluster (a node ID in both): unsafe;
-                an even or small node count: a warning; clock skew between
-                the nodes; too few reachable nodes for a quorum: unsafe
+                an even or small node count: a warning; more than 64 nodes,
+                which no client takes: unsafe; clock skew between the
+                nodes; too few reachable nodes for a quorum: unsafe
 
 It exits with 1 when any check fails (unsafe, or a node that cannot be
 reached or used), with 0 otherwise (warnings included), and with 2 for bad
@@ -251,6 +252,8 @@ func sharesID(a, b []string) string {
 func checkSet(rep *doctorReport, o doctorOptions) {
 	n := len(rep.Nodes)
 	switch {
+	case n > redlock.MaxNodes:
+		rep.add("count", statusFail, "%d nodes are more than %d, the most a Client takes (redlock.MaxNodes): run and hold refuse them", n, redlock.MaxNodes)
 	case n == 1:
 		rep.add("count", statusWarn, "1 node: no fault tolerance; a crash or restart of it loses every lock; use 3 or 5 independent nodes")
 	case n%2 == 0:

@@ -2,8 +2,11 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/go-redlock/redlock/redlock"
 )
 
 // run --key "" (a variable that was empty, say) is an empty key, a usage
@@ -65,4 +68,32 @@ func TestReviewDoctorTTLLimits(t *testing.T) {
 			t.Errorf("redlock hold --ttl %s: want exit 2, as doctor's, got %v", ttl, r)
 		}
 	}
+}
+
+// doctor fails the set's count when it has more nodes than a Client takes
+// (redlock.MaxNodes), which run and hold refuse ("65 nodes are more than
+// 64"): it said "ok  count  65 nodes, quorum 33: tolerates 32 failed
+// nodes". The nodes need not answer.
+func TestReviewDoctorTooManyNodes(t *testing.T) {
+	t.Parallel()
+	addrs := make([]string, redlock.MaxNodes+1)
+	for i := range addrs {
+		addrs[i] = fmt.Sprintf("127.0.0.1:%d", i+1)
+	}
+	r := invoke(t, "", "doctor", "--json", "--timeout", "100ms", "--nodes", strings.Join(addrs, ","))
+	var rep struct {
+		Checks []struct{ Name, Status, Message string } `json:"checks"`
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		t.Fatalf("doctor --json: %v\n%v", err, r)
+	}
+	for _, c := range rep.Checks {
+		if c.Name == "count" {
+			if c.Status != "fail" || !strings.Contains(c.Message, "more than 64") {
+				t.Errorf("doctor's count of %d nodes: %s %q, want fail, saying more than 64", len(addrs), c.Status, c.Message)
+			}
+			return
+		}
+	}
+	t.Errorf("doctor --json has no count check:\n%v", r)
 }
