@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"math"
 
 	"github.com/go-redlock/redlock/driver"
 )
@@ -10,6 +11,11 @@ import (
 // ErrFenceNotWritten joins ErrNotObtained when a lock was granted but its
 // fencing token could not be written to a quorum.
 var ErrFenceNotWritten = errors.New("redlock: fencing token not written to a quorum")
+
+// errFenceExhausted joins ErrNotObtained when the largest fencing counter
+// among the granting nodes is 2^64-1: no token is larger. Retrying cannot
+// fix it, so Lock and Do stop at once.
+var errFenceExhausted = errors.New("redlock: the fencing counter of the key's slot is at its largest value (2^64-1): no larger token can be issued")
 
 // fence computes the token of a granted lock and writes it back to a quorum.
 //
@@ -25,6 +31,11 @@ func (c *Client) fence(ctx context.Context, r *round, counters []uint64, key, va
 		if s == granted {
 			highest = max(highest, counters[i])
 		}
+	}
+	if highest == math.MaxUint64 {
+		// No token is above it: one more would wrap to 0, a lock without
+		// fencing to the resource.
+		return 0, errFenceExhausted
 	}
 	token := highest + 1
 	w := c.start(ctx, OpFence, r.keyName(), func(ctx context.Context, i int, _ driver.Node) (bool, error) {

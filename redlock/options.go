@@ -138,7 +138,9 @@ func WithBackoff(b Backoff) Option {
 // returned, at the cost of a second round trip.
 //
 // Tokens only rise while the nodes keep their counters: a node that crashes
-// without appendfsync always can lose a counter and a token can repeat. Every
+// without appendfsync always can lose a counter and a token can repeat. A
+// counter at 2^64-1 has no token above it: the acquisitions of its keys
+// then fail at once (Lock and Do do not retry) with an error that says so. Every
 // node must implement driver.Fencer (all drivers of this module do); New and
 // Open fail otherwise.
 func WithFencing() Option {

@@ -1,8 +1,12 @@
 package redlock_test
 
 import (
+	"math"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/drivers/memory"
@@ -44,4 +48,37 @@ func TestReviewTypedNilObserver(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "WithObserver") {
 		t.Errorf("Open with a nil *derefObserver: %v, want an error naming WithObserver", err)
 	}
+}
+
+// A fencing counter at its largest value (2^64-1, which drivers parse: a
+// counter someone set, or 2^64 grants) has no token above it: TryLock and
+// Lock fail, at once, with an error that says so, and leave the key free.
+// The token wrapped to 0, the value of a lock without fencing, and the lock
+// was granted with it: a resource that takes 0 for "no token" let it write.
+func TestReviewFenceCounterExhausted(t *testing.T) {
+	nodes := []*memory.Node{memory.New(), memory.New(), memory.New()}
+	fk := driver.FenceKey("k")
+	for _, n := range nodes {
+		ok, err := n.SetNX(t.Context(), "setter", "v", time.Minute)
+		require.True(t, ok)
+		require.NoError(t, err)
+		ok, err = n.RaiseFence(t.Context(), "setter", "v", fk, math.MaxUint64)
+		require.True(t, ok)
+		require.NoError(t, err)
+	}
+	c, err := redlock.New([]driver.Node{nodes[0], nodes[1], nodes[2]}, redlock.WithFencing())
+	require.NoError(t, err)
+	defer c.Close()
+	l, err := c.TryLock(t.Context(), "k")
+	if err == nil {
+		t.Fatalf("TryLock over counters at 2^64-1 granted a lock with token %d", l.Token())
+	}
+	require.ErrorContains(t, err, "fencing counter")
+	for _, n := range nodes {
+		require.False(t, n.Holds("k"), "TryLock left the key held on %s", n)
+	}
+	start := time.Now()
+	_, err = c.Lock(t.Context(), "k")
+	require.ErrorContains(t, err, "fencing counter")
+	require.Less(t, time.Since(start), 5*time.Second, "Lock went on retrying what retrying cannot fix")
 }
