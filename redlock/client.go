@@ -469,6 +469,10 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 	}
 	if ok && c.fencers != nil {
 		token, ferr = c.fence(ctx, r, counters, key, value, fk)
+		if ferr == errFenceExhausted {
+			c.abandon(ctx, r, key, value, ttl)
+			return nil, outcome{r: r}, ferr // like bad input: retrying cannot fix it
+		}
 		ok = ferr == nil
 	}
 	if now := c.now(); ok && now.Before(untilAt) {
@@ -485,7 +489,7 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 	case ok:
 		errs = append(errs, fmt.Errorf("no validity left: acquiring took %v of the %v TTL", c.now().Sub(start), ttl))
 	}
-	return nil, outcome{finished: r.decided, permanent: r.permanentFailure() || ferr == errFenceExhausted, r: r}, errors.Join(errs...)
+	return nil, outcome{finished: r.decided, permanent: r.permanentFailure(), r: r}, errors.Join(errs...)
 }
 
 // errNilContext is the error of the calls given a nil context.Context.

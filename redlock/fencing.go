@@ -12,9 +12,10 @@ import (
 // fencing token could not be written to a quorum.
 var ErrFenceNotWritten = errors.New("redlock: fencing token not written to a quorum")
 
-// errFenceExhausted joins ErrNotObtained when the largest fencing counter
-// among the granting nodes is 2^64-1: no token is larger. Retrying cannot
-// fix it, so Lock and Do stop at once.
+// errFenceExhausted is the error of an acquisition whose granting nodes'
+// largest fencing counter is 2^64-1: no token is larger. Retrying cannot
+// fix it, so, as for bad input, it does not match ErrNotObtained, and Lock
+// and Do stop at once.
 var errFenceExhausted = errors.New("redlock: the fencing counter of the key's slot is at its largest value (2^64-1): no larger token can be issued")
 
 // fence computes the token of a granted lock and writes it back to a quorum.

@@ -140,7 +140,8 @@ func WithBackoff(b Backoff) Option {
 // Tokens only rise while the nodes keep their counters: a node that crashes
 // without appendfsync always can lose a counter and a token can repeat. A
 // counter at 2^64-1 has no token above it: the acquisitions of its keys
-// then fail at once (Lock and Do do not retry) with an error that says so. Every
+// then fail, at once for Lock and Do, with an error that says so (not
+// ErrNotObtained: retrying cannot fix it). Every
 // node must implement driver.Fencer (all drivers of this module do); New and
 // Open fail otherwise.
 func WithFencing() Option {

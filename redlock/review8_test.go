@@ -52,7 +52,8 @@ func TestReviewTypedNilObserver(t *testing.T) {
 
 // A fencing counter at its largest value (2^64-1, which drivers parse: a
 // counter someone set, or 2^64 grants) has no token above it: TryLock and
-// Lock fail, at once, with an error that says so, and leave the key free.
+// Lock fail, at once, with an error that says so (not ErrNotObtained, as
+// for bad input: retrying cannot fix it), and leave the key free.
 // The token wrapped to 0, the value of a lock without fencing, and the lock
 // was granted with it: a resource that takes 0 for "no token" let it write.
 func TestReviewFenceCounterExhausted(t *testing.T) {
@@ -74,6 +75,7 @@ func TestReviewFenceCounterExhausted(t *testing.T) {
 		t.Fatalf("TryLock over counters at 2^64-1 granted a lock with token %d", l.Token())
 	}
 	require.ErrorContains(t, err, "fencing counter")
+	require.NotErrorIs(t, err, redlock.ErrNotObtained, "not contention: retrying cannot fix it")
 	for _, n := range nodes {
 		require.False(t, n.Holds("k"), "TryLock left the key held on %s", n)
 	}
