@@ -76,9 +76,11 @@ func TestReviewFenceCounterExhausted(t *testing.T) {
 	}
 	require.ErrorContains(t, err, "fencing counter")
 	require.NotErrorIs(t, err, redlock.ErrNotObtained, "not contention: retrying cannot fix it")
-	for _, n := range nodes {
-		require.False(t, n.Holds("k"), "TryLock left the key held on %s", n)
-	}
+	// Released on the nodes that answered before TryLock returned, and on
+	// one whose SET had not answered once it does (see TryLock).
+	require.Eventually(t, func() bool {
+		return !nodes[0].Holds("k") && !nodes[1].Holds("k") && !nodes[2].Holds("k")
+	}, 5*time.Second, time.Millisecond, "TryLock left the key held")
 	start := time.Now()
 	_, err = c.Lock(t.Context(), "k")
 	require.ErrorContains(t, err, "fencing counter")
