@@ -194,6 +194,10 @@ func TestMaxAttempts(t *testing.T) {
 	require.ErrorIs(t, err, redlock.ErrNotObtained)
 	assert.ErrorContains(t, err, "gave up after 2 attempts", "the Client's cap")
 	require.Eventually(t, func() bool { return cs[0].setNX.Load()-before == 2 }, 5*time.Second, time.Millisecond)
+
+	_, err = c.Lock(ctx, "k", redlock.WithMaxAttempts(1))
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	assert.ErrorContains(t, err, "gave up after 1 attempt (WithMaxAttempts)", "one attempt, not 1 attempts")
 	require.NoError(t, held.Unlock(ctx))
 }
 

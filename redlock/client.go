@@ -372,7 +372,8 @@ func (c *Client) checkKey(key string) error {
 // Close. When so many nodes failed that no quorum was possible, the error
 // matches ErrUnavailable too. Bad input (an empty or too long key, a closed
 // Client, an option TryLock does not take, a nil ctx) gives an error that
-// does not match ErrNotObtained.
+// does not match ErrNotObtained (with ctx.Err() joined when ctx had ended
+// and the key or the Client was at fault).
 //
 // Only one attempt per key is in flight in a Client at a time, so that
 // concurrent callers never split the nodes' votes among themselves: a
@@ -409,6 +410,9 @@ type outcome struct {
 // otherwise tryLock waits for one, and gives it back.
 func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitted bool) (*Lock, outcome, error) {
 	if err := c.checkKey(key); err != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			err = errors.Join(err, cerr) // the context's end is part of every call's error
+		}
 		return nil, outcome{}, err
 	}
 	if err := c.askIdentities(); err != nil {

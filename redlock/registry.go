@@ -15,13 +15,16 @@ var (
 )
 
 // Register makes a driver available under name for Open. It panics if d is nil
-// or if Register is called twice with the same name. Drivers call it from
-// their init functions.
+// (or a nil pointer) or if Register is called twice with the same name.
+// Drivers call it from their init functions.
 func Register(name string, d driver.Driver) {
 	driversMu.Lock()
 	defer driversMu.Unlock()
-	if d == nil {
+	switch {
+	case d == nil:
 		panic("redlock: Register driver is nil")
+	case nilValue(d):
+		panic(fmt.Sprintf("redlock: Register driver %s is a nil %T", name, d))
 	}
 	if _, dup := drivers[name]; dup {
 		panic("redlock: Register called twice for driver " + name)

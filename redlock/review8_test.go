@@ -1,6 +1,9 @@
 package redlock_test
 
 import (
+	"context"
+	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -86,3 +89,46 @@ func TestReviewFenceCounterExhausted(t *testing.T) {
 	require.ErrorContains(t, err, "fencing counter")
 	require.Less(t, time.Since(start), 5*time.Second, "Lock went on retrying what retrying cannot fix")
 }
+
+// Lock, TryLock and Do on a closed Client with a context that has ended
+// return an error matching both ErrClosed and the context's error, as
+// Extend does (every call's error includes ctx.Err() once its context
+// ended); they returned ErrClosed alone.
+func TestClosedClientEndedContext(t *testing.T) {
+	c, err := redlock.New([]driver.Node{memory.New(), memory.New(), memory.New()})
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, errLock := c.Lock(ctx, "k")
+	_, errTry := c.TryLock(ctx, "k")
+	errDo := c.Do(ctx, "k", func(context.Context) error { return nil })
+	for name, err := range map[string]error{"Lock": errLock, "TryLock": errTry, "Do": errDo} {
+		if !errors.Is(err, redlock.ErrClosed) || !errors.Is(err, context.Canceled) {
+			t.Errorf("%s on a closed Client with a canceled context: %v, want an error matching ErrClosed and context.Canceled", name, err)
+		}
+		if errors.Is(err, redlock.ErrNotObtained) {
+			t.Errorf("%s on a closed Client: %v matches ErrNotObtained, which it never did (a closed Client is bad input)", name, err)
+		}
+	}
+}
+
+// Register refuses a driver that is a nil pointer, as it refuses a nil
+// one: Open through it would panic at its first call.
+func TestRegisterTypedNilDriver(t *testing.T) {
+	var d *nilDriver
+	defer func() {
+		v := recover()
+		if v == nil {
+			t.Fatal("Register took a nil *nilDriver")
+		}
+		if s := fmt.Sprint(v); !strings.Contains(s, "nil") {
+			t.Errorf("Register's panic %q does not say the driver is nil", s)
+		}
+	}()
+	redlock.Register("review-typed-nil-driver", d)
+}
+
+type nilDriver struct{ name string }
+
+func (d *nilDriver) Open(string) (driver.Node, error) { return nil, errors.New(d.name) }

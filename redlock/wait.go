@@ -101,7 +101,11 @@ func (a *attempts) try(ctx context.Context) (l *Lock, stop bool, err error) {
 	case o.permanent:
 		return nil, true, err
 	case a.cc.maxAttempts > 0 && a.made >= a.cc.maxAttempts:
-		return nil, true, errors.Join(err, fmt.Errorf("gave up after %d attempts (WithMaxAttempts)", a.made))
+		unit := "attempts"
+		if a.made == 1 {
+			unit = "attempt"
+		}
+		return nil, true, errors.Join(err, fmt.Errorf("gave up after %d %s (WithMaxAttempts)", a.made, unit))
 	}
 	return nil, false, err
 }

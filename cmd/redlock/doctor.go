@@ -257,7 +257,11 @@ func checkSet(rep *doctorReport, o doctorOptions) {
 	case n == 1:
 		rep.add("count", statusWarn, "1 node: no fault tolerance; a crash or restart of it loses every lock; use 3 or 5 independent nodes")
 	case n%2 == 0:
-		rep.add("count", statusWarn, "%d nodes: an even count tolerates no more failures (%d) than %d nodes do; use an odd count", n, n-rep.Quorum, n-1)
+		fewer := fmt.Sprintf("%d nodes do", n-1)
+		if n == 2 {
+			fewer = "1 node does"
+		}
+		rep.add("count", statusWarn, "%d nodes: an even count tolerates no more failures (%d) than %s; use an odd count", n, n-rep.Quorum, fewer)
 	case n < 3:
 		rep.add("count", statusWarn, "%d nodes: use 3 or 5 independent nodes", n)
 	default:

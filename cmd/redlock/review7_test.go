@@ -171,3 +171,22 @@ func TestEnvironmentRefusedValueNamesVariable(t *testing.T) {
 		t.Errorf("redlock run --wait -1s: want exit 2 and no variable named, got %v", r)
 	}
 }
+
+// doctor's count check of an even set compares with the set one node
+// smaller, in words that agree with its number: "than 1 node does" for two
+// nodes (it said "than 1 nodes do").
+func TestDoctorEvenCountWording(t *testing.T) {
+	for n, want := range map[int]string{
+		2: "2 nodes: an even count tolerates no more failures (0) than 1 node does; use an odd count",
+		4: "4 nodes: an even count tolerates no more failures (1) than 3 nodes do; use an odd count",
+	} {
+		rep := &doctorReport{Quorum: n/2 + 1}
+		for range n {
+			rep.Nodes = append(rep.Nodes, &nodeReport{})
+		}
+		checkSet(rep, doctorOptions{})
+		if rep.Checks[0].Name != "count" || rep.Checks[0].Message != want {
+			t.Errorf("%d nodes: first check %s %q, want count %q", n, rep.Checks[0].Name, rep.Checks[0].Message, want)
+		}
+	}
+}
