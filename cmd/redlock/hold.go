@@ -20,9 +20,12 @@ type holdOptions struct {
 
 // holdLine is the line hold prints on stdout once it holds the lock.
 type holdLine struct {
-	Key   string `json:"key"`
-	Token uint64 `json:"token"` // 0 without --fencing
-	Until string `json:"until"` // the validity at the grant, RFC 3339 with milliseconds
+	Key string `json:"key"`
+	// KeyQuoted is Key quoted, given only for a key that is not UTF-8
+	// (see jsonKeyQuoted).
+	KeyQuoted string `json:"key_quoted,omitempty"`
+	Token     uint64 `json:"token"` // 0 without --fencing
+	Until     string `json:"until"` // the validity at the grant, RFC 3339 with milliseconds
 }
 
 func holdCommand() *cobra.Command {
@@ -41,7 +44,9 @@ or --for has passed; then it releases the lock and exits with 0. It is the
 lock around several steps of a shell script: start it in the background, wait
 for its line, do the steps, and kill it (see the example). token is the
 fencing token with --fencing, 0 without; until is the lock's validity at the
-grant, in UTC, which hold moves forward while it holds it.
+grant, in UTC, which hold moves forward while it holds it. A key that is not
+UTF-8, which JSON cannot hold (its bad bytes are U+FFFD in "key"), is also
+given quoted, as Go quotes it, in "key_quoted".
 
 If the lock is lost meanwhile (an extension finds it gone from a majority of
 the nodes, or its validity runs out because they could not be reached), hold
@@ -100,7 +105,7 @@ Exit codes:
 // runHold is the hold command.
 func runHold(ctx context.Context, o holdOptions, stdout, stderr io.Writer) error {
 	return withLock(ctx, "hold", &o.lockFlags, stderr, stopSignals, func(ctx context.Context, l heldLock) error {
-		line, err := json.Marshal(holdLine{Key: o.key, Token: l.token, Until: l.until.UTC().Format(untilFormat)})
+		line, err := json.Marshal(holdLine{Key: o.key, KeyQuoted: jsonKeyQuoted(o.key), Token: l.token, Until: l.until.UTC().Format(untilFormat)})
 		if err != nil {
 			return err
 		}

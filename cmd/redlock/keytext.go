@@ -14,8 +14,8 @@ import (
 // space other than ' ') or bytes that are not UTF-8. A key that begins
 // with '"' is quoted too, so that a key printed with quotes is always one
 // that was quoted. The messages that name a key with %q quote every key
-// already; --json gives it as it is (and status's, quoted in key_quoted
-// too when it is not UTF-8).
+// already; --json gives it as it is (and, when it is not UTF-8, quoted in
+// key_quoted too: see jsonKeyQuoted).
 func keyText(key string) string {
 	if key == "" || key[0] == '"' || !printable(key) {
 		return strconv.Quote(key)
@@ -56,4 +56,16 @@ func escapeUnprintable(text string) string {
 		text = text[size:]
 	}
 	return b.String()
+}
+
+// jsonKeyQuoted is the key_quoted of a key in the command's JSON (status
+// --json, hold's line): key quoted as strconv.Quote quotes it when key is
+// not UTF-8, which a JSON string cannot hold (encoding/json writes its bad
+// bytes as U+FFFD, so that two such keys could come out the same), and ""
+// otherwise (the field is then left out).
+func jsonKeyQuoted(key string) string {
+	if utf8.ValidString(key) {
+		return ""
+	}
+	return strconv.Quote(key)
 }

@@ -190,3 +190,24 @@ func TestDoctorEvenCountWording(t *testing.T) {
 		}
 	}
 }
+
+// hold's line gives a key that is not UTF-8 quoted in key_quoted too, as
+// status --json does: encoding/json writes its bad bytes as U+FFFD in key,
+// so that "\xff" and "\xfe" came out the same.
+func TestHoldLineKeyNotUTF8(t *testing.T) {
+	t.Parallel()
+	_, addrs := nodes(t, 3)
+	for _, key := range []string{"\xff", "plain"} {
+		holder, h := startHold(t, "--nodes", addrs, "--for", "1ms", key)
+		want := ""
+		if key == "\xff" {
+			want = `"\xff"`
+		}
+		if h.KeyQuoted != want {
+			t.Errorf("hold %q: key_quoted %q, want %q", key, h.KeyQuoted, want)
+		}
+		if code := holder.wait(30 * time.Second); code != 0 {
+			t.Fatalf("hold --for 1ms %q: exit %d, want 0; stderr:\n%s", key, code, holder.stderr.String())
+		}
+	}
+}

@@ -5,11 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 	"sync"
 	"text/tabwriter"
 	"time"
-	"unicode/utf8"
 
 	"github.com/spf13/cobra"
 
@@ -172,9 +170,7 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string)
 	rep := &statusReport{Nodes: len(addrs), Quorum: len(addrs)/2 + 1, Keys: make([]*keyReport, len(keys))}
 	for i, k := range keys {
 		rep.Keys[i] = &keyReport{Key: k, Nodes: make([]keyNodeReport, len(addrs))}
-		if !utf8.ValidString(k) {
-			rep.Keys[i].KeyQuoted = strconv.Quote(k)
-		}
+		rep.Keys[i].KeyQuoted = jsonKeyQuoted(k)
 	}
 	// Every node at once; a node's keys one after the other, each bounded by
 	// the timeout.
