@@ -292,19 +292,40 @@ func laneNeverQueues(t *testing.T, tg target) {
 // A call on the lane whose context is canceled returns by its deadline (at
 // most batch.CancelLag after the cancellation), with the cancellation in its
 // error; once the server answers again, so does the node.
+//
+// The context is canceled once the proxy forwarded the call, not after a
+// fixed 50ms: on a loaded machine the cancellation came before the call was
+// sent, which then returned context.Canceled without sending anything: the
+// test failed ("the call went on the lane": nothing was forwarded) and
+// proved nothing of a canceled call on the lane. The call must still be sent
+// within laneDeadline, the most a call on the lane may have.
 func laneCanceled(t *testing.T, tg target) {
 	srv, p, n := withLane(t, tg)
 	require.NoError(t, srv.Pause())
 	t.Cleanup(func() { srv.Resume() })
 	ctx, cancel := context.WithTimeout(t.Context(), laneDeadline)
 	defer cancel()
-	time.AfterFunc(50*time.Millisecond, cancel)
 	p.seen()
+	sentOn := make(chan map[int]bool, 1)
+	go func() {
+		seen := make(map[int]bool)
+		defer func() { sentOn <- seen }()
+		select {
+		case i := <-p.sent: // forwarded: the call was sent
+			seen[i] = true
+			cancel()
+		case <-ctx.Done(): // not sent by its deadline
+		}
+	}()
 	start := time.Now()
 	_, err := n.SetNX(ctx, key(), "v", time.Minute)
+	seen := <-sentOn
+	for i := range p.seen() {
+		seen[i] = true
+	}
+	require.Equal(t, map[int]bool{1: true}, seen, "the call went on the lane")
 	require.ErrorIs(t, err, context.Canceled)
 	require.Less(t, time.Since(start), laneDeadline+slack)
-	require.Equal(t, map[int]bool{1: true}, p.seen(), "the call went on the lane")
 	require.NoError(t, srv.Resume())
 	until(t, func() (bool, error) { return onLane(t, p, n) }, "the node works again, with a new lane, once the server does")
 }
