@@ -140,6 +140,26 @@ func pttl(t *testing.T, s *redistest.Server, key string) (asked time.Time, left 
 	return asked, time.Duration(ms) * time.Millisecond, true
 }
 
+// expireTime returns when key expires on s (PEXPIRETIME: the server's own
+// expiry time, by its wall clock, to the millisecond), and false if s has no
+// such key or it has no expiry. On loopback the server's clock is the test's.
+// Unlike a PTTL read with the time the test asked, it does not depend on how
+// long the question took to reach the server: on a loaded machine that took
+// longer than the 52ms drift allowance, and the key then seemed to expire
+// before the lock's Until.
+func expireTime(t *testing.T, s *redistest.Server, key string) (time.Time, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	defer cancel()
+	v, err := s.Do(ctx, "PEXPIRETIME", key)
+	require.NoError(t, err)
+	ms := v.(int64)
+	if ms < 0 {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(ms), true
+}
+
 // commandCalls returns how many times s has run cmd ("set", "evalsha"), from
 // INFO commandstats.
 func commandCalls(t *testing.T, s *redistest.Server, cmd string) int {
