@@ -129,25 +129,10 @@ func TestClusterHungShardUnderLoad(t *testing.T) {
 			require.NoError(t, hung.Primary().Pause())
 			t.Cleanup(func() { hung.Primary().Resume() }) // first: the calls left behind end
 
-			stop := make(chan struct{})
-			var wg sync.WaitGroup
-			defer wg.Wait()
-			defer close(stop)
-			for g := range 8 {
-				wg.Go(func() {
-					for i := 0; ; i++ {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						ctx, cancel := withTimeout(3 * time.Second)
-						_, err := n.SetNX(ctx, keyOn(hung, fmt.Sprintf("hung-%d", g), i), "v", time.Minute)
-						cancel()
-						assert.ErrorContains(t, err, "primary "+hung.Primary().Addr()+":", "SET NX on the hung shard: an error that names its primary")
-					}
-				})
-			}
+			defer callHung(t, n, withTimeout, func(g, i int) string { return keyOn(hung, fmt.Sprintf("hung-%d", g), i) },
+				func(err error) {
+					assert.ErrorContains(t, err, "primary "+hung.Primary().Addr()+":", "SET NX on the hung shard: an error that names its primary")
+				})()
 			succeeded := 0
 			for i := range 10 {
 				start := time.Now()
@@ -170,8 +155,9 @@ func TestClusterHungShardUnderLoad(t *testing.T) {
 // A cluster node first used while one shard's primary hangs (paused before
 // the node's first call) locks the keys of the other shards, as it does once
 // it has the slot map: calls keep arriving for the hung shard's keys, each
-// with a long context (3s), and they must not hold up the calls of 500ms on
-// the healthy shards' keys. The seeds are the healthy shards' primaries, so
+// with a long context (3s), and they must not hold up the calls of 1s on
+// the healthy shards' keys (each reads the slot map or waits for it, dials
+// and sends; 1s is room for a loaded machine). The seeds are the healthy shards' primaries, so
 // that the slot map can be read off the hung shard. The node once routed a
 // call to its shard's queue only after its first reply, and until then sent
 // every call through one queue: the hung shard's calls took its two senders
@@ -214,25 +200,8 @@ func TestClusterFirstUseWhileShardHangs(t *testing.T) {
 			t.Cleanup(func() { n.Close() })
 			t.Cleanup(func() { hung.Primary().Resume() }) // first: the calls left behind end
 
-			stop := make(chan struct{})
-			var wg sync.WaitGroup
-			defer wg.Wait()
-			defer close(stop)
-			for g := range 8 {
-				wg.Go(func() {
-					for i := 0; ; i++ {
-						select {
-						case <-stop:
-							return
-						default:
-						}
-						ctx, cancel := withTimeout(3 * time.Second)
-						_, err := n.SetNX(ctx, keyOn(hung, fmt.Sprintf("hung-%d", g), i), "v", time.Minute)
-						cancel()
-						assert.Error(t, err, "SET NX on the hung shard")
-					}
-				})
-			}
+			defer callHung(t, n, withTimeout, func(g, i int) string { return keyOn(hung, fmt.Sprintf("hung-%d", g), i) },
+				func(err error) { assert.Error(t, err, "SET NX on the hung shard") })()
 			// The hung shard's calls fill the senders they may use, and
 			// the next ones queue.
 			q := n.(driver.Queuer)
@@ -243,11 +212,11 @@ func TestClusterFirstUseWhileShardHangs(t *testing.T) {
 			for i := range 10 {
 				s := healthy[i%2]
 				start := time.Now()
-				ctx, cancel := withTimeout(500 * time.Millisecond)
+				ctx, cancel := withTimeout(time.Second)
 				ok, err := n.SetNX(ctx, keyOn(s, "healthy", i), "v", time.Minute)
 				cancel()
 				elapsed := time.Since(start)
-				require.Less(t, elapsed, 2*time.Second, "SET NX %d on healthy shard %d, with 500ms", i, s.Index())
+				require.Less(t, elapsed, 2*time.Second, "SET NX %d on healthy shard %d, with 1s", i, s.Index())
 				if err == nil && ok {
 					succeeded++
 				} else {
@@ -257,4 +226,30 @@ func TestClusterFirstUseWhileShardHangs(t *testing.T) {
 			require.Equal(t, 10, succeeded, "SET NX on the healthy shards of a node first used while a shard hangs")
 		})
 	}
+}
+
+// callHung keeps 8 goroutines calling SET NX, each with a context of 3s, on
+// the keys that key gives (by goroutine and call), which are a hung shard's,
+// and checks each call's error with check, until the function it returns is
+// called; that function waits for the goroutines to end.
+func callHung(t *testing.T, n driver.Node, withTimeout func(time.Duration) (context.Context, context.CancelFunc), key func(g, i int) string, check func(error)) (stop func()) {
+	t.Helper()
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-done:
+					return
+				default:
+				}
+				ctx, cancel := withTimeout(3 * time.Second)
+				_, err := n.SetNX(ctx, key(g, i), "v", time.Minute)
+				cancel()
+				check(err)
+			}
+		})
+	}
+	return func() { close(done); wg.Wait() }
 }
