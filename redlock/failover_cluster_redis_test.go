@@ -63,8 +63,12 @@ func TestRedisClusterWaiterFollowsFailoverToNewReplica(t *testing.T) {
 				v, err := replica.Do(t.Context(), "ROLE")
 				return err == nil && v.([]any)[0] == "master"
 			}, 10*time.Second, 10*time.Millisecond, "the failover did not promote the replica")
+			// 15s: room for a loaded machine (a CI run at ab28835 failed
+			// goredis Open at 10s), below the waiter's backoff (20s),
+			// whose attempt would meet the MOVED that the old rueidis
+			// clients needed.
 			require.Eventually(t, func() bool { return numsubOn(t, replica, channel) == 1 },
-				10*time.Second, 10*time.Millisecond, "the waiter's subscription did not move to the promoted replica")
+				15*time.Second, 10*time.Millisecond, "the waiter's subscription did not move to the promoted replica")
 
 			// The release, where the slot is served now.
 			require.Eventually(t, func() bool { // CLUSTERDOWN until the cluster agrees
