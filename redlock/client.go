@@ -124,7 +124,7 @@ func newClient(nodes []driver.Node, cfg config) (*Client, error) {
 		switch {
 		case n == nil:
 			return nil, fmt.Errorf("redlock: node %d is nil", i+1)
-		case nilNode(n):
+		case nilValue(n):
 			return nil, fmt.Errorf("redlock: node %d is a nil %T", i+1, n)
 		}
 		names[i] = fmt.Sprintf("#%d", i+1)
@@ -220,10 +220,6 @@ func sameNode(a, b driver.Node) (same bool) {
 	}()
 	return a == b
 }
-
-// nilNode reports whether n is nil, or an interface holding a nil pointer,
-// map, function, channel or slice.
-func nilNode(n driver.Node) bool { return nilValue(n) }
 
 // nilValue reports whether x is nil, or holds a nil pointer, map, function,
 // channel or slice.

@@ -88,7 +88,7 @@ func Open(driverName string, addrs []string, opts ...Option) (*Client, error) {
 	}()
 	for i, addr := range addrs {
 		n, err := open(addr)
-		if err == nil && nilNode(n) {
+		if err == nil && nilValue(n) {
 			err = fmt.Errorf("driver %q returned a nil node and no error", driverName)
 		}
 		if err != nil {

@@ -13,6 +13,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/drivers/memory"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -161,11 +163,16 @@ flags or no nodes. Passwords are never printed.
 	return withEnv(cmd)
 }
 
-// lockDrift is the drift allowance of a lock of ttl taken by run or hold,
-// as the library computes it with its default drift factor
-// (ttl*DefaultDriftFactor + 2ms): a TTL not above it is refused.
-func lockDrift(ttl time.Duration) time.Duration {
-	return time.Duration(float64(ttl)*redlock.DefaultDriftFactor) + 2*time.Millisecond
+// checkLockTTL returns the library's error for locks of ttl, as run and
+// hold get it from Open (WithTTL's rules: at most redlock.MaxTTL, above its
+// drift allowance, room for an extension), checked on an in-process node so
+// that doctor applies the library's rule rather than a copy of it.
+func checkLockTTL(ttl time.Duration) error {
+	c, err := redlock.New([]driver.Node{memory.New()}, redlock.WithTTL(ttl))
+	if err != nil {
+		return err
+	}
+	return c.Close()
 }
 
 // noArgs is cobra.NoArgs with a usage error.
@@ -177,14 +184,15 @@ func noArgs(cmd *cobra.Command, args []string) error {
 }
 
 func runDoctor(ctx context.Context, w io.Writer, o doctorOptions) error {
+	if o.ttl > 0 {
+		if err := checkLockTTL(o.ttl); err != nil {
+			// As run, hold and the library refuse it: no lock has it.
+			return usageErrorf("doctor: --ttl %v: %v", o.ttl, err)
+		}
+	}
 	switch {
 	case o.ttl <= 0:
 		return usageErrorf("doctor: --ttl %v is not positive", o.ttl)
-	case o.ttl > redlock.MaxTTL:
-		// As run, hold and the library refuse it: no lock has it.
-		return usageErrorf("doctor: --ttl %v is longer than %v, the longest a lock may have", o.ttl, redlock.MaxTTL)
-	case o.ttl <= lockDrift(o.ttl):
-		return usageErrorf("doctor: --ttl %v is too small: the drift allowance of a lock alone is %v", o.ttl, lockDrift(o.ttl))
 	case o.timeout <= 0:
 		return usageErrorf("doctor: --timeout %v is not positive", o.timeout)
 	case o.maxSkew < 0:
