@@ -213,7 +213,7 @@ func ParseNode(s string) (Node, error) {
 		case "tls_server_name":
 			a.TLSServerName = v
 		default:
-			reason := fmt.Sprintf("unknown query parameter %q (known: cluster, addr, tls_ca_file, tls_cert_file, tls_key_file, tls_server_name)", name)
+			reason := fmt.Sprintf("unknown query parameter %q (known: %s)", name, strings.Join(knownParamNames, ", "))
 			switch strings.ToLower(name) {
 			case "password", "pass", "passwd", "user", "username", "auth", "requirepass":
 				reason += "; a user and password go in the URL: redis://user:password@host:port"
@@ -357,11 +357,19 @@ func Redact(s string) string {
 	return out
 }
 
-// knownParams are the query parameters whose values Redact shows.
-var knownParams = map[string]bool{
-	"cluster": true, "addr": true,
-	"tls_ca_file": true, "tls_cert_file": true, "tls_key_file": true, "tls_server_name": true,
-}
+// knownParamNames are the query parameters Parse takes, in the order its
+// error for an unknown one lists them; they hold no secret.
+var knownParamNames = []string{"cluster", "addr", "tls_ca_file", "tls_cert_file", "tls_key_file", "tls_server_name"}
+
+// knownParams are the query parameters whose values Redact shows: those of
+// knownParamNames.
+var knownParams = func() map[string]bool {
+	m := make(map[string]bool, len(knownParamNames))
+	for _, name := range knownParamNames {
+		m[name] = true
+	}
+	return m
+}()
 
 // redactQuery replaces with "xxxxx" the value of every query parameter of
 // rest, an address without its scheme, that is not one of knownParams (a

@@ -315,3 +315,29 @@ func TestIPv6WithoutPort(t *testing.T) {
 		}
 	}
 }
+
+// The parameters that Redact shows, that the error for an unknown one lists,
+// and that Parse takes are one list: each listed name parses, shows its value
+// through Redact, and is named in the error.
+func TestKnownParametersAreOneList(t *testing.T) {
+	valid := map[string]string{"cluster": "true", "addr": "h:2"} // tls_*: empty is left out
+	_, err := ParseNode("rediss://h:6379?nosuch=1")
+	if err == nil {
+		t.Fatal("ParseNode with ?nosuch=1 succeeded")
+	}
+	for _, name := range knownParamNames {
+		in := "rediss://h:6379?cluster=true&" + name + "=" + valid[name]
+		if name == "cluster" {
+			in = "rediss://h:6379?cluster=true"
+		}
+		if _, err := ParseNode(in); err != nil {
+			t.Errorf("ParseNode(%q): %v", in, err)
+		}
+		if got := Redact("redis://h:1?" + name + "=v"); got != "redis://h:1?"+name+"=v" {
+			t.Errorf("Redact hides the value of %s: %q", name, got)
+		}
+		if !strings.Contains(err.Error(), name) {
+			t.Errorf("the error for an unknown parameter, %q, does not name %s", err, name)
+		}
+	}
+}
