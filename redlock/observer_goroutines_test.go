@@ -201,28 +201,33 @@ func TestDoLostAfterCallersCancel(t *testing.T) {
 // and the one waiting for its turn behind it: both return ErrClosed at once,
 // not after the Backoff's next delay.
 func TestCloseWakesLockWaiters(t *testing.T) {
-	_, nodes := memNodes(3)
-	c, err := redlock.New(nodes, redlock.WithBackoff(redlock.ConstantBackoff(time.Minute)))
-	require.NoError(t, err)
-	_, err = c.TryLock(t.Context(), "k")
-	require.NoError(t, err)
-	errs := make(chan error, 2)
-	for range 2 {
-		go func() {
-			_, err := c.Lock(context.Background(), "k")
-			errs <- err
-		}()
-	}
-	time.Sleep(100 * time.Millisecond) // both wait
-	require.NoError(t, c.Close())
-	for range 2 {
-		select {
-		case err := <-errs:
-			assert.ErrorIs(t, err, redlock.ErrClosed)
-		case <-time.After(5 * time.Second):
-			t.Fatal("a Lock still waits after Close")
+	// In a bubble: Close comes once both Locks are durably blocked in
+	// their wait (synctest.Wait), not after a guessed real-clock sleep.
+	synctest.Test(t, func(t *testing.T) {
+		_, nodes := memNodes(3)
+		c, err := redlock.New(nodes, redlock.WithBackoff(redlock.ConstantBackoff(time.Minute)))
+		require.NoError(t, err)
+		_, err = c.TryLock(t.Context(), "k")
+		require.NoError(t, err)
+		errs := make(chan error, 2)
+		for range 2 {
+			go func() {
+				_, err := c.Lock(context.Background(), "k")
+				errs <- err
+			}()
 		}
-	}
+		synctest.Wait() // both wait
+		require.Empty(t, errs, "a Lock returned before Close")
+		require.NoError(t, c.Close())
+		for range 2 {
+			select {
+			case err := <-errs:
+				assert.ErrorIs(t, err, redlock.ErrClosed)
+			case <-time.After(5 * time.Second): // the bubble's clock: before the Backoff's minute
+				t.Fatal("a Lock still waits after Close")
+			}
+		}
+	})
 }
 
 // extendCounter counts the starts and ends of Extends it sees.
