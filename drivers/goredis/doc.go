@@ -36,8 +36,8 @@
 // has it read (CLUSTER SLOTS, which go-redis asks of the seeds one after
 // the other, in random order), two calls at a time, each read bounded by
 // its call's context and network timeout, while the other calls wait for
-// the map as long as their contexts allow (a read that asks a hung seed
-// first fails its call, unsent); release notifications use sharded pub/sub, a connection per shard,
+// the map as long as their contexts allow, counted in Pending as queued
+// calls are (a read that asks a hung seed first fails its call, unsent); release notifications use sharded pub/sub, a connection per shard,
 // following a channel whose slot moves, or whose shard's primary a failover
 // replaced; a shard whose connection breaks is reconnected without waiting
 // for a Subscribe.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -45,6 +46,11 @@ type shards struct {
 	ready   chan struct{} // closed once known is set
 	readers chan struct{} // a token per call reading the slot map (see learn)
 
+	// waiting holds, by call, when each call now in learn began: its
+	// command is not sent before the map is known (see pending).
+	waitMu  sync.Mutex
+	waiting map[*byte]time.Time
+
 	// by maps a primary's address to its batcher. The map is replaced,
 	// never changed, under mu.
 	by    atomic.Pointer[map[string]*shard]
@@ -75,7 +81,13 @@ func newShards(c *redis.ClusterClient, exec batch.Exec[rediscmd.Cmd, rediscmd.Re
 // in its place, as long as their contexts allow. A read that fails fails
 // its call, as go-redis would fail the command: a call that reads the map
 // when none can be read (every seed down, say) is never sent.
+//
+// While in learn, a call counts in pending, its command not yet sent.
 func (s *shards) learn(ctx context.Context, read func(context.Context) error) error {
+	if s.known.Load() {
+		return nil
+	}
+	defer s.wait()()
 	select {
 	case <-s.ready:
 		return nil
@@ -92,6 +104,23 @@ func (s *shards) learn(ctx context.Context, read func(context.Context) error) er
 	}
 	s.learned()
 	return nil
+}
+
+// wait records a call entering learn, for pending, and returns the function
+// that records its leaving.
+func (s *shards) wait() (left func()) {
+	id := new(byte)
+	s.waitMu.Lock()
+	if s.waiting == nil {
+		s.waiting = make(map[*byte]time.Time)
+	}
+	s.waiting[id] = time.Now()
+	s.waitMu.Unlock()
+	return func() {
+		s.waitMu.Lock()
+		delete(s.waiting, id)
+		s.waitMu.Unlock()
+	}
 }
 
 // learned records that the client has its slot map: it never forgets one.
@@ -166,8 +195,16 @@ func (s *shards) add(addr string) *batcher {
 }
 
 // pending adds the queues of the shards' batchers to p, the first
-// batcher's (see driver.Queuer).
+// batcher's (see driver.Queuer), and the calls in learn: each waits, its
+// command unsent, for the slot map (read by its own call or another).
 func (s *shards) pending(p driver.Pending) driver.Pending {
+	s.waitMu.Lock()
+	now := time.Now()
+	for _, since := range s.waiting {
+		p.Depth++
+		p.Oldest = max(p.Oldest, now.Sub(since))
+	}
+	s.waitMu.Unlock()
 	m := s.by.Load()
 	if m == nil {
 		return p

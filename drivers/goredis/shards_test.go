@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/stretchr/testify/require"
@@ -82,6 +83,11 @@ func TestShardsLearnBoundsReads(t *testing.T) {
 		}
 		synctest.Wait()
 		require.EqualValues(t, mapReaders, reading.Load(), "reads at once, of 6 calls")
+		// Every call waits for the map, its command unsent: Pending
+		// counts the readers and the others.
+		time.Sleep(3 * time.Second)
+		require.Equal(t, driver.Pending{Depth: 6 + 1, Oldest: 3 * time.Second}, s.pending(driver.Pending{Depth: 1}),
+			"pending with 6 calls in learn for 3s and 1 in the first batcher's queue")
 
 		answer <- errors.New("seed down")
 		require.ErrorContains(t, <-errs, "seed down", "the call whose read failed")
@@ -104,6 +110,7 @@ func TestShardsLearnBoundsReads(t *testing.T) {
 		require.NoError(t, s.learn(t.Context(), read), "a call once the map is known")
 		require.EqualValues(t, mapReaders+1, reads.Load(), "reads")
 		require.True(t, s.known.Load())
+		require.Equal(t, driver.Pending{}, s.pending(driver.Pending{}), "pending once every call left learn")
 	})
 }
 
