@@ -13,7 +13,8 @@
 // A command whose context carries a network timeout (driver.WithNetworkTimeout)
 // waits in the queue for as long as its context allows, and is then bounded on
 // the network by that timeout, from the moment its batch is sent; a batch that
-// times out fails the commands queued before it was sent, which would wait
+// times out when the server has answered nothing for more than twice that
+// timeout while it was asked fails the commands queued, which would wait
 // behind a server that does not answer. Urgent commands (driver.WithUrgent)
 // go before the others. Pending reports the queue. For a far server, more
 // batches go at once (see Batcher); Gate, for a client that pipelines by
@@ -104,14 +105,14 @@ type Batcher[C, R any] struct {
 	base     int // senders per millisecond of round trip
 	maxBatch int
 
-	mu       sync.Mutex
-	senders  int              // base scaled by the round trip (see Batcher)
-	rtt      roundTrip        // the server's, learned from the answers
-	urgent   fifo[Call[C, R]] // sent first
-	normal   fifo[Call[C, R]]
-	depth    int       // queued calls not yet taken nor abandoned
-	active   int       // senders running: callers sending alone and draining goroutines
-	answered time.Time // when the server last answered a send
+	mu      sync.Mutex
+	senders int              // base scaled by the round trip (see Batcher)
+	rtt     roundTrip        // the server's, learned from the answers
+	urgent  fifo[Call[C, R]] // sent first
+	normal  fifo[Call[C, R]]
+	depth   int     // queued calls not yet taken nor abandoned
+	active  int     // senders running: callers sending alone and draining goroutines
+	quiet   silence // since when the server answered nothing (see sentLocked)
 
 	calls sync.Pool // of *Call[C, R]
 
@@ -192,6 +193,7 @@ func (b *Batcher[C, R]) Do(ctx context.Context, cmd C) (R, error) {
 	b.mu.Lock()
 	if b.active < b.senders && b.depth == 0 {
 		b.active++
+		b.quiet.sending()
 		b.mu.Unlock()
 		c.self[0] = c
 		ectx, cancel := ctx, context.CancelFunc(nil)
@@ -290,19 +292,21 @@ const CutShort = time.Duration(-1)
 // sentLocked records the end of a send, which timed out on the network
 // after timeout if that is positive, was cut short by its callers' contexts
 // if it is CutShort (no answer, and no judgement of the server), and was
-// answered if it is 0. When the server has answered nothing for twice the
-// network timeout, the queued calls fail: they would wait behind a server
-// that does not answer (a stalled one). A server that answers some sends,
-// however slowly, keeps its queue. sent is when a send whose every command
-// had a reply began, or zero: by its time the senders scale (see Batcher);
-// more senders start at once when commands wait. b.mu is held.
+// answered if it is 0. When the server has answered nothing for more than
+// twice the network timeout while it was asked (see silence), the queued
+// calls fail: they would wait behind a server that does not answer (a
+// stalled one). A server that answers some sends, however slowly, keeps its
+// queue, and so does one whose first send, or first after a quiet spell,
+// timed out. sent is when a send whose every command had a reply began, or
+// zero: by its time the senders scale (see Batcher); more senders start at
+// once when commands wait. b.mu is held.
 func (b *Batcher[C, R]) sentLocked(timeout time.Duration, sent time.Time) {
 	now := time.Now()
 	if timeout == CutShort {
 		return
 	}
 	if timeout == 0 {
-		b.answered = now
+		b.quiet.answer(now)
 		b.senders = b.base * b.rtt.learn(sent, now, MaxSendScale)
 		for more := b.depth; b.active < b.senders && more > 0; more -= b.maxBatch {
 			b.active++
@@ -310,7 +314,7 @@ func (b *Batcher[C, R]) sentLocked(timeout time.Duration, sent time.Time) {
 		}
 		return
 	}
-	if now.Sub(b.answered) > 2*timeout {
+	if b.quiet.longer(now, 2*timeout) {
 		b.failQueuedLocked()
 	}
 }
@@ -408,6 +412,9 @@ func (b *Batcher[C, R]) send(batch []*Call[C, R]) (timeout time.Duration, replie
 	if len(live) == 0 {
 		return CutShort, false // nothing sent: nothing learned of the server
 	}
+	b.mu.Lock()
+	b.quiet.sending()
+	b.mu.Unlock()
 	ctx, cancel := batchContext(live)
 	b.exec(ctx, live)
 	cancel()

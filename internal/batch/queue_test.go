@@ -91,14 +91,18 @@ func (e *timeoutExec) exec(ctx context.Context, calls []*batch.Call[int, int]) {
 	}
 }
 
-// A batch that times out on the network fails the commands queued behind it,
-// unsent, rather than sending them to a server that does not answer.
+// A batch that times out on the network when the server has answered
+// nothing for more than twice that timeout fails the commands queued behind
+// it, unsent, rather than sending them to a server that does not answer. A
+// batch holds one command here: the first two sends time out within twice
+// the timeout of the first (the server was asked that long, no more), the
+// third after it, and the command queued behind it fails unsent.
 // It runs in a bubble (testing/synctest): on the real clock a loaded machine
 // can let the first send time out (50ms) before the three others queue.
 func TestTimeoutFailsQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		e := &timeoutExec{first: make(chan struct{})}
-		b := batch.New(e.exec, 1, 100)
+		b := batch.New(e.exec, 1, 1)
 		ctx := driver.WithNetworkTimeout(t.Context(), 50*time.Millisecond)
 		errc := make(chan error, 4)
 		go func() {
@@ -106,15 +110,17 @@ func TestTimeoutFailsQueue(t *testing.T) {
 			errc <- err
 		}()
 		<-e.first
-		e.queuedFail(t, b, ctx, errc, 2, []int{1}, "the commands queued behind a timed-out one are not sent")
+		e.queuedFail(t, b, ctx, errc, 2, 3, "the commands queued behind a server silent for more than twice the timeout are not sent")
 	})
 }
 
 // queuedFail queues commands first, first+1 and first+2 on b with ctx, each
 // sending its error on errc, and requires four errors on errc (theirs and
-// that of the command in flight before them), and that the commands sent
-// are want.
-func (e *timeoutExec) queuedFail(t *testing.T, b *batch.Batcher[int, int], ctx context.Context, errc chan error, first int, want []int, msg string) {
+// that of the command in flight before them), and that sends commands were
+// sent: 1 to first-1, in order, then those of the queued ones that went
+// before the others failed (in the order they queued, which is the
+// scheduler's).
+func (e *timeoutExec) queuedFail(t *testing.T, b *batch.Batcher[int, int], ctx context.Context, errc chan error, first, sends int, msg string) {
 	t.Helper()
 	for i := range 3 {
 		go func() {
@@ -128,7 +134,10 @@ func (e *timeoutExec) queuedFail(t *testing.T, b *batch.Batcher[int, int], ctx c
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	require.Equal(t, want, e.sent, msg)
+	require.Len(t, e.sent, sends, "%s: sent %v", msg, e.sent)
+	for i := range first - 1 {
+		require.Equal(t, i+1, e.sent[i], "%s: sent %v", msg, e.sent)
+	}
 }
 
 // A server that answered a send within twice the network timeout keeps its
@@ -186,5 +195,127 @@ func TestSlowServerKeepsQueue(t *testing.T) {
 		mu.Lock()
 		defer mu.Unlock()
 		require.ElementsMatch(t, []int{1, 2, 3, 4, 5}, sent)
+	})
+}
+
+// firstTimesOutExec answers every send but the first, which it holds until
+// its context's deadline and fails with a timeout: a server whose first
+// connection is made too slowly for the network timeout (or whose first
+// reply is read too late by a starved client), and that answers afterwards.
+type firstTimesOutExec struct {
+	mu    sync.Mutex
+	sends int
+	first chan struct{} // closed when the first send began
+}
+
+func (e *firstTimesOutExec) exec(ctx context.Context, calls []*batch.Call[int, int]) {
+	e.mu.Lock()
+	e.sends++
+	first := e.sends == 1
+	e.mu.Unlock()
+	if first {
+		close(e.first)
+		<-ctx.Done()
+		for _, c := range calls {
+			c.Err = os.ErrDeadlineExceeded
+		}
+		return
+	}
+	for _, c := range calls {
+		c.Res = c.Cmd
+	}
+}
+
+// storm queues n commands with ctx on b behind a send in flight, and returns
+// how many of them failed once all returned.
+func storm(t *testing.T, b *batch.Batcher[int, int], ctx context.Context, n int) int {
+	t.Helper()
+	errc := make(chan error, n)
+	for i := range n {
+		go func() {
+			_, err := b.Do(ctx, 100+i)
+			errc <- err
+		}()
+	}
+	synctest.Wait()
+	require.Equal(t, n, b.Pending().Depth, "the commands wait behind the send in flight")
+	failed := 0
+	for range n {
+		if <-errc != nil {
+			failed++
+		}
+	}
+	return failed
+}
+
+// The first send to a server that times out does not fail the commands
+// queued behind it: the server was asked for one network timeout, it did
+// not answer nothing for twice that. Before, a Batcher that had no answer
+// yet counted the server's silence from the zero time, so that its first
+// timeout failed its whole queue, unsent: at a Client's first use, 1,000
+// concurrent Do's on five servers, one first call that timed out (its
+// connection made too late on a loaded machine) failed the 500 SETs queued
+// behind it on that server (the Client admits 512 attempts at once), and
+// the locks were held on the four others alone.
+// It runs in a bubble (testing/synctest): the commands queue behind the
+// first send on any machine.
+func TestFirstTimeoutKeepsQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e := &firstTimesOutExec{first: make(chan struct{})}
+		b := batch.New(e.exec, 1, 100)
+		ctx := driver.WithNetworkTimeout(t.Context(), 500*time.Millisecond)
+		errc := make(chan error, 1)
+		go func() {
+			_, err := b.Do(ctx, 1)
+			errc <- err
+		}()
+		<-e.first
+		failed := storm(t, b, ctx, 500)
+		require.ErrorIs(t, <-errc, context.DeadlineExceeded, "the first send times out")
+		require.Zero(t, failed, "commands queued behind a server's first timeout failed")
+	})
+}
+
+// A server that answered, then had nothing to do for long, has not been
+// silent for that long when its next send times out: the commands queued
+// behind it are sent. Before, its silence counted from its last answer, and
+// the first timeout after a quiet spell failed the whole queue.
+func TestTimeoutAfterIdleKeepsQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var (
+			mu    sync.Mutex
+			sends int
+			hold  = make(chan struct{})
+		)
+		b := batch.New(func(ctx context.Context, calls []*batch.Call[int, int]) {
+			mu.Lock()
+			sends++
+			second := sends == 2
+			mu.Unlock()
+			if second { // the first send after the quiet spell times out
+				close(hold)
+				<-ctx.Done()
+				for _, c := range calls {
+					c.Err = os.ErrDeadlineExceeded
+				}
+				return
+			}
+			for _, c := range calls {
+				c.Res = c.Cmd
+			}
+		}, 1, 100)
+		ctx := driver.WithNetworkTimeout(t.Context(), 500*time.Millisecond)
+		_, err := b.Do(ctx, 1)
+		require.NoError(t, err)
+		time.Sleep(time.Minute) // nothing to send
+		errc := make(chan error, 1)
+		go func() {
+			_, err := b.Do(ctx, 2)
+			errc <- err
+		}()
+		<-hold
+		failed := storm(t, b, ctx, 500)
+		require.ErrorIs(t, <-errc, context.DeadlineExceeded, "the send after the quiet spell times out")
+		require.Zero(t, failed, "commands queued behind the first timeout after a quiet spell failed")
 	})
 }
