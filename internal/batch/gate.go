@@ -34,7 +34,8 @@ import (
 //
 // As a Batcher does, a Gate fails the commands waiting in its queue when a
 // command times out on the network and the server has answered nothing for
-// twice that timeout: they would wait behind a server that does not answer.
+// more than twice that timeout while it was asked (see silence): they would
+// wait behind a server that does not answer.
 //
 // Use NewGate; a Gate is safe for concurrent use.
 type Gate struct {
@@ -46,8 +47,8 @@ type Gate struct {
 	inFlight int       // entered and not exited
 	urgent   fifo[waiter]
 	normal   fifo[waiter]
-	depth    int       // waiters queued, neither admitted nor abandoned
-	answered time.Time // when a command last exited without a network timeout
+	depth    int     // waiters queued, neither admitted nor abandoned
+	quiet    silence // since when the server answered nothing (see Exit)
 
 	waiters sync.Pool // of *waiter
 }
@@ -83,6 +84,7 @@ func (g *Gate) Enter(ctx context.Context) error {
 	g.mu.Lock()
 	if g.inFlight < g.limit && g.depth == 0 {
 		g.inFlight++
+		g.quiet.sending()
 		g.mu.Unlock()
 		return nil
 	}
@@ -137,9 +139,9 @@ func (g *Gate) Exit(timeout time.Duration, sent time.Time) {
 	now := time.Now()
 	switch {
 	case timeout == 0:
-		g.answered = now
+		g.quiet.answer(now)
 		g.limit = g.base * g.rtt.learn(sent, now, MaxScale)
-	case timeout > 0 && now.Sub(g.answered) > 2*timeout:
+	case timeout > 0 && g.quiet.longer(now, 2*timeout):
 		g.failQueuedLocked()
 	}
 	g.passLocked()
@@ -203,6 +205,7 @@ func (g *Gate) admitLocked() bool {
 				continue // abandoned by its caller
 			}
 			g.depth--
+			g.quiet.sending()
 			w.ready <- nil
 			return true
 		}

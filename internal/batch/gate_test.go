@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -125,6 +126,59 @@ func TestGateTimeoutFailsQueue(t *testing.T) {
 	wg.Wait()
 }
 
+// gateStorm queues n commands behind the one in flight on g, then lets
+// that one time out on the network (timeout) and returns how many of the
+// queued ones failed: each that enters is answered.
+func gateStorm(t *testing.T, g *batch.Gate, n int, timeout time.Duration) int {
+	t.Helper()
+	var failed atomic.Int32
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			if err := g.Enter(t.Context()); err != nil {
+				failed.Add(1)
+				return
+			}
+			g.Exit(0, time.Time{})
+		})
+	}
+	synctest.Wait()
+	require.Equal(t, n, g.Pending().Depth, "the commands wait behind the one in flight")
+	g.Exit(timeout, time.Time{})
+	wg.Wait()
+	return int(failed.Load())
+}
+
+// The first command to a server that times out does not fail the commands
+// waiting behind it: the server was asked for one network timeout, it did
+// not answer nothing for twice that. Before, a Gate that had no answer yet
+// counted the silence from the zero time, and failed every waiter (as a
+// Batcher did: see TestFirstTimeoutKeepsQueue).
+// It runs in a bubble (testing/synctest): the commands queue behind the
+// first on any machine.
+func TestGateFirstTimeoutKeepsQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := batch.NewGate(1)
+		require.NoError(t, g.Enter(t.Context()))
+		time.Sleep(500 * time.Millisecond) // its network timeout
+		require.Zero(t, gateStorm(t, g, 500, 500*time.Millisecond), "commands queued behind a server's first timeout failed")
+	})
+}
+
+// A server that answered, then had nothing to do for long, has not been
+// silent for that long when its next command times out: the waiters enter.
+func TestGateTimeoutAfterIdleKeepsQueue(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		g := batch.NewGate(1)
+		require.NoError(t, g.Enter(t.Context()))
+		g.Exit(0, time.Time{}) // answered
+		time.Sleep(time.Minute)
+		require.NoError(t, g.Enter(t.Context()))
+		time.Sleep(500 * time.Millisecond) // its network timeout
+		require.Zero(t, gateStorm(t, g, 500, 500*time.Millisecond), "commands queued behind the first timeout after a quiet spell failed")
+	})
+}
+
 // Under many concurrent commands, some abandoned, no more than the limit are
 // ever in flight, and every place is given back.
 func TestGateStress(t *testing.T) {
@@ -170,15 +224,15 @@ func TestGateStress(t *testing.T) {
 // A command cut short by its caller (Exit(CutShort)) says nothing of the
 // server: it neither fails the queue behind it, however long the server has
 // been silent, nor counts as an answer, so that a later timeout still fails
-// the queue of a server that has answered nothing.
+// the queue of a server that has answered nothing since it was asked.
 func TestGateCutShortIsNoAnswer(t *testing.T) {
 	const stalled = 20 * time.Millisecond
 	g := batch.NewGate(1)
 	ctx := t.Context()
 	require.NoError(t, g.Enter(ctx))
-	g.Exit(0, time.Time{})  // answered
-	time.Sleep(3 * stalled) // nothing answered since
+	g.Exit(0, time.Time{}) // answered
 	require.NoError(t, g.Enter(ctx))
+	time.Sleep(3 * stalled) // asked, and nothing answered since
 	var wg sync.WaitGroup
 	waiter := enterAsync(&wg, g, ctx)
 	require.Eventually(t, func() bool { return g.Pending().Depth == 1 }, 5*time.Second, time.Millisecond)
