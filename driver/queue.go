@@ -16,7 +16,11 @@ import (
 // Node does.
 //
 // A Queuer should also fail the commands queued behind a batch that timed out
-// on the network: they would wait behind a server that does not answer.
+// on the network once the server has answered nothing for more than twice
+// the network timeout since it was asked: they would wait behind a server
+// that does not answer. One timeout alone, such as that of a server's first
+// command (its connection made late), or its first after a quiet spell, does
+// not show that: the commands queued behind it are sent.
 type Queuer interface {
 	// Pending reports the node's local queue now.
 	Pending() Pending
