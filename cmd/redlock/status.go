@@ -47,7 +47,9 @@ clients that take the locks. On a node that is a Redis Cluster
 (redis://host:port?cluster=true&addr=host2:port2) it reads the cluster's slots
 with CLUSTER NODES from the first seed that answers, and asks each key of the
 primary that serves its slot (following a MOVED redirection; a key whose slot
-is migrating, ASK, gets an error).
+is migrating, ASK, gets an error). A server that does not answer within
+--timeout is asked nothing more: its other keys say so, and a stalled node
+costs one timeout, not one for each key.
 
 Exit codes:
   0    every key was asked of a quorum of the nodes
@@ -74,7 +76,7 @@ Exit codes:
 	f := cmd.Flags()
 	o.addNodes(cmd)
 	f.StringVar(&o.prefix, "prefix", "", "the key prefix of the clients (redlock.WithKeyPrefix)")
-	f.DurationVar(&o.timeout, "timeout", 2*time.Second, "bounds the connection and each command to one node")
+	f.DurationVar(&o.timeout, "timeout", 2*time.Second, "bounds the connection and each command to one node; a server that does not answer within it is asked nothing more")
 	f.BoolVar(&o.json, "json", false, "print the report as JSON")
 	return withEnv(cmd)
 }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -33,12 +35,17 @@ type keyReader struct {
 	// A cluster's primaries that serve slots, or why they are unknown.
 	primaries []clusterNodeInfo
 	viewErr   error
+	// stalled holds, by host:port, the servers that did not answer a
+	// command within the timeout, with that command's error: status asks
+	// them nothing more, so that a stalled server costs one timeout, not
+	// one for each key.
+	stalled map[string]error
 }
 
 // newKeyReader returns the reader of the node a. The connections are made on
 // first use: it fails only for a local mistake (TLS files that do not load).
 func newKeyReader(a redisaddr.Node, timeout time.Duration) (*keyReader, error) {
-	r := &keyReader{node: a, timeout: timeout, clients: make(map[string]*redis.Client)}
+	r := &keyReader{node: a, timeout: timeout, clients: make(map[string]*redis.Client), stalled: make(map[string]error)}
 	if _, err := r.client(a.HostPort()); err != nil {
 		return nil, err
 	}
@@ -92,6 +99,7 @@ func (r *keyReader) identify(ctx context.Context) {
 	defer cancel()
 	info, err := c.Info(cctx).Result()
 	if err != nil {
+		r.checkStalled(r.node.HostPort(), fmt.Errorf("INFO: %w", err))
 		return
 	}
 	f := parseInfo(info)
@@ -107,8 +115,12 @@ func (r *keyReader) identify(ctx context.Context) {
 // cluster, the address of the primary that answered.
 func (r *keyReader) read(ctx context.Context, key string) (keystatus.Key, string, error) {
 	if !r.node.Cluster {
+		if err := r.stalledErr(r.node.HostPort()); err != nil {
+			return keystatus.Key{}, "", err
+		}
 		c, _ := r.client(r.node.HostPort())
 		k, err := keystatus.Read(ctx, c, key)
+		r.checkStalled(r.node.HostPort(), err)
 		return k, "", err
 	}
 	if r.viewErr != nil {
@@ -126,11 +138,15 @@ func (r *keyReader) read(ctx context.Context, key string) (keystatus.Key, string
 		return keystatus.Key{}, "", fmt.Errorf("no shard serves the key's slot %d", slot)
 	}
 	for redirects := 0; ; redirects++ {
+		if err := r.stalledErr(hostPort); err != nil {
+			return keystatus.Key{}, hostPort, fmt.Errorf("%s: %w", hostPort, err)
+		}
 		c, err := r.client(hostPort)
 		if err != nil {
 			return keystatus.Key{}, hostPort, err
 		}
 		k, err := keystatus.Read(ctx, c, key)
+		r.checkStalled(hostPort, err)
 		if to, ok := redis.IsMovedError(err); ok && redirects < maxRedirects {
 			// The slot moved since CLUSTER NODES: ask where it went.
 			next, aerr := clusterAddr(to, hostPort)
@@ -151,4 +167,24 @@ func (r *keyReader) read(ctx context.Context, key string) (keystatus.Key, string
 		}
 		return k, hostPort, nil
 	}
+}
+
+// checkStalled records the server at hostPort as stalled when err, a
+// command's error, is the end of its timeout.
+func (r *keyReader) checkStalled(hostPort string, err error) {
+	var ne net.Error
+	if err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()) {
+		if _, ok := r.stalled[hostPort]; !ok {
+			r.stalled[hostPort] = err
+		}
+	}
+}
+
+// stalledErr returns, for a server recorded as stalled, the error of a key
+// not asked of it, and nil otherwise.
+func (r *keyReader) stalledErr(hostPort string) error {
+	if err := r.stalled[hostPort]; err != nil {
+		return fmt.Errorf("not asked: the server did not answer within --timeout %v (%v)", r.timeout, err)
+	}
+	return nil
 }

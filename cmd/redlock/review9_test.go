@@ -1,0 +1,46 @@
+//go:build unix
+
+package main
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestStatusStalledNodeCostsOneTimeout: a node that accepts connections and
+// never answers (SIGSTOP, a blackhole) costs status one --timeout, not one
+// for every key: once it did not answer in time it is asked nothing more,
+// and its other keys say so. Before, status asked it INFO and then each key
+// in turn, each bounded by --timeout: (keys+1) timeouts, 31s here for a
+// minority failure that Redlock tolerates.
+func TestStatusStalledNodeCostsOneTimeout(t *testing.T) {
+	t.Parallel()
+	servers, addrs := nodes(t, 3)
+	if err := servers[2].Pause(); err != nil {
+		t.Fatal(err)
+	}
+	defer servers[2].Resume()
+	keys := make([]string, 30)
+	for i := range keys {
+		keys[i] = fmt.Sprintf("k%d", i)
+	}
+	r := invoke(t, "", append([]string{"status", "--nodes", addrs, "--timeout", "1s"}, keys...)...)
+	if r.code != 0 {
+		t.Fatalf("status with one node of three stalled: want exit 0, got %v", r)
+	}
+	for _, k := range keys {
+		if want := k + ": free: held on 0 of 3 nodes, 2 answered"; !strings.Contains(r.stdout, want) {
+			t.Errorf("status does not say %q:\n%s", want, r.stdout)
+		}
+	}
+	if n := strings.Count(r.stdout, "did not answer within --timeout 1s"); n < len(keys)-1 {
+		t.Errorf("status says of %d keys that the stalled node was not asked, want at least %d:\n%v", n, len(keys)-1, r)
+	}
+	// A bound 20 times what it takes (about one timeout), below the 31s
+	// the keys one after the other cost.
+	if r.took > 20*time.Second {
+		t.Errorf("status with one stalled node and %d keys took %v, at --timeout 1s", len(keys), r.took)
+	}
+}
