@@ -116,7 +116,9 @@ checks each node and the set:
                 promoted replica can lack a lock its primary granted
   eviction      maxmemory with any maxmemory-policy but noeviction can drop
                 lock keys: unsafe
-  persistence   without appendonly yes and appendfsync always, a node that
+  persistence   without appendonly yes and appendfsync always (and
+                no-appendfsync-on-rewrite no, which otherwise skips the
+                fsync while a BGSAVE or BGREWRITEAOF runs), a node that
                 crashes forgets its locks: a warning to keep a crashed node
                 down for longer than the TTL before it rejoins
   clock         the node's clock (TIME) against this machine's

@@ -202,6 +202,8 @@ func checkPersistence(n *nodeReport, f map[string]string, haveInfo bool, call fu
 		}
 	}
 	switch {
+	case aof == "yes" && fsync == "always" && noFsyncOnRewrite(call):
+		n.add("persistence", statusWarn, "appendonly yes, appendfsync always, but no-appendfsync-on-rewrite yes: while a BGSAVE or BGREWRITEAOF runs, writes are not fsynced (as with appendfsync no), so a machine that crashes then can forget its latest locks and fencing counters; set no-appendfsync-on-rewrite no, or keep a node that crashed down for longer than your largest TTL (%v here) before it rejoins", ttl)
 	case aof == "yes" && fsync == "always":
 		n.add("persistence", statusOK, "appendonly yes, appendfsync always: a node that crashes keeps its locks and fencing counters")
 	case aof == "yes":
@@ -211,6 +213,24 @@ func checkPersistence(n *nodeReport, f map[string]string, haveInfo bool, call fu
 	default:
 		n.add("persistence", statusWarn, "unknown (neither CONFIG GET nor INFO told); unless appendfsync is always, %s", advice)
 	}
+}
+
+// noFsyncOnRewrite reports whether the node has no-appendfsync-on-rewrite
+// yes: Redis then skips the fsync of appendfsync always (and everysec) while
+// a child process saves (BGSAVE, BGREWRITEAOF). A node that does not say
+// (CONFIG GET refused) counts as the default, no.
+func noFsyncOnRewrite(call func(...any) *redis.Cmd) bool {
+	m, err := call("CONFIG", "GET", "no-appendfsync-on-rewrite").Slice()
+	if err != nil {
+		return false
+	}
+	for i := 0; i+1 < len(m); i += 2 {
+		if k, _ := m[i].(string); k == "no-appendfsync-on-rewrite" {
+			v, _ := m[i+1].(string)
+			return v == "yes"
+		}
+	}
+	return false
 }
 
 // checkClock compares the node's clock (TIME) with this machine's.

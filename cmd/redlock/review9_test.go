@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/go-redlock/redlock/redistest"
 )
 
 // TestStatusStalledNodeCostsOneTimeout: a node that accepts connections and
@@ -42,5 +44,28 @@ func TestStatusStalledNodeCostsOneTimeout(t *testing.T) {
 	// the keys one after the other cost.
 	if r.took > 20*time.Second {
 		t.Errorf("status with one stalled node and %d keys took %v, at --timeout 1s", len(keys), r.took)
+	}
+}
+
+// TestDoctorNoFsyncOnRewrite: appendfsync always does not keep a node's
+// locks through a machine's crash when no-appendfsync-on-rewrite is yes:
+// Redis then skips the fsync while a BGSAVE or BGREWRITEAOF child runs
+// (redis.conf: "the durability of Redis is the same as appendfsync no").
+// Before, doctor read only append* and called such a node's persistence ok.
+func TestDoctorNoFsyncOnRewrite(t *testing.T) {
+	t.Parallel()
+	skipping := redistest.NewServer(t, redistest.WithConfig("appendonly", "yes"), redistest.WithConfig("appendfsync", "always"),
+		redistest.WithConfig("no-appendfsync-on-rewrite", "yes"))
+	durable := redistest.NewServer(t, redistest.WithConfig("appendonly", "yes"), redistest.WithConfig("appendfsync", "always"))
+	rep, r := doctorJSON(t, skipping.Addr()+","+durable.Addr())
+	if len(rep.Nodes) != 2 {
+		t.Fatalf("doctor --json: want 2 nodes, got %+v\n%v", rep, r)
+	}
+	c, ok := findCheck(rep.Nodes[0].Checks, "persistence", statusWarn)
+	if !ok || !strings.Contains(c.Message, "no-appendfsync-on-rewrite yes") {
+		t.Errorf("the node with no-appendfsync-on-rewrite yes: want a persistence warning that names it, got %+v", rep.Nodes[0].Checks)
+	}
+	if _, ok := findCheck(rep.Nodes[1].Checks, "persistence", statusOK); !ok {
+		t.Errorf("the node with appendfsync always (and no-appendfsync-on-rewrite no): persistence not ok: %+v", rep.Nodes[1].Checks)
 	}
 }
