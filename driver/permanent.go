@@ -20,12 +20,16 @@ var permanentCodes = [...]string{
 // permanentERR are the replies with the generic code ERR that retrying cannot
 // fix, which a connection's handshake gets when the address names a database
 // the server does not have (SELECT 99 with the default 16 databases), or any
-// database but 0 on a server in cluster mode. Some clients drop the code of
-// an ERR reply (rueidis and valkey-go keep "DB index is out of range"), so
-// they are recognized with or without it.
+// database but 0 on a server in cluster mode, and a command gets when the
+// server does not have it: disabled or renamed with rename-command in
+// redis.conf (EVAL, EVALSHA), which only a restart with another
+// configuration undoes. Some clients drop the code of an ERR reply (rueidis
+// and valkey-go keep "DB index is out of range"), so they are recognized
+// with or without it.
 var permanentERR = [...]string{
 	"ERR DB index is out of range",
 	"ERR SELECT is not allowed in cluster mode",
+	"ERR unknown command",
 }
 
 // PermanentCode returns the code of a Redis error reply found in err's chain
@@ -33,7 +37,8 @@ var permanentERR = [...]string{
 // "NOAUTH", "WRONGPASS", "NOPERM", "WRONGTYPE", "OOM" or "READONLY" — and ""
 // when there is none. For an ERR reply that retrying cannot fix, a database
 // the server does not have ("ERR DB index is out of range", "ERR SELECT is
-// not allowed in cluster mode"), it returns that whole reply. An error reply is recognized by its message, which
+// not allowed in cluster mode") or a command it does not have ("ERR unknown
+// command": rename-command in redis.conf), it returns that reply's start. An error reply is recognized by its message, which
 // starts with its code, whatever type the client gives it; an error that
 // wraps it may add a prefix, as long as it wraps with %w. A script's error
 // reply counts too, since Redis keeps the code of an error raised by

@@ -54,7 +54,7 @@
 // and when the context ended its error is in the chain too: use errors.Is and
 // errors.As. Lock and Do stop retrying at once when so many nodes answer an
 // error that retrying cannot fix (a wrong password, an ACL refusal, a
-// read-only replica, a database the server does not have: see
+// read-only replica, a database or a command the server does not have: see
 // driver.PermanentCode; or ErrClosed, from nodes closed or over clients
 // their user closed) that no quorum is possible.
 //

@@ -84,8 +84,8 @@ type VoteError struct {
 	Nodes int
 	// Permanent is how many of the Failed nodes answered an error that
 	// retrying cannot fix: authentication, an ACL permission, a wrong type,
-	// out of memory, a read-only replica, a database the server does not
-	// have (see driver.PermanentCode), or ErrClosed (the node was closed,
+	// out of memory, a read-only replica, a database or a command the
+	// server does not have (see driver.PermanentCode), or ErrClosed (the node was closed,
 	// or the client under it). When more than Nodes-Needed did, Lock and
 	// Do stop retrying.
 	Permanent int

@@ -25,10 +25,10 @@ const maxWakeJitter = 5 * time.Millisecond
 // Lock stops at once, without waiting for ctx, when more than
 // len(nodes)-Quorum nodes answered errors that retrying cannot fix
 // (driver.PermanentCode: authentication, ACL permission, wrong type, out of
-// memory, read-only replica, a database the server does not have; and
-// ErrClosed: a node closed, or the client under it, such as a client or pool
-// closed by its user under a node of a driver's New); the error names the
-// cause. It stops too when
+// memory, read-only replica, a database or a command the server does not
+// have; and ErrClosed: a node closed, or the client under it, such as a
+// client or pool closed by its user under a node of a driver's New); the
+// error names the cause. It stops too when
 // Close begins while it waits between attempts: the error then matches
 // ErrClosed, with the last attempt's error joined in.
 //

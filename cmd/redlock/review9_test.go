@@ -69,3 +69,21 @@ func TestDoctorNoFsyncOnRewrite(t *testing.T) {
 		t.Errorf("the node with appendfsync always (and no-appendfsync-on-rewrite no): persistence not ok: %+v", rep.Nodes[1].Checks)
 	}
 }
+
+// TestRunRenamedScriptCommands: servers whose redis.conf renamed (or
+// disabled) EVAL and EVALSHA answer "ERR unknown command" to the scripts of
+// a fenced acquisition, which no retry fixes: run fails at once with 1 and
+// says so, as for a wrong password. Before, the error counted as a passing
+// failure: run --wait 10s waited its 10s and exited 69 ("too many nodes
+// failed"), and without --wait it waited for ever.
+func TestRunRenamedScriptCommands(t *testing.T) {
+	t.Parallel()
+	_, addrs := nodes(t, 3, redistest.WithConfig("rename-command", "EVAL", "EVAL_renamed"),
+		redistest.WithConfig("rename-command", "EVALSHA", "EVALSHA_renamed"))
+	for _, driver := range []string{"goredis", "redigo", "rueidis", "valkeygo"} {
+		r := invoke(t, "", "run", "--driver", driver, "--nodes", addrs, "--fencing", "--wait", "10s", "k", "--", "true")
+		if r.code != exitFailure || !strings.Contains(r.stderr, "ERR unknown command, which retrying cannot fix") {
+			t.Errorf("%s: run --fencing on servers without EVAL and EVALSHA: want exit 1 and the permanent error, got %v", driver, r)
+		}
+	}
+}
