@@ -43,7 +43,15 @@ func probeNode(ctx context.Context, a redisaddr.Addr, o doctorOptions, served fu
 	for range pings {
 		t0 := time.Now()
 		if err := call("PING").Err(); err != nil {
-			n.add("reachable", statusFail, "PING failed: %v", err)
+			var reply redis.Error
+			if isTimeout(err) || errors.As(err, &reply) {
+				n.add("reachable", statusFail, "PING failed: %v", err)
+			} else if said := refusalOnConnect(ctx, a, o.timeout); said != "" {
+				// A refusal the client saw as a broken connection.
+				n.add("reachable", statusFail, "PING failed: %v; on a new connection the server says: %s", err, said)
+			} else {
+				n.add("reachable", statusFail, "PING failed: %v", err)
+			}
 			return n
 		}
 		rtts = append(rtts, time.Since(t0))

@@ -3,7 +3,9 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -85,5 +87,38 @@ func TestRunRenamedScriptCommands(t *testing.T) {
 		if r.code != exitFailure || !strings.Contains(r.stderr, "ERR unknown command, which retrying cannot fix") {
 			t.Errorf("%s: run --fencing on servers without EVAL and EVALSHA: want exit 1 and the permanent error, got %v", driver, r)
 		}
+	}
+}
+
+// TestMaxClientsSaid: a server at maxclients answers a new connection with
+// "-ERR max number of clients reached" and closes it; go-redis writes its
+// command first and sees a reset connection or a broken pipe, which is all
+// doctor and status said. They now say what the server says.
+func TestMaxClientsSaid(t *testing.T) {
+	t.Parallel()
+	full := redistest.NewServer(t, redistest.WithConfig("maxclients", "1"))
+	other := redistest.NewServer(t)
+	// The one client the server takes, kept open for the test.
+	conn, err := net.Dial("tcp", full.Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+	if line, err := bufio.NewReader(conn).ReadString('\n'); err != nil || line != "+PONG\r\n" {
+		t.Fatalf("the first client's PING: %q, %v", line, err)
+	}
+	addrs := full.Addr() + "," + other.Addr()
+	const said = "the server says: ERR max number of clients reached"
+	r := invoke(t, "", "doctor", "--nodes", addrs)
+	if r.code != exitFailure || !strings.Contains(r.stdout, said) {
+		t.Errorf("doctor with a node at maxclients: want exit 1 and %q, got %v", said, r)
+	}
+	r = invoke(t, "", "status", "--nodes", addrs, "k")
+	if r.code != exitUnavailable || !strings.Contains(r.stdout, said) {
+		t.Errorf("status with a node at maxclients: want exit %d and %q, got %v", exitUnavailable, said, r)
 	}
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -40,12 +39,15 @@ type keyReader struct {
 	// them nothing more, so that a stalled server costs one timeout, not
 	// one for each key.
 	stalled map[string]error
+	// refusals holds, by host:port, what a server that broke a connection
+	// said unasked on a new one (refusalOnConnect), once asked.
+	refusals map[string]string
 }
 
 // newKeyReader returns the reader of the node a. The connections are made on
 // first use: it fails only for a local mistake (TLS files that do not load).
 func newKeyReader(a redisaddr.Node, timeout time.Duration) (*keyReader, error) {
-	r := &keyReader{node: a, timeout: timeout, clients: make(map[string]*redis.Client), stalled: make(map[string]error)}
+	r := &keyReader{node: a, timeout: timeout, clients: make(map[string]*redis.Client), stalled: make(map[string]error), refusals: make(map[string]string)}
 	if _, err := r.client(a.HostPort()); err != nil {
 		return nil, err
 	}
@@ -121,7 +123,7 @@ func (r *keyReader) read(ctx context.Context, key string) (keystatus.Key, string
 		c, _ := r.client(r.node.HostPort())
 		k, err := keystatus.Read(ctx, c, key)
 		r.checkStalled(r.node.HostPort(), err)
-		return k, "", err
+		return k, "", r.explain(ctx, r.node.HostPort(), err)
 	}
 	if r.viewErr != nil {
 		return keystatus.Key{}, "", r.viewErr
@@ -147,6 +149,7 @@ func (r *keyReader) read(ctx context.Context, key string) (keystatus.Key, string
 		}
 		k, err := keystatus.Read(ctx, c, key)
 		r.checkStalled(hostPort, err)
+		err = r.explain(ctx, hostPort, err)
 		if to, ok := redis.IsMovedError(err); ok && redirects < maxRedirects {
 			// The slot moved since CLUSTER NODES: ask where it went.
 			next, aerr := clusterAddr(to, hostPort)
@@ -172,8 +175,7 @@ func (r *keyReader) read(ctx context.Context, key string) (keystatus.Key, string
 // checkStalled records the server at hostPort as stalled when err, a
 // command's error, is the end of its timeout.
 func (r *keyReader) checkStalled(hostPort string, err error) {
-	var ne net.Error
-	if err != nil && (errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()) {
+	if err != nil && isTimeout(err) {
 		if _, ok := r.stalled[hostPort]; !ok {
 			r.stalled[hostPort] = err
 		}
@@ -187,4 +189,27 @@ func (r *keyReader) stalledErr(hostPort string) error {
 		return fmt.Errorf("not asked: the server did not answer within --timeout %v (%v)", r.timeout, err)
 	}
 	return nil
+}
+
+// explain adds to err, a command's error on the server at hostPort, what the
+// server says unasked on a new connection (refusalOnConnect) when err is
+// the connection's, not the server's reply nor a timeout: a server at
+// maxclients answers a new connection with an error reply and closes it,
+// which the client sees as a reset connection or EOF.
+func (r *keyReader) explain(ctx context.Context, hostPort string, err error) error {
+	var reply redis.Error
+	if err == nil || isTimeout(err) || errors.As(err, &reply) {
+		return err
+	}
+	said, ok := r.refusals[hostPort]
+	if !ok {
+		if sa, aerr := seedAddr(r.node, hostPort); aerr == nil {
+			said = refusalOnConnect(ctx, sa, r.timeout)
+		}
+		r.refusals[hostPort] = said
+	}
+	if said == "" {
+		return err
+	}
+	return fmt.Errorf("%w (on a new connection the server says: %s)", err, said)
 }
