@@ -48,6 +48,10 @@ grant, in UTC, which hold moves forward while it holds it. A key that is not
 UTF-8, which JSON cannot hold (its bad bytes are U+FFFD in "key"), is also
 given quoted, as Go quotes it, in "key_quoted".
 
+hold does not watch the script that started it: a script that exits without
+killing it (a failed step under set -e) leaves the lock held, for ever
+without --for. Kill it from an EXIT trap, as in the first example.
+
 If the lock is lost meanwhile (an extension finds it gone from a majority of
 the nodes, or its validity runs out because they could not be reached), hold
 exits with 76 at once: whatever the script does under the lock must stop.
@@ -68,6 +72,7 @@ Exit codes:
 ` + envHelp("nodes", "ttl", "wait", "prefix", "for", "fencing", "conflict-exit-code", "verbose"),
 		Example: `  # hold the lock across the steps of a script
   coproc HOLD { exec redlock hold --wait 1m deploy; }
+  trap 'kill "$HOLD_PID" 2>/dev/null' EXIT # released however the script ends
   read -r held <&"${HOLD[0]}" || exit 1   # {"key":"deploy","token":0,...}
   ./step-1 && ./step-2
   kill "$HOLD_PID"; wait "$HOLD_PID"       # released; 76 if it was lost

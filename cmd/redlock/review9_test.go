@@ -4,9 +4,15 @@ package main
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -120,5 +126,69 @@ func TestMaxClientsSaid(t *testing.T) {
 	r = invoke(t, "", "status", "--nodes", addrs, "k")
 	if r.code != exitUnavailable || !strings.Contains(r.stdout, said) {
 		t.Errorf("status with a node at maxclients: want exit %d and %q, got %v", exitUnavailable, said, r)
+	}
+}
+
+// TestHoldREADMERecipeReleasesOnScriptExit runs the README's hold recipe,
+// its coproc and EXIT trap lines as written there, in a bash script under
+// set -e whose step fails: hold must be gone and the lock free once the
+// script ended. hold does not watch the script that started it; before the
+// trap was in the recipe, such a script left hold extending the lock for
+// ever (checked by hand: the lock still held 5s after the script exited).
+func TestHoldREADMERecipeReleasesOnScriptExit(t *testing.T) {
+	t.Parallel()
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash")
+	}
+	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var coproc, trap string
+	for line := range strings.Lines(string(readme)) {
+		switch {
+		case coproc == "" && strings.HasPrefix(line, "coproc HOLD { exec redlock hold"):
+			coproc = strings.TrimSpace(line)
+		case coproc != "" && trap == "" && strings.HasPrefix(line, "trap '"):
+			trap = strings.TrimSpace(line)
+		}
+	}
+	if coproc == "" || trap == "" || !strings.Contains(trap, "EXIT") {
+		t.Fatalf("README.md's hold recipe: want a coproc line and an EXIT trap after it, got %q and %q", coproc, trap)
+	}
+	servers, addrs := nodes(t, 3)
+	coproc = strings.Replace(coproc, "exec redlock hold", "exec "+binary+" hold --nodes "+addrs, 1)
+	script := "set -e\n" + coproc + "\n" + trap + "\n" +
+		"read -r held <&\"${HOLD[0]}\"\necho \"$HOLD_PID\"\nfalse # a step fails\necho unreachable\n"
+	cmd := exec.CommandContext(t.Context(), bash, "-c", script)
+	cmd.Env = command(t.Context()).Env // without REDLOCK_ variables
+	// A hold left running keeps the script's stderr open: do not wait
+	// for it.
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.Output()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 1 || strings.Contains(string(out), "unreachable") {
+		t.Fatalf("the script: want exit 1 at its failed step, got %v, stdout %q", err, out)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("the script printed %q, not hold's pid", out)
+	}
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	key := "deploy" // the recipe's
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		held := 0
+		for _, s := range servers {
+			if n, err := s.Do(t.Context(), "EXISTS", key); err == nil && fmt.Sprint(n) == "1" {
+				held++
+			}
+		}
+		if held == 0 && syscall.Kill(pid, 0) != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("30s after the script exited: hold (pid %d) alive: %v, key held on %d nodes", pid, syscall.Kill(pid, 0) == nil, held)
+		}
 	}
 }
