@@ -52,7 +52,11 @@ group: Ctrl-C and Ctrl-\ reach CMD from the terminal, once (a SIGINT sent
 to run alone then is not passed on: stop run from a program with SIGTERM).
 SIGHUP or SIGINT ignored when run starts (nohup ignores SIGHUP, a shell
 SIGINT in a job it starts in the background) stays ignored, by run and by
-CMD, as flock(1) leaves it.
+CMD, as flock(1) leaves it. A signal sent to run's whole process group or
+cgroup can reach CMD twice, from the sender and forwarded by run: timeout(1)
+without --foreground, kill -- -PGID, a shell's kill %JOB, systemd's default
+KillMode=control-group. Signal run alone (timeout --foreground,
+KillMode=mixed) for a CMD that quits at once on a second SIGTERM.
 A signal while run still waits for the lock ends the wait: CMD never starts
 and run exits with 128 + the signal's number. A file without a #! line runs
 with /bin/sh, as execvp(3) has it.
