@@ -77,6 +77,7 @@ func Run(t *testing.T, newNode func(t *testing.T) driver.Node) {
 		{"Redlock/ThreeNodes", redlockThreeNodes},
 		{"Fencer/Counts", fenceCounts},
 		{"Fencer/CounterOutlivesKey", fenceOutlivesKey},
+		{"Fencer/CounterAtFenceKey", fenceCounterAtFenceKey},
 		{"Fencer/Expires", fenceExpires},
 		{"Notifier/NotifiesRelease", notifyOnRelease},
 		{"Notifier/StopsOnCancel", notifyStopsOnCancel},

@@ -83,6 +83,16 @@ func (b broken) Extend(ctx context.Context, key, value string, ttl time.Duration
 	return ok, b.closedErr(err)
 }
 
+// ownFenceKey is where a Node keeps the counter of key: at fenceKey, or,
+// for "fence-own-key", at a counter of its own per lock key (the legacy
+// one), whatever fenceKey the caller gave.
+func (b broken) ownFenceKey(key, fenceKey string) string {
+	if b.kind == "fence-own-key" {
+		return driver.LegacyFenceKey(key)
+	}
+	return fenceKey
+}
+
 // SetNXFence keeps the key for half its TTL, for "fence-half-ttl", and
 // fails on a counter above math.MaxInt64, as a Node that parsed it with
 // strconv.ParseInt would, for "fence-int64".
@@ -90,12 +100,18 @@ func (b broken) SetNXFence(ctx context.Context, key, value string, ttl time.Dura
 	if b.kind == "fence-half-ttl" {
 		ttl /= 2
 	}
+	fenceKey = b.ownFenceKey(key, fenceKey)
 	ok, counter, err := b.Node.SetNXFence(ctx, key, value, ttl, fenceKey)
 	if b.kind == "fence-int64" && err == nil && counter > math.MaxInt64 {
 		_, perr := strconv.ParseInt(strconv.FormatUint(counter, 10), 10, 64)
 		return false, 0, fmt.Errorf("brokennode: fencing counter: %w", perr)
 	}
 	return ok, counter, err
+}
+
+// RaiseFence writes the counter where SetNXFence reads it (see ownFenceKey).
+func (b broken) RaiseFence(ctx context.Context, key, value, fenceKey string, token uint64) (bool, error) {
+	return b.Node.RaiseFence(ctx, key, value, b.ownFenceKey(key, fenceKey), token)
 }
 
 // TTL reports a key held by any value as held, for "ttl-any-value", and
@@ -162,6 +178,7 @@ var brokenKinds = map[string]struct {
 	"extend-half-ttl":     {want: "a Node must keep an extended key for its whole TTL"},
 	"fence-half-ttl":      {want: "SetNXFence(ttl=300ms): the key was free after"},
 	"fence-int64":         {want: "SetNXFence: unexpected error brokennode: fencing counter: strconv.ParseInt"},
+	"fence-own-key":       {want: "a Node must keep the counter at the fenceKey it is given"},
 	"mangle":              {want: "are distinct locks; a Node must send keys as bytes"},
 	"close-not-errclosed": {want: "SetNX after Close: error = brokennode: node is closed, want one matching driver.ErrClosed"},
 	"nonatomic": {redis: "Commands/Atomic",
