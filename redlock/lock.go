@@ -246,7 +246,9 @@ func (l *Lock) setUntilLocked(u, now time.Time) {
 // an error matching ErrLockLost and ErrClosed. With a context that has ended
 // already, Extend sends nothing, changes nothing (the lock is still held
 // until Until), and returns an error matching ErrLockLost with ctx.Err()
-// joined in, whatever else ended it.
+// joined in, whatever else ended it. A ttl out of range (not positive, not
+// above its drift allowance, above MaxTTL) is bad input: an error that says
+// so, not ErrLockLost, with ctx.Err() joined when ctx had ended.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if l.unmade() {
 		return errNilLock
@@ -261,15 +263,20 @@ func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 // for the observers.
 func (l *Lock) extend(ctx context.Context, ttl time.Duration) (*round, error) {
 	c := l.c
-	if ttl <= 0 {
-		return nil, fmt.Errorf("redlock: Extend TTL %v is not positive", ttl)
-	}
 	d := drift(ttl, c.driftFactor)
-	if ttl <= d {
-		return nil, fmt.Errorf("redlock: Extend TTL %v is too small: the drift allowance alone is %v", ttl, d)
+	var bad error
+	switch {
+	case ttl <= 0:
+		bad = fmt.Errorf("redlock: Extend TTL %v is not positive", ttl)
+	case ttl <= d:
+		bad = fmt.Errorf("redlock: Extend TTL %v is too small: the drift allowance alone is %v", ttl, d)
+	case ttl > MaxTTL:
+		bad = fmt.Errorf("redlock: Extend TTL %v is longer than %v", ttl, MaxTTL)
 	}
-	if ttl > MaxTTL {
-		return nil, fmt.Errorf("redlock: Extend TTL %v is longer than %v", ttl, MaxTTL)
+	if bad != nil {
+		// The context's end is part of every call's error, bad input's
+		// too (as TryLock's).
+		return nil, errors.Join(bad, ctx.Err())
 	}
 	start := c.now()
 	bound, err := l.beginExtend(start, ttl, d, ctx.Err(), c.closed.Load())

@@ -29,7 +29,7 @@ var errNoTTLer = errors.New("the node cannot tell a key's time to live (no drive
 // the votes (*VoteError) joined in when the nodes were asked; the error
 // matches ErrUnavailable too when so many nodes failed that no quorum could
 // answer. When so many nodes said they no longer hold it that no quorum can,
-// Done is closed.
+// Done is closed. When ctx had ended, ctx.Err() is in every error.
 //
 // Nodes must implement driver.TTLer, as every driver of this module does; a
 // node that does not counts as failed.
@@ -48,11 +48,12 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	l.mu.Lock()
 	over, unlocked, ttl := l.overLocked(start), l.unlocked, l.ttl
 	l.mu.Unlock()
+	// ctx.Err(), when ctx had ended, is in every error (nil is left out).
 	switch {
 	case unlocked:
-		return 0, errors.Join(ErrLockLost, ErrAlreadyUnlocked)
+		return 0, errors.Join(ErrLockLost, ErrAlreadyUnlocked, ctx.Err())
 	case over:
-		return 0, errors.Join(ErrLockLost, errOver)
+		return 0, errors.Join(ErrLockLost, errOver, ctx.Err())
 	}
 	left := make([]time.Duration, len(c.nodes)) // by node, read once it replied
 	r := c.start(ctx, OpTTL, l.name, func(ctx context.Context, i int, n driver.Node) (bool, error) {
@@ -106,5 +107,5 @@ collect:
 	if rest := l.until.Sub(now); rest > 0 && !l.ended {
 		return rest, nil
 	}
-	return 0, errors.Join(ErrLockLost, fmt.Errorf("no validity left: a quorum holds it for %v, the call took %v, the drift allowance is %v", guaranteed, now.Sub(start), d))
+	return 0, errors.Join(ErrLockLost, fmt.Errorf("no validity left: a quorum holds it for %v, the call took %v, the drift allowance is %v", guaranteed, now.Sub(start), d), ctx.Err())
 }

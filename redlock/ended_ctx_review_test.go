@@ -1,0 +1,49 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// TestReviewEndedContextJoinedByTTLAndBadExtend: a context that had ended is
+// in every error of Lock.TTL (after Unlock, after Until, as when the nodes
+// are asked) and of an Extend with a TTL out of range, as it is in every
+// other error of Extend and of TryLock's bad input. Before, TTL after Unlock
+// or after Until returned ErrLockLost without it, and Extend(ctx, 0) only
+// "TTL 0s is not positive".
+func TestReviewEndedContextJoinedByTTLAndBadExtend(t *testing.T) {
+	_, nodes := memNodes(3)
+	c := newClient(t, nodes, redlock.WithTTL(time.Second), redlock.WithNodeTimeout(20*time.Millisecond))
+	ended, cancel := context.WithCancel(t.Context())
+	cancel()
+
+	l, err := c.TryLock(t.Context(), "live")
+	require.NoError(t, err)
+	for _, ttl := range []time.Duration{0, -time.Second, time.Millisecond, redlock.MaxTTL + 1} {
+		err := l.Extend(ended, ttl)
+		require.Error(t, err)
+		require.NotErrorIs(t, err, redlock.ErrLockLost, "bad input, the lock still held")
+		require.ErrorIs(t, err, context.Canceled, "Extend(ended ctx, %v)", ttl)
+	}
+	require.False(t, errors.Is(l.Extend(t.Context(), 0), context.Canceled))
+	require.NoError(t, l.Unlock(t.Context()))
+	_, err = l.TTL(ended)
+	require.ErrorIs(t, err, redlock.ErrLockLost)
+	require.ErrorIs(t, err, redlock.ErrAlreadyUnlocked)
+	require.ErrorIs(t, err, context.Canceled, "TTL(ended ctx) after Unlock")
+
+	l, err = c.TryLock(t.Context(), "expired", redlock.WithTTL(50*time.Millisecond))
+	require.NoError(t, err)
+	time.Sleep(time.Until(l.Until()) + time.Millisecond)
+	_, err = l.TTL(ended)
+	require.ErrorIs(t, err, redlock.ErrLockLost)
+	require.ErrorIs(t, err, context.Canceled, "TTL(ended ctx) after Until")
+	_, err = l.TTL(t.Context())
+	require.NotErrorIs(t, err, context.Canceled, "a live context is not joined")
+}
