@@ -82,6 +82,7 @@ func Run(t *testing.T, newNode func(t *testing.T) driver.Node) {
 		{"Notifier/NotifiesRelease", notifyOnRelease},
 		{"Notifier/StopsOnCancel", notifyStopsOnCancel},
 		{"Notifier/NeverBlocks", notifyNeverBlocks},
+		{"Notifier/TwoSubscriptions", notifyTwoSubscriptions},
 		{"Identifier/Stable", identityStable},
 		{"TTLer/OwnKey", ttlOwnKey},
 	} {

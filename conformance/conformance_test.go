@@ -10,6 +10,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -133,6 +134,9 @@ func (b broken) TTL(ctx context.Context, key, value string) (time.Duration, bool
 // a reader, and its cancel waits for the forwarding to end, for
 // "notify-blocks".
 func (b broken) Subscribe(ctx context.Context, key string, notify chan<- struct{}) (func(), error) {
+	if b.kind == "notify-cancels-all" {
+		return b.subscribeShared(ctx, key, notify)
+	}
 	if b.kind != "notify-blocks" {
 		return b.Node.Subscribe(ctx, key, notify)
 	}
@@ -156,6 +160,39 @@ func (b broken) Subscribe(ctx context.Context, key string, notify chan<- struct{
 	return func() { cancel(); close(stop); <-done }, nil
 }
 
+// sharedSubs are the subscriptions of the "notify-cancels-all" nodes, by
+// node and key.
+var sharedSubs = struct {
+	sync.Mutex
+	m map[*memory.Node]map[string][]func()
+}{m: make(map[*memory.Node]map[string][]func())}
+
+// subscribeShared subscribes as a Node that shares one server subscription
+// per channel among its waiters and unsubscribes the channel when any of
+// them cancels (SUNSUBSCRIBE after the first cancel, not the last), for
+// "notify-cancels-all": every subscription to the key ends.
+func (b broken) subscribeShared(ctx context.Context, key string, notify chan<- struct{}) (func(), error) {
+	cancel, err := b.Node.Subscribe(ctx, key, notify)
+	if err != nil {
+		return nil, err
+	}
+	sharedSubs.Lock()
+	defer sharedSubs.Unlock()
+	if sharedSubs.m[b.Node] == nil {
+		sharedSubs.m[b.Node] = make(map[string][]func())
+	}
+	sharedSubs.m[b.Node][key] = append(sharedSubs.m[b.Node][key], sync.OnceFunc(cancel))
+	return func() {
+		sharedSubs.Lock()
+		all := sharedSubs.m[b.Node][key]
+		delete(sharedSubs.m[b.Node], key)
+		sharedSubs.Unlock()
+		for _, c := range all {
+			c()
+		}
+	}, nil
+}
+
 const brokenEnv = "CONFORMANCE_BROKEN_KIND"
 
 // brokenKinds are the broken nodes the suite must fail, by kind, with the
@@ -175,6 +212,7 @@ var brokenKinds = map[string]struct {
 	"ttl-any-value":       {want: "want 0, false: a Node must not report a key held by another value"},
 	"ttl-whole-seconds":   {want: "TTL must return the key's PTTL, rounded down to the millisecond, never more than is left"},
 	"notify-blocks":       {want: "a Node must never block on a send to notify"},
+	"notify-cancels-all":  {want: "a Node must keep a subscription until its own cancel"},
 	"extend-half-ttl":     {want: "a Node must keep an extended key for its whole TTL"},
 	"fence-half-ttl":      {want: "SetNXFence(ttl=300ms): the key was free after"},
 	"fence-int64":         {want: "SetNXFence: unexpected error brokennode: fencing counter: strconv.ParseInt"},

@@ -245,6 +245,41 @@ func notifyNeverBlocks(t *testing.T, ctx context.Context, newNode func(*testing.
 	}
 }
 
+// notifyTwoSubscriptions subscribes twice to one key's releases, cancels the
+// first subscription, and releases the key: the second must still be
+// notified. Package redlock can hold two subscriptions to a key on a node at
+// once: a waiter's subscription confirmed after the waiter got the lock is
+// canceled then, while the next waiter's may already be in place. A Node that
+// shares one server subscription per channel among its waiters must
+// unsubscribe after the channel's last cancel, not its first: otherwise the
+// next waiter hears no release and waits for its polls.
+func notifyTwoSubscriptions(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	n, nn := notifier(t, newNode)
+	k, v := key(t), value()
+	first, second := make(chan struct{}, 1), make(chan struct{}, 1)
+	cancel1, err := nn.Subscribe(ctx, k, first)
+	if err != nil {
+		t.Fatalf("Subscribe: unexpected error %v", err)
+	}
+	cancel2, err := nn.Subscribe(ctx, k, second)
+	if err != nil {
+		cancel1()
+		t.Fatalf("Subscribe (a second subscription to the key): unexpected error %v", err)
+	}
+	defer cancel2()
+	cancel1()
+	must(t, "SetNX")(n.SetNX(ctx, k, v, time.Minute))
+	if ok := must(t, "ReleaseNotify(value)")(nn.ReleaseNotify(ctx, k, v)); !ok {
+		t.Fatal("ReleaseNotify(value) = false, want true")
+	}
+	select {
+	case <-second:
+	case <-time.After(5 * time.Second):
+		t.Fatal("Subscribe: no notification 5s after ReleaseNotify to a subscription whose key had another subscription, canceled before the release: a Node must keep a subscription until its own cancel (with one server subscription per channel, unsubscribe after its last cancel, not its first)")
+	}
+	quiet(t, first, "Subscribe: notified after cancel returned")
+}
+
 // identityStable checks driver.Identifier: a node names at least one server,
 // and the same ones when asked again.
 func identityStable(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {

@@ -45,7 +45,8 @@ type Notifier interface {
 	// node, until cancel is called. It returns once the server has confirmed
 	// the subscription, or with an error when ctx ends first or the
 	// subscription fails. cancel must be called exactly once, and after it
-	// returns nothing is sent on notify any more.
+	// returns nothing is sent on notify any more. Several subscriptions to
+	// one key may be in place at once, and each lasts until its own cancel.
 	Subscribe(ctx context.Context, key string, notify chan<- struct{}) (cancel func(), err error)
 }
 
