@@ -65,6 +65,34 @@ func TestCloseEndsSubscriptions(t *testing.T) {
 	}
 }
 
+// A Subscribe whose reply is lost (SetLoseReplies) fails and gives no
+// cancel: it must leave no subscription behind, which nobody could cancel and
+// which would go on sending to the caller's channel (and stay in the store)
+// for good, as a Redis subscription does not outlive the connection that lost
+// its reply.
+func TestSubscribeReplyLostLeavesNoSubscription(t *testing.T) {
+	ctx := context.Background()
+	n := memory.New()
+	notify := make(chan struct{}, 1)
+	n.SetLoseReplies(true)
+	if cancel, err := n.Subscribe(ctx, "k", notify); err == nil {
+		cancel()
+		t.Fatal("Subscribe with replies lost = nil error, want ErrReplyLost")
+	}
+	n.SetLoseReplies(false)
+	if ok, err := n.SetNX(ctx, "k", "v", time.Minute); !ok || err != nil {
+		t.Fatalf("SetNX = %v, %v; want true, nil", ok, err)
+	}
+	if ok, err := n.ReleaseNotify(ctx, "k", "v"); !ok || err != nil {
+		t.Fatalf("ReleaseNotify = %v, %v; want true, nil", ok, err)
+	}
+	select {
+	case <-notify:
+		t.Fatal("a Subscribe that failed with its reply lost was notified of a later release: it left a subscription behind that nobody can cancel")
+	default:
+	}
+}
+
 // A call on its way to the node (its latency not yet over) when the node
 // stalls waits for it as the calls made after the stall do, as a command
 // that reaches a server stopped with SIGSTOP waits in its socket: it is not

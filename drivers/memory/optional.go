@@ -95,11 +95,19 @@ type subscription struct {
 }
 
 // Subscribe sends on notify each time a release of key is published, until
-// cancel is called or the Node is closed.
+// cancel is called or the Node is closed. A Subscribe that fails (the node
+// down, its context ended, its reply lost) leaves no subscription behind.
 func (n *Node) Subscribe(ctx context.Context, key string, notify chan<- struct{}) (func(), error) {
 	sub := &subscription{node: n, notify: notify}
 	s := n.store()
 	_, err := call(n, ctx, false, func(s *store) (struct{}, error) {
+		if s.loseReplies {
+			// The confirmation is lost (call returns ErrReplyLost): the
+			// caller gets no cancel, so the subscription must not be
+			// made, as on a Redis connection that broke before the reply
+			// and took its subscriptions with it.
+			return struct{}{}, nil
+		}
 		if s.subs == nil {
 			s.subs = make(map[string]map[*subscription]struct{})
 		}
