@@ -272,6 +272,20 @@ func (c *Client) unmade() bool { return c == nil || c.closing == nil }
 // errUnmade is returned by the calls of a Client that New or Open did not make.
 var errUnmade = errors.New("redlock: a nil or zero Client: make one with New or Open")
 
+// badInput returns err, the error of a call given bad input (a nil or zero
+// Client, a bad option, a nil function), with ctx.Err() joined when ctx (not
+// nil) had ended: the context's end is part of every call's error.
+//
+//go:noinline
+func badInput(ctx context.Context, err error) error {
+	if ctx != nil {
+		if cerr := ctx.Err(); cerr != nil {
+			return errors.Join(err, cerr)
+		}
+	}
+	return err
+}
+
 // Close stops the observers that watch the Client (ClientObserver), then
 // waits, for at most the node timeout, for the calls and releases in
 // flight (those that Unlock left to finish in the background and those of
@@ -368,8 +382,7 @@ func (c *Client) checkKey(key string) error {
 // Close. When so many nodes failed that no quorum was possible, the error
 // matches ErrUnavailable too. Bad input (an empty or too long key, a closed
 // Client, an option TryLock does not take, a nil ctx) gives an error that
-// does not match ErrNotObtained (with ctx.Err() joined when ctx had ended
-// and the key or the Client was at fault).
+// does not match ErrNotObtained (with ctx.Err() joined when ctx had ended).
 //
 // Only one attempt per key is in flight in a Client at a time, so that
 // concurrent callers never split the nodes' votes among themselves: a
@@ -381,13 +394,13 @@ func (c *Client) checkKey(key string) error {
 func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
 	switch {
 	case c.unmade():
-		return nil, errUnmade
+		return nil, badInput(ctx, errUnmade)
 	case ctx == nil:
 		return nil, errNilContext
 	}
 	cc, err := c.callOptions("TryLock", tryLockOptions, opts)
 	if err != nil {
-		return nil, err
+		return nil, badInput(ctx, err)
 	}
 	l, _, err := c.attempt(ctx, key, cc, 1, false)
 	return l, err

@@ -57,9 +57,9 @@ import (
 func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...Option) error {
 	switch {
 	case c.unmade():
-		return errUnmade
+		return badInput(ctx, errUnmade)
 	case fn == nil:
-		return errNilDo
+		return badInput(ctx, errNilDo)
 	case ctx == nil:
 		return errNilContext
 	}
@@ -152,6 +152,7 @@ func (d *doCall) prepare() bool {
 		d.a.cc, d.err = d.c.callOptions("Do", doOptions, d.opts)
 		d.opts = nil
 		if d.err != nil {
+			d.err = badInput(d.ctx, d.err)
 			return false
 		}
 	}

@@ -47,3 +47,41 @@ func TestReviewEndedContextJoinedByTTLAndBadExtend(t *testing.T) {
 	_, err = l.TTL(t.Context())
 	require.NotErrorIs(t, err, context.Canceled, "a live context is not joined")
 }
+
+// TestReviewEndedContextJoinedToBadCallInput: TryLock, Lock and Do join a
+// context that had ended to their errors for bad input of every kind, as
+// they do for a bad key or a closed Client: a nil or zero Client, an option
+// the call does not take (or a bad value), Do's nil function. Before, those
+// errors came without ctx.Err().
+func TestReviewEndedContextJoinedToBadCallInput(t *testing.T) {
+	_, nodes := memNodes(3)
+	c := newClient(t, nodes)
+	ended, cancel := context.WithCancel(t.Context())
+	cancel()
+	fn := func(context.Context) error { return nil }
+	var zero redlock.Client
+	for name, call := range map[string]func(*redlock.Client, context.Context) error{
+		"TryLock": func(c *redlock.Client, ctx context.Context) error {
+			_, err := c.TryLock(ctx, "k", redlock.WithKeyPrefix("p:"))
+			return err
+		},
+		"Lock": func(c *redlock.Client, ctx context.Context) error {
+			_, err := c.Lock(ctx, "k", redlock.WithMaxAttempts(0))
+			return err
+		},
+		"Do": func(c *redlock.Client, ctx context.Context) error {
+			return c.Do(ctx, "k", fn, redlock.WithFencing())
+		},
+		"Do(nil fn)": func(c *redlock.Client, ctx context.Context) error {
+			return c.Do(ctx, "k", nil)
+		},
+	} {
+		for _, cl := range []*redlock.Client{c, &zero, nil} {
+			err := call(cl, ended)
+			require.Error(t, err, "%s on %v", name, cl)
+			require.NotErrorIs(t, err, redlock.ErrNotObtained, "%s on %v: bad input", name, cl)
+			require.ErrorIs(t, err, context.Canceled, "%s(ended ctx) on %v: %v", name, cl, err)
+			require.NotErrorIs(t, call(cl, t.Context()), context.Canceled, "%s on %v: a live context is not joined", name, cl)
+		}
+	}
+}

@@ -60,13 +60,13 @@ const maxWakeJitter = 5 * time.Millisecond
 func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
 	switch {
 	case c.unmade():
-		return nil, errUnmade
+		return nil, badInput(ctx, errUnmade)
 	case ctx == nil:
 		return nil, errNilContext
 	}
 	cc, err := c.callOptions("Lock", lockOptions, opts)
 	if err != nil {
-		return nil, err
+		return nil, badInput(ctx, err)
 	}
 	return c.observedLock(ctx, key, cc)
 }
