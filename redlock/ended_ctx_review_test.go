@@ -85,3 +85,19 @@ func TestReviewEndedContextJoinedToBadCallInput(t *testing.T) {
 		}
 	}
 }
+
+// TestReviewEndedContextJoinedByNilLock: the methods of a nil or zero Lock
+// that take a context join it to their error when it had ended, as a held
+// Lock's do.
+func TestReviewEndedContextJoinedByNilLock(t *testing.T) {
+	ended, cancel := context.WithCancel(t.Context())
+	cancel()
+	for _, l := range []*redlock.Lock{nil, {}} {
+		_, err := l.TTL(ended)
+		for name, err := range map[string]error{"Extend": l.Extend(ended, time.Second), "Unlock": l.Unlock(ended), "TTL": err} {
+			require.Error(t, err, name)
+			require.ErrorIs(t, err, context.Canceled, "%s(ended ctx) of %v", name, l)
+		}
+		require.NotErrorIs(t, l.Unlock(t.Context()), context.Canceled)
+	}
+}

@@ -251,7 +251,7 @@ func (l *Lock) setUntilLocked(u, now time.Time) {
 // so, not ErrLockLost, with ctx.Err() joined when ctx had ended.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if l.unmade() {
-		return errNilLock
+		return badInput(ctx, errNilLock)
 	}
 	if ctx == nil {
 		return errNilContext
@@ -449,7 +449,7 @@ func minTime(a, b time.Time) time.Time {
 // without a call to the nodes, whatever the first one returned.
 func (l *Lock) Unlock(ctx context.Context) error {
 	if l.unmade() {
-		return errNilLock
+		return badInput(ctx, errNilLock)
 	}
 	if ctx == nil {
 		return errNilContext

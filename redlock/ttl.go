@@ -35,7 +35,7 @@ var errNoTTLer = errors.New("the node cannot tell a key's time to live (no drive
 // node that does not counts as failed.
 func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	if l.unmade() {
-		return 0, errNilLock
+		return 0, badInput(ctx, errNilLock)
 	}
 	if ctx == nil {
 		return 0, errNilContext
