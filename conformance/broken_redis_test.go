@@ -74,6 +74,9 @@ func (d brokenDriver) Open(addr string) (driver.Node, error) {
 //   - identity-made-up: Identity names the address, not the server.
 //   - subscribe-unconfirmed: Subscribe returns without waiting for the
 //     server's confirmation once the node has a pub/sub connection up.
+//   - ignores-network-timeout: a node that queues (driver.Queuer) bounds its
+//     calls by their context alone, never applying the network timeout
+//     (driver.WithNetworkTimeout) it is given.
 //   - close-waits-calls: a node without a queue (not a driver.Queuer; see
 //     unqueued) whose Close waits for the calls in flight to end.
 type brokenRedis struct {
@@ -113,6 +116,28 @@ func (n *brokenRedis) err(ctx context.Context, call, value string, ok bool, err 
 		return false, errors.New("brokendriver: " + call + " failed: " + err.Error())
 	}
 	return ok, err
+}
+
+// ctx is the context a call passes to the inner node: for
+// ignores-network-timeout, ctx without its network timeout
+// (driver.WithNetworkTimeout), which the node then never applies.
+func (n *brokenRedis) ctx(ctx context.Context) context.Context {
+	if n.kind == "ignores-network-timeout" {
+		return noNetworkTimeout{ctx}
+	}
+	return ctx
+}
+
+// noNetworkTimeout hides the network timeout of its context, the one value
+// of package driver that is a time.Duration.
+type noNetworkTimeout struct{ context.Context }
+
+func (c noNetworkTimeout) Value(key any) any {
+	v := c.Context.Value(key)
+	if _, ok := v.(time.Duration); ok {
+		return nil
+	}
+	return v
 }
 
 // ttl applies the kind's handling of TTLs.
@@ -197,7 +222,7 @@ func (n *brokenRedis) SetNX(ctx context.Context, key, value string, ttl time.Dur
 		defer func() { <-n.slot }()
 		return n.raw.SetNX(ctx, key, value, ttl).Result() // closed or not
 	}
-	ok, err := n.inner.SetNX(ctx, key, value, n.ttl(ttl))
+	ok, err := n.inner.SetNX(n.ctx(ctx), key, value, n.ttl(ttl))
 	return n.err(ctx, "SetNX", value, ok, err)
 }
 
@@ -213,7 +238,7 @@ func (n *brokenRedis) EvalRelease(ctx context.Context, key, value string) (bool,
 		d, err := n.raw.Del(ctx, key).Result()
 		return d == 1, err
 	}
-	ok, err := n.inner.EvalRelease(ctx, key, value)
+	ok, err := n.inner.EvalRelease(n.ctx(ctx), key, value)
 	return n.err(ctx, "EvalRelease", value, ok, err)
 }
 
@@ -227,7 +252,7 @@ func (n *brokenRedis) Extend(ctx context.Context, key, value string, ttl time.Du
 		}
 		return n.raw.PExpire(ctx, key, ttl).Result()
 	}
-	ok, err := n.inner.Extend(ctx, key, value, n.ttl(ttl))
+	ok, err := n.inner.Extend(n.ctx(ctx), key, value, n.ttl(ttl))
 	return n.err(ctx, "Extend", value, ok, err)
 }
 
@@ -266,7 +291,7 @@ func (n *brokenRedis) SetNXFence(ctx context.Context, key, value string, ttl tim
 		}
 		return ok, counter, nil
 	}
-	ok, counter, err := n.inner.(driver.Fencer).SetNXFence(ctx, key, value, n.ttl(ttl), fenceKey)
+	ok, counter, err := n.inner.(driver.Fencer).SetNXFence(n.ctx(ctx), key, value, n.ttl(ttl), fenceKey)
 	ok, err = n.err(ctx, "SetNXFence", value, ok, err)
 	return ok, counter, err
 }
@@ -285,12 +310,12 @@ func (n *brokenRedis) RaiseFence(ctx context.Context, key, value, fenceKey strin
 		}
 		return err == nil, err
 	}
-	ok, err := n.inner.(driver.Fencer).RaiseFence(ctx, key, value, fenceKey, token)
+	ok, err := n.inner.(driver.Fencer).RaiseFence(n.ctx(ctx), key, value, fenceKey, token)
 	return n.err(ctx, "RaiseFence", value, ok, err)
 }
 
 func (n *brokenRedis) ReleaseNotify(ctx context.Context, key, value string) (bool, error) {
-	ok, err := n.inner.(driver.Notifier).ReleaseNotify(ctx, key, value)
+	ok, err := n.inner.(driver.Notifier).ReleaseNotify(n.ctx(ctx), key, value)
 	return n.err(ctx, "ReleaseNotify", value, ok, err)
 }
 

@@ -247,6 +247,8 @@ var brokenKinds = map[string]struct {
 		want: "Subscribe must return only once the server has confirmed the subscription"},
 	"identity-made-up": {redis: "Identifier/NamesServer",
 		want: "want one that includes the server's run_id"},
+	"ignores-network-timeout": {redis: "Stalled/NetworkTimeoutBoundsCalls",
+		want: "must bound a command's time on the network by the network timeout it is given"},
 	"close-waits-calls": {redis: "Stalled/CloseSendsNoQueuedCall",
 		want: "Close of a node with calls waiting on a server that does not answer"},
 }

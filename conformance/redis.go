@@ -26,8 +26,10 @@ const stallBound = 2 * time.Second
 // what every Redis driver's Open must do: take host:port and
 // redis://[user:password@]host:port[/db] addresses, authenticate as an ACL
 // user, never show a password, neither fail nor block when the server is down
-// or stalled, bound every call by its context on a stalled server, and
-// recover when the server does. A node closed with calls in flight on a
+// or stalled, bound every call by its context on a stalled server (and, for
+// a node that queues its calls, driver.Queuer, by the network timeout it is
+// given, driver.WithNetworkTimeout), and recover when the server does. A
+// node closed with calls in flight on a
 // stalled server returns from Close at once and ends them; one that queues
 // its calls (driver.Queuer) sends none of those queued (see QueuedAtClose).
 //
@@ -98,6 +100,7 @@ func RunRedis(t *testing.T, d driver.Driver, opts ...RedisOption) {
 		{"Down/NeitherFailsNorBlocks", downNeitherFailsNorBlocks},
 		{"Stalled/DeadlineBoundsCalls", stalledDeadline},
 		{"Stalled/CancelBoundsCalls", stalledCancel},
+		{"Stalled/NetworkTimeoutBoundsCalls", stalledNetworkTimeout},
 		{"Stalled/Recovers", stalledRecovers},
 		{"Stalled/CloseDoesNotWait", stalledClose},
 		{"Stalled/CloseSendsNoQueuedCall", stalledCloseQueued},
@@ -377,6 +380,42 @@ func stalledDeadlineWith(t *testing.T, ctx context.Context, s *redisSuite, opts 
 			if took > deadline+stallBound {
 				t.Errorf("%s on a stalled server (connected before: %v) with a %v deadline took %v: a call must end with its context", name, warm, deadline, took)
 			}
+		}
+	}
+}
+
+// stalledNetworkTimeout checks the calls of a node that queues commands
+// (driver.Queuer) on a stalled server it is connected to, given a network
+// timeout (driver.WithNetworkTimeout) and a context that ends much later:
+// each must fail once the timeout has passed on the network, as package
+// redlock counts on. redlock gives such a node the node timeout that way, not
+// as the context's deadline, which for a SET or an extension is the lock's
+// validity and for a release the key's expiry (see driver.Queuer): a node
+// that bounded its calls by the context alone would hold a TryLock, or an
+// Unlock, for up to a TTL on one stalled server instead of the node timeout.
+// Subscribe and TTL, which redlock bounds by the context's deadline, are not
+// checked here (Stalled/DeadlineBoundsCalls checks them).
+func stalledNetworkTimeout(t *testing.T, ctx context.Context, s *redisSuite) {
+	const timeout = 200 * time.Millisecond
+	_, n := stalled(t, ctx, s, true)
+	if _, ok := n.(driver.Queuer); !ok {
+		t.Skipf("%T is not a driver.Queuer: every call is bounded by its context", n)
+	}
+	for name, call := range methods(n, key(t)) {
+		if name == "Subscribe" || name == "TTL" {
+			continue
+		}
+		// The context ends long after the network timeout, well within
+		// the wait below: a node that ignored the timeout returns then,
+		// with the context's error, and fails the check all the same.
+		cctx, cancel := context.WithTimeout(driver.WithNetworkTimeout(ctx, timeout), 3*stallBound)
+		took, returned, err := boundedCall(cctx, call, timeout+stallBound)
+		cancel()
+		switch {
+		case !returned || took > timeout+stallBound:
+			t.Errorf("%s on a stalled server, with a %v network timeout (driver.WithNetworkTimeout) and a context that ends %v later, had not returned %v later: a node that queues commands (driver.Queuer) must bound a command's time on the network by the network timeout it is given, not by its context alone", name, timeout, 3*stallBound, took)
+		case err == nil:
+			t.Errorf("%s on a stalled server, with a %v network timeout: error = nil, want the timeout's", name, timeout)
 		}
 	}
 }
