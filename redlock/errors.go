@@ -34,7 +34,8 @@ var (
 
 	// ErrAlreadyUnlocked is returned by an Unlock of a lock that Unlock was
 	// called for before, and joined with ErrLockLost by an Extend or TTL
-	// after Unlock. They answer at once, without a call to the nodes.
+	// after Unlock, which answer at once, without a call to the nodes, and
+	// by one that was in flight when Unlock ran, whatever the nodes said.
 	ErrAlreadyUnlocked = errors.New("redlock: lock already released by an earlier Unlock")
 
 	// ErrClosed is returned by calls on a Client after Close, and is the

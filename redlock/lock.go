@@ -241,7 +241,9 @@ func (l *Lock) setUntilLocked(u, now time.Time) {
 //
 // Once the lock is over (Until has passed, Done is closed, or Unlock ran),
 // Extend sends nothing, closes Done, leaves Until alone and returns an error
-// matching ErrLockLost. Unlock still releases the key on the nodes. After
+// matching ErrLockLost. Unlock still releases the key on the nodes. An
+// Extend in flight when Unlock runs fails, whatever the nodes answered, with
+// an error matching ErrLockLost and ErrAlreadyUnlocked. After
 // the Client's Close, Extend sends nothing, leaves Until alone and returns
 // an error matching ErrLockLost and ErrClosed. With a context that has ended
 // already, Extend sends nothing, changes nothing (the lock is still held
@@ -379,9 +381,18 @@ func (l *Lock) finishExtend(ctx context.Context, r *round, ok bool, start time.T
 		l.endHow = endLostExtend
 	}
 	l.extending--
+	// Why a quorum's extension did not count: the holder's Unlock ran
+	// while it was in flight, or the lock ended otherwise (found lost by
+	// another call) with validity left, or its validity is over.
+	unlocked, ended := l.unlocked, over && now.Before(l.until)
 	l.mu.Unlock()
 	err := r.err(ctx, ErrLockLost)
-	if ok {
+	switch {
+	case unlocked:
+		err = errors.Join(err, ErrAlreadyUnlocked)
+	case ok && ended:
+		err = errors.Join(err, errOver)
+	case ok:
 		err = errors.Join(err, fmt.Errorf("no validity left: extending took %v of the %v TTL", now.Sub(start), ttl))
 	}
 	return err

@@ -107,5 +107,8 @@ collect:
 	if rest := l.until.Sub(now); rest > 0 && !l.ended {
 		return rest, nil
 	}
+	if l.unlocked { // the holder's Unlock ran while the nodes were asked
+		return 0, errors.Join(ErrLockLost, ErrAlreadyUnlocked, ctx.Err())
+	}
 	return 0, errors.Join(ErrLockLost, fmt.Errorf("no validity left: a quorum holds it for %v, the call took %v, the drift allowance is %v", guaranteed, now.Sub(start), d), ctx.Err())
 }
