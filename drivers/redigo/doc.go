@@ -55,6 +55,22 @@
 // cannot open connections without limit; a call waits for a free one as long as
 // its context allows.
 //
+// A pool of Open's hands out a connection unused for a second or more only
+// once it has checked, without a round trip, that the server has not closed
+// it. When the server closes the connections while they are idle (a
+// restart, CLIENT KILL) and a call fails on one that had answered before
+// (EOF, a reset, a broken pipe; not a timeout, not an error reply), and
+// before any reply to it came, the node sends the call again at once, once,
+// within its context, on a connection so checked or a new one; and the pool
+// checks every connection put back before that failure when it hands it
+// out. Every command of the library is safe to run twice: SET NX with a
+// value unique to the acquisition grants no one else anything (a second
+// after a first that went through is refused: a vote not counted, and the
+// key released with the others), and the release, extend, TTL and fencing
+// scripts compare the value first (a second release after a first that
+// went through finds the key gone). A pool of the caller's
+// (New) is not checked nor repeated on: its TestOnBorrow decides.
+//
 // Nodes also keep fencing counters (driver.Fencer, for redlock.WithFencing)
 // and publish their releases (driver.Notifier): a waiter in redlock's Lock
 // subscribes to the key's releases and retries as soon as the holder unlocks.

@@ -111,15 +111,18 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 			return tlsdial.Dial(ctx, d, network, addr, tlsConfig)
 		}
 	}
+	idle := newIdleChecker()
 	pool := &redis.Pool{
 		DialContext:  dialer(a.HostPort(), dial, opts),
-		TestOnBorrow: checkIdle,
+		TestOnBorrow: idle.check,
 		MaxIdle:      maxIdle,
 		MaxActive:    maxActive(),
 		Wait:         true, // for a connection, as long as the call's context allows
 		IdleTimeout:  idleTimeout,
 	}
-	return newNode(pool, drivernode.Name(a.String()), true), nil
+	n := newNode(pool, drivernode.Name(a.String()), true)
+	n.idle = idle
+	return n, nil
 }
 
 // New returns a node over a pool the caller configured; its DialContext (or
@@ -178,6 +181,7 @@ type node struct {
 	rediscmd.Commands             // the command methods, which send with do
 	pool              *redis.Pool // nil for New(nil)
 	ownsPool          bool
+	idle              *idleChecker                                  // the pool's TestOnBorrow for Open; nil for New
 	hub               *pubsub.Hub                                   // the release subscriptions; nil for New(nil)
 	batch             *batch.Batcher[rediscmd.Cmd, rediscmd.Result] // nil for New(nil)
 	state             drivernode.State                              // nil pool, closed
@@ -231,21 +235,59 @@ func (n *node) exec(ctx context.Context, calls []*batch.Call[rediscmd.Cmd, redis
 	if len(calls) == 1 {
 		caller = calls[0].Ctx()
 	}
-	c, err := n.conn(ctx, caller)
-	if err != nil {
-		for _, call := range calls {
-			call.Err = err
+	for try := 0; ; try++ {
+		c, err := n.conn(ctx, caller)
+		if err != nil {
+			for _, call := range calls {
+				call.Err = err
+			}
+			return
 		}
-		return
+		stale := execOn(ctx, c, calls)
+		// A connection whose command failed or was cut short by ctx has
+		// its error set (redigo closes it at once), so Close discards it
+		// instead of pooling it.
+		c.Close()
+		if !stale || n.idle == nil {
+			return
+		}
+		// The calls failed, before any reply to them came, on a
+		// connection that had answered before (see staleError): the
+		// server most likely closed it while it was idle in the pool (a
+		// restart, CLIENT KILL), and with it every other connection put
+		// back before now, which the pool checks from now on before it
+		// hands one out (see idleChecker). The calls go again, once and
+		// at once, within the same ctx, on a connection so checked or a
+		// new one: without it, a release right after the server dropped
+		// the connections failed on them, and the key stayed for its
+		// whole TTL when the Client closed before a background repeat.
+		// Every command of the library may run twice with the outcome
+		// it would have had once, whether or not the first went through
+		// (see DESIGN.md and SAFETY.md): SET NX with the same random
+		// value grants nothing to anyone else (a first SET applied makes
+		// the second a refusal, counted as no vote: the Client releases
+		// every node of a failed acquisition, and Unlock every node); the
+		// release, extend, TTL and fence scripts compare the value
+		// first, and the fence script only raises its counter to the
+		// same token (a max); a second release after a first one applied
+		// finds the key gone, as a release of an expired key would.
+		n.idle.sawStale()
+		if try > 0 || ctx.Err() != nil || caller.Err() != nil {
+			return
+		}
+		for _, call := range calls {
+			call.Res, call.Err = rediscmd.Result{}, nil
+		}
 	}
-	// A connection whose command failed or was cut short by ctx has its
-	// error set (redigo closes it at once), so Close discards it instead of
-	// pooling it.
-	defer c.Close()
+}
+
+// execOn sends calls on c, one command directly, several as one pipeline,
+// and reports whether every call failed with a staleError, none answered.
+func execOn(ctx context.Context, c redis.Conn, calls []*batch.Call[rediscmd.Cmd, rediscmd.Result]) (stale bool) {
 	if len(calls) == 1 {
 		call := calls[0]
 		call.Res, call.Err = one(ctx, c, &call.Cmd)
-		return
+		return isStale(call.Err)
 	}
 	replies := make([]any, len(calls))
 	errs := make([]error, len(calls))
@@ -263,13 +305,17 @@ func (n *node) exec(ctx context.Context, calls []*batch.Call[rediscmd.Cmd, redis
 	if len(again) > 0 {
 		pipeline(ctx, c, calls, again, true, replies, errs)
 	}
+	stale = true
 	for i, call := range calls {
 		if errs[i] != nil {
 			call.Err = errs[i]
+			stale = stale && isStale(errs[i])
 			continue
 		}
+		stale = false
 		call.Res, call.Err = call.Cmd.Parse(replies[i])
 	}
+	return stale
 }
 
 // one sends cmd alone. When ctx's deadline is near (within batch.CancelLag, as the
