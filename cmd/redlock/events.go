@@ -39,6 +39,12 @@ type lockEvents struct {
 	lostAtUnlock *redlock.LockEnd
 	unlockErr    error // the last Unlock's
 	unlockCalled bool
+	// unlocking is set when Unlock begins; from then on released records
+	// the nodes that answered a release of the key (Unlock's own, or the
+	// Client's background repeat of one that failed), of nodes in all.
+	unlocking bool
+	released  map[string]bool
+	nodes     int
 	// firstDone, made by withLock, is closed when the first attempt to
 	// obtain the lock has ended; firstGranted says whether it obtained it.
 	firstDone    chan struct{}
@@ -160,10 +166,13 @@ func (e *lockEvents) Extend(ctx context.Context, _ redlock.ExtendStart) (context
 
 // Unlock records how the release went.
 func (e *lockEvents) Unlock(ctx context.Context, _ redlock.UnlockStart) (context.Context, func(redlock.UnlockDone)) {
+	e.mu.Lock()
+	e.unlocking = true
+	e.mu.Unlock()
 	return ctx, func(d redlock.UnlockDone) {
 		e.mu.Lock()
 		defer e.mu.Unlock()
-		e.unlockErr, e.unlockCalled = d.Err, true
+		e.unlockErr, e.unlockCalled, e.nodes = d.Err, true, d.Votes.Nodes
 		switch {
 		case d.Err == nil:
 			e.say("released %s", keyText(d.Key))
@@ -171,13 +180,40 @@ func (e *lockEvents) Unlock(ctx context.Context, _ redlock.UnlockStart) (context
 			// No quorum could answer: that proves no loss (withLock
 			// does not call it one), whatever LockEnd said. withLock
 			// prints the error itself, with or without -v.
-			e.say("releasing %s failed (%d of %d nodes failed); it expires by itself within its TTL", keyText(d.Key), d.Votes.Failed, d.Votes.Nodes)
+			// The Client repeats the failed releases in the background
+			// until it closes: withLock tells how that ended.
+			e.say("releasing %s failed (%d of %d nodes failed); repeating it until exit", keyText(d.Key), d.Votes.Failed, d.Votes.Nodes)
 		case e.lostAtUnlock != nil:
 			e.sayLost(*e.lostAtUnlock)
 		case !e.lost: // else LockEnd told already
 			e.say("releasing %s found it no longer held by a quorum (%d of %d nodes released it, %d needed): %v", keyText(d.Key), d.Votes.Granted, d.Votes.Nodes, d.Votes.Quorum, d.Err)
 		}
 	}
+}
+
+// NodeCall records, once Unlock has begun, the nodes that answered a
+// release.
+func (e *lockEvents) NodeCall(_ context.Context, c redlock.NodeCall) {
+	if c.Operation != redlock.OpRelease || c.Err != nil {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.unlocking {
+		return
+	}
+	if e.released == nil {
+		e.released = make(map[string]bool)
+	}
+	e.released[c.Node] = true
+}
+
+// releasedNodes returns how many nodes answered a release since Unlock
+// began, of how many.
+func (e *lockEvents) releasedNodes() (released, nodes int) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return len(e.released), e.nodes
 }
 
 // LockEnd says how a lost lock was found lost.

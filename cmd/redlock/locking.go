@@ -213,7 +213,15 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 		// Found gone at the release: lost while fn ran, unless the release
 		// could not reach a quorum, which proves nothing.
 		if called, uerr := events.unlocked(); called && errors.Is(uerr, redlock.ErrUnavailable) {
-			fmt.Fprintf(stderr, "redlock: %s: releasing the lock %q failed; it expires by itself within its TTL:\n%v\n", name, o.key, uerr)
+			// The Client repeats the failed releases in the background
+			// until Close, which waits for those in flight: what they
+			// did is known once it returns.
+			client.Close()
+			if released, nodes := events.releasedNodes(); nodes > 0 && released == nodes {
+				fmt.Fprintf(stderr, "redlock: %s: releasing the lock %q failed at first, then its repeat released it on all %d nodes:\n%v\n", name, o.key, nodes, uerr)
+			} else {
+				fmt.Fprintf(stderr, "redlock: %s: releasing the lock %q failed (%d of %d nodes released it, its repeat included); it expires by itself within its TTL on the others:\n%v\n", name, o.key, released, nodes, uerr)
+			}
 			err = withoutLost(err)
 			if err == nil {
 				return nil
