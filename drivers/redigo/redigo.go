@@ -243,12 +243,15 @@ func (n *node) exec(ctx context.Context, calls []*batch.Call[rediscmd.Cmd, redis
 			}
 			return
 		}
-		stale := execOn(ctx, c, calls)
+		stale := execOn(ctx, c, calls) && n.idle != nil
+		if stale {
+			n.idle.sawStale() // before another call takes a connection
+		}
 		// A connection whose command failed or was cut short by ctx has
 		// its error set (redigo closes it at once), so Close discards it
 		// instead of pooling it.
 		c.Close()
-		if !stale || n.idle == nil {
+		if !stale {
 			return
 		}
 		// The calls failed, before any reply to them came, on a
@@ -261,9 +264,8 @@ func (n *node) exec(ctx context.Context, calls []*batch.Call[rediscmd.Cmd, redis
 		// new one: without it, a release right after the server dropped
 		// the connections failed on them, and the key stayed for its
 		// whole TTL when the Client closed before a background repeat.
-		// Every command of the library may run twice with the outcome
-		// it would have had once, whether or not the first went through
-		// (see DESIGN.md and SAFETY.md): SET NX with the same random
+		// Every command of the library is safe to run twice, whether or
+		// not the first went through (see DESIGN.md and SAFETY.md): SET NX with the same random
 		// value grants nothing to anyone else (a first SET applied makes
 		// the second a refusal, counted as no vote: the Client releases
 		// every node of a failed acquisition, and Unlock every node); the
@@ -271,7 +273,6 @@ func (n *node) exec(ctx context.Context, calls []*batch.Call[rediscmd.Cmd, redis
 		// first, and the fence script only raises its counter to the
 		// same token (a max); a second release after a first one applied
 		// finds the key gone, as a release of an expired key would.
-		n.idle.sawStale()
 		if try > 0 || ctx.Err() != nil || caller.Err() != nil {
 			return
 		}

@@ -1,0 +1,83 @@
+package redigo
+
+import (
+	"context"
+	"io"
+	"testing"
+	"time"
+
+	"github.com/gomodule/redigo/redis"
+
+	"github.com/go-redlock/redlock/internal/batch"
+	"github.com/go-redlock/redlock/internal/rediscmd"
+	"github.com/go-redlock/redlock/redistest"
+)
+
+// A pipeline (several calls at once) whose pooled connection the server
+// closed after it had answered goes again on a live one, as a lone call
+// does (TestCallsAfterServerClosedPooledConnections).
+func TestPipelineOnStaleConnectionRepeated(t *testing.T) {
+	srv := redistest.NewServer(t)
+	d, err := open(srv.Addr(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := d.(*node)
+	t.Cleanup(func() { n.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if ok, err := n.SetNX(ctx, "a", "v", time.Minute); err != nil || !ok {
+		t.Fatalf("SetNX before the kill: %v, %v", ok, err)
+	}
+	if _, err := srv.Do(ctx, "CLIENT", "KILL", "TYPE", "normal"); err != nil {
+		t.Fatal(err)
+	}
+	calls := []*batch.Call[rediscmd.Cmd, rediscmd.Result]{
+		{Cmd: rediscmd.Release("a", "v")},
+		{Cmd: rediscmd.SetNX("b", "v", time.Minute)},
+	}
+	n.exec(ctx, calls)
+	for i, c := range calls {
+		if c.Err != nil || !c.Res.OK {
+			t.Errorf("call %d of the pipeline right after the kill: %+v, %v", i, c.Res, c.Err)
+		}
+	}
+}
+
+// Only a connection error (EOF, a reset) on a connection that had answered
+// before is stale, and repeated: not one on a new connection, not a timeout,
+// a context's end or an error reply.
+func TestStaleOnlyForConnectionErrors(t *testing.T) {
+	c := &conn{}
+	if _, err := c.result(nil, errEOFLike{}); isStale(err) {
+		t.Error("a connection error on a connection that never answered is stale")
+	}
+	c.answered = true
+	if _, err := c.result(nil, errEOFLike{}); !isStale(err) {
+		t.Error("EOF on a connection that had answered is not stale")
+	}
+	if _, err := c.result(nil, timeoutErr{}); isStale(err) {
+		t.Error("a timeout is stale")
+	}
+	if _, err := c.result(nil, context.DeadlineExceeded); isStale(err) {
+		t.Error("a context's end is stale")
+	}
+	if _, err := c.result(nil, redis.Error("ERR wrong")); isStale(err) {
+		t.Error("an error reply is stale")
+	}
+	c.answered = false
+	if c.result(nil, redis.Error("NOSCRIPT")); !c.answered {
+		t.Error("an error reply is no answer")
+	}
+}
+
+type errEOFLike struct{}
+
+func (errEOFLike) Error() string { return "EOF" }
+func (errEOFLike) Unwrap() error { return io.EOF }
+
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string   { return "i/o timeout" }
+func (timeoutErr) Timeout() bool   { return true }
+func (timeoutErr) Temporary() bool { return true }
