@@ -110,6 +110,7 @@ func RunRedis(t *testing.T, d driver.Driver, opts ...RedisOption) {
 		{"Identifier/NamesServer", identityNamesServer},
 		{"Reconnects", reconnects},
 		{"Reconnects/AfterIdle", reconnectsAfterIdle},
+		{"Reconnects/RightAfterKill", reconnectsRightAfterKill},
 		{"Scripts/Concurrent", scriptsConcurrent},
 		{"Commands/Atomic", commandsAtomic},
 		{"Notifier/ReleaseWithoutSPUBLISH", releaseWithoutSPublish},
@@ -723,6 +724,59 @@ func reconnectsAfterIdle(t *testing.T, ctx context.Context, s *redisSuite) {
 	}
 	time.Sleep(idleWindow + 200*time.Millisecond)
 	calls("after the server closed the idle connections")
+}
+
+// reconnectsRightAfterKill closes every connection of the server (a
+// restart, CLIENT KILL) just after the node used them, and calls at once:
+// no call may fail for it, the first included, one at a time or together,
+// whatever the method. A node that hands out a connection used less than a
+// second before without checking it must send the call again on a live one
+// when it fails there before any reply: Redlock's release right after a
+// server restart otherwise fails on every node, and the key stays for its
+// TTL when the Client closes next.
+func reconnectsRightAfterKill(t *testing.T, ctx context.Context, s *redisSuite) {
+	srv := redistest.NewServer(t)
+	n := s.open(t, hostAddr(t, srv))
+	const rule = "no call may fail because the server closed the node's connections before it was made; a Node must send it again on a live connection"
+	const together = 16
+	held := make([]string, together)
+	v := value()
+	for i := range held {
+		held[i] = fmt.Sprintf("%s-%d", key(t), i)
+	}
+	kill := func() {
+		t.Helper()
+		if _, err := srv.Do(ctx, "CLIENT", "KILL", "TYPE", "normal"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Several connections, all just used.
+	var wg sync.WaitGroup
+	for _, k := range held {
+		wg.Go(func() {
+			if ok, err := n.SetNX(ctx, k, v, time.Minute); err != nil || !ok {
+				t.Errorf("SetNX before the kill = %v, %v; want true", ok, err)
+			}
+		})
+	}
+	wg.Wait()
+	kill()
+	if ok, err := n.Extend(ctx, held[0], v, time.Minute); err != nil || !ok {
+		t.Errorf("Extend right after the kill = %v, %v; want true: %s", ok, err, rule)
+	}
+	kill()
+	if ok, err := n.SetNX(ctx, key(t), v, time.Minute); err != nil || !ok {
+		t.Errorf("SetNX right after the kill = %v, %v; want true: %s", ok, err, rule)
+	}
+	kill()
+	for _, k := range held {
+		wg.Go(func() {
+			if ok, err := n.EvalRelease(ctx, k, v); err != nil || !ok {
+				t.Errorf("EvalRelease right after the kill, calls together = %v, %v; want true: %s", ok, err, rule)
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // openACLUser checks that redis://user:password@ authenticates as that ACL

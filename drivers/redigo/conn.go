@@ -3,11 +3,9 @@ package redigo
 import (
 	"context"
 	"errors"
-	"io"
 	"math"
 	"net"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
@@ -82,19 +80,6 @@ func isStale(err error) bool {
 	return errors.As(err, &se)
 }
 
-// isConnError reports whether err says that the connection was closed or
-// reset by its peer, as opposed to a timeout, a context's end or an error
-// reply.
-func isConnError(err error) bool {
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
-		return false
-	}
-	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||
-		errors.Is(err, syscall.ECONNRESET) || errors.Is(err, syscall.EPIPE) ||
-		errors.Is(err, syscall.ECONNABORTED)
-}
-
 // conn is a connection of Open's pools, with its network connection, which
 // the pool's check reads (see idleCheck). It has the contexts and timeouts
 // of the connection it wraps, which the node's calls need.
@@ -115,7 +100,7 @@ func (c *conn) result(reply any, err error) (any, error) {
 	switch {
 	case err == nil || errors.As(err, &serverErr):
 		c.answered = true
-	case c.answered && isConnError(err):
+	case c.answered && connalive.Broken(err):
 		err = &staleError{err}
 	}
 	return reply, err
@@ -137,7 +122,7 @@ func (c *conn) DoWithTimeout(d time.Duration, cmd string, args ...any) (any, err
 // had answered before is a staleError (a flush is no answer).
 func (c *conn) Flush() error {
 	err := c.Conn.Flush()
-	if err != nil && c.answered && isConnError(err) {
+	if err != nil && c.answered && connalive.Broken(err) {
 		err = &staleError{err}
 	}
 	return err

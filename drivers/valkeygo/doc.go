@@ -29,9 +29,21 @@
 // call, and a client that lost its connection is replaced by a new one in the
 // same way, so that no call ever waits for a connection beyond its context.
 // The client is a plain single-node client (ForceSingleClient) over one
-// pipelined connection, without client-side caching, and never retries a
-// command on its own: a retried SET NX whose first reply was lost would look
-// like a lock held by someone else.
+// pipelined connection, without client-side caching, and never retries a command on its own: a
+// retried SET NX whose first reply was lost would look like a lock held by
+// someone else. The node itself sends a call again, once and at once within
+// its context, only when it failed because the server had closed or reset
+// the connection (end of file, a reset, a broken pipe; not a timeout, not
+// an error reply): the client learns that the server closed its connection
+// (a restart, CLIENT KILL) only when it reads its end, which a call sent
+// just then fails with, and a release right after the servers dropped the
+// connections would otherwise fail on every node. The repeat goes on a new
+// connection. It is safe (every command of the library compares the lock's
+// value first, or is SET NX with a value unique to the acquisition); only
+// when the server ran the first before it closed the connection does the
+// repeat report a SET NX as refused (a vote not counted; the key is released
+// with the others) or a release as finding the key gone. A cluster node
+// resends nothing.
 //
 // A node of one server opened by address sends a lone call (no other in flight
 // on the node, none in the last 10 ms) due within 250 ms (as every call is with the default

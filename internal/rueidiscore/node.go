@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/batch"
+	"github.com/go-redlock/redlock/internal/connalive"
 	"github.com/go-redlock/redlock/internal/drivernode"
 	"github.com/go-redlock/redlock/internal/pubsub"
 	"github.com/go-redlock/redlock/internal/redisaddr"
@@ -753,13 +754,37 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 		// The library panics on a command whose keys are in several slots.
 		return rediscmd.Result{}, cmd.Failed(ctx, n.lib.Name, errCrossSlot)
 	}
-	for retry := true; ; retry = false {
+	// again: a call of Open's that failed because the server had closed
+	// or reset the connection (see connalive.Broken) goes again, once, at
+	// once, within ctx. The library finds out that the server closed its
+	// connection (a restart, CLIENT KILL) only when it reads the end of it,
+	// which a call sent just then fails with: without the repeat, a release
+	// right after the servers dropped the connections failed on every node,
+	// and the key stayed for its TTL when the Client closed next. The
+	// repeat goes on a new connection (the client asks to redial: see lost
+	// and dial). Every command of the library is safe to run twice, whether
+	// or not the first went through (see DESIGN.md and SAFETY.md): SET NX
+	// with the acquisition's random value grants no one else anything (a
+	// first SET applied makes the second a refusal: a vote not counted, and
+	// the Client releases every node of a failed acquisition, and Unlock
+	// every node); the release, extend, TTL and fence scripts compare the
+	// value first, and the fence script only raises its counter to the same
+	// token; a second release after a first one applied finds the key gone.
+	// A client of New's is the caller's, with its own retries, and a cluster
+	// client resends nothing (see README, clusters): both left alone.
+	again := n.direct()
+	for retry := true; ; {
 		s, err := n.state(ctx)
 		if err != nil {
 			return rediscmd.Result{}, driver.ContextError(ctx, err)
 		}
 		reply, err := n.call(ctx, s, &cmd)
 		if retry && n.lost(s, err) {
+			retry = false
+			continue
+		}
+		if again && ctx.Err() == nil && connalive.Broken(err) {
+			again, retry = false, true // the repeat may find the client lost
 			continue
 		}
 		if err != nil && !n.owned && n.clientClosed(ctx, s.client, err) {
