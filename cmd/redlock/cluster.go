@@ -341,7 +341,57 @@ func probeClusterNode(ctx context.Context, a redisaddr.Node, o doctorOptions) *n
 	case failed == 0: // agreement is known only when every primary answered
 		n.add("slot map", statusOK, "the %d primaries agree on the slot map", len(n.Shards))
 	}
+	if len(a.Seeds) > 1 {
+		checkSeeds(ctx, n, a, nodes, o.timeout)
+	}
 	return n
+}
+
+// checkSeeds reads CLUSTER NODES from every seed of the cluster node a but
+// the one that answered first (n.hostPort, whose view is nodes), each bounded
+// by timeout, and checks that each is a node of the same cluster: one that
+// shares no node ID with nodes is a node of another cluster, which is unsafe,
+// since the cluster clients read the slot map from a seed taken at random
+// (go-redis and rueidis shuffle them): two Clients of this one address could
+// lock on different clusters, and both hold one lock. A seed that does not
+// answer, or that is no cluster node, is a warning: the clients skip it.
+func checkSeeds(ctx context.Context, n *nodeReport, a redisaddr.Node, nodes []clusterNodeInfo, timeout time.Duration) {
+	ids := make(map[string]bool, len(nodes))
+	for _, cn := range nodes {
+		ids[cn.id] = true
+	}
+	others := slices.DeleteFunc(slices.Clone(a.Seeds), func(s string) bool { return s == n.hostPort })
+	foreign := make([]bool, len(others))
+	errs := make([]error, len(others))
+	var wg sync.WaitGroup
+	for i, s := range others {
+		wg.Go(func() {
+			view, err := clusterView(ctx, a, s, timeout)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			foreign[i] = !slices.ContainsFunc(view, func(cn clusterNodeInfo) bool { return ids[cn.id] })
+		})
+	}
+	wg.Wait()
+	var bad, down []string
+	for i, s := range others {
+		switch {
+		case foreign[i]:
+			bad = append(bad, s)
+		case errs[i] != nil:
+			down = append(down, fmt.Sprintf("%s: %v", s, errs[i]))
+		}
+	}
+	switch {
+	case len(bad) > 0:
+		n.add("seeds", statusFail, "%s: not a node of the cluster that %s belongs to (no node ID in common): the cluster clients read the slot map from a seed taken at random, so Clients given this address can lock on different clusters and two of them hold one lock; give the seeds of one cluster only", strings.Join(bad, ", "), n.hostPort)
+	case len(down) > 0:
+		n.add("seeds", statusWarn, "%s: the clients skip such a seed, and the cluster is found from the others", strings.Join(down, "; "))
+	default:
+		n.add("seeds", statusOK, "every seed (%d) is a node of this cluster", len(a.Seeds))
+	}
 }
 
 // mergeServers gives the cluster node n the server checks of its primaries

@@ -133,7 +133,10 @@ checks each node and the set:
                 (from the first seed that answers, which may be a replica),
                 replicas a failover could promote (a warning), slots no
                 shard serves (unsafe), primaries that disagree on the slot
-                map (a warning); the checks above run on every primary
+                map (a warning), a seed of another cluster (unsafe: the
+                clients pick a seed at random, so two could lock on
+                different clusters) or that does not answer (a warning);
+                the checks above run on every primary
                 that serves slots, each with the worst verdict, naming the
                 primaries that gave it
   the set       the same server under two addresses (same run_id), or the
