@@ -12,7 +12,8 @@
 // keep the lock, of its Unlock, and of whatever its function starts on the
 // context it gets). Their attributes: redlock.key, redlock.quorum and
 // redlock.nodes.granted (the votes of the call's round; on a Lock, those of
-// its last attempt; on a Do, those of the attempt that obtained its lock),
+// its last attempt; on a Do, those of the attempt that obtained its lock;
+// absent when no round was sent, as for bad input or an Extend after Unlock),
 // redlock.fencing.token when the Client fences; redlock.outcome and
 // redlock.attempt on an attempt, redlock.attempts on a Lock, redlock.ttl
 // (seconds) on an Extend, and redlock.lost (bool) on an Extend and a Do. A
@@ -242,7 +243,13 @@ func tokenAttr(span trace.Span, token uint64) {
 	}
 }
 
+// votesAttrs sets the votes of a call's round on span; a call that sent no
+// round (bad input, a lock already over, another attempt in flight) has none
+// (v.Nodes is 0), and sets nothing: a quorum of 0 would be false.
 func votesAttrs(span trace.Span, v redlock.Votes) {
+	if v.Nodes == 0 {
+		return
+	}
 	span.SetAttributes(quorumKey.Int(v.Quorum), grantedKey.Int(v.Granted))
 }
 
