@@ -20,7 +20,9 @@
 // failed call has status Error with its error recorded (an attempt, or a
 // Lock, that did not obtain the lock is one); an Extend that its caller
 // canceled (as Do does with one in flight when its function returns) has
-// its error recorded, and no Error status, unless it found the lock lost. A
+// its error recorded, and no Error status, unless it found the lock lost;
+// so has an Extend that the holder's own Unlock came before (in flight when
+// Unlock ran, or called after it: redlock.ErrAlreadyUnlocked). A
 // lost lock is an event,
 // redlock.lock.lost (with redlock.key, redlock.lost.how and redlock.held, in
 // seconds), on the span of the call that found it (an Extend, an Unlock,
@@ -359,10 +361,11 @@ func (o *observer) Extend(ctx context.Context, e redlock.ExtendStart) (context.C
 	return ctx, func(d redlock.ExtendDone) {
 		votesAttrs(span, d.Votes)
 		span.SetAttributes(lostKey.Bool(d.Lost))
-		if !d.Lost && errors.Is(d.Err, context.Canceled) {
+		if !d.Lost && (errors.Is(d.Err, context.Canceled) || errors.Is(d.Err, redlock.ErrAlreadyUnlocked)) {
 			// Its caller gave up, as Do does with an extension in
-			// flight when its function returns: recorded, but not a
-			// failure (the logger does not warn of it either).
+			// flight when its function returns, or the holder's own
+			// Unlock came first: recorded, but not a failure of the
+			// lock (the logger does not warn of either).
 			span.RecordError(d.Err)
 			span.End()
 			return
