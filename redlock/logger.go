@@ -15,7 +15,7 @@ import (
 //     stopping a Do's extensions), and an Extend that failed while the lock
 //     was still held ("redlock: extend failed", with the validity left; not
 //     one its caller canceled, nor one that sent nothing since its context
-//     had ended).
+//     had ended, nor one of a lock already found lost or unlocked).
 //   - Debug: every acquisition attempt (outcome, votes, duration), the wait
 //     of every Lock, every Extend, Unlock and Do, every node call that failed,
 //     and every waiter woken to try again ("redlock: woken to try again": by
@@ -113,6 +113,11 @@ func (o logObserver) Extend(ctx context.Context, e ExtendStart) (context.Context
 		case errors.Is(d.Err, errNotSent):
 			// Its context had ended: it sent nothing, changed nothing.
 			msg = "redlock: extend not sent"
+		case errors.Is(d.Err, errOver):
+			// The lock was over before it was judged: found lost by
+			// another call (LockEnd warned), with validity left on
+			// its clock, or its validity had ended. Not still held.
+			msg = "redlock: extend failed"
 		case !d.Lost && left > 0:
 			level, msg = slog.LevelWarn, "redlock: extend failed"
 		default:
