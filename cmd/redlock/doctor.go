@@ -119,8 +119,10 @@ checks each node and the set:
   persistence   without appendonly yes and appendfsync always (and
                 no-appendfsync-on-rewrite no, which otherwise skips the
                 fsync while a BGSAVE or BGREWRITEAOF runs), a node that
-                crashes forgets its locks: a warning to keep a crashed node
-                down for longer than the TTL before it rejoins
+                crashes forgets its locks and fencing counters: a warning
+                to keep a crashed node down for longer than the TTL before
+                it rejoins (which saves the locks, not the counters: with
+                --fencing a token can repeat) or to set appendfsync always
   clock         the node's clock (TIME) against this machine's
   permissions   that the user may run what the drivers send on --key: SET,
                 EVAL, EVALSHA and, inside the scripts, GET, PEXPIRE and DEL

@@ -184,7 +184,10 @@ func checkCluster(n *nodeReport, f map[string]string) {
 
 // checkPersistence reads appendonly and appendfsync.
 func checkPersistence(n *nodeReport, f map[string]string, haveInfo bool, call func(...any) *redis.Cmd, ttl time.Duration) {
-	advice := fmt.Sprintf("keep a node that crashed down for longer than your largest TTL (%v here) before it rejoins, or set appendonly yes and appendfsync always", ttl)
+	// A delayed restart saves the locks, not the fencing counters: the node
+	// comes back without them, and a token can repeat (SAFETY.md).
+	delayed := fmt.Sprintf("keep a node that crashed down for longer than your largest TTL (%v here) before it rejoins, which saves the locks but not the fencing counters (with fencing, a token can repeat)", ttl)
+	advice := delayed + ", or set appendonly yes and appendfsync always, which saves both"
 	aof, fsync := "", ""
 	if m, err := call("CONFIG", "GET", "append*").Slice(); err == nil {
 		for i := 0; i+1 < len(m); i += 2 {
@@ -211,7 +214,7 @@ func checkPersistence(n *nodeReport, f map[string]string, haveInfo bool, call fu
 	}
 	switch {
 	case aof == "yes" && fsync == "always" && noFsyncOnRewrite(call):
-		n.add("persistence", statusWarn, "appendonly yes, appendfsync always, but no-appendfsync-on-rewrite yes: while a BGSAVE or BGREWRITEAOF runs, writes are not fsynced (as with appendfsync no), so a machine that crashes then can forget its latest locks and fencing counters; set no-appendfsync-on-rewrite no, or keep a node that crashed down for longer than your largest TTL (%v here) before it rejoins", ttl)
+		n.add("persistence", statusWarn, "appendonly yes, appendfsync always, but no-appendfsync-on-rewrite yes: while a BGSAVE or BGREWRITEAOF runs, writes are not fsynced (as with appendfsync no), so a machine that crashes then can forget its latest locks and fencing counters; set no-appendfsync-on-rewrite no, or %s", delayed)
 	case aof == "yes" && fsync == "always":
 		n.add("persistence", statusOK, "appendonly yes, appendfsync always: a node that crashes keeps its locks and fencing counters")
 	case aof == "yes":
