@@ -55,6 +55,12 @@ without --for. Kill it from an EXIT trap, as in the first example.
 If the lock is lost meanwhile (an extension finds it gone from a majority of
 the nodes, or its validity runs out because they could not be reached), hold
 exits with 76 at once: whatever the script does under the lock must stop.
+hold cannot stop it: unlike run, it does not know the script's steps, and a
+step that runs when the lock is lost runs on without it. Check that hold
+still runs before each step (kill -0 "$hold", as in the example), keep
+each step well inside the TTL, and give the token (--fencing) to a resource
+that can refuse a stale one; for one command that must be stopped when the
+lock is lost, use run.
 A signal while hold still waits for the lock ends the wait: it exits with
 128 + the signal's number, and prints nothing.
 
@@ -72,10 +78,12 @@ Exit codes:
 ` + envHelp("nodes", "ttl", "wait", "prefix", "for", "fencing", "conflict-exit-code", "verbose"),
 		Example: `  # hold the lock across the steps of a script
   coproc HOLD { exec redlock hold --wait 1m deploy; }
-  trap 'kill "$HOLD_PID" 2>/dev/null' EXIT # released however the script ends
+  hold=$HOLD_PID                    # bash unsets HOLD_PID once hold exits
+  trap 'kill "$hold" 2>/dev/null' EXIT    # released however the script ends
   read -r held <&"${HOLD[0]}" || exit 1   # {"key":"deploy","token":0,...}
-  ./step-1 && ./step-2
-  kill "$HOLD_PID"; wait "$HOLD_PID"       # released; 76 if it was lost
+  kill -0 "$hold" && ./step-1 &&          # each step only while hold runs
+  kill -0 "$hold" && ./step-2
+  kill "$hold" 2>/dev/null; wait "$hold"  # released; 76 if it was lost
 
   # the same with a fencing token, read with jq
   redlock hold --fencing --for 10m invoices > held.json &

@@ -69,11 +69,14 @@ protect and have it refuse tokens lower than the highest it has seen.
 If the lock is lost while CMD runs (an extension finds it gone from a
 majority of the nodes, or its validity runs out because the nodes could not be
 reached), CMD gets SIGTERM, then SIGKILL if it is still running after --grace,
-and run exits with 76. Another client may hold the lock from that moment on.
+and run exits with 76. Another client may hold the lock from that moment on,
+while CMD still runs until it exits (up to --grace): only a resource that
+refuses stale fencing tokens (--fencing) stops what CMD writes meanwhile.
 Unlike a flock(1) lock, the lock lives only while run extends it: a job
 stopped with Ctrl-Z (SIGTSTP) or SIGSTOP stops run with it, so the lock
 expires after one TTL and another client may take it; when the job is
-continued, run finds the lock lost, and CMD gets SIGTERM as above.
+continued, CMD runs on without the lock until run, continued with it, finds
+the lock lost and sends it SIGTERM as above.
 
 On Linux, run sees every process CMD starts (it is their subreaper): when
 the lock is lost they get SIGTERM and SIGKILL with CMD, and a process that
