@@ -49,6 +49,10 @@ import (
 // When the lock was never obtained, it returns Lock's error and fn does not
 // run.
 //
+// fn gets no fencing token (WithFencing): only an Observer sees it, in
+// AttemptDone. Where the protected resource checks tokens, take the lock with
+// Lock and pass Lock.Token with every write.
+//
 // opts apply to this call only: WithTTL (which also sets the default
 // extension interval to a third of it, unless the Client was given
 // WithExtendInterval), WithBackoff, WithMaxAttempts and WithExtendInterval.

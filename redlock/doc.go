@@ -40,9 +40,12 @@
 // bounded process pauses, bounded clock-rate error, and nodes that do not forget
 // keys (persistence with appendfsync always, or nodes that stay down longer than
 // the TTL after a crash). A holder that pauses past its validity can still act;
-// only the protected resource can stop that, by checking a fencing token. Use
-// independent masters, never a primary and its replicas. The README's safety
-// section says more.
+// only the protected resource can stop that, by checking a fencing token
+// (WithFencing: every client of the key must use it, and the resource must
+// refuse writes without a token). Use independent masters, never a primary
+// and its replicas, and the same nodes in every client of a key: two
+// clients over different node lists can both hold a lock, since their
+// quorums need not meet. The README's safety section and SAFETY.md say more.
 //
 // # Errors
 //

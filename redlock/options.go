@@ -138,7 +138,12 @@ func WithBackoff(b Backoff) Option {
 // returned, at the cost of a second round trip.
 //
 // Tokens only rise while the nodes keep their counters: a node that crashes
-// without appendfsync always can lose a counter and a token can repeat. A
+// without appendfsync always can lose a counter and a token can repeat. They
+// protect a resource only if every client of the key uses WithFencing (a
+// grant without it has token 0 and raises no counter) and the resource
+// refuses a write without a token, and checks a token and writes in one
+// atomic step. Do gives its function no token (an Observer sees it, in
+// AttemptDone): with such a resource, use Lock, Lock.Token and Lock.Extend. A
 // counter at 2^64-1 has no token above it: the acquisitions of its keys
 // then fail, at once for Lock and Do, with an error that says so (not
 // ErrNotObtained: retrying cannot fix it). Every
