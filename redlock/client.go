@@ -389,6 +389,11 @@ func (c *Client) checkKey(key string) error {
 // TryLock of a key that another TryLock of this Client is acquiring fails at
 // once, without a network call, with an error matching ErrNotObtained.
 //
+// A Lock comes with whatever validity was left, however little: an attempt
+// that took most of the TTL (slow nodes, within the node timeout) leaves its
+// holder a moment. Look at Until before acting, and act only while it has
+// not passed (Done closes then), or use Do; Lock's locks are the same.
+//
 // opts apply to this call only: WithTTL, which also changes the validity.
 // With WithFencing, the lock also gets a fencing token: see Lock.Token.
 func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lock, error) {

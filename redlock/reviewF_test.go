@@ -81,3 +81,26 @@ func TestUnfencedGrantTakesNoToken(t *testing.T) {
 		require.NoError(t, c.Unlock(t.Context()))
 	})
 }
+
+// A Lock is returned with any validity left, however little: an acquisition
+// that took most of the TTL (a slow quorum, within the node timeout) leaves
+// its holder a moment. TryLock's doc says so, and that the holder must look
+// at Until (or Done) before it acts; this test asserts such a grant.
+func TestGrantWithLittleValidityLeft(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const ttl = time.Second
+		mem, nodes := memNodes(3)
+		for _, m := range mem {
+			m.SetLatency(980 * time.Millisecond) // the drift allowance is 12ms
+		}
+		c := newClient(t, nodes, redlock.WithTTL(ttl), redlock.WithNodeTimeout(990*time.Millisecond))
+		l, err := c.TryLock(t.Context(), "k")
+		require.NoError(t, err)
+		left := time.Until(l.Until())
+		require.True(t, left > 0 && left <= 10*time.Millisecond, "validity left %v, want at most 10ms of the 1s TTL", left)
+		for _, m := range mem {
+			m.SetLatency(0)
+		}
+		require.NoError(t, l.Unlock(t.Context()))
+	})
+}
