@@ -28,8 +28,10 @@ func statusCommand() *cobra.Command {
 		Use:   "status [flags] KEY...",
 		Short: "Show who holds a lock on every node: TTL and fencing counter",
 		Long: `status asks every node about each KEY: whether the key is held there, its
-remaining time to live, and its fencing counter (the highest token granted,
-kept with --fencing in the counter of the key's hash slot, driver.FenceKey), and prints the nodes that could not be
+remaining time to live, and its fencing counter (kept with --fencing in the
+counter of the key's hash slot, driver.FenceKey, which the slot's keys share:
+on a quorum of the nodes it is at least the highest token granted to any of
+them, and a node outside a grant's quorum can show less), and prints the nodes that could not be
 asked with their error. It never reads or prints a lock's value, which is the
 secret that lets its holder extend and release it.
 
