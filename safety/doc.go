@@ -1,7 +1,7 @@
 // Package safety holds no code: its tests are the project's safety record.
 // Each scenario of the Redlock debate is reproduced with real redis-server
 // processes (package redistest), behind fault-injecting proxies, through the
-// three Redis drivers, and each test asserts its outcome, the unsafe ones
+// four Redis drivers, and each test asserts its outcome, the unsafe ones
 // included:
 //
 //	TestScenario01ContentionNeverTwoHolders         safe
@@ -12,10 +12,13 @@
 //	TestScenario06PausedNodeLateSet                 safe; liveness cost of the late SET measured
 //	TestScenario07PausedHolderLateWriteReachesUnprotectedResource
 //	                                                unsafe for the resource: the case fencing tokens exist for
+//	TestScenario07FencedPausedHolderLateWriteRejected
+//	                                                safe with WithFencing and a resource that checks tokens
 //	TestScenario08RestartWithoutPersistence         unsafe: double grant reproduced
 //	TestScenario09DelayedRestartOrAOF               safe
 //	TestScenario10ClockJump                         unsafe: double grant reproduced (memory nodes)
 //	TestSoak                                        zero overlaps under tolerated faults (-soak=2m for longer)
+//	TestSoakClusters                                the same with 2 of the 5 nodes Redis Clusters
 //	TestSimulation                                  the real code over memory nodes in synctest bubbles: random
 //	                                                calls and faults, every grant and call checked (-schedules=N -seed=S)
 //
