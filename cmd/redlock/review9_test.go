@@ -145,6 +145,8 @@ func TestHoldREADMERecipeReleasesOnScriptExit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The coproc line, the trap line, and the lines between them (the
+	// recipe keeps hold's PID there, which the trap uses).
 	var coproc, trap string
 	for line := range strings.Lines(string(readme)) {
 		switch {
@@ -152,6 +154,8 @@ func TestHoldREADMERecipeReleasesOnScriptExit(t *testing.T) {
 			coproc = strings.TrimSpace(line)
 		case coproc != "" && trap == "" && strings.HasPrefix(line, "trap '"):
 			trap = strings.TrimSpace(line)
+		case coproc != "" && trap == "":
+			coproc += "\n" + strings.TrimSpace(line)
 		}
 	}
 	if coproc == "" || trap == "" || !strings.Contains(trap, "EXIT") {
