@@ -49,9 +49,9 @@ import (
 // When the lock was never obtained, it returns Lock's error and fn does not
 // run.
 //
-// fn gets no fencing token (WithFencing): only an Observer sees it, in
-// AttemptDone. Where the protected resource checks tokens, take the lock with
-// Lock and pass Lock.Token with every write.
+// With WithFencing, fn reads its lock's fencing token from its context with
+// TokenFrom, to pass to the protected resource with every write (see
+// Lock.Token).
 //
 // opts apply to this call only: WithTTL (which also sets the default
 // extension interval to a third of it, unless the Client was given
@@ -437,6 +437,9 @@ func (d *doCall) hold(l *Lock, err error) (*kept, error) {
 	// winds down after a cancel, and end with Do.
 	e := d.c.keeperOf().add(context.WithoutCancel(d.ctx), l, d.a.cc.ttl, d.a.cc.extendEvery, cancel)
 	e.fctx, e.obs = fctx, d.obs
+	if l.token != 0 { // WithFencing: fn reads it with TokenFrom
+		e.fctx = context.WithValue(fctx, tokenKey{}, l.token)
+	}
 	return e, nil
 }
 

@@ -211,6 +211,34 @@ func ExampleClient_Do() {
 	// Output: done: <nil>
 }
 
+// With WithFencing, Do's fn reads its lock's fencing token from its context
+// and passes it with every write, so that the resource rejects the writes of
+// a holder that paused past its validity.
+func ExampleTokenFrom() {
+	client, err := redlock.New([]driver.Node{memory.New(), memory.New(), memory.New()}, redlock.WithFencing())
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+	store := &fencedStore{}
+
+	for _, entry := range []string{"first", "second"} {
+		err := client.Do(context.Background(), "ledger", func(ctx context.Context) error {
+			token, _ := redlock.TokenFrom(ctx)
+			fmt.Println("writing", entry, "with token", token)
+			return store.Write(token, entry)
+		})
+		if err != nil {
+			log.Fatal(err)
+		}
+	}
+	fmt.Println("a write with token 1 now:", store.Write(1, "stale"))
+	// Output:
+	// writing first with token 1
+	// writing second with token 2
+	// a write with token 1 now: token 1 is older than 2: rejected
+}
+
 // A call's options apply to that call only: one Client serves locks of
 // several lifetimes, each checked as Open checks its options. An option that
 // only a Client takes is an error that names it.

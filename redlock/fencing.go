@@ -47,3 +47,21 @@ func (c *Client) fence(ctx context.Context, r *round, counters []uint64, key, va
 	}
 	return token, nil
 }
+
+// tokenKey is the context key under which Do gives fn its lock's fencing
+// token (see TokenFrom).
+type tokenKey struct{}
+
+// TokenFrom returns the fencing token of the lock that Do holds while it runs
+// fn, read from fn's context ctx or a context made from it, and true; it
+// returns 0 and false for any other context, and for fn's context when the
+// Client was made without WithFencing (whose locks have no token). Pass the
+// token to the protected resource with every write, as Lock.Token's is: the
+// token of a Do's lock does not change while Do extends the lock.
+func TokenFrom(ctx context.Context) (uint64, bool) {
+	if ctx == nil {
+		return 0, false
+	}
+	t, ok := ctx.Value(tokenKey{}).(uint64)
+	return t, ok && t != 0
+}

@@ -142,8 +142,7 @@ func WithBackoff(b Backoff) Option {
 // protect a resource only if every client of the key uses WithFencing (a
 // grant without it has token 0 and raises no counter) and the resource
 // refuses a write without a token, and checks a token and writes in one
-// atomic step. Do gives its function no token (an Observer sees it, in
-// AttemptDone): with such a resource, use Lock, Lock.Token and Lock.Extend. A
+// atomic step. Do's function reads its lock's token with TokenFrom. A
 // counter at 2^64-1 has no token above it: the acquisitions of its keys
 // then fail, at once for Lock and Do, with an error that says so (not
 // ErrNotObtained: retrying cannot fix it). Every
