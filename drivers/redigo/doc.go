@@ -63,12 +63,11 @@
 // before any reply to it came, the node sends the call again at once, once,
 // within its context, on a connection so checked or a new one; and the pool
 // checks every connection put back before that failure when it hands it
-// out. Every command of the library is safe to run twice: SET NX with a
-// value unique to the acquisition grants no one else anything (a second
-// after a first that went through is refused: a vote not counted, and the
-// key released with the others), and the release, extend, TTL and fencing
-// scripts compare the value first (a second release after a first that
-// went through finds the key gone). A pool of the caller's
+// out. Only the scripts (release, extend, TTL, fencing) go again, which
+// compare the lock's value first: never a SET NX, whose repeat after a first
+// that the server ran would be refused, which the library reads as a key
+// never set; a repeated release that deletes nothing counts as the failed
+// first send (its outcome unknown). A pool of the caller's
 // (New) is not checked nor repeated on: its TestOnBorrow decides.
 //
 // Nodes also keep fencing counters (driver.Fencer, for redlock.WithFencing)

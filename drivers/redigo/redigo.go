@@ -235,50 +235,58 @@ func (n *node) exec(ctx context.Context, calls []*batch.Call[rediscmd.Cmd, redis
 	if len(calls) == 1 {
 		caller = calls[0].Ctx()
 	}
-	for try := 0; ; try++ {
-		c, err := n.conn(ctx, caller)
-		if err != nil {
-			for _, call := range calls {
-				call.Err = err
-			}
-			return
-		}
-		stale := execOn(ctx, c, calls) && n.idle != nil
-		if stale {
-			n.idle.sawStale() // before another call takes a connection
-		}
-		// A connection whose command failed or was cut short by ctx has
-		// its error set (redigo closes it at once), so Close discards it
-		// instead of pooling it.
-		c.Close()
-		if !stale {
-			return
-		}
-		// The calls failed, before any reply to them came, on a
-		// connection that had answered before (see staleError): the
-		// server most likely closed it while it was idle in the pool (a
-		// restart, CLIENT KILL), and with it every other connection put
-		// back before now, which the pool checks from now on before it
-		// hands one out (see idleChecker). The calls go again, once and
-		// at once, within the same ctx, on a connection so checked or a
-		// new one: without it, a release right after the server dropped
-		// the connections failed on them, and the key stayed for its
-		// whole TTL when the Client closed before a background repeat.
-		// Every command of the library is safe to run twice, whether or
-		// not the first went through (see DESIGN.md and SAFETY.md): SET NX with the same random
-		// value grants nothing to anyone else (a first SET applied makes
-		// the second a refusal, counted as no vote: the Client releases
-		// every node of a failed acquisition, and Unlock every node); the
-		// release, extend, TTL and fence scripts compare the value
-		// first, and the fence script only raises its counter to the
-		// same token (a max); a second release after a first one applied
-		// finds the key gone, as a release of an expired key would.
-		if try > 0 || ctx.Err() != nil || caller.Err() != nil {
-			return
-		}
+	c, err := n.conn(ctx, caller)
+	if err != nil {
 		for _, call := range calls {
+			call.Err = err
+		}
+		return
+	}
+	stale := execOn(ctx, c, calls) && n.idle != nil
+	if stale {
+		n.idle.sawStale() // before another call takes a connection
+	}
+	// A connection whose command failed or was cut short by ctx has its
+	// error set (redigo closes it at once), so Close discards it instead of
+	// pooling it.
+	c.Close()
+	if !stale || ctx.Err() != nil || caller.Err() != nil {
+		return
+	}
+	// The calls failed, before any reply to them came, on a connection
+	// that had answered before (see staleError): the server most likely
+	// closed it while it was idle in the pool (a restart, CLIENT KILL), and
+	// with it every other connection put back before now, which the pool
+	// checks from now on before it hands one out (see idleChecker). The
+	// calls whose commands allow it (rediscmd.Cmd.Repeatable: the scripts,
+	// not SET NX) go again, once and at once, within the same ctx, on a
+	// connection so checked or a new one: without it, a release right after
+	// the server dropped the connections failed on them, and the key stayed
+	// for its whole TTL when the Client closed before a background repeat.
+	// A SET NX is not repeated: had the first applied, the second would be
+	// refused, which the library reads as "never set"; a repeated release
+	// that deletes nothing is no answer (rediscmd.Cmd.Repeated).
+	var again []*batch.Call[rediscmd.Cmd, rediscmd.Result]
+	var first []error
+	for _, call := range calls {
+		if call.Cmd.Repeatable() {
+			again, first = append(again, call), append(first, call.Err)
 			call.Res, call.Err = rediscmd.Result{}, nil
 		}
+	}
+	if len(again) == 0 {
+		return
+	}
+	if c, err = n.conn(ctx, caller); err != nil {
+		for i, call := range again {
+			call.Err = errors.Join(first[i], err)
+		}
+		return
+	}
+	execOn(ctx, c, again)
+	c.Close()
+	for i, call := range again {
+		call.Res, call.Err = call.Cmd.Repeated(call.Res, call.Err, first[i])
 	}
 }
 

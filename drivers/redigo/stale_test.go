@@ -15,7 +15,9 @@ import (
 
 // A pipeline (several calls at once) whose pooled connection the server
 // closed after it had answered goes again on a live one, as a lone call
-// does (TestCallsAfterServerClosedPooledConnections).
+// does (TestCallsAfterServerClosedPooledConnections): its scripts, not its
+// SET NX, which fails (never sent twice: a repeat after a first that the
+// server ran would be refused, read as a key never set).
 func TestPipelineOnStaleConnectionRepeated(t *testing.T) {
 	srv := redistest.NewServer(t)
 	d, err := open(srv.Addr(), nil)
@@ -37,10 +39,45 @@ func TestPipelineOnStaleConnectionRepeated(t *testing.T) {
 		{Cmd: rediscmd.SetNX("b", "v", time.Minute)},
 	}
 	n.exec(ctx, calls)
-	for i, c := range calls {
-		if c.Err != nil || !c.Res.OK {
-			t.Errorf("call %d of the pipeline right after the kill: %+v, %v", i, c.Res, c.Err)
-		}
+	if c := calls[0]; c.Err != nil || !c.Res.OK {
+		t.Errorf("the release in the pipeline right after the kill: %+v, %v; want it released", c.Res, c.Err)
+	}
+	if c := calls[1]; c.Err == nil {
+		t.Errorf("the SET NX in the pipeline right after the kill: %+v, no error; want the connection's error, not sent again", c.Res)
+	}
+	if exists, err := srv.Do(ctx, "EXISTS", "b"); err != nil || exists != int64(0) {
+		t.Errorf("EXISTS b = %v, %v: the SET NX was sent again", exists, err)
+	}
+}
+
+// A release sent again after its first send failed on a stale connection
+// that deletes nothing is no answer: the first may have deleted the key.
+func TestRepeatedReleaseDeletingNothingIsNoAnswer(t *testing.T) {
+	srv := redistest.NewServer(t)
+	d, err := open(srv.Addr(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := d.(*node)
+	t.Cleanup(func() { n.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	if ok, err := n.SetNX(ctx, "a", "v", time.Minute); err != nil || !ok {
+		t.Fatalf("SetNX before the kill: %v, %v", ok, err)
+	}
+	if _, err := srv.Do(ctx, "CLIENT", "KILL", "TYPE", "normal"); err != nil {
+		t.Fatal(err)
+	}
+	calls := []*batch.Call[rediscmd.Cmd, rediscmd.Result]{
+		{Cmd: rediscmd.Release("gone", "v")},
+		{Cmd: rediscmd.Release("a", "v")},
+	}
+	n.exec(ctx, calls)
+	if c := calls[0]; c.Err == nil {
+		t.Errorf("a release of a key that is not there, sent again after a stale connection: %+v, no error; want the first send's error", c.Res)
+	}
+	if c := calls[1]; c.Err != nil || !c.Res.OK {
+		t.Errorf("a release of a key that is there, sent again after a stale connection: %+v, %v; want it released", c.Res, c.Err)
 	}
 }
 

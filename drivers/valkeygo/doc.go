@@ -38,11 +38,12 @@
 // (a restart, CLIENT KILL) only when it reads its end, which a call sent
 // just then fails with, and a release right after the servers dropped the
 // connections would otherwise fail on every node. The repeat goes on a new
-// connection. It is safe (every command of the library compares the lock's
-// value first, or is SET NX with a value unique to the acquisition); only
-// when the server ran the first before it closed the connection does the
-// repeat report a SET NX as refused (a vote not counted; the key is released
-// with the others) or a release as finding the key gone. A cluster node
+// connection, and only for the scripts (release, extend, TTL, fencing),
+// which compare the lock's value first: never a SET NX, whose repeat after
+// a first that the server ran would be refused, which the library reads as
+// a key never set. A repeated release that deletes nothing counts as the
+// failed first send (its outcome unknown), since the first may have deleted
+// the key. A cluster node
 // resends nothing.
 //
 // A node of one server opened by address sends a lone call (no other in flight

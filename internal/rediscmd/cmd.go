@@ -150,6 +150,29 @@ func OnShard(key, addr string, err error) error {
 	return fmt.Errorf("slot %d, primary %s: %w", slot, addr, err)
 }
 
+// Repeatable reports whether c may be sent again, once, after its send failed
+// because the server had closed or reset the connection (a restart, CLIENT
+// KILL), its outcome unknown: whether a second run tells the caller what the
+// first did. A SET NX, plain or fenced, may not: had the first applied, the
+// second would be refused, and the library reads a refusal as "never set"
+// (Unlock skips a node that refused; see redlock's Lock.Unlock). The scripts
+// compare the lock's value first: a second extend, TTL or fence raise answers
+// as the first would have (a raise only lifts the counter to the same token);
+// a second release after a first that applied finds the key gone, which
+// Repeated reads as no answer.
+func (c *Cmd) Repeatable() bool { return c.Op != OpSetNX && c.Op != OpSetNXFence }
+
+// Repeated returns the outcome of c sent again (see Repeatable) after its
+// first send failed with first: r and err, but for a release that deleted
+// nothing, which the first send may have caused: first then, its outcome
+// unknown, as a failed call's.
+func (c *Cmd) Repeated(r Result, err, first error) (Result, error) {
+	if err == nil && !r.OK && (c.Op == OpRelease || c.Op == OpReleaseNotify) {
+		return Result{}, first
+	}
+	return r, err
+}
+
 // Script returns the script the command runs, and false for SetNX, which is
 // a plain SET.
 func (c *Cmd) Script() (driver.Script, bool) {

@@ -756,23 +756,21 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 	}
 	// again: a call of Open's that failed because the server had closed
 	// or reset the connection (see connalive.Broken) goes again, once, at
-	// once, within ctx. The library finds out that the server closed its
-	// connection (a restart, CLIENT KILL) only when it reads the end of it,
-	// which a call sent just then fails with: without the repeat, a release
-	// right after the servers dropped the connections failed on every node,
-	// and the key stayed for its TTL when the Client closed next. The
-	// repeat goes on a new connection (the client asks to redial: see lost
-	// and dial). Every command of the library is safe to run twice, whether
-	// or not the first went through (see DESIGN.md and SAFETY.md): SET NX
-	// with the acquisition's random value grants no one else anything (a
-	// first SET applied makes the second a refusal: a vote not counted, and
-	// the Client releases every node of a failed acquisition, and Unlock
-	// every node); the release, extend, TTL and fence scripts compare the
-	// value first, and the fence script only raises its counter to the same
-	// token; a second release after a first one applied finds the key gone.
-	// A client of New's is the caller's, with its own retries, and a cluster
-	// client resends nothing (see README, clusters): both left alone.
+	// once, within ctx, when its command allows it (see
+	// rediscmd.Cmd.Repeatable: the scripts, not SET NX). The library finds
+	// out that the server closed its connection (a restart, CLIENT KILL)
+	// only when it reads the end of it, which a call sent just then fails
+	// with: without the repeat, a release right after the servers dropped
+	// the connections failed on every node, and the key stayed for its TTL
+	// when the Client closed next. The repeat goes on a new connection (the
+	// client asks to redial: see lost and dial). A SET NX is not repeated:
+	// had the first applied, the second would be refused, which the library
+	// reads as "never set"; a repeated release that deletes nothing is no
+	// answer (rediscmd.Cmd.Repeated). A client of New's is the caller's,
+	// with its own retries, and a cluster client resends nothing (see
+	// README, clusters): both left alone.
 	again := n.direct()
+	var first error // the error of the send that a repeat follows
 	for retry := true; ; {
 		s, err := n.state(ctx)
 		if err != nil {
@@ -783,8 +781,8 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 			retry = false
 			continue
 		}
-		if again && ctx.Err() == nil && connalive.Broken(err) {
-			again, retry = false, true // the repeat may find the client lost
+		if again && ctx.Err() == nil && connalive.Broken(err) && cmd.Repeatable() {
+			again, retry, first = false, true, err // the repeat may find the client lost
 			continue
 		}
 		if err != nil && !n.owned && n.clientClosed(ctx, s.client, err) {
@@ -798,6 +796,9 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 		var r rediscmd.Result
 		if err == nil {
 			r, err = cmd.Parse(reply)
+		}
+		if first != nil {
+			r, err = cmd.Repeated(r, err, first)
 		}
 		if err != nil {
 			return rediscmd.Result{}, cmd.Failed(ctx, n.lib.Name, n.onShard(cmd.Key, err))
