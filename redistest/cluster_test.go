@@ -300,8 +300,9 @@ func TestStartClusterRejects(t *testing.T) {
 		{65, nil, "more than 64 servers"},
 		{1, []redistest.ClusterOption{redistest.WithReplicas(-1)}, "WithReplicas(-1)"},
 		{2, []redistest.ClusterOption{redistest.WithReplicas(40)}, "more than 64 servers"},
-		// shards*(1+replicas) overflows int to 0: still too many servers.
-		{1 << 62, []redistest.ClusterOption{redistest.WithReplicas(3)}, "more than 64 servers"},
+		// shards*(1+replicas) overflows int to 0: still too many servers
+		// (1<<62 on 64-bit, 1<<30 on 32-bit, where 1<<62 does not compile).
+		{math.MaxInt/2 + 1, []redistest.ClusterOption{redistest.WithReplicas(3)}, "more than 64 servers"},
 		{math.MaxInt, nil, "more than 64 servers"},
 		{1, []redistest.ClusterOption{redistest.WithServerOptions(redistest.WithConfig("cluster-port", "1"))}, `"cluster-port"`},
 		{1, []redistest.ClusterOption{redistest.WithServerOptions(redistest.WithConfig("Cluster-Enabled", "no"))}, `"Cluster-Enabled"`},
