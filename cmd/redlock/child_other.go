@@ -7,11 +7,16 @@ import (
 	"syscall"
 )
 
-// forwardedSignals are the signals run passes on to its command.
-var forwardedSignals = []os.Signal{os.Interrupt}
+// forwardedSignals are the signals run passes on to its command (on
+// Windows, os.Process.Signal cannot send them: the console delivers its
+// events to CMD itself).
+var forwardedSignals = []os.Signal{os.Interrupt, syscall.SIGTERM}
 
-// stopSignals are the signals that end hold's holding, and demo.
-var stopSignals = []os.Signal{os.Interrupt}
+// stopSignals are the signals that end hold's holding, and demo. On Windows,
+// Go delivers Ctrl-C and Ctrl-Break as os.Interrupt, and the console's
+// close, logoff and shutdown events as SIGTERM, which the process must catch
+// to release its lock before Windows ends it.
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM}
 
 // terminate stops p; without SIGTERM, it is killed.
 func terminate(p *os.Process) error { return p.Kill() }

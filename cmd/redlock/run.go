@@ -89,6 +89,12 @@ them, then SIGKILL after --grace, repeated until none is left. If run itself
 is killed (SIGKILL), CMD gets SIGTERM, but what CMD left runs on without the
 lock. Elsewhere, or without /proc, run knows CMD alone.
 
+On Windows, which has no signals to send, Ctrl-C and Ctrl-Break reach CMD
+from the console, as do the console's close, logoff and shutdown (run takes
+them as SIGINT and SIGTERM: a stop, after which it releases the lock once CMD
+exits); run forwards nothing, and a lost lock kills CMD at once, without
+SIGTERM or --grace.
+
 With -v, run tells on stderr what happens to the lock: "waiting for KEY (held
 elsewhere)", "acquired KEY after 1.2s, token 7", failed extensions, the loss.
 Without it, run prints only its errors, and, once, that it keeps waiting while
