@@ -19,21 +19,7 @@ import (
 // SET NX, which fails (never sent twice: a repeat after a first that the
 // server ran would be refused, read as a key never set).
 func TestPipelineOnStaleConnectionRepeated(t *testing.T) {
-	srv := redistest.NewServer(t)
-	d, err := open(srv.Addr(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := d.(*node)
-	t.Cleanup(func() { n.Close() })
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	if ok, err := n.SetNX(ctx, "a", "v", time.Minute); err != nil || !ok {
-		t.Fatalf("SetNX before the kill: %v, %v", ok, err)
-	}
-	if _, err := srv.Do(ctx, "CLIENT", "KILL", "TYPE", "normal"); err != nil {
-		t.Fatal(err)
-	}
+	n, srv, ctx := killedAfterSet(t)
 	calls := []*batch.Call[rediscmd.Cmd, rediscmd.Result]{
 		{Cmd: rediscmd.Release("a", "v")},
 		{Cmd: rediscmd.SetNX("b", "v", time.Minute)},
@@ -53,21 +39,7 @@ func TestPipelineOnStaleConnectionRepeated(t *testing.T) {
 // A release sent again after its first send failed on a stale connection
 // that deletes nothing is no answer: the first may have deleted the key.
 func TestRepeatedReleaseDeletingNothingIsNoAnswer(t *testing.T) {
-	srv := redistest.NewServer(t)
-	d, err := open(srv.Addr(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	n := d.(*node)
-	t.Cleanup(func() { n.Close() })
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-	defer cancel()
-	if ok, err := n.SetNX(ctx, "a", "v", time.Minute); err != nil || !ok {
-		t.Fatalf("SetNX before the kill: %v, %v", ok, err)
-	}
-	if _, err := srv.Do(ctx, "CLIENT", "KILL", "TYPE", "normal"); err != nil {
-		t.Fatal(err)
-	}
+	n, _, ctx := killedAfterSet(t)
 	calls := []*batch.Call[rediscmd.Cmd, rediscmd.Result]{
 		{Cmd: rediscmd.Release("gone", "v")},
 		{Cmd: rediscmd.Release("a", "v")},
@@ -79,6 +51,29 @@ func TestRepeatedReleaseDeletingNothingIsNoAnswer(t *testing.T) {
 	if c := calls[1]; c.Err != nil || !c.Res.OK {
 		t.Errorf("a release of a key that is there, sent again after a stale connection: %+v, %v; want it released", c.Res, c.Err)
 	}
+}
+
+// killedAfterSet returns an Open node of a new server whose pooled
+// connection set "a" to "v" and was then closed by the server (CLIENT
+// KILL), the server, and a context of a minute.
+func killedAfterSet(t *testing.T) (*node, *redistest.Server, context.Context) {
+	t.Helper()
+	srv := redistest.NewServer(t)
+	d, err := open(srv.Addr(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := d.(*node)
+	t.Cleanup(func() { n.Close() })
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	if ok, err := n.SetNX(ctx, "a", "v", time.Minute); err != nil || !ok {
+		t.Fatalf("SetNX before the kill: %v, %v", ok, err)
+	}
+	if _, err := srv.Do(ctx, "CLIENT", "KILL", "TYPE", "normal"); err != nil {
+		t.Fatal(err)
+	}
+	return n, srv, ctx
 }
 
 // Only a connection error (EOF, a reset) on a connection that had answered
