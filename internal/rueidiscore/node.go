@@ -781,7 +781,7 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 			retry = false
 			continue
 		}
-		if again && ctx.Err() == nil && connalive.Broken(err) && cmd.Repeatable() {
+		if err != nil && again && connalive.Broken(err) && cmd.Repeatable() && ctx.Err() == nil {
 			again, retry, first = false, true, err // the repeat may find the client lost
 			continue
 		}
