@@ -377,6 +377,9 @@ func (b *Batcher[C, R]) drain() {
 			b.mu.Unlock()
 			return
 		}
+		// The batch goes now (its calls whose contexts ended meanwhile
+		// excepted: see send): the server is asked from now on.
+		b.quiet.sending()
 		b.mu.Unlock()
 		sent := b.rtt.start()
 		timeout, replied := b.send(batch)
@@ -412,9 +415,6 @@ func (b *Batcher[C, R]) send(batch []*Call[C, R]) (timeout time.Duration, replie
 	if len(live) == 0 {
 		return CutShort, false // nothing sent: nothing learned of the server
 	}
-	b.mu.Lock()
-	b.quiet.sending()
-	b.mu.Unlock()
 	ctx, cancel := batchContext(live)
 	b.exec(ctx, live)
 	cancel()
