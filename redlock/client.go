@@ -274,7 +274,9 @@ var errUnmade = errors.New("redlock: a nil or zero Client: make one with New or 
 
 // badInput returns err, the error of a call given bad input (a nil or zero
 // Client, a bad option, a nil function), with ctx.Err() joined when ctx (not
-// nil) had ended: the context's end is part of every call's error.
+// nil) had ended: the context's end is part of every call's error. It is
+// kept out of line, as Do's other helpers are, so that Do's frame, which
+// stays beneath fn's for as long as fn runs, does not grow with it.
 //
 //go:noinline
 func badInput(ctx context.Context, err error) error {
