@@ -280,7 +280,11 @@ func checkSet(rep *doctorReport, o doctorOptions) {
 	case n < 3:
 		rep.add("count", statusWarn, "%d nodes: use 3 or 5 independent nodes", n)
 	default:
-		rep.add("count", statusOK, "%d nodes, quorum %d: tolerates %d failed nodes", n, rep.Quorum, n-rep.Quorum)
+		failed := "nodes"
+		if n-rep.Quorum == 1 {
+			failed = "node"
+		}
+		rep.add("count", statusOK, "%d nodes, quorum %d: tolerates %d failed %s", n, rep.Quorum, n-rep.Quorum, failed)
 	}
 
 	dup := false

@@ -174,11 +174,15 @@ func TestEnvironmentRefusedValueNamesVariable(t *testing.T) {
 
 // doctor's count check of an even set compares with the set one node
 // smaller, in words that agree with its number: "than 1 node does" for two
-// nodes (it said "than 1 nodes do").
+// nodes (it said "than 1 nodes do"). An odd set's says how many failed nodes
+// it tolerates, in words that agree too: "1 failed node" for three (it said
+// "1 failed nodes").
 func TestDoctorEvenCountWording(t *testing.T) {
 	for n, want := range map[int]string{
 		2: "2 nodes: an even count tolerates no more failures (0) than 1 node does; use an odd count",
 		4: "4 nodes: an even count tolerates no more failures (1) than 3 nodes do; use an odd count",
+		3: "3 nodes, quorum 2: tolerates 1 failed node",
+		5: "5 nodes, quorum 3: tolerates 2 failed nodes",
 	} {
 		rep := &doctorReport{Quorum: n/2 + 1}
 		for range n {
