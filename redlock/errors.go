@@ -8,8 +8,10 @@ import (
 )
 
 var (
-	// ErrNotObtained is returned by TryLock and Lock when the lock was not
-	// obtained: too few nodes granted it, or too little validity was left.
+	// ErrNotObtained is returned by TryLock, Lock and Do when the lock was
+	// not obtained: too few nodes granted it, or too little validity was
+	// left (for Lock and Do, in their last attempt, before ctx ended or
+	// WithMaxAttempts's cap was reached).
 	ErrNotObtained = errors.New("redlock: lock not obtained")
 
 	// ErrLockLost is returned by Extend, Unlock and Lock.TTL when they could

@@ -156,7 +156,7 @@ type LockDone struct {
 	Key      string        // the lock's key, without the Client's prefix
 	Attempts int           // acquisition attempts made
 	Duration time.Duration // the wait: from the start of Lock to its return
-	Token    uint64        // the fencing token of the lock obtained; 0 without
+	Token    uint64        // the fencing token of the lock obtained; 0 without WithFencing
 	Err      error         // nil when the lock was obtained
 }
 
