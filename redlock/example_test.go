@@ -211,6 +211,55 @@ func ExampleClient_Do() {
 	// Output: done: <nil>
 }
 
+// holdContext holds key until release is called or the lock is lost, in the
+// shape of rueidislock's Locker.WithContext: it returns a context that is
+// canceled when the lock is lost (its cause redlock.ErrLockLost) or released,
+// and release, which unlocks and returns Do's error (nil, or one matching
+// ErrLockLost). Do extends the lock meanwhile.
+func holdContext(ctx context.Context, c *redlock.Client, key string) (context.Context, func() error, error) {
+	held := make(chan context.Context, 1)
+	stop := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- c.Do(ctx, key, func(lockCtx context.Context) error {
+			held <- lockCtx
+			select {
+			case <-stop:
+			case <-lockCtx.Done(): // lost: Do returns ErrLockLost
+			}
+			return nil
+		})
+	}()
+	select {
+	case lockCtx := <-held:
+		return lockCtx, sync.OnceValue(func() error { close(stop); return <-done }), nil
+	case err := <-done: // not obtained
+		return nil, nil, err
+	}
+}
+
+// A lock held across calls, as a context that ends when the lock does (the
+// shape of rueidislock's WithContext), from Do: see holdContext.
+func ExampleClient_Do_heldContext() {
+	client, err := redlock.New([]driver.Node{memory.New(), memory.New(), memory.New()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	ctx, release, err := holdContext(context.Background(), client, "invoice:42")
+	if err != nil {
+		log.Fatal(err)
+	}
+	// ... work with ctx, across calls, while Do extends the lock ...
+	_, err = client.TryLock(context.Background(), "invoice:42")
+	fmt.Println("held elsewhere:", errors.Is(err, redlock.ErrNotObtained), "context:", ctx.Err())
+	fmt.Println("release:", release(), "context:", ctx.Err())
+	// Output:
+	// held elsewhere: true context: <nil>
+	// release: <nil> context: context canceled
+}
+
 // With WithFencing, Do's fn reads its lock's fencing token from its context
 // and passes it with every write, so that the resource rejects the writes of
 // a holder that paused past its validity.
