@@ -9,9 +9,10 @@ import (
 	"testing"
 )
 
-// TestREADMEProgramsCompile keeps the README's programs true to the API: every
-// ```go block that is a whole program (it starts with "package") is vetted in a
-// throwaway module, outside the source tree, that uses this checkout.
+// TestREADMEProgramsCompile keeps the programs of the README and of
+// docs/MIGRATING.md true to the API: every ```go block that is a whole program
+// (it starts with "package") is vetted in a throwaway module, outside the
+// source tree, that uses this checkout.
 func TestREADMEProgramsCompile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds programs")
@@ -20,26 +21,30 @@ func TestREADMEProgramsCompile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	var programs []string
-	for rest := string(readme); ; {
-		var block string
-		var ok bool
-		if _, rest, ok = strings.Cut(rest, "```go\n"); !ok {
-			break
+	for _, doc := range []string{"README.md", filepath.Join("docs", "MIGRATING.md")} {
+		text, err := os.ReadFile(filepath.Join(root, doc))
+		if err != nil {
+			t.Fatal(err)
 		}
-		if block, rest, ok = strings.Cut(rest, "```"); !ok {
-			t.Fatal("README.md has an unterminated ```go block")
+		found := false
+		for rest := string(text); ; {
+			var block string
+			var ok bool
+			if _, rest, ok = strings.Cut(rest, "```go\n"); !ok {
+				break
+			}
+			if block, rest, ok = strings.Cut(rest, "```"); !ok {
+				t.Fatalf("%s has an unterminated ```go block", doc)
+			}
+			if strings.HasPrefix(block, "package ") {
+				programs = append(programs, block)
+				found = true
+			}
 		}
-		if strings.HasPrefix(block, "package ") {
-			programs = append(programs, block)
+		if !found {
+			t.Fatalf("%s has no ```go block with a whole program", doc)
 		}
-	}
-	if len(programs) == 0 {
-		t.Fatal("README.md has no ```go block with a whole program")
 	}
 	dir := t.TempDir()
 	gomod := fmt.Sprintf("module readme\n\ngo 1.26.0\n\nrequire github.com/go-redlock/redlock v0.0.0\n\nreplace github.com/go-redlock/redlock => %s\n", root)
@@ -65,6 +70,6 @@ func TestREADMEProgramsCompile(t *testing.T) {
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("a program of the README does not compile: %v\n%s", err, out)
+		t.Fatalf("a program of the README or docs/MIGRATING.md does not compile: %v\n%s", err, out)
 	}
 }
