@@ -91,13 +91,15 @@ type config struct {
 }
 
 // WithTracerProvider sets the provider of the tracer (default: the global
-// one, otel.GetTracerProvider, at the time of Instrument).
+// one, otel.GetTracerProvider, at the time of Instrument; a nil tp keeps the
+// default).
 func WithTracerProvider(tp trace.TracerProvider) Option {
 	return func(c *config) { c.tp = tp }
 }
 
 // WithMeterProvider sets the provider of the meter (default: the global one,
-// otel.GetMeterProvider, at the time of Instrument).
+// otel.GetMeterProvider, at the time of Instrument; a nil mp keeps the
+// default).
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return func(c *config) { c.mp = mp }
 }

@@ -420,16 +420,24 @@ func TestGlobalProviders(t *testing.T) {
 		otel.SetMeterProvider(mp)
 	})
 	servers := redistest.NewServers(t, 3)
-	c := open(t, redistest.Addrs(servers), redlockotel.Instrument())
-	l, err := c.TryLock(t.Context(), "otel-global")
-	require.NoError(t, err)
-	require.NoError(t, l.Unlock(t.Context()))
-	var names []string
-	for _, s := range tel.spans.Ended() {
-		names = append(names, s.Name())
+	// Without options, and with nil providers, which keep the defaults
+	// (their documentation says so).
+	for _, opt := range []redlock.Option{
+		redlockotel.Instrument(),
+		redlockotel.Instrument(redlockotel.WithTracerProvider(nil), redlockotel.WithMeterProvider(nil)),
+	} {
+		ended := len(tel.spans.Ended())
+		c := open(t, redistest.Addrs(servers), opt)
+		l, err := c.TryLock(t.Context(), "otel-global")
+		require.NoError(t, err)
+		require.NoError(t, l.Unlock(t.Context()))
+		var names []string
+		for _, s := range tel.spans.Ended()[ended:] {
+			names = append(names, s.Name())
+		}
+		assert.Equal(t, "redlock.TryLock redlock.Unlock", strings.Join(names, " "))
+		assert.Contains(t, tel.metrics(t), "redlock.acquire.duration")
 	}
-	assert.Equal(t, "redlock.TryLock redlock.Unlock", strings.Join(names, " "))
-	assert.Contains(t, tel.metrics(t), "redlock.acquire.duration")
 }
 
 // gauge returns the data points of a gauge metric; none when the metric was
