@@ -78,7 +78,12 @@
 // unset on a *redis.ClusterClient: such a client holds its commands for
 // COMMAND beyond their contexts, and the node then watches every call, as
 // without ContextTimeoutEnabled (see New). The caller keeps ownership of a
-// client passed to New: closing the node does not close it.
+// client passed to New: closing the node does not close it. A node of New is
+// named (in errors, logs and the redlock.node attribute of metrics) by what
+// its client connects to, without credentials: a Ring by its shards'
+// addresses, "ring(host:port,...)"; a client of the caller's own type, whose
+// servers cannot be learned, is numbered ("goredis-N") unless [NewNamed]
+// names it.
 //
 // Concurrent calls on a node are pipelined (package internal/batch): a node
 // sends on at most two connections at once, a cluster node two per shard (to a far server, two per

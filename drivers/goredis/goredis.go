@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -162,9 +163,18 @@ const maxRedirects = 8
 // does without ContextTimeoutEnabled: each returns by its context's end, and
 // the command goes on in the background until go-redis returns it.
 //
-// The node is named in errors by c's address with credentials removed when c is
-// a *redis.Client, else by "goredis-N", N counting such nodes, so that
-// redlock.New tells them apart.
+// The node is named in errors, logs and metrics (redlock.node) by what c
+// connects to, with credentials removed: c's address for a *redis.Client, its
+// seeds for a *redis.ClusterClient (below), and for a *redis.Ring its shards'
+// addresses, sorted, without user names, as "ring(host:port,...)" (then
+// "/db" when its DB is not 0; see drivernode.Servers: at most 8 listed, then
+// "+N"), taken when New is called (SetAddrs does not rename the node). Two
+// nodes over clients of the same servers thus have one name, which
+// redlock.New refuses as one node given twice, and a program that keeps
+// making nodes over fresh clients of the same servers adds no metric series.
+// A node over a client of another type (a wrapper of the caller's) is named
+// "goredis-N", N counting such nodes, so that redlock.New tells them apart:
+// use NewNamed to name it by what it connects to.
 //
 // A *redis.ClusterClient makes a node that is a whole Redis Cluster, named
 // by its seed addresses: c should have MaxRetries -1 too, and the node sends
@@ -204,11 +214,32 @@ func New(c redis.UniversalClient) driver.Node {
 	}
 	rc, ok := c.(*redis.Client)
 	if !ok {
-		return newNode(c, unnamed.Next(), false)
+		name := drivernode.Name("")
+		if r, isRing := c.(*redis.Ring); isRing {
+			name = describeRing(r.Options())
+		}
+		if name == "" {
+			name = unnamed.Next() // a client of the user's type: see NewNamed
+		}
+		return newNode(c, name, false)
 	}
 	o := rc.Options()
 	n := newNode(c, describe(o), o.ContextTimeoutEnabled)
 	n.hub = pubsub.New(n.dialPubSub)
+	return n
+}
+
+// NewNamed is New with the node named name (in errors, logs and the
+// redlock.node attribute of metrics) instead of by its client, with any
+// credentials in it removed (see New): for a client whose servers New cannot
+// learn (one of the caller's types), so that its nodes keep one name
+// whenever the program makes them. Nodes given to one redlock.New must have
+// distinct names. An empty name leaves New's.
+func NewNamed(c redis.UniversalClient, name string) driver.Node {
+	n := New(c).(*node)
+	if name != "" {
+		n.Name = drivernode.Name(redisaddr.Redact(name))
+	}
 	return n
 }
 
@@ -225,7 +256,8 @@ func newNode(c redis.UniversalClient, name drivernode.Name, bounded bool) *node 
 	return n
 }
 
-// unnamed names the nodes New made over clients other than *redis.Client.
+// unnamed names the nodes New made over clients whose servers it cannot
+// learn: clients of the caller's types.
 var unnamed = drivernode.NewCounter("goredis")
 
 // describe names the server o connects to, without credentials.
@@ -236,6 +268,21 @@ func describe(o *redis.Options) drivernode.Name {
 	}
 	a := redisaddr.Addr{Host: host, Port: port, Username: o.Username, Password: o.Password, DB: o.DB, TLS: o.TLSConfig != nil}
 	return drivernode.Name(a.String())
+}
+
+// describeRing names the servers of a Ring with options o by their
+// addresses, without credentials (see drivernode.Servers), or "" if it has
+// none.
+func describeRing(o *redis.RingOptions) drivernode.Name {
+	addrs := make([]string, 0, len(o.Addrs))
+	for _, a := range o.Addrs {
+		addrs = append(addrs, a)
+	}
+	name := drivernode.Servers("ring", addrs)
+	if name != "" && o.DB != 0 {
+		name += drivernode.Name("/" + strconv.Itoa(o.DB))
+	}
+	return name
 }
 
 // describeCluster names the cluster o reaches by its seeds, without

@@ -110,21 +110,53 @@ func TestString(t *testing.T) {
 		require.Equal(t, tc.want, fmt.Sprint(goredis.New(rdb)), "New(client on %s).String()", tc.opts.Addr)
 		require.NoError(t, rdb.Close())
 	}
-	// Nodes over other clients are told apart by a counter, so that
-	// redlock.New takes several of them.
-	var nodes []driver.Node
-	for range 3 {
-		ring := redis.NewRing(&redis.RingOptions{Addrs: map[string]string{"a": "10.0.0.1:6379"}})
-		defer ring.Close()
-		n := goredis.New(ring)
-		require.Regexp(t, `^goredis-\d+$`, fmt.Sprint(n))
-		nodes = append(nodes, n)
-	}
-	require.NotEqual(t, fmt.Sprint(nodes[0]), fmt.Sprint(nodes[1]))
-	_, err := redlock.New(nodes)
-	require.NoError(t, err, "redlock.New must take distinct nodes over Rings")
 	require.Equal(t, "goredis", fmt.Sprint(goredis.New(nil)))
 }
+
+// A node over a Ring is named by its shards' addresses, sorted, without
+// credentials: the same name for every Ring over the same servers (a program
+// that keeps making them adds no metric series; redlock.New refuses two of
+// them as one node given twice), distinct names for distinct servers. A node
+// over a client of the caller's type is numbered, or named by NewNamed.
+func TestStringRing(t *testing.T) {
+	ring := func(db int, addrs ...string) driver.Node {
+		m := make(map[string]string, len(addrs))
+		for i, a := range addrs {
+			m[fmt.Sprint("shard", i)] = a
+		}
+		r := redis.NewRing(&redis.RingOptions{Addrs: m, Username: "alice", Password: "s3cret", DB: db})
+		t.Cleanup(func() { r.Close() })
+		return goredis.New(r)
+	}
+	a := ring(0, "10.0.0.2:6379", "10.0.0.1:6379")
+	require.Equal(t, "ring(10.0.0.1:6379,10.0.0.2:6379)", fmt.Sprint(a))
+	require.Equal(t, fmt.Sprint(a), fmt.Sprint(ring(0, "10.0.0.1:6379", "10.0.0.2:6379")), "a second Ring over the same servers")
+	require.Equal(t, "ring(10.0.0.1:6379,10.0.0.2:6379)/3", fmt.Sprint(ring(3, "10.0.0.1:6379", "10.0.0.2:6379")))
+	for _, n := range []driver.Node{a, ring(3, "10.0.0.1:6379")} {
+		require.NotContains(t, fmt.Sprint(n), "s3cret")
+		require.NotContains(t, fmt.Sprint(n), "alice")
+	}
+	// Distinct servers, distinct names: redlock.New takes the nodes.
+	_, err := redlock.New([]driver.Node{a, ring(0, "10.0.0.3:6379"), ring(0, "10.0.0.4:6379", "10.0.0.5:6379")})
+	require.NoError(t, err)
+	// The same servers twice: one node given twice.
+	_, err = redlock.New([]driver.Node{ring(0, "10.0.0.1:6379", "10.0.0.2:6379"), ring(0, "10.0.0.2:6379", "10.0.0.1:6379"), ring(0, "10.0.0.6:6379")})
+	require.ErrorContains(t, err, "nodes 1 and 2 are both ring(10.0.0.1:6379,10.0.0.2:6379)")
+
+	// A client of the caller's type: numbered, so that redlock.New tells
+	// such nodes apart, or named by NewNamed, without credentials.
+	rdb := redis.NewClient(&redis.Options{Addr: "10.0.0.1:6379"})
+	t.Cleanup(func() { rdb.Close() })
+	require.Regexp(t, `^goredis-\d+$`, fmt.Sprint(goredis.New(wrapped{rdb})))
+	require.NotEqual(t, fmt.Sprint(goredis.New(wrapped{rdb})), fmt.Sprint(goredis.New(wrapped{rdb})))
+	require.Equal(t, "redis://xxxxx@10.0.0.1:6379", fmt.Sprint(goredis.NewNamed(wrapped{rdb}, "redis://alice:s3cret@10.0.0.1:6379")))
+	require.Equal(t, "primary-1", fmt.Sprint(goredis.NewNamed(wrapped{rdb}, "primary-1")))
+	require.Regexp(t, `^goredis-\d+$`, fmt.Sprint(goredis.NewNamed(wrapped{rdb}, "")), "an empty name leaves New's")
+	require.Equal(t, "ring(10.0.0.1:6379)", fmt.Sprint(goredis.NewNamed(nil, "ring(10.0.0.1:6379)")), "named over a nil client too")
+}
+
+// wrapped is a client of a caller's type, whose servers New cannot learn.
+type wrapped struct{ *redis.Client }
 
 // A node over a client other than *redis.Client (a Ring's pub/sub may reach
 // another server than the one that publishes) refuses to subscribe, and its

@@ -1,7 +1,8 @@
 // Package drivernode holds what the nodes of every driver do alike: the name
 // by which a node is shown in errors and by fmt, which never contains a
-// password; the numbered names of nodes over clients that have no single
-// address; and the check and error for a node made over a nil client, which
+// password; the names of nodes over clients of several servers, by their
+// addresses (Servers), and the numbered names of nodes over clients whose
+// addresses cannot be learned; and the check and error for a node made over a nil client, which
 // must fail its calls rather than panic.
 //
 // A driver's node embeds a [Name] for its String and Format methods, and
@@ -14,10 +15,13 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/redisaddr"
 )
 
 // Name is a node's name: the address it connects to with credentials
@@ -31,6 +35,45 @@ func (n Name) String() string { return string(n) }
 // Format writes the name whatever the verb, so that no verb (%#v, %d, ...)
 // prints the fields of the node that embeds it, which may hold a password.
 func (n Name) Format(f fmt.State, _ rune) { io.WriteString(f, string(n)) }
+
+// MaxServersNamed is how many addresses a [Servers] name lists at most.
+const MaxServersNamed = 8
+
+// Servers names a node over a client of several servers (a go-redis Ring, a
+// rueidis cluster client) by what it connects to: "kind(a,b,...)", the
+// addresses sorted and each given once, without credentials (a user name
+// too: whatever comes before an "@"), at most MaxServersNamed of them and
+// then "+N" for the N others. Two processes, or one process whenever it makes
+// such a node again, name the same servers alike, so that a metric's series
+// per node stays bounded; two nodes over the same servers have one name,
+// which redlock.New refuses as a node given twice. Servers returns "" when
+// addrs is empty.
+func Servers(kind string, addrs []string) Name {
+	seen := make([]string, 0, len(addrs))
+	for _, a := range addrs {
+		scheme, rest := "", a
+		if i := strings.Index(a, "://"); i >= 0 {
+			scheme, rest = a[:i+3], a[i+3:]
+		}
+		if at := strings.LastIndex(rest, "@"); at >= 0 {
+			rest = rest[at+1:]
+		}
+		if rest != "" {
+			seen = append(seen, redisaddr.Redact(scheme+rest))
+		}
+	}
+	if len(seen) == 0 {
+		return ""
+	}
+	slices.Sort(seen)
+	seen = slices.Compact(seen)
+	more := ""
+	if len(seen) > MaxServersNamed {
+		more = ",+" + strconv.Itoa(len(seen)-MaxServersNamed)
+		seen = seen[:MaxServersNamed]
+	}
+	return Name(kind + "(" + strings.Join(seen, ",") + more + ")")
+}
 
 // Counter names the nodes of one driver that have no address to be named by:
 // "prefix-1", "prefix-2", ..., so that redlock.New tells them apart. Its zero

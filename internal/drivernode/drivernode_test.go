@@ -72,3 +72,22 @@ func TestState(t *testing.T) {
 		t.Fatalf("Close() of a nil-client state = %v, %v; want false and the nil-client error", first, err)
 	}
 }
+
+func TestServers(t *testing.T) {
+	for _, tc := range []struct {
+		addrs []string
+		want  drivernode.Name
+	}{
+		{nil, ""},
+		{[]string{""}, ""},
+		{[]string{"10.0.0.2:6379", "10.0.0.1:6379", "10.0.0.2:6379"}, "x(10.0.0.1:6379,10.0.0.2:6379)"},
+		{[]string{"alice:s3cret@10.0.0.1:6379", "redis://bob:pw@10.0.0.2:6379", "redis://:pw@10.0.0.3:6379?password=pw"},
+			"x(10.0.0.1:6379,redis://10.0.0.2:6379,redis://10.0.0.3:6379?password=xxxxx)"},
+		{[]string{"h9:1", "h8:1", "h7:1", "h6:1", "h5:1", "h4:1", "h3:1", "h2:1", "h1:1", "h0:1"},
+			"x(h0:1,h1:1,h2:1,h3:1,h4:1,h5:1,h6:1,h7:1,+2)"},
+	} {
+		if got := drivernode.Servers("x", tc.addrs); got != tc.want {
+			t.Errorf("Servers(x, %q) = %q, want %q", tc.addrs, got, tc.want)
+		}
+	}
+}
