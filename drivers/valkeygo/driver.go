@@ -42,8 +42,14 @@ func (Driver) OpenConfig(addr string, cfg driver.Config) (driver.Node, error) {
 
 // New returns a node over c, a client the caller configured, for one
 // independent master. The caller keeps ownership: Close on the node does not
-// close c, but calls on the node after Close fail. The node's String is the
-// address c connects to, or "valkeygo-N" if c has several.
+// close c, but calls on the node after Close fail. The node is
+// named (in errors, logs and the redlock.node attribute of metrics) by what c
+// connects to, without credentials: its address, or, when c has several
+// servers, theirs (c.Nodes(), when New is called), sorted, as
+// "cluster(host:port,...)" for a cluster client (at most 8 listed, then
+// "+N"). Nodes over clients of the same servers thus have one name, which
+// redlock.New refuses as one node given twice, and a program that keeps
+// making nodes over fresh clients adds no metric series.
 //
 // Configure c with DisableRetry, so that a command whose reply was lost is
 // reported as an error rather than retried, and prefer ForceSingleClient and

@@ -120,7 +120,7 @@ type Options struct {
 // Use a Library by pointer, and never change it once used.
 type Library[C Client[C, D], D Dedicated, R Result, L any] struct {
 	// Name is the driver's name, as it is registered: it begins its errors
-	// and the numbered names of nodes over clients of several servers.
+	// and the numbered names of nodes over clients that name no server.
 	Name string
 	// NewClient creates a client with opt (see [Options]).
 	NewClient func(opt Options) (C, error)

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"slices"
 	"sync"
@@ -105,9 +106,9 @@ func Open[C Client[C, D], D Dedicated, R Result, L any](lib *Library[C, D, R, L]
 
 // New returns a node of lib over c, a client the caller configured and keeps
 // owning: Close on the node does not close c, but calls on the node after
-// Close fail. The node's String is the address c connects to, or "NAME-N" if
-// c has several. If c is nil, every call on the node, and Close, return an
-// error.
+// Close fail. The node's String is the address c connects to, or those of
+// its servers when it has several (see clientName), without credentials. If
+// c is nil, every call on the node, and Close, return an error.
 func New[C Client[C, D], D Dedicated, R Result, L any](lib *Library[C, D, R, L], c C) driver.Node {
 	lib.init()
 	if drivernode.IsNil(c) {
@@ -123,13 +124,26 @@ func New[C Client[C, D], D Dedicated, R Result, L any](lib *Library[C, D, R, L],
 	return n
 }
 
-// clientName names a node over c: by its address, so that redlock.New
-// rejects two nodes on one server, or else "NAME-N".
+// clientName names a node over c by what c connects to: its address, or,
+// when c has several servers (a cluster client), their addresses, sorted,
+// as "cluster(host:port,...)" (or "servers(...)" for a client of several
+// servers that is not a cluster client; see drivernode.Servers), so that
+// redlock.New rejects two nodes on the same servers and a program that keeps
+// making nodes over fresh clients adds no metric series. A client that names
+// no server is numbered: "NAME-N".
 func clientName[C Client[C, D], D Dedicated, R Result, L any](lib *Library[C, D, R, L], c C) drivernode.Name {
-	if nodes := c.Nodes(); len(nodes) == 1 {
+	nodes := c.Nodes()
+	if len(nodes) == 1 {
 		for addr := range nodes {
 			return drivernode.Name(redisaddr.Redact(addr))
 		}
+	}
+	kind := "servers"
+	if lib.Cluster(c) {
+		kind = "cluster"
+	}
+	if name := drivernode.Servers(kind, slices.Collect(maps.Keys(nodes))); name != "" {
+		return name
 	}
 	return lib.unnamed.Next()
 }

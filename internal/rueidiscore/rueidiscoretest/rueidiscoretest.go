@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -598,10 +599,33 @@ func RunCluster[C interface {
 		next++
 		return on(t, cl)
 	})
+	t.Run("String", func(t *testing.T) { clusterString(t, clusters, on) })
 	cl := redistest.NewCluster(t, 1)
 	newOne := func(t *testing.T) driver.Node { return on(t, cl) }
 	t.Run("CallsBehindRedial", func(t *testing.T) { clusterCallsBehindRedial(t, cl, newOne) })
 	t.Run("CallsBehindSlotRead", func(t *testing.T) { clusterCallsBehindSlotRead(t, cl, newOne) })
+}
+
+// clusterString: a node over a cluster client is named by the cluster's
+// servers, sorted, not by a number counted up per process: two clients of
+// one cluster give one name, which redlock.New refuses as a node given
+// twice, and nodes of distinct clusters have distinct names.
+func clusterString(t *testing.T, clusters []*redistest.Cluster, on func(*testing.T, *redistest.Cluster) driver.Node) {
+	names := make([]string, len(clusters))
+	nodes := make([]driver.Node, len(clusters))
+	for i, cl := range clusters {
+		nodes[i] = on(t, cl)
+		seeds := slices.Clone(cl.Seeds()) // the primaries: the clusters have no replicas
+		slices.Sort(seeds)
+		names[i] = "cluster(" + strings.Join(seeds, ",") + ")"
+		require.Equal(t, names[i], fmt.Sprint(nodes[i]), "a node over a client of cluster %d", i)
+		require.Equal(t, names[i], fmt.Sprint(on(t, cl)), "a node over another client of cluster %d", i)
+	}
+	c, err := redlock.New(nodes)
+	require.NoError(t, err, "nodes over distinct clusters")
+	t.Cleanup(func() { c.Close() })
+	_, err = redlock.New([]driver.Node{on(t, clusters[0]), on(t, clusters[0]), on(t, clusters[1])})
+	require.ErrorContains(t, err, "nodes 1 and 2 are both "+names[0])
 }
 
 // clusterCalls are the calls of a cluster's node that ask the cluster
