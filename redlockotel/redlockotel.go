@@ -208,10 +208,13 @@ type observer struct {
 }
 
 // maxNodeAttrs bounds the attribute sets of node calls that an observer
-// keeps: the nodes of its Clients times the operations. Nodes of New over a
-// client of several servers are numbered (goredis-N): a program that keeps
-// making such Clients would otherwise grow the cache without end. Beyond
-// it, a call's set is made for the call.
+// keeps: the nodes of its Clients times the operations. The drivers name
+// their nodes by the servers they reach, but a node over a client whose
+// servers cannot be learned (a goredis client of the caller's own type, a
+// redigo pool, unless NewNamed names them) has a name of its own
+// (goredis-N, redigo(0x...)): a program that keeps making such Clients would
+// otherwise grow the cache without end. Beyond it, a call's set is made for
+// the call.
 const maxNodeAttrs = 1024
 
 type nodeOp struct{ node, op string }

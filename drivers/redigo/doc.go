@@ -9,7 +9,11 @@
 //
 // [Driver.Open] builds a connection pool of its own, which the node closes.
 // [New] wraps a *redis.Pool the caller configured, which the caller keeps and
-// closes.
+// closes. Such a node is named (in errors, logs and the redlock.node attribute
+// of metrics) by the pool's address in memory, "redigo(0x...)", since the
+// server is known only to the pool's Dial: name it by its server with
+// [NewNamed], so that a program that makes pools again keeps one name, and one
+// metric series, per server.
 //
 // Addresses are "host:port", "redis://[user:password@]host:port[/db]" or the
 // same with "rediss://" for TLS; the query parameters tls_ca_file,

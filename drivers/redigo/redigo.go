@@ -133,9 +133,14 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 // and redis.DialContext do. If p is nil, every call on the node, and
 // Close, return an error.
 //
-// The node's String is "redigo(0x...)", naming the pool by its address, so
-// that redlock.New tells nodes over different pools apart and refuses two nodes
-// over the same pool.
+// The node's String is "redigo(0x...)", naming the pool by its address in
+// memory, so that redlock.New tells nodes over different pools apart and
+// refuses two nodes over the same pool: the server a pool connects to is
+// known only to its Dial, and cannot be learned without a round trip. That
+// name is the node's in errors, logs and the redlock.node attribute of
+// metrics: a program that keeps making pools, and Clients over them, adds a
+// metric series with each, and two processes name one server differently.
+// Use NewNamed to name the node by the server instead.
 //
 // A call returns by the end of its context even when p holds it longer:
 // p's Dial and TestOnBorrow take no context, and redigo's documentation
@@ -156,6 +161,20 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 // the pool.
 func New(p *redis.Pool) driver.Node {
 	return newNode(p, drivernode.Name(fmt.Sprintf("redigo(%p)", p)), false)
+}
+
+// NewNamed is New with the node named name, such as the address p's Dial
+// connects to, in errors, logs and the redlock.node attribute of metrics,
+// with any credentials in it removed ("redis://user:pw@host:6379" is named
+// "redis://xxxxx@host:6379"): nodes over pools of the same server keep one
+// name whenever the program makes them. Nodes given to one redlock.New must
+// have distinct names. An empty name leaves New's.
+func NewNamed(p *redis.Pool, name string) driver.Node {
+	n := New(p).(*node)
+	if name != "" {
+		n.Name = drivernode.Name(redisaddr.Redact(name))
+	}
+	return n
 }
 
 func newNode(p *redis.Pool, name drivernode.Name, ownsPool bool) *node {

@@ -113,6 +113,27 @@ func TestString(t *testing.T) {
 	require.Error(t, err, "redlock.New must refuse two nodes over one pool")
 }
 
+// NewNamed names a node over a pool by what the caller says it connects to,
+// without credentials: nodes over fresh pools of one server keep one name
+// (one redlock.node metric series), which redlock.New refuses twice.
+func TestNewNamed(t *testing.T) {
+	name := func(n driver.Node) string { return n.(fmt.Stringer).String() }
+	a := redigo.NewNamed(&redis.Pool{}, "redis://alice:s3cret@10.0.0.1:6379/2")
+	require.Equal(t, "redis://xxxxx@10.0.0.1:6379/2", name(a))
+	again := redigo.NewNamed(&redis.Pool{}, "redis://alice:s3cret@10.0.0.1:6379/2")
+	require.Equal(t, name(a), name(again), "a node over a fresh pool of the same server")
+	require.Equal(t, "10.0.0.2:6379", name(redigo.NewNamed(&redis.Pool{}, "10.0.0.2:6379")))
+	require.True(t, strings.HasPrefix(name(redigo.NewNamed(&redis.Pool{}, "")), "redigo("), "an empty name leaves New's")
+	_, err := redlock.New([]driver.Node{a, again, redigo.NewNamed(&redis.Pool{}, "10.0.0.3:6379")})
+	require.ErrorContains(t, err, "nodes 1 and 2 are both redis://xxxxx@10.0.0.1:6379/2")
+	c, err := redlock.New([]driver.Node{a, redigo.NewNamed(&redis.Pool{}, "10.0.0.2:6379"), redigo.NewNamed(&redis.Pool{}, "10.0.0.3:6379")})
+	require.NoError(t, err)
+	require.NoError(t, c.Close())
+	nilPool := redigo.NewNamed(nil, "10.0.0.4:6379")
+	require.Equal(t, "10.0.0.4:6379", name(nilPool))
+	require.EqualError(t, nilPool.Close(), "redigo: New was given a nil pool")
+}
+
 // A node over the user's pool, which its Close leaves open, sends none of
 // the calls still queued at Close.
 func TestNewCloseSendsNoQueuedCall(t *testing.T) {
