@@ -13,7 +13,13 @@
 // of metrics) by the pool's address in memory, "redigo(0x...)", since the
 // server is known only to the pool's Dial: name it by its server with
 // [NewNamed], so that a program that makes pools again keeps one name, and one
-// metric series, per server.
+// metric series, per server. Give such a pool a Dial with timeouts
+// (redis.DialConnectTimeout, DialReadTimeout, DialWriteTimeout), or a
+// DialContext, which gets the call's context: redigo's documentation shows
+// Dial without them, and a Dial that waits for a server that never answers
+// (blackholed, stopped) holds a goroutine and one of the pool's connections
+// for ever. A call still returns by its context's end, and the node's Close
+// by a second after it began (see [New]).
 //
 // Addresses are "host:port", "redis://[user:password@]host:port[/db]" or the
 // same with "rediss://" for TLS; the query parameters tls_ca_file,

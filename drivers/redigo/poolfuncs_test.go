@@ -3,12 +3,15 @@ package redigo_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/gomodule/redigo/redis"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/drivers/redigo"
@@ -113,7 +116,8 @@ func TestNewPoolFunctionsWithoutContext(t *testing.T) {
 // that does not answer AUTH, and no timeouts), for a pool without Wait,
 // whose Close races with no GetContext. With Wait (and MaxActive), Close
 // waits for those gets, as redigo's Pool.Close races with a GetContext
-// waiting for a connection; the calls made meanwhile return at once.
+// waiting for a connection, but no longer than a second (they are in the
+// pool's Dial, past that wait); the calls made meanwhile return at once.
 func TestNewCloseWhileDialStalls(t *testing.T) {
 	for _, wait := range []bool{false, true} {
 		t.Run(fmt.Sprintf("Wait=%v", wait), func(t *testing.T) {
@@ -158,17 +162,110 @@ func TestNewCloseWhileDialStalls(t *testing.T) {
 						t.Fatal("a call of 200ms made while Close waits still running after 5s")
 					}
 				}
-				return
 			}
 			select {
 			case err := <-closed:
 				closed <- err
 				require.NoError(t, err)
-			case <-time.After(5 * time.Second):
-				t.Fatal("Close still waiting after 5s")
+			case <-time.After(30 * time.Second):
+				t.Fatal("Close still waiting after 30s")
 			}
 			t.Logf("Close: %v", time.Since(start))
-			require.Less(t, time.Since(start), time.Second)
+			if !wait {
+				require.Less(t, time.Since(start), time.Second)
+			}
 		})
 	}
+}
+
+// silentServer accepts connections on a loopback port, reads what they send
+// and never answers (a server blackholed or stopped by SIGSTOP). Its address
+// is returned with a function that reports the connections accepted so far;
+// the listener and the connections close when the test ends.
+func silentServer(t *testing.T) (addr string, accepted func() int) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var conns []net.Conn
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+			wg.Go(func() { _, _ = io.Copy(io.Discard, c) })
+		}
+	})
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+		wg.Wait()
+	})
+	return l.Addr().String(), func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(conns)
+	}
+}
+
+// Client.Close over a node of New whose pool has Wait (and MaxActive), and
+// a Dial as redigo's documentation shows it (no timeouts, then AUTH),
+// returns while a get of a connection waits in that Dial for a server that
+// never answers (for ever) and another waits for a free connection: Close
+// ends the wait for a connection, and waits for the gets no longer than a
+// second (a get still in progress then is in the pool's Dial, which
+// Pool.Close does not race with). The calls in flight return
+// driver.ErrClosed, and the node's goroutines end once the Dial returns
+// (here, when the server closes its connections at the test's end).
+func TestNewCloseWaitPoolSilentServer(t *testing.T) {
+	before := goleak.IgnoreCurrent()
+	t.Cleanup(func() { goleak.VerifyNone(t, before) }) // last: after the server closed its connections
+	addr, accepted := silentServer(t)
+	pool := &redis.Pool{Dial: authDial(addr), MaxIdle: 1, MaxActive: 1, Wait: true}
+	t.Cleanup(func() { pool.Close() })
+	n := redigo.New(pool)
+	c, err := redlock.New([]driver.Node{n})
+	require.NoError(t, err)
+
+	// Two calls at once: the node sends them on two connections, one
+	// getting the pool's only connection (its Dial waits for AUTH's reply),
+	// the other waiting for it.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	called := make(chan error, 2)
+	for _, key := range []string{"a", "b"} {
+		go func() {
+			_, err := n.SetNX(ctx, key, "v", time.Minute)
+			called <- err
+		}()
+	}
+	require.Eventually(t, func() bool { return accepted() == 1 }, 30*time.Second, 10*time.Millisecond, "the Dial's connection")
+	time.Sleep(50 * time.Millisecond) // the other get waits for the connection
+
+	closed := make(chan error, 1)
+	go func() { closed <- c.Close() }()
+	select {
+	case err := <-closed:
+		require.NoError(t, err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Client.Close still waiting after 30s")
+	}
+	for range 2 {
+		select {
+		case err := <-called:
+			require.ErrorIs(t, err, driver.ErrClosed, "a call in flight at Close")
+		case <-time.After(30 * time.Second):
+			t.Fatal("a call in flight at Close still running 30s after Close")
+		}
+	}
+	require.Equal(t, 1, accepted(), "one Dial")
 }

@@ -151,10 +151,17 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 // by the timeouts of p's functions, if any); a connection that comes after
 // the call's context ended goes back to p. The node's Close does not wait
 // for such gets, unless p has Wait set with a MaxActive: redigo's
-// Pool.Close races with a GetContext waiting for a connection, so Close
-// waits for the gets in progress, bounded by the timeouts of p's functions
-// (for ever without them); the calls made meanwhile fail with
-// driver.ErrClosed at once.
+// Pool.Close races with a GetContext waiting for a free connection, so the
+// node's Close ends those waits (the gets' contexts end with it) and waits
+// for the gets in progress, but no longer than a second: a get still in
+// progress then is in p's Dial or TestOnBorrow, which Pool.Close does not
+// race with. The calls made meanwhile, and those whose get Close ended,
+// fail with driver.ErrClosed. A get's goroutine ends only when p's
+// functions return: give p a Dial with timeouts (redis.DialConnectTimeout,
+// DialReadTimeout and DialWriteTimeout, or a DialContext, which gets the
+// call's context) and a TestOnBorrow bounded too, or a server that never
+// answers (blackholed, stopped) holds a goroutine, and one of p's
+// MaxActive connections, for ever.
 //
 // Release notifications (driver.Notifier's Subscribe) use one connection of
 // the node's own, made with the pool's DialContext (or Dial) and never put in
@@ -187,6 +194,8 @@ func newNode(p *redis.Pool, name drivernode.Name, ownsPool bool) *node {
 		n.batch = batch.New(n.exec, batch.Senders, batch.MaxBatch)
 		if ownsPool {
 			n.batch.ShareDeadlines() // its dial needs none of the callers' contexts' values
+		} else {
+			n.closing, n.stopGetting = context.WithCancel(context.Background())
 		}
 	}
 	return n
@@ -204,14 +213,37 @@ type node struct {
 	hub               *pubsub.Hub                                   // the release subscriptions; nil for New(nil)
 	batch             *batch.Batcher[rediscmd.Cmd, rediscmd.Result] // nil for New(nil)
 	state             drivernode.State                              // nil pool, closed
-	// getting is held (read) around pool.GetContext and (write) by Close:
-	// redigo's Pool.Close races with a GetContext waiting for a connection
-	// (Wait is set), closing the channel that GetContext sends on. A pool
-	// of New's that does not wait (see waits) has no such channel, and its
-	// gets are not held: Close then does not wait for a Dial or a
-	// TestOnBorrow that waits for a server that does not answer.
+	// getting is held (read) around pool.GetContext of Open's pools, and
+	// around the start of a get on a pool of New's, and (write) by Close:
+	// redigo's Pool.Close races with a GetContext waiting for a free
+	// connection (Wait is set), closing the channel that GetContext sends
+	// a connection back on when its context ends. Close waits for the gets
+	// of Open's pools, bounded by their contexts and timeouts, and for
+	// those of New's pools that wait as gets counts them. A pool of New's
+	// that does not wait (see waits) has no such channel: Close then does
+	// not wait for a Dial or a TestOnBorrow that waits for a server that
+	// does not answer.
 	getting sync.RWMutex
+	// closing ends at Close: it ends the gets in progress on a pool of
+	// New's that waits, each bounded by it, whose wait for a free
+	// connection then returns (see conn). nil for a node of Open's or
+	// New(nil).
+	closing     context.Context
+	stopGetting context.CancelFunc
+	// gets counts the gets in progress on a pool of New's that waits,
+	// which Close waits for, at most closeGrace (see Close); getsDone
+	// is closed when they are done, once Close asked for it.
+	getsMu   sync.Mutex
+	gets     int
+	getsDone chan struct{}
 }
+
+// closeGrace bounds how long the Close of a node of New, over a pool that
+// waits (Wait and MaxActive), waits for the gets of connections in
+// progress, after it ended their waits for a free connection: a get still in
+// progress then is in the pool's Dial or TestOnBorrow, which do not watch
+// contexts, and which redigo's Pool.Close does not race with (see getting).
+const closeGrace = time.Second
 
 // Close makes later calls fail with driver.ErrClosed, closes the node's pub/sub
 // connection, and closes the pool if Open made it. Closing twice does nothing.
@@ -225,9 +257,41 @@ func (n *node) Close() error {
 	}
 	n.hub.Close()
 	if !n.ownsPool {
+		n.stopGetting()
+		n.waitGets()
 		return nil
 	}
 	return n.pool.Close()
+}
+
+// waitGets waits for the gets in progress on a pool of New's that waits
+// (see gets), at most closeGrace.
+func (n *node) waitGets() {
+	n.getsMu.Lock()
+	if n.gets == 0 {
+		n.getsMu.Unlock()
+		return
+	}
+	done := make(chan struct{})
+	n.getsDone = done
+	n.getsMu.Unlock()
+	t := time.NewTimer(closeGrace)
+	defer t.Stop()
+	select {
+	case <-done:
+	case <-t.C:
+	}
+}
+
+// addGet counts a get in progress by d (1 at its start, -1 at its end).
+func (n *node) addGet(d int) {
+	n.getsMu.Lock()
+	n.gets += d
+	if n.gets == 0 && n.getsDone != nil {
+		close(n.getsDone)
+		n.getsDone = nil
+	}
+	n.getsMu.Unlock()
 }
 
 // do sends cmd through the node's batcher. Its errors match ctx.Err() when
@@ -462,9 +526,7 @@ func (n *node) conn(ctx, caller context.Context) (redis.Conn, error) {
 		return nil, err
 	}
 	if !n.getting.TryRLock() {
-		// Close is under way, and waits for the gets in progress (see
-		// getting), which may wait in the pool's functions: the call
-		// does not wait behind it.
+		// Close is under way: the call does not wait behind it.
 		return nil, driver.ErrClosed
 	}
 	if err := n.state.Err(); err != nil {
@@ -486,19 +548,31 @@ func (n *node) conn(ctx, caller context.Context) (redis.Conn, error) {
 		// and its TestOnBorrow take no context (redigo's documentation
 		// shows them without timeouts), and its DialContext or
 		// TestOnBorrowContext may not watch the one they get. The get
-		// runs on a goroutine, which holds getting until it returns only
-		// if the pool waits for a connection (see getting); a connection
-		// that comes after ctx ended goes back to the pool.
-		held := waits(n.pool)
-		if !held {
+		// runs on a goroutine; a connection that comes after ctx ended
+		// goes back to the pool.
+		if !waits(n.pool) {
 			n.getting.RUnlock()
-		}
-		c, err = pubsub.DialUntilDone(ctx, func() (redis.Conn, error) {
-			if held {
-				defer n.getting.RUnlock()
+			c, err = pubsub.DialUntilDone(ctx, func() (redis.Conn, error) { return n.pool.GetContext(ctx) })
+		} else {
+			// The pool waits for a free connection, on a channel that
+			// its Close closes, which races with that wait: the get is
+			// counted (under getting, so that Close counts every get
+			// begun before it), and ends with Close, which ends its
+			// wait for a connection and waits for it (see Close).
+			n.addGet(1)
+			n.getting.RUnlock()
+			gctx, cancel := context.WithCancel(ctx)
+			stop := context.AfterFunc(n.closing, cancel)
+			c, err = pubsub.DialUntilDone(gctx, func() (redis.Conn, error) {
+				defer n.addGet(-1)
+				defer cancel()
+				defer stop()
+				return n.pool.GetContext(gctx)
+			})
+			if err != nil && ctx.Err() == nil && n.closing.Err() != nil {
+				err = driver.ErrClosed // Close ended the get
 			}
-			return n.pool.GetContext(ctx)
-		})
+		}
 	}
 	if err != nil && err.Error() == errClosedPool {
 		// The user closed the pool under a node of New: it never opens
