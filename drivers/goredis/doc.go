@@ -37,7 +37,16 @@
 // the other, in random order), two calls at a time, each read bounded by
 // its call's context and network timeout, while the other calls wait for
 // the map as long as their contexts allow, counted in Pending as queued
-// calls are (a read that asks a hung seed first fails its call, unsent); release notifications use sharded pub/sub, a connection per shard,
+// calls are. A read that asks a hung seed first fails its call, unsent:
+// go-redis asks the seeds under the call's one context, and a seed that
+// accepts the connection but never answers takes all of it (no option of
+// go-redis bounds each seed's read, and its order is random); that failure
+// has the client reload the map in the background, without the call's
+// deadline, each seed bounded by the client's ReadTimeout (3s on a node of
+// Open; a client of New's with ReadTimeout -1 never gets past the hung seed, and
+// its calls read on), so that the reload goes on to the other seeds and no call reads
+// the map once it has it (until then a call's read asks the hung seed first
+// with odds of one in the number of seeds). Release notifications use sharded pub/sub, a connection per shard,
 // following a channel whose slot moves, or whose shard's primary a failover
 // replaced; a shard whose connection breaks is reconnected without waiting
 // for a Subscribe.
