@@ -294,16 +294,31 @@ func badInput(ctx context.Context, err error) error {
 // failed attempts included), then ends what is left (the repeated releases
 // of keys whose SET had an unknown outcome among them, which it does not
 // wait for between two tries), waits for that, bounded by the node timeout
-// too, and closes every node. Locks still held expire after their TTL. Do's
-// still running have their function's context canceled with ErrLockLost as
-// its cause once the first wait is over (so at most the node timeout after
-// Close began), since nothing extends their locks after it. Calls on a
-// closed Client return ErrClosed, and so do the Locks that wait between
-// attempts when Close begins, at once.
+// too, releases the locks of Do (below), and closes every node. Locks of
+// TryLock and Lock still held expire after their TTL.
 //
-// Close returns the nodes' errors from closing them (each a *NodeError),
-// joined. Only the first call closes: a later one returns nil at once,
-// without waiting for the first to finish.
+// Do's still running have their function's context canceled with
+// ErrLockLost as its cause once the first wait is over (so at most the node
+// timeout after Close began), since nothing extends their locks after it.
+// Close then releases the locks of the Do's whose function has not returned,
+// as Do would (Do returns that release's account once its function returns;
+// Close does not wait for the function, which may ignore its context). It
+// waits for those releases and for those of the Do's whose function
+// returned before, for at most the node timeout, then for at most the node
+// timeout more for the node calls that they left running: so no release of
+// Do meets a closed node, and none of the Client's goroutines is still at
+// work when Close returns, unless a node did not answer within those bounds
+// (that release then fails, and its Do's error says so). A Do granted its
+// lock only after that (its acquisition was in flight) does not release
+// it: its error matches ErrLockLost and ErrClosed, and the key expires
+// after its TTL.
+//
+// Calls on a closed Client return ErrClosed, and so do the Locks that wait
+// between attempts when Close begins, at once. Close returns the nodes'
+// errors from closing them (each a *NodeError), joined. Only the first call
+// closes: a later one returns nil at once, without waiting for the first to
+// finish. An observer that panics in one of Close's releases has its panic
+// go on from Close, once the nodes are closed.
 func (c *Client) Close() error {
 	if c.unmade() {
 		return errUnmade
@@ -346,6 +361,12 @@ func (c *Client) shutdown() error {
 	// What is left was told to end: its calls return at once, or at
 	// their node timeout at the latest.
 	c.running.wait(c.nodeTimeout)
+	pv, unwound := c.keeperOf().releaseHeld(c.nodeTimeout)
+	if unwound && pv != nil {
+		// An observer's panic in a release of Do's lock, on one of
+		// Close's goroutines: it goes on here, once the nodes are closed.
+		defer panic(pv)
+	}
 	c.workers.close()
 	// All at once: a node's Close may wait for a server that does not
 	// answer.

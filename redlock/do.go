@@ -3,6 +3,7 @@ package redlock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"runtime"
 	"time"
 )
@@ -27,7 +28,8 @@ import (
 // the time of the extension that finds it (at most the node timeout), or
 // within that plus one more extension when an extension was in flight at
 // the loss. Close cancels it too (see Close), since nothing extends the lock
-// after it. fn must then stop acting on the protected resource.
+// after it, and releases the lock itself if fn has not returned by then.
+// fn must then stop acting on the protected resource.
 //
 // While the lock is acquired, Do's goroutine only waits: its first attempt
 // runs on one of the Client's goroutines (Do waits for a free one among
@@ -504,7 +506,8 @@ func (e *kept) done(ferr error) error {
 // fn's context: a caller's cancel before them is its cause.
 func (e *kept) finish() (lost bool, uerr error) {
 	e.finished = true
-	given := e.l.c.keeperOf().remove(e) // an extension in flight is moot: the release follows
+	k := e.l.c.keeperOf()
+	given, by := k.remove(e) // an extension in flight is moot: the release follows
 	if given {
 		// Nothing extended the lock since Close: it ended then, lost,
 		// whatever the release finds (the nodes may still be open).
@@ -513,10 +516,30 @@ func (e *kept) finish() (lost bool, uerr error) {
 	lost = given || errors.Is(context.Cause(e.fctx), ErrLockLost) || e.l.over()
 	e.lost = lost
 	e.cancel(nil)
-	uerr = e.l.Unlock(e.ectx)
+	switch by {
+	case releaseDo:
+		uerr = e.unlock(k)
+	case releaseClose:
+		<-e.byClose // bounded by the release's node calls
+		uerr = e.closeErr
+	default:
+		uerr = errNotReleased
+	}
 	if !lost && e.l.overAtUnlock() { // its validity passed between the two
 		lost = true
 		e.lost = true
 	}
 	return lost, uerr
 }
+
+// unlock releases e's lock for Do, and tells k once it is done, also when
+// an observer panics in the Unlock: Close waits for it (see keeper.remove).
+func (e *kept) unlock(k *keeper) error {
+	defer k.released()
+	return e.l.Unlock(e.ectx)
+}
+
+// errNotReleased is the release's error of a Do whose function returned
+// once Close had begun to close the nodes, without the lock in its hands:
+// it was granted after Close released the locks of Do.
+var errNotReleased = fmt.Errorf("%w: not released: the Client was closing its nodes (%w); the key expires at its TTL", ErrLockLost, ErrClosed)

@@ -36,6 +36,18 @@ type keeper struct {
 	heap   keptHeap
 	timer  *time.Timer // fires at the earliest due; nil until the first add
 	closed bool        // stop ran: nothing is scheduled any more
+	// live links every lock of a Do that is not done with it (see add
+	// and remove), in the heap or not, through kept.prev and kept.next:
+	// Close releases those left (see releaseHeld).
+	live *kept
+	// sealed is set by releaseHeld: Close releases the locks of the Do's
+	// not done with them, and a Do done after it sends nothing, since the
+	// nodes are about to be closed.
+	sealed bool
+	// releasing counts the releases under way that Close waits for before
+	// it closes the nodes: those of the Do's done with their lock before
+	// sealed, and Close's own.
+	releasing *tracker
 }
 
 // A kept is one lock held through Do.
@@ -55,6 +67,12 @@ type kept struct {
 	stopped  bool      // Do is done with it
 	removed  bool      // Do removed it (see remove): an extension in flight is moot
 	given    bool      // Close stopped the extensions before Do was done with it
+
+	// Guarded by keeper.mu:
+	prev, next *kept         // in keeper.live
+	linked     bool          // in keeper.live
+	byClose    chan struct{} // Close releases the lock (see releaseHeld): closed once it did; nil unless
+	closeErr   error         // the release's error, read once byClose is closed
 
 	// Only Do's goroutine uses these:
 	finished bool // Do finished with the lock
@@ -87,7 +105,7 @@ func (h *keptHeap) Pop() any {
 
 // keeperOf returns the Client's keeper, made on first use.
 func (c *Client) keeperOf() *keeper {
-	c.keeperOnce.Do(func() { c.keeper = &keeper{c: c} })
+	c.keeperOnce.Do(func() { c.keeper = &keeper{c: c, releasing: newTracker()} })
 	return c.keeper
 }
 
@@ -99,9 +117,35 @@ func (k *keeper) add(ectx context.Context, l *Lock, ttl, every time.Duration, ca
 	now := k.c.now()
 	due := k.dueBy(e, now.Add(every), now)
 	k.mu.Lock()
+	k.link(e)
 	k.scheduleLocked(e, due)
 	k.mu.Unlock()
 	return e
+}
+
+// link puts e in k.live. k.mu is held.
+func (k *keeper) link(e *kept) {
+	e.next, e.linked = k.live, true
+	if k.live != nil {
+		k.live.prev = e
+	}
+	k.live = e
+}
+
+// unlink takes e out of k.live, if it is in it. k.mu is held.
+func (k *keeper) unlink(e *kept) {
+	if !e.linked {
+		return
+	}
+	if e.prev != nil {
+		e.prev.next = e.next
+	} else {
+		k.live = e.next
+	}
+	if e.next != nil {
+		e.next.prev = e.prev
+	}
+	e.prev, e.next, e.linked = nil, nil, false
 }
 
 // dueBy returns when e's first extension is due: at want, or sooner when the
@@ -118,17 +162,102 @@ func (k *keeper) dueBy(e *kept, want, now time.Time) time.Time {
 	return want
 }
 
+// Who releases the lock of a Do done with it (see remove).
+const (
+	releaseDo     = iota // Do, now: Close waits for it
+	releaseClose         // Close, which took it over (see releaseHeld)
+	releaseNobody        // nobody: the nodes are being closed
+)
+
 // remove stops extending e's lock. An extension in flight still finishes; it
-// changes nothing that matters, since Do releases the lock next. It reports
-// whether Close had stopped the extensions before.
-func (k *keeper) remove(e *kept) (given bool) {
+// changes nothing that matters, since the lock is released next. It reports
+// whether Close had stopped the extensions before, and who releases the
+// lock: Do, registered in k.releasing (it calls released once done) so that
+// Close waits for it, unless Close took the release over, or has begun to
+// close the nodes.
+func (k *keeper) remove(e *kept) (given bool, by int) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	e.stopped, e.removed = true, true
 	if e.index >= 0 {
 		heap.Remove(&k.heap, e.index)
 	}
-	return e.given
+	k.unlink(e)
+	switch {
+	case e.byClose != nil:
+		by = releaseClose
+	case k.sealed:
+		by = releaseNobody
+	default:
+		k.releasing.add(1)
+	}
+	return e.given, by
+}
+
+// released ends a release that remove left to Do.
+func (k *keeper) released() { k.releasing.done() }
+
+// releaseHeld is Close's release of the locks of Do, once the extensions
+// have stopped and before the nodes are closed. It releases the locks of the
+// Do's not done with them (their fn, canceled, has not returned: it may
+// never), each as Do would (Lock.Unlock, whose calls are bounded by the node
+// timeout), and hands each one's error to its Do. It then waits for those
+// releases and for those that Do's done with their lock began before
+// (remove), for at most d, and for at most d more for their node calls that
+// the releases' quorums left running. A Do done with its lock after this
+// sends nothing: the nodes are being closed. If an observer panicked (or
+// called runtime.Goexit) in a release, it returns the panic's value, for
+// Close to go on with once the nodes are closed.
+func (k *keeper) releaseHeld(d time.Duration) (pv any, unwound bool) {
+	k.mu.Lock()
+	k.sealed = true
+	var held []*kept
+	for e := k.live; e != nil; {
+		next := e.next
+		k.unlink(e)
+		if e.index >= 0 {
+			heap.Remove(&k.heap, e.index)
+		}
+		if !e.stopped { // out of the heap when stop ran: an extension was in flight
+			e.stopped, e.given = true, true
+			e.cancel(ErrLockLost)
+		}
+		e.byClose = make(chan struct{})
+		held = append(held, e)
+		e = next
+	}
+	k.releasing.add(len(held))
+	k.mu.Unlock()
+	var mu sync.Mutex
+	for _, e := range held {
+		go func() {
+			defer k.releasing.done()
+			defer close(e.byClose)
+			ok := false
+			defer func() {
+				if ok {
+					return
+				}
+				v := recover()
+				e.closeErr = errors.Join(ErrLockLost, errUnwound)
+				mu.Lock()
+				if !unwound {
+					pv, unwound = v, true
+				}
+				mu.Unlock()
+			}()
+			// Nothing extended the lock since Close: it ended then (see
+			// kept.finish).
+			e.l.endAs(endClosed)
+			e.closeErr = e.l.Unlock(e.ectx)
+			ok = true
+		}()
+	}
+	k.releasing.wait(d)
+	k.c.inflight.wait(d)
+	mu.Lock()
+	defer mu.Unlock()
+	return pv, unwound
 }
 
 // errExtendMoot is the error of an extension of Do that was in flight when
