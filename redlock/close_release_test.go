@@ -158,3 +158,64 @@ func TestCloseWaitsForDoRelease(t *testing.T) {
 		}
 	})
 }
+
+// heldSetNode is a closeWatchNode whose SETs wait for unblock, whatever
+// their context says: an acquisition still in flight when Close has
+// released the locks of Do and closed the nodes.
+type heldSetNode struct {
+	*closeWatchNode
+	unblock chan struct{}
+}
+
+func (n heldSetNode) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	n.enter("SET")
+	defer n.leave("SET")
+	<-n.unblock
+	return n.m.SetNX(context.Background(), key, value, ttl)
+}
+
+// A Do granted its lock only after Close released the locks of Do (its
+// acquisition was held up past Close's first wait) sends no release to the
+// nodes Close is closing: its error says that the lock was not released, matching
+// ErrLockLost and ErrClosed.
+func TestCloseDoGrantedAfterCloseTells(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, watch, _ := closeWatchNodes(3, 0)
+		unblock := make(chan struct{})
+		nodes := make([]driver.Node, len(watch))
+		for i, w := range watch {
+			nodes[i] = heldSetNode{w, unblock}
+		}
+		c, err := redlock.New(nodes, redlock.WithTTL(time.Hour), redlock.WithNodeTimeout(100*time.Millisecond))
+		require.NoError(t, err)
+		result := make(chan error, 1)
+		ran := false
+		go func() {
+			result <- c.Do(context.Background(), "k", func(ctx context.Context) error {
+				ran = true
+				<-ctx.Done()
+				return nil
+			})
+		}()
+		synctest.Wait() // the SETs wait
+		go func() {
+			// Close waits a node timeout (100ms) for the calls in
+			// flight, releases the locks of Do, then waits up to a node
+			// timeout again for the calls in flight: the SETs return in
+			// that second wait, the nodes still open.
+			time.Sleep(150 * time.Millisecond)
+			close(unblock)
+		}()
+		require.NoError(t, c.Close())
+		err = <-result
+		require.True(t, ran, "fn ran: the lock was granted; Do: %v", err)
+		require.ErrorIs(t, err, redlock.ErrLockLost)
+		require.ErrorIs(t, err, redlock.ErrClosed, "the lock was not released")
+		synctest.Wait()
+		for i, w := range watch {
+			for _, call := range w.lateCalls() {
+				assert.NotContains(t, call, "release", "node %d", i)
+			}
+		}
+	})
+}
