@@ -23,11 +23,17 @@ import (
 // fn's context is canceled, with ErrLockLost as its cause (context.Cause),
 // when the lock is no longer held: at once when its validity (Until) ends
 // without a successful extension (before fn starts, if it ended between the
-// grant and fn's start), and otherwise when an extension finds it lost. A loss on the nodes (a key evicted or expired early, a node
-// restarted empty) is therefore noticed within one extension interval plus
-// the time of the extension that finds it (at most the node timeout), or
-// within that plus one more extension when an extension was in flight at
-// the loss. Close cancels it too (see Close), since nothing extends the lock
+// grant and fn's start), and otherwise when an extension finds it lost. A
+// loss on the nodes (a key evicted or expired early, a node restarted empty)
+// is therefore noticed within one extension interval plus the time of the
+// extension that finds it, or within that plus one more extension when an
+// extension was in flight at the loss; and at the latest when the validity
+// ends, whichever comes first. An extension takes at most the node timeout
+// on nodes that answer it at once, but on a node that queues commands under
+// load (driver.Queuer: the Redis drivers' nodes) it may wait in the queue
+// for as long as the lock's validity lasts: the notice may then come only
+// at Until, up to the TTL after the last successful extension began. Close
+// cancels it too (see Close), since nothing extends the lock
 // after it, and releases the lock itself if fn has not returned by then.
 // fn must then stop acting on the protected resource.
 //
