@@ -66,6 +66,12 @@ var errNotSent = errors.New("redlock: Extend sent nothing: its context had ended
 // errOver joins ErrLockLost when Extend finds the lock already over.
 var errOver = errors.New("the lock is over: its validity ended, or it was found lost or unlocked")
 
+// badTTL is Extend's error for a TTL out of range: the caller's error,
+// which says nothing of the lock (WithLogger does not warn of it).
+type badTTL struct{ error }
+
+func (e badTTL) Unwrap() error { return e.error }
+
 // closedChan is the Done channel of a nil Lock.
 var closedChan = func() chan struct{} {
 	ch := make(chan struct{})
@@ -278,7 +284,7 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (*round, error) {
 	if bad != nil {
 		// The context's end is part of every call's error, bad input's
 		// too (as TryLock's).
-		return nil, errors.Join(bad, ctx.Err())
+		return nil, errors.Join(badTTL{bad}, ctx.Err())
 	}
 	start := c.now()
 	bound, err := l.beginExtend(start, ttl, d, ctx.Err(), c.closed.Load())

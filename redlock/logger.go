@@ -15,7 +15,9 @@ import (
 //     stopping a Do's extensions), and an Extend that failed while the lock
 //     was still held ("redlock: extend failed", with the validity left; not
 //     one its caller canceled, nor one that sent nothing since its context
-//     had ended, nor one of a lock already found lost or unlocked).
+//     had ended, nor one of a lock already found lost or unlocked, nor one
+//     given a TTL out of range: bad input, returned to its caller, is
+//     logged at Debug as "redlock: extend refused: bad TTL").
 //   - Debug: every acquisition attempt (outcome, votes, duration), the wait
 //     of every Lock, every Extend, Unlock and Do, every node call that failed,
 //     and every waiter woken to try again ("redlock: woken to try again": by
@@ -110,6 +112,10 @@ func (o logObserver) Extend(ctx context.Context, e ExtendStart) (context.Context
 		case errors.Is(d.Err, ErrAlreadyUnlocked):
 			// The holder's own Unlock came first.
 			msg = "redlock: extend after unlock"
+		case errors.As(d.Err, new(badTTL)):
+			// Bad input, the caller's error, returned to it: the
+			// lock is as held as before.
+			msg = "redlock: extend refused: bad TTL"
 		case errors.Is(d.Err, errNotSent):
 			// Its context had ended: it sent nothing, changed nothing.
 			msg = "redlock: extend not sent"
