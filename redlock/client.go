@@ -305,13 +305,14 @@ func badInput(ctx context.Context, err error) error {
 // Close does not wait for the function, which may ignore its context). It
 // waits for those releases and for those of the Do's whose function
 // returned before, for at most the node timeout, then for at most the node
-// timeout more for the node calls that they left running: so no release of
-// Do meets a closed node, and none of the Client's goroutines is still at
-// work when Close returns, unless a node did not answer within those bounds
-// (that release then fails, and its Do's error says so). A Do granted its
-// lock only after that (its acquisition was in flight) does not release
-// it: its error matches ErrLockLost and ErrClosed, and the key expires
-// after its TTL.
+// timeout more for the node calls still in flight (those that the
+// releases' quorums left running, and any that outlived the first wait): so
+// no release of Do meets a closed node, and none of the Client's goroutines
+// is still at work when Close returns, unless a node did not answer within
+// those bounds (that release then fails, and its Do's error says so). A Do
+// granted its lock only after that (its acquisition was in flight) does not
+// release it: its error matches ErrLockLost and ErrClosed, and the key
+// expires after its TTL.
 //
 // Calls on a closed Client return ErrClosed, and so do the Locks that wait
 // between attempts when Close begins, at once. Close returns the nodes'
