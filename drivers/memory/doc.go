@@ -1,7 +1,10 @@
 // Package memory is an in-process driver.Node with an injectable clock and
 // fault controls, for deterministic simulation, examples and unit tests of code
 // that takes locks. It is not a Redis server and gives no protection across
-// processes.
+// processes. Keys expire as in Redis: by the node's clock in whole
+// milliseconds, a key set (or extended) with a TTL of d staying until the
+// millisecond d after the current one has passed, as Redis 7 keeps a key
+// with PX 100 set at t at t+100ms and drops it after.
 //
 // It registers itself as "memory": redlock.Open("memory", addrs) opens one
 // node per address, and nodes opened under the same address in one process

@@ -75,7 +75,8 @@ func Example() {
 }
 
 // A node on a FakeClock expires its keys when the clock is moved, not as
-// time passes: a test can make a lock expire on the nodes at once.
+// time passes: a test can make a lock expire on the nodes at once. As Redis
+// does, the node keeps a key through the millisecond of its expiry time.
 func ExampleFakeClock() {
 	ctx := context.Background()
 	clock := memory.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -88,10 +89,13 @@ func ExampleFakeClock() {
 	fmt.Println("held after 9s:", node.Holds("job"))
 	clock.Advance(time.Second)
 	fmt.Println("held after 10s:", node.Holds("job"))
+	clock.Advance(time.Millisecond)
+	fmt.Println("held after 10.001s:", node.Holds("job"))
 	// Output:
 	// set: true <nil>
 	// held after 9s: true
-	// held after 10s: false
+	// held after 10s: true
+	// held after 10.001s: false
 }
 
 // Nodes from New have keys of their own; give them to redlock.New. The

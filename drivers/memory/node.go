@@ -39,9 +39,15 @@ type store struct {
 }
 
 type entry struct {
-	value   string
+	value string
+	// expires is the key's expiry time as Redis keeps it: a whole
+	// millisecond (see msOf), the last one in which the key still exists.
 	expires time.Time
 }
+
+// msOf is t truncated to the millisecond: Redis keeps its clock (mstime) and
+// expiry times in whole milliseconds.
+func msOf(t time.Time) time.Time { return t.Truncate(time.Millisecond) }
 
 // Node is an in-process driver.Node. Its fault controls act on its store, so
 // they affect every Node opened under the same address. Make one with New, or
@@ -186,10 +192,13 @@ func run[T any](s *store, op func(s *store) (T, error)) (T, error) {
 	return v, nil
 }
 
-// get returns key's entry if it exists and has not expired. s.mu must be held.
+// get returns key's entry if it exists and has not expired. As in Redis
+// (keyIsExpired: now > when, in milliseconds), a key expires once the
+// millisecond of its expiry time has passed: a key set with PX 100 at t is
+// still there at t+100ms and gone 1ms later. s.mu must be held.
 func (s *store) get(key string) (entry, bool) {
 	e, ok := s.keys[key]
-	if ok && !s.clock.Now().Before(e.expires) {
+	if ok && msOf(s.clock.Now()).After(e.expires) {
 		delete(s.keys, key)
 		return entry{}, false
 	}
@@ -205,8 +214,11 @@ func validTTL(ttl time.Duration) error {
 	return nil
 }
 
+// expiry returns the expiry time of a key given ttl now: as Redis computes
+// it for SET PX and PEXPIRE, the current millisecond plus ttl in
+// milliseconds.
 func (s *store) expiry(ttl time.Duration) time.Time {
-	return s.clock.Now().Add(time.Duration(driver.Milliseconds(ttl)) * time.Millisecond)
+	return msOf(s.clock.Now()).Add(time.Duration(driver.Milliseconds(ttl)) * time.Millisecond)
 }
 
 // SetNX sets key to value for ttl if key does not exist. A ttl of zero or
@@ -332,7 +344,9 @@ func (n *Node) Delete(key string) bool {
 	return ok
 }
 
-// PTTL returns key's remaining time to live, and false if the key does not exist.
+// PTTL returns key's remaining time to live, and false if the key does not
+// exist. As Redis' PTTL, it is in whole milliseconds: the expiry time less
+// the current millisecond, 0 in the key's last millisecond.
 func (n *Node) PTTL(key string) (time.Duration, bool) {
 	s := n.store()
 	s.mu.Lock()
@@ -341,7 +355,7 @@ func (n *Node) PTTL(key string) (time.Duration, bool) {
 	if !ok {
 		return 0, false
 	}
-	return e.expires.Sub(s.clock.Now()), true
+	return e.expires.Sub(msOf(s.clock.Now())), true
 }
 
 // Holds reports whether key exists, without revealing its value.

@@ -54,15 +54,15 @@ func (n *Node) Fence(fenceKey string) uint64 {
 	return s.fences[fenceKey]
 }
 
-// TTL returns key's remaining time to live, rounded down to the millisecond
-// as Redis' PTTL is, if key holds value.
+// TTL returns key's remaining time to live in whole milliseconds, as Redis'
+// PTTL does (see Node.PTTL), if key holds value.
 func (n *Node) TTL(ctx context.Context, key, value string) (time.Duration, bool, error) {
 	left, err := call(n, ctx, true, func(s *store) (time.Duration, error) {
 		e, ok := s.get(key)
 		if !ok || e.value != value {
 			return -1, nil
 		}
-		return e.expires.Sub(s.clock.Now()).Truncate(time.Millisecond), nil
+		return e.expires.Sub(msOf(s.clock.Now())), nil
 	})
 	if err != nil || left < 0 {
 		return 0, false, err
