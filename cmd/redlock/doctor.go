@@ -371,7 +371,8 @@ func printDoctor(w io.Writer, rep *doctorReport) {
 		default:
 			facts = append(facts, "unreachable")
 		}
-		fmt.Fprintf(w, "%s  %s  %s\n", label[n.Status], n.Addr, strings.Join(facts, ", "))
+		// The server, version and role are the node's words (INFO).
+		fmt.Fprintf(w, "%s  %s  %s\n", label[n.Status], n.Addr, escapeUnprintable(strings.Join(facts, ", ")))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		for _, c := range n.Checks {
 			fmt.Fprintf(tw, "  %s\t%s\t%s\n", label[c.Status], c.Name, escapeUnprintable(c.Message))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -40,14 +41,18 @@ func printable(s string) bool {
 // report (an error, a refusal, which may name a key as it is) with every
 // character that does not show as itself escaped as strconv.Quote escapes
 // it, and the rest unchanged: on one line, in the server's own words.
-func escapeUnprintable(text string) string {
+func escapeUnprintable(text string) string { return escapeExcept(text, "") }
+
+// escapeExcept is escapeUnprintable that leaves the characters of keep as
+// they are.
+func escapeExcept(text, keep string) string {
 	if printable(text) {
 		return text
 	}
 	var b strings.Builder
 	for text != "" {
-		_, size := utf8.DecodeRuneInString(text)
-		if c := text[:size]; printable(c) {
+		r, size := utf8.DecodeRuneInString(text)
+		if c := text[:size]; printable(c) || (size == 1 && strings.ContainsRune(keep, r)) {
 			b.WriteString(c)
 		} else {
 			q := strconv.Quote(c)
@@ -68,4 +73,25 @@ func jsonKeyQuoted(key string) string {
 		return ""
 	}
 	return strconv.Quote(key)
+}
+
+// messageWriter is the command's stderr: every message written to it goes out
+// with escapeUnprintable's escapes but for its newlines and tabs. Messages
+// carry text from the servers (their errors, through the library's), which
+// may hold terminal controls: an escape sequence that sets the terminal's
+// title or clears it, a carriage return that hides the start of a line. CMD
+// of run writes to the real stderr, not through it.
+type messageWriter struct{ w io.Writer }
+
+// Write writes p escaped; it reports len(p) when the escaped text was
+// written.
+func (m messageWriter) Write(p []byte) (int, error) {
+	s := escapeExcept(string(p), "\n\t")
+	if len(s) == len(p) {
+		return m.w.Write(p)
+	}
+	if _, err := io.WriteString(m.w, s); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

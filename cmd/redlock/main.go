@@ -36,6 +36,9 @@ func main() {
 
 // execute runs the command line args and returns the process's exit code.
 func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	// Every message goes out with its terminal controls escaped: they
+	// carry the servers' text (see messageWriter).
+	stderr = messageWriter{stderr}
 	root := rootCommand()
 	root.SetArgs(args)
 	root.SetOut(stdout)

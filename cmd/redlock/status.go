@@ -269,7 +269,7 @@ func printStatus(w io.Writer, rep *statusReport) {
 	for _, kr := range rep.Keys {
 		for _, nr := range kr.Nodes {
 			if nr.Error != "" {
-				fmt.Fprintf(tw, "%s\t%s\t?\t?\t?\t%s\n", keyText(kr.Key), nr.Addr, nr.Error)
+				fmt.Fprintf(tw, "%s\t%s\t?\t?\t?\t%s\n", keyText(kr.Key), nr.Addr, escapeUnprintable(nr.Error))
 				continue
 			}
 			held, ttl, fence := "no", "-", "-"

@@ -1,0 +1,123 @@
+//go:build unix
+
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+// hostileText is what the hostile server puts in its replies: terminal
+// control sequences (set the window title, clear the screen, red text), a
+// carriage return that would hide the start of the line, and a C1 control
+// (CSI, U+009B).
+const hostileText = "\x1b]0;PWNED\x07\x1b[2J\x1b[31m\rhidden\u009b31m"
+
+// hostileServer serves, on a loopback port, a server that answers AUTH,
+// SELECT, CLIENT and PING as Redis does, HELLO with an error (RESP2), INFO
+// with a version that holds hostileText, and every other command with an
+// error that holds it: a malicious or broken server, or one behind a proxy
+// that is. It returns the server's address.
+func hostileServer(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer conn.Close()
+				r := bufio.NewReader(conn)
+				for {
+					line, err := r.ReadString('\n')
+					if err != nil || !strings.HasPrefix(line, "*") {
+						return
+					}
+					n, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
+					var args []string
+					for range n {
+						if _, err := r.ReadString('\n'); err != nil {
+							return
+						}
+						arg, err := r.ReadString('\n')
+						if err != nil {
+							return
+						}
+						args = append(args, strings.TrimSpace(arg))
+					}
+					reply := "-ERR boom " + hostileText + "\r\n"
+					switch strings.ToUpper(args[0]) {
+					case "HELLO":
+						reply = "-ERR unknown command 'HELLO'\r\n"
+					case "AUTH", "SELECT", "CLIENT":
+						reply = "+OK\r\n"
+					case "PING":
+						reply = "+PONG\r\n"
+					case "INFO":
+						body := "# Server\r\nredis_version:7.0.0" + hostileText + "\r\nrun_id:" + ln.Addr().String() + "\r\n"
+						reply = fmt.Sprintf("$%d\r\n%s\r\n", len(body), body)
+					}
+					if _, err := conn.Write([]byte(reply)); err != nil {
+						return
+					}
+				}
+			}()
+		}
+	}()
+	return ln.Addr().String()
+}
+
+// terminalControls returns the characters of s that a terminal would act on
+// rather than show: C0 controls but the newline and the tab, DEL, C1
+// controls, and bytes that are not UTF-8.
+func terminalControls(s string) []string {
+	var found []string
+	for i, r := range s {
+		switch {
+		case r == utf8.RuneError && !strings.HasPrefix(s[i:], "\uFFFD"),
+			r < 0x20 && r != '\n' && r != '\t', r == 0x7f, 0x80 <= r && r <= 0x9f:
+			found = append(found, strconv.QuoteRune(r))
+		}
+	}
+	return found
+}
+
+// TestHostileServerTextIsEscaped: the text of a server's replies (its errors,
+// its INFO) reaches the terminal escaped, in the messages of run and hold (-v
+// included), in status's table and in doctor's report: a server cannot set
+// the terminal's title, clear it, color it or hide a line with a carriage
+// return. The text is still there, escaped as Go quotes it.
+func TestHostileServerTextIsEscaped(t *testing.T) {
+	t.Parallel()
+	addr := hostileServer(t)
+	for _, args := range [][]string{
+		{"run", "--nodes", addr, "--wait", "0", "k", "--", "true"},
+		{"hold", "-v", "--nodes", addr, "--wait", "0", "k"},
+		{"status", "--nodes", addr, "k"},
+		{"doctor", "--timeout", "5s", "--nodes", addr},
+	} {
+		r := invoke(t, "", args...)
+		if r.code == 0 {
+			t.Errorf("%s against the hostile server: exit 0, want a failure:\n%v", args[0], r)
+		}
+		for name, out := range map[string]string{"stdout": r.stdout, "stderr": r.stderr} {
+			if c := terminalControls(out); len(c) > 0 {
+				t.Errorf("%s's %s has terminal controls %v from the server's replies:\n%q", args[0], name, c, out)
+			}
+		}
+		if all := r.stdout + r.stderr; !strings.Contains(all, `\x1b]0;PWNED\a`) {
+			t.Errorf("%s does not show the server's text escaped:\n%q", args[0], all)
+		}
+	}
+}
