@@ -79,7 +79,11 @@ func rootCommand() *cobra.Command {
 The nodes are independent Redis masters, given with --nodes host:port,... or
 the REDLOCK_NODES environment variable. An address is host:port,
 redis://[user:password@]host:port[/db] or rediss://... for TLS; a missing port
-means 6379. Every flag of run, hold, status and doctor may come from the
+means 6379. A password on the command line shows in ps(1) to every user of
+the machine: give an address with one in REDLOCK_NODES, whose value only its
+user and root can read (run passes it on to CMD with the rest of the
+environment: start CMD with env -u REDLOCK_NODES to keep it from CMD).
+Every flag of run, hold, status and doctor may come from the
 environment: REDLOCK_ and the flag's name in capitals, with _ for -
 (REDLOCK_TTL, REDLOCK_WAIT, REDLOCK_PREFIX, REDLOCK_CONFLICT_EXIT_CODE, ...);
 a flag on the command line wins.

@@ -26,7 +26,7 @@ type nodeFlags struct {
 // addNodes adds --nodes to cmd.
 func (f *nodeFlags) addNodes(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.nodes, "nodes", "",
-		"comma-separated node addresses, host:port or redis[s]://[user:password@]host:port[/db], or a Redis Cluster as redis[s]://host:port?cluster=true&addr=host2:port2")
+		"comma-separated node addresses, host:port or redis[s]://[user:password@]host:port[/db], or a Redis Cluster as redis[s]://host:port?cluster=true&addr=host2:port2; a password here shows in ps(1): give it in the variable")
 }
 
 // addDriver adds --driver to cmd, whose value completes to the drivers

@@ -45,7 +45,10 @@ on Linux CMD gets SIGTERM). --key KEY is another way to name the lock; then
 every argument is CMD's.
 
 CMD inherits stdin, stdout, stderr and the environment ($` + tokenEnv + ` only
-with --fencing). SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent
+with --fencing), $` + nodesEnv + ` included, with any password in it: run
+env -u ` + nodesEnv + ` CMD ... if CMD must not see them.
+
+SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1 and SIGUSR2 sent
 to run are forwarded to CMD (not to its children: CMD decides), except
 SIGINT and SIGQUIT while CMD's process group is the terminal's foreground
 group: Ctrl-C and Ctrl-\ reach CMD from the terminal, once (a SIGINT sent
