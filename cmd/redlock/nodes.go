@@ -69,7 +69,9 @@ func (f *nodeFlags) addrs() ([]string, error) {
 // commaInUserinfo returns a usage error when a comma of a URL's user name or
 // password split the list: a URL without '@' before the first item with
 // '@' that is not a URL. The pieces are no addresses, and the first,
-// without '@', would be printed whole, password included.
+// without '@', would be printed whole, password included. So too for
+// credentials without a URL ("user:pass,word@host"): an item that is no
+// address, among those without '@' right before an item with '@'.
 func commaInUserinfo(addrs []string) error {
 	for i, a := range addrs {
 		_, rest, ok := strings.Cut(a, "://")
@@ -81,6 +83,27 @@ func commaInUserinfo(addrs []string) error {
 				return usageErrorf("address %d: %q: a ',' in a URL's user name or password splits the list of nodes there: write it %%2C",
 					i+1, redisaddr.Redact(strings.Join(addrs[i:j+1], ",")))
 			}
+		}
+	}
+	// The same without a scheme ("user:pass,word@host:port", refused
+	// anyway: credentials need redis://): the pieces before the one with
+	// '@' have none to redact up to, and one that is no address would be
+	// printed whole. Pieces that parse are never printed: the error is
+	// then that of the piece with '@', redacted.
+	plain := func(a string) bool { return !strings.Contains(a, "://") && !strings.Contains(a, "@") }
+	for j, a := range addrs {
+		if plain(a) || strings.Contains(a, "://") {
+			continue
+		}
+		first := -1
+		for i := j - 1; i >= 0 && plain(addrs[i]); i-- {
+			if _, err := redisaddr.ParseNode(addrs[i]); err != nil {
+				first = i
+			}
+		}
+		if first >= 0 {
+			return usageErrorf("address %d: %q: a user name and password need a URL, redis://user:password@host:port, and a ',' in them splits the list of nodes there: write it %%2C",
+				first+1, redisaddr.Redact(strings.Join(addrs[first:j+1], ",")))
 		}
 	}
 	return nil

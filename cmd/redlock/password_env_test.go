@@ -47,3 +47,46 @@ func TestPasswordAdvice(t *testing.T) {
 		t.Errorf("run ... -- env -u %s CMD: want exit 0 and CMD without the variable: %v", nodesEnv, r)
 	}
 }
+
+// TestNodesCommaInPasswordWithoutURL: credentials without redis:// ("user:
+// pass,word@host:port"), refused since they need a URL, are split by a ','
+// of the password as a URL's are (TestNodesCommaInPassword): the messages
+// must not print the piece before the ',' either, which has no '@' to
+// redact up to. They printed `malformed redis address "u:hunter2": port
+// "hunter2" is not a number`.
+func TestNodesCommaInPasswordWithoutURL(t *testing.T) {
+	t.Parallel()
+	for _, nodes := range []string{
+		"u:hunter2,x@127.0.0.1:1",
+		":hunter2,x@127.0.0.1:1",
+		"u:hunter2,x,y@127.0.0.1:1",
+		"127.0.0.1:2,u:hunter2,127.0.0.1:3,x@127.0.0.1:1",
+		"127.0.0.1:2,u:hunter2,x@127.0.0.1:1,127.0.0.1:3",
+	} {
+		for _, cmd := range [][]string{
+			{"run", "--wait", "0", "k", "--", "true"},
+			{"hold", "--wait", "0", "--for", "1ms", "k"},
+			{"status", "k"},
+			{"doctor"},
+		} {
+			for _, env := range []bool{false, true} {
+				args := append([]string{cmd[0], "--nodes", nodes}, cmd[1:]...)
+				var vars []string
+				if env {
+					args = append([]string{cmd[0]}, cmd[1:]...)
+					vars = []string{nodesEnv + "=" + nodes}
+				}
+				r := invokeEnv(t, vars, "", args...)
+				if r.code != exitUsage || strings.Contains(r.stdout+r.stderr, "hunter2") || !strings.Contains(r.stderr, "redis://user:password@") {
+					t.Errorf("redlock %s with --nodes %q (in the environment: %v): want exit 2, a hint at redis:// and no password, got %v", cmd[0], nodes, env, r)
+				}
+			}
+		}
+	}
+	// Valid addresses before an item with '@' are no pieces of a password:
+	// the error is that item's, redacted.
+	r := invoke(t, "", "status", "--nodes", "127.0.0.1:2,u:hunter2@127.0.0.1:1", "k")
+	if r.code != exitUsage || strings.Contains(r.stderr, "hunter2") || !strings.Contains(r.stderr, "address 2") {
+		t.Errorf("status with a valid address before credentials without a URL: want exit 2 and the error of address 2, got %v", r)
+	}
+}
