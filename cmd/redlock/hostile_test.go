@@ -19,11 +19,12 @@ import (
 const hostileText = "\x1b]0;PWNED\x07\x1b[2J\x1b[31m\rhidden\u009b31m"
 
 // hostileServer serves, on a loopback port, a server that answers AUTH,
-// SELECT, CLIENT and PING as Redis does, HELLO with an error (RESP2), INFO
-// with a version that holds hostileText, and every other command with an
-// error that holds it: a malicious or broken server, or one behind a proxy
-// that is. It returns the server's address.
-func hostileServer(t *testing.T) string {
+// SELECT, CLIENT and PING as Redis does, HELLO with an error (RESP2), and
+// every other command with reply; without one, INFO with a version that
+// holds hostileText and every other command with an error that holds it: a
+// malicious or broken server, or one behind a proxy that is. It returns the
+// server's address.
+func hostileServer(t *testing.T, reply string) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -56,19 +57,22 @@ func hostileServer(t *testing.T) string {
 						}
 						args = append(args, strings.TrimSpace(arg))
 					}
-					reply := "-ERR boom " + hostileText + "\r\n"
-					switch strings.ToUpper(args[0]) {
-					case "HELLO":
-						reply = "-ERR unknown command 'HELLO'\r\n"
-					case "AUTH", "SELECT", "CLIENT":
-						reply = "+OK\r\n"
-					case "PING":
-						reply = "+PONG\r\n"
-					case "INFO":
+					out := reply
+					switch cmd := strings.ToUpper(args[0]); {
+					case reply != "" && cmd != "HELLO" && cmd != "AUTH" && cmd != "SELECT" && cmd != "CLIENT" && cmd != "PING":
+					case cmd == "HELLO":
+						out = "-ERR unknown command 'HELLO'\r\n"
+					case cmd == "AUTH", cmd == "SELECT", cmd == "CLIENT":
+						out = "+OK\r\n"
+					case cmd == "PING":
+						out = "+PONG\r\n"
+					case cmd == "INFO":
 						body := "# Server\r\nredis_version:7.0.0" + hostileText + "\r\nrun_id:" + ln.Addr().String() + "\r\n"
-						reply = fmt.Sprintf("$%d\r\n%s\r\n", len(body), body)
+						out = fmt.Sprintf("$%d\r\n%s\r\n", len(body), body)
+					default:
+						out = "-ERR boom " + hostileText + "\r\n"
 					}
-					if _, err := conn.Write([]byte(reply)); err != nil {
+					if _, err := conn.Write([]byte(out)); err != nil {
 						return
 					}
 				}
@@ -100,7 +104,7 @@ func terminalControls(s string) []string {
 // return. The text is still there, escaped as Go quotes it.
 func TestHostileServerTextIsEscaped(t *testing.T) {
 	t.Parallel()
-	addr := hostileServer(t)
+	addr := hostileServer(t, "")
 	for _, args := range [][]string{
 		{"run", "--nodes", addr, "--wait", "0", "k", "--", "true"},
 		{"hold", "-v", "--nodes", addr, "--wait", "0", "k"},
@@ -118,6 +122,31 @@ func TestHostileServerTextIsEscaped(t *testing.T) {
 		}
 		if all := r.stdout + r.stderr; !strings.Contains(all, `\x1b]0;PWNED\a`) {
 			t.Errorf("%s does not show the server's text escaped:\n%q", args[0], all)
+		}
+	}
+}
+
+// TestHostileHugeReplyCostsOneNode: a node whose replies announce an array
+// of four billion elements (thirteen bytes) is one failed node for run,
+// status and doctor, which go on with the others. Before respguard, each of
+// them died of "fatal error: runtime: out of memory" (exit 2, as for bad
+// flags), the lock of run untaken.
+func TestHostileHugeReplyCostsOneNode(t *testing.T) {
+	t.Parallel()
+	hostile := hostileServer(t, "*4000000000\r\n")
+	_, good := nodes(t, 2)
+	addrs := hostile + "," + good
+	for _, tc := range []struct {
+		args []string
+		code int
+	}{
+		{[]string{"run", "--driver", "goredis", "--nodes", addrs, "--wait", "0", "k", "--", "true"}, 0},
+		{[]string{"status", "--nodes", addrs, "k"}, 0},
+		{[]string{"doctor", "--timeout", "5s", "--nodes", addrs}, exitFailure},
+	} {
+		r := invoke(t, "", tc.args...)
+		if r.code != tc.code || strings.Contains(r.stderr, "fatal error") || !strings.Contains(r.stdout+r.stderr, "redis reply refused") && tc.args[0] != "run" {
+			t.Errorf("%s with one node of three answering *4000000000: want exit %d and the node's reply refused, got %v", tc.args[0], tc.code, r)
 		}
 	}
 }

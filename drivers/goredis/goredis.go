@@ -21,6 +21,7 @@ import (
 	"github.com/go-redlock/redlock/internal/pubsub"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/internal/rediscmd"
+	"github.com/go-redlock/redlock/internal/respguard"
 	"github.com/go-redlock/redlock/internal/tlsdial"
 	"github.com/go-redlock/redlock/internal/untildone"
 	"github.com/go-redlock/redlock/redlock"
@@ -78,10 +79,16 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 	}
 	dialer := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := dial(ctx, network, addr)
-		if err == nil && ctx.Value(pubSubDial{}) != nil {
+		if err != nil {
+			return nil, err
+		}
+		// Replies that announce more than the process can hold break
+		// the connection (see package respguard).
+		conn = respguard.Wrap(conn)
+		if ctx.Value(pubSubDial{}) != nil {
 			conn = pubsub.CloseOnDone(ctx, conn)
 		}
-		return conn, err
+		return conn, nil
 	}
 	if a.Cluster {
 		c := redis.NewClusterClient(&redis.ClusterOptions{

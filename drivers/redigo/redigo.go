@@ -19,6 +19,7 @@ import (
 	"github.com/go-redlock/redlock/internal/pubsub"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/internal/rediscmd"
+	"github.com/go-redlock/redlock/internal/respguard"
 	"github.com/go-redlock/redlock/internal/tlsdial"
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -110,6 +111,16 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
 			return tlsdial.Dial(ctx, d, network, addr, tlsConfig)
 		}
+	}
+	// Replies that announce more than the process can hold break the
+	// connection (see package respguard).
+	unguarded := dial
+	dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := unguarded(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return respguard.Wrap(conn), nil
 	}
 	idle := newIdleChecker()
 	pool := &redis.Pool{

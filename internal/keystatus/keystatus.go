@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/goredispipe"
 	"github.com/go-redlock/redlock/internal/redisaddr"
+	"github.com/go-redlock/redlock/internal/respguard"
 )
 
 // Key is what one node holds for a lock key.
@@ -88,7 +90,18 @@ func NewClient(a redisaddr.Addr, timeout time.Duration) (*redis.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", a, err)
 	}
+	// Replies that announce more than the process can hold break the
+	// connection (see package respguard).
+	dial := redis.NewDialer(&redis.Options{DialTimeout: timeout, TLSConfig: tlsCfg})
+	guarded := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return respguard.Wrap(conn), nil
+	}
 	return redis.NewClient(&redis.Options{
+		Dialer:                guarded,
 		Addr:                  a.HostPort(),
 		Username:              a.Username,
 		Password:              a.Password,

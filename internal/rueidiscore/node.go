@@ -19,6 +19,7 @@ import (
 	"github.com/go-redlock/redlock/internal/pubsub"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/internal/rediscmd"
+	"github.com/go-redlock/redlock/internal/respguard"
 	"github.com/go-redlock/redlock/internal/tlsdial"
 	"github.com/go-redlock/redlock/internal/untildone"
 )
@@ -627,6 +628,9 @@ func (n *node[C, D, R, L]) dial(ctx context.Context, a *attempt[C], addr string,
 	if err != nil {
 		return nil, err
 	}
+	// Replies that announce more than the process can hold break the
+	// connection (see package respguard).
+	conn = respguard.Wrap(conn)
 	if dedicated {
 		return pubsub.CloseOnDone(n.closing, conn), nil
 	}
