@@ -239,7 +239,7 @@ func runDoctor(ctx context.Context, w io.Writer, o doctorOptions) error {
 	}
 
 	if o.json {
-		enc := json.NewEncoder(w)
+		enc := json.NewEncoder(jsonWriter{w})
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
 			return err

@@ -123,7 +123,7 @@ func runHold(ctx context.Context, o holdOptions, stdout, stderr io.Writer) error
 		if err != nil {
 			return err
 		}
-		if _, err := fmt.Fprintf(stdout, "%s\n", line); err != nil {
+		if _, err := fmt.Fprintf(stdout, "%s\n", escapeC1(line)); err != nil {
 			return fmt.Errorf("writing the line on stdout: %w", err)
 		}
 		var over <-chan time.Time

@@ -4,6 +4,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"net"
 	"strconv"
@@ -147,6 +148,60 @@ func TestHostileHugeReplyCostsOneNode(t *testing.T) {
 		r := invoke(t, "", tc.args...)
 		if r.code != tc.code || strings.Contains(r.stderr, "fatal error") || !strings.Contains(r.stdout+r.stderr, "redis reply refused") && tc.args[0] != "run" {
 			t.Errorf("%s with one node of three answering *4000000000: want exit %d and the node's reply refused, got %v", tc.args[0], tc.code, r)
+		}
+	}
+}
+
+// TestHostileServerTextInJSON: --json of status and doctor gives a server's
+// text as it is to a program, and nothing a terminal acts on to a person
+// who looks at it: encoding/json escapes the C0 controls but writes the C1
+// ones (U+009B is CSI) raw, so the command escapes those too. The same for
+// hold's line, whose key may hold one.
+func TestHostileServerTextInJSON(t *testing.T) {
+	t.Parallel()
+	addr := hostileServer(t, "")
+	for _, args := range [][]string{
+		{"status", "--json", "--nodes", addr, "k"},
+		{"doctor", "--json", "--timeout", "5s", "--nodes", addr},
+	} {
+		r := invoke(t, "", args...)
+		if c := terminalControls(r.stdout); len(c) > 0 {
+			t.Errorf("%s --json has terminal controls %v from the server's replies:\n%q", args[0], c, r.stdout)
+		}
+		var v any
+		if err := json.Unmarshal([]byte(r.stdout), &v); err != nil {
+			t.Errorf("%s --json: not JSON: %v\n%s", args[0], err, r.stdout)
+		}
+		if text := fmt.Sprint(v); !strings.Contains(text, hostileText) {
+			t.Errorf("%s --json does not give the server's text as it is: %s", args[0], text)
+		}
+	}
+
+	_, good := nodes(t, 1)
+	const key = "csi\u009b31m-key"
+	r := invoke(t, "", "hold", "--nodes", good, "--for", "1ms", key)
+	var line holdLine
+	if err := json.Unmarshal([]byte(r.stdout), &line); err != nil || r.code != 0 || line.Key != key {
+		t.Errorf("hold with a key that holds U+009B: want exit 0 and the key in its line, got %+v (%v)\n%v", line, err, r)
+	}
+	if c := terminalControls(r.stdout); len(c) > 0 {
+		t.Errorf("hold's line has terminal controls %v: %q", c, r.stdout)
+	}
+}
+
+func TestEscapeC1(t *testing.T) {
+	for _, s := range []string{"", "plain", "\u0080\u009f\u009b", "a\u00a0b\u0085c", "é\u009bñ", hostileText} {
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := escapeC1(b)
+		var back string
+		if err := json.Unmarshal(e, &back); err != nil || back != s {
+			t.Errorf("escapeC1(%s) = %s: decodes to %q (%v), want %q", b, e, back, err, s)
+		}
+		if c := terminalControls(string(e)); len(c) > 0 {
+			t.Errorf("escapeC1(%s) = %s: still has %v", b, e, c)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"strconv"
 	"strings"
@@ -91,6 +92,44 @@ func (m messageWriter) Write(p []byte) (int, error) {
 		return m.w.Write(p)
 	}
 	if _, err := io.WriteString(m.w, s); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// escapeC1 returns b, JSON from encoding/json, with the C1 control characters
+// (U+0080 to U+009F) in its strings written \u0080 to \u009f, as
+// encoding/json writes those below U+0020: the same JSON for a program, but
+// nothing a terminal acts on (U+009B is CSI, as ESC [ is) when it is shown.
+// Outside strings, JSON has only ASCII; encoding/json writes valid UTF-8,
+// where 0xC2 followed by 0x80 to 0x9F is such a character.
+func escapeC1(b []byte) []byte {
+	var out []byte
+	for i := 0; i < len(b); i++ {
+		if b[i] == 0xC2 && i+1 < len(b) && 0x80 <= b[i+1] && b[i+1] <= 0x9F {
+			if out == nil {
+				out = append(make([]byte, 0, len(b)+16), b[:i]...)
+			}
+			out = fmt.Appendf(out, `\u%04x`, b[i+1])
+			i++
+			continue
+		}
+		if out != nil {
+			out = append(out, b[i])
+		}
+	}
+	if out == nil {
+		return b
+	}
+	return out
+}
+
+// jsonWriter writes JSON from encoding/json's Encoder (one Write per value)
+// with escapeC1's escapes.
+type jsonWriter struct{ w io.Writer }
+
+func (j jsonWriter) Write(p []byte) (int, error) {
+	if _, err := j.w.Write(escapeC1(p)); err != nil {
 		return 0, err
 	}
 	return len(p), nil

@@ -247,7 +247,7 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string)
 	}
 
 	if o.json {
-		enc := json.NewEncoder(w)
+		enc := json.NewEncoder(jsonWriter{w})
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
 			return err
