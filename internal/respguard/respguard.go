@@ -21,8 +21,8 @@ package respguard
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
-	"strconv"
 	"syscall"
 )
 
@@ -154,15 +154,15 @@ func (s *scanner) header(line []byte) error {
 	if len(line) == 0 {
 		return errors.New("an empty line")
 	}
-	kind, rest := line[0], string(line[1:])
+	kind, rest := line[0], line[1:]
 	switch kind {
 	case '+', '-', ':', ',', '#', '(', '_':
 		s.done()
 		return nil
 	case '$', '!', '=':
-		n, err := strconv.ParseInt(rest, 10, 64)
+		n, ok := parseLen(rest)
 		switch {
-		case err != nil || n < -1 || (n == -1 && kind != '$'):
+		case !ok || (n == -1 && kind != '$'):
 			return fmt.Errorf("a string of length %.20q", rest)
 		case n > MaxBulk:
 			return fmt.Errorf("a string of %d bytes, more than %d", n, MaxBulk)
@@ -173,9 +173,9 @@ func (s *scanner) header(line []byte) error {
 		}
 		return nil
 	case '*', '~', '>', '%', '|':
-		n, err := strconv.ParseInt(rest, 10, 64)
+		n, ok := parseLen(rest)
 		switch {
-		case err != nil || n < -1 || (n == -1 && kind != '*'):
+		case !ok || (n == -1 && kind != '*'):
 			return fmt.Errorf("an aggregate of %.20q elements", rest)
 		case n > MaxElements:
 			return fmt.Errorf("an aggregate of %d elements, more than %d", n, MaxElements)
@@ -199,6 +199,29 @@ func (s *scanner) header(line []byte) error {
 		return nil
 	}
 	return fmt.Errorf("a reply of unknown type %q", kind)
+}
+
+// parseLen reads the length of a header line: -1 or a count of digits
+// only, without allocating (a header comes with every reply). A count too
+// large for an int64 reads as math.MaxInt64, beyond every limit.
+func parseLen(b []byte) (n int64, ok bool) {
+	if len(b) == 2 && b[0] == '-' && b[1] == '1' {
+		return -1, true
+	}
+	if len(b) == 0 {
+		return 0, false
+	}
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		if n > (math.MaxInt64-9)/10 {
+			n = math.MaxInt64 // keep reading: a digit that is not one still fails
+			continue
+		}
+		n = n*10 + int64(c-'0')
+	}
+	return n, true
 }
 
 // done counts a value read whole: an element of the aggregate being read,

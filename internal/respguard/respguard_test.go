@@ -44,6 +44,30 @@ var refused = map[string]string{
 	"+OK\n":                                 "\\r\\n",
 	"$?\r\n":                                "length", // RESP3's streamed strings: Redis sends none
 	"+OK\r\n" + strings.Repeat("*1\r\n", 1000): "nested",
+	"$99999999999999999999999\r\n":             "bytes", // beyond int64
+	"*99999999999999999999999\r\n":             "elements",
+	"*+1\r\n":                                  "elements",
+	"$\r\n":                                    "length",
+}
+
+// TestScanAllocatesNothing: the guard reads every reply of every call, so
+// following the replies of the lock's calls must not allocate once the
+// scanner has grown to their depth (a header's length was parsed from a
+// string made of the line, one allocation per reply).
+func TestScanAllocatesNothing(t *testing.T) {
+	replies := []byte("+OK\r\n:1\r\n$-1\r\n*2\r\n:1\r\n$2\r\n17\r\n$32\r\n0123456789abcdef0123456789abcdef\r\n-ERR x\r\n*3\r\n$8\r\nsmessage\r\n$2\r\nch\r\n$0\r\n\r\n")
+	var s scanner
+	if _, err := s.scan(replies); err != nil {
+		t.Fatal(err)
+	}
+	allocs := testing.AllocsPerRun(100, func() {
+		if _, err := s.scan(replies); err != nil {
+			t.Fatal(err)
+		}
+	})
+	if allocs != 0 {
+		t.Fatalf("scanning the replies of a lock's calls allocated %v times, want 0", allocs)
+	}
 }
 
 func scanAll(chunks ...string) error {
