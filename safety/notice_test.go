@@ -1,0 +1,172 @@
+package safety_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/redistest"
+	"github.com/go-redlock/redlock/redlock"
+	"github.com/go-redlock/redlock/safety/faultproxy"
+)
+
+// TestWaiterNoticeAfterItsLinksWereReset: B waits for a lock that A holds,
+// with a backoff so long (20s) that only the release's notice (pub/sub) can
+// wake it in time. While B waits, every one of B's connections is reset
+// (its links cut, then healed at once: the subscriptions' connections go
+// too); A's links stay healthy. Then A unlocks. B must be granted well
+// before its backoff would retry (within 10s of A's Unlock): a waiter whose
+// subscriptions died with their connections must still hear of the release.
+// Through every driver.
+func TestWaiterNoticeAfterItsLinksWereReset(t *testing.T) {
+	t.Parallel()
+	const (
+		ttl     = 30 * time.Second
+		backoff = 20 * time.Second
+		bound   = 10 * time.Second
+	)
+	for _, d := range redisDrivers {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			ns := startNodes(t, 5)
+			bLinks := faultproxy.NewProxies(t, ns.servers)
+			key := "notice"
+			a := open(t, d, ns.addrs(), redlock.WithTTL(ttl))
+			b := open(t, d, redistest.Addrs(bLinks), redlock.WithTTL(ttl),
+				redlock.WithBackoff(redlock.ConstantBackoff(backoff)))
+			warm(t, a)
+			warm(t, b)
+			la, err := a.Lock(t.Context(), key)
+			require.NoError(t, err)
+
+			type result struct {
+				l       *redlock.Lock
+				granted time.Time
+				err     error
+			}
+			got := make(chan result, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(t.Context(), 2*ttl)
+				defer cancel()
+				l, err := b.Lock(ctx, key)
+				got <- result{l, time.Now(), err}
+			}()
+			// B has made its first attempt and subscribed on every node.
+			require.Eventually(t, func() bool { return subscribers(t, ns, key) == len(ns.servers) },
+				10*time.Second, 10*time.Millisecond, "B subscribed to the key's releases on every node")
+			for _, p := range bLinks {
+				require.NoError(t, p.Cut())
+			}
+			for _, p := range bLinks {
+				require.NoError(t, p.Heal())
+			}
+			// Give B's clients time to notice and reconnect (a fraction of
+			// the bound); the release must wake B whether or not they did.
+			time.Sleep(2 * time.Second)
+			resubscribed := subscribers(t, ns, key)
+			released := time.Now()
+			require.NoError(t, la.Unlock(t.Context()))
+			select {
+			case r := <-got:
+				require.NoError(t, r.err)
+				wait := r.granted.Sub(released)
+				measured(t, "%s: B granted %v after A's Unlock; %d of 5 nodes had B's subscription again 2s after the reset",
+					d, wait.Round(time.Millisecond), resubscribed)
+				require.Less(t, wait, bound, "B waited for its backoff: the release's notice was lost with its links")
+				require.NoError(t, r.l.Unlock(t.Context()))
+			case <-time.After(bound):
+				t.Fatalf("%s: B not granted %v after A's Unlock (its backoff is %v): the notice was lost with B's reset links; %d of 5 nodes had B's subscription again 2s after the reset",
+					d, bound, backoff, resubscribed)
+			}
+		})
+	}
+}
+
+// TestWaiterNoticeLostInFlight: as TestWaiterNoticeAfterItsLinksWereReset,
+// but B's links drop everything (blackhole) when A unlocks, so that the
+// release's notice is lost on its way to B, and are healed 500ms later (the
+// connections that lost data are closed, as TCP would). The lock is free
+// from A's Unlock on; B is measured from the heal.
+func TestWaiterNoticeLostInFlight(t *testing.T) {
+	t.Parallel()
+	const (
+		ttl     = 30 * time.Second
+		backoff = 20 * time.Second
+		bound   = 10 * time.Second
+	)
+	for _, d := range redisDrivers {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			ns := startNodes(t, 5)
+			bLinks := faultproxy.NewProxies(t, ns.servers)
+			key := "notice-lost"
+			a := open(t, d, ns.addrs(), redlock.WithTTL(ttl))
+			b := open(t, d, redistest.Addrs(bLinks), redlock.WithTTL(ttl),
+				redlock.WithBackoff(redlock.ConstantBackoff(backoff)))
+			warm(t, a)
+			warm(t, b)
+			la, err := a.Lock(t.Context(), key)
+			require.NoError(t, err)
+			type result struct {
+				l       *redlock.Lock
+				granted time.Time
+				err     error
+			}
+			got := make(chan result, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(t.Context(), 2*ttl)
+				defer cancel()
+				l, err := b.Lock(ctx, key)
+				got <- result{l, time.Now(), err}
+			}()
+			require.Eventually(t, func() bool { return subscribers(t, ns, key) == len(ns.servers) },
+				10*time.Second, 10*time.Millisecond, "B subscribed to the key's releases on every node")
+			for _, p := range bLinks {
+				require.NoError(t, p.Blackhole())
+			}
+			require.NoError(t, la.Unlock(t.Context()))
+			require.Eventually(t, func() bool {
+				for _, p := range bLinks {
+					if p.Dropped() == 0 {
+						return false
+					}
+				}
+				return true
+			}, 10*time.Second, 5*time.Millisecond, "the notices reached B's links and were dropped")
+			time.Sleep(500 * time.Millisecond)
+			for _, p := range bLinks {
+				require.NoError(t, p.Heal())
+			}
+			healed := time.Now()
+			select {
+			case r := <-got:
+				require.NoError(t, r.err)
+				measured(t, "%s: B granted %v after its links healed (the notice lost)", d, r.granted.Sub(healed).Round(time.Millisecond))
+				require.NoError(t, r.l.Unlock(t.Context()))
+			case <-time.After(bound):
+				t.Fatalf("%s: B not granted %v after its links healed, the lock free all along (its backoff is %v): the lost notice left it waiting for its backoff",
+					d, bound, backoff)
+			}
+		})
+	}
+}
+
+// subscribers counts the servers on which some client listens to key's
+// release channel (PUBSUB SHARDNUMSUB), asking each directly.
+func subscribers(t *testing.T, ns *nodes, key string) int {
+	t.Helper()
+	n := 0
+	for _, s := range ns.servers {
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		v, err := s.Do(ctx, "PUBSUB", "SHARDNUMSUB", driver.ReleaseChannel(key))
+		cancel()
+		require.NoError(t, err)
+		if r, ok := v.([]any); ok && len(r) == 2 && r[1] != int64(0) {
+			n++
+		}
+	}
+	return n
+}
