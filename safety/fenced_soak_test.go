@@ -1,0 +1,246 @@
+package safety_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/redistest"
+	"github.com/go-redlock/redlock/redlock"
+	"github.com/go-redlock/redlock/safety/chaos"
+)
+
+// fencedGrant is a grant and the fencing token its holder was given.
+type fencedGrant struct {
+	chaos.Grant
+	token uint64
+}
+
+// TestFencedSoakTokensRise: contenders with WithFencing through every driver
+// over five nodes with appendonly yes and appendfsync always, while faults
+// strike at most two nodes at once: pauses, cut links, blackholes, latency,
+// lost replies, and kills followed by an immediate restart, which
+// appendfsync always makes safe (the node reloads its keys and its fencing
+// counters). The soak (TestSoak) has no fencing, and restarts its killed
+// nodes empty after more than the TTL, which keeps the locks but not the
+// counters. Counted as violations: two grants that overlap; a grant whose
+// token is not above the token of every grant before it (a token that went
+// down or repeated); a grant without a token; after the faults heal, a
+// contender of a driver not granted within 15s, or a key left on a server
+// after everyone released it. Runs for the larger of 8s and -soak.
+func TestFencedSoakTokensRise(t *testing.T) {
+	t.Parallel()
+	const (
+		ttl         = time.Second
+		nodeTimeout = 250 * time.Millisecond // every write waits for an fsync
+		contenders  = 2                      // per driver
+		maxFaulty   = 2
+	)
+	duration := max(8*time.Second, *soakFor)
+	ns := startNodes(t, 5, redistest.WithConfig("appendonly", "yes"), redistest.WithConfig("appendfsync", "always"))
+	key := "fenced-soak"
+	opts := []redlock.Option{redlock.WithFencing(), redlock.WithTTL(ttl), redlock.WithNodeTimeout(nodeTimeout)}
+	type contender struct {
+		name string
+		c    *redlock.Client
+	}
+	var cs []contender
+	for _, d := range redisDrivers {
+		for i := range contenders {
+			c := open(t, d, ns.addrs(), opts...)
+			warm(t, c)
+			cs = append(cs, contender{fmt.Sprintf("%s/%d", d, i), c})
+		}
+	}
+
+	var (
+		mu         sync.Mutex
+		grants     []fencedGrant
+		violations []string
+		faults     = map[string]int{}
+	)
+	violation := func(format string, args ...any) {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(violations) < 20 {
+			violations = append(violations, fmt.Sprintf(format, args...))
+		}
+	}
+	ctx, stop := context.WithTimeout(t.Context(), duration)
+	defer stop()
+	var wg sync.WaitGroup
+	for i, ct := range cs {
+		rng := rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				lctx, cancel := context.WithTimeout(ctx, 4*ttl)
+				l, err := ct.c.Lock(lctx, key)
+				cancel()
+				if err != nil {
+					continue
+				}
+				start, until, token := time.Now(), l.Until(), l.Token()
+				if token == 0 {
+					violation("%s: granted without a token", ct.name)
+				}
+				time.Sleep(time.Duration(rng.Int64N(int64(ttl / 20))))
+				if rng.IntN(3) == 0 && time.Now().Before(until) {
+					ectx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl)
+					err := l.Extend(ectx, ttl)
+					cancel()
+					if err == nil {
+						if returned := time.Now(); !returned.Before(until) {
+							// The right to act lapsed before the extension
+							// was confirmed: two grants of one token.
+							mu.Lock()
+							grants = append(grants, fencedGrant{chaos.Grant{Holder: ct.name, Start: start, End: until}, token})
+							mu.Unlock()
+							start = returned
+						}
+						until = l.Until()
+						time.Sleep(time.Duration(rng.Int64N(int64(ttl / 20))))
+					}
+					if l.Token() != token {
+						violation("%s: the token changed from %d to %d with an Extend", ct.name, token, l.Token())
+					}
+				}
+				end := time.Now()
+				if until.Before(end) {
+					end = until
+				}
+				mu.Lock()
+				grants = append(grants, fencedGrant{chaos.Grant{Holder: ct.name, Start: start, End: end}, token})
+				mu.Unlock()
+				uctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), ttl)
+				_ = l.Unlock(uctx) // ErrLockLost when it expired meanwhile
+				cancel()
+			}
+		})
+	}
+
+	// The faults: at most maxFaulty nodes at once, each fault for 50-500ms.
+	rng := rand.New(rand.NewPCG(7, uint64(time.Now().UnixNano())))
+	kinds := []string{"pause", "cut", "blackhole", "latency", "lose-replies", "kill+restart"}
+	faulty := make([]bool, len(ns.servers))
+	var faultWG sync.WaitGroup
+	must := func(err error) { // in the faults' goroutines: no FailNow there
+		if err != nil {
+			t.Error(err)
+		}
+	}
+	nFaulty := 0
+	var fmu sync.Mutex
+	for ctx.Err() == nil {
+		time.Sleep(time.Duration(50+rng.IntN(100)) * time.Millisecond)
+		fmu.Lock()
+		if nFaulty >= maxFaulty {
+			fmu.Unlock()
+			continue
+		}
+		i := rng.IntN(len(ns.servers))
+		if faulty[i] {
+			fmu.Unlock()
+			continue
+		}
+		faulty[i] = true
+		nFaulty++
+		fmu.Unlock()
+		kind := kinds[rng.IntN(len(kinds))]
+		faults[kind]++
+		hold := time.Duration(50+rng.IntN(450)) * time.Millisecond
+		s, p := ns.servers[i], ns.proxies[i]
+		up := time.Duration(rng.Int64N(int64(2 * nodeTimeout))) // latency: to the server, the rest back
+		faultWG.Go(func() {
+			defer func() {
+				fmu.Lock()
+				faulty[i] = false
+				nFaulty--
+				fmu.Unlock()
+			}()
+			switch kind {
+			case "pause":
+				must(s.Pause())
+				time.Sleep(hold)
+				must(s.Resume())
+			case "kill+restart":
+				must(s.Kill())
+				time.Sleep(hold / 5)
+				rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+				defer cancel()
+				must(s.Restart(rctx))
+			default:
+				switch kind {
+				case "cut":
+					must(p.Cut())
+				case "blackhole":
+					must(p.Blackhole())
+				case "latency":
+					must(p.SetLatency(up, 2*nodeTimeout-up))
+				case "lose-replies":
+					must(p.LoseReplies())
+				}
+				time.Sleep(hold)
+				must(p.Heal())
+			}
+		})
+	}
+	wg.Wait()
+	faultWG.Wait()
+
+	// Every pair of grants, and the tokens in grant order.
+	for _, o := range chaos.Overlaps(grantsOf(grants)) {
+		violation("overlap: %v", o)
+	}
+	slices.SortStableFunc(grants, func(a, b fencedGrant) int { return a.Start.Compare(b.Start) })
+	for i := 1; i < len(grants); i++ {
+		prev, g := grants[i-1], grants[i]
+		if g.token == prev.token && g.Holder == prev.Holder && !g.Start.Before(prev.End) {
+			continue // one lock's two grants around an extension confirmed late
+		}
+		if g.token <= prev.token {
+			violation("token went from %d (%s) to %d (%s), granted %v later", prev.token, prev.Holder, g.token, g.Holder, g.Start.Sub(prev.Start))
+		}
+	}
+
+	// Healed: every driver gets the lock, and nothing is left on the nodes.
+	for i := 0; i < len(cs); i += contenders {
+		ct := cs[i]
+		lctx, cancel := context.WithTimeout(t.Context(), 15*time.Second)
+		l, err := ct.c.Lock(lctx, key)
+		cancel()
+		if err != nil {
+			violation("%s: not granted within 15s of the faults' end: %v", ct.name, err)
+			continue
+		}
+		require.NoError(t, l.Unlock(t.Context()))
+	}
+	deadline := time.Now().Add(ttl + 10*time.Second)
+	for len(ns.holders(t, key)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if h := ns.holders(t, key); len(h) > 0 {
+		violation("key still on servers %v after everyone released it and a TTL passed", h)
+	}
+	var last uint64
+	if len(grants) > 0 {
+		last = grants[len(grants)-1].token
+	}
+	measured(t, "fenced soak %v: %d grants, tokens up to %d, faults %v, %d violations", duration, len(grants), last, faults, len(violations))
+	require.NotEmpty(t, grants, "some contender was granted the lock")
+	require.Empty(t, violations)
+}
+
+// grantsOf returns the grants without their tokens.
+func grantsOf(gs []fencedGrant) []chaos.Grant {
+	out := make([]chaos.Grant, len(gs))
+	for i, g := range gs {
+		out[i] = g.Grant
+	}
+	return out
+}
