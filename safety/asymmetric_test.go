@@ -216,3 +216,85 @@ func overlapViolations(a, b chaos.Grant) []string {
 	}
 	return out
 }
+
+// TestAsymmetricReleaseHeldUp: A unlocks while its links to three of five
+// nodes hold the releases back (requests delayed 1s), drop them (a
+// blackhole, healed 1s later) or lose their replies; B waits over healthy
+// links. The TTL is 30s, so a B granted well before it was granted because
+// A's releases landed: delayed, or repeated in the background once the
+// links healed. Counted as violations: B granted before A's Unlock began;
+// B not granted within 15s of it. Through every driver.
+func TestAsymmetricReleaseHeldUp(t *testing.T) {
+	t.Parallel()
+	const (
+		ttl         = 30 * time.Second
+		nodeTimeout = 200 * time.Millisecond
+		bound       = 15 * time.Second
+	)
+	faults := []struct {
+		name  string
+		apply func(p *faultproxy.Proxy) error
+		heal  bool // healed 1s after the Unlock
+	}{
+		{"requests-delayed", func(p *faultproxy.Proxy) error { return p.SetLatency(time.Second, 0) }, false},
+		{"blackhole-healed", func(p *faultproxy.Proxy) error { return p.Blackhole() }, true},
+		{"lose-replies", func(p *faultproxy.Proxy) error { return p.LoseReplies() }, false},
+	}
+	for _, d := range redisDrivers {
+		for _, f := range faults {
+			t.Run(d+"/"+f.name, func(t *testing.T) {
+				t.Parallel()
+				ns := startNodes(t, 5)
+				bLinks := faultproxy.NewProxies(t, ns.servers)
+				key := "release-held-up"
+				a := open(t, d, ns.addrs(), redlock.WithTTL(ttl), redlock.WithNodeTimeout(nodeTimeout))
+				b := open(t, d, redistest.Addrs(bLinks), redlock.WithTTL(ttl), redlock.WithNodeTimeout(nodeTimeout))
+				ns.warmAll(t, a)
+				warm(t, b)
+				la, err := a.Lock(t.Context(), key)
+				require.NoError(t, err)
+				type result struct {
+					granted time.Time
+					err     error
+				}
+				got := make(chan result, 1)
+				go func() {
+					ctx, cancel := context.WithTimeout(t.Context(), 2*ttl)
+					defer cancel()
+					l, err := b.Lock(ctx, key)
+					got <- result{time.Now(), err}
+					if err == nil {
+						_ = l.Unlock(ctx)
+					}
+				}()
+				for _, p := range ns.proxies[:3] {
+					require.NoError(t, f.apply(p))
+				}
+				unlocked := time.Now()
+				uerr := la.Unlock(t.Context())
+				if f.heal {
+					time.Sleep(time.Second)
+					for _, p := range ns.proxies {
+						require.NoError(t, p.Heal())
+					}
+				}
+				var violations []string
+				select {
+				case r := <-got:
+					require.NoError(t, r.err)
+					if r.granted.Before(unlocked) {
+						violations = append(violations, fmt.Sprintf("B granted %v before A's Unlock began", unlocked.Sub(r.granted)))
+					}
+					measured(t, "%s, %s: A's Unlock failed: %t; B granted %v after it began", d, f.name, uerr != nil, r.granted.Sub(unlocked).Round(time.Millisecond))
+				case <-time.After(bound):
+					violations = append(violations, fmt.Sprintf("B not granted %v after A's Unlock (TTL %v): A's held-up releases never landed; servers holding the key: %v (Unlock: %v)",
+						bound, ttl, ns.holders(t, key), uerr))
+				}
+				for _, p := range ns.proxies {
+					require.NoError(t, p.Heal())
+				}
+				require.Empty(t, violations)
+			})
+		}
+	}
+}
