@@ -19,6 +19,11 @@
 //	TestScenario10ClockJump                         unsafe: double grant reproduced (memory nodes)
 //	TestSoak                                        zero overlaps under tolerated faults (-soak=2m for longer)
 //	TestSoakClusters                                the same with 2 of the 5 nodes Redis Clusters
+//	TestAsymmetric*, TestWaiterNotice*, TestFencedSoakTokensRise,
+//	TestDoRollingRestartsWithoutPersistence, TestDriversLateReply*,
+//	TestCloseUnderFaultsLeavesNoGoroutine
+//	                                                faults on one client's links, the pub/sub path, fencing
+//	                                                and Do under faults, Close under faults: safe
 //	TestSimulation                                  the real code over memory nodes in synctest bubbles: random
 //	                                                calls and faults, every grant and call checked (-schedules=N -seed=S)
 //

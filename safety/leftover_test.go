@@ -68,8 +68,8 @@ func TestCloseUnderFaultsLeavesNoGoroutine(t *testing.T) {
 				_, err := w.Lock(context.Background(), "leftover-held")
 				waitErr <- err
 			}()
-			require.Eventually(t, func() bool { return subscribers(t, ns, "leftover-held") == len(ns.servers) },
-				10*time.Second, 10*time.Millisecond, "the waiter subscribed to the key's releases on every node")
+			require.Eventually(t, func() bool { return len(subscribed(t, ns, "leftover-held")) > 0 },
+				10*time.Second, 10*time.Millisecond, "the waiter subscribed to the key's releases")
 
 			require.NoError(t, ns.proxies[0].Blackhole())
 			require.NoError(t, ns.proxies[1].LoseReplies())

@@ -54,9 +54,11 @@ func TestWaiterNoticeAfterItsLinksWereReset(t *testing.T) {
 				l, err := b.Lock(ctx, key)
 				got <- result{l, time.Now(), err}
 			}()
-			// B has made its first attempt and subscribed on every node.
-			require.Eventually(t, func() bool { return subscribers(t, ns, key) == len(ns.servers) },
-				10*time.Second, 10*time.Millisecond, "B subscribed to the key's releases on every node")
+			// B has made its first attempt and subscribed (on every node,
+			// unless a subscription was slower than the node timeout: one
+			// is enough, since a release is published on every node).
+			require.Eventually(t, func() bool { return len(subscribed(t, ns, key)) > 0 },
+				10*time.Second, 10*time.Millisecond, "B subscribed to the key's releases")
 			for _, p := range bLinks {
 				require.NoError(t, p.Cut())
 			}
@@ -66,7 +68,7 @@ func TestWaiterNoticeAfterItsLinksWereReset(t *testing.T) {
 			// Give B's clients time to notice and reconnect (a fraction of
 			// the bound); the release must wake B whether or not they did.
 			time.Sleep(2 * time.Second)
-			resubscribed := subscribers(t, ns, key)
+			resubscribed := len(subscribed(t, ns, key))
 			released := time.Now()
 			require.NoError(t, la.Unlock(t.Context()))
 			select {
@@ -122,15 +124,16 @@ func TestWaiterNoticeLostInFlight(t *testing.T) {
 				l, err := b.Lock(ctx, key)
 				got <- result{l, time.Now(), err}
 			}()
-			require.Eventually(t, func() bool { return subscribers(t, ns, key) == len(ns.servers) },
-				10*time.Second, 10*time.Millisecond, "B subscribed to the key's releases on every node")
+			var subs []int
+			require.Eventually(t, func() bool { subs = subscribed(t, ns, key); return len(subs) > 0 },
+				10*time.Second, 10*time.Millisecond, "B subscribed to the key's releases")
 			for _, p := range bLinks {
 				require.NoError(t, p.Blackhole())
 			}
 			require.NoError(t, la.Unlock(t.Context()))
 			require.Eventually(t, func() bool {
-				for _, p := range bLinks {
-					if p.Dropped() == 0 {
+				for _, i := range subs {
+					if bLinks[i].Dropped() == 0 {
 						return false
 					}
 				}
@@ -154,19 +157,22 @@ func TestWaiterNoticeLostInFlight(t *testing.T) {
 	}
 }
 
-// subscribers counts the servers on which some client listens to key's
-// release channel (PUBSUB SHARDNUMSUB), asking each directly.
-func subscribers(t *testing.T, ns *nodes, key string) int {
+// subscribed returns the indexes of the servers on which some client
+// listens to key's release channel (PUBSUB SHARDNUMSUB), asking each
+// directly; a server that does not answer counts as one without.
+func subscribed(t *testing.T, ns *nodes, key string) []int {
 	t.Helper()
-	n := 0
-	for _, s := range ns.servers {
-		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+	var out []int
+	for i, s := range ns.servers {
+		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
 		v, err := s.Do(ctx, "PUBSUB", "SHARDNUMSUB", driver.ReleaseChannel(key))
 		cancel()
-		require.NoError(t, err)
+		if err != nil {
+			continue // asked again by the caller's Eventually; no FailNow from its goroutine
+		}
 		if r, ok := v.([]any); ok && len(r) == 2 && r[1] != int64(0) {
-			n++
+			out = append(out, i)
 		}
 	}
-	return n
+	return out
 }
