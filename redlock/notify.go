@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/go-redlock/redlock/driver"
 )
 
 // A watcher holds a waiter's subscriptions to the releases of one key, on
@@ -14,9 +16,10 @@ type watcher struct {
 	mu        sync.Mutex
 	closed    bool
 	cancels   []func()
-	searching int           // subscriptions being made
+	searching int           // subscriptions being made, or to be made again (see resubscribe)
 	next      time.Time     // rewatch subscribes again from then on
 	gap       time.Duration // how long after that the next time is
+	retries   []*time.Timer // the resubscriptions waiting for their time
 }
 
 // The gaps between a watcher's subscriptions without a subscription: from
@@ -34,7 +37,9 @@ const (
 // are kept too; a stalled node is never waited for beyond the first
 // confirmation, nor a Subscribe that outlives its context (a client's own
 // dial, say) beyond the node timeout. Polling remains the fallback, and each
-// poll without a subscription tries again (see rewatch).
+// poll without a subscription tries again (see rewatch). A subscription that
+// fails is made again in the background while the waiter listens on fewer
+// nodes than it must to hear every release (see resubscribe).
 func (c *Client) watch(ctx context.Context, key string) *watcher {
 	w := &watcher{released: make(chan struct{}, 1), next: time.Now().Add(rewatchGap), gap: rewatchGap}
 	results := make(chan bool, len(c.nodes)) // buffered: no subscription waits for watch
@@ -83,31 +88,81 @@ func (c *Client) rewatch(ctx context.Context, key string, w *watcher) {
 func (c *Client) subscribeAll(ctx context.Context, key string, w *watcher, results chan<- bool) int {
 	started := 0
 	for i, nn := range c.notifiers {
-		if nn == nil {
-			continue
-		}
-		w.mu.Lock()
-		w.searching++
-		w.mu.Unlock()
-		// Not once Close has begun: a waiter that got its turn as Close
-		// began would otherwise subscribe after Close returned.
-		if c.backgroundUnlessClosed(func() {
-			sctx, cancel := context.WithTimeout(ctx, c.nodeTimeout)
-			stop, err := c.subscribe(sctx, i, nn, key, w.released)
-			cancel()
-			if !w.found(stop, err) && err == nil {
-				stop()
-			}
-			if results != nil {
-				results <- err == nil
-			}
-		}) {
+		if nn != nil && c.subscribeOne(ctx, key, w, i, nn, rewatchGap, results, false) {
 			started++
-		} else {
-			w.found(nil, ErrClosed)
 		}
 	}
 	return started
+}
+
+// subscribeOne starts a subscription to key's releases on node i in the
+// background, kept by w once confirmed, and reports whether it started (not
+// once Close has begun: a waiter that got its turn as Close began would
+// otherwise subscribe after Close returned). results, when not nil,
+// receives whether it was confirmed. One that fails is made again gap later
+// (see resubscribe); one made again (again) that is confirmed wakes the
+// waiter, which may have missed a release there meanwhile.
+func (c *Client) subscribeOne(ctx context.Context, key string, w *watcher, i int, nn driver.Notifier, gap time.Duration, results chan<- bool, again bool) bool {
+	w.mu.Lock()
+	w.searching++
+	w.mu.Unlock()
+	if !c.backgroundUnlessClosed(func() {
+		sctx, cancel := context.WithTimeout(ctx, c.nodeTimeout)
+		stop, err := c.subscribe(sctx, i, nn, key, w.released)
+		cancel()
+		if !w.found(stop, err) && err == nil {
+			stop()
+		}
+		if results != nil {
+			results <- err == nil
+		}
+		switch {
+		case err != nil:
+			c.resubscribe(ctx, key, w, i, nn, gap)
+		case again:
+			// A release may have been published there while the waiter
+			// did not listen: it tries once, as after its first
+			// subscriptions.
+			select {
+			case w.released <- struct{}{}:
+			default:
+			}
+		}
+	}) {
+		w.found(nil, ErrClosed)
+		return false
+	}
+	return true
+}
+
+// resubscribe subscribes to key's releases on node i again, after gap (then
+// twice as long after each failure, up to maxRewatchGap), unless w or ctx has
+// ended by then or w already listens on enough nodes: len(nodes)-quorum+1,
+// so that every set of nodes a release can reach while freeing a quorum
+// meets them. A release is published only where it deleted the key, and a
+// waiter whose first subscriptions failed on most nodes (slower than the node
+// timeout, a node restarting) would otherwise miss a release that freed a
+// quorum elsewhere and wait for its next poll. Once made, it wakes the
+// waiter for one attempt (see subscribeOne). The wait costs a timer, not a
+// goroutine; it counts as a subscription being made, so that rewatch does
+// not start another meanwhile.
+func (c *Client) resubscribe(ctx context.Context, key string, w *watcher, i int, nn driver.Notifier, gap time.Duration) {
+	enough := len(c.nodes) - c.quorum + 1
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed || ctx.Err() != nil || len(w.cancels) >= enough {
+		return
+	}
+	w.searching++
+	w.retries = append(w.retries, time.AfterFunc(gap, func() {
+		w.mu.Lock()
+		w.searching--
+		again := !w.closed && ctx.Err() == nil && len(w.cancels) < enough
+		w.mu.Unlock()
+		if again {
+			c.subscribeOne(ctx, key, w, i, nn, min(2*gap, maxRewatchGap), nil, true)
+		}
+	}))
 }
 
 // found ends a subscription being made, and records its cancel when it was
@@ -130,6 +185,10 @@ func (w *watcher) close() {
 	w.closed = true
 	cancels := w.cancels
 	w.cancels = nil
+	for _, r := range w.retries {
+		r.Stop()
+	}
+	w.retries = nil
 	w.mu.Unlock()
 	for _, stop := range cancels {
 		stop()

@@ -83,7 +83,9 @@ type Observer interface {
 	// attempt: by a release published on the nodes (driver.Notifier), or,
 	// when its attempt right after it subscribed or after a wake found
 	// another attempt of its Client on the key in flight, by that
-	// attempt's end (refused, that attempt may have missed a release).
+	// attempt's end (refused, that attempt may have missed a release), or
+	// by a subscription made again on a node where the first one failed
+	// (a release may have been published there meanwhile).
 	Wake(ctx context.Context, e Wake)
 }
 
@@ -313,8 +315,9 @@ type LockEnd struct {
 // Lost reports whether the lock was lost rather than unlocked.
 func (e LockEnd) Lost() bool { return e.How != EndUnlocked }
 
-// Wake describes a waiter in Lock woken by a published release, or by the
-// end of another attempt of its Client on the key (see Observer).
+// Wake describes a waiter in Lock woken by a published release, by the
+// end of another attempt of its Client on the key, or by a subscription to
+// the key's releases made again after it failed (see Observer).
 type Wake struct {
 	Key     string // the lock's key, without the Client's prefix
 	Attempt int    // the attempt that follows

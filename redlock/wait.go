@@ -54,9 +54,15 @@ const maxWakeJitter = 5 * time.Millisecond
 //     with one node, where no vote can split, attempts at once.
 //   - Otherwise, and as the fallback for locks that expire rather than being
 //     released, it retries after the Backoff's delays, each at least 1ms.
-//     A waiter whose subscriptions all failed (a first pub/sub connection
-//     slower than the node timeout, say) subscribes again at its polls, a
-//     second after the first try, then at doubling gaps up to 30s.
+//   - A subscription that failed (a first pub/sub connection slower than
+//     the node timeout, say) is made again in the background, a second
+//     later, then at doubling gaps up to 30s, while the waiter listens on
+//     fewer than len(nodes)-Quorum+1 nodes: a release is published only
+//     where it deleted the key, and every set of nodes that frees a quorum
+//     meets that many. Once made, it wakes the waiter for one attempt,
+//     since a release may have come there meanwhile. A waiter whose
+//     subscriptions all failed also subscribes again at its polls, at the
+//     same gaps.
 func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
 	switch {
 	case c.unmade():

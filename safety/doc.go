@@ -19,7 +19,7 @@
 //	TestScenario10ClockJump                         unsafe: double grant reproduced (memory nodes)
 //	TestSoak                                        zero overlaps under tolerated faults (-soak=2m for longer)
 //	TestSoakClusters                                the same with 2 of the 5 nodes Redis Clusters
-//	TestAsymmetric*, TestWaiterNotice*, TestFencedSoakTokensRise,
+//	TestAsymmetric*, TestWaiterNotice*, TestWaiterSubscribedOnAMinority, TestFencedSoakTokensRise,
 //	TestDoRollingRestartsWithoutPersistence, TestDriversLateReply*,
 //	TestCloseUnderFaultsLeavesNoGoroutine
 //	                                                faults on one client's links, the pub/sub path, fencing

@@ -157,6 +157,73 @@ func TestWaiterNoticeLostInFlight(t *testing.T) {
 	}
 }
 
+// TestWaiterSubscribedOnAMinority: B's first subscriptions to four of the
+// five nodes are slower than the node timeout (its links to them hold
+// replies back 300ms), so B waits subscribed on node 0 alone; the links are
+// then healed. A's link to node 0 is blackholed when A unlocks: the release
+// is published on nodes 1-4, which B does not listen to, and B (backoff 20s)
+// must still be granted within 10s, since nodes 1-4, a quorum, are free.
+// Before the fix it waited for its next poll: only a waiter whose
+// subscriptions had all failed subscribed again.
+func TestWaiterSubscribedOnAMinority(t *testing.T) {
+	t.Parallel()
+	const (
+		ttl     = 30 * time.Second
+		backoff = 20 * time.Second
+		bound   = 10 * time.Second
+	)
+	for _, d := range redisDrivers {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			ns := startNodes(t, 5)
+			bLinks := faultproxy.NewProxies(t, ns.servers)
+			key := "notice-minority"
+			a := open(t, d, ns.addrs(), redlock.WithTTL(ttl), redlock.WithNodeTimeout(200*time.Millisecond))
+			b := open(t, d, redistest.Addrs(bLinks), redlock.WithTTL(ttl), redlock.WithNodeTimeout(200*time.Millisecond),
+				redlock.WithBackoff(redlock.ConstantBackoff(backoff)))
+			ns.warmAll(t, a)
+			warm(t, b)
+			la, err := a.Lock(t.Context(), key)
+			require.NoError(t, err)
+			for _, p := range bLinks[1:] {
+				require.NoError(t, p.SetLatency(0, 300*time.Millisecond))
+			}
+			type result struct {
+				l       *redlock.Lock
+				granted time.Time
+				err     error
+			}
+			got := make(chan result, 1)
+			go func() {
+				ctx, cancel := context.WithTimeout(t.Context(), 2*ttl)
+				defer cancel()
+				l, err := b.Lock(ctx, key)
+				got <- result{l, time.Now(), err}
+			}()
+			require.Eventually(t, func() bool { return len(subscribed(t, ns, key)) > 0 },
+				10*time.Second, 10*time.Millisecond, "B subscribed to the key's releases")
+			time.Sleep(time.Second) // the late confirmations come and go
+			for _, p := range bLinks {
+				require.NoError(t, p.SetLatency(0, 0))
+			}
+			subs := subscribed(t, ns, key)
+			require.NoError(t, ns.proxies[0].Blackhole())
+			released := time.Now()
+			_ = la.Unlock(t.Context()) // fails on node 0: the error is expected
+			select {
+			case r := <-got:
+				require.NoError(t, r.err)
+				measured(t, "%s: B subscribed on nodes %v; granted %v after A's Unlock", d, subs, r.granted.Sub(released).Round(time.Millisecond))
+				require.NoError(t, r.l.Unlock(t.Context()))
+			case <-time.After(bound):
+				t.Fatalf("%s: B, subscribed on nodes %v, not granted %v after A's Unlock freed nodes 1-4 (its backoff is %v): the release was published where it did not listen",
+					d, subs, bound, backoff)
+			}
+			require.NoError(t, ns.proxies[0].Heal())
+		})
+	}
+}
+
 // subscribed returns the indexes of the servers on which some client
 // listens to key's release channel (PUBSUB SHARDNUMSUB), asking each
 // directly; a server that does not answer counts as one without.

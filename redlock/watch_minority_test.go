@@ -1,0 +1,69 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/drivers/memory"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// unreachableRelease is a memory node that the holder cannot reach when it
+// releases: the release fails, and nothing is published there.
+type unreachableRelease struct{ *memory.Node }
+
+var errUnreachable = errors.New("unreachable")
+
+func (unreachableRelease) EvalRelease(context.Context, string, string) (bool, error) {
+	return false, errUnreachable
+}
+
+func (unreachableRelease) ReleaseNotify(context.Context, string, string) (bool, error) {
+	return false, errUnreachable
+}
+
+// A waiter whose first subscriptions failed on four of five nodes (slower
+// than the node timeout, say) stands subscribed on one node only. A release
+// that reaches a quorum is published on the nodes it reached, which need not
+// include that one: here the holder's release fails on node 0, the waiter's
+// only subscription, and frees nodes 1-4. The waiter must subscribe again to
+// the nodes it missed, as long as it listens on fewer than a quorum's
+// complement plus one (any quorum of released nodes then meets its
+// subscriptions), and so hear the release, rather than wait for its next
+// poll, an hour away; and when the release came before it subscribed again
+// (here 500ms after the wait began, the first retry being 1s after), it must
+// try once it has, since it may have missed one.
+func TestWaiterSubscribedOnAMinoritySubscribesAgain(t *testing.T) {
+	for _, releaseAfter := range []time.Duration{10 * time.Second, 500 * time.Millisecond} {
+		t.Run(releaseAfter.String(), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				nodes := make([]driver.Node, 5)
+				nodes[0] = unreachableRelease{memory.New()}
+				for i := 1; i < len(nodes); i++ {
+					nodes[i] = failFirstSubscribe{memory.New(), new(atomic.Bool)}
+				}
+				holder := newClient(t, nodes, redlock.WithTTL(time.Minute))
+				l, err := holder.TryLock(t.Context(), "k")
+				require.NoError(t, err)
+				c := newClient(t, nodes, redlock.WithBackoff(redlock.ConstantBackoff(time.Hour)))
+				got := make(chan time.Time, 1)
+				go func() {
+					wl, err := c.Lock(t.Context(), "k")
+					if err == nil {
+						got <- time.Now()
+						wl.Unlock(context.Background())
+					}
+				}()
+				time.Sleep(releaseAfter)
+				releasedThenHeld(t, l, got, "the waiter, subscribed on node 0 alone, did not hear the release published on nodes 1-4")
+			})
+		})
+	}
+}
