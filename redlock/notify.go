@@ -19,7 +19,7 @@ type watcher struct {
 	searching int           // subscriptions being made, or to be made again (see resubscribe)
 	next      time.Time     // rewatch subscribes again from then on
 	gap       time.Duration // how long after that the next time is
-	retries   []*time.Timer // the resubscriptions waiting for their time
+	retries   []*time.Timer // by node: its resubscription waiting for its time, if any (see resubscribe)
 }
 
 // The gaps between a watcher's subscriptions without a subscription: from
@@ -154,7 +154,13 @@ func (c *Client) resubscribe(ctx context.Context, key string, w *watcher, i int,
 		return
 	}
 	w.searching++
-	w.retries = append(w.retries, time.AfterFunc(gap, func() {
+	if w.retries == nil {
+		w.retries = make([]*time.Timer, len(c.nodes))
+	}
+	// One per node at a time (the next is set once this one's subscription
+	// has failed): a waiter of hours keeps one timer per failing node, not
+	// one per retry.
+	w.retries[i] = time.AfterFunc(gap, func() {
 		w.mu.Lock()
 		w.searching--
 		again := !w.closed && ctx.Err() == nil && len(w.cancels) < enough
@@ -162,7 +168,7 @@ func (c *Client) resubscribe(ctx context.Context, key string, w *watcher, i int,
 		if again {
 			c.subscribeOne(ctx, key, w, i, nn, min(2*gap, maxRewatchGap), nil, true)
 		}
-	}))
+	})
 }
 
 // found ends a subscription being made, and records its cancel when it was
@@ -186,7 +192,9 @@ func (w *watcher) close() {
 	cancels := w.cancels
 	w.cancels = nil
 	for _, r := range w.retries {
-		r.Stop()
+		if r != nil {
+			r.Stop()
+		}
 	}
 	w.retries = nil
 	w.mu.Unlock()
