@@ -27,13 +27,12 @@ const reloadEvery = 200 * time.Millisecond
 // the replica took over. The failed command itself is never resent: its
 // outcome is unknown.
 type reloader struct {
-	reload func()       // starts the reload: the client's ReloadState
-	last   atomic.Int64 // when the last reload was asked for, in nanoseconds since reloadBase
+	reload func() // starts the reload: the client's ReloadState
+	// base is the origin of last: durations since it are read on the
+	// monotonic clock, which a step of the wall clock does not move.
+	base time.Time
+	last atomic.Int64 // when the last reload was asked for, in nanoseconds since base
 }
-
-// reloadBase is the origin of reloader.last: durations since it are read on
-// the monotonic clock, which a step of the wall clock does not move.
-var reloadBase = time.Now()
 
 // failed asks for a reload if err calls for one and none was asked for in
 // the last reloadEvery. ReloadState only starts the reload, which go-redis
@@ -45,7 +44,7 @@ func (r *reloader) failed(err error) {
 	if r == nil || !needsReload(err) {
 		return
 	}
-	now := int64(time.Since(reloadBase)) + int64(reloadEvery) // the first is never too soon
+	now := int64(time.Since(r.base)) + int64(reloadEvery) // the first is never too soon
 	last := r.last.Load()
 	if now-last < int64(reloadEvery) || !r.last.CompareAndSwap(last, now) {
 		return
@@ -55,7 +54,13 @@ func (r *reloader) failed(err error) {
 
 // newReloader returns the reloader of c.
 func newReloader(c *redis.ClusterClient) *reloader {
-	return &reloader{reload: func() { c.ReloadState(context.Background()) }}
+	return reloaderOf(func() { c.ReloadState(context.Background()) })
+}
+
+// reloaderOf returns a reloader that calls reload, its time counted from
+// now.
+func reloaderOf(reload func()) *reloader {
+	return &reloader{reload: reload, base: time.Now()}
 }
 
 // needsReload reports whether err, a command's error, may mean that the

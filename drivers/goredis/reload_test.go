@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -47,23 +48,34 @@ func (reply) RedisError()     {}
 
 // A reloader asks for a reload at the first failure that calls for one, then
 // at most once per reloadEvery, however many fail meanwhile; failures that
-// say nothing of the slot map ask for none.
+// say nothing of the slot map ask for none. It runs in a bubble
+// (testing/synctest): the failures said to come at once do, whatever the
+// machine's load, and reloadEvery passes to the nanosecond.
 func TestReloaderRate(t *testing.T) {
-	var n atomic.Int32
-	r := &reloader{reload: func() { n.Add(1) }}
-	r.failed(errors.New("ERR something")) // a reply: says nothing of the map
-	if got := n.Load(); got != 0 {
-		t.Fatalf("reloads after a plain error reply = %d, want 0", got)
-	}
-	for range 100 {
+	synctest.Test(t, func(t *testing.T) {
+		var n atomic.Int32
+		r := reloaderOf(func() { n.Add(1) })
+		r.failed(errors.New("ERR something")) // a reply: says nothing of the map
+		if got := n.Load(); got != 0 {
+			t.Fatalf("reloads after a plain error reply = %d, want 0", got)
+		}
+		for range 100 {
+			r.failed(io.EOF)
+		}
+		if got := n.Load(); got != 1 {
+			t.Fatalf("reloads after 100 failures at once = %d, want 1", got)
+		}
+		time.Sleep(reloadEvery - time.Nanosecond)
 		r.failed(io.EOF)
-	}
-	if got := n.Load(); got != 1 {
-		t.Fatalf("reloads after 100 failures at once = %d, want 1", got)
-	}
-	time.Sleep(reloadEvery + 50*time.Millisecond)
-	r.failed(io.EOF)
-	if got := n.Load(); got != 2 {
-		t.Fatalf("reloads after a failure past reloadEvery = %d, want 2", got)
-	}
+		if got := n.Load(); got != 1 {
+			t.Fatalf("reloads after a failure 1ns before reloadEvery = %d, want 1", got)
+		}
+		time.Sleep(time.Nanosecond)
+		for range 100 {
+			r.failed(io.EOF)
+		}
+		if got := n.Load(); got != 2 {
+			t.Fatalf("reloads after 100 failures reloadEvery after the first = %d, want 2", got)
+		}
+	})
 }
