@@ -147,74 +147,47 @@ func (e *timeoutExec) queuedFail(t *testing.T, b *batch.Batcher[int, int], ctx c
 // the last answer, or the queued commands past the send.
 func TestSlowServerKeepsQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var (
-			mu    sync.Mutex
-			sent  []int
-			entry = make(chan struct{}, 10)
-		)
-		b := batch.New(func(ctx context.Context, calls []*batch.Call[int, int]) {
-			mu.Lock()
-			for _, c := range calls {
-				sent = append(sent, c.Cmd)
-			}
-			mu.Unlock()
-			entry <- struct{}{}
-			if calls[0].Cmd == 2 { // this send times out
-				<-ctx.Done()
-				for _, c := range calls {
-					c.Err = os.ErrDeadlineExceeded
-				}
-				return
-			}
-			for _, c := range calls {
-				c.Res = c.Cmd
-			}
-		}, 1, 100)
+		e := newNthTimesOut(2)
+		b := batch.New(e.exec, 1, 100)
 		ctx := driver.WithNetworkTimeout(t.Context(), 200*time.Millisecond)
 		_, err := b.Do(ctx, 1) // answered
 		require.NoError(t, err)
-		errc, timedOut := make(chan error, 3), make(chan error, 1)
-		go func() {
-			_, err := b.Do(ctx, 2)
-			timedOut <- err
-		}()
-		<-entry
-		<-entry
-		for i := range 3 {
-			go func() {
-				_, err := b.Do(ctx, 3+i)
-				errc <- err
-			}()
-		}
-		// Which returns first, the timed-out send or the queued ones sent
-		// after it, is up to the scheduler.
-		require.ErrorIs(t, <-timedOut, context.DeadlineExceeded, "the send that timed out fails, as a deadline")
-		for range 3 {
-			require.NoError(t, <-errc, "the queued commands of a server that answered recently are sent")
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		require.ElementsMatch(t, []int{1, 2, 3, 4, 5}, sent)
+		failed, err := stormBehind(t, e, b, ctx, 2, 3)
+		require.ErrorIs(t, err, context.DeadlineExceeded, "the send that timed out fails, as a deadline")
+		require.Zero(t, failed, "the queued commands of a server that answered recently are sent")
+		e.mu.Lock()
+		defer e.mu.Unlock()
+		require.ElementsMatch(t, []int{1, 2, 100, 101, 102}, e.sent)
 	})
 }
 
-// firstTimesOutExec answers every send but the first, which it holds until
-// its context's deadline and fails with a timeout: a server whose first
-// connection is made too slowly for the network timeout (or whose first
-// reply is read too late by a starved client), and that answers afterwards.
-type firstTimesOutExec struct {
+// nthTimesOutExec answers every send but the nth (counted from 1), which it
+// holds until its context's deadline and fails with a timeout: a server
+// whose first connection is made too slowly for the network timeout (or
+// whose first reply is read too late by a starved client), or that stalls
+// once after it answered. It records the commands sent.
+type nthTimesOutExec struct {
+	n     int
+	held  chan struct{} // closed when the nth send began
 	mu    sync.Mutex
+	sent  []int // the commands sent, in order
 	sends int
-	first chan struct{} // closed when the first send began
 }
 
-func (e *firstTimesOutExec) exec(ctx context.Context, calls []*batch.Call[int, int]) {
+func newNthTimesOut(n int) *nthTimesOutExec {
+	return &nthTimesOutExec{n: n, held: make(chan struct{})}
+}
+
+func (e *nthTimesOutExec) exec(ctx context.Context, calls []*batch.Call[int, int]) {
 	e.mu.Lock()
 	e.sends++
-	first := e.sends == 1
+	held := e.sends == e.n
+	for _, c := range calls {
+		e.sent = append(e.sent, c.Cmd)
+	}
 	e.mu.Unlock()
-	if first {
-		close(e.first)
+	if held {
+		close(e.held)
 		<-ctx.Done()
 		for _, c := range calls {
 			c.Err = os.ErrDeadlineExceeded
@@ -248,6 +221,21 @@ func storm(t *testing.T, b *batch.Batcher[int, int], ctx context.Context, n int)
 	return failed
 }
 
+// stormBehind sends cmd with ctx on b, which e holds until it times out
+// (cmd must be e's nth send), queues n commands behind it (storm), and
+// returns how many of the n failed and the error of cmd.
+func stormBehind(t *testing.T, e *nthTimesOutExec, b *batch.Batcher[int, int], ctx context.Context, cmd, n int) (int, error) {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() {
+		_, err := b.Do(ctx, cmd)
+		errc <- err
+	}()
+	<-e.held
+	failed := storm(t, b, ctx, n)
+	return failed, <-errc
+}
+
 // The first send to a server that times out does not fail the commands
 // queued behind it: the server was asked for one network timeout, it did
 // not answer nothing for twice that. Before, a Batcher that had no answer
@@ -261,17 +249,11 @@ func storm(t *testing.T, b *batch.Batcher[int, int], ctx context.Context, n int)
 // first send on any machine.
 func TestFirstTimeoutKeepsQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := &firstTimesOutExec{first: make(chan struct{})}
+		e := newNthTimesOut(1)
 		b := batch.New(e.exec, 1, 100)
 		ctx := driver.WithNetworkTimeout(t.Context(), 500*time.Millisecond)
-		errc := make(chan error, 1)
-		go func() {
-			_, err := b.Do(ctx, 1)
-			errc <- err
-		}()
-		<-e.first
-		failed := storm(t, b, ctx, 500)
-		require.ErrorIs(t, <-errc, context.DeadlineExceeded, "the first send times out")
+		failed, err := stormBehind(t, e, b, ctx, 1, 500)
+		require.ErrorIs(t, err, context.DeadlineExceeded, "the first send times out")
 		require.Zero(t, failed, "commands queued behind a server's first timeout failed")
 	})
 }
@@ -282,40 +264,14 @@ func TestFirstTimeoutKeepsQueue(t *testing.T) {
 // the first timeout after a quiet spell failed the whole queue.
 func TestTimeoutAfterIdleKeepsQueue(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var (
-			mu    sync.Mutex
-			sends int
-			hold  = make(chan struct{})
-		)
-		b := batch.New(func(ctx context.Context, calls []*batch.Call[int, int]) {
-			mu.Lock()
-			sends++
-			second := sends == 2
-			mu.Unlock()
-			if second { // the first send after the quiet spell times out
-				close(hold)
-				<-ctx.Done()
-				for _, c := range calls {
-					c.Err = os.ErrDeadlineExceeded
-				}
-				return
-			}
-			for _, c := range calls {
-				c.Res = c.Cmd
-			}
-		}, 1, 100)
+		e := newNthTimesOut(2) // the first send after the quiet spell times out
+		b := batch.New(e.exec, 1, 100)
 		ctx := driver.WithNetworkTimeout(t.Context(), 500*time.Millisecond)
 		_, err := b.Do(ctx, 1)
 		require.NoError(t, err)
 		time.Sleep(time.Minute) // nothing to send
-		errc := make(chan error, 1)
-		go func() {
-			_, err := b.Do(ctx, 2)
-			errc <- err
-		}()
-		<-hold
-		failed := storm(t, b, ctx, 500)
-		require.ErrorIs(t, <-errc, context.DeadlineExceeded, "the send after the quiet spell times out")
+		failed, err := stormBehind(t, e, b, ctx, 2, 500)
+		require.ErrorIs(t, err, context.DeadlineExceeded, "the send after the quiet spell times out")
 		require.Zero(t, failed, "commands queued behind the first timeout after a quiet spell failed")
 	})
 }
