@@ -132,7 +132,7 @@ func readKeyStatus(t *testing.T, addr, key string) keystatus.Key {
 	c, err := keystatus.NewClient(a, 2*time.Second)
 	require.NoError(t, err)
 	defer c.Close()
-	k, err := keystatus.Read(t.Context(), c, key)
+	k, err := keystatus.Read(t.Context(), c, key, false)
 	require.NoError(t, err, "keystatus.Read(%s) through %s", key, a)
 	return k
 }
@@ -204,7 +204,7 @@ func probe(t *testing.T, name string, srv *redistest.Server) {
 	// What "redlock status" reads.
 	if a, err := redisaddr.Parse(addrs[0]); err == nil {
 		if kc, err := keystatus.NewClient(a, time.Second); err == nil {
-			keystatus.Read(ctx, kc, aclPrefix+key)
+			keystatus.Read(ctx, kc, aclPrefix+key, false)
 			kc.Close()
 		}
 	}

@@ -366,6 +366,74 @@ func TestStatus(t *testing.T) {
 	}
 }
 
+// TestStatusLegacyFenceCounter: the FENCE status shows is the counter the
+// next fenced grant draws its token from, which is the per-key counter of
+// earlier versions (driver.LegacyFenceKey) where that is larger than the
+// slot's: the acquiring script reads both. Status read the slot's only, and
+// showed no counter for a key whose next token is 42.
+func TestStatusLegacyFenceCounter(t *testing.T) {
+	t.Parallel()
+	servers, addrs := nodes(t, 3)
+	for _, s := range servers[:2] { // left by an old version's grants
+		if _, err := s.Do(t.Context(), "SET", driver.LegacyFenceKey("app:report"), "41"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	status := func() (statusReport, string) {
+		t.Helper()
+		r := invoke(t, "", "status", "--nodes", addrs, "--prefix", "app:", "--json", "report")
+		var rep statusReport
+		if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil || r.code != 0 {
+			t.Fatalf("status --json: %v\n%v", err, r)
+		}
+		r = invoke(t, "", "status", "--nodes", addrs, "--prefix", "app:", "report")
+		if r.code != 0 {
+			t.Fatalf("status: %v", r)
+		}
+		return rep, r.stdout
+	}
+	rep, text := status()
+	k := rep.Keys[0]
+	if k.Fence == nil || *k.Fence != 41 {
+		t.Errorf("status --json before any new grant: key fence %v, want 41 (the per-key counter)", k.Fence)
+	}
+	for i, n := range k.Nodes {
+		want := i < 2
+		if got := n.Fence != nil && *n.Fence == 41 && n.FenceLegacy != nil && *n.FenceLegacy == 41 && n.FenceSlot == nil; got != want {
+			t.Errorf("status --json on node %d: %+v; want fence 41 from the per-key counter: %v", i, n, want)
+		}
+	}
+	if c := strings.Count(text, "41 (slot -, per-key 41)"); c != 2 {
+		t.Errorf("status shows the per-key counter on %d nodes, want 2:\n%s", c, text)
+	}
+
+	holder, h := startHold(t, "--nodes", addrs, "--prefix", "app:", "--fencing", "--ttl", "30s", "report")
+	defer func() {
+		holder.cmd.Process.Signal(syscall.SIGTERM)
+		holder.wait(30 * time.Second)
+	}()
+	if h.Token != 42 {
+		t.Fatalf("hold's token %d, want 42: above the per-key counter", h.Token)
+	}
+	rep, text = status()
+	k = rep.Keys[0]
+	if k.Fence == nil || *k.Fence != 42 {
+		t.Errorf("status --json after the grant: key fence %v, want 42", k.Fence)
+	}
+	both := 0 // nodes of the grant's quorum with the per-key counter below the slot's
+	for _, n := range k.Nodes {
+		if n.FenceSlot != nil && *n.FenceSlot == 42 && n.FenceLegacy != nil && *n.FenceLegacy == 41 {
+			both++
+			if n.Fence == nil || *n.Fence != 42 {
+				t.Errorf("status --json on %s: %+v, want fence 42, the larger", n.Addr, n)
+			}
+		}
+	}
+	if both == 0 || !strings.Contains(text, "42 (slot 42, per-key 41)") {
+		t.Errorf("status does not show both counters on a node with both (%d in JSON):\n%s", both, text)
+	}
+}
+
 // TestStatusNodeErrors reports the nodes that cannot be asked, and exits
 // with 69 when fewer than a quorum answer.
 func TestStatusNodeErrors(t *testing.T) {

@@ -28,12 +28,19 @@ func statusCommand() *cobra.Command {
 		Use:   "status [flags] KEY...",
 		Short: "Show who holds a lock on every node: TTL and fencing counter",
 		Long: `status asks every node about each KEY: whether the key is held there, its
-remaining time to live, and its fencing counter (kept with --fencing in the
-counter of the key's hash slot, driver.FenceKey, which the slot's keys share:
-on a quorum of the nodes it is at least the highest token granted to any of
-them, and a node outside a grant's quorum can show less), and prints the nodes that could not be
-asked with their error. It never reads or prints a lock's value, which is the
-secret that lets its holder extend and release it.
+remaining time to live, and its fencing counter: the counter from which the
+next fenced grant (--fencing) draws its token, one above the largest among
+the granting nodes. That is the counter of the key's hash slot
+(driver.FenceKey), which the slot's keys share: on a quorum of the nodes it
+is at least the highest token granted to any of them, and a node outside a
+grant's quorum can show less. Versions before kept a counter per key
+(driver.LegacyFenceKey, "{KEY}:fence"), which the acquiring script still
+reads, taking the larger, but never writes: where a node has one, FENCE is
+the larger of the two and both follow it, as "42 (slot 42, per-key 41)"
+("slot -" when the slot has no counter yet; --json: fence_slot and
+fence_legacy). status prints the nodes that could not be asked with their
+error. It never reads or prints a lock's value, which is the secret that
+lets its holder extend and release it.
 
 Each key gets a verdict: held (a quorum of the nodes hold it), free (a quorum
 do not: it can be acquired now), or unknown (neither: too few nodes answered).
@@ -44,7 +51,9 @@ with a newline, a tab or another character that does not show as itself
 cannot hold (its bad bytes are U+FFFD in "key"), quoted in "key_quoted" too.
 
 status talks to the nodes with go-redis whatever --driver run uses, and sends
-PTTL on the key and GET on its fencing counter. Give the same --prefix as the
+PTTL on the key and GET on its fencing counters (the per-key one is left out
+where the user may not read it, NOPERM: no fenced lock can be taken under
+that user either). Give the same --prefix as the
 clients that take the locks. On a node that is a Redis Cluster
 (redis://host:port?cluster=true&addr=host2:port2) it reads the cluster's slots
 with CLUSTER NODES from the first seed that answers, and asks each key of the
@@ -107,8 +116,9 @@ type keyReport struct {
 	State     string `json:"state"`
 	HeldOn    int    `json:"held_on"`  // nodes that hold it
 	Answered  int    `json:"answered"` // nodes that answered
-	// Fence is the largest fencing counter among the nodes; omitted when
-	// none has one.
+	// Fence is the largest fencing counter among the nodes (each node's
+	// Fence: the next fenced grant's token is above it); omitted when none
+	// has one.
 	Fence *uint64         `json:"fence,omitempty"`
 	Nodes []keyNodeReport `json:"per_node"`
 }
@@ -121,9 +131,17 @@ type keyNodeReport struct {
 	Held *bool `json:"held,omitempty"`
 	// TTLMillis is the remaining time to live when held, -1 for a key
 	// without one; omitted when not held.
-	TTLMillis *int64  `json:"ttl_ms,omitempty"`
-	Fence     *uint64 `json:"fence,omitempty"`
-	Error     string  `json:"error,omitempty"`
+	TTLMillis *int64 `json:"ttl_ms,omitempty"`
+	// Fence is the counter from which the next fenced grant draws its
+	// token on this node: the key's slot counter, or the per-key counter
+	// of earlier versions where that is larger (the acquiring script reads
+	// both and takes the larger). FenceSlot and FenceLegacy are the two,
+	// given only when the node has a per-key counter (FenceSlot only when
+	// the slot's counter exists too).
+	Fence       *uint64 `json:"fence,omitempty"`
+	FenceSlot   *uint64 `json:"fence_slot,omitempty"`
+	FenceLegacy *uint64 `json:"fence_legacy,omitempty"`
+	Error       string  `json:"error,omitempty"`
 	// Shard is, for a node that is a Redis Cluster, the primary asked: the
 	// one that serves the key's slot.
 	Shard string `json:"shard,omitempty"`
@@ -201,8 +219,16 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string)
 				default:
 					nr.Held = &k.Held
 				}
-				if rerr == nil && k.FenceSet {
-					nr.Fence = &k.Fence
+				if rerr == nil {
+					if c, ok := k.Counter(); ok {
+						nr.Fence = &c
+					}
+					if k.LegacySet {
+						nr.FenceLegacy = &k.Legacy
+						if k.FenceSet {
+							nr.FenceSlot = &k.Fence
+						}
+					}
 				}
 				kr.Nodes[n] = nr
 			}
@@ -283,6 +309,13 @@ func printStatus(w io.Writer, rep *statusReport) {
 			}
 			if nr.Fence != nil {
 				fence = fmt.Sprint(*nr.Fence)
+			}
+			if nr.FenceLegacy != nil {
+				slot := "-"
+				if nr.FenceSlot != nil {
+					slot = fmt.Sprint(*nr.FenceSlot)
+				}
+				fence += fmt.Sprintf(" (slot %s, per-key %d)", slot, *nr.FenceLegacy)
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", keyText(kr.Key), nr.Addr, held, ttl, fence)
 		}

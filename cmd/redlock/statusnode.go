@@ -121,7 +121,7 @@ func (r *keyReader) read(ctx context.Context, key string) (keystatus.Key, string
 			return keystatus.Key{}, "", err
 		}
 		c, _ := r.client(r.node.HostPort())
-		k, err := keystatus.Read(ctx, c, key)
+		k, err := keystatus.Read(ctx, c, key, r.node.Cluster)
 		r.checkStalled(r.node.HostPort(), err)
 		return k, "", r.explain(ctx, r.node.HostPort(), err)
 	}
@@ -147,7 +147,7 @@ func (r *keyReader) read(ctx context.Context, key string) (keystatus.Key, string
 		if err != nil {
 			return keystatus.Key{}, hostPort, err
 		}
-		k, err := keystatus.Read(ctx, c, key)
+		k, err := keystatus.Read(ctx, c, key, r.node.Cluster)
 		r.checkStalled(hostPort, err)
 		err = r.explain(ctx, hostPort, err)
 		if to, ok := redis.IsMovedError(err); ok && redirects < maxRedirects {

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -35,24 +36,58 @@ type Key struct {
 	// FenceSet tells 0 from none.
 	Fence    uint64
 	FenceSet bool
+	// Legacy is the key's per-key counter of earlier versions
+	// (driver.LegacyFenceKey), which the acquiring script reads beside
+	// Fence and takes when larger (it never writes it); LegacySet tells 0
+	// from none. It is not read on a cluster when it lies in another hash
+	// slot than the key (the script does not read it there either: see
+	// driver.FenceKeys), nor when the user may not read it (NOPERM: then no
+	// fenced lock can be taken under that user either, since a script needs
+	// access to every key it declares).
+	Legacy    uint64
+	LegacySet bool
+}
+
+// Counter returns the counter from which the next fenced grant draws its
+// token on this node, the larger of Fence and Legacy (the token is one more
+// than the largest Counter among the granting nodes), and whether either
+// exists.
+func (k Key) Counter() (uint64, bool) {
+	switch {
+	case k.FenceSet && k.LegacySet:
+		return max(k.Fence, k.Legacy), true
+	case k.LegacySet:
+		return k.Legacy, true
+	default:
+		return k.Fence, k.FenceSet
+	}
 }
 
 // NoExpiry is the TTL of a key that exists without a time to live.
 const NoExpiry = time.Duration(-1)
 
 // Read asks c what it holds for key, as it is named on the node (with any key
-// prefix), in one round trip: PTTL key and GET of its fencing counter.
-func Read(ctx context.Context, c *redis.Client, key string) (Key, error) {
+// prefix), in one round trip: PTTL key, GET of its fencing counter, and GET
+// of its legacy counter when the acquiring script reads it (cluster says
+// whether the node is a Redis Cluster: see driver.FenceKeys).
+func Read(ctx context.Context, c *redis.Client, key string, cluster bool) (Key, error) {
+	fenceKeys := driver.FenceKeys(key, driver.FenceKey(key), cluster)
 	var (
-		pttl  *redis.DurationCmd
-		fence *redis.StringCmd
+		pttl   *redis.DurationCmd
+		fences = make([]*redis.StringCmd, len(fenceKeys))
 	)
 	_, perr := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		pttl = p.PTTL(ctx, key)
-		fence = p.Get(ctx, driver.FenceKey(key))
+		for i, fk := range fenceKeys {
+			fences[i] = p.Get(ctx, fk)
+		}
 		return nil
 	})
-	goredispipe.StampUnsent([]redis.Cmder{pttl, fence}, perr) // a refused handshake
+	cmds := []redis.Cmder{pttl}
+	for _, f := range fences {
+		cmds = append(cmds, f)
+	}
+	goredispipe.StampUnsent(cmds, perr) // a refused handshake
 	var k Key
 	switch d, err := pttl.Result(); {
 	case err != nil:
@@ -64,21 +99,38 @@ func Read(ctx context.Context, c *redis.Client, key string) (Key, error) {
 	default:
 		k.Held, k.TTL = true, d
 	}
-	switch s, err := fence.Result(); {
-	case errors.Is(err, redis.Nil):
-	case err != nil:
-		return Key{}, fmt.Errorf("GET of the fencing counter: %w", err)
-	default:
-		n, perr := strconv.ParseUint(s, 10, 64)
-		if perr != nil {
-			if len(s) > 40 {
-				s = s[:40] + "..."
+	var err error
+	if k.Fence, k.FenceSet, err = counter(fences[0], "fencing counter", fenceKeys[0]); err != nil {
+		return Key{}, err
+	}
+	if len(fences) > 1 {
+		if k.Legacy, k.LegacySet, err = counter(fences[1], "per-key fencing counter of earlier versions", fenceKeys[1]); err != nil {
+			var reply redis.Error
+			if !errors.As(err, &reply) || !strings.HasPrefix(reply.Error(), "NOPERM") {
+				return Key{}, err
 			}
-			return Key{}, fmt.Errorf("the fencing counter %s is not a number: %q", driver.FenceKey(key), s)
 		}
-		k.Fence, k.FenceSet = n, true
 	}
 	return k, nil
+}
+
+// counter parses the reply of GET on the counter name, a what.
+func counter(get *redis.StringCmd, what, name string) (uint64, bool, error) {
+	s, err := get.Result()
+	switch {
+	case errors.Is(err, redis.Nil):
+		return 0, false, nil
+	case err != nil:
+		return 0, false, fmt.Errorf("GET of the %s: %w", what, err)
+	}
+	n, perr := strconv.ParseUint(s, 10, 64)
+	if perr != nil {
+		if len(s) > 40 {
+			s = s[:40] + "..."
+		}
+		return 0, false, fmt.Errorf("the %s %s is not a number: %q", what, name, s)
+	}
+	return n, true, nil
 }
 
 // NewClient returns a go-redis client for the node at a, speaking RESP2
