@@ -3,10 +3,8 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"syscall"
@@ -14,6 +12,7 @@ import (
 	"time"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/fakeredis"
 	"github.com/go-redlock/redlock/redistest"
 )
 
@@ -33,50 +32,12 @@ func keyOnShard(c *redistest.Cluster, prefix string, shard int) string {
 // not learned a slot's move yet would: it returns the seed's address.
 func staleSeed(t *testing.T, nodes string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				r := bufio.NewReader(conn)
-				for {
-					// A command: *N, then N times $len and the argument.
-					line, err := r.ReadString('\n')
-					if err != nil || !strings.HasPrefix(line, "*") {
-						return
-					}
-					n, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
-					var args []string
-					for range n {
-						if _, err := r.ReadString('\n'); err != nil {
-							return
-						}
-						arg, err := r.ReadString('\n')
-						if err != nil {
-							return
-						}
-						args = append(args, strings.TrimSpace(arg))
-					}
-					reply := "-ERR the stale seed answers CLUSTER NODES only\r\n"
-					if len(args) == 2 && strings.EqualFold(args[0], "CLUSTER") && strings.EqualFold(args[1], "NODES") {
-						reply = fmt.Sprintf("$%d\r\n%s\r\n", len(nodes), nodes)
-					}
-					if _, err := conn.Write([]byte(reply)); err != nil {
-						return
-					}
-				}
-			}()
+	return fakeredis.Serve(t, func(args []string) string {
+		if len(args) == 2 && strings.EqualFold(args[0], "CLUSTER") && strings.EqualFold(args[1], "NODES") {
+			return fmt.Sprintf("$%d\r\n%s\r\n", len(nodes), nodes)
 		}
-	}()
-	return ln.Addr().String()
+		return "-ERR the stale seed answers CLUSTER NODES only\r\n"
+	})
 }
 
 // status follows a MOVED redirection: the seed that answers CLUSTER NODES
