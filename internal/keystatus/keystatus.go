@@ -1,5 +1,5 @@
 // Package keystatus reads what one Redis node holds for a lock key: whether
-// the key exists, its remaining time to live, and its fencing counter. It is
+// the key exists, its remaining time to live, and its fencing counters. It is
 // what "redlock status" sends to every node, and what the ACL tests check the
 // README's least-privilege rule against. It never reads a lock's value.
 // NewClient is the connection to one node of "redlock status" and "redlock
