@@ -35,47 +35,72 @@ func (n *lateExtendNode) Extend(ctx context.Context, key, value string, ttl time
 	return false, ctx.Err()
 }
 
+// staleExtend is a lock held over three memory nodes on which an Extend of
+// 200ms failed on node 2 (its PEXPIRE held back, to land when the test
+// calls stale), and then an Extend of 10s, begun at longStart, was granted
+// by nodes 0 and 2 (node 1 stalled through it). rival is a Client over the
+// same stores. It runs in a bubble (testing/synctest).
+type staleExtend struct {
+	l         *redlock.Lock
+	rival     *redlock.Client
+	stale     func()
+	longStart time.Time
+}
+
+func newStaleExtend(t *testing.T) staleExtend {
+	t.Helper()
+	ctx := context.Background()
+	mem, _ := memNodes(3)
+	late := &lateExtendNode{Node: mem[2], ttl: 200 * time.Millisecond, held: make(chan func(), 1)}
+	nodes := []driver.Node{mem[0], mem[1], late}
+	rival := []driver.Node{sameStore{mem[0]}, sameStore{mem[1]}, sameStore{mem[2]}}
+	opts := []redlock.Option{redlock.WithTTL(time.Second), redlock.WithNodeTimeout(100 * time.Millisecond)}
+	s := staleExtend{rival: newClient(t, rival, opts...)}
+	l, err := newClient(t, nodes, opts...).TryLock(ctx, "k")
+	require.NoError(t, err)
+	s.l = l
+	synctest.Wait()
+
+	require.NoError(t, l.Extend(ctx, 200*time.Millisecond)) // 0 and 1 grant it; 2's call fails
+	s.stale = <-late.held
+	time.Sleep(120 * time.Millisecond) // the failed call has returned
+	synctest.Wait()
+
+	mem[1].SetStalled(true)
+	s.longStart = time.Now()
+	require.NoError(t, l.Extend(ctx, 10*time.Second)) // 0 and 2 grant it
+	time.Sleep(120 * time.Millisecond)
+	synctest.Wait()
+	mem[1].SetStalled(false)
+	return s
+}
+
+// landStale lands the failed Extend's PEXPIRE on node 2, then lets the
+// rival try: it must not get the lock while the holder's Until is ahead.
+func (s staleExtend) landStale(t *testing.T) {
+	t.Helper()
+	ctx := context.Background()
+	s.stale()
+	time.Sleep(250 * time.Millisecond)
+	synctest.Wait()
+	if l2, err := s.rival.TryLock(ctx, "k"); err == nil {
+		assert.False(t, time.Now().Before(s.l.Until()),
+			"double grant: a rival holds the lock while the first holder's Until is %v ahead", time.Until(s.l.Until()))
+		l2.Unlock(ctx)
+	}
+	s.l.Unlock(ctx)
+}
+
 // An Extend of which a node call failed may still land on that node after a
 // later, longer Extend, and cut the key short there. So after it, no Extend
 // counts on more than its TTL: the later Extend's Until stays within the
 // stale TTL from its start, and no rival gets the lock while Until is ahead.
 func TestFailedExtendCapsLaterExtends(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := context.Background()
-		mem, _ := memNodes(3)
-		late := &lateExtendNode{Node: mem[2], ttl: 200 * time.Millisecond, held: make(chan func(), 1)}
-		nodes := []driver.Node{mem[0], mem[1], late}
-		rival := []driver.Node{sameStore{mem[0]}, sameStore{mem[1]}, sameStore{mem[2]}}
-		opts := []redlock.Option{redlock.WithTTL(time.Second), redlock.WithNodeTimeout(100 * time.Millisecond)}
-		a := newClient(t, nodes, opts...)
-		b := newClient(t, rival, opts...)
-		l, err := a.TryLock(ctx, "k")
-		require.NoError(t, err)
-		synctest.Wait()
-
-		require.NoError(t, l.Extend(ctx, 200*time.Millisecond)) // 0 and 1 grant it; 2's call fails
-		stale := <-late.held
-		time.Sleep(120 * time.Millisecond) // the failed call has returned
-		synctest.Wait()
-
-		mem[1].SetStalled(true)
-		longStart := time.Now()
-		require.NoError(t, l.Extend(ctx, 10*time.Second)) // 0 and 2 grant it
-		assert.False(t, l.Until().After(longStart.Add(200*time.Millisecond)),
-			"Until %v after the long Extend began, beyond the failed Extend's TTL", l.Until().Sub(longStart))
-		time.Sleep(120 * time.Millisecond)
-		synctest.Wait()
-		mem[1].SetStalled(false)
-
-		stale() // the failed Extend's PEXPIRE lands on node 2
-		time.Sleep(250 * time.Millisecond)
-		synctest.Wait()
-		if l2, err := b.TryLock(ctx, "k"); err == nil {
-			assert.False(t, time.Now().Before(l.Until()),
-				"double grant: a rival holds the lock while the first holder's Until is %v ahead", time.Until(l.Until()))
-			l2.Unlock(ctx)
-		}
-		l.Unlock(ctx)
+		s := newStaleExtend(t)
+		assert.False(t, s.l.Until().After(s.longStart.Add(200*time.Millisecond)),
+			"Until %v after the long Extend began, beyond the failed Extend's TTL", s.l.Until().Sub(s.longStart))
+		s.landStale(t)
 	})
 }
 

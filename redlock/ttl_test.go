@@ -21,38 +21,11 @@ import (
 // fail without the guard in TTL.)
 func TestTTLNeverRaisesUntilPastStaleCap(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := context.Background()
-		mem, _ := memNodes(3)
-		late := &lateExtendNode{Node: mem[2], ttl: 200 * time.Millisecond, held: make(chan func(), 1)}
-		nodes := []driver.Node{mem[0], mem[1], late}
-		rival := []driver.Node{sameStore{mem[0]}, sameStore{mem[1]}, sameStore{mem[2]}}
-		opts := []redlock.Option{redlock.WithTTL(time.Second), redlock.WithNodeTimeout(100 * time.Millisecond)}
-		a := newClient(t, nodes, opts...)
-		b := newClient(t, rival, opts...)
-		l, err := a.TryLock(ctx, "k")
-		require.NoError(t, err)
-		synctest.Wait()
-		require.NoError(t, l.Extend(ctx, 200*time.Millisecond)) // node 2's call fails
-		stale := <-late.held
-		time.Sleep(120 * time.Millisecond)
-		synctest.Wait()
-		mem[1].SetStalled(true)
-		require.NoError(t, l.Extend(ctx, 10*time.Second)) // 0 and 2 grant it
-		time.Sleep(120 * time.Millisecond)
-		synctest.Wait()
-		mem[1].SetStalled(false)
-		capped := l.Until()
-		_, _ = l.TTL(ctx) // nodes 0 and 2 answer about 10s
-		assert.False(t, l.Until().After(capped), "TTL raised Until by %v", l.Until().Sub(capped))
-		stale()
-		time.Sleep(250 * time.Millisecond)
-		synctest.Wait()
-		if l2, err := b.TryLock(ctx, "k"); err == nil {
-			assert.False(t, time.Now().Before(l.Until()),
-				"double grant: a rival holds the lock while the first holder's Until is %v ahead", time.Until(l.Until()))
-			l2.Unlock(ctx)
-		}
-		l.Unlock(ctx)
+		s := newStaleExtend(t)
+		capped := s.l.Until()
+		_, _ = s.l.TTL(context.Background()) // nodes 0 and 2 answer about 10s
+		assert.False(t, s.l.Until().After(capped), "TTL raised Until by %v", s.l.Until().Sub(capped))
+		s.landStale(t)
 	})
 }
 
