@@ -345,27 +345,7 @@ func closeLeaksNothing(t *testing.T, open func(t *testing.T, addr string) driver
 	if err := srv.Pause(); err != nil {
 		t.Fatal(err)
 	}
-	waiting := make(chan error, 1)
-	go func() {
-		_, err := nn.Subscribe(testContext(t, 10*time.Second), "c", make(chan struct{}, 1))
-		waiting <- err
-	}()
-	time.Sleep(50 * time.Millisecond)
-	start := time.Now()
-	if err := n.Close(); err != nil {
-		t.Fatalf("Close: %v", err)
-	}
-	if took := time.Since(start); took > stallBound {
-		t.Errorf("Close on a stalled server took %v", took)
-	}
-	select {
-	case err := <-waiting:
-		if !errors.Is(err, driver.ErrClosed) {
-			t.Errorf("Subscribe waiting when the node was closed: error = %v, want one matching driver.ErrClosed", err)
-		}
-	case <-time.After(stallBound):
-		t.Fatal("Subscribe waiting when the node was closed: still waiting")
-	}
+	closeWhileSubscribing(t, n, "c", "on a stalled server")
 	if err := srv.Resume(); err != nil {
 		t.Fatal(err)
 	}
@@ -396,9 +376,18 @@ func closeWhileDialing(t *testing.T, open func(t *testing.T, addr string) driver
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Subscribe on a stalled server: error = %v, want one matching context.DeadlineExceeded", err)
 	}
+	closeWhileSubscribing(t, n, "b", "while the pub/sub connection was being made to a stalled server")
+}
+
+// closeWhileSubscribing subscribes to channel on n, a driver.Notifier whose
+// server is stalled, and closes n while the Subscribe waits: Close must
+// return within stallBound, and the Subscribe with an error matching
+// driver.ErrClosed. stalled says what Close met, for the messages.
+func closeWhileSubscribing(t *testing.T, n driver.Node, channel, stalled string) {
+	t.Helper()
 	waiting := make(chan error, 1)
 	go func() {
-		_, err := nn.Subscribe(testContext(t, 10*time.Second), "b", make(chan struct{}, 1))
+		_, err := n.(driver.Notifier).Subscribe(testContext(t, 10*time.Second), channel, make(chan struct{}, 1))
 		waiting <- err
 	}()
 	time.Sleep(50 * time.Millisecond)
@@ -407,7 +396,7 @@ func closeWhileDialing(t *testing.T, open func(t *testing.T, addr string) driver
 		t.Fatalf("Close: %v", err)
 	}
 	if took := time.Since(start); took > stallBound {
-		t.Errorf("Close while the pub/sub connection was being made to a stalled server took %v", took)
+		t.Errorf("Close %s took %v", stalled, took)
 	}
 	select {
 	case err := <-waiting:
