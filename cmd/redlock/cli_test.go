@@ -35,6 +35,13 @@ func (b *background) nextLine(d time.Duration) string {
 	return ""
 }
 
+// term stops a hold started in the background (SIGTERM) and waits for it:
+// defer it where the test's end releases the lock.
+func (b *background) term() {
+	b.cmd.Process.Signal(syscall.SIGTERM)
+	b.wait(30 * time.Second)
+}
+
 // startHold starts "redlock hold" with args and returns it with the line it
 // printed once it held the lock.
 func startHold(t *testing.T, args ...string) (*background, holdLine) {
@@ -408,10 +415,7 @@ func TestStatusLegacyFenceCounter(t *testing.T) {
 	}
 
 	holder, h := startHold(t, "--nodes", addrs, "--prefix", "app:", "--fencing", "--ttl", "30s", "report")
-	defer func() {
-		holder.cmd.Process.Signal(syscall.SIGTERM)
-		holder.wait(30 * time.Second)
-	}()
+	defer holder.term()
 	if h.Token != 42 {
 		t.Fatalf("hold's token %d, want 42: above the per-key counter", h.Token)
 	}

@@ -5,11 +5,8 @@ package main
 import (
 	"encoding/json"
 	"net"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/redistest"
@@ -172,16 +169,10 @@ func TestStatusCluster(t *testing.T) {
 	t.Parallel()
 	a, b := redistest.NewCluster(t, 2), redistest.NewCluster(t, 2)
 	single := redistest.NewServer(t)
-	key := "report"
-	for i := 0; a.SlotShard(driver.HashSlot("app:"+key)) != a.Shards()[1]; i++ {
-		key = "report-" + strconv.Itoa(i)
-	}
+	key := keyOnShard(a, "app:", 1)
 	addrs := strings.Join([]string{a.URL(), b.URL(), single.Addr()}, ",")
 	holder, h := startHold(t, "--nodes", addrs, "--prefix", "app:", "--fencing", "--ttl", "30s", key)
-	defer func() {
-		holder.cmd.Process.Signal(syscall.SIGTERM)
-		holder.wait(30 * time.Second)
-	}()
+	defer holder.term()
 
 	r := invoke(t, "", "status", "--nodes", addrs, "--prefix", "app:", "--json", key, "nobody")
 	var rep statusReport

@@ -4,13 +4,9 @@ package main
 
 import (
 	"encoding/json"
-	"strconv"
 	"strings"
-	"syscall"
 	"testing"
-	"time"
 
-	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/redistest"
 )
 
@@ -41,16 +37,10 @@ func TestClusterIPv6(t *testing.T) {
 	}
 
 	single6, single4 := redistest.NewServer(t, redistest.WithIPv6()), redistest.NewServer(t)
-	key := "report"
-	for i := 0; c.SlotShard(driver.HashSlot("app:"+key)) != c.Shards()[1]; i++ {
-		key = "report-" + strconv.Itoa(i)
-	}
+	key := keyOnShard(c, "app:", 1)
 	addrs := strings.Join([]string{c.URL(), single6.Addr(), single4.Addr()}, ",")
 	holder, h := startHold(t, "--nodes", addrs, "--prefix", "app:", "--fencing", "--ttl", "30s", key)
-	defer func() {
-		holder.cmd.Process.Signal(syscall.SIGTERM)
-		holder.wait(30 * time.Second)
-	}()
+	defer holder.term()
 	r = invoke(t, "", "status", "--nodes", addrs, "--prefix", "app:", "--json", key)
 	var st statusReport
 	if err := json.Unmarshal([]byte(r.stdout), &st); err != nil || r.code != 0 {

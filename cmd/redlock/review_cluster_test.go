@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -57,10 +56,7 @@ func TestReviewStatusFollowsMoved(t *testing.T) {
 	// was granted by the two other nodes, and a never held the key (a CI
 	// run at eea92c1: no counter on a's shard 10 s after hold's report).
 	holder, h := startHold(t, "--nodes", addrs, "--prefix", "app:", "--fencing", "--ttl", "60s", "--node-timeout", "3s", key)
-	defer func() {
-		holder.cmd.Process.Signal(syscall.SIGTERM)
-		holder.wait(30 * time.Second)
-	}()
+	defer holder.term()
 
 	// hold reports the lock once its token is written to a quorum of the
 	// nodes; the write to the third may land later (within the node
