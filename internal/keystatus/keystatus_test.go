@@ -13,21 +13,21 @@ import (
 	"github.com/go-redlock/redlock/redistest"
 )
 
-func TestRead(t *testing.T) {
-	srv := redistest.NewServer(t)
-	do := func(args ...string) {
-		t.Helper()
+// setUp runs each command on srv, as the test's setup.
+func setUp(t *testing.T, srv *redistest.Server, cmds ...[]string) {
+	t.Helper()
+	for _, args := range cmds {
 		if _, err := srv.Do(t.Context(), args...); err != nil {
 			t.Fatal(err)
 		}
 	}
-	do("SET", "held", "secret", "PX", "30000")
-	do("SET", driver.FenceKey("held"), "41")
-	do("SET", "forever", "x")
-	do("SET", driver.FenceKey("released"), "7")
-	do("SET", driver.FenceKey("garbled"), "seven")
+}
 
-	a, err := redisaddr.Parse(srv.Addr())
+// client returns the client of "redlock status" for addr, closed at the
+// test's end.
+func client(t *testing.T, addr string) *redis.Client {
+	t.Helper()
+	a, err := redisaddr.Parse(addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,7 +35,19 @@ func TestRead(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer c.Close()
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestRead(t *testing.T) {
+	srv := redistest.NewServer(t)
+	setUp(t, srv,
+		[]string{"SET", "held", "secret", "PX", "30000"},
+		[]string{"SET", driver.FenceKey("held"), "41"},
+		[]string{"SET", "forever", "x"},
+		[]string{"SET", driver.FenceKey("released"), "7"},
+		[]string{"SET", driver.FenceKey("garbled"), "seven"})
+	c := client(t, srv.Addr())
 	for _, tc := range []struct {
 		key  string
 		want keystatus.Key
@@ -71,18 +83,9 @@ func TestReadRefusedConnection(t *testing.T) {
 		"redis://:wrong@" + srv.Addr():      "WRONGPASS",
 		"redis://:pw@" + srv.Addr() + "/99": "DB index is out of range",
 	} {
-		a, err := redisaddr.Parse(addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := keystatus.NewClient(a, 2*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		got, err := keystatus.Read(t.Context(), c, "k", false)
-		c.Close()
+		got, err := keystatus.Read(t.Context(), client(t, addr), "k", false)
 		if err == nil || !strings.Contains(err.Error(), want) {
-			t.Errorf("Read through %s = %+v, %v; want an error with %q", a, got, err, want)
+			t.Errorf("Read through %s = %+v, %v; want an error with %q", addr, got, err, want)
 		}
 	}
 }
@@ -92,33 +95,15 @@ func TestReadRefusedConnection(t *testing.T) {
 // the counter the next fenced grant draws its token from.
 func TestReadLegacyCounter(t *testing.T) {
 	srv := redistest.NewServer(t)
-	do := func(args ...string) {
-		t.Helper()
-		if _, err := srv.Do(t.Context(), args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	do("SET", driver.LegacyFenceKey("old"), "41")
-	do("SET", driver.FenceKey("both"), "7")
-	do("SET", driver.LegacyFenceKey("both"), "5")
-	do("SET", driver.LegacyFenceKey("a}b"), "9") // "a}b:fence": another slot than "a}b"
-	do("SET", driver.LegacyFenceKey("garbled"), "nine")
-	do("SET", driver.LegacyFenceKey("nop"), "3")
-	do("ACL", "SETUSER", "reader", "on", ">pw", "~nop", "~redlock:fence:*", "+pttl", "+get")
-	client := func(addr string) *redis.Client {
-		t.Helper()
-		a, err := redisaddr.Parse(addr)
-		if err != nil {
-			t.Fatal(err)
-		}
-		c, err := keystatus.NewClient(a, 2*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		return c
-	}
-	c := client(srv.Addr())
+	setUp(t, srv,
+		[]string{"SET", driver.LegacyFenceKey("old"), "41"},
+		[]string{"SET", driver.FenceKey("both"), "7"},
+		[]string{"SET", driver.LegacyFenceKey("both"), "5"},
+		[]string{"SET", driver.LegacyFenceKey("a}b"), "9"}, // "a}b:fence": another slot than "a}b"
+		[]string{"SET", driver.LegacyFenceKey("garbled"), "nine"},
+		[]string{"SET", driver.LegacyFenceKey("nop"), "3"},
+		[]string{"ACL", "SETUSER", "reader", "on", ">pw", "~nop", "~redlock:fence:*", "+pttl", "+get"})
+	c := client(t, srv.Addr())
 	for _, tc := range []struct {
 		key     string
 		cluster bool
@@ -144,7 +129,7 @@ func TestReadLegacyCounter(t *testing.T) {
 	}
 	// A user that may not read the per-key counter (no fenced lock can be
 	// taken under it either) gets the rest.
-	got, err := keystatus.Read(t.Context(), client("redis://reader:pw@"+srv.Addr()), "nop", false)
+	got, err := keystatus.Read(t.Context(), client(t, "redis://reader:pw@"+srv.Addr()), "nop", false)
 	if err != nil || got != (keystatus.Key{}) {
 		t.Errorf("Read(nop) as a user that may not read {nop}:fence = %+v, %v; want nothing, no error", got, err)
 	}
