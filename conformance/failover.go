@@ -29,14 +29,7 @@ func clusterFailover(t *testing.T, ctx context.Context, s *redisSuite) {
 		redistest.WithServerOptions(redistest.WithConfig("cluster-node-timeout", "1000")))
 	shard := c.Shards()[0]
 	onShard := func(t *testing.T, prefix string) string {
-		t.Helper()
-		for range 10000 {
-			if k := key(t) + ":" + prefix; c.SlotShard(redistest.KeySlot(k)) == shard {
-				return k
-			}
-		}
-		t.Fatal("no key found on the shard")
-		return ""
+		return c.KeyOn(shard, key(t)+":"+prefix+":")
 	}
 	// Nodes that know the shard's primary: one has locked a key there, one
 	// has subscribed and unsubscribed, one keeps a subscription.
@@ -196,10 +189,7 @@ func clusterDeadReplica(t *testing.T, ctx context.Context, s *redisSuite, kill f
 func replicasOnline(t *testing.T, ctx context.Context, c *redistest.Cluster) {
 	t.Helper()
 	for _, shard := range c.Shards() {
-		k := key(t)
-		for c.SlotShard(redistest.KeySlot(k)) != shard {
-			k = key(t)
-		}
+		k := c.KeyOn(shard, key(t)+":")
 		if _, err := shard.Primary().Do(ctx, "SET", k, "x"); err != nil {
 			t.Fatalf("SET on a primary: %v", err)
 		}

@@ -2,6 +2,7 @@ package redistest
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/go-redlock/redlock/internal/redisserver"
 )
@@ -110,6 +111,19 @@ func (c *Cluster) URL() string {
 // shard the slot is migrating from.
 func (c *Cluster) SlotShard(slot int) *Shard {
 	return (*Shard)((*redisserver.Cluster)(c).SlotShard(slot))
+}
+
+// KeyOn returns a key that begins with prefix and whose slot s serves, as
+// [Cluster.SlotShard] says: prefix followed by the least number that puts
+// it there ("k" and a shard give "k0", "k1" or another). It returns "" if s
+// serves no slot of the keys it tries (a shard without slots).
+func (c *Cluster) KeyOn(s *Shard, prefix string) string {
+	for i := range 1 << 20 { // a shard with one slot of the 16384 is found in about 16384 tries
+		if key := prefix + strconv.Itoa(i); c.SlotShard(KeySlot(key)) == s {
+			return key
+		}
+	}
+	return ""
 }
 
 // SetAnnouncePort makes the primary of shard announce port instead of its own

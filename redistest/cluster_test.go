@@ -212,7 +212,7 @@ func TestClusterReplicasAndAnnouncePort(t *testing.T) {
 	for _, srv := range c.Servers() {
 		require.Equal(t, p.Addr().String(), slotMap(t, srv)[s0.Slots()[0].First], "CLUSTER SLOTS on %s", srv.Addr())
 	}
-	key := keyOnShard(t, c, s0)
+	key := c.KeyOn(s0, "k")
 	_, err = s1.Primary().Do(ctx, "GET", key)
 	require.EqualError(t, err, fmt.Sprintf("MOVED %d %s", redistest.KeySlot(key), p.Addr().String()))
 
@@ -229,14 +229,16 @@ func TestClusterReplicasAndAnnouncePort(t *testing.T) {
 	require.ErrorContains(t, c.SetAnnouncePort(ctx, nil, 1), "not one of this cluster's")
 }
 
-// keyOnShard returns a key that s serves.
-func keyOnShard(t *testing.T, c *redistest.Cluster, s *redistest.Shard) string {
-	t.Helper()
-	for i := 0; ; i++ {
-		if key := "k" + strconv.Itoa(i); c.SlotShard(redistest.KeySlot(key)) == s {
-			return key
-		}
+// KeyOn gives a key of each shard, named with the prefix, and none for a
+// shard of another cluster.
+func TestKeyOn(t *testing.T) {
+	c, other := redistest.NewCluster(t, 3), redistest.NewCluster(t, 1)
+	for _, s := range c.Shards() {
+		key := c.KeyOn(s, "app:")
+		require.True(t, strings.HasPrefix(key, "app:"), "KeyOn = %q", key)
+		require.Same(t, s, c.SlotShard(redistest.KeySlot(key)), "KeyOn = %q", key)
 	}
+	require.Empty(t, c.KeyOn(other.Shards()[0], "app:"))
 }
 
 func portOf(t *testing.T, addr string) int {

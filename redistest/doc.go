@@ -33,7 +33,8 @@
 // a slot half migrated, keys moved on demand ([Migration.MoveKeys]), so that
 // clients meet -ASK, until [Migration.Finish]. [Cluster.SetAnnouncePort]
 // makes a shard announce a proxy in front of it (the safety module's faultproxy, say), so that clients that
-// follow the slot map go through the proxy. [KeySlot] computes a key's slot.
+// follow the slot map go through the proxy. [KeySlot] computes a key's slot,
+// and [Cluster.KeyOn] finds a key that a given shard serves.
 //
 // The redis-server binary is taken from the REDISTEST_SERVER environment
 // variable if set, else from PATH; see [InstallHint]. On Linux a server is

@@ -63,7 +63,7 @@ func TestIPv6Cluster(t *testing.T) {
 		require.NotContains(t, nodes, "127.0.0.1", "CLUSTER NODES on %s", srv.Addr())
 	}
 
-	k := keyOnShard(t, c, c.Shards()[0])
+	k := c.KeyOn(c.Shards()[0], "k")
 	to := c.Shards()[1]
 	require.NoError(t, c.MigrateSlot(ctx, redistest.KeySlot(k), to))
 	_, err := c.Shards()[0].Primary().Do(ctx, "GET", k)

@@ -18,12 +18,7 @@ import (
 // keyOnShard returns a key, named with prefix on the nodes, whose slot
 // shard serves on c.
 func keyOnShard(c *redistest.Cluster, prefix string, shard int) string {
-	for i := 0; ; i++ {
-		k := "rk-" + strconv.Itoa(i)
-		if c.SlotShard(driver.HashSlot(prefix+k)) == c.Shards()[shard] {
-			return k
-		}
-	}
+	return strings.TrimPrefix(c.KeyOn(c.Shards()[shard], prefix+"rk-"), prefix)
 }
 
 // staleSeed serves, on a loopback port, a seed that answers CLUSTER NODES

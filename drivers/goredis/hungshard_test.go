@@ -31,13 +31,7 @@ import (
 func TestClusterHungShardSparesOtherShards(t *testing.T) {
 	c := redistest.NewCluster(t, 2)
 	healthy, hung := c.Shards()[0], c.Shards()[1]
-	key := func(i int) string {
-		for j := 0; ; j++ {
-			if k := fmt.Sprintf("hung-shard-%d-%d", i, j); c.SlotShard(redistest.KeySlot(k)) == healthy {
-				return k
-			}
-		}
-	}
+	key := func(i int) string { return c.KeyOn(healthy, fmt.Sprintf("hung-shard-%d-", i)) }
 	require.NoError(t, hung.Primary().Pause())
 	var wg sync.WaitGroup
 	for i := range 6 {
@@ -95,11 +89,7 @@ func TestClusterHungShardUnderLoad(t *testing.T) {
 			c := redistest.NewCluster(t, 2)
 			healthy, hung := c.Shards()[0], c.Shards()[1]
 			keyOn := func(s *redistest.Shard, prefix string, i int) string {
-				for j := 0; ; j++ {
-					if k := fmt.Sprintf("%s-%d-%d", prefix, i, j); c.SlotShard(redistest.KeySlot(k)) == s {
-						return k
-					}
-				}
+				return c.KeyOn(s, fmt.Sprintf("%s-%d-", prefix, i))
 			}
 			var n driver.Node
 			var withTimeout func(d time.Duration) (context.Context, context.CancelFunc)
@@ -172,11 +162,7 @@ func TestClusterFirstUseWhileShardHangs(t *testing.T) {
 			hung := c.Shards()[2]
 			healthy := c.Shards()[:2]
 			keyOn := func(s *redistest.Shard, prefix string, i int) string {
-				for j := 0; ; j++ {
-					if k := fmt.Sprintf("%s-%d-%d", prefix, i, j); c.SlotShard(redistest.KeySlot(k)) == s {
-						return k
-					}
-				}
+				return c.KeyOn(s, fmt.Sprintf("%s-%d-", prefix, i))
 			}
 			require.NoError(t, hung.Primary().Pause())
 			seeds := []string{healthy[0].Primary().Addr(), healthy[1].Primary().Addr()}

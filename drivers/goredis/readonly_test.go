@@ -32,13 +32,7 @@ func TestNewClusterReadOnlyHungShard(t *testing.T) {
 		require.NoError(t, err)
 	}
 	healthy, hung := c.Shards()[0], c.Shards()[1]
-	key := func(i int) string {
-		for j := 0; ; j++ {
-			if k := fmt.Sprintf("read-only-%d-%d", i, j); c.SlotShard(redistest.KeySlot(k)) == healthy {
-				return k
-			}
-		}
-	}
+	key := func(i int) string { return c.KeyOn(healthy, fmt.Sprintf("read-only-%d-", i)) }
 	cc := redis.NewClusterClient(&redis.ClusterOptions{
 		Addrs:                 []string{healthy.Primary().Addr()},
 		Username:              "locker",

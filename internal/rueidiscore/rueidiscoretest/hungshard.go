@@ -91,11 +91,7 @@ func ShardFailover(t *testing.T, d driver.Driver) {
 
 // keyOnShard returns the i-th key of a series whose slots s serves on c.
 func keyOnShard(c *redistest.Cluster, s *redistest.Shard, i int) string {
-	for j := 0; ; j++ {
-		if k := fmt.Sprintf("shard-key-%d-%d", i, j); c.SlotShard(redistest.KeySlot(k)) == s {
-			return k
-		}
-	}
+	return c.KeyOn(s, fmt.Sprintf("shard-key-%d-", i))
 }
 
 // FirstUseShardDown checks a node of d's Open over a Redis Cluster of two
