@@ -1,15 +1,13 @@
 package security_test
 
 import (
-	"bufio"
-	"net"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-redlock/redlock/internal/fakeredis"
 	"github.com/go-redlock/redlock/internal/respguard"
 	"github.com/go-redlock/redlock/redistest"
 	"github.com/go-redlock/redlock/redlock"
@@ -21,53 +19,18 @@ import (
 // proxy that is. It returns the server's address.
 func hostileNode(t *testing.T, reply string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	t.Cleanup(func() { ln.Close() })
 	const hello = "%3\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$5\r\n7.0.0\r\n$5\r\nproto\r\n:3\r\n"
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				r := bufio.NewReader(conn)
-				for {
-					line, err := r.ReadString('\n')
-					if err != nil || !strings.HasPrefix(line, "*") {
-						return
-					}
-					n, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
-					var args []string
-					for range n {
-						if _, err := r.ReadString('\n'); err != nil {
-							return
-						}
-						arg, err := r.ReadString('\n')
-						if err != nil {
-							return
-						}
-						args = append(args, strings.TrimSpace(arg))
-					}
-					out := reply
-					switch strings.ToUpper(args[0]) {
-					case "HELLO":
-						out = hello
-					case "AUTH", "SELECT", "CLIENT":
-						out = "+OK\r\n"
-					case "PING":
-						out = "+PONG\r\n"
-					}
-					if _, err := conn.Write([]byte(out)); err != nil {
-						return
-					}
-				}
-			}()
+	return fakeredis.Serve(t, func(args []string) string {
+		switch strings.ToUpper(args[0]) {
+		case "HELLO":
+			return hello
+		case "AUTH", "SELECT", "CLIENT":
+			return "+OK\r\n"
+		case "PING":
+			return "+PONG\r\n"
 		}
-	}()
-	return ln.Addr().String()
+		return reply
+	})
 }
 
 // A node whose replies announce more than a process can hold (an array of

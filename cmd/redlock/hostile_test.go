@@ -3,14 +3,15 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/go-redlock/redlock/internal/fakeredis"
 )
 
 // hostileText is what the hostile server puts in its replies: terminal
@@ -27,61 +28,28 @@ const hostileText = "\x1b]0;PWNED\x07\x1b[2J\x1b[31m\rhidden\u009b31m"
 // server's address.
 func hostileServer(t *testing.T, reply string) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer conn.Close()
-				r := bufio.NewReader(conn)
-				for {
-					line, err := r.ReadString('\n')
-					if err != nil || !strings.HasPrefix(line, "*") {
-						return
-					}
-					n, _ := strconv.Atoi(strings.TrimSpace(line[1:]))
-					var args []string
-					for range n {
-						if _, err := r.ReadString('\n'); err != nil {
-							return
-						}
-						arg, err := r.ReadString('\n')
-						if err != nil {
-							return
-						}
-						args = append(args, strings.TrimSpace(arg))
-					}
-					out := reply
-					switch cmd := strings.ToUpper(args[0]); {
-					case reply != "" && cmd != "HELLO" && cmd != "AUTH" && cmd != "SELECT" && cmd != "CLIENT" && cmd != "PING":
-					case cmd == "HELLO":
-						out = "-ERR unknown command 'HELLO'\r\n"
-					case cmd == "AUTH", cmd == "SELECT", cmd == "CLIENT":
-						out = "+OK\r\n"
-					case cmd == "PING":
-						out = "+PONG\r\n"
-					case cmd == "INFO":
-						body := "# Server\r\nredis_version:7.0.0" + hostileText + "\r\nrun_id:" + ln.Addr().String() + "\r\n"
-						out = fmt.Sprintf("$%d\r\n%s\r\n", len(body), body)
-					default:
-						out = "-ERR boom " + hostileText + "\r\n"
-					}
-					if _, err := conn.Write([]byte(out)); err != nil {
-						return
-					}
-				}
-			}()
+	id := hostileServers.Add(1) // run_id: tells the servers apart (doctor)
+	return fakeredis.Serve(t, func(args []string) string {
+		switch cmd := strings.ToUpper(args[0]); {
+		case reply != "" && cmd != "HELLO" && cmd != "AUTH" && cmd != "SELECT" && cmd != "CLIENT" && cmd != "PING":
+			return reply
+		case cmd == "HELLO":
+			return "-ERR unknown command 'HELLO'\r\n"
+		case cmd == "AUTH", cmd == "SELECT", cmd == "CLIENT":
+			return "+OK\r\n"
+		case cmd == "PING":
+			return "+PONG\r\n"
+		case cmd == "INFO":
+			body := fmt.Sprintf("# Server\r\nredis_version:7.0.0%s\r\nrun_id:hostile-%d\r\n", hostileText, id)
+			return fmt.Sprintf("$%d\r\n%s\r\n", len(body), body)
+		default:
+			return "-ERR boom " + hostileText + "\r\n"
 		}
-	}()
-	return ln.Addr().String()
+	})
 }
+
+// hostileServers counts the hostile servers made, for their run_ids.
+var hostileServers atomic.Int64
 
 // terminalControls returns the characters of s that a terminal would act on
 // rather than show: C0 controls but the newline and the tab, DEL, C1
