@@ -253,20 +253,7 @@ func TestAsymmetricReleaseHeldUp(t *testing.T) {
 				warm(t, b)
 				la, err := a.Lock(t.Context(), key)
 				require.NoError(t, err)
-				type result struct {
-					granted time.Time
-					err     error
-				}
-				got := make(chan result, 1)
-				go func() {
-					ctx, cancel := context.WithTimeout(t.Context(), 2*ttl)
-					defer cancel()
-					l, err := b.Lock(ctx, key)
-					got <- result{time.Now(), err}
-					if err == nil {
-						_ = l.Unlock(ctx)
-					}
-				}()
+				got := lockInBackground(t, b, key, 2*ttl)
 				for _, p := range ns.proxies[:3] {
 					require.NoError(t, f.apply(p))
 				}
@@ -282,6 +269,7 @@ func TestAsymmetricReleaseHeldUp(t *testing.T) {
 				select {
 				case r := <-got:
 					require.NoError(t, r.err)
+					require.NoError(t, r.l.Unlock(t.Context()))
 					if r.granted.Before(unlocked) {
 						violations = append(violations, fmt.Sprintf("B granted %v before A's Unlock began", unlocked.Sub(r.granted)))
 					}

@@ -42,18 +42,7 @@ func TestWaiterNoticeAfterItsLinksWereReset(t *testing.T) {
 			la, err := a.Lock(t.Context(), key)
 			require.NoError(t, err)
 
-			type result struct {
-				l       *redlock.Lock
-				granted time.Time
-				err     error
-			}
-			got := make(chan result, 1)
-			go func() {
-				ctx, cancel := context.WithTimeout(t.Context(), 2*ttl)
-				defer cancel()
-				l, err := b.Lock(ctx, key)
-				got <- result{l, time.Now(), err}
-			}()
+			got := lockInBackground(t, b, key, 2*ttl)
 			// B has made its first attempt and subscribed (on every node,
 			// unless a subscription was slower than the node timeout: one
 			// is enough, since a release is published on every node).
@@ -112,18 +101,7 @@ func TestWaiterNoticeLostInFlight(t *testing.T) {
 			warm(t, b)
 			la, err := a.Lock(t.Context(), key)
 			require.NoError(t, err)
-			type result struct {
-				l       *redlock.Lock
-				granted time.Time
-				err     error
-			}
-			got := make(chan result, 1)
-			go func() {
-				ctx, cancel := context.WithTimeout(t.Context(), 2*ttl)
-				defer cancel()
-				l, err := b.Lock(ctx, key)
-				got <- result{l, time.Now(), err}
-			}()
+			got := lockInBackground(t, b, key, 2*ttl)
 			var subs []int
 			require.Eventually(t, func() bool { subs = subscribed(t, ns, key); return len(subs) > 0 },
 				10*time.Second, 10*time.Millisecond, "B subscribed to the key's releases")
@@ -188,18 +166,7 @@ func TestWaiterSubscribedOnAMinority(t *testing.T) {
 			for _, p := range bLinks[1:] {
 				require.NoError(t, p.SetLatency(0, 300*time.Millisecond))
 			}
-			type result struct {
-				l       *redlock.Lock
-				granted time.Time
-				err     error
-			}
-			got := make(chan result, 1)
-			go func() {
-				ctx, cancel := context.WithTimeout(t.Context(), 2*ttl)
-				defer cancel()
-				l, err := b.Lock(ctx, key)
-				got <- result{l, time.Now(), err}
-			}()
+			got := lockInBackground(t, b, key, 2*ttl)
 			require.Eventually(t, func() bool { return len(subscribed(t, ns, key)) > 0 },
 				10*time.Second, 10*time.Millisecond, "B subscribed to the key's releases")
 			time.Sleep(time.Second) // the late confirmations come and go
@@ -242,4 +209,25 @@ func subscribed(t *testing.T, ns *nodes, key string) []int {
 		}
 	}
 	return out
+}
+
+// bgGrant is the outcome of a Lock made in the background: the lock, when it
+// was granted (or gave up), and its error.
+type bgGrant struct {
+	l       *redlock.Lock
+	granted time.Time
+	err     error
+}
+
+// lockInBackground takes key through c.Lock on a goroutine, for at most d,
+// and returns where its outcome comes.
+func lockInBackground(t *testing.T, c *redlock.Client, key string, d time.Duration) <-chan bgGrant {
+	got := make(chan bgGrant, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(t.Context(), d)
+		defer cancel()
+		l, err := c.Lock(ctx, key)
+		got <- bgGrant{l, time.Now(), err}
+	}()
+	return got
 }
