@@ -136,17 +136,8 @@ func goroutinesBackTo(n int, deadline time.Time) bool {
 // background, bounded by the driver's dial timeout (seconds), so that a call
 // only spends its node timeout on its command.
 func driverGoroutines() []string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
 	var out []string
-	for g := range strings.SplitSeq(string(buf), "\n\n") {
+	for _, g := range goroutineStacks() {
 		driver := false
 		for _, pkg := range []string{"go-redlock/redlock/drivers/", "go-redlock/redlock/internal/", "gomodule/redigo", "redis/go-redis", "redis/rueidis", "valkey-io/valkey-go"} {
 			driver = driver || strings.Contains(g, pkg)
@@ -160,6 +151,19 @@ func driverGoroutines() []string {
 		}
 	}
 	return out
+}
+
+// goroutineStacks returns the stack of every goroutine, each with its header
+// line ("goroutine N [state]:").
+func goroutineStacks() []string {
+	buf := make([]byte, 1<<20)
+	for {
+		n := runtime.Stack(buf, true)
+		if n < len(buf) {
+			return strings.Split(string(buf[:n]), "\n\n")
+		}
+		buf = make([]byte, 2*len(buf))
+	}
 }
 
 // TestDriversSlowLink acquires locks through every driver over a slow link

@@ -2,7 +2,6 @@ package safety_test
 
 import (
 	"context"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -124,17 +123,8 @@ func waitGoroutines(before []string, bound time.Duration) []string {
 // the goroutine's ID and state) of the goroutines that run code of this
 // library or of a Redis client library, and not of the test itself.
 func libraryGoroutines() []string {
-	buf := make([]byte, 1<<20)
-	for {
-		n := runtime.Stack(buf, true)
-		if n < len(buf) {
-			buf = buf[:n]
-			break
-		}
-		buf = make([]byte, 2*len(buf))
-	}
 	var out []string
-	for g := range strings.SplitSeq(string(buf), "\n\n") {
+	for _, g := range goroutineStacks() {
 		_, body, _ := strings.Cut(g, "\n")
 		if strings.Contains(body, "safety_test.") || strings.Contains(body, "safety/faultproxy") || strings.Contains(body, "/redistest.") || strings.Contains(body, "internal/redisserver") || strings.Contains(body, "internal/deathsig.spawner") {
 			continue // the test's own, the proxies', the servers' (and the process-wide thread that starts them)
