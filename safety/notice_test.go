@@ -31,16 +31,8 @@ func TestWaiterNoticeAfterItsLinksWereReset(t *testing.T) {
 	for _, d := range redisDrivers {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
-			ns := startNodes(t, 5)
-			bLinks := faultproxy.NewProxies(t, ns.servers)
 			key := "notice"
-			a := open(t, d, ns.addrs(), redlock.WithTTL(ttl))
-			b := open(t, d, redistest.Addrs(bLinks), redlock.WithTTL(ttl),
-				redlock.WithBackoff(redlock.ConstantBackoff(backoff)))
-			warm(t, a)
-			warm(t, b)
-			la, err := a.Lock(t.Context(), key)
-			require.NoError(t, err)
+			ns, bLinks, b, la := holdBeforeWaiter(t, d, key, ttl, backoff)
 
 			got := lockInBackground(t, b, key, 2*ttl)
 			// B has made its first attempt and subscribed (on every node,
@@ -91,16 +83,8 @@ func TestWaiterNoticeLostInFlight(t *testing.T) {
 	for _, d := range redisDrivers {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
-			ns := startNodes(t, 5)
-			bLinks := faultproxy.NewProxies(t, ns.servers)
 			key := "notice-lost"
-			a := open(t, d, ns.addrs(), redlock.WithTTL(ttl))
-			b := open(t, d, redistest.Addrs(bLinks), redlock.WithTTL(ttl),
-				redlock.WithBackoff(redlock.ConstantBackoff(backoff)))
-			warm(t, a)
-			warm(t, b)
-			la, err := a.Lock(t.Context(), key)
-			require.NoError(t, err)
+			ns, bLinks, b, la := holdBeforeWaiter(t, d, key, ttl, backoff)
 			got := lockInBackground(t, b, key, 2*ttl)
 			var subs []int
 			require.Eventually(t, func() bool { subs = subscribed(t, ns, key); return len(subs) > 0 },
@@ -153,16 +137,8 @@ func TestWaiterSubscribedOnAMinority(t *testing.T) {
 	for _, d := range redisDrivers {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
-			ns := startNodes(t, 5)
-			bLinks := faultproxy.NewProxies(t, ns.servers)
 			key := "notice-minority"
-			a := open(t, d, ns.addrs(), redlock.WithTTL(ttl), redlock.WithNodeTimeout(200*time.Millisecond))
-			b := open(t, d, redistest.Addrs(bLinks), redlock.WithTTL(ttl), redlock.WithNodeTimeout(200*time.Millisecond),
-				redlock.WithBackoff(redlock.ConstantBackoff(backoff)))
-			ns.warmAll(t, a)
-			warm(t, b)
-			la, err := a.Lock(t.Context(), key)
-			require.NoError(t, err)
+			ns, bLinks, b, la := holdBeforeWaiter(t, d, key, ttl, backoff, redlock.WithNodeTimeout(200*time.Millisecond))
 			for _, p := range bLinks[1:] {
 				require.NoError(t, p.SetLatency(0, 300*time.Millisecond))
 			}
@@ -209,6 +185,24 @@ func subscribed(t *testing.T, ns *nodes, key string) []int {
 		}
 	}
 	return out
+}
+
+// holdBeforeWaiter starts five nodes and two Clients over them through
+// driver d, with TTL ttl and opts: A, which reaches them directly and holds
+// key (returned: la), and B (returned: b), which reaches them through a
+// proxy per node (bLinks) and polls with backoff between its attempts. Both
+// are warm.
+func holdBeforeWaiter(t *testing.T, d, key string, ttl, backoff time.Duration, opts ...redlock.Option) (ns *nodes, bLinks []*faultproxy.Proxy, b *redlock.Client, la *redlock.Lock) {
+	t.Helper()
+	ns = startNodes(t, 5)
+	bLinks = faultproxy.NewProxies(t, ns.servers)
+	a := open(t, d, ns.addrs(), append([]redlock.Option{redlock.WithTTL(ttl)}, opts...)...)
+	b = open(t, d, redistest.Addrs(bLinks), append([]redlock.Option{redlock.WithTTL(ttl), redlock.WithBackoff(redlock.ConstantBackoff(backoff))}, opts...)...)
+	ns.warmAll(t, a)
+	warm(t, b)
+	la, err := a.Lock(t.Context(), key)
+	require.NoError(t, err)
+	return ns, bLinks, b, la
 }
 
 // bgGrant is the outcome of a Lock made in the background: the lock, when it
