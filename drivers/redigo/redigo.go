@@ -576,10 +576,15 @@ func (n *node) conn(ctx, caller context.Context) (redis.Conn, error) {
 			stop := context.AfterFunc(n.closing, cancel)
 			c, err = pubsub.DialUntilDone(gctx, func() (redis.Conn, error) {
 				defer n.addGet(-1)
-				defer cancel()
-				defer stop()
 				return n.pool.GetContext(gctx)
 			})
+			// Not in the get's goroutine: a cancel there, as it returns
+			// a connection, ends gctx before DialUntilDone has the
+			// connection, which it may then close and fail the call
+			// with context.Canceled. Here the get has returned, or gctx
+			// has ended already (ctx or Close).
+			stop()
+			cancel()
 			if err != nil && ctx.Err() == nil && n.closing.Err() != nil {
 				err = driver.ErrClosed // Close ended the get
 			}
