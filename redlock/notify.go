@@ -136,7 +136,8 @@ func (c *Client) subscribeOne(ctx context.Context, key string, w *watcher, i int
 }
 
 // resubscribe subscribes to key's releases on node i again, after gap (then
-// twice as long after each failure, up to maxRewatchGap), unless w or ctx has
+// twice as long after each failure, up to maxRewatchGap; each wait a random
+// time between half the gap and the gap), unless w or ctx has
 // ended by then or w already listens on enough nodes: len(nodes)-quorum+1,
 // so that every set of nodes a release can reach while freeing a quorum
 // meets them. A release is published only where it deleted the key, and a
@@ -160,7 +161,11 @@ func (c *Client) resubscribe(ctx context.Context, key string, w *watcher, i int,
 	// One per node at a time (the next is set once this one's subscription
 	// has failed): a waiter of hours keeps one timer per failing node, not
 	// one per retry.
-	w.retries[i] = time.AfterFunc(gap, func() {
+	// At a random time in the second half of the gap (see jitter): the
+	// waiters whose subscriptions failed together (a node down when they
+	// began to wait) would otherwise all ask the node again at one
+	// instant, each gap, and all wake for an attempt once it is back.
+	w.retries[i] = time.AfterFunc(jitter(gap, gap), func() {
 		w.mu.Lock()
 		w.searching--
 		again := !w.closed && ctx.Err() == nil && len(w.cancels) < enough

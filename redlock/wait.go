@@ -56,7 +56,9 @@ const maxWakeJitter = 5 * time.Millisecond
 //     released, it retries after the Backoff's delays, each at least 1ms.
 //   - A subscription that failed (a first pub/sub connection slower than
 //     the node timeout, say) is made again in the background, a second
-//     later, then at doubling gaps up to 30s, while the waiter listens on
+//     later, then at doubling gaps up to 30s (each wait a random time
+//     between half the gap and the gap, so that waiters whose
+//     subscriptions failed together do not all ask again at once), while the waiter listens on
 //     fewer than len(nodes)-Quorum+1 nodes: a release is published only
 //     where it deleted the key, and every set of nodes that frees a quorum
 //     meets that many. Once made, it wakes the waiter for one attempt,

@@ -38,10 +38,11 @@ func (unreachableRelease) ReleaseNotify(context.Context, string, string) (bool, 
 // complement plus one (any quorum of released nodes then meets its
 // subscriptions), and so hear the release, rather than wait for its next
 // poll, an hour away; and when the release came before it subscribed again
-// (here 500ms after the wait began, the first retry being 1s after), it must
+// (here 400ms after the wait began, the first retry being 500ms to 1s
+// after), it must
 // try once it has, since it may have missed one.
 func TestWaiterSubscribedOnAMinoritySubscribesAgain(t *testing.T) {
-	for _, releaseAfter := range []time.Duration{10 * time.Second, 500 * time.Millisecond} {
+	for _, releaseAfter := range []time.Duration{10 * time.Second, 400 * time.Millisecond} {
 		t.Run(releaseAfter.String(), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				nodes := make([]driver.Node, 5)
