@@ -308,8 +308,12 @@ func badInput(ctx context.Context, err error) error {
 // timeout more for the node calls still in flight (those that the
 // releases' quorums left running, and any that outlived the first wait): so
 // no release of Do meets a closed node, and none of the Client's goroutines
-// is still at work when Close returns, unless a node did not answer within
-// those bounds (that release then fails, and its Do's error says so). A Do
+// is still at work when Close returns, unless the releases did not all end
+// within those bounds: a node did not answer in time, or the Do's were so
+// many that their releases, at most 512 at a time (see Lock.Unlock), each a
+// round trip, took longer (thousands of Do's over nodes 40ms away with a
+// node timeout of 100ms, say). Such a release then meets a closing node,
+// and its Do's error says so. A Do
 // granted its lock only after that (its acquisition was in flight) does not
 // release it: its error matches ErrLockLost and ErrClosed, and the key
 // expires after its TTL.
