@@ -13,21 +13,19 @@ import (
 type watcher struct {
 	released chan struct{} // receives when any node publishes a release
 
-	mu        sync.Mutex
-	closed    bool
-	cancels   []func()
-	searching int           // subscriptions being made, or to be made again (see resubscribe)
-	next      time.Time     // rewatch subscribes again from then on
-	gap       time.Duration // how long after that the next time is
-	retries   []*time.Timer // by node: its resubscription waiting for its time, if any (see resubscribe)
+	mu      sync.Mutex
+	closed  bool
+	cancels []func()
+	retries []*time.Timer // by node: its resubscription waiting for its time, if any (see resubscribe)
 }
 
-// The gaps between a watcher's subscriptions without a subscription: from
-// rewatchGap after the first, doubling up to maxRewatchGap, so that waiters
-// polling a node that refuses subscriptions do not ask it at every poll.
+// The gaps before a failed subscription is made again (see resubscribe):
+// resubscribeGap after the first failure, doubling up to
+// maxResubscribeGap, so that waiters do not ask a node that refuses
+// subscriptions at every poll.
 const (
-	rewatchGap    = time.Second
-	maxRewatchGap = 30 * time.Second
+	resubscribeGap    = time.Second
+	maxResubscribeGap = 30 * time.Second
 )
 
 // watch subscribes to the releases of key on every Notifier node at once and
@@ -36,12 +34,12 @@ const (
 // the waiter, since releases go to every node. Subscriptions confirmed later
 // are kept too; a stalled node is never waited for beyond the first
 // confirmation, nor a Subscribe that outlives its context (a client's own
-// dial, say) beyond the node timeout. Polling remains the fallback, and each
-// poll without a subscription tries again (see rewatch). A subscription that
-// fails is made again in the background while the waiter listens on fewer
-// nodes than it must to hear every release (see resubscribe).
+// dial, say) beyond the node timeout. Polling remains the fallback. A
+// subscription that fails is made again in the background while the waiter
+// listens on fewer nodes than it must to hear every release (see
+// resubscribe), also when every one failed.
 func (c *Client) watch(ctx context.Context, key string) *watcher {
-	w := &watcher{released: make(chan struct{}, 1), next: time.Now().Add(rewatchGap), gap: rewatchGap}
+	w := &watcher{released: make(chan struct{}, 1)}
 	results := make(chan bool, len(c.nodes)) // buffered: no subscription waits for watch
 	started := c.subscribeAll(ctx, key, w, results)
 	if started == 0 {
@@ -64,31 +62,13 @@ func (c *Client) watch(ctx context.Context, key string) *watcher {
 	return w
 }
 
-// rewatch subscribes again, without waiting, when w has no subscription,
-// none is being made, and the gap since the last try has passed (see
-// rewatchGap): the first ones may have failed for a moment (a first pub/sub
-// connection slower than the node timeout on a loaded machine, a node
-// restarting), and a waiter must not poll for the rest of its wait.
-func (c *Client) rewatch(ctx context.Context, key string, w *watcher) {
-	now := time.Now()
-	w.mu.Lock()
-	idle := !w.closed && len(w.cancels) == 0 && w.searching == 0 && !now.Before(w.next)
-	if idle {
-		w.next, w.gap = now.Add(w.gap), min(2*w.gap, maxRewatchGap)
-	}
-	w.mu.Unlock()
-	if idle {
-		c.subscribeAll(ctx, key, w, nil)
-	}
-}
-
 // subscribeAll starts a subscription to key's releases on every Notifier
 // node, each kept by w once confirmed, and returns how many it started;
 // results, when not nil, receives whether each was confirmed.
 func (c *Client) subscribeAll(ctx context.Context, key string, w *watcher, results chan<- bool) int {
 	started := 0
 	for i, nn := range c.notifiers {
-		if nn != nil && c.subscribeOne(ctx, key, w, i, nn, rewatchGap, results, false) {
+		if nn != nil && c.subscribeOne(ctx, key, w, i, nn, resubscribeGap, results, false) {
 			started++
 		}
 	}
@@ -103,9 +83,6 @@ func (c *Client) subscribeAll(ctx context.Context, key string, w *watcher, resul
 // (see resubscribe); one made again (again) that is confirmed wakes the
 // waiter, which may have missed a release there meanwhile.
 func (c *Client) subscribeOne(ctx context.Context, key string, w *watcher, i int, nn driver.Notifier, gap time.Duration, results chan<- bool, again bool) bool {
-	w.mu.Lock()
-	w.searching++
-	w.mu.Unlock()
 	if !c.backgroundUnlessClosed(func() {
 		sctx, cancel := context.WithTimeout(ctx, c.nodeTimeout)
 		stop, err := c.subscribe(sctx, i, nn, key, w.released)
@@ -136,7 +113,7 @@ func (c *Client) subscribeOne(ctx context.Context, key string, w *watcher, i int
 }
 
 // resubscribe subscribes to key's releases on node i again, after gap (then
-// twice as long after each failure, up to maxRewatchGap; each wait a random
+// twice as long after each failure, up to maxResubscribeGap; each wait a random
 // time between half the gap and the gap), unless w or ctx has
 // ended by then or w already listens on enough nodes: len(nodes)-quorum+1,
 // so that every set of nodes a release can reach while freeing a quorum
@@ -145,8 +122,9 @@ func (c *Client) subscribeOne(ctx context.Context, key string, w *watcher, i int
 // timeout, a node restarting) would otherwise miss a release that freed a
 // quorum elsewhere and wait for its next poll. Once made, it wakes the
 // waiter for one attempt (see subscribeOne). The wait costs a timer, not a
-// goroutine; it counts as a subscription being made, so that rewatch does
-// not start another meanwhile.
+// goroutine. It replaces the waiter's earlier retry at its polls, which only
+// a waiter without any subscription made, and which could no longer happen
+// once every failed subscription had a retry of its own.
 func (c *Client) resubscribe(ctx context.Context, key string, w *watcher, i int, nn driver.Notifier, gap time.Duration) {
 	enough := len(c.nodes) - c.quorum + 1
 	w.mu.Lock()
@@ -154,7 +132,6 @@ func (c *Client) resubscribe(ctx context.Context, key string, w *watcher, i int,
 	if w.closed || ctx.Err() != nil || len(w.cancels) >= enough {
 		return
 	}
-	w.searching++
 	if w.retries == nil {
 		w.retries = make([]*time.Timer, len(c.nodes))
 	}
@@ -167,11 +144,10 @@ func (c *Client) resubscribe(ctx context.Context, key string, w *watcher, i int,
 	// instant, each gap, and all wake for an attempt once it is back.
 	w.retries[i] = time.AfterFunc(jitter(gap, gap), func() {
 		w.mu.Lock()
-		w.searching--
 		again := !w.closed && ctx.Err() == nil && len(w.cancels) < enough
 		w.mu.Unlock()
 		if again {
-			c.subscribeOne(ctx, key, w, i, nn, min(2*gap, maxRewatchGap), nil, true)
+			c.subscribeOne(ctx, key, w, i, nn, min(2*gap, maxResubscribeGap), nil, true)
 		}
 	})
 }
@@ -182,7 +158,6 @@ func (c *Client) resubscribe(ctx context.Context, key string, w *watcher, i int,
 func (w *watcher) found(stop func(), err error) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.searching--
 	if err != nil || w.closed {
 		return false
 	}

@@ -62,9 +62,8 @@ const maxWakeJitter = 5 * time.Millisecond
 //     fewer than len(nodes)-Quorum+1 nodes: a release is published only
 //     where it deleted the key, and every set of nodes that frees a quorum
 //     meets that many. Once made, it wakes the waiter for one attempt,
-//     since a release may have come there meanwhile. A waiter whose
-//     subscriptions all failed also subscribes again at its polls, at the
-//     same gaps.
+//     since a release may have come there meanwhile; so too when every
+//     subscription failed.
 func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
 	switch {
 	case c.unmade():
@@ -183,9 +182,6 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 		woken := false
 		select {
 		case <-timer.C:
-			if w != nil {
-				c.rewatch(ctx, c.prefix+key, w) // polling: subscribe again if none is
-			}
 		case <-released:
 			if c.obs != nil {
 				c.obs.Wake(ctx, Wake{Key: key, Attempt: a.made + 1})
