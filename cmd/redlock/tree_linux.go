@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"syscall"
+
+	"golang.org/x/sys/unix"
 )
 
 // prSetChildSubreaper is prctl's PR_SET_CHILD_SUBREAPER.
@@ -24,36 +26,103 @@ func becomeSubreaper() bool {
 	return errno == 0
 }
 
-// descendants returns the process IDs of every descendant of run (CMD and
-// whatever it started), read from /proc: a process that starts or ends
-// meanwhile may be missed or listed.
-func descendants() []int { return tree(false) }
-
 // signalChildren sends sig to run's children: CMD, or, once CMD has exited,
 // the processes run adopted from it.
-func signalChildren(sig syscall.Signal) {
-	for _, pid := range tree(true) {
-		_ = syscall.Kill(pid, sig)
+func signalChildren(sig syscall.Signal) { signalProcs(tree(true), sig) }
+
+// signalTree sends sig to every descendant of run (CMD and whatever it
+// started), read from /proc: a process that starts meanwhile may be missed.
+// It returns how many it signalled: those still running as listed.
+func signalTree(sig syscall.Signal) int { return signalProcs(tree(false), sig) }
+
+// A proc is a process as tree listed it: its ID, and its start time (clock
+// ticks after boot), which tells it apart from a later process given the
+// same ID once it has exited and been reaped (by its parent, or by reap).
+type proc struct {
+	pid   int
+	start uint64
+}
+
+// How signalProc reached a process, or did not.
+type sendPath int
+
+const (
+	notSent    sendPath = iota // gone, or its ID now another process's
+	sentPidfd                  // pidfd_send_signal through a pidfd
+	sentKill                   // kill(2), where there is no pidfd
+	sendFailed                 // the kernel refused the signal
+)
+
+// pidfdOpen is unix.PidfdOpen; a test replaces it to take the path of a
+// kernel without pidfds.
+var pidfdOpen = unix.PidfdOpen
+
+// signalProcs sends sig to each of procs that is still the process listed;
+// it returns how many it signalled.
+func signalProcs(procs []proc, sig syscall.Signal) int {
+	n := 0
+	for _, p := range procs {
+		if how := signalProc(p, sig); how == sentPidfd || how == sentKill {
+			n++
+		}
 	}
+	return n
+}
+
+// signalProc sends sig to p, unless p has exited and its ID is another
+// process's now (another of the user's, which kill(2) would reach). Where
+// the kernel has pidfds (Linux 5.3), a pidfd is opened first and p's start
+// time read after: a pidfd names one process for good, so once the start
+// time matches, the signal reaches p or nothing. Elsewhere (an older kernel,
+// a sandbox that forbids pidfd_open) the start time is checked just before
+// kill(2): a process that exits and whose ID is taken again in between is
+// the window left.
+func signalProc(p proc, sig syscall.Signal) sendPath {
+	fd, err := pidfdOpen(p.pid, 0)
+	if errors.Is(err, syscall.ESRCH) {
+		return notSent
+	}
+	if err == nil {
+		defer syscall.Close(fd)
+	}
+	if _, start, ok := procStat(p.pid); !ok || start != p.start {
+		return notSent
+	}
+	if err == nil {
+		switch err := unix.PidfdSendSignal(fd, sig, nil, 0); {
+		case errors.Is(err, syscall.ESRCH):
+			return notSent
+		case err != nil:
+			return sendFailed
+		}
+		return sentPidfd
+	}
+	switch err := syscall.Kill(p.pid, sig); {
+	case errors.Is(err, syscall.ESRCH):
+		return notSent
+	case err != nil:
+		return sendFailed
+	}
+	return sentKill
 }
 
 // tree returns the descendants of run, or its children only.
-func tree(childrenOnly bool) []int {
+func tree(childrenOnly bool) []proc {
 	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil
 	}
-	children := make(map[int][]int)
+	children := make(map[int][]proc)
 	for _, e := range entries {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
 			continue
 		}
-		if ppid, ok := parentOf(pid); ok {
-			children[ppid] = append(children[ppid], pid)
+		if ppid, start, ok := procStat(pid); ok {
+			children[ppid] = append(children[ppid], proc{pid: pid, start: start})
 		}
 	}
-	var out []int
+	var out []proc
 	queue := []int{os.Getpid()}
 	for len(queue) > 0 {
 		p := queue[0]
@@ -61,40 +130,51 @@ func tree(childrenOnly bool) []int {
 		for _, c := range children[p] {
 			out = append(out, c)
 			if !childrenOnly {
-				queue = append(queue, c)
+				queue = append(queue, c.pid)
 			}
 		}
 	}
 	return out
 }
 
-// parentOf returns the parent of process pid, from /proc/pid/stat, whose
-// second field (the command's name, in parentheses) may hold any byte.
+// parentOf returns the parent of process pid.
 func parentOf(pid int) (int, bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return 0, false
-	}
-	fields := bytes.Fields(b[i+1:]) // state, ppid, ...
-	if len(fields) < 2 {
-		return 0, false
-	}
-	ppid, err := strconv.Atoi(string(fields[1]))
-	return ppid, err == nil
+	ppid, _, ok := procStat(pid)
+	return ppid, ok
 }
 
-// signalTree sends sig to every descendant of run; it returns how many it
-// found.
-func signalTree(sig syscall.Signal) int {
-	pids := descendants()
-	for _, pid := range pids {
-		_ = syscall.Kill(pid, sig)
+// procStat returns the parent and the start time of process pid, from
+// /proc/pid/stat.
+func procStat(pid int) (ppid int, start uint64, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, false
 	}
-	return len(pids)
+	return parseStat(b)
+}
+
+// parseStat reads the parent and the start time from the text of a
+// /proc/PID/stat, whose second field (the command's name, in parentheses)
+// may hold any byte: the fields after it are state, ppid, ..., starttime
+// (the 22nd field of the file, the 20th after the name).
+func parseStat(b []byte) (ppid int, start uint64, ok bool) {
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	fields := bytes.Fields(b[i+1:])
+	if len(fields) < 20 {
+		return 0, 0, false
+	}
+	ppid, err := strconv.Atoi(string(fields[1]))
+	if err != nil {
+		return 0, 0, false
+	}
+	start, err = strconv.ParseUint(string(fields[19]), 10, 64)
+	if err != nil {
+		return 0, 0, false
+	}
+	return ppid, start, true
 }
 
 // hasChildren reports whether run has a child left: a process CMD left

@@ -3,12 +3,16 @@ package main
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // cmdExited waits up to 30s until run says that CMD exited and it holds the
@@ -250,5 +254,119 @@ func TestRunForwardsToAdoptedOnly(t *testing.T) {
 	}
 	if code := b.wait(30 * time.Second); code != 0 {
 		t.Fatalf("exit %d; stderr:\n%s", code, b.stderr.String())
+	}
+}
+
+// startSleeper starts a process that sleeps for a minute, and returns it as
+// tree would list it, with the os/exec command that waits for it.
+func startSleeper(t *testing.T) (*exec.Cmd, proc) {
+	t.Helper()
+	c := exec.Command("sleep", "60")
+	if err := c.Start(); err != nil {
+		t.Skip("no sleep command:", err)
+	}
+	t.Cleanup(func() {
+		_ = c.Process.Kill()
+		_ = c.Wait()
+	})
+	_, start, ok := procStat(c.Process.Pid)
+	if !ok {
+		t.Fatalf("no start time in /proc/%d/stat", c.Process.Pid)
+	}
+	return c, proc{pid: c.Process.Pid, start: start}
+}
+
+// killedBy waits for c and returns the signal that ended it.
+func killedBy(t *testing.T, c *exec.Cmd) syscall.Signal {
+	t.Helper()
+	_ = c.Wait()
+	ws, ok := c.ProcessState.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() {
+		t.Fatalf("%v: not ended by a signal", c.ProcessState)
+	}
+	return ws.Signal()
+}
+
+// withoutPidfd makes signalProc take the path of a kernel without pidfds
+// (before Linux 5.3) for the rest of the test.
+func withoutPidfd(t *testing.T) {
+	saved := pidfdOpen
+	pidfdOpen = func(int, int) (int, error) { return -1, syscall.ENOSYS }
+	t.Cleanup(func() { pidfdOpen = saved })
+}
+
+// A process ID that tree listed, whose process has exited since and whose
+// ID is another process's now, shows another start time: that process is
+// not signalled (kill(2) by ID would have reached it), with pidfds or
+// without. Here the listing is made to disagree with the running process:
+// the SIGKILL meant for the listed one must not reach it, the SIGTERM sent
+// to it as it is listed then ends it.
+func TestSignalProcSkipsReusedID(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		setup func(*testing.T)
+	}{
+		{"pidfd", func(*testing.T) {}},
+		{"kill", withoutPidfd},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.setup(t)
+			c, p := startSleeper(t)
+			if how := signalProc(proc{pid: p.pid, start: p.start + 1}, syscall.SIGKILL); how != notSent {
+				t.Fatalf("a process whose start time is not the one listed: signalProc = %d, want notSent (%d)", how, notSent)
+			}
+			if how := signalProc(p, syscall.SIGTERM); how != sentPidfd && how != sentKill {
+				t.Fatalf("the process as listed: signalProc = %d, want it signalled", how)
+			}
+			if sig := killedBy(t, c); sig != syscall.SIGTERM {
+				t.Fatalf("ended by %v, want SIGTERM: the signal meant for a process listed with another start time reached it", sig)
+			}
+		})
+	}
+}
+
+// On a kernel with pidfds (as the one the tests run on, if pidfd_open
+// works here), a process is signalled through a pidfd; without them, by
+// kill(2).
+func TestSignalProcPath(t *testing.T) {
+	fd, err := unix.PidfdOpen(os.Getpid(), 0)
+	if err != nil {
+		t.Skip("no pidfd_open here:", err)
+	}
+	syscall.Close(fd)
+	c, p := startSleeper(t)
+	if how := signalProc(p, syscall.SIGTERM); how != sentPidfd {
+		t.Fatalf("signalProc = %d, want sentPidfd (%d)", how, sentPidfd)
+	}
+	if sig := killedBy(t, c); sig != syscall.SIGTERM {
+		t.Fatalf("ended by %v, want SIGTERM", sig)
+	}
+	withoutPidfd(t)
+	c, p = startSleeper(t)
+	if how := signalProc(p, syscall.SIGTERM); how != sentKill {
+		t.Fatalf("without pidfds: signalProc = %d, want sentKill (%d)", how, sentKill)
+	}
+	if sig := killedBy(t, c); sig != syscall.SIGTERM {
+		t.Fatalf("without pidfds: ended by %v, want SIGTERM", sig)
+	}
+	// Reaped: gone, whichever the path.
+	if how := signalProc(p, syscall.SIGTERM); how != notSent {
+		t.Fatalf("a reaped process: signalProc = %d, want notSent", how)
+	}
+}
+
+// tree lists run's children with their start times, which signalProc
+// compares; the command's name in /proc/PID/stat may hold ")" and spaces.
+func TestTreeListsStartTimes(t *testing.T) {
+	_, p := startSleeper(t)
+	if !slices.Contains(tree(true), p) {
+		t.Fatalf("tree(true) = %v does not list the child %v", tree(true), p)
+	}
+	stat := []byte("42 (a) b (c) 1 2) S 7 42 42 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 123456 1000 100 0\n")
+	if ppid, start, ok := parseStat(stat); !ok || ppid != 7 || start != 123456 {
+		t.Fatalf("parseStat = %d, %d, %v; want 7, 123456, true", ppid, start, ok)
+	}
+	if _, _, ok := parseStat([]byte("42 (a) S 7 42")); ok {
+		t.Fatal("parseStat of a short line: ok")
 	}
 }
