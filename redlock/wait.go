@@ -3,11 +3,12 @@ package redlock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"math/rand/v2"
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/go-redlock/redlock/internal/attemptcap"
 )
 
 // maxWakeJitter caps the random delay of a waiter woken by a release.
@@ -108,11 +109,7 @@ func (a *attempts) try(ctx context.Context) (l *Lock, stop bool, err error) {
 	case o.permanent:
 		return nil, true, err
 	case a.cc.maxAttempts > 0 && a.made >= a.cc.maxAttempts:
-		unit := "attempts"
-		if a.made == 1 {
-			unit = "attempt"
-		}
-		return nil, true, errors.Join(err, fmt.Errorf("gave up after %d %s (WithMaxAttempts)", a.made, unit))
+		return nil, true, errors.Join(err, &attemptcap.Error{Made: a.made})
 	}
 	return nil, false, err
 }

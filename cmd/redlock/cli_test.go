@@ -521,6 +521,10 @@ func TestExitUnavailable(t *testing.T) {
 		if r.stdout != "" {
 			t.Errorf("redlock %s printed on stdout: %q", strings.Join(args, " "), r.stdout)
 		}
+		// In the command's words (--wait 0), not the library's option.
+		if !strings.Contains(r.stderr, "too many nodes failed for a quorum (--wait 0: one attempt):") || strings.Contains(r.stderr, "WithMaxAttempts") {
+			t.Errorf("redlock %s: want the reason in --wait's words, got:\n%s", strings.Join(args, " "), r.stderr)
+		}
 	}
 	if fileExists(marker) {
 		t.Error("a run whose lock was unavailable ran its command")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/go-redlock/redlock/internal/attemptcap"
 	"github.com/go-redlock/redlock/redlock"
 )
 
@@ -281,24 +282,29 @@ func notObtained(name string, o *lockFlags, err, cause error) error {
 	if errors.As(cause, &serr) || errors.As(err, &serr) {
 		return exitWith(signalExitCode(serr.sig), fmt.Errorf("%s: %v while waiting for the lock %q; it was not held", name, serr.sig, o.key))
 	}
-	within := " within " + o.wait.String()
+	// --wait 0 is one attempt, which the library's cap (WithMaxAttempts)
+	// makes so: the message says --wait 0, not the option, whose line
+	// ("gave up after 1 attempt (WithMaxAttempts)") the library joins to its
+	// verdict.
+	within, oneAttempt := " within "+o.wait.String(), ""
 	switch {
 	case !o.waitSet:
 		within = "" // only an error ends an endless wait
 	case o.wait == 0:
-		within = " in one attempt (--wait 0)"
+		within, oneAttempt = "", " (--wait 0: one attempt)"
 	}
+	detail := attemptcap.Without(err)
 	var votes *redlock.VoteError
 	switch {
 	case errors.As(err, &votes) && votes.Permanent > votes.Nodes-votes.Needed:
-		return exitWith(exitFailure, fmt.Errorf("%s: lock %q not obtained: the nodes answer an error that retrying cannot fix:\n%w", name, o.key, err))
+		return exitWith(exitFailure, fmt.Errorf("%s: lock %q not obtained: the nodes answer an error that retrying cannot fix:\n%w", name, o.key, detail))
 	case errors.Is(err, redlock.ErrUnavailable):
-		return exitWith(exitUnavailable, fmt.Errorf("%s: lock %q not obtained%s: too many nodes failed for a quorum:\n%w", name, o.key, within, err))
+		return exitWith(exitUnavailable, fmt.Errorf("%s: lock %q not obtained%s: too many nodes failed for a quorum%s:\n%w", name, o.key, within, oneAttempt, detail))
 	case errors.Is(err, redlock.ErrNotObtained), errors.Is(cause, errWaitOver):
 		if o.conflictCode == 0 && !o.verbose {
 			return exitWith(exitOK, nil) // a busy lock is no error, as flock -E 0 has it: nothing to say
 		}
-		return exitWith(o.conflictCode, fmt.Errorf("%s: lock %q not obtained%s: held elsewhere:\n%w", name, o.key, within, err))
+		return exitWith(o.conflictCode, fmt.Errorf("%s: lock %q not obtained%s: held elsewhere%s:\n%w", name, o.key, within, oneAttempt, detail))
 	}
 	// The library's errors begin with "redlock: ", which execute prints
 	// once, before name.
