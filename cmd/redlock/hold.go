@@ -63,7 +63,8 @@ each step well inside the TTL, and give the token (--fencing) to a resource
 that can refuse a stale one; for one command that must be stopped when the
 lock is lost, use run.
 A signal while hold still waits for the lock ends the wait: it exits with
-128 + the signal's number, and prints nothing.
+128 + the signal's number, with no line on stdout (on stderr, that the lock
+was not held).
 
 Exit codes:
   0       held, then released after a signal or --for

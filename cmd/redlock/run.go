@@ -99,9 +99,11 @@ exits); run forwards nothing, and a lost lock kills CMD at once, without
 SIGTERM or --grace.
 
 With -v, run tells on stderr what happens to the lock: "waiting for KEY (held
-elsewhere)", "acquired KEY after 1.2s, token 7", failed extensions, the loss.
-Without it, run prints only its errors, and, once, that it keeps waiting while
-too many nodes fail for a quorum (unless --wait 0).
+elsewhere: ...)", "acquired KEY after 1.2s, token 7", failed extensions, the
+loss, the release. Without it, run prints only its errors, what it does to
+the processes of CMD (SIGTERM, SIGKILL, holding the lock for what CMD left),
+and, once, that it keeps waiting while too many nodes fail for a quorum
+(unless --wait 0).
 
 Exit codes:
   CMD's own   CMD ran under the lock and exited (128+N if a signal N killed it)

@@ -86,7 +86,7 @@ Exit codes:
 	}
 	f := cmd.Flags()
 	o.addNodes(cmd)
-	f.StringVar(&o.prefix, "prefix", "", "the key prefix of the clients (redlock.WithKeyPrefix)")
+	f.StringVar(&o.prefix, "prefix", "", "the --prefix that run and hold were given: put before each KEY on the nodes")
 	f.DurationVar(&o.timeout, "timeout", 2*time.Second, "bounds the connection and each command to one node; a server that does not answer within it is asked nothing more")
 	f.BoolVar(&o.json, "json", false, "print the report as JSON")
 	return withEnv(cmd)

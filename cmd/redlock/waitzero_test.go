@@ -1,7 +1,11 @@
+//go:build unix
+
 package main
 
 import (
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -37,5 +41,47 @@ func TestWaitZeroMessage(t *testing.T) {
 		if !strings.Contains(r.stderr, `lock "busy" not obtained: held elsewhere (--wait 0: one attempt):`) {
 			t.Errorf("redlock %s does not say the key is held, in one attempt:\n%s", strings.Join(args, " "), r.stderr)
 		}
+	}
+}
+
+// The help of run, hold and status speaks to a shell user: it names no
+// option, function or error of the Go library (redlock.WithKeyPrefix was
+// --prefix's help), which that user never sees.
+func TestLockHelpNamesNoLibraryAPI(t *testing.T) {
+	t.Parallel()
+	library := regexp.MustCompile(`redlock\.[A-Z]\w*|\bWith[A-Z]\w*|\bErr[A-Z]\w*|Client\.Do`)
+	for _, sub := range []string{"run", "hold", "status"} {
+		r := invoke(t, "", sub, "--help")
+		if r.code != 0 {
+			t.Fatalf("redlock %s --help: %v", sub, r)
+		}
+		if m := library.FindAllString(r.stdout, -1); m != nil {
+			t.Errorf("redlock %s --help names the library's %q", sub, m)
+		}
+	}
+}
+
+// A signal that ends hold's wait for the lock leaves stdout without a line
+// (a script reading it sees EOF, not a lock), and says on stderr that the
+// wait ended and the lock was not held; hold exits with 128 + the signal.
+func TestHoldSignalWhileWaiting(t *testing.T) {
+	t.Parallel()
+	servers, addrs := nodes(t, 3)
+	holder := start(t, "run", "--nodes", addrs, "--key", "k", "--", "sh", "-c", "echo held; exec sleep 60")
+	holder.waitLine("held", 30*time.Second)
+	// A generous node timeout: see waitForWaiter.
+	waiter := start(t, "hold", "--nodes", addrs, "--node-timeout", "2s", "k")
+	waitForWaiter(t, servers, "k")
+	if err := waiter.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if code := waiter.wait(30 * time.Second); code != exitSignalBase+int(syscall.SIGINT) {
+		t.Fatalf("hold after SIGINT: exit %d, want %d; stderr:\n%s", code, exitSignalBase+int(syscall.SIGINT), waiter.stderr.String())
+	}
+	for line := range waiter.lines {
+		t.Errorf("hold interrupted while waiting printed %q on stdout", line)
+	}
+	if !strings.Contains(waiter.stderr.String(), `while waiting for the lock "k"; it was not held`) {
+		t.Errorf("hold interrupted while waiting: stderr does not say so:\n%s", waiter.stderr.String())
 	}
 }
