@@ -77,14 +77,14 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 			return tlsdial.Dial(ctx, d, network, addr, tlsConfig)
 		}
 	}
+	// Replies that announce more than the process can hold break the
+	// connection (see package respguard).
+	guarded := respguard.Dialer(dial)
 	dialer := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := dial(ctx, network, addr)
+		conn, err := guarded(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}
-		// Replies that announce more than the process can hold break
-		// the connection (see package respguard).
-		conn = respguard.Wrap(conn)
 		if ctx.Value(pubSubDial{}) != nil {
 			conn = pubsub.CloseOnDone(ctx, conn)
 		}

@@ -114,14 +114,7 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 	}
 	// Replies that announce more than the process can hold break the
 	// connection (see package respguard).
-	unguarded := dial
-	dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := unguarded(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		return respguard.Wrap(conn), nil
-	}
+	dial = respguard.Dialer(dial)
 	idle := newIdleChecker()
 	pool := &redis.Pool{
 		DialContext:  dialer(a.HostPort(), dial, opts),

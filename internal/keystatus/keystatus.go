@@ -10,7 +10,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -144,16 +143,8 @@ func NewClient(a redisaddr.Addr, timeout time.Duration) (*redis.Client, error) {
 	}
 	// Replies that announce more than the process can hold break the
 	// connection (see package respguard).
-	dial := redis.NewDialer(&redis.Options{DialTimeout: timeout, TLSConfig: tlsCfg})
-	guarded := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		conn, err := dial(ctx, network, addr)
-		if err != nil {
-			return nil, err
-		}
-		return respguard.Wrap(conn), nil
-	}
 	return redis.NewClient(&redis.Options{
-		Dialer:                guarded,
+		Dialer:                respguard.Dialer(redis.NewDialer(&redis.Options{DialTimeout: timeout, TLSConfig: tlsCfg})),
 		Addr:                  a.HostPort(),
 		Username:              a.Username,
 		Password:              a.Password,

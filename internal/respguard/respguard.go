@@ -19,6 +19,7 @@
 package respguard
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math"
@@ -56,6 +57,18 @@ func Wrap(conn net.Conn) net.Conn {
 		return &guardedSyscall{guarded: g, sc: sc}
 	}
 	return g
+}
+
+// Dialer returns dial with a guard on every connection it makes (see
+// Wrap), for the clients configured with a dial function.
+func Dialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		conn, err := dial(ctx, network, addr)
+		if err != nil {
+			return nil, err
+		}
+		return Wrap(conn), nil
+	}
 }
 
 type guarded struct {
