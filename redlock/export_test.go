@@ -74,3 +74,7 @@ func WaitIdle(c *Client) {
 		runtime.Gosched()
 	}
 }
+
+// KeeperFanout is how many calls to one node an extension group keeps in
+// flight at once.
+const KeeperFanout = keeperFanout

@@ -431,22 +431,42 @@ func (k *keeper) extend(group []*kept) {
 	votes := make(chan vote, len(jobs)*len(c.nodes))
 	var wg sync.WaitGroup
 	for i, n := range c.nodes {
-		var stalled atomic.Bool // a call timed out: the node does not answer
-		// send extends job j's lock on node i. A node that queues bounds
-		// a call's time on the network by the node timeout: a call that
-		// timed out while the group's context had not ended (or that the
-		// node failed behind one that did) says that the node does not
-		// answer, and the group's later calls are not sent to it, as to a
-		// node that does not queue: each wave of keeperFanout calls would
+		// A call that timed out says that the node does not answer only
+		// if the node has answered none of the group's calls since that
+		// call was sent: the group's later calls are then not sent to it
+		// (errKeeperStalled), since each wave of keeperFanout calls would
 		// wait the node timeout on a stalled server, and the group's calls
-		// would stay in flight until the locks' bound.
+		// would stay in flight until the locks' bound. A node that
+		// answered other calls meanwhile is alive: the call timed out
+		// because it waited (behind a slow batch, or for a goroutine of a
+		// loaded process to read its reply), and the node keeps getting
+		// the group's calls. A node that stops answering mid-group is
+		// skipped once a call sent after its last answer has timed out.
+		var (
+			stalled  atomic.Bool
+			answered atomic.Uint64 // the group's calls the node answered (no error)
+		)
+		timedOut := func(seen uint64) {
+			if answered.Load() == seen {
+				stalled.Store(true)
+			}
+		}
+		// send extends job j's lock on node i. A node that queues bounds
+		// a call's time on the network by the node timeout: the call timed
+		// out if it failed with context.DeadlineExceeded while the group's
+		// context had not ended (the batch it was in timed out, or the
+		// node failed it behind one that did).
 		send := func(j *job) (bool, error) {
 			if stalled.Load() {
 				return false, errKeeperStalled
 			}
+			seen := answered.Load()
 			ok, err := n.Extend(&j.qvctx, j.e.l.key, j.e.l.value, j.e.ttl)
-			if errors.Is(err, context.DeadlineExceeded) && qctx.Err() == nil {
-				stalled.Store(true)
+			switch {
+			case err == nil:
+				answered.Add(1)
+			case errors.Is(err, context.DeadlineExceeded) && qctx.Err() == nil:
+				timedOut(seen)
 			}
 			return ok, err
 		}
@@ -460,11 +480,15 @@ func (k *keeper) extend(group []*kept) {
 				case !c.now().Before(j.bound):
 					return false, errKeeperMoot
 				}
+				seen := answered.Load()
 				ctx, cancel := context.WithTimeout(&j.vctx, c.nodeTimeout)
 				defer cancel()
 				ok, err := n.Extend(ctx, j.e.l.key, j.e.l.value, j.e.ttl)
-				if ctx.Err() != nil {
-					stalled.Store(true)
+				switch {
+				case err == nil:
+					answered.Add(1)
+				case ctx.Err() != nil:
+					timedOut(seen)
 				}
 				return ok, err
 			}
@@ -602,7 +626,8 @@ func (k *keeper) finish(e *kept, r *round, ok bool, start time.Time, octx contex
 }
 
 // The errors of the calls of an extension group that a node is not sent:
-// the node timed out on an earlier call of the group (so that a stalled node
+// an earlier call of the group timed out on the node, which has answered
+// none of the group's calls since that call was sent (so that a stalled node
 // does not hold the group for a node timeout per keeperFanout calls), or the
 // other nodes decided the extension while the call waited for a node timeout
 // (the vote is then not counted), whether the node queues or not; and, for a
@@ -610,7 +635,7 @@ func (k *keeper) finish(e *kept, r *round, ok bool, start time.Time, octx contex
 // its turn, or Close ended the Client's background work. Since no call was
 // made, none is reported to the observers as a NodeCall (see unsent).
 var (
-	errKeeperStalled = fmt.Errorf("not sent: the node did not answer an earlier extension within the node timeout: %w", context.DeadlineExceeded)
+	errKeeperStalled = fmt.Errorf("not sent: the node did not answer an earlier extension within the node timeout, nor any since: %w", context.DeadlineExceeded)
 	errKeeperMoot    = fmt.Errorf("not sent: the lock's validity ended while the extension waited its turn: %w", context.DeadlineExceeded)
 	errKeeperDecided = errors.New("not sent: the other nodes decided the extension while it waited its turn")
 	errKeeperClosed  = fmt.Errorf("not sent: %w", ErrClosed)

@@ -35,7 +35,11 @@ type memCmd struct {
 	ttl        time.Duration
 }
 
-func newBatchedNode(m *memory.Node) *batchedNode {
+func newBatchedNode(m *memory.Node) *batchedNode { return newBatchedNodeVia(m, m) }
+
+// newBatchedNodeVia is newBatchedNode whose batches call via, a node in
+// front of m (one that counts or fails calls), rather than m.
+func newBatchedNodeVia(m *memory.Node, via driver.Node) *batchedNode {
 	n := &batchedNode{Node: m}
 	n.b = batch.New(func(ctx context.Context, calls []*batch.Call[memCmd, bool]) {
 		var wg sync.WaitGroup
@@ -43,11 +47,11 @@ func newBatchedNode(m *memory.Node) *batchedNode {
 			wg.Go(func() {
 				switch c.Cmd.op {
 				case 0:
-					c.Res, c.Err = m.SetNX(ctx, c.Cmd.key, c.Cmd.value, c.Cmd.ttl)
+					c.Res, c.Err = via.SetNX(ctx, c.Cmd.key, c.Cmd.value, c.Cmd.ttl)
 				case 1:
-					c.Res, c.Err = m.EvalRelease(ctx, c.Cmd.key, c.Cmd.value)
+					c.Res, c.Err = via.EvalRelease(ctx, c.Cmd.key, c.Cmd.value)
 				default:
-					c.Res, c.Err = m.Extend(ctx, c.Cmd.key, c.Cmd.value, c.Cmd.ttl)
+					c.Res, c.Err = via.Extend(ctx, c.Cmd.key, c.Cmd.value, c.Cmd.ttl)
 				}
 			})
 		}
