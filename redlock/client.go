@@ -302,7 +302,9 @@ func badInput(ctx context.Context, err error) error {
 // timeout after Close began), since nothing extends their locks after it.
 // Close then releases the locks of the Do's whose function has not returned,
 // as Do would (Do returns that release's account once its function returns;
-// Close does not wait for the function, which may ignore its context). It
+// Close does not wait for the function, which may ignore its context), from
+// at most 512 goroutines however many the Do's are, as many as the releases
+// of a Client that run at once (see Lock.Unlock). It
 // waits for those releases and for those of the Do's whose function
 // returned before, for at most the node timeout, then for at most the node
 // timeout more for the node calls still in flight (those that the

@@ -78,3 +78,7 @@ func WaitIdle(c *Client) {
 // KeeperFanout is how many calls to one node an extension group keeps in
 // flight at once.
 const KeeperFanout = keeperFanout
+
+// MaxRounds is how many rounds of TryLock, and how many of Unlock, a Client
+// runs at once.
+const MaxRounds = maxRounds

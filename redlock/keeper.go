@@ -201,7 +201,8 @@ func (k *keeper) released() { k.releasing.done() }
 // have stopped and before the nodes are closed. It releases the locks of the
 // Do's not done with them (their fn, canceled, has not returned: it may
 // never), each as Do would (Lock.Unlock, whose calls are bounded by the node
-// timeout), and hands each one's error to its Do. It then waits for those
+// timeout), at most maxRounds at once, as Unlock's releases run, from as many
+// goroutines, and hands each one's error to its Do. It then waits for those
 // releases and for those that Do's done with their lock began before
 // (remove), for at most d, and for at most d more for their node calls that
 // the releases' quorums left running. A Do done with its lock after this
@@ -229,29 +230,54 @@ func (k *keeper) releaseHeld(d time.Duration) (pv any, unwound bool) {
 	k.releasing.add(len(held))
 	k.mu.Unlock()
 	var mu sync.Mutex
-	for _, e := range held {
-		go func() {
-			defer k.releasing.done()
-			defer close(e.byClose)
-			ok := false
-			defer func() {
-				if ok {
-					return
-				}
-				v := recover()
-				e.closeErr = errors.Join(ErrLockLost, errUnwound)
-				mu.Lock()
-				if !unwound {
-					pv, unwound = v, true
-				}
-				mu.Unlock()
-			}()
-			// Nothing extended the lock since Close: it ended then (see
-			// kept.finish).
-			e.l.endAs(endClosed)
-			e.closeErr = e.l.Unlock(e.ectx)
-			ok = true
+	release := func(e *kept) {
+		defer k.releasing.done()
+		defer close(e.byClose)
+		ok := false
+		defer func() {
+			if ok {
+				return
+			}
+			v := recover()
+			e.closeErr = errors.Join(ErrLockLost, errUnwound)
+			mu.Lock()
+			if !unwound {
+				pv, unwound = v, true
+			}
+			mu.Unlock()
 		}()
+		// Nothing extended the lock since Close: it ended then (see
+		// kept.finish).
+		e.l.endAs(endClosed)
+		e.closeErr = e.l.Unlock(e.ectx)
+		ok = true
+	}
+	// At most maxRounds goroutines, as many as the releases of a Client
+	// that run at once (see Lock.Unlock), take the locks from held in
+	// turn: one per lock would start thousands at once, all but
+	// maxRounds of them only to wait for their turn.
+	var next atomic.Int64 // the index in held of the next lock to release
+	var work func()
+	work = func() {
+		// An observer that calls runtime.Goexit in a release ends this
+		// goroutine: another one takes over the rest of held.
+		drained := false
+		defer func() {
+			if !drained {
+				go work()
+			}
+		}()
+		for {
+			i := next.Add(1) - 1
+			if i >= int64(len(held)) {
+				drained = true
+				return
+			}
+			release(held[i])
+		}
+	}
+	for range min(len(held), maxRounds) {
+		go work()
 	}
 	k.releasing.wait(d)
 	k.c.inflight.wait(d)
