@@ -30,19 +30,20 @@ func chargeOnce(ctx context.Context, c *redlock.Client, invoice string) (bool, e
 }
 
 // In a unit test, give the code a Client over memory nodes: no servers, and
-// the nodes' fault controls can make a Redis outage on demand. Clients
-// opened on the same addresses share their keys, so two of them contend as
-// two processes would. In a test, put t.Name() in the addresses (or use
-// memory.New) so that tests running in parallel do not share keys.
+// the nodes' fault controls can make a Redis outage on demand. Another
+// Client over Conns of the same nodes is another process: the two contend
+// as two processes would, and each closes only its own Conns. Nodes from
+// New belong to the test: every run of it (go test -count) starts with no
+// keys, and tests running in parallel share none.
 func Example() {
 	ctx := context.Background()
-	addrs := []string{"TestChargeOnce-1", "TestChargeOnce-2", "TestChargeOnce-3"}
-	us, err := redlock.Open("memory", addrs)
+	nodes := []*memory.Node{memory.New(), memory.New(), memory.New()}
+	us, err := redlock.New([]driver.Node{nodes[0], nodes[1], nodes[2]})
 	if err != nil {
 		log.Fatal(err)
 	}
 	defer us.Close()
-	other, err := redlock.Open("memory", addrs) // another process
+	other, err := redlock.New([]driver.Node{nodes[0].Conn(), nodes[1].Conn(), nodes[2].Conn()}) // another process
 	if err != nil {
 		log.Fatal(err)
 	}
@@ -62,10 +63,8 @@ func Example() {
 	// Two of three nodes down: no quorum is possible. (Another invoice:
 	// Unlock returns once a quorum released, so the third node may still
 	// hold 42 for a moment, and a refusal there would decide first.)
-	n1, _ := memory.Open(addrs[0])
-	n2, _ := memory.Open(addrs[1])
-	n1.SetDown(true)
-	n2.SetDown(true)
+	nodes[0].SetDown(true)
+	nodes[1].SetDown(true)
 	_, err = chargeOnce(ctx, us, "43")
 	fmt.Println("outage:", errors.Is(err, redlock.ErrUnavailable))
 	// Output:

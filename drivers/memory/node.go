@@ -109,6 +109,14 @@ func newStore(opts []Option) *store {
 	return s
 }
 
+// Conn returns another Node on n's store, as another connection to the same
+// server: it shares n's keys, fencing counters, release subscribers and fault
+// controls, and has its own Close, which closes neither n nor the store. In a
+// test, give each Client over nodes from New its own Conns, since a Client
+// closes its nodes: the Clients then contend as processes would, over keys that
+// belong to the test (unlike Open's, which last as long as the process).
+func (n *Node) Conn() *Node { return &Node{s: n.store()} }
+
 // String returns the node's name.
 func (n *Node) String() string { return n.store().name }
 
