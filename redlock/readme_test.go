@@ -12,7 +12,8 @@ import (
 // TestREADMEProgramsCompile keeps the programs of the README and of
 // docs/MIGRATING.md true to the API: every ```go block that is a whole program
 // (it starts with "package") is vetted in a throwaway module, outside the
-// source tree, that uses this checkout.
+// source tree, that uses this checkout, and a block that is a test file (it
+// has a func Test) is run there with go test.
 func TestREADMEProgramsCompile(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds programs")
@@ -57,19 +58,33 @@ func TestREADMEProgramsCompile(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	var tests []string
 	for i, code := range programs {
-		sub := filepath.Join(dir, fmt.Sprintf("program%d", i+1))
-		if err := os.Mkdir(sub, 0o755); err != nil {
+		sub := fmt.Sprintf("program%d", i+1)
+		if err := os.Mkdir(filepath.Join(dir, sub), 0o755); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(filepath.Join(sub, "main.go"), []byte(code), 0o644); err != nil {
+		file := "main.go"
+		if strings.Contains(code, "\nfunc Test") {
+			file = "readme_test.go"
+			tests = append(tests, "./"+sub)
+		}
+		if err := os.WriteFile(filepath.Join(dir, sub, file), []byte(code), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command("go", "vet", "-mod=mod", "./...")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
-	if out, err := cmd.CombinedOutput(); err != nil {
+	goCmd := func(args ...string) ([]byte, error) {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+		return cmd.CombinedOutput()
+	}
+	if out, err := goCmd("vet", "./..."); err != nil {
 		t.Fatalf("a program of the README or docs/MIGRATING.md does not compile: %v\n%s", err, out)
+	}
+	if len(tests) > 0 {
+		if out, err := goCmd(append([]string{"test", "-count=1"}, tests...)...); err != nil {
+			t.Fatalf("a test file of the README fails: %v\n%s", err, out)
+		}
 	}
 }

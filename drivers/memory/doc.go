@@ -23,4 +23,53 @@
 // which synctest forbids (the binary dies with "send on synctest channel from
 // outside bubble"), and a key left by a test on the real clock looks held for
 // years inside a bubble, whose clock starts in 2000.
+//
+// # Testing code that takes locks
+//
+// The fault controls stand for what a test of code that holds a lock must
+// survive. They act on a node's store, so on every Conn of it:
+//
+//   - Delete drops a key as an eviction, an early expiry or a restart without
+//     persistence does; Forget drops every key and fencing counter. To make a
+//     held lock lost, Delete its key on every node: a lock is granted once a
+//     quorum set the key, and the SET of a node that had not answered by then
+//     may land after the test deleted the key on a bare quorum, which then
+//     still holds the lock.
+//   - SetDown makes a node fail every call (ErrDown, in a *redlock.NodeError),
+//     as a crashed or unreachable server; down on so many nodes that no quorum
+//     is left (two of three), a lock held through Client.Do is lost at its
+//     next extension (fn's context is canceled, its cause
+//     redlock.ErrLockLost), and acquisitions fail with an error that matches
+//     redlock.ErrNotObtained and redlock.ErrUnavailable.
+//   - SetStalled holds the calls, as a server stopped with SIGSTOP or behind a
+//     partition: its callers wait until the node timeout. SetLatency delays each
+//     call, as a slow network. SetLoseReplies applies the calls and loses their
+//     replies.
+//   - PTTL, Holds and Fence read a node's state without a call.
+//   - A FakeClock (WithClock) moves the nodes' time only, as a clock jump on
+//     the servers does: the Client measures validity and waits by the
+//     process's clock, so advancing a FakeClock past a TTL expires the key
+//     on the nodes while the Client still counts its lock valid.
+//
+// Releases through a node (Lock.Unlock, the end of Client.Do) notify the
+// subscribers of the key, as the Redis drivers' pub/sub does, so a waiting
+// Client.Lock tries again at once rather than after its backoff; a key that
+// expires or is deleted notifies nobody, as in Redis.
+//
+// In a testing/synctest bubble the Client and nodes run on the bubble's
+// clock (the default RealClock), so a TTL of minutes costs nothing, and Do's
+// extensions and a key's expiry happen at exact virtual times. Make the
+// nodes and the Client inside the bubble and Close the Client before the
+// bubble's function returns (defer, or t.Cleanup): the Client's goroutines
+// wait on timers, and the bubble's time stops when its function returns, so
+// a Client left open fails the test with "deadlock: main bubble goroutine
+// has exited but blocked goroutines remain". Close ends them all.
+// Conversely, while a Do holds a lock its extensions keep the bubble's time
+// moving: a fn that waits for something that never comes never deadlocks,
+// and the test runs until go test's timeout. Bound such waits with a
+// context.WithTimeout or time.After (virtual time: it costs nothing).
+// synctest.Wait lets every call in flight land first (the late SETs above
+// among them), except those that SetLatency delays or SetStalled holds. The
+// README's "Testing code that takes locks" is a whole test file that does
+// this, run by the repository's tests.
 package memory
