@@ -342,7 +342,9 @@ func (n *Node) Forget() {
 }
 
 // Delete drops key, as when it expires early (a clock jump on the server) or
-// is evicted. It reports whether the key existed.
+// is evicted. It reports whether the key existed. key, as for PTTL and
+// Holds, is the key on the node: with redlock.WithKeyPrefix, the prefix and
+// the lock's name.
 func (n *Node) Delete(key string) bool {
 	s := n.store()
 	s.mu.Lock()
