@@ -50,12 +50,13 @@ import (
 // a panic then goes on with its original value.
 //
 // Do returns fn's error, joined with ErrLockLost when the lock was lost while
-// fn ran or was not released by a quorum. In the second case it is Unlock's
-// error that is joined: ErrLockLost with the release's votes (a *VoteError,
-// which matches ErrUnavailable when the release failed on too many nodes,
-// timed out say, rather than found the lock gone) and the nodes' errors.
-// When the lock was never obtained, it returns Lock's error and fn does not
-// run.
+// fn ran or was not released by a quorum (once: when fn returns ErrLockLost
+// itself, its context's cause, Do's ErrLockLost stands for both). In the
+// second case it is Unlock's error that is joined: ErrLockLost with the
+// release's votes (a *VoteError, which matches ErrUnavailable when the
+// release failed on too many nodes, timed out say, rather than found the
+// lock gone) and the nodes' errors. When the lock was never obtained, it
+// returns Lock's error and fn does not run.
 //
 // With WithFencing, fn reads its lock's fencing token from its context with
 // TokenFrom, to pass to the protected resource with every write (see
@@ -488,15 +489,20 @@ var errUnwound = errors.New("redlock: the call did not return: a function it cal
 //go:noinline
 func (e *kept) done(ferr error) error {
 	lost, uerr := e.finish()
-	err := ferr
+	err, joined := ferr, ferr
+	if ferr == ErrLockLost {
+		// fn returned its context's cause: the ErrLockLost joined below
+		// says it, once.
+		joined = nil
+	}
 	switch {
 	case errors.Is(uerr, ErrLockLost):
 		// The release's own account: its votes (which match
 		// ErrUnavailable when nodes failed rather than found the lock
 		// gone) and the nodes' errors.
-		err = errors.Join(ferr, uerr)
+		err = errors.Join(joined, uerr)
 	case lost:
-		err = errors.Join(ferr, ErrLockLost)
+		err = errors.Join(joined, ErrLockLost)
 	}
 	if e.obs != nil {
 		e.reported = true
