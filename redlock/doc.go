@@ -19,8 +19,9 @@
 //
 // [New] takes nodes directly and needs no registry. The driver in
 // drivers/memory keeps its keys in the process, for unit tests of code that
-// takes locks and for the examples here; a driver of one's own registers
-// itself with [Register] (see its example).
+// takes locks (its package doc says how, in testing/synctest bubbles too,
+// and which faults it can make) and for the examples here; a driver of one's
+// own registers itself with [Register] (see its example).
 //
 // # The algorithm
 //
