@@ -405,8 +405,9 @@ func (c *Client) checkKey(key string) error {
 // TryLock makes one attempt to acquire the lock named key. It returns a Lock
 // when a quorum of nodes granted it with validity left, and otherwise an error
 // matching ErrNotObtained with the per-node causes and the votes (*VoteError)
-// joined in. By then the release of the key was sent to every node, and
-// confirmed by those that had answered; a node whose outcome is unknown (it
+// joined in. By then the release of the key was sent to every node but those
+// that refused it (a refusal is definite: the key there is another's), and
+// confirmed by those that had granted it; a node whose outcome is unknown (it
 // failed, or had not answered) gets the release again in the background until
 // it answers, for at most a TTL after its outcome became unknown, or until
 // Close. When so many nodes failed that no quorum was possible, the error
@@ -662,22 +663,31 @@ func (c *Client) acquireEnded(key string) <-chan struct{} {
 	return ended
 }
 
-// abandon releases key on every node after a failed attempt: a node that
-// said false may have applied the SET on a retry, one that failed may have
-// applied it and lost the reply, and one that has not replied may apply it
-// yet. It waits for the first release to the nodes that answered, which are
-// known to be responsive, so that the key is free there when TryLock
-// returns. The nodes whose outcome is unknown get the release in the
-// background, repeated until they answer (see settle), whatever ctx does,
-// for at most a TTL after their outcome became unknown, or until Close.
+// abandon releases key after a failed attempt on every node that may hold
+// it: one that granted it, one that failed (it may have applied the SET and
+// lost the reply) and one that has not replied (it may apply it yet). A node
+// that said false holds another's key: a refusal is definite (package
+// driver's contract: a driver never resends a command whose reply was lost,
+// which could answer false over this attempt's own SET), and a release there
+// would find nothing of this attempt's, while it loaded the node and, waited
+// for, delayed the caller's next attempt by a round trip. abandon waits for
+// the first release to the nodes that granted it, which are known to be
+// responsive, so that the key is free there when TryLock returns. The nodes
+// whose outcome is unknown get the release in the background, repeated until
+// they answer (see settle), whatever ctx does, for at most a TTL after their
+// outcome became unknown, or until Close; a late reply that refused it gets
+// none.
 func (c *Client) abandon(ctx context.Context, r *round, key, value string, ttl time.Duration) {
 	bg := context.WithoutCancel(ctx)
 	deadline := c.now().Add(ttl)
-	first := make(chan struct{}, len(c.nodes))
+	var first chan struct{} // made at the first node that granted it
 	waitFor := 0
 	for i, s := range r.state {
 		switch s {
-		case granted, refused:
+		case granted:
+			if first == nil {
+				first = make(chan struct{}, len(c.nodes))
+			}
 			waitFor++
 			c.background(func() { c.settle(bg, i, key, value, 1, deadline, first) })
 		case failed:
@@ -689,8 +699,11 @@ func (c *Client) abandon(ctx context.Context, r *round, key, value string, ttl t
 			for range late {
 				rep := r.take(<-r.replies)
 				need := 1
-				if rep.err != nil {
+				switch {
+				case rep.err != nil:
 					need = 2
+				case !rep.ok:
+					continue // refused: another's key
 				}
 				deadline := c.now().Add(ttl)
 				c.settle(bg, rep.node, key, value, need, deadline, nil)

@@ -31,9 +31,10 @@
 // left: validity = ttl - elapsed - (ttl*driftFactor + 2ms), with elapsed
 // measured on the monotonic clock. The client decides as soon as the outcome is
 // known and never waits for a slow node after that. When an attempt fails, the
-// key is released on every node, including those that failed or did not answer,
-// because a SET may have been applied with its reply lost. Release and extend are
-// Lua scripts that act only if the key still holds the lock's value.
+// key is released on every node but those that refused it, including those that
+// failed or did not answer, because a SET may have been applied with its reply
+// lost (a refusal is definite: drivers never resend a command). Release and
+// extend are Lua scripts that act only if the key still holds the lock's value.
 //
 // # Safety
 //
