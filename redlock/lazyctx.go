@@ -45,10 +45,32 @@ func (l *lazyDeadline) init(parent context.Context, deadline time.Time, values c
 // keep records err as l's error unless one is already, and returns l's
 // error.
 func (l *lazyDeadline) keep(err error) error {
-	if l.err.CompareAndSwap(nil, &err) {
+	if l.err.CompareAndSwap(nil, keptErr(err)) {
 		return err
 	}
 	return *l.err.Load()
+}
+
+// The errors that lazyDeadlines keep most, each behind a pointer made once:
+// every round ends its contexts (end: Canceled), and keeping the error
+// allocated a pointer to it, twice per lone lock+unlock.
+var (
+	canceledErr = context.Canceled
+	deadlineErr = context.DeadlineExceeded
+)
+
+// keptErr returns a pointer to err, for keep: a shared one for the context
+// errors, a new one for the others (a parent's error of its own).
+func keptErr(err error) *error {
+	switch err {
+	case context.Canceled:
+		return &canceledErr
+	case context.DeadlineExceeded:
+		return &deadlineErr
+	}
+	p := new(error)
+	*p = err
+	return p
 }
 
 // materialize returns the context that l stands for, making it the first
@@ -119,7 +141,10 @@ func (l *lazyDeadline) Err() error {
 	if err := l.parent.Err(); err != nil {
 		return l.keep(err)
 	}
-	if !time.Now().Before(l.deadline) {
+	// time.Until reads the monotonic clock alone (one read, where
+	// time.Now makes two, for the wall clock too: 40 against 110-160ns on
+	// a virtual machine), as the deadline has a monotonic reading.
+	if time.Until(l.deadline) <= 0 {
 		return l.keep(context.DeadlineExceeded)
 	}
 	return nil

@@ -211,3 +211,36 @@ func TestLazyDeadlineValues(t *testing.T) {
 		t.Errorf("reading its network timeout allocates %v times, want none", got)
 	}
 }
+
+// Every round ends its contexts (end), twice per lone lock+unlock: ending a
+// lazyDeadline that nobody asked for Done, as a round's call sent at once
+// leaves it, costs no allocation; nor does its Err once it passed its
+// deadline.
+func TestLazyDeadlineEndAllocatesNothing(t *testing.T) {
+	const runs = 100
+	ls, next := make([]lazyDeadline, 2*(runs+1)), 0 // AllocsPerRun runs once more, unmeasured
+	fresh := func() *lazyDeadline { next++; return &ls[next-1] }
+	deadline := time.Now().Add(time.Hour)
+	got := testing.AllocsPerRun(runs, func() {
+		l := fresh()
+		l.init(context.Background(), deadline, nil)
+		l.end()
+		if !errors.Is(l.Err(), context.Canceled) {
+			t.Fatalf("Err after end = %v, want Canceled", l.Err())
+		}
+	})
+	if got != 0 {
+		t.Errorf("end allocates %v times, want none", got)
+	}
+	past := time.Now().Add(-time.Second)
+	got = testing.AllocsPerRun(runs, func() {
+		l := fresh()
+		l.init(context.Background(), past, nil)
+		if !errors.Is(l.Err(), context.DeadlineExceeded) {
+			t.Fatalf("Err past the deadline = %v, want DeadlineExceeded", l.Err())
+		}
+	})
+	if got != 0 {
+		t.Errorf("Err past the deadline allocates %v times, want none", got)
+	}
+}
