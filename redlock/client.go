@@ -508,7 +508,7 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 	)
 	if ok {
 		// Two nodes that are one server must not count as two.
-		if err := c.checkAnswered(ctx, r, c.now().Sub(start)); err != nil {
+		if err := c.checkAnswered(ctx, r, start); err != nil {
 			c.abandon(ctx, r, key, value, ttl)
 			if err == errIdentityCut {
 				return nil, outcome{r: r}, errors.Join(r.err(ctx, ErrNotObtained), err)

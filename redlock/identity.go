@@ -73,18 +73,22 @@ const identityGrace = 10 * time.Millisecond
 // of questions is in flight, it waits, as long as ctx lets it (else
 // errIdentityCut), for the identities of the nodes that answered r (they are
 // up: they answer their questions too), taking the replies of r that come
-// meanwhile, and for the others for at most grace more (as long as r took,
-// and identityGrace at least): a node that is down or stalled then holds the
-// first acquisitions up that long, not a node timeout, and another address
-// of a server that answered is found. A node whose question failed (or that
-// is not a driver.Identifier) is taken as distinct; a duplicate among nodes
-// that had not answered is found when they do (asked again, in the
-// background, every identityRetry), and fails the acquisitions from then on.
-func (c *Client) checkAnswered(ctx context.Context, r *round, grace time.Duration) error {
+// meanwhile, and for the others for at most grace more (as long as r took
+// since start, and identityGrace at least): a node that is down or stalled
+// then holds the first acquisitions up that long, not a node timeout, and
+// another address of a server that answered is found. A node whose question
+// failed (or that is not a driver.Identifier) is taken as distinct; a
+// duplicate among nodes that had not answered is found when they do (asked
+// again, in the background, every identityRetry), and fails the acquisitions
+// from then on.
+func (c *Client) checkAnswered(ctx context.Context, r *round, start time.Time) error {
 	id := &c.identities
 	if id.done.Load() {
 		return id.err
 	}
+	// Read only here, not on every acquisition once the identities are
+	// known: a clock read is not free (110-160ns on a virtual machine).
+	grace := c.now().Sub(start)
 	var (
 		graceOver <-chan time.Time
 		over      bool // the grace has passed; grace may be 0 before (a round that took no time on a fake clock)
