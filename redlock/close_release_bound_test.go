@@ -20,19 +20,19 @@ import (
 	"github.com/go-redlock/redlock/redlock"
 )
 
-// gatedRelease is a memory node (only driver.Node: its releases are
+// gatedCloseRelease is a memory node (only driver.Node: its releases are
 // EvalRelease) whose releases wait for gate (or their context's end) before
 // they reach it.
-type gatedRelease struct {
+type gatedCloseRelease struct {
 	m    *memory.Node
 	gate chan struct{}
 }
 
-func (n gatedRelease) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+func (n gatedCloseRelease) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
 	return n.m.SetNX(ctx, key, value, ttl)
 }
 
-func (n gatedRelease) EvalRelease(ctx context.Context, key, value string) (bool, error) {
+func (n gatedCloseRelease) EvalRelease(ctx context.Context, key, value string) (bool, error) {
 	select {
 	case <-n.gate:
 	case <-ctx.Done():
@@ -41,11 +41,11 @@ func (n gatedRelease) EvalRelease(ctx context.Context, key, value string) (bool,
 	return n.m.EvalRelease(ctx, key, value)
 }
 
-func (n gatedRelease) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+func (n gatedCloseRelease) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
 	return n.m.Extend(ctx, key, value, ttl)
 }
 
-func (n gatedRelease) Close() error { return n.m.Close() }
+func (n gatedCloseRelease) Close() error { return n.m.Close() }
 
 // labelled counts the goroutines that carry the profiler label key=value
 // (runtime/pprof): those started, directly or not, by a goroutine that had
@@ -81,7 +81,7 @@ func TestCloseReleasesDoFromBoundedGoroutines(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const locks = 4 * redlock.MaxRounds
 		m := memory.New()
-		n := gatedRelease{m: m, gate: make(chan struct{})}
+		n := gatedCloseRelease{m: m, gate: make(chan struct{})}
 		c, err := redlock.New([]driver.Node{n}, redlock.WithTTL(time.Hour), redlock.WithNodeTimeout(100*time.Millisecond))
 		require.NoError(t, err)
 		proceed := holdAll(t, c, locks) // their functions ignore their context
