@@ -131,6 +131,12 @@ checks each node and the set:
                 status and Lock.TTL (PTTL) are warnings; on a cluster's
                 primaries, CLUSTER SLOTS too (every cluster client reads
                 the slot map first)
+  writes        a lock taken and released on a scratch key beside --key
+                (SET NX PX, then the release script): a server that
+                refuses writes whoever sends them fails, with the reason
+                (OOM: memory full under noeviction; NOREPLICAS:
+                min-replicas-to-write not met; MISCONF: a failed RDB
+                snapshot with stop-writes-on-bgsave-error yes; READONLY)
   cluster       for a node given as a cluster (?cluster=true): its shards
                 (from the first seed that answers, which may be a replica),
                 replicas a failover could promote (a warning), slots no

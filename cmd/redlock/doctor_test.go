@@ -252,3 +252,39 @@ func TestDoctorReadPermissions(t *testing.T) {
 		}
 	}
 }
+
+// TestDoctorRefusedWrites checks nodes whose user may lock (ACL DRYRUN says
+// so) but whose server refuses every write: memory full under noeviction
+// (OOM), min-replicas-to-write not met (NOREPLICAS). doctor passed them, and
+// every lock on them failed. It fails them now, naming the reason, whether
+// it checked the user's rights with ACL DRYRUN or on a scratch key.
+func TestDoctorRefusedWrites(t *testing.T) {
+	t.Parallel()
+	full := redistest.NewServer(t, redistest.WithConfig("maxmemory", "2mb"), redistest.WithConfig("maxmemory-policy", "noeviction"))
+	noReplicas := redistest.NewServer(t, redistest.WithConfig("min-replicas-to-write", "1"))
+	healthy := redistest.NewServer(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	// About 4 MB of values, past maxmemory: a script may overshoot it.
+	if _, err := full.Do(ctx, "EVAL", "for i = 1, 30000 do redis.call('SET', 'fill:' .. i, string.rep('x', 100)) end", "0"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := full.Do(ctx, "ACL", "SETUSER", "noacl", "on", ">pw", "~*", "&*", "+@all", "-acl"); err != nil {
+		t.Fatal(err)
+	}
+	addrs := strings.Join([]string{full.Addr(), noReplicas.Addr(), healthy.Addr(), "redis://noacl:pw@" + full.Addr()}, ",")
+	rep, r := doctorJSON(t, addrs)
+	if r.code != exitFailure || rep.Status != statusFail {
+		t.Fatalf("doctor on a full node and one without its replicas: want exit 1, status fail; got %+v\n%v", rep, r)
+	}
+	for i, want := range map[int]string{0: "OOM", 1: "NOREPLICAS", 3: "OOM"} {
+		n := rep.Nodes[i]
+		c, ok := findCheck(n.Checks, "writes", statusFail)
+		if !ok || !strings.Contains(c.Message, want) {
+			t.Errorf("node %s: want a failed writes check naming %s, got %+v", n.Addr, want, n.Checks)
+		}
+	}
+	if _, ok := findCheck(rep.Nodes[2].Checks, "writes", statusOK); !ok || rep.Nodes[2].Status == statusFail {
+		t.Errorf("the healthy node: want writes ok and no failure, got %+v", rep.Nodes[2])
+	}
+}

@@ -85,7 +85,10 @@ func probeNode(ctx context.Context, a redisaddr.Addr, o doctorOptions, served fu
 	}
 	checkPersistence(n, fields, infoErr == nil, call, o.ttl)
 	checkClock(n, call, o.maxSkew)
-	checkPermissions(n, call, o, served)
+	if !checkPermissions(n, call, o, served) {
+		// ACL DRYRUN checks rights, not whether the server takes writes.
+		checkWrites(n, call, o, served)
+	}
 	return n
 }
 
@@ -170,6 +173,9 @@ func checkEviction(n *nodeReport, f map[string]string) {
 	case maxmem == "0":
 		n.add("eviction", statusOK, "no maxmemory: keys are never evicted")
 	case policy == "noeviction":
+		if human := f["maxmemory_human"]; human != "" {
+			maxmem = human
+		}
 		n.add("eviction", statusOK, "maxmemory %s with maxmemory-policy noeviction: keys are never evicted (writes fail when memory is full)", maxmem)
 	default:
 		n.add("eviction", statusFail, "maxmemory %s with maxmemory-policy %s: the node may evict lock keys and grant a held lock again; set maxmemory-policy noeviction", f["maxmemory_human"], policy)
@@ -281,8 +287,11 @@ type permission struct {
 // checkPermissions checks that the node's user may run what the drivers send,
 // with ACL DRYRUN, or on a scratch key when DRYRUN is not available. On a
 // cluster's primary (served not nil) that includes CLUSTER SLOTS, the slot
-// map that every driver's cluster client reads before any lock.
-func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, o doctorOptions, served func(slot int) bool) {
+// map that every driver's cluster client reads before any lock. It reports
+// whether writes need no other check: it wrote on a scratch key (when ACL
+// DRYRUN was not available), which shows whether the server takes them, or
+// the user may not make them.
+func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, o doctorOptions, served func(slot int) bool) (writesChecked bool) {
 	ttl := driver.MillisecondsString(o.ttl)
 	user, err := call("ACL", "WHOAMI").Text()
 	if err == nil {
@@ -343,10 +352,11 @@ func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, o doctorOptio
 			if d, err := dry(reads); err == nil && len(d) > 0 {
 				n.add("permissions", statusWarn, "user %s may not read the TTL of %q or its fencing counter, so redlock status and Lock.TTL fail: %s", user, o.key, strings.Join(d, "; "))
 			}
-			return
+			return len(denied) > 0
 		}
 	}
 	checkPermissionsScratch(n, call, o, served)
+	return true
 }
 
 // checkPermissionsScratch runs the commands the drivers send on a scratch key
@@ -354,21 +364,17 @@ func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, o doctorOptio
 // (served not nil) it runs CLUSTER SLOTS first, and the scratch key is one
 // of a slot the primary serves.
 func checkPermissionsScratch(n *nodeReport, call func(...any) *redis.Cmd, o doctorOptions, served func(slot int) bool) {
-	key := o.key + ":doctor:" + rand.Text()[:8]
 	if served != nil {
 		if err := call("CLUSTER", "SLOTS").Err(); err != nil {
 			n.add("permissions", statusFail, "CLUSTER SLOTS failed, so no lock can be taken on this node (every driver's cluster client reads the slot map with it first): %v", redisErrorText(err))
 			return
 		}
-		if slot := driver.HashSlot(key); hasHashTag(o.key) && !served(slot) {
-			// Every key beside o.key is in o.key's slot.
-			n.add("permissions", statusOK, "not checked here: ACL DRYRUN was not available, and the hash tag of %q puts its locks and the scratch key in slot %d, which another primary serves", o.key, slot)
-			return
-		}
-		base := key
-		for i := 0; !served(driver.HashSlot(key)) && i < 1<<20; i++ {
-			key = base + ":" + strconv.Itoa(i)
-		}
+	}
+	key, ok := scratchKey(o, served)
+	if !ok {
+		// Every key beside o.key is in o.key's slot.
+		n.add("permissions", statusOK, "not checked here: ACL DRYRUN was not available, and the hash tag of %q puts its locks and the scratch key in slot %d, which another primary serves", o.key, driver.HashSlot(key))
+		return
 	}
 	value := rand.Text()
 	const ttl = "10000"
@@ -384,11 +390,79 @@ func checkPermissionsScratch(n *nodeReport, call func(...any) *redis.Cmd, o doct
 	for _, s := range steps {
 		if err := call(s.args...).Err(); err != nil {
 			call("DEL", key)
+			if why := writeRefusal(err); why != "" {
+				n.add("writes", statusFail, "%s failed on the scratch key %q: %s", s.what, key, why)
+				return
+			}
 			n.add("permissions", statusFail, "%s failed on the scratch key %q, so locks on %q would fail too: %v", s.what, key, o.key, redisErrorText(err))
 			return
 		}
 	}
 	n.add("permissions", statusOK, "SET, EVAL, EVALSHA, GET, PEXPIRE and DEL work on the scratch key %q (ACL DRYRUN was not available)", key)
+}
+
+// scratchKey returns a key beside o.key, unique to this check, on which
+// doctor may write. On a cluster's primary (served not nil) it is a key of a
+// slot the primary serves; ok is false when there is none, because o.key's
+// hash tag puts every key beside it in a slot of another primary.
+func scratchKey(o doctorOptions, served func(slot int) bool) (key string, ok bool) {
+	key = o.key + ":doctor:" + rand.Text()[:8]
+	if served == nil {
+		return key, true
+	}
+	if hasHashTag(o.key) {
+		return key, served(driver.HashSlot(key))
+	}
+	base := key
+	for i := 0; !served(driver.HashSlot(key)) && i < 1<<20; i++ {
+		key = base + ":" + strconv.Itoa(i)
+	}
+	return key, served(driver.HashSlot(key))
+}
+
+// checkWrites takes and releases a lock on a scratch key, as the drivers
+// do: SET NX PX, then the release script. The user's rights may allow it
+// (ACL DRYRUN) while the server refuses every write: its memory is full
+// under noeviction (OOM), min-replicas-to-write is not met (NOREPLICAS), or
+// its last RDB save failed with stop-writes-on-bgsave-error (MISCONF).
+func checkWrites(n *nodeReport, call func(...any) *redis.Cmd, o doctorOptions, served func(slot int) bool) {
+	key, ok := scratchKey(o, served)
+	if !ok {
+		return // no key of this primary to write; the permissions check said so
+	}
+	value := rand.Text()
+	if err := call("SET", key, value, "NX", "PX", "10000").Err(); err != nil {
+		why := writeRefusal(err)
+		if why == "" {
+			why = redisErrorText(err)
+		}
+		n.add("writes", statusFail, "SET NX PX failed on the scratch key %q, so every lock fails on this node: %s", key, why)
+		return
+	}
+	if err := call("EVAL", driver.ReleaseScript().Source(), "1", key, value).Err(); err != nil {
+		call("DEL", key)
+		n.add("writes", statusFail, "the release script failed on the scratch key %q, so every release and extension fails on this node: %s", key, redisErrorText(err))
+		return
+	}
+	n.add("writes", statusOK, "a lock taken and released on the scratch key %q (SET NX PX, then the release script)", key)
+}
+
+// writeRefusal explains an error with which a server refuses writes
+// whoever sends them, or returns "" for any other error.
+func writeRefusal(err error) string {
+	msg := redisErrorText(err)
+	code, _, _ := strings.Cut(msg, " ")
+	switch code {
+	case "OOM":
+		return msg + " (the memory is full under maxmemory-policy noeviction: every lock fails here until memory is freed or maxmemory raised)"
+	case "NOREPLICAS":
+		return msg + " (min-replicas-to-write is not met: the node takes no write until enough replicas are connected, each within min-replicas-max-lag)"
+	case "MISCONF":
+		return msg + " (the last RDB snapshot failed and stop-writes-on-bgsave-error is yes: the node takes no write until a save succeeds)"
+	case "READONLY":
+		return msg + " (a read-only replica: every node must be an independent master)"
+	}
+	return ""
 }
 
 // redisErrorText shortens a Redis error for the report.
