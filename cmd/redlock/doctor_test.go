@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -286,5 +287,52 @@ func TestDoctorRefusedWrites(t *testing.T) {
 	}
 	if _, ok := findCheck(rep.Nodes[2].Checks, "writes", statusOK); !ok || rep.Nodes[2].Status == statusFail {
 		t.Errorf("the healthy node: want writes ok and no failure, got %+v", rep.Nodes[2])
+	}
+}
+
+// TestDoctorScratchOptionalPermissions checks users without ACL rights, as
+// the README's least-privilege one, for which doctor cannot use ACL DRYRUN
+// and writes on a scratch key instead. It checked only what every lock
+// needs there, and said ok to a user that could not subscribe to release
+// notices (waiters poll), keep fencing counters (--fencing fails) or run
+// PTTL (status and Lock.TTL fail); it warns about each now, and about
+// nothing for a user that has them all.
+func TestDoctorScratchOptionalPermissions(t *testing.T) {
+	t.Parallel()
+	const password = "s3cret-Passw0rd"
+	s := redistest.NewServer(t)
+	base := []string{"reset", "on", ">" + password, "~lock:*", "&redlock:released:{*}lock:*",
+		"+set", "+get", "+del", "+pexpire", "+eval", "+evalsha", "+spublish", "+ping", "+info"}
+	for user, extra := range map[string][]string{
+		"lockonly": nil,
+		"full":     {"~redlock:fence:*", "~{lock:*", "+pttl", "+ssubscribe", "+sunsubscribe"},
+	} {
+		if _, err := s.Do(t.Context(), append(append([]string{"ACL", "SETUSER", user}, base...), extra...)...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rep, r := doctorJSON(t, "redis://lockonly:"+password+"@"+s.Addr()+",redis://full:"+password+"@"+s.Addr(), "--key", "lock:jobs")
+	if strings.Contains(r.stdout+r.stderr, password) {
+		t.Fatalf("doctor printed the password:\n%v", r)
+	}
+	if len(rep.Nodes) != 2 {
+		t.Fatalf("want two nodes in the report, got %+v\n%v", rep, r)
+	}
+	var warned []string
+	for _, c := range rep.Nodes[0].Checks {
+		if c.Name == "permissions" && c.Status == statusWarn {
+			warned = append(warned, c.Message)
+		}
+	}
+	for _, want := range []string{"fencing", "waiters poll", "Lock.TTL"} {
+		if !slices.ContainsFunc(warned, func(m string) bool { return strings.Contains(m, want) }) {
+			t.Errorf("a user without fencing counters, SSUBSCRIBE and PTTL: no permissions warning saying %q; got %q", want, warned)
+		}
+	}
+	if _, ok := findCheck(rep.Nodes[0].Checks, "permissions", statusOK); !ok {
+		t.Errorf("the user may lock: want a permissions check ok, got %+v", rep.Nodes[0].Checks)
+	}
+	if c, ok := findCheck(rep.Nodes[1].Checks, "permissions", statusWarn); ok {
+		t.Errorf("a user with every permission: want no permissions warning, got %+v", c)
 	}
 }

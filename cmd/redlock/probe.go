@@ -85,7 +85,16 @@ func probeNode(ctx context.Context, a redisaddr.Addr, o doctorOptions, served fu
 	}
 	checkPersistence(n, fields, infoErr == nil, call, o.ttl)
 	checkClock(n, call, o.maxSkew)
-	if !checkPermissions(n, call, o, served) {
+	// A subscription, on a connection of its own, as a waiter's.
+	subscribe := func(channel string) error {
+		cctx, cancel := context.WithTimeout(ctx, o.timeout)
+		defer cancel()
+		ps := c.SSubscribe(cctx, channel)
+		defer ps.Close()
+		_, err := ps.ReceiveTimeout(cctx, o.timeout)
+		return err
+	}
+	if !checkPermissions(n, call, subscribe, o, served) {
 		// ACL DRYRUN checks rights, not whether the server takes writes.
 		checkWrites(n, call, o, served)
 	}
@@ -291,7 +300,7 @@ type permission struct {
 // whether writes need no other check: it wrote on a scratch key (when ACL
 // DRYRUN was not available), which shows whether the server takes them, or
 // the user may not make them.
-func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, o doctorOptions, served func(slot int) bool) (writesChecked bool) {
+func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, subscribe func(channel string) error, o doctorOptions, served func(slot int) bool) (writesChecked bool) {
 	ttl := driver.MillisecondsString(o.ttl)
 	user, err := call("ACL", "WHOAMI").Text()
 	if err == nil {
@@ -355,15 +364,17 @@ func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, o doctorOptio
 			return len(denied) > 0
 		}
 	}
-	checkPermissionsScratch(n, call, o, served)
+	checkPermissionsScratch(n, call, subscribe, o, served)
 	return true
 }
 
 // checkPermissionsScratch runs the commands the drivers send on a scratch key
-// beside o.key, with a short TTL, and deletes it. On a cluster's primary
-// (served not nil) it runs CLUSTER SLOTS first, and the scratch key is one
-// of a slot the primary serves.
-func checkPermissionsScratch(n *nodeReport, call func(...any) *redis.Cmd, o doctorOptions, served func(slot int) bool) {
+// beside o.key, with a short TTL, and deletes it; then what fencing, release
+// notifications and the reads of status and Lock.TTL need on that key, each
+// a warning, as with ACL DRYRUN. On a cluster's primary (served not nil) it
+// runs CLUSTER SLOTS first, and the scratch key is one of a slot the primary
+// serves.
+func checkPermissionsScratch(n *nodeReport, call func(...any) *redis.Cmd, subscribe func(channel string) error, o doctorOptions, served func(slot int) bool) {
 	if served != nil {
 		if err := call("CLUSTER", "SLOTS").Err(); err != nil {
 			n.add("permissions", statusFail, "CLUSTER SLOTS failed, so no lock can be taken on this node (every driver's cluster client reads the slot map with it first): %v", redisErrorText(err))
@@ -399,6 +410,47 @@ func checkPermissionsScratch(n *nodeReport, call func(...any) *redis.Cmd, o doct
 		}
 	}
 	n.add("permissions", statusOK, "SET, EVAL, EVALSHA, GET, PEXPIRE and DEL work on the scratch key %q (ACL DRYRUN was not available)", key)
+	checkOptionalScratch(n, call, subscribe, key, served != nil)
+}
+
+// checkOptionalScratch warns when the user may not use, on the scratch key
+// key, what fencing, release notifications and the reads of status and
+// Lock.TTL need. Nothing is written: the fencing scripts' keys are declared
+// to a script that touches none (Redis checks a script's keys against the
+// user when it is called), and the release notice goes to key's channel, on
+// which no waiter listens.
+func checkOptionalScratch(n *nodeReport, call func(...any) *redis.Cmd, subscribe func(channel string) error, key string, cluster bool) {
+	// A server without a command (SPUBLISH before 7.0) is the version
+	// check's business.
+	refused := func(err error) bool { return err != nil && driver.PermanentCode(err) != "ERR unknown command" }
+	fenceKeys := driver.FenceKeys(key, driver.FenceKey(key), cluster)
+	args := append([]any{"EVAL", "return 0", strconv.Itoa(1 + len(fenceKeys)), key}, anys(fenceKeys)...)
+	if err := call(args...).Err(); refused(err) {
+		n.add("permissions", statusWarn, "the user may not keep fencing counters (%s), so --fencing / WithFencing fails: %v", strings.Join(fenceKeys, ", "), redisErrorText(err))
+	}
+	ch := driver.ReleaseChannel(key)
+	var denied []string
+	if err := call("SPUBLISH", ch, "").Err(); refused(err) {
+		denied = append(denied, "SPUBLISH ("+redisErrorText(err)+")")
+	}
+	if err := subscribe(ch); refused(err) {
+		denied = append(denied, "SSUBSCRIBE ("+redisErrorText(err)+")")
+	}
+	if len(denied) > 0 {
+		n.add("permissions", statusWarn, "the user may not publish or subscribe to %q, so waiters poll instead of hearing releases: %s", ch, strings.Join(denied, "; "))
+	}
+	if err := call("PTTL", key).Err(); refused(err) {
+		n.add("permissions", statusWarn, "the user may not read the TTL of %q, so redlock status and Lock.TTL fail: %v", key, redisErrorText(err))
+	}
+}
+
+// anys returns ss as a []any.
+func anys(ss []string) []any {
+	a := make([]any, len(ss))
+	for i, s := range ss {
+		a[i] = s
+	}
+	return a
 }
 
 // scratchKey returns a key beside o.key, unique to this check, on which
