@@ -667,6 +667,49 @@ func TestVerbose(t *testing.T) {
 	}
 }
 
+// TestVerboseSubscribeRefused waits, with -v, as an ACL user that may lock
+// but not SSUBSCRIBE: the wait polls instead of hearing the release, and
+// said nothing about it; it says now, once a node, through every driver, and
+// still gets the lock once the holder releases it.
+func TestVerboseSubscribeRefused(t *testing.T) {
+	t.Parallel()
+	const password = "nosub-Passw0rd"
+	servers, addrs := nodes(t, 3)
+	var urls []string
+	for _, s := range servers {
+		if _, err := s.Do(t.Context(), "ACL", "SETUSER", "nosub", "on", ">"+password, "~*", "&*", "+@all", "-ssubscribe"); err != nil {
+			t.Fatal(err)
+		}
+		urls = append(urls, "redis://nosub:"+password+"@"+s.Addr())
+	}
+	for _, d := range []string{"goredis", "redigo", "rueidis"} {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			key := "nosub-" + d
+			holder, _ := startHold(t, "--nodes", addrs, key)
+			defer holder.term()
+			waiter := start(t, "run", "-v", "--driver", d, "--nodes", strings.Join(urls, ","), "--wait", "60s", key, "--", "true")
+			const said = "refuses to tell when " + "nosub-"
+			for deadline := time.Now().Add(30 * time.Second); strings.Count(waiter.stderr.String(), said) < len(servers); time.Sleep(10 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("run -v as a user without SSUBSCRIBE: no line per node saying %q within 30s; stderr:\n%s", said, waiter.stderr.String())
+				}
+			}
+			holder.term()
+			if code := waiter.wait(60 * time.Second); code != 0 {
+				t.Fatalf("run: exit %d once the holder released, want 0; stderr:\n%s", code, waiter.stderr.String())
+			}
+			out := waiter.stderr.String()
+			if n := strings.Count(out, said); n != len(servers) {
+				t.Errorf("want the refusal told once a node (%d), got %d:\n%s", len(servers), n, out)
+			}
+			if !strings.Contains(out, "NOPERM") || strings.Contains(out, password) {
+				t.Errorf("want NOPERM named and no password shown:\n%s", out)
+			}
+		})
+	}
+}
+
 // TestHoldReleaseFindsLost deletes the lock underneath hold between two
 // extensions and interrupts hold at once: the release finds it gone from a
 // quorum, so it was lost while held, and hold exits with 76.

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/redlock"
 )
 
@@ -45,6 +46,9 @@ type lockEvents struct {
 	unlocking bool
 	released  map[string]bool
 	nodes     int
+	// refusedNotices are the nodes that refused the wait's subscription
+	// to the key's releases, told once each.
+	refusedNotices map[string]bool
 	// firstDone, made by withLock, is closed when the first attempt to
 	// obtain the lock has ended; firstGranted says whether it obtained it.
 	firstDone    chan struct{}
@@ -192,8 +196,16 @@ func (e *lockEvents) Unlock(ctx context.Context, _ redlock.UnlockStart) (context
 }
 
 // NodeCall records, once Unlock has begun, the nodes that answered a
-// release.
+// release, and says (with --verbose, once a node) that a node refuses the
+// wait's subscription to the key's releases with an error retrying cannot
+// fix (NOPERM: an ACL user without SSUBSCRIBE or the channel; a server
+// without SSUBSCRIBE): the wait then polls that node, which is slower, and
+// nothing else would tell why.
 func (e *lockEvents) NodeCall(_ context.Context, c redlock.NodeCall) {
+	if c.Operation == redlock.OpSubscribe {
+		e.subscribeFailed(c)
+		return
+	}
 	if c.Operation != redlock.OpRelease || c.Err != nil {
 		return
 	}
@@ -206,6 +218,24 @@ func (e *lockEvents) NodeCall(_ context.Context, c redlock.NodeCall) {
 		e.released = make(map[string]bool)
 	}
 	e.released[c.Node] = true
+}
+
+// subscribeFailed tells, once a node, that a node refused a subscription
+// to the key's releases for good.
+func (e *lockEvents) subscribeFailed(c redlock.NodeCall) {
+	if !e.verbose || c.Err == nil || driver.PermanentCode(c.Err) == "" {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.refusedNotices[c.Node] {
+		return
+	}
+	if e.refusedNotices == nil {
+		e.refusedNotices = make(map[string]bool)
+	}
+	e.refusedNotices[c.Node] = true
+	e.say("node %s refuses to tell when %s is released (the wait polls it instead, which is slower): %v", c.Node, keyText(c.Key), c.Err)
 }
 
 // releasedNodes returns how many nodes answered a release since Unlock
