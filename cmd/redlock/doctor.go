@@ -122,7 +122,8 @@ checks each node and the set:
                 crashes forgets its locks and fencing counters: a warning
                 to keep a crashed node down for longer than the TTL before
                 it rejoins (which saves the locks, not the counters: with
-                --fencing a token can repeat) or to set appendfsync always
+                --fencing a token can repeat) or to set appendfsync always;
+                without appendonly, the RDB snapshots (save) are named
   clock         the node's clock (TIME) against this machine's
   permissions   that the user may run what the drivers send on --key: SET,
                 EVAL, EVALSHA and, inside the scripts, GET, PEXPIRE and DEL

@@ -336,3 +336,24 @@ func TestDoctorScratchOptionalPermissions(t *testing.T) {
 		t.Errorf("a user with every permission: want no permissions warning, got %+v", c)
 	}
 }
+
+// TestDoctorRDBSnapshots checks that doctor's persistence warning for a
+// node without appendonly says which RDB snapshots it takes, as CONFIG GET
+// save tells: with save "" a clean restart forgets every lock too, with
+// snapshots a crash forgets those since the last one. It said only
+// "appendonly no", the same for both.
+func TestDoctorRDBSnapshots(t *testing.T) {
+	t.Parallel()
+	none := redistest.NewServer(t, redistest.WithConfig("save", ""))
+	snapshots := redistest.NewServer(t, redistest.WithConfig("save", "3600", "1", "60", "10000"))
+	rep, r := doctorJSON(t, none.Addr()+","+snapshots.Addr())
+	if len(rep.Nodes) != 2 {
+		t.Fatalf("doctor --json: want 2 nodes, got %+v\n%v", rep, r)
+	}
+	for i, want := range []string{`save "" (no RDB snapshot, not even at shutdown)`, "save 3600 1 60 10000"} {
+		c, ok := findCheck(rep.Nodes[i].Checks, "persistence", statusWarn)
+		if !ok || !strings.Contains(c.Message, want) {
+			t.Errorf("node %s: want a persistence warning saying %q, got %+v", rep.Nodes[i].Addr, want, rep.Nodes[i].Checks)
+		}
+	}
+}

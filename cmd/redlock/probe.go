@@ -235,10 +235,33 @@ func checkPersistence(n *nodeReport, f map[string]string, haveInfo bool, call fu
 	case aof == "yes":
 		n.add("persistence", statusWarn, "appendonly yes, appendfsync %s: a node that crashes can forget its latest locks and fencing counters; %s", fsync, advice)
 	case aof == "no":
-		n.add("persistence", statusWarn, "appendonly no: a node that crashes or restarts forgets its locks and fencing counters; %s", advice)
+		switch save, ok := rdbSave(call); {
+		case ok && save == "":
+			n.add("persistence", statusWarn, "appendonly no, save \"\" (no RDB snapshot, not even at shutdown): a node that crashes or restarts, even cleanly, forgets every lock and fencing counter it held; %s", advice)
+		case ok:
+			n.add("persistence", statusWarn, "appendonly no, RDB snapshots (save %s): a node that crashes forgets the locks and fencing counters written since its last snapshot, and comes back with an older counter; %s", save, advice)
+		default:
+			n.add("persistence", statusWarn, "appendonly no: a node that crashes or restarts forgets its locks and fencing counters; %s", advice)
+		}
 	default:
 		n.add("persistence", statusWarn, "unknown (neither CONFIG GET nor INFO told); unless appendfsync is always, %s", advice)
 	}
+}
+
+// rdbSave returns the node's RDB snapshot schedule (CONFIG GET save: ""
+// when it takes none), and whether the node told it.
+func rdbSave(call func(...any) *redis.Cmd) (string, bool) {
+	m, err := call("CONFIG", "GET", "save").Slice()
+	if err != nil {
+		return "", false
+	}
+	for i := 0; i+1 < len(m); i += 2 {
+		if k, _ := m[i].(string); k == "save" {
+			v, ok := m[i+1].(string)
+			return v, ok
+		}
+	}
+	return "", false
 }
 
 // noFsyncOnRewrite reports whether the node has no-appendfsync-on-rewrite
