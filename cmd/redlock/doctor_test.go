@@ -335,6 +335,11 @@ func TestDoctorScratchOptionalPermissions(t *testing.T) {
 	if c, ok := findCheck(rep.Nodes[1].Checks, "permissions", statusWarn); ok {
 		t.Errorf("a user with every permission: want no permissions warning, got %+v", c)
 	}
+	// Neither may run TIME, which the library never sends: doctor says
+	// that only its own check needs it.
+	if c, ok := findCheck(rep.Nodes[1].Checks, "clock", statusWarn); !ok || !strings.Contains(c.Message, "only this check needs") {
+		t.Errorf("a user without +time: want a clock warning saying that only doctor needs TIME, got %+v", rep.Nodes[1].Checks)
+	}
 }
 
 // TestDoctorRDBSnapshots checks that doctor's persistence warning for a

@@ -287,6 +287,12 @@ func checkClock(n *nodeReport, call func(...any) *redis.Cmd, maxSkew time.Durati
 	t0 := time.Now()
 	v, err := call("TIME").Slice()
 	rtt := time.Since(t0)
+	if driver.PermanentCode(err) == "NOPERM" {
+		// The README's least-privilege user has no +time: the library
+		// never sends it.
+		n.add("clock", statusWarn, "not checked: the user may not run TIME, which only this check needs (locks do not); to compare the clocks, run doctor as a user with +time: %v", redisErrorText(err))
+		return
+	}
 	if err != nil || len(v) != 2 {
 		n.add("clock", statusWarn, "TIME failed: %v", err)
 		return
