@@ -35,7 +35,9 @@ var permanentERR = [...]string{
 // PermanentCode returns the code of a Redis error reply found in err's chain
 // (errors.Unwrap, including joined errors) that retrying cannot fix —
 // "NOAUTH", "WRONGPASS", "NOPERM", "WRONGTYPE", "OOM" or "READONLY" — and ""
-// when there is none. For an ERR reply that retrying cannot fix, a database
+// when there is none. "NOPERM" includes the refusal of a command that a
+// script calls, which Redis 7.0 replies with the code ERR ("ERR The user
+// executing the script can't run this command or subcommand"). For an ERR reply that retrying cannot fix, a database
 // the server does not have ("ERR DB index is out of range", "ERR SELECT is
 // not allowed in cluster mode") or a command it does not have ("ERR unknown
 // command": rename-command in redis.conf), it returns that reply's start. An error reply is recognized by its message, which
@@ -56,9 +58,22 @@ func PermanentCode(err error) string {
 	return code
 }
 
-// replyCode returns msg's first word if it is a permanent code, or msg's
-// start if it is one of permanentERR, with or without its code.
+// scriptACL starts the reply of Redis 7.0 to a command that a script calls
+// and that the ACL user may not run, or on a key or channel the user may not
+// touch ("ERR The user executing the script can't run this command or
+// subcommand", "... can't access at least one of the keys mentioned in the
+// command arguments", "... can't publish to the channel mentioned in the
+// command"): NOPERM under another code, as only a change of the user's
+// rights fixes it.
+const scriptACL = "ERR The user executing the script can't "
+
+// replyCode returns msg's first word if it is a permanent code, "NOPERM" for
+// a script's ACL refusal (scriptACL), or msg's start if it is one of
+// permanentERR, each with or without its code.
 func replyCode(msg string) string {
+	if strings.HasPrefix(msg, scriptACL) || strings.HasPrefix(msg, scriptACL[len("ERR "):]) {
+		return "NOPERM"
+	}
 	for _, reply := range permanentERR {
 		if strings.HasPrefix(msg, reply) || strings.HasPrefix(msg, reply[len("ERR "):]) {
 			return reply

@@ -33,6 +33,13 @@ func TestPermanentCode(t *testing.T) {
 		{replyError("ERR SELECT is not allowed in cluster mode"), "ERR SELECT is not allowed in cluster mode"},
 		{fmt.Errorf("rueidis: connect: %w", replyError("DB index is out of range")), "ERR DB index is out of range"},
 		{errors.New("ERR DB index is out"), ""},
+		// Redis 7.0's refusals of what a script calls, as redigo and
+		// go-redis give them (with ERR) and rueidis (without).
+		{fmt.Errorf("goredis: extend: %w", replyError("ERR The user executing the script can't run this command or subcommand script: b100f71f, on @user_script:4.")), "NOPERM"},
+		{fmt.Errorf("rueidis: extend: %w", replyError("The user executing the script can't run this command or subcommand script: b100f71f, on @user_script:4.")), "NOPERM"},
+		{replyError("ERR The user executing the script can't access at least one of the keys mentioned in the command arguments script: fa24ae18, on @user_script:1."), "NOPERM"},
+		{replyError("ERR The user executing the script can't publish to the channel mentioned in the command script: 1b2c, on @user_script:6."), "NOPERM"},
+		{errors.New("ERR The user executing the script"), ""},
 		{errors.New("LOADING Redis is loading the dataset in memory"), ""},
 		{errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), ""},
 		{errors.New("a message that mentions WRONGPASS later"), ""},

@@ -778,6 +778,37 @@ func TestVerboseExtensionFailure(t *testing.T) {
 
 // TestPermanentNodeError gives a wrong password: retrying cannot fix it, so
 // run fails at once with 1 rather than waiting, and never shows the password.
+// TestScriptNOPERMStops runs run --fencing as an ACL user without +get,
+// which the fencing script calls: Redis 7.0 refuses it inside the script
+// with "ERR The user executing the script can't run this command", which
+// was not taken for NOPERM, so run retried what can never succeed until
+// --wait ended (60s here), then said only that the lock was not obtained.
+// It stops at once now, through every driver, naming NOPERM.
+func TestScriptNOPERMStops(t *testing.T) {
+	t.Parallel()
+	const password = "noget-Passw0rd"
+	servers, _ := nodes(t, 3)
+	var urls []string
+	for _, s := range servers {
+		if _, err := s.Do(t.Context(), "ACL", "SETUSER", "noget", "on", ">"+password, "~*", "&*", "+@all", "-get"); err != nil {
+			t.Fatal(err)
+		}
+		urls = append(urls, "redis://noget:"+password+"@"+s.Addr())
+	}
+	for _, d := range []string{"goredis", "redigo", "rueidis"} {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			r := invoke(t, "", "run", "--driver", d, "--fencing", "--wait", "60s", "--nodes", strings.Join(urls, ","), "k-"+d, "--", "true")
+			if r.code != exitFailure || !strings.Contains(r.stderr, "answered NOPERM, which retrying cannot fix") || !strings.Contains(r.stderr, "can't run this command") {
+				t.Errorf("run --fencing as a user without GET: want exit 1, the script's refusal named NOPERM and stopped at once, got %v", r)
+			}
+			if strings.Contains(r.stdout+r.stderr, password) {
+				t.Errorf("run printed the password:\n%v", r)
+			}
+		})
+	}
+}
+
 func TestPermanentNodeError(t *testing.T) {
 	t.Parallel()
 	servers, _ := nodes(t, 3, redistest.WithPassword("right-Pa55"))
