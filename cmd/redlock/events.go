@@ -49,6 +49,15 @@ type lockEvents struct {
 	// refusedNotices are the nodes that refused the wait's subscription
 	// to the key's releases, told once each.
 	refusedNotices map[string]bool
+	// ttl is the locks' TTL, which every extension of Do asks for.
+	ttl time.Duration
+	// holders are the nodes that said yes to an extension of the lock,
+	// each with the earliest time its key expires there; forgot, those
+	// that said no before that time, told once each; forgotten, those of
+	// forgot not told yet.
+	holders   map[string]time.Time
+	forgot    map[string]bool
+	forgotten []string
 	// firstDone, made by withLock, is closed when the first attempt to
 	// obtain the lock has ended; firstGranted says whether it obtained it.
 	firstDone    chan struct{}
@@ -149,12 +158,14 @@ func (e *lockEvents) Extend(ctx context.Context, _ redlock.ExtendStart) (context
 		defer e.mu.Unlock()
 		switch {
 		case d.Err == nil:
+			e.tellForgotten(d.Key)
 			if e.extendFails > 0 {
 				e.say("extended %s again after %d failed extension(s)", keyText(d.Key), e.extendFails)
 			}
 			e.extendFails = 0
 		case d.Lost:
-			// LockEnd tells.
+			// LockEnd tells, the nodes that forgot the key included.
+			e.forgotten = nil
 		case errors.Is(d.Err, context.Canceled), errors.Is(d.Err, redlock.ErrAlreadyUnlocked):
 			// Do is done with the lock (CMD exited while the extension was
 			// in flight) and releases it: no failure, nothing retried.
@@ -202,8 +213,12 @@ func (e *lockEvents) Unlock(ctx context.Context, _ redlock.UnlockStart) (context
 // without SSUBSCRIBE): the wait then polls that node, which is slower, and
 // nothing else would tell why.
 func (e *lockEvents) NodeCall(_ context.Context, c redlock.NodeCall) {
-	if c.Operation == redlock.OpSubscribe {
+	switch c.Operation {
+	case redlock.OpSubscribe:
 		e.subscribeFailed(c)
+		return
+	case redlock.OpExtend:
+		e.extendAnswered(c)
 		return
 	}
 	if c.Operation != redlock.OpRelease || c.Err != nil {
@@ -218,6 +233,52 @@ func (e *lockEvents) NodeCall(_ context.Context, c redlock.NodeCall) {
 		e.released = make(map[string]bool)
 	}
 	e.released[c.Node] = true
+}
+
+// extendAnswered records, for each node that said yes to an extension of
+// the lock, when the key will expire there at the earliest (the extension's
+// TTL from the moment the round of calls began), and takes a node that says
+// no before then for one that no longer holds the key although the lock runs
+// on. Nothing but a fault removes the key there before it expires (eviction
+// under maxmemory, a DEL or FLUSHALL, a restart without the data, a clock
+// stepped forward): the lock holds while a quorum does, but on one node
+// fewer than the operator counts on, silently otherwise. A no after that
+// time proves nothing (the node may have missed extensions: down, slow), so
+// it is not told. The next extension that succeeds tells them (see Extend);
+// one that finds the lock lost tells the loss instead.
+func (e *lockEvents) extendAnswered(c redlock.NodeCall) {
+	now := time.Now()
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case c.OK:
+		if e.holders == nil {
+			e.holders = make(map[string]time.Time)
+		}
+		if expires := now.Add(-c.Duration).Add(e.ttl); expires.After(e.holders[c.Node]) {
+			e.holders[c.Node] = expires
+		}
+	case c.Err == nil && !e.forgot[c.Node]:
+		// Less a margin for the node's clock rate against this one's.
+		expires, ok := e.holders[c.Node]
+		if !ok || !now.Before(expires.Add(-e.ttl/20)) {
+			return
+		}
+		if e.forgot == nil {
+			e.forgot = make(map[string]bool)
+		}
+		e.forgot[c.Node] = true
+		e.forgotten = append(e.forgotten, c.Node)
+	}
+}
+
+// tellForgotten tells, once a node and even without --verbose, the nodes
+// found no longer holding the lock while it runs on. The caller holds e.mu.
+func (e *lockEvents) tellForgotten(key string) {
+	for _, node := range e.forgotten {
+		e.warn("node %s no longer holds %s, which it held: its key was evicted (maxmemory-policy), deleted or flushed, expired early (a clock stepped forward), or the node restarted without its data; the lock holds while a quorum of nodes does, with that node fewer to spare (see redlock doctor)", node, keyText(key))
+	}
+	e.forgotten = nil
 }
 
 // subscribeFailed tells, once a node, that a node refused a subscription

@@ -122,7 +122,7 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 	}
 	defer signal.Stop(sigs)
 
-	events := &lockEvents{verbose: o.verbose, warnUnavailable: !o.waitSet || o.wait > 0, oneAttempt: o.waitSet && o.wait == 0, stderr: stderr, firstDone: make(chan struct{})}
+	events := &lockEvents{ttl: o.ttl, verbose: o.verbose, warnUnavailable: !o.waitSet || o.wait > 0, oneAttempt: o.waitSet && o.wait == 0, stderr: stderr, firstDone: make(chan struct{})}
 	opts := []redlock.Option{redlock.WithTTL(o.ttl), redlock.WithObserver(events)}
 	if o.fencing {
 		opts = append(opts, redlock.WithFencing())

@@ -1,0 +1,105 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// TestHoldTellsNodeThatForgotKey deletes a held lock's key on one node of
+// three, as an eviction under maxmemory-policy allkeys-lru would, after an
+// extension reached that node: the lock runs on, held by the other two, and
+// hold said nothing, with or without -v, while one more failure would now
+// lose it. It tells it now, once, without -v, and keeps the lock.
+func TestHoldTellsNodeThatForgotKey(t *testing.T) {
+	t.Parallel()
+	servers, addrs := nodes(t, 3)
+	holder, _ := startHold(t, "--nodes", addrs, "--ttl", "3s", "forgotten")
+	defer holder.term()
+	value := valueOf(t, servers, "forgotten")
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
+	defer cancel()
+	// A node that holds the key and whose TTL was raised: an extension
+	// reached it (every second), so hold knows it held the key.
+	var victim int
+	pttls := make([]int64, len(servers))
+	for extended := false; !extended; {
+		if ctx.Err() != nil {
+			t.Fatalf("no node's TTL of the held key rose within 60s; stderr:\n%s", holder.stderr.String())
+		}
+		for i, s := range servers {
+			v, _ := s.Do(ctx, "GET", "forgotten")
+			p, _ := s.Do(ctx, "PTTL", "forgotten")
+			ms, _ := p.(int64)
+			if v == value && pttls[i] > 0 && ms > pttls[i] {
+				victim, extended = i, true
+				break
+			}
+			pttls[i] = ms
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if _, err := servers[victim].Do(ctx, "DEL", "forgotten"); err != nil {
+		t.Fatal(err)
+	}
+	const said = "no longer holds forgotten, which it held"
+	for !strings.Contains(holder.stderr.String(), said) {
+		if ctx.Err() != nil {
+			t.Fatalf("hold did not say %q within 60s; stderr:\n%s", said, holder.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	holder.term()
+	if holder.code != 0 {
+		t.Fatalf("hold: exit %d, want 0: the lock held on a quorum; stderr:\n%s", holder.code, holder.stderr.String())
+	}
+	if n := strings.Count(holder.stderr.String(), said); n != 1 || !strings.Contains(holder.stderr.String(), servers[victim].Addr()) {
+		t.Errorf("want one line naming %s, got %d:\n%s", servers[victim].Addr(), n, holder.stderr.String())
+	}
+}
+
+// TestForgottenKeyOnlyBeforeItsExpiry feeds the command's observer a node
+// that said yes to an extension, then no: told when the no came before the
+// key could expire there (ttl one hour), after the next extension that
+// succeeded; not when it could have expired (ttl 1ns: the node may have
+// missed extensions), nor when the extension found the lock lost (the loss
+// is told instead).
+func TestForgottenKeyOnlyBeforeItsExpiry(t *testing.T) {
+	t.Parallel()
+	ok := redlock.NodeCall{Key: "k", Node: "n1", Operation: redlock.OpExtend, OK: true}
+	no := redlock.NodeCall{Key: "k", Node: "n1", Operation: redlock.OpExtend}
+	votes := redlock.Votes{Nodes: 3, Quorum: 2, Granted: 2, Refused: 1}
+	for _, tc := range []struct {
+		name string
+		ttl  time.Duration
+		lost bool
+		want int
+	}{
+		{"before expiry", time.Hour, false, 1},
+		{"after expiry", time.Nanosecond, false, 0},
+		{"lock lost", time.Hour, true, 0},
+	} {
+		var stderr bytes.Buffer
+		e := &lockEvents{ttl: tc.ttl, stderr: &stderr}
+		e.NodeCall(context.Background(), ok)
+		time.Sleep(time.Millisecond) // past the 1ns TTL
+		for range 2 {
+			e.NodeCall(context.Background(), no)
+			_, end := e.Extend(context.Background(), redlock.ExtendStart{Key: "k", TTL: tc.ttl})
+			d := redlock.ExtendDone{Key: "k", TTL: tc.ttl, Votes: votes, Until: time.Now().Add(tc.ttl)}
+			if tc.lost {
+				d.Votes, d.Lost, d.Err = redlock.Votes{Nodes: 3, Quorum: 2, Refused: 3}, true, redlock.ErrLockLost
+			}
+			end(d)
+		}
+		if got := strings.Count(stderr.String(), "n1 no longer holds k"); got != tc.want {
+			t.Errorf("%s: told %d times, want %d:\n%s", tc.name, got, tc.want, stderr.String())
+		}
+	}
+}
