@@ -55,9 +55,13 @@ type lockEvents struct {
 	// each with the earliest time its key expires there; forgot, those
 	// that said no before that time, told once each; forgotten, those of
 	// forgot not told yet.
-	holders   map[string]time.Time
-	forgot    map[string]bool
-	forgotten []string
+	// broken are the nodes that refused an acquisition for good, not
+	// told yet; brokenTold, every such node.
+	broken     []redlock.NodeCall
+	brokenTold map[string]bool
+	holders    map[string]time.Time
+	forgot     map[string]bool
+	forgotten  []string
 	// firstDone, made by withLock, is closed when the first attempt to
 	// obtain the lock has ended; firstGranted says whether it obtained it.
 	firstDone    chan struct{}
@@ -112,6 +116,7 @@ func (e *lockEvents) Attempt(ctx context.Context, _ redlock.AttemptStart) (conte
 		switch d.Outcome {
 		case redlock.OutcomeGranted:
 			e.token, e.until = d.Token, d.Until
+			e.tellBroken()
 		case redlock.OutcomeNotObtained, redlock.OutcomeUnavailable:
 			// Once each: the verdicts of a long wait can alternate.
 			if e.told[d.Outcome] || e.oneAttempt {
@@ -220,6 +225,9 @@ func (e *lockEvents) NodeCall(_ context.Context, c redlock.NodeCall) {
 	case redlock.OpExtend:
 		e.extendAnswered(c)
 		return
+	case redlock.OpAcquire:
+		e.acquireFailed(c)
+		return
 	}
 	if c.Operation != redlock.OpRelease || c.Err != nil {
 		return
@@ -270,6 +278,44 @@ func (e *lockEvents) extendAnswered(c redlock.NodeCall) {
 		e.forgot[c.Node] = true
 		e.forgotten = append(e.forgotten, c.Node)
 	}
+}
+
+// acquireFailed records a node that answered an acquisition with an error
+// retrying cannot fix (READONLY from a replica, NOPERM, OOM, a command
+// renamed away, ...): it will refuse every lock. It is told once a lock is
+// granted all the same, on the other nodes (by Attempt, or here for a reply
+// that came after the grant); when none is, the command's error names
+// every node's.
+func (e *lockEvents) acquireFailed(c redlock.NodeCall) {
+	if c.Err == nil || driver.PermanentCode(c.Err) == "" {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.brokenTold[c.Node] {
+		return
+	}
+	if e.brokenTold == nil {
+		e.brokenTold = make(map[string]bool)
+	}
+	e.brokenTold[c.Node] = true
+	e.broken = append(e.broken, c)
+	if !e.until.IsZero() {
+		// The call returned after the grant: the Client does not wait
+		// for a node once a quorum has decided.
+		e.tellBroken()
+	}
+}
+
+// tellBroken tells, once a node and even without --verbose, the nodes that
+// refused the acquisition of a lock granted on the others: a lock granted
+// with a node that can never take part tolerates one failure fewer than
+// the operator counts on. The caller holds e.mu.
+func (e *lockEvents) tellBroken() {
+	for _, c := range e.broken {
+		e.warn("node %s refuses every lock with an error retrying cannot fix, so the lock on %s is held on the other nodes, with that node fewer to spare (see redlock doctor): %v", c.Node, keyText(c.Key), c.Err)
+	}
+	e.broken = nil
 }
 
 // tellForgotten tells, once a node and even without --verbose, the nodes

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -101,5 +102,39 @@ func TestForgottenKeyOnlyBeforeItsExpiry(t *testing.T) {
 		if got := strings.Count(stderr.String(), "n1 no longer holds k"); got != tc.want {
 			t.Errorf("%s: told %d times, want %d:\n%s", tc.name, got, tc.want, stderr.String())
 		}
+	}
+}
+
+// TestHoldTellsNodeThatRefusesLocks holds a lock on three nodes of which
+// one is a replica: it answers READONLY, which retrying cannot fix, and the
+// lock is held on the two others. hold said nothing of it without -v, and
+// the set then tolerated no failure while the operator counted on one. It
+// tells it now, once, through every driver.
+func TestHoldTellsNodeThatRefusesLocks(t *testing.T) {
+	t.Parallel()
+	servers, addrs := nodes(t, 3)
+	host, port, _ := net.SplitHostPort(servers[0].Addr())
+	if _, err := servers[2].Do(t.Context(), "REPLICAOF", host, port); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{"goredis", "redigo", "rueidis"} {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			holder, _ := startHold(t, "--driver", d, "--nodes", addrs, "refused-"+d)
+			defer holder.term()
+			said := "node " + servers[2].Addr() + " refuses every lock"
+			deadline := time.Now().Add(30 * time.Second)
+			for !strings.Contains(holder.stderr.String(), said) {
+				if time.Now().After(deadline) {
+					t.Fatalf("hold did not say %q within 30s; stderr:\n%s", said, holder.stderr.String())
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			holder.term()
+			out := holder.stderr.String()
+			if holder.code != 0 || strings.Count(out, said) != 1 || !strings.Contains(out, "READONLY") {
+				t.Errorf("want exit 0 and one line naming READONLY, got exit %d:\n%s", holder.code, out)
+			}
+		})
 	}
 }
