@@ -135,7 +135,8 @@ func TestDoctorClusterReplicaSeed(t *testing.T) {
 func TestDoctorClusterScratchPermissions(t *testing.T) {
 	t.Parallel()
 	c := redistest.NewCluster(t, 2, redistest.WithServerOptions(
-		redistest.WithConfig("user", "locker", "on", ">locker-pw", "~*", "&*", "+@all", "-acl")))
+		redistest.WithConfig("user", "locker", "on", ">locker-pw", "~*", "&*", "+@all", "-acl"),
+		redistest.WithConfig("user", "nosub", "on", ">nosub-pw", "~*", "&*", "+@all", "-acl", "-ssubscribe")))
 	url := strings.Replace(c.URL(), "redis://", "redis://locker:locker-pw@", 1)
 
 	rep, r := doctorJSON(t, url)
@@ -143,6 +144,16 @@ func TestDoctorClusterScratchPermissions(t *testing.T) {
 	ch, ok := findCheck(n.Checks, "permissions", statusOK)
 	if !ok || !strings.Contains(ch.Message, "scratch key") || r.code != 0 {
 		t.Errorf("a user without ACL DRYRUN on a cluster: want permissions ok on every primary's scratch key, exit 0; got exit %d, %+v", r.code, n.Checks)
+	}
+	// Fencing, notifications and PTTL, checked on each primary's scratch
+	// key, are the user's: no warning (no MOVED, no CROSSSLOT).
+	if c, ok := findCheck(n.Checks, "permissions", statusWarn); ok {
+		t.Errorf("a user with every right but ACL on a cluster: want no permissions warning, got %+v", c)
+	}
+	// Without SSUBSCRIBE, every primary says that waiters poll.
+	rep, _ = doctorJSON(t, strings.Replace(c.URL(), "redis://", "redis://nosub:nosub-pw@", 1))
+	if ch, ok := findCheck(rep.Nodes[0].Checks, "permissions", statusWarn); !ok || !strings.Contains(ch.Message, "waiters poll") || strings.Count(ch.Message, "SSUBSCRIBE") < 1 {
+		t.Errorf("a user without SSUBSCRIBE on a cluster: want a permissions warning that waiters poll, got %+v", rep.Nodes[0].Checks)
 	}
 
 	// --key with a hash tag of a slot of shard 1: every key beside it is in
