@@ -168,7 +168,13 @@ func (c *Client) askLocked() {
 			wg.Go(func() {
 				ctx, cancel := context.WithTimeout(c.quit, c.nodeTimeout)
 				defer cancel()
+				began := time.Now()
 				ids, err := c.nodes[i].(driver.Identifier).Identity(ctx)
+				if err != nil && c.obs != nil {
+					// Before the answer is recorded: an acquisition that
+					// waits for it returns after the observers heard.
+					c.observeNode(ctx, i, OpIdentity, "", began, false, err)
+				}
 				id.mu.Lock()
 				defer id.mu.Unlock()
 				id.asked[i] = false

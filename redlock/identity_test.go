@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -280,4 +281,53 @@ func TestFirstAcquisitionGraceWhenRoundTookNoTime(t *testing.T) {
 		require.Nil(t, l)
 		require.ErrorContains(t, err, "reach the same server (server0)")
 	})
+}
+
+// errNoInfo is the refusal of INFO to an ACL user without +info.
+var errNoInfo = errors.New("NOPERM this user has no permissions to run the 'info' command")
+
+// noInfoNode is a node whose identity question is refused.
+type noInfoNode struct{ *memory.Node }
+
+func (noInfoNode) Identity(context.Context) ([]string, error) { return nil, errNoInfo }
+
+// identityCalls records the NodeCalls of OpIdentity.
+type identityCalls struct {
+	redlock.NopObserver
+	mu    sync.Mutex
+	calls []redlock.NodeCall
+}
+
+func (o *identityCalls) NodeCall(_ context.Context, e redlock.NodeCall) {
+	if e.Operation == redlock.OpIdentity {
+		o.mu.Lock()
+		o.calls = append(o.calls, e)
+		o.mu.Unlock()
+	}
+}
+
+// A node whose identity question fails is taken as distinct, so one server
+// under two addresses would count twice towards the quorum, unseen: the
+// observers hear of each such failure (OpIdentity, Key ""), before the
+// first acquisition returns. Before, nothing told them, nor a logger.
+func TestIdentityFailureObserved(t *testing.T) {
+	nodes := []driver.Node{noInfoNode{memory.New()}, noInfoNode{memory.New()}, noInfoNode{memory.New()}}
+	rec := &identityCalls{}
+	c, err := redlock.New(nodes, redlock.WithObserver(rec))
+	require.NoError(t, err)
+	defer c.Close()
+	l, err := c.TryLock(t.Context(), "k")
+	require.NoError(t, err, "a node whose identity is unknown is taken as distinct")
+	defer l.Unlock(context.WithoutCancel(t.Context()))
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	require.Len(t, rec.calls, len(nodes), "one failed identity question per node, reported before TryLock returned")
+	seen := map[string]bool{}
+	for _, e := range rec.calls {
+		require.Empty(t, e.Key)
+		require.False(t, e.OK)
+		require.ErrorIs(t, e.Err, errNoInfo)
+		seen[e.Node] = true
+	}
+	require.Len(t, seen, len(nodes), "each node once")
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"log/slog"
 	"time"
+
+	"github.com/go-redlock/redlock/driver"
 )
 
 // WithLogger makes the Client log what it does to l, as an Observer beside
@@ -17,15 +19,19 @@ import (
 //     one its caller canceled, nor one that sent nothing since its context
 //     had ended, nor one of a lock already found lost or unlocked, nor one
 //     given a TTL out of range: bad input, returned to its caller, is
-//     logged at Debug as "redlock: extend refused: bad TTL").
+//     logged at Debug as "redlock: extend refused: bad TTL"); and a node
+//     that refuses to tell which server it is with an error retrying cannot
+//     fix ("redlock: node does not tell which server it is", OpIdentity: an
+//     ACL user without +info), so that one server under two addresses
+//     would count twice towards the quorum, unseen.
 //   - Debug: every acquisition attempt (outcome, votes, duration), the wait
 //     of every Lock, every Extend, Unlock and Do, every node call that failed,
 //     and every waiter woken to try again ("redlock: woken to try again": by
 //     a release, or by the end of another attempt of its Client on the key
 //     that it found in flight; the Wake event does not say which).
 //
-// Every record carries the lock's key as the attribute "key" (without the
-// Client's prefix). No record contains a lock's value or a node's password:
+// Every record about a lock carries its key as the attribute "key" (without
+// the Client's prefix). No record contains a lock's value or a node's password:
 // nodes are named as in NodeError. A nil l is an error.
 func WithLogger(l *slog.Logger) Option {
 	return func(c *config) {
@@ -161,6 +167,12 @@ func (o logObserver) Unlock(ctx context.Context, e UnlockStart) (context.Context
 }
 
 func (o logObserver) NodeCall(ctx context.Context, e NodeCall) {
+	if e.Operation == OpIdentity && driver.PermanentCode(e.Err) != "" {
+		o.l.LogAttrs(ctx, slog.LevelWarn, "redlock: node does not tell which server it is",
+			slog.String("node", e.Node), errAttr(e.Err),
+			slog.String("consequence", "if two addresses of the nodes are one server, it counts twice towards the quorum, unseen"))
+		return
+	}
 	if e.Err == nil || !o.debug(ctx) {
 		return
 	}

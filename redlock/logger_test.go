@@ -13,6 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/drivers/memory"
 	"github.com/go-redlock/redlock/redistest"
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -194,4 +196,22 @@ func TestLoggerWake(t *testing.T) {
 	require.NotNil(t, wake, "no wake record in:\n%s", out.String())
 	require.Equal(t, "DEBUG", wake["level"])
 	require.Equal(t, "woken", wake["key"])
+}
+
+// A node that refuses for good to tell which server it is (INFO for an ACL
+// user without +info) is a warning: the check that no two addresses are one
+// server takes it as distinct, and one server would count twice, unseen. It
+// was not logged at all, at any level.
+func TestLoggerIdentityRefused(t *testing.T) {
+	var out syncBuffer
+	logger := slog.New(slog.NewTextHandler(&out, nil))
+	nodes := []driver.Node{noInfoNode{memory.New()}, noInfoNode{memory.New()}, noInfoNode{memory.New()}}
+	c, err := redlock.New(nodes, redlock.WithLogger(logger))
+	require.NoError(t, err)
+	defer c.Close()
+	l, err := c.TryLock(t.Context(), "k")
+	require.NoError(t, err)
+	require.NoError(t, l.Unlock(t.Context()))
+	assert.Equal(t, len(nodes), strings.Count(out.String(), `level=WARN msg="redlock: node does not tell which server it is"`), out.String())
+	assert.Contains(t, out.String(), "NOPERM")
 }

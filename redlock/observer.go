@@ -275,6 +275,13 @@ const (
 	OpRelease   = "release"   // the release script: Unlock, or after a failed attempt
 	OpSubscribe = "subscribe" // a waiter's subscription to the key's releases
 	OpTTL       = "ttl"       // Lock.TTL's query of the time to live left
+	// OpIdentity is the question of which server a node is
+	// (driver.Identifier: INFO's run_id with the Redis drivers), asked by
+	// the first acquisitions so that one server under two addresses is
+	// refused. It is reported only when it fails, with Key "": the check
+	// then takes the node as distinct, and a server under two addresses
+	// counts twice, unseen (an ACL user without +info, INFO renamed away).
+	OpIdentity = "identity"
 )
 
 // How a lock's life ended, in LockEnd.How.

@@ -59,9 +59,12 @@ type lockEvents struct {
 	// told yet; brokenTold, every such node.
 	broken     []redlock.NodeCall
 	brokenTold map[string]bool
-	holders    map[string]time.Time
-	forgot     map[string]bool
-	forgotten  []string
+	// anonymous are the nodes that refused to tell which server they are,
+	// told once each.
+	anonymous map[string]bool
+	holders   map[string]time.Time
+	forgot    map[string]bool
+	forgotten []string
 	// firstDone, made by withLock, is closed when the first attempt to
 	// obtain the lock has ended; firstGranted says whether it obtained it.
 	firstDone    chan struct{}
@@ -228,6 +231,9 @@ func (e *lockEvents) NodeCall(_ context.Context, c redlock.NodeCall) {
 	case redlock.OpAcquire:
 		e.acquireFailed(c)
 		return
+	case redlock.OpIdentity:
+		e.identityRefused(c)
+		return
 	}
 	if c.Operation != redlock.OpRelease || c.Err != nil {
 		return
@@ -305,6 +311,26 @@ func (e *lockEvents) acquireFailed(c redlock.NodeCall) {
 		// for a node once a quorum has decided.
 		e.tellBroken()
 	}
+}
+
+// identityRefused tells, once a node and even without --verbose, a node
+// that refuses for good to tell which server it is (INFO, for an ACL user
+// without +info): the Client takes it as distinct, so one server under two
+// addresses would count twice towards the quorum, unseen.
+func (e *lockEvents) identityRefused(c redlock.NodeCall) {
+	if c.Err == nil || driver.PermanentCode(c.Err) == "" {
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.anonymous[c.Node] {
+		return
+	}
+	if e.anonymous == nil {
+		e.anonymous = make(map[string]bool)
+	}
+	e.anonymous[c.Node] = true
+	e.warn("node %s does not tell which server it is, so two addresses of one server would count twice towards the quorum, unseen (give the user +info; see redlock doctor): %v", c.Node, c.Err)
 }
 
 // tellBroken tells, once a node and even without --verbose, the nodes that

@@ -138,3 +138,35 @@ func TestHoldTellsNodeThatRefusesLocks(t *testing.T) {
 		})
 	}
 }
+
+// TestRunTellsNodeWithoutIdentity runs as an ACL user without +info over
+// three addresses of which two are one server (127.0.0.1:P and
+// localhost:P): the Client cannot ask which server each is, takes them as
+// distinct, and that server counts twice towards the quorum. run was
+// granted and said nothing; it still runs CMD (the library's rule), and now
+// says, once a node, that the nodes could not be told apart.
+func TestRunTellsNodeWithoutIdentity(t *testing.T) {
+	t.Parallel()
+	const password = "noinfo-Passw0rd"
+	servers, _ := nodes(t, 2)
+	for _, s := range servers {
+		if _, err := s.Do(t.Context(), "ACL", "SETUSER", "noinfo", "on", ">"+password, "~*", "&*", "+@all", "-info"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, port, _ := net.SplitHostPort(servers[0].Addr())
+	user := "redis://noinfo:" + password + "@"
+	addrs := user + servers[0].Addr() + "," + user + servers[1].Addr() + "," + user + "localhost:" + port
+	for _, d := range []string{"goredis", "redigo", "rueidis"} {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			r := invoke(t, "", "run", "--driver", d, "--nodes", addrs, "noinfo-"+d, "--", "true")
+			if r.code != 0 {
+				t.Fatalf("run: %v", r)
+			}
+			if n := strings.Count(r.stderr, "does not tell which server it is"); n != 3 || !strings.Contains(r.stderr, "NOPERM") || strings.Contains(r.stderr, password) {
+				t.Errorf("want one line per node (3) naming NOPERM, no password; got %d:\n%s", n, r.stderr)
+			}
+		})
+	}
+}
