@@ -163,10 +163,17 @@ func ParseNode(s string) (Node, error) {
 		a := Addr{Host: host, Port: port}
 		return Node{Addr: a, Seeds: []string{a.HostPort()}}, nil
 	}
+	// A password with a character that a URL reserves breaks the URL
+	// apart (a generated one often has some): say so where that can be the
+	// cause, since the address is shown with the password masked.
+	encode := ""
+	if _, rest, _ := strings.Cut(s, "://"); strings.Contains(rest, "@") {
+		encode = "; if the user name or password has / ? # % or another character a URL reserves, percent-encode it (/ as %2F, ? %3F, # %23, % %25, @ %40, : %3A)"
+	}
 	u, err := url.Parse(s)
 	if err != nil {
 		// url's errors quote the whole input, password included: never pass them on.
-		return fail("not a valid URL")
+		return fail("not a valid URL" + encode)
 	}
 	var n Node
 	a := &n.Addr
@@ -181,7 +188,7 @@ func ParseNode(s string) (Node, error) {
 		return fail("want redis://host:port")
 	}
 	if u.Fragment != "" {
-		return fail("fragments are not supported")
+		return fail("fragments are not supported" + encode)
 	}
 	q, err := url.ParseQuery(u.RawQuery)
 	if err != nil {
@@ -246,7 +253,7 @@ func ParseNode(s string) (Node, error) {
 	if p := strings.TrimPrefix(u.Path, "/"); p != "" {
 		db, err := strconv.Atoi(p)
 		if err != nil || db < 0 || db > 1<<20 {
-			return fail("the path must be a database number, such as /0")
+			return fail("the path must be a database number, such as /0" + encode)
 		}
 		a.DB = db
 	}

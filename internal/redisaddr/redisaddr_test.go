@@ -176,11 +176,13 @@ func TestParseNodeErrors(t *testing.T) {
 		// differently.
 		"redis://alice@h:1":  "a user name needs a password",
 		"redis://alice:@h:1": "a user name needs a password",
-		// Passwords with characters a URL's user information cannot hold.
-		"redis://:pa#s3cret@h:6379":  "not a valid URL",
-		"redis://u:pa?s3cret@h:6379": "",
-		"redis://u:pa/s3cret@h:6379": "",
-		"redis://u:12/s3cret@h:6379": "",
+		// Passwords with characters a URL's user information cannot hold:
+		// the error says to percent-encode them.
+		"redis://:pa#s3cret@h:6379":  "not a valid URL; if the user name or password has / ? # %",
+		"redis://u:pa?s3cret@h:6379": "percent-encode it",
+		"redis://u:pa/s3cret@h:6379": "percent-encode it",
+		"redis://u:12/s3cret@h:6379": "percent-encode it",
+		"redis://u:p%zzs3cret@h:1":   "percent-encode it",
 		// User information without a scheme.
 		":s3cret@h:6379":  "",
 		"u:s3cret@h:6379": "",
