@@ -667,6 +667,22 @@ func TestVerbose(t *testing.T) {
 	}
 }
 
+// setUser creates on every server the ACL user with password and every
+// right but those that without takes away ("-info"), and returns the
+// servers' addresses as that user.
+func setUser(t *testing.T, servers []*redistest.Server, user, password string, without ...string) []string {
+	t.Helper()
+	urls := make([]string, len(servers))
+	for i, s := range servers {
+		rule := append([]string{"ACL", "SETUSER", user, "on", ">" + password, "~*", "&*", "+@all"}, without...)
+		if _, err := s.Do(t.Context(), rule...); err != nil {
+			t.Fatal(err)
+		}
+		urls[i] = "redis://" + user + ":" + password + "@" + s.Addr()
+	}
+	return urls
+}
+
 // TestVerboseSubscribeRefused waits, with -v, as an ACL user that may lock
 // but not SSUBSCRIBE: the wait polls instead of hearing the release, and
 // said nothing about it; it says now, once a node, through every driver, and
@@ -675,13 +691,7 @@ func TestVerboseSubscribeRefused(t *testing.T) {
 	t.Parallel()
 	const password = "nosub-Passw0rd"
 	servers, addrs := nodes(t, 3)
-	var urls []string
-	for _, s := range servers {
-		if _, err := s.Do(t.Context(), "ACL", "SETUSER", "nosub", "on", ">"+password, "~*", "&*", "+@all", "-ssubscribe"); err != nil {
-			t.Fatal(err)
-		}
-		urls = append(urls, "redis://nosub:"+password+"@"+s.Addr())
-	}
+	urls := setUser(t, servers, "nosub", password, "-ssubscribe")
 	for _, d := range []string{"goredis", "redigo", "rueidis"} {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
@@ -788,13 +798,7 @@ func TestScriptNOPERMStops(t *testing.T) {
 	t.Parallel()
 	const password = "noget-Passw0rd"
 	servers, _ := nodes(t, 3)
-	var urls []string
-	for _, s := range servers {
-		if _, err := s.Do(t.Context(), "ACL", "SETUSER", "noget", "on", ">"+password, "~*", "&*", "+@all", "-get"); err != nil {
-			t.Fatal(err)
-		}
-		urls = append(urls, "redis://noget:"+password+"@"+s.Addr())
-	}
+	urls := setUser(t, servers, "noget", password, "-get")
 	for _, d := range []string{"goredis", "redigo", "rueidis"} {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()

@@ -275,13 +275,9 @@ func (e *lockEvents) extendAnswered(c redlock.NodeCall) {
 	case c.Err == nil && !e.forgot[c.Node]:
 		// Less a margin for the node's clock rate against this one's.
 		expires, ok := e.holders[c.Node]
-		if !ok || !now.Before(expires.Add(-e.ttl/20)) {
+		if !ok || !now.Before(expires.Add(-e.ttl/20)) || !firstTime(&e.forgot, c.Node) {
 			return
 		}
-		if e.forgot == nil {
-			e.forgot = make(map[string]bool)
-		}
-		e.forgot[c.Node] = true
 		e.forgotten = append(e.forgotten, c.Node)
 	}
 }
@@ -298,13 +294,9 @@ func (e *lockEvents) acquireFailed(c redlock.NodeCall) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.brokenTold[c.Node] {
+	if !firstTime(&e.brokenTold, c.Node) {
 		return
 	}
-	if e.brokenTold == nil {
-		e.brokenTold = make(map[string]bool)
-	}
-	e.brokenTold[c.Node] = true
 	e.broken = append(e.broken, c)
 	if !e.until.IsZero() {
 		// The call returned after the grant: the Client does not wait
@@ -323,13 +315,9 @@ func (e *lockEvents) identityRefused(c redlock.NodeCall) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.anonymous[c.Node] {
+	if !firstTime(&e.anonymous, c.Node) {
 		return
 	}
-	if e.anonymous == nil {
-		e.anonymous = make(map[string]bool)
-	}
-	e.anonymous[c.Node] = true
 	e.warn("node %s does not tell which server it is, so two addresses of one server would count twice towards the quorum, unseen (give the user +info; see redlock doctor): %v", c.Node, c.Err)
 }
 
@@ -361,13 +349,9 @@ func (e *lockEvents) subscribeFailed(c redlock.NodeCall) {
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	if e.refusedNotices[c.Node] {
+	if !firstTime(&e.refusedNotices, c.Node) {
 		return
 	}
-	if e.refusedNotices == nil {
-		e.refusedNotices = make(map[string]bool)
-	}
-	e.refusedNotices[c.Node] = true
 	e.say("node %s refuses to tell when %s is released (the wait polls it instead, which is slower): %v", c.Node, keyText(c.Key), c.Err)
 }
 
@@ -418,4 +402,17 @@ func roundWait(d time.Duration) time.Duration {
 		return d.Round(time.Millisecond)
 	}
 	return d.Round(100 * time.Millisecond)
+}
+
+// firstTime records node in *seen, made when nil, and reports whether it was
+// not there yet: what is told once a node is told the first time.
+func firstTime(seen *map[string]bool, node string) bool {
+	if (*seen)[node] {
+		return false
+	}
+	if *seen == nil {
+		*seen = make(map[string]bool)
+	}
+	(*seen)[node] = true
+	return true
 }

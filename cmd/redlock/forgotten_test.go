@@ -149,14 +149,9 @@ func TestRunTellsNodeWithoutIdentity(t *testing.T) {
 	t.Parallel()
 	const password = "noinfo-Passw0rd"
 	servers, _ := nodes(t, 2)
-	for _, s := range servers {
-		if _, err := s.Do(t.Context(), "ACL", "SETUSER", "noinfo", "on", ">"+password, "~*", "&*", "+@all", "-info"); err != nil {
-			t.Fatal(err)
-		}
-	}
+	urls := setUser(t, servers, "noinfo", password, "-info")
 	_, port, _ := net.SplitHostPort(servers[0].Addr())
-	user := "redis://noinfo:" + password + "@"
-	addrs := user + servers[0].Addr() + "," + user + servers[1].Addr() + "," + user + "localhost:" + port
+	addrs := strings.Join(append(urls, "redis://noinfo:"+password+"@localhost:"+port), ",")
 	for _, d := range []string{"goredis", "redigo", "rueidis"} {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
