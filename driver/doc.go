@@ -50,7 +50,11 @@
 //     KILL, the server's timeout) must not fail the next call either: check an
 //     idle connection before reusing it, with a read whose deadline is a
 //     moment ahead (a deadline already past fails before it reads) that must
-//     time out rather than return end of file.
+//     time out rather than return end of file. A call that fails on a
+//     connection the server closed before any reply came may go again, once,
+//     on a new one: the scripts as they are, a SET NX only as
+//     [SetNXAgainScript] (a plain SET NX repeated after a first that ran
+//     would be refused, and a refusal must mean the key was never ours).
 //   - An address's TLS (rediss://, [Config].TLS) verifies the server's name,
 //     the address's host unless the tls.Config sets ServerName. With TLS 1.3
 //     a server that requires a client certificate the node lacks closes the

@@ -40,6 +40,8 @@ var (
 	releaseNotifySource string
 	//go:embed pttl.lua
 	ttlSource string
+	//go:embed setnx_again.lua
+	setNXAgainSource string
 
 	releaseScript       = newScript(releaseSource)
 	extendScript        = newScript(extendSource)
@@ -47,6 +49,7 @@ var (
 	raiseFenceScript    = newScript(raiseFenceSource)
 	releaseNotifyScript = newScript(releaseNotifySource)
 	ttlScript           = newScript(ttlSource)
+	setNXAgainScript    = newScript(setNXAgainSource)
 )
 
 // ReleaseScript deletes KEYS[1] only if it holds ARGV[1] and returns 1 if it did,
@@ -82,6 +85,19 @@ func ReleaseNotifyScript() Script { return releaseNotifyScript }
 // (PTTL) if it holds ARGV[1], and -2 otherwise, as PTTL does for a missing
 // key. TTLer.TTL runs it.
 func TTLScript() Script { return ttlScript }
+
+// SetNXAgainScript is a SET NX, plain or fenced, sent again after its first
+// send failed because the server closed or reset the connection before any
+// reply (a restart, CLIENT KILL, the server's idle timeout), so that the
+// first may have run: it sets KEYS[1] to ARGV[1] with NX and PX ARGV[2], and
+// a key that already holds ARGV[1] (the first send set it: the value is
+// unique to the acquisition) counts as set, its time to live left as the
+// first send set it. KEYS[2] and KEYS[3], when given, are read as
+// SetNXFenceScript reads them. It returns {1, counter} if the key holds
+// ARGV[1] and {0, counter} if not, the counter "0" without KEYS[2]. The
+// Redis drivers of this module send it (see SAFETY.md, "Connections the
+// server closed"); a driver that never sends a SET NX twice has no use for it.
+func SetNXAgainScript() Script { return setNXAgainScript }
 
 // Milliseconds converts a TTL to the whole milliseconds Redis expects, rounding
 // up so that a positive TTL never becomes zero.

@@ -33,8 +33,8 @@ func killConns(t *testing.T, servers []*redistest.Server) {
 // less than a second before without checking it, the Unlock failed on the
 // dead connections (ErrUnavailable), its background repeat found more dead
 // connections, and a Close that followed left the keys on every node for
-// the whole TTL; Extend failed the same way. A TryLock right after the kill
-// may fail (a SET NX is never sent twice) but must leave no key behind.
+// the whole TTL; Extend failed the same way, and a TryLock failed on every
+// node (its SET NX was never sent twice).
 func TestReviewCallsRightAfterConnectionsKilled(t *testing.T) {
 	servers := redistest.NewServers(t, 3)
 	const ttl = time.Minute
@@ -74,22 +74,16 @@ func TestReviewCallsRightAfterConnectionsKilled(t *testing.T) {
 				require.NoError(t, l.Extend(ctx, ttl), "Extend right after the kill")
 			})
 			t.Run("TryLock", func(t *testing.T) {
-				// A SET NX is not sent again after a connection the server
-				// closed (its repeat could be refused by its own first
-				// SET, read as a key never set): a TryLock right after the
-				// kill may fail, its SETs' outcome unknown, but leaves no
-				// key behind, and the next one gets through.
+				// A SET NX sent on a connection the server had closed goes
+				// again on a new one, as driver.SetNXAgainScript (see
+				// rediscmd.Cmd.Again): the TryLock right after the kill
+				// gets the free key. With redigo it failed on every node
+				// (EOF), 3 runs of 3, when a SET NX was never sent twice.
 				l := lock("trylock-warm")
 				defer l.Unlock(context.WithoutCancel(ctx))
 				killConns(t, servers)
 				l2, err := c.TryLock(ctx, key("trylock"), redlock.WithTTL(ttl))
-				if err != nil {
-					require.ErrorIs(t, err, redlock.ErrUnavailable, "TryLock right after the kill: failed nodes, not refusals")
-					require.Eventually(t, func() bool { return keysLeft(t, servers, key("trylock")) == 0 },
-						15*time.Second, 10*time.Millisecond, "nodes still holding the key of the failed TryLock")
-					l2, err = c.TryLock(ctx, key("trylock"), redlock.WithTTL(ttl))
-					require.NoError(t, err, "the TryLock after the one right after the kill")
-				}
+				require.NoError(t, err, "TryLock right after the kill")
 				require.NoError(t, l2.Unlock(ctx))
 			})
 			t.Run("UnlockThenClose", func(t *testing.T) {

@@ -8,7 +8,7 @@
 //	TestScenario02MinorityDown                      safe, validity shrinks by elapsed time only
 //	TestScenario03MajorityCut                       refused within about the node timeout, keys released
 //	TestScenario04Latency                           validity never exceeds the keys' PTTL; refused when latency eats the TTL
-//	TestScenario05LostReplies                       refused; released everywhere, so no TTL wait
+//	TestScenario05LostReplies                       refused and released everywhere (no TTL wait), or granted when the connections break and the SET is asked again
 //	TestScenario06PausedNodeLateSet                 safe; liveness cost of the late SET measured
 //	TestScenario07PausedHolderLateWriteReachesUnprotectedResource
 //	                                                unsafe for the resource: the case fencing tokens exist for

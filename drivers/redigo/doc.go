@@ -68,16 +68,19 @@
 // A pool of Open's hands out a connection unused for a second or more only
 // once it has checked, without a round trip, that the server has not closed
 // it. When the server closes the connections while they are idle (a
-// restart, CLIENT KILL) and a call fails on one that had answered before
+// restart, CLIENT KILL, the server's timeout) and a call fails on one that had answered before
 // (EOF, a reset, a broken pipe; not a timeout, not an error reply), and
 // before any reply to it came, the node sends the call again at once, once,
 // within its context, on a connection so checked or a new one; and the pool
 // checks every connection put back before that failure when it hands it
-// out. Only the scripts (release, extend, TTL, fencing) go again, which
-// compare the lock's value first: never a SET NX, whose repeat after a first
-// that the server ran would be refused, which the library reads as a key
-// never set; a repeated release that deletes nothing counts as the failed
-// first send (its outcome unknown). A pool of the caller's
+// out. The scripts (release, extend, TTL, fencing) go again as they are,
+// since they compare the lock's value first, and a SET NX as
+// driver.SetNXAgainScript, which also counts as set a key that already holds
+// the call's value: a plain SET NX repeated after a first that the server
+// ran would be refused, which the library reads as a key never set. A
+// repeated release that deletes nothing counts as the failed first send (its
+// outcome unknown). A server that stays down fails the repeat at its dial. A
+// pool of the caller's
 // (New) is not checked nor repeated on: its TestOnBorrow decides.
 //
 // Nodes also keep fencing counters (driver.Fencer, for redlock.WithFencing)

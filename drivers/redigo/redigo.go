@@ -342,38 +342,39 @@ func (n *node) exec(ctx context.Context, calls []*batch.Call[rediscmd.Cmd, redis
 	}
 	// The calls failed, before any reply to them came, on a connection
 	// that had answered before (see staleError): the server most likely
-	// closed it while it was idle in the pool (a restart, CLIENT KILL), and
-	// with it every other connection put back before now, which the pool
-	// checks from now on before it hands one out (see idleChecker). The
-	// calls whose commands allow it (rediscmd.Cmd.Repeatable: the scripts,
-	// not SET NX) go again, once and at once, within the same ctx, on a
-	// connection so checked or a new one: without it, a release right after
-	// the server dropped the connections failed on them, and the key stayed
-	// for its whole TTL when the Client closed before a background repeat.
-	// A SET NX is not repeated: had the first applied, the second would be
-	// refused, which the library reads as "never set"; a repeated release
-	// that deletes nothing is no answer (rediscmd.Cmd.Repeated).
-	var again []*batch.Call[rediscmd.Cmd, rediscmd.Result]
-	var first []error
-	for _, call := range calls {
-		if call.Cmd.Repeatable() {
-			again, first = append(again, call), append(first, call.Err)
-			call.Res, call.Err = rediscmd.Result{}, nil
+	// closed it while it was idle in the pool (a restart, CLIENT KILL, its
+	// idle timeout), and with it every other connection put back before
+	// now, which the pool checks from now on before it hands one out (see
+	// idleChecker). The calls go again, once and at once, within the same
+	// ctx, on a connection so checked or a new one, as rediscmd.Cmd.Again
+	// says (a SET NX as driver.SetNXAgainScript, which counts the key its
+	// first send may have set as set; the scripts as they are): without it,
+	// a release right after the server dropped the connections failed on
+	// them, and the key stayed for its whole TTL when the Client closed
+	// before a background repeat, and a TryLock failed. A server that stays
+	// down fails the repeat at the dial, within ctx. A repeated release that
+	// deletes nothing is no answer (rediscmd.Cmd.Repeated).
+	orig := make([]rediscmd.Cmd, len(calls))
+	first := make([]error, len(calls))
+	for i, call := range calls {
+		orig[i], first[i] = call.Cmd, call.Err
+		call.Cmd, call.Res, call.Err = call.Cmd.Again(), rediscmd.Result{}, nil
+	}
+	defer func() {
+		for i, call := range calls {
+			call.Cmd = orig[i] // the caller's, as it gave it
 		}
-	}
-	if len(again) == 0 {
-		return
-	}
+	}()
 	if c, err = n.conn(ctx, caller); err != nil {
-		for i, call := range again {
+		for i, call := range calls {
 			call.Err = errors.Join(first[i], err)
 		}
 		return
 	}
-	execOn(ctx, c, again)
+	execOn(ctx, c, calls)
 	c.Close()
-	for i, call := range again {
-		call.Res, call.Err = call.Cmd.Repeated(call.Res, call.Err, first[i])
+	for i, call := range calls {
+		call.Res, call.Err = orig[i].Repeated(call.Res, call.Err, first[i])
 	}
 }
 

@@ -15,24 +15,42 @@ import (
 
 // A pipeline (several calls at once) whose pooled connection the server
 // closed after it had answered goes again on a live one, as a lone call
-// does (TestCallsAfterServerClosedPooledConnections): its scripts, not its
-// SET NX, which fails (never sent twice: a repeat after a first that the
-// server ran would be refused, read as a key never set).
+// does (TestCallsAfterServerClosedPooledConnections): its scripts, and its
+// SET NX as driver.SetNXAgainScript, which sets a free key, counts a key
+// that holds the call's value (what a first send that the server ran before
+// closing leaves) as set, and refuses a key that holds another value.
 func TestPipelineOnStaleConnectionRepeated(t *testing.T) {
 	n, srv, ctx := killedAfterSet(t)
+	if _, err := srv.Do(ctx, "SET", "mine", "v"); err != nil { // as a first send would have
+		t.Fatal(err)
+	}
+	if _, err := srv.Do(ctx, "SET", "theirs", "w"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.Do(ctx, "SET", "{fenced}:fence", "5"); err != nil {
+		t.Fatal(err)
+	}
 	calls := []*batch.Call[rediscmd.Cmd, rediscmd.Result]{
 		{Cmd: rediscmd.Release("a", "v")},
 		{Cmd: rediscmd.SetNX("b", "v", time.Minute)},
+		{Cmd: rediscmd.SetNX("mine", "v", time.Minute)},
+		{Cmd: rediscmd.SetNX("theirs", "v", time.Minute)},
+		{Cmd: rediscmd.SetNXFence("fenced", "v", time.Minute, "{fenced}:fence")},
 	}
 	n.exec(ctx, calls)
-	if c := calls[0]; c.Err != nil || !c.Res.OK {
-		t.Errorf("the release in the pipeline right after the kill: %+v, %v; want it released", c.Res, c.Err)
+	want := []rediscmd.Result{{OK: true}, {OK: true}, {OK: true}, {}, {OK: true, Counter: 5}}
+	for i, c := range calls {
+		if c.Err != nil || c.Res != want[i] {
+			t.Errorf("%s %s in the pipeline right after the kill: %+v, %v; want %+v", c.Cmd.Op, c.Cmd.Key, c.Res, c.Err, want[i])
+		}
 	}
-	if c := calls[1]; c.Err == nil {
-		t.Errorf("the SET NX in the pipeline right after the kill: %+v, no error; want the connection's error, not sent again", c.Res)
+	if c := calls[1]; c.Cmd.Op != rediscmd.OpSetNX {
+		t.Errorf("the call's command after the repeat: %s, want the caller's %s", c.Cmd.Op, rediscmd.OpSetNX)
 	}
-	if exists, err := srv.Do(ctx, "EXISTS", "b"); err != nil || exists != int64(0) {
-		t.Errorf("EXISTS b = %v, %v: the SET NX was sent again", exists, err)
+	for key, value := range map[string]string{"b": "v", "mine": "v", "theirs": "w", "fenced": "v"} {
+		if got, err := srv.Do(ctx, "GET", key); err != nil || got != value {
+			t.Errorf("GET %s = %v, %v; want %q", key, got, err, value)
+		}
 	}
 }
 

@@ -37,13 +37,15 @@
 // an error reply): the client learns that the server closed its connection
 // (a restart, CLIENT KILL) only when it reads its end, which a call sent
 // just then fails with, and a release right after the servers dropped the
-// connections would otherwise fail on every node. The repeat goes on a new
-// connection, and only for the scripts (release, extend, TTL, fencing),
-// which compare the lock's value first: never a SET NX, whose repeat after
-// a first that the server ran would be refused, which the library reads as
-// a key never set. A repeated release that deletes nothing counts as the
-// failed first send (its outcome unknown), since the first may have deleted
-// the key. A cluster node
+// connections would otherwise fail on every node, and a TryLock with them.
+// The repeat goes on a new connection, the scripts (release, extend, TTL,
+// fencing) as they are, since they compare the lock's value first, and a
+// SET NX as driver.SetNXAgainScript, which also counts as set a key that
+// already holds the call's value: a plain SET NX repeated after a first that
+// the server ran would be refused, which the library reads as a key never
+// set. A repeated release that deletes nothing counts as the failed first
+// send (its outcome unknown), since the first may have deleted the key. A
+// server that stays down fails the repeat at its dial. A cluster node
 // resends nothing.
 //
 // A node of one server opened by address sends a lone call (no other in flight

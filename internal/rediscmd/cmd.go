@@ -30,6 +30,7 @@ const (
 	OpExtend                  // driver.ExtendScript: Key; Value, TTL
 	OpRaiseFence              // driver.RaiseFenceScript: Key, FenceKey; Value, Token
 	OpTTL                     // driver.TTLScript: Key; Value
+	OpSetNXAgain              // driver.SetNXAgainScript: Key, driver.FenceKeys when FenceKey is set; Value, TTL (see Cmd.Again)
 )
 
 var opNames = [...]string{
@@ -40,6 +41,7 @@ var opNames = [...]string{
 	OpExtend:        "extend",
 	OpRaiseFence:    "raise fence",
 	OpTTL:           "TTL",
+	OpSetNXAgain:    "SET NX again",
 }
 
 // String names the command in errors.
@@ -150,19 +152,47 @@ func OnShard(key, addr string, err error) error {
 	return fmt.Errorf("slot %d, primary %s: %w", slot, addr, err)
 }
 
-// Repeatable reports whether c may be sent again, once, after its send failed
-// because the server had closed or reset the connection (a restart, CLIENT
-// KILL), its outcome unknown: whether a second run tells the caller what the
-// first did. A SET NX, plain or fenced, may not: had the first applied, the
-// second would be refused, and the library reads a refusal as "never set"
-// (Unlock skips a node that refused; see redlock's Lock.Unlock). The scripts
-// compare the lock's value first: a second extend, TTL or fence raise answers
-// as the first would have (a raise only lifts the counter to the same token);
-// a second release after a first that applied finds the key gone, which
-// Repeated reads as no answer.
-func (c *Cmd) Repeatable() bool { return c.Op != OpSetNX && c.Op != OpSetNXFence }
+// Again returns the command to send again, once, in c's place, after c's
+// send failed because the server had closed or reset the connection before
+// any reply came (a restart, CLIENT KILL, the server's idle timeout; see
+// connalive.Broken), so that the server may or may not have run it: c itself
+// for the scripts, and driver.SetNXAgainScript for a SET NX, plain or fenced.
+//
+// Why a second send is safe, and tells what the first did:
+//   - SET NX: a plain second SET NX after a first that the server ran would
+//     be refused by the key the first set, and the library reads a refusal as
+//     "never set": no yes vote, and a SET that answers after the grant is not
+//     released by Unlock when refused. SetNXAgainScript counts a key
+//     that holds the lock's value as set: the value is random and unique to
+//     the acquisition, so only the first send can have put it there, after
+//     the attempt began, and the key's expiry, which the first send set, is
+//     no earlier than the attempt's start plus the TTL, from which the
+//     validity is counted. A key that holds another value is a refusal, as
+//     the first send would have met it too; an absent key is set now. Its
+//     fencing counter is read in the same step: only a holder of the key
+//     raises it (RaiseFenceScript compares the value), and the key was ours
+//     or nobody's between the two sends.
+//   - extend, TTL, fence raise: they compare the lock's value first, and a
+//     second run answers as the first would have (a second PEXPIRE restarts
+//     the TTL from a later moment, which the Extend's validity, counted from
+//     its start, does not rely on; a raise lifts the counter to the same
+//     token, never twice).
+//   - release: a second run after a first that applied finds the key gone;
+//     Repeated reads that as no answer.
+func (c *Cmd) Again() Cmd {
+	switch c.Op {
+	case OpSetNX, OpSetNXFence:
+		a := *c
+		a.Op = OpSetNXAgain
+		if c.Op == OpSetNX {
+			a.FenceKey = ""
+		}
+		return a
+	}
+	return *c
+}
 
-// Repeated returns the outcome of c sent again (see Repeatable) after its
+// Repeated returns the outcome of c sent again (as Again) after its
 // first send failed with first: r and err, but for a release that deleted
 // nothing, which the first send may have caused: first then, its outcome
 // unknown, as a failed call's.
@@ -179,6 +209,8 @@ func (c *Cmd) Script() (driver.Script, bool) {
 	switch c.Op {
 	case OpSetNXFence:
 		return driver.SetNXFenceScript(), true
+	case OpSetNXAgain:
+		return driver.SetNXAgainScript(), true
 	case OpRelease:
 		return driver.ReleaseScript(), true
 	case OpReleaseNotify:
@@ -205,8 +237,11 @@ func (c *Cmd) Keys() []string {
 // rather than a slice, which would escape to the heap.
 func (c *Cmd) KeyArray() (keys [3]string, n int) {
 	switch c.Op {
-	case OpSetNXFence:
+	case OpSetNXFence, OpSetNXAgain:
 		keys[0], n = c.Key, 1
+		if c.Op == OpSetNXAgain && c.FenceKey == "" {
+			return keys, n
+		}
 		for _, k := range driver.FenceKeys(c.Key, c.FenceKey, c.Cluster) {
 			keys[n], n = k, n+1
 		}
@@ -223,7 +258,7 @@ func (c *Cmd) Args() []string {
 	switch c.Op {
 	case OpSetNX:
 		return []string{c.Value, "NX", "PX", driver.MillisecondsString(c.TTL)}
-	case OpSetNXFence, OpExtend:
+	case OpSetNXFence, OpSetNXAgain, OpExtend:
 		return []string{c.Value, driver.MillisecondsString(c.TTL)}
 	case OpRaiseFence:
 		return []string{c.Value, strconv.FormatUint(c.Token, 10)}
@@ -257,7 +292,7 @@ func (c *Cmd) Parse(reply any) (Result, error) {
 			}
 		}
 		return Result{}, fmt.Errorf("unexpected reply of type %T", reply)
-	case OpSetNXFence:
+	case OpSetNXFence, OpSetNXAgain:
 		return parseFence(reply)
 	case OpTTL:
 		return parseTTL(reply)

@@ -65,6 +65,9 @@ func TestCmdEncoding(t *testing.T) {
 		{rediscmd.ReleaseNotify("k", "v"), driver.ReleaseNotifyScript(), []string{"k"}, []string{"v", driver.ReleaseChannel("k")}, "release"},
 		{rediscmd.Extend("k", "v", ttl), driver.ExtendScript(), []string{"k"}, []string{"v", "1501"}, "extend"},
 		{rediscmd.RaiseFence("k", "v", "f", 9), driver.RaiseFenceScript(), []string{"k", "f"}, []string{"v", "9"}, "raise fence"},
+		{again(rediscmd.SetNX("k", "v", ttl)), driver.SetNXAgainScript(), []string{"k"}, []string{"v", "1501"}, "SET NX again"},
+		{again(rediscmd.SetNXFence("k", "v", ttl, "f")), driver.SetNXAgainScript(), []string{"k", "f", "{k}:fence"}, []string{"v", "1501"}, "SET NX again"},
+		{again(onCluster(rediscmd.SetNXFence("k}", "v", ttl, "f"))), driver.SetNXAgainScript(), []string{"k}", "f"}, []string{"v", "1501"}, "SET NX again"},
 	} {
 		s, ok := tc.cmd.Script()
 		require.Equal(t, tc.script, s, tc.name)
@@ -76,6 +79,32 @@ func TestCmdEncoding(t *testing.T) {
 		require.Equal(t, tc.name, tc.cmd.Op.String())
 	}
 	require.Equal(t, "op 99", rediscmd.Op(99).String())
+}
+
+// again returns c.Again(): what a driver sends in c's place.
+func again(c rediscmd.Cmd) rediscmd.Cmd { return c.Again() }
+
+// TestAgain: a SET NX, plain or fenced, goes again as
+// driver.SetNXAgainScript, whose reply parses as SetNXFenceScript's; every
+// other command goes again as it is.
+func TestAgain(t *testing.T) {
+	for _, c := range []rediscmd.Cmd{
+		rediscmd.Release("k", "v"), rediscmd.ReleaseNotify("k", "v"), rediscmd.Extend("k", "v", time.Second),
+		rediscmd.RaiseFence("k", "v", "f", 3), rediscmd.TTL("k", "v"),
+	} {
+		require.Equal(t, c, c.Again(), "%s goes again as it is", c.Op)
+	}
+	for _, c := range []rediscmd.Cmd{rediscmd.SetNX("k", "v", time.Second), rediscmd.SetNXFence("k", "v", time.Second, "f")} {
+		a := c.Again()
+		require.Equal(t, rediscmd.OpSetNXAgain, a.Op, "%s goes again as", c.Op)
+		require.Equal(t, [3]any{c.Key, c.Value, c.TTL}, [3]any{a.Key, a.Value, a.TTL})
+		r, err := a.Parse([]any{int64(1), "7"})
+		require.NoError(t, err)
+		require.Equal(t, rediscmd.Result{OK: true, Counter: 7}, r)
+		r, err = a.Parse([]any{int64(0), "0"})
+		require.NoError(t, err)
+		require.Equal(t, rediscmd.Result{}, r)
+	}
 }
 
 // onCluster returns c as a driver sends it to a Redis Cluster.

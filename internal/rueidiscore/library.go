@@ -163,6 +163,7 @@ func (l *Library[C, D, R, L]) init() {
 		for _, s := range []driver.Script{
 			driver.ReleaseScript(), driver.ExtendScript(), driver.SetNXFenceScript(),
 			driver.RaiseFenceScript(), driver.ReleaseNotifyScript(), driver.TTLScript(),
+			driver.SetNXAgainScript(),
 		} {
 			l.scripts[s.SHA1()] = l.NewScript(s.Source())
 		}

@@ -774,20 +774,22 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 	}
 	// again: a call of Open's that failed because the server had closed
 	// or reset the connection (see connalive.Broken) goes again, once, at
-	// once, within ctx, when its command allows it (see
-	// rediscmd.Cmd.Repeatable: the scripts, not SET NX). The library finds
-	// out that the server closed its connection (a restart, CLIENT KILL)
-	// only when it reads the end of it, which a call sent just then fails
-	// with: without the repeat, a release right after the servers dropped
-	// the connections failed on every node, and the key stayed for its TTL
-	// when the Client closed next. The repeat goes on a new connection (the
-	// client asks to redial: see lost and dial). A SET NX is not repeated:
-	// had the first applied, the second would be refused, which the library
-	// reads as "never set"; a repeated release that deletes nothing is no
-	// answer (rediscmd.Cmd.Repeated). A client of New's is the caller's,
-	// with its own retries, and a cluster client resends nothing (see
-	// README, clusters): both left alone.
+	// once, within ctx, as rediscmd.Cmd.Again says (a SET NX as
+	// driver.SetNXAgainScript, which counts the key its first send may have
+	// set as set; the scripts as they are). The library finds out that the
+	// server closed its connection (a restart, CLIENT KILL, its idle
+	// timeout) only when it reads the end of it, which a call sent just then
+	// fails with: without the repeat, a release right after the servers
+	// dropped the connections failed on every node, and the key stayed for
+	// its TTL when the Client closed next, and a TryLock failed. The repeat
+	// goes on a new connection (the client asks to redial: see lost and
+	// dial), and only once: a server that stays down fails it at the dial,
+	// within ctx. A repeated release that deletes nothing is no answer
+	// (rediscmd.Cmd.Repeated). A client of New's is the caller's, with its
+	// own retries, and a cluster client resends nothing (see README,
+	// clusters): both left alone.
 	again := n.direct()
+	orig := cmd     // what the caller asked for: its name in errors
 	var first error // the error of the send that a repeat follows
 	for retry := true; ; {
 		s, err := n.state(ctx)
@@ -799,8 +801,9 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 			retry = false
 			continue
 		}
-		if err != nil && again && connalive.Broken(err) && cmd.Repeatable() && ctx.Err() == nil {
+		if err != nil && again && connalive.Broken(err) && ctx.Err() == nil {
 			again, retry, first = false, true, err // the repeat may find the client lost
+			cmd = orig.Again()
 			continue
 		}
 		if err != nil && !n.owned && n.clientClosed(ctx, s.client, err) {
@@ -816,10 +819,10 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 			r, err = cmd.Parse(reply)
 		}
 		if first != nil {
-			r, err = cmd.Repeated(r, err, first)
+			r, err = orig.Repeated(r, err, first)
 		}
 		if err != nil {
-			return rediscmd.Result{}, cmd.Failed(ctx, n.lib.Name, n.onShard(cmd.Key, err))
+			return rediscmd.Result{}, orig.Failed(ctx, n.lib.Name, n.onShard(cmd.Key, err))
 		}
 		return r, nil
 	}

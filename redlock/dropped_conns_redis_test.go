@@ -1,0 +1,141 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"net"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/redistest"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// TestFirstCallsRightAfterServersRestarted: the servers restart (with an
+// append-only file, so that they keep the held lock's key) while the
+// Client's pools hold connections, all recently used, and the first calls
+// come as soon as the servers answer again. Each must get through on a new
+// connection, through every driver: a TryLock of a free key, an Extend and
+// a TTL of the held lock. With redigo the TryLock failed on every node
+// (EOF), 3 runs of 3, when a SET NX was never sent twice.
+func TestFirstCallsRightAfterServersRestarted(t *testing.T) {
+	servers := redistest.NewServers(t, 3, redistest.WithConfig("appendonly", "yes"), redistest.WithConfig("appendfsync", "always"))
+	const ttl = time.Minute
+	restart := func(t *testing.T) {
+		t.Helper()
+		for _, s := range servers {
+			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+			require.NoError(t, s.Restart(ctx))
+			cancel()
+		}
+	}
+	for _, name := range redisDrivers {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			// A node timeout that a loaded machine does not exhaust.
+			c := openRedis(t, name, servers, redlock.WithNodeTimeout(2*time.Second))
+			held, err := c.TryLock(ctx, "restarted-held-"+name, redlock.WithTTL(ttl))
+			require.NoError(t, err)
+			defer held.Unlock(context.WithoutCancel(ctx))
+			warm := func() {
+				for range 3 {
+					require.NoError(t, held.Extend(ctx, ttl), "Extend before the restart")
+				}
+			}
+
+			warm()
+			restart(t)
+			l, err := c.TryLock(ctx, "restarted-free-"+name, redlock.WithTTL(ttl))
+			require.NoError(t, err, "TryLock right after the restart")
+			require.NoError(t, l.Unlock(ctx))
+
+			warm()
+			restart(t)
+			require.NoError(t, held.Extend(ctx, ttl), "Extend right after the restart")
+
+			warm()
+			restart(t)
+			left, err := held.TTL(ctx)
+			require.NoError(t, err, "TTL right after the restart")
+			require.Positive(t, left)
+		})
+	}
+}
+
+// closingServer is a loopback listener that closes every connection it
+// accepts at once, as a server that drops its clients would, and counts
+// them.
+type closingServer struct {
+	ln       net.Listener
+	accepted atomic.Int64
+	wg       sync.WaitGroup
+}
+
+func newClosingServer(t *testing.T) *closingServer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	s := &closingServer{ln: ln}
+	s.wg.Go(func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return // closed
+			}
+			s.accepted.Add(1)
+			conn.Close()
+		}
+	})
+	t.Cleanup(func() { ln.Close(); s.wg.Wait() })
+	return s
+}
+
+// TestTryLockOnDroppingServersFailsPromptly: the repeat of a call whose
+// connection the server closed is one, not a loop. Against servers that
+// are down (a refused dial) and servers that close every connection they
+// accept, a TryLock fails with ErrUnavailable, by the node timeout rather
+// than at its context's end, and a server that closes every connection
+// sees only a few of them per call, whatever the driver.
+func TestTryLockOnDroppingServersFailsPromptly(t *testing.T) {
+	for _, name := range redisDrivers {
+		t.Run(name, func(t *testing.T) {
+			t.Run("Down", func(t *testing.T) {
+				servers := redistest.NewServers(t, 3)
+				for _, s := range servers {
+					require.NoError(t, s.Kill())
+				}
+				c := openRedis(t, name, servers, redlock.WithNodeTimeout(2*time.Second))
+				// Far longer than the node timeout, which ends the call.
+				ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+				defer cancel()
+				_, err := c.TryLock(ctx, "down", redlock.WithTTL(time.Minute))
+				require.ErrorIs(t, err, redlock.ErrUnavailable)
+				require.False(t, errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil, "TryLock ran to its context's end: %v", err)
+			})
+			t.Run("ClosingEveryConnection", func(t *testing.T) {
+				closing := []*closingServer{newClosingServer(t), newClosingServer(t), newClosingServer(t)}
+				addrs := make([]string, len(closing))
+				for i, s := range closing {
+					addrs[i] = s.ln.Addr().String()
+				}
+				c, err := redlock.Open(name, addrs, redlock.WithNodeTimeout(2*time.Second))
+				require.NoError(t, err)
+				defer c.Close()
+				ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+				defer cancel()
+				_, err = c.TryLock(ctx, "closing", redlock.WithTTL(time.Minute))
+				require.ErrorIs(t, err, redlock.ErrUnavailable)
+				require.False(t, errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil, "TryLock ran to its context's end: %v", err)
+				for i, s := range closing {
+					// Measured: 1 to 3, by driver (a first dial, and a
+					// driver's own redial of a connection found broken).
+					require.LessOrEqual(t, s.accepted.Load(), int64(4), "connections to node %d for one TryLock", i)
+				}
+			})
+		})
+	}
+}
