@@ -17,10 +17,11 @@
 //     another value (SetNX) or is not held by this value (EvalRelease, Extend).
 //     A non-nil error: the outcome is unknown; the command may or may not have been
 //     applied (a reply lost on the way back looks like this). Never return
-//     (false, nil) for a failure you cannot explain, and never resend a command
-//     whose reply was lost: a SET NX resent after the first was applied finds
-//     the caller's own key and answers false, which redlock takes as definite
-//     (it sends no release to a node that refused an attempt).
+//     (false, nil) for a failure you cannot explain, nor from SetNX for a key
+//     that holds the caller's value: redlock takes a refusal as definite (it
+//     sends no release to a node that refused an attempt), so a SET NX whose
+//     reply was lost is never sent again as it was (it would find the caller's
+//     own key and answer false), only as [SetNXAgainScript] (see below).
 //   - SetNX is one atomic command, SET key value NX PX ttl. Never SETNX followed by
 //     EXPIRE: a crash between the two leaves a key that never expires.
 //   - EvalRelease and Extend run the scripts in this package ([ReleaseScript],

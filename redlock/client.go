@@ -667,8 +667,10 @@ func (c *Client) acquireEnded(key string) <-chan struct{} {
 // it: one that granted it, one that failed (it may have applied the SET and
 // lost the reply) and one that has not replied (it may apply it yet). A node
 // that said false holds another's key: a refusal is definite (package
-// driver's contract: a driver never resends a command whose reply was lost,
-// which could answer false over this attempt's own SET), and a release there
+// driver's contract: SetNX answers false only for a key that holds another
+// value, and a SET NX goes again after a lost reply only as
+// driver.SetNXAgainScript, which counts this attempt's own value as set,
+// never as a plain SET NX that would refuse it), and a release there
 // would find nothing of this attempt's, while it loaded the node and, waited
 // for, delayed the caller's next attempt by a round trip. abandon waits for
 // the first release to the nodes that granted it, which are known to be

@@ -33,7 +33,7 @@
 // known and never waits for a slow node after that. When an attempt fails, the
 // key is released on every node but those that refused it, including those that
 // failed or did not answer, because a SET may have been applied with its reply
-// lost (a refusal is definite: drivers never resend a command). Release and
+// lost (a refusal is definite: a node answers false only for another's key). Release and
 // extend are Lua scripts that act only if the key still holds the lock's value.
 //
 // # Safety
