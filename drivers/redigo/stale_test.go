@@ -18,10 +18,12 @@ import (
 // does (TestCallsAfterServerClosedPooledConnections): its scripts, and its
 // SET NX as driver.SetNXAgainScript, which sets a free key, counts a key
 // that holds the call's value (what a first send that the server ran before
-// closing leaves) as set, and refuses a key that holds another value.
+// closing leaves) as set, leaving its time to live as the first send set
+// it (as driver.SetNXAgainScript's doc says), and refuses a key that holds
+// another value.
 func TestPipelineOnStaleConnectionRepeated(t *testing.T) {
 	n, srv, ctx := killedAfterSet(t)
-	if _, err := srv.Do(ctx, "SET", "mine", "v"); err != nil { // as a first send would have
+	if _, err := srv.Do(ctx, "SET", "mine", "v", "PX", "30000"); err != nil { // as a first send would have
 		t.Fatal(err)
 	}
 	if _, err := srv.Do(ctx, "SET", "theirs", "w"); err != nil {
@@ -51,6 +53,14 @@ func TestPipelineOnStaleConnectionRepeated(t *testing.T) {
 		if got, err := srv.Do(ctx, "GET", key); err != nil || got != value {
 			t.Errorf("GET %s = %v, %v; want %q", key, got, err, value)
 		}
+	}
+	// The key the first send set keeps that send's expiry: 30s from then,
+	// not the repeat's minute (PTTL in ms; the bound is generous, the
+	// machine is shared).
+	if got, err := srv.Do(ctx, "PTTL", "mine"); err != nil {
+		t.Error(err)
+	} else if ms, ok := got.(int64); !ok || ms <= 0 || ms > 30000 {
+		t.Errorf("PTTL mine after the repeat = %v; want the first send's (0, 30000]", got)
 	}
 }
 
