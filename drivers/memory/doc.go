@@ -27,7 +27,8 @@
 // # Testing code that takes locks
 //
 // The fault controls stand for what a test of code that holds a lock must
-// survive. They act on a node's store, so on every Conn of it:
+// survive. All but SetConnDown and SetConnStalled act on a node's store,
+// so on every Conn of it:
 //
 //   - Delete drops a key as an eviction, an early expiry or a restart without
 //     persistence does; Forget drops every key and fencing counter. To make a
@@ -45,6 +46,22 @@
 //     partition: its callers wait until the node timeout. SetLatency delays each
 //     call, as a slow network. SetLoseReplies applies the calls and loses their
 //     replies.
+//   - SetConnDown and SetConnStalled act on one Conn only, as a partition
+//     between one client and the server: the store keeps its keys and its
+//     other Conns still reach them. Through a Conn that is down, calls fail
+//     at once with ErrDown, unapplied (a connection refused or reset);
+//     through a stalled one, they wait until their context ends (a Client's
+//     node timeout) and are applied when the Conn resumes, as TCP delivers
+//     what it retransmitted once a partition heals. A subscription made
+//     through a cut Conn receives no release while it is cut. So a test
+//     can cut one Client from two of three nodes while another Client still
+//     reaches all three: the cut Client's extensions fail without any node
+//     saying the key is gone, so a lock it holds through Client.Do is lost
+//     when its validity ends (fn's context is canceled, its cause
+//     redlock.ErrLockLost), and the other Client gets the lock only once the
+//     keys left on the nodes the cut Client cannot reach have expired, a TTL
+//     after they were last set or extended. (Let the grant's last SET land
+//     first, with synctest.Wait: a grant needs only a quorum.)
 //   - PTTL, Holds and Fence read a node's state without a call.
 //   - A FakeClock (WithClock) moves the nodes' time only, as a clock jump on
 //     the servers does: the Client measures validity and waits by the

@@ -120,3 +120,50 @@ func ExampleNode_SetLoseReplies() {
 	// granted by a quorum of 2
 	// unlocked: <nil>
 }
+
+// A partition between one process and some nodes, while another process
+// still reaches them all: SetConnDown (or SetConnStalled) on a Conn cuts
+// that connection only, and the store keeps its keys. Cut from two of three
+// nodes, our Client finds no quorum (an outage, not contention) while the
+// other Client takes the lock; once healed, ours sees it held by the other
+// (contention), then free.
+func ExampleNode_SetConnDown() {
+	ctx := context.Background()
+	nodes := []*memory.Node{memory.New(), memory.New(), memory.New()}
+	ours := []*memory.Node{nodes[0].Conn(), nodes[1].Conn(), nodes[2].Conn()}
+	us, err := redlock.New([]driver.Node{ours[0], ours[1], ours[2]})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer us.Close()
+	them, err := redlock.New([]driver.Node{nodes[0].Conn(), nodes[1].Conn(), nodes[2].Conn()})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer them.Close()
+
+	ours[1].SetConnDown(true)
+	ours[2].SetConnDown(true)
+	_, err = us.TryLock(ctx, "job")
+	fmt.Println("cut off, ours unavailable:", errors.Is(err, redlock.ErrUnavailable))
+	theirs, err := them.TryLock(ctx, "job")
+	fmt.Println("theirs:", err)
+
+	ours[1].SetConnDown(false)
+	ours[2].SetConnDown(false)
+	_, err = us.TryLock(ctx, "job")
+	fmt.Println("healed, ours refused:", errors.Is(err, redlock.ErrNotObtained) && !errors.Is(err, redlock.ErrUnavailable))
+	if err := theirs.Unlock(ctx); err != nil {
+		log.Fatal(err)
+	}
+	lock, err := us.TryLock(ctx, "job")
+	fmt.Println("released, ours:", err)
+	if err == nil {
+		lock.Unlock(ctx)
+	}
+	// Output:
+	// cut off, ours unavailable: true
+	// theirs: <nil>
+	// healed, ours refused: true
+	// released, ours: <nil>
+}

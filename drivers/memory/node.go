@@ -12,7 +12,9 @@ import (
 
 // Errors a node returns.
 var (
-	// ErrDown is returned by every call while the store is down (SetDown).
+	// ErrDown is returned by every call while the store is down (SetDown),
+	// and by every call through a Node whose connection is down
+	// (SetConnDown).
 	ErrDown = errors.New("memory: node is down")
 	// ErrReplyLost is returned, after the command was applied, while the store
 	// loses replies (SetLoseReplies).
@@ -50,13 +52,21 @@ type entry struct {
 func msOf(t time.Time) time.Time { return t.Truncate(time.Millisecond) }
 
 // Node is an in-process driver.Node. Its fault controls act on its store, so
-// they affect every Node opened under the same address. Make one with New, or
-// Open for nodes that share keys; the zero Node is usable too, as a node with
-// keys of its own, named as by New, made at its first use.
+// they affect every Node opened under the same address and every Conn,
+// except SetConnDown and SetConnStalled, which act on this Node (this
+// connection) only. Make one with New, or Open for nodes that share keys;
+// the zero Node is usable too, as a node with keys of its own, named as by
+// New, made at its first use.
 type Node struct {
 	s     *store
 	once  sync.Once        // makes s for a zero Node (see store)
 	state drivernode.State // closed
+
+	// This connection's own faults (SetConnDown, SetConnStalled), guarded
+	// by the store's mu.
+	connDown    bool
+	connStalled bool
+	connHeld    []func() // the calls sent while the connection was stalled, in order; sent on resume
 }
 
 // store returns n's store, making it the first time for a zero Node.
@@ -110,8 +120,10 @@ func newStore(opts []Option) *store {
 }
 
 // Conn returns another Node on n's store, as another connection to the same
-// server: it shares n's keys, fencing counters, release subscribers and fault
-// controls, and has its own Close, which closes neither n nor the store. In a
+// server: it shares n's keys, fencing counters, release subscribers and the
+// store's fault controls, and has its own Close, which closes neither n nor
+// the store, and its own connection's faults (SetConnDown, SetConnStalled),
+// which cut it off while the others still reach the store. In a
 // test, give each Client over nodes from New its own Conns, since a Client
 // closes its nodes: the Clients then contend as processes would, over keys that
 // belong to the test (unlike Open's, which last as long as the process).
@@ -120,15 +132,20 @@ func (n *Node) Conn() *Node { return &Node{s: n.store()} }
 // String returns the node's name.
 func (n *Node) String() string { return n.store().name }
 
-// call runs op on n's store, under s.mu, once the store's latency and stall
-// are over, and returns its result, turned into ErrDown while the store is
-// down and into ErrReplyLost (after op ran) while it loses replies. A call
-// whose context ends in its latency is never applied, as a command lost on
-// its way. A call that reaches a stalled store is held, as a command in the
-// socket of a stopped server: the store applies the calls it holds when it
-// resumes, in the order they came, including those whose callers stopped
-// waiting when their context ended (unless late is false: then such a call is
-// dropped, as a subscription on a connection its caller gave up).
+// call runs op on n's store, under s.mu, once the store's latency and the
+// stall of n's connection and of the store are over, and returns its result,
+// turned into ErrDown while n's connection or the store is down and into
+// ErrReplyLost (after op ran) while the store loses replies. A call whose
+// context ends in its latency is never applied, as a command lost on its
+// way. A call sent on a stalled connection is held, as a command that a
+// partition keeps from the server: when the connection resumes, the store
+// applies the calls it held in the order they came (or holds them in turn,
+// if stalled itself). A call that reaches a stalled store is held, as a
+// command in the socket of a stopped server: the store applies the calls it
+// holds when it resumes, in the order they came. Held calls are applied
+// including those whose callers stopped waiting when their context ended
+// (unless late is false: then such a call is dropped, as a subscription on
+// a connection its caller gave up).
 func call[T any](n *Node, ctx context.Context, late bool, op func(s *store) (T, error)) (T, error) {
 	var zero T
 	if err := n.state.Err(); err != nil {
@@ -147,17 +164,34 @@ func call[T any](n *Node, ctx context.Context, late bool, op func(s *store) (T, 
 		}
 	}
 	s.mu.Lock()
-	if !s.stalled {
+	if n.connDown {
+		s.mu.Unlock()
+		return zero, ErrDown
+	}
+	if !n.connStalled && !s.stalled {
 		defer s.mu.Unlock()
 		return run(s, op)
 	}
 	h := &heldCall[T]{done: make(chan struct{})}
-	s.held = append(s.held, func() {
+	apply := func() {
 		defer close(h.done)
 		if !h.gone {
 			h.v, h.err = run(s, op)
 		}
-	})
+	}
+	if n.connStalled {
+		// Held on the connection; once it resumes, the store applies it
+		// at once or, stalled itself, holds it in turn.
+		n.connHeld = append(n.connHeld, func() {
+			if s.stalled {
+				s.held = append(s.held, apply)
+			} else {
+				apply()
+			}
+		})
+	} else {
+		s.held = append(s.held, apply)
+	}
 	s.mu.Unlock()
 	select {
 	case <-h.done:
@@ -175,7 +209,8 @@ func call[T any](n *Node, ctx context.Context, late bool, op func(s *store) (T, 
 	return zero, ctx.Err()
 }
 
-// A heldCall is a call that a stalled store holds until it resumes.
+// A heldCall is a call that a stalled store or connection holds until it
+// resumes.
 type heldCall[T any] struct {
 	done chan struct{} // closed once the store has applied (or dropped) it
 	gone bool          // its caller stopped waiting, and it is not to be applied late; guarded by s.mu
@@ -303,15 +338,52 @@ func (n *Node) SetStalled(stalled bool) {
 	s := n.store()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	was := s.stalled
-	s.stalled = stalled
+	setStalled(&s.stalled, &s.held, stalled)
+}
+
+// setStalled sets *flag to stalled and, on a resume, runs the calls in *held
+// in order and empties it. The store's mu must be held.
+func setStalled(flag *bool, held *[]func(), stalled bool) {
+	was := *flag
+	*flag = stalled
 	if was && !stalled {
-		held := s.held
-		s.held = nil
-		for _, apply := range held {
-			apply()
+		calls := *held
+		*held = nil
+		for _, c := range calls {
+			c()
 		}
 	}
+}
+
+// SetConnDown makes every call through this Node (this connection) fail
+// with ErrDown, unapplied, or work again, as a connection refused or reset
+// by a partition between one client and the server; the store and its other
+// Nodes (Conn) are unaffected: the keys stay, and other connections still
+// reach them. While down, a subscription made through this Node receives no
+// release. Unlike SetDown, it acts on this Node only.
+func (n *Node) SetConnDown(down bool) {
+	s := n.store()
+	s.mu.Lock()
+	n.connDown = down
+	s.mu.Unlock()
+}
+
+// SetConnStalled makes this Node (this connection) hold the calls sent
+// through it, as a partition that drops one client's packets does, until it
+// is resumed with SetConnStalled(false); the store and its other Nodes
+// (Conn) are unaffected. A caller waits for its call's reply, or until its
+// context ends (its node timeout, for a Client). On resume the store applies
+// the held calls in the order they came, those whose callers gave up
+// included and even if the Node was closed meanwhile, as TCP delivers what
+// it retransmitted once the partition heals (Subscribe is the exception, as
+// for SetStalled); a stalled store holds them in turn. While stalled, a
+// subscription made through this Node receives no release. Unlike
+// SetStalled, it acts on this Node only.
+func (n *Node) SetConnStalled(stalled bool) {
+	s := n.store()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	setStalled(&n.connStalled, &n.connHeld, stalled)
 }
 
 // SetLoseReplies makes calls apply their command and then fail with

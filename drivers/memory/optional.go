@@ -84,6 +84,9 @@ func (n *Node) ReleaseNotify(ctx context.Context, key, value string) (bool, erro
 			if sub.node.state.Err() != nil {
 				continue // closed: its connection would be gone
 			}
+			if sub.node.connDown || sub.node.connStalled {
+				continue // cut off: the message does not reach it
+			}
 			select {
 			case sub.notify <- struct{}{}:
 			default:
