@@ -37,7 +37,8 @@ const (
 // dial, say) beyond the node timeout. Polling remains the fallback. A
 // subscription that fails is made again in the background while the waiter
 // listens on fewer nodes than it must to hear every release (see
-// resubscribe), also when every one failed.
+// resubscribe), also when every one failed, unless the node refused it for
+// good (see subscribeOne).
 func (c *Client) watch(ctx context.Context, key string) *watcher {
 	w := &watcher{released: make(chan struct{}, 1)}
 	results := make(chan bool, len(c.nodes)) // buffered: no subscription waits for watch
@@ -80,8 +81,10 @@ func (c *Client) subscribeAll(ctx context.Context, key string, w *watcher, resul
 // once Close has begun: a waiter that got its turn as Close began would
 // otherwise subscribe after Close returned). results, when not nil,
 // receives whether it was confirmed. One that fails is made again gap later
-// (see resubscribe); one made again (again) that is confirmed wakes the
-// waiter, which may have missed a release there meanwhile.
+// (see resubscribe), unless the node refused it with an error retrying
+// cannot fix (driver.PermanentCode); one made again (again) that is
+// confirmed wakes the waiter, which may have missed a release there
+// meanwhile.
 func (c *Client) subscribeOne(ctx context.Context, key string, w *watcher, i int, nn driver.Notifier, gap time.Duration, results chan<- bool, again bool) bool {
 	if !c.backgroundUnlessClosed(func() {
 		sctx, cancel := context.WithTimeout(ctx, c.nodeTimeout)
@@ -94,6 +97,16 @@ func (c *Client) subscribeOne(ctx context.Context, key string, w *watcher, i int
 			results <- err == nil
 		}
 		switch {
+		case err != nil && driver.PermanentCode(err) != "":
+			// Refused for good (NOPERM: an ACL user without SSUBSCRIBE
+			// or the channel; a server without SSUBSCRIBE): not asked
+			// again in this wait, which polls the node as it polls a
+			// node that does not publish. Asking again at the longest
+			// gap at once would still cost the node an entry of its ACL
+			// LOG every 30s for each waiter (a thousand waiters, 33 a
+			// second) and never succeed until someone changes the
+			// user's rights, which the next wait finds out; until then
+			// the waiter only hears releases there later, at its polls.
 		case err != nil:
 			c.resubscribe(ctx, key, w, i, nn, gap)
 		case again:

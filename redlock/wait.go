@@ -64,7 +64,10 @@ const maxWakeJitter = 5 * time.Millisecond
 //     where it deleted the key, and every set of nodes that frees a quorum
 //     meets that many. Once made, it wakes the waiter for one attempt,
 //     since a release may have come there meanwhile; so too when every
-//     subscription failed.
+//     subscription failed. A node that refused the subscription with an
+//     error retrying cannot fix (driver.PermanentCode: NOPERM for an ACL
+//     user without SSUBSCRIBE or the channel) is not asked again in this
+//     wait, which polls it.
 func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
 	switch {
 	case c.unmade():
