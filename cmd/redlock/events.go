@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -65,6 +68,12 @@ type lockEvents struct {
 	holders   map[string]time.Time
 	forgot    map[string]bool
 	forgotten []string
+	// extendErrs are the nodes whose latest extension call failed, with
+	// its error; endHow is how the lock was found lost (LockEnd.How);
+	// causeTold, whether lossCause told them (see lossCause).
+	extendErrs map[string]error
+	endHow     string
+	causeTold  bool
 	// firstDone, made by withLock, is closed when the first attempt to
 	// obtain the lock has ended; firstGranted says whether it obtained it.
 	firstDone    chan struct{}
@@ -259,11 +268,24 @@ func (e *lockEvents) NodeCall(_ context.Context, c redlock.NodeCall) {
 // fewer than the operator counts on, silently otherwise. A no after that
 // time proves nothing (the node may have missed extensions: down, slow), so
 // it is not told. The next extension that succeeds tells them (see Extend);
-// one that finds the lock lost tells the loss instead.
+// one that finds the lock lost tells the loss instead. It also keeps each
+// node's error until the node answers again, for lossCause.
 func (e *lockEvents) extendAnswered(c redlock.NodeCall) {
 	now := time.Now()
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	switch {
+	case errors.Is(c.Err, context.Canceled):
+		// Do is done with the lock and releases it: not the node's
+		// doing.
+	case c.Err != nil:
+		if e.extendErrs == nil {
+			e.extendErrs = make(map[string]error)
+		}
+		e.extendErrs[c.Node] = c.Err
+	default:
+		delete(e.extendErrs, c.Node)
+	}
 	switch {
 	case c.OK:
 		if e.holders == nil {
@@ -369,7 +391,7 @@ func (e *lockEvents) LockEnd(_ context.Context, d redlock.LockEnd) {
 		return
 	}
 	e.mu.Lock()
-	e.lost = true
+	e.lost, e.endHow = true, d.How
 	if d.How == redlock.EndLostUnlock {
 		// Also when nodes failed to answer rather than said the lock
 		// was gone: Unlock's end, which comes next and has the votes,
@@ -384,15 +406,71 @@ func (e *lockEvents) LockEnd(_ context.Context, d redlock.LockEnd) {
 
 // sayLost says how a lost lock was found lost.
 func (e *lockEvents) sayLost(d redlock.LockEnd) {
-	how := map[string]string{
+	e.say("lost %s after holding it for %v: %s", keyText(d.Key), roundWait(d.Held), lostHow(d.How))
+}
+
+// lostHow says what a LockEnd.How of a lost lock means.
+func lostHow(how string) string {
+	if s := map[string]string{
 		redlock.EndLostExtend: "an extension found it gone from a quorum of the nodes",
 		redlock.EndExpired:    "its validity ran out before an extension succeeded",
 		redlock.EndLostUnlock: "the release found it gone from a quorum of the nodes",
-	}[d.How]
-	if how == "" {
-		how = d.How
+	}[how]; s != "" {
+		return s
 	}
-	e.say("lost %s after holding it for %v: %s", keyText(d.Key), roundWait(d.Held), how)
+	return how
+}
+
+// lossCause returns, the first time it is called (once the lock was found
+// lost), why: how it was found lost and the errors of the nodes whose latest
+// extension failed, the nodes with one error together, those that retrying
+// cannot fix first (NOPERM: an ACL user without +pexpire or the extension
+// script's commands; READONLY: a node turned into a replica by a
+// failover), each error on one line, with the servers' text escaped; ""
+// when there is nothing to tell, or it was told. Without it, the command
+// says only that the lock was lost: the cause was on stderr with --verbose
+// only. The nodes are named as in NodeError, any password masked, and a
+// driver's error does not carry the lock's value.
+func (e *lockEvents) lossCause() string {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.causeTold {
+		return ""
+	}
+	e.causeTold = true
+	var parts []string
+	if e.endHow != "" {
+		parts = append(parts, lostHow(e.endHow))
+	}
+	type group struct {
+		msg, code string
+		nodes     []string
+	}
+	var groups []*group
+	byMsg := map[string]*group{}
+	for _, node := range slices.Sorted(maps.Keys(e.extendErrs)) {
+		err := e.extendErrs[node]
+		msg := escapeUnprintable(err.Error())
+		g := byMsg[msg]
+		if g == nil {
+			g = &group{msg: msg, code: driver.PermanentCode(err)}
+			byMsg[msg] = g
+			groups = append(groups, g)
+		}
+		g.nodes = append(g.nodes, node)
+	}
+	for _, permanent := range []bool{true, false} { // those retrying cannot fix first
+		for _, g := range groups {
+			nodes := strings.Join(g.nodes, ", ")
+			switch {
+			case permanent && g.code != "":
+				parts = append(parts, fmt.Sprintf("the last extension on %s answered %s, which retrying cannot fix (see redlock doctor): %s", nodes, g.code, g.msg))
+			case !permanent && g.code == "":
+				parts = append(parts, fmt.Sprintf("the last extension on %s failed: %s", nodes, g.msg))
+			}
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 // roundWait rounds a duration for a message: to the millisecond below ten

@@ -83,6 +83,9 @@ type heldLock struct {
 	until time.Time // the validity at the grant; extended while held
 	// sigs delivers the caught signals while the function runs.
 	sigs <-chan os.Signal
+	// lossCause says why the lock was lost, once (see
+	// lockEvents.lossCause).
+	lossCause func() string
 }
 
 // errWaitOver is the cause of a wait for the lock that --wait ended.
@@ -198,7 +201,7 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 			return cause
 		}
 		token, until := events.granted()
-		ferr := fn(ctx, heldLock{token: token, until: until, sigs: sigs})
+		ferr := fn(ctx, heldLock{token: token, until: until, sigs: sigs, lossCause: events.lossCause})
 		lost = errors.Is(context.Cause(ctx), redlock.ErrLockLost)
 		return ferr
 	}, callOpts...)
@@ -239,6 +242,9 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 			msg += ": " + ee.err.Error()
 		case errors.As(err, &ee):
 			msg += fmt.Sprintf(" (the command's exit status was %d)", ee.code)
+		}
+		if cause := events.lossCause(); cause != "" { // else run told it
+			msg += ": " + cause
 		}
 		return exitWith(exitLockLost, errors.New(msg))
 	}

@@ -71,10 +71,13 @@ protect and have it refuse tokens lower than the highest it has seen.
 
 If the lock is lost while CMD runs (an extension finds it gone from a
 majority of the nodes, or its validity runs out because the nodes could not be
-reached), CMD gets SIGTERM, then SIGKILL if it is still running after --grace,
-and run exits with 76. Another client may hold the lock from that moment on,
-while CMD still runs until it exits (up to --grace): only a resource that
-refuses stale fencing tokens (--fencing) stops what CMD writes meanwhile.
+reached, or refused it: a user without +pexpire, a node turned into a
+replica), CMD gets SIGTERM, then SIGKILL if it is still running after --grace,
+and run exits with 76; the line that says so names how it was lost and each
+node whose last extension failed, with its error. Another client may hold
+the lock from that moment on, while CMD still runs until it exits (up to
+--grace): only a resource that refuses stale fencing tokens (--fencing)
+stops what CMD writes meanwhile.
 Unlike a flock(1) lock, the lock lives only while run extends it: a job
 stopped with Ctrl-Z (SIGTSTP) or SIGSTOP stops run with it, so the lock
 expires after one TTL and another client may take it; when the job is
@@ -235,7 +238,7 @@ func runLocked(ctx context.Context, o runOptions, argv []string, stderr io.Write
 // lock is held until they have exited too (see leftovers). It returns CMD's
 // exit status as an *exitError, or nil for 0.
 func supervise(ctx context.Context, l heldLock, o runOptions, path string, argv []string, stderr io.Writer) error {
-	s := supervisor{o: o, name: argv[0], stderr: stderr, tree: becomeSubreaper(), lost: ctx.Done()}
+	s := supervisor{o: o, name: argv[0], stderr: stderr, tree: becomeSubreaper(), lost: ctx.Done(), lossCause: l.lossCause}
 	env := childEnv(os.Environ(), o.fencing, l.token)
 	child, err := startChild(path, argv, env)
 	if err != nil && execFormat(err) {
@@ -302,15 +305,17 @@ type cmdExit struct {
 // A supervisor is what supervise knows of CMD and of the processes it
 // started.
 type supervisor struct {
-	o        runOptions
-	name     string // CMD's
-	stderr   io.Writer
-	tree     bool        // run is the subreaper of CMD's processes (Linux)
-	child    *os.Process // CMD's
-	lost     <-chan struct{}
-	kill     <-chan time.Time // --grace after SIGTERM, then again every killAgain
-	killing  bool             // SIGKILL was sent
-	stopping bool             // a signal asked run to stop
+	o      runOptions
+	name   string // CMD's
+	stderr io.Writer
+	tree   bool        // run is the subreaper of CMD's processes (Linux)
+	child  *os.Process // CMD's
+	lost   <-chan struct{}
+	// lossCause says why the lock was lost (see lockEvents.lossCause).
+	lossCause func() string
+	kill      <-chan time.Time // --grace after SIGTERM, then again every killAgain
+	killing   bool             // SIGKILL was sent
+	stopping  bool             // a signal asked run to stop
 }
 
 // killAgain is how often run sends SIGKILL again to what is left of CMD's
@@ -325,7 +330,11 @@ func stops(sig os.Signal) bool { return slices.Contains(stopSignals, sig) }
 // lock was lost, and arms SIGKILL after --grace.
 func (s *supervisor) lose(what string) {
 	s.lost = nil
-	fmt.Fprintf(s.stderr, "redlock: run: lost the lock %q %s (SIGKILL in %v)\n", s.o.key, what, s.o.grace)
+	msg := fmt.Sprintf("redlock: run: lost the lock %q %s (SIGKILL in %v)", s.o.key, what, s.o.grace)
+	if cause := s.lossCause(); cause != "" {
+		msg += ": " + cause
+	}
+	fmt.Fprintln(s.stderr, msg)
 	s.signalAll(sigTerm)
 	s.armKill()
 }
