@@ -49,7 +49,10 @@
 //   - redlock.node.duration (histogram): every call to a node as the Client
 //     sees it (queueing included), with redlock.node (the node's address,
 //     without credentials), redlock.operation (redlock.OpAcquire, ...) and,
-//     on failure, error.type.
+//     on failure, error.type: the code of the node's error reply, alike
+//     for every driver (READONLY: a failover made the node a replica;
+//     NOPERM, OOM, CLUSTERDOWN, TRYAGAIN, ERR, ...), else timeout, canceled,
+//     closed, or the Go type of the innermost error.
 //   - redlock.node.pending (gauge): commands waiting in a node's local queue
 //     to be sent, and redlock.node.pending.wait (gauge, seconds): how long
 //     the oldest of them has waited, with redlock.node, for the nodes that
@@ -67,6 +70,7 @@ import (
 	"net"
 	"net/url"
 	"reflect"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -76,6 +80,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/redlock"
 )
 
@@ -571,7 +576,11 @@ func address(name string) string {
 }
 
 // errorType classifies a node's error for the error.type attribute, with few
-// values: timeout, canceled, or the Go type of the innermost error.
+// values, alike for every driver: timeout, canceled, closed (the node or its
+// client closed: redlock.ErrClosed), the code of a Redis error reply in the
+// chain (redisCode: READONLY, NOPERM, OOM, CLUSTERDOWN, TRYAGAIN, ...), or
+// else the Go type of the innermost error ("_OTHER" for the standard
+// library's anonymous ones).
 func errorType(err error) string {
 	var ne net.Error
 	switch {
@@ -579,6 +588,11 @@ func errorType(err error) string {
 		return "timeout"
 	case errors.Is(err, context.Canceled):
 		return "canceled"
+	case errors.Is(err, redlock.ErrClosed):
+		return "closed"
+	}
+	if code := redisCode(err); code != "" {
+		return code
 	}
 	for {
 		next := errors.Unwrap(err)
@@ -592,4 +606,44 @@ func errorType(err error) string {
 		return "_OTHER"
 	}
 	return t
+}
+
+// redisCodes are the codes of Redis' error replies that error.type names.
+// Each client gives its replies a type of its own (go-redis proto.RedisError
+// or *proto.ReadOnlyError, redigo redis.Error, rueidis *RedisError, valkey-go
+// *ValkeyError), and some one type for every code: the code is what tells a
+// failover (READONLY) from a full node (OOM) or a user's rights (NOPERM).
+var redisCodes = map[string]bool{
+	"ERR": true, "WRONGTYPE": true, "NOAUTH": true, "WRONGPASS": true, "NOPERM": true,
+	"OOM": true, "READONLY": true, "MOVED": true, "ASK": true, "TRYAGAIN": true,
+	"CROSSSLOT": true, "CLUSTERDOWN": true, "MASTERDOWN": true, "LOADING": true,
+	"BUSY": true, "NOSCRIPT": true, "MISCONF": true, "NOREPLICAS": true,
+	"EXECABORT": true, "NOPROTO": true, "UNBLOCKED": true,
+}
+
+// redisCode returns the code of a Redis error reply in err's chain
+// (errors.Unwrap, and the errors of a join), known by its message, which
+// starts with it: driver.PermanentCode's for the replies retrying cannot fix
+// (NOPERM also for a script's ACL refusal, which Redis 7.0 gives the code
+// ERR), or one of redisCodes; "" when there is none.
+func redisCode(err error) string {
+	if code := driver.PermanentCode(err); code != "" {
+		return code
+	}
+	for err != nil {
+		word, _, _ := strings.Cut(err.Error(), " ")
+		if redisCodes[word] {
+			return word
+		}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				if code := redisCode(e); code != "" {
+					return code
+				}
+			}
+			return ""
+		}
+		err = errors.Unwrap(err)
+	}
+	return ""
 }
