@@ -48,7 +48,8 @@
 //     redlock.LockEnd).
 //   - redlock.node.duration (histogram): every call to a node as the Client
 //     sees it (queueing included), with redlock.node (the node's address,
-//     without credentials), redlock.operation (redlock.OpAcquire, ...) and,
+//     without credentials; a Redis Cluster node's with its cluster=true and
+//     addr= seeds, as in errors), redlock.operation (redlock.OpAcquire, ...) and,
 //     on failure, error.type: the code of the node's error reply, alike
 //     for every driver (READONLY: a failover made the node a replica;
 //     NOPERM, OOM, CLUSTERDOWN, TRYAGAIN, ERR, ...), else timeout, canceled,
@@ -565,13 +566,23 @@ func (o *observer) NodeCall(ctx context.Context, e redlock.NodeCall) {
 }
 
 // address is a node's name without credentials: a URL loses its user
-// information (already masked by the drivers) and its query.
+// information (already masked by the drivers) and its query, but for what
+// makes a node a whole Redis Cluster, cluster=true and its other seeds
+// (addr=), as the drivers name such a node: without them, it would be
+// named as the server of its first seed alone, one shard's primary.
 func address(name string) string {
 	u, err := url.Parse(name)
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		return name
 	}
-	u.User, u.RawQuery, u.Fragment = nil, "", ""
+	var keep []string
+	if q := u.Query(); q.Get("cluster") != "" {
+		keep = append(keep, "cluster="+q.Get("cluster"))
+		for _, seed := range q["addr"] {
+			keep = append(keep, "addr="+seed)
+		}
+	}
+	u.User, u.RawQuery, u.Fragment = nil, strings.Join(keep, "&"), ""
 	return u.String()
 }
 
