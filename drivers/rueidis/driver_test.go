@@ -34,3 +34,9 @@ func TestClusterShardFailover(t *testing.T) { rueidiscoretest.ShardFailover(t, r
 func TestClusterFirstUseShardDown(t *testing.T) {
 	rueidiscoretest.FirstUseShardDown(t, rueidisdriver.Driver{})
 }
+
+// A cluster node of Open whose first call fails while its client waits for a
+// hung primary names the call.
+func TestClusterFirstUseErrorNamesCall(t *testing.T) {
+	rueidiscoretest.FirstUseErrorNamesCall(t, rueidisdriver.Driver{}, "rueidis")
+}

@@ -35,3 +35,9 @@ func TestClusterShardFailover(t *testing.T) { rueidiscoretest.ShardFailover(t, v
 func TestClusterFirstUseShardDown(t *testing.T) {
 	rueidiscoretest.FirstUseShardDown(t, valkeygo.Driver{})
 }
+
+// A cluster node of Open whose first call fails while its client waits for a
+// hung primary names the call.
+func TestClusterFirstUseErrorNamesCall(t *testing.T) {
+	rueidiscoretest.FirstUseErrorNamesCall(t, valkeygo.Driver{}, "valkeygo")
+}

@@ -374,9 +374,15 @@ func (n *node[C, D, R, L]) connect(ctx context.Context) (*state[C], error) {
 	case <-a.done:
 		return a.state, a.err
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, fmt.Errorf("%w: %w", errConnecting, ctx.Err())
 	}
 }
+
+// errConnecting is in the error of a call whose context ended while the
+// node's client was being created (a seed, or on a cluster a primary, had not
+// answered yet: see create), which do names as any failed call: "rueidis:
+// SET NX: slot 1234: connect: still connecting: context deadline exceeded".
+var errConnecting = errors.New("connect: still connecting")
 
 // create creates the client for a, and makes it the node's client unless the
 // node was closed meanwhile, in which case it closes it.
@@ -793,6 +799,9 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 	var first error // the error of the send that a repeat follows
 	for retry := true; ; {
 		s, err := n.state(ctx)
+		if errors.Is(err, errConnecting) {
+			return rediscmd.Result{}, orig.Failed(ctx, n.lib.Name, n.onShard(cmd.Key, err))
+		}
 		if err != nil {
 			return rediscmd.Result{}, driver.ContextError(ctx, err)
 		}
