@@ -20,10 +20,12 @@ import (
 //     had ended, nor one of a lock already found lost or unlocked, nor one
 //     given a TTL out of range: bad input, returned to its caller, is
 //     logged at Debug as "redlock: extend refused: bad TTL"); and a node
-//     that refuses to tell which server it is with an error retrying cannot
-//     fix ("redlock: node does not tell which server it is", OpIdentity: an
-//     ACL user without +info), so that one server under two addresses
-//     would count twice towards the quorum, unseen.
+//     that refuses to tell which server it is ("redlock: node does not
+//     tell which server it is", OpIdentity: an ACL user without +info,
+//     NOPERM, or INFO renamed away), so that one server under two addresses
+//     would count twice towards the quorum, unseen (not a node that fails
+//     every call for good, such as with a wrong password: its calls' errors
+//     say why).
 //   - Debug: every acquisition attempt (outcome, votes, duration), the wait
 //     of every Lock, every Extend, Unlock and Do, every node call that failed,
 //     and every waiter woken to try again ("redlock: woken to try again": by
@@ -167,7 +169,7 @@ func (o logObserver) Unlock(ctx context.Context, e UnlockStart) (context.Context
 }
 
 func (o logObserver) NodeCall(ctx context.Context, e NodeCall) {
-	if e.Operation == OpIdentity && driver.PermanentCode(e.Err) != "" {
+	if e.Operation == OpIdentity && identityRefused(e.Err) {
 		o.l.LogAttrs(ctx, slog.LevelWarn, "redlock: node does not tell which server it is",
 			slog.String("node", e.Node), errAttr(e.Err),
 			slog.String("consequence", "if two addresses of the nodes are one server, it counts twice towards the quorum, unseen"))
@@ -200,4 +202,15 @@ func (o logObserver) Wake(ctx context.Context, e Wake) {
 	if o.debug(ctx) {
 		o.l.LogAttrs(ctx, slog.LevelDebug, "redlock: woken to try again", slog.String("key", e.Key), slog.Int("attempt", e.Attempt))
 	}
+}
+
+// identityRefused reports whether err, the error of a node's identity
+// question (OpIdentity), is a refusal of that question alone, for good: the
+// ACL user may not run INFO (NOPERM), or the server has no INFO (renamed
+// away: ERR unknown command). A node whose every call fails for good (a
+// wrong password, a database the server does not have) fails its question
+// too, but takes part in no quorum, and its calls' errors say why.
+func identityRefused(err error) bool {
+	code := driver.PermanentCode(err)
+	return code == "NOPERM" || code == "ERR unknown command"
 }

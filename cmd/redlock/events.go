@@ -332,7 +332,10 @@ func (e *lockEvents) acquireFailed(c redlock.NodeCall) {
 // without +info): the Client takes it as distinct, so one server under two
 // addresses would count twice towards the quorum, unseen.
 func (e *lockEvents) identityRefused(c redlock.NodeCall) {
-	if c.Err == nil || driver.PermanentCode(c.Err) == "" {
+	// Only the question refused (NOPERM, INFO renamed away): a node that
+	// fails every call for good (a wrong password) fails it too, and its
+	// calls' errors say why.
+	if code := driver.PermanentCode(c.Err); code != "NOPERM" && code != "ERR unknown command" {
 		return
 	}
 	e.mu.Lock()
