@@ -22,14 +22,16 @@ var permanentCodes = [...]string{
 // the server does not have (SELECT 99 with the default 16 databases), or any
 // database but 0 on a server in cluster mode, and a command gets when the
 // server does not have it: disabled or renamed with rename-command in
-// redis.conf (EVAL, EVALSHA), which only a restart with another
-// configuration undoes. Some clients drop the code of an ERR reply (rueidis
+// redis.conf (EVAL, EVALSHA), or when it is a cluster's (a node given as a
+// Redis Cluster, cluster=true) and the server is not cluster-enabled; only a
+// restart with another configuration undoes them. Some clients drop the code of an ERR reply (rueidis
 // and valkey-go keep "DB index is out of range"), so they are recognized
 // with or without it.
 var permanentERR = [...]string{
 	"ERR DB index is out of range",
 	"ERR SELECT is not allowed in cluster mode",
 	"ERR unknown command",
+	"ERR This instance has cluster support disabled",
 }
 
 // PermanentCode returns the code of a Redis error reply found in err's chain
@@ -39,8 +41,11 @@ var permanentERR = [...]string{
 // script calls, which Redis 7.0 replies with the code ERR ("ERR The user
 // executing the script can't run this command or subcommand"). For an ERR reply that retrying cannot fix, a database
 // the server does not have ("ERR DB index is out of range", "ERR SELECT is
-// not allowed in cluster mode") or a command it does not have ("ERR unknown
-// command": rename-command in redis.conf), it returns that reply's start. An error reply is recognized by its message, which
+// not allowed in cluster mode"), a command it does not have ("ERR unknown
+// command": rename-command in redis.conf), or a cluster's command on a server
+// that is not cluster-enabled ("ERR This instance has cluster support
+// disabled": a node given as a Redis Cluster, cluster=true), it returns that
+// reply's start. An error reply is recognized by its message, which
 // starts with its code, whatever type the client gives it; an error that
 // wraps it may add a prefix, as long as it wraps with %w. A script's error
 // reply counts too, since Redis keeps the code of an error raised by

@@ -378,6 +378,14 @@ func (n *node[C, D, R, L]) connect(ctx context.Context) (*state[C], error) {
 	}
 }
 
+// errClusterDisabled is the reply of a server that is not cluster-enabled to
+// CLUSTER SLOTS, which the library drops as it falls back to a client of one
+// server (see create): kept in the error of every call of a cluster node over
+// such a server, so that driver.PermanentCode finds it, as it finds the
+// reply that the goredis driver's calls get. Only a restart with
+// cluster-enabled yes undoes it.
+var errClusterDisabled = errors.New("ERR This instance has cluster support disabled")
+
 // errConnecting is in the error of a call whose context ended while the
 // node's client was being created (a seed, or on a cluster a primary, had not
 // answered yet: see create), which do names as any failed call: "rueidis:
@@ -399,7 +407,7 @@ func (n *node[C, D, R, L]) create(a *attempt[C]) {
 		// a cluster would send CLUSTER NODES (Identity) and route
 		// channels by a slot map it cannot read. Its calls fail instead,
 		// as the goredis driver's do ("cluster support disabled").
-		err = fmt.Errorf("%s: the address says cluster=true, but the server is not cluster-enabled (cluster support disabled)", n.Name)
+		err = fmt.Errorf("%s: the address says cluster=true, but the server is not cluster-enabled: %w", n.Name, errClusterDisabled)
 	}
 	if err == nil && n.cluster {
 		err = n.warm(c)
