@@ -281,6 +281,31 @@ func withoutLost(err error) error {
 	return errors.Join(rest...)
 }
 
+// withoutWaitCanceled returns err, the error of a Do whose wait --wait
+// ended, without the context's error that the library joined to it
+// (context.Canceled: the wait's context is canceled with errWaitOver as its
+// cause), which would end the message with "context canceled", as if
+// something had canceled run; the message says "within --wait" instead.
+func withoutWaitCanceled(err error) error {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return err
+	}
+	var rest []error
+	for _, e := range j.Unwrap() {
+		if e != context.Canceled {
+			rest = append(rest, e)
+		}
+	}
+	switch len(rest) {
+	case 0:
+		return err
+	case 1:
+		return rest[0]
+	}
+	return errors.Join(rest...)
+}
+
 // notObtained is the outcome of a Do whose function did not run: the lock
 // was not obtained (err), or it was and cause ended the wait as it was.
 func notObtained(name string, o *lockFlags, err, cause error) error {
@@ -300,6 +325,9 @@ func notObtained(name string, o *lockFlags, err, cause error) error {
 		within, oneAttempt = "", " (--wait 0: one attempt)"
 	}
 	detail := attemptcap.Without(err)
+	if errors.Is(cause, errWaitOver) {
+		detail = withoutWaitCanceled(detail)
+	}
 	var votes *redlock.VoteError
 	switch {
 	case errors.As(err, &votes) && votes.Permanent > votes.Nodes-votes.Needed:
