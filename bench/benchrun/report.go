@@ -92,7 +92,7 @@ func (r *Report) Markdown() string {
 	targetTable(&b, "Targets at scale", "Ratios within this run. Lone call: the floor is the same client doing the driver's commands by hand\n"+
 		"(SET NX PX, then the drivers' release script, which also publishes the release, by EVALSHA), one operation of each\n"+
 		"in turn (the Lone case). Hand-off with one waiter: in brackets, the driver in turn with its client's waiting floor (the\n"+
-		"HandoffFloor case). Far: the figures against the same nodes through the proxy without delay are the distance alone.\n", r.ScaleTargets())
+		"HandoffFloor case). Far: the figures against the same nodes through the proxy without delay take most of the proxy's own cost out.\n", r.ScaleTargets())
 
 	groups := groupByCase(r.Results)
 	for _, g := range groups {
@@ -356,7 +356,9 @@ const methodNotes = `## How these figures are made
   byte by 20ms each way (a 40ms round trip); compare its p50 with Lock's at 5 nodes and 1 locker.
   proxied=2 reaches the same two nodes through the same proxy without a delay: the proxy's own cost
   (a read, a write and two wake-ups per chunk, on the two cores the client and servers share), which
-  a far network does not put on the client's machine; far=2 against proxied=2 is the distance alone.
+  a far network does not put on the client's machine; far=2 against proxied=2 takes most of it out, not all
+  (without a delay the proxy's work falls inside each operation, with one it falls 20ms later, in larger
+  chunks: proxied=2 can be the slower of the two).
 - **Scale:** N concurrent Do calls on five nodes by one client (TTL 10s, an extension every TTL/3), each
   fn waiting until all hold their lock and then for the hold time (11s: three extension periods);
   one run is one operation. **bytes per held lock** is the heap and stacks in use while all are held,
