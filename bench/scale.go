@@ -78,10 +78,20 @@ func scaleConfig(b *testing.B) (locks int, hold time.Duration) {
 //	lost           locks lost while held (fn's context canceled before the end)
 //	errors         Do calls that returned an error (not acquired, lost, or not released by a quorum)
 //	B/lock         memory per held lock beyond fn's goroutine: heap and stacks in use while
-//	               all are held, less those of N parked goroutines, over N
+//	               all are held, less those of the same N goroutines while their fn waits
+//	               when each calls fn directly rather than through Do, over N
 //	cpu-ns/lock-s  CPU time of the process during the hold, per held lock per second
 //	acquire-ns     from the first Do call to the last fn started
 //	release-ns     from the end of the hold to the return of the last Do
+//
+// B/lock depends on how deep fn's goroutine is when fn waits: Do puts about
+// 190 bytes of frames beneath fn (its own and its arguments' spill in the
+// caller's), and a goroutine whose wait then runs out of its 2 KB stack
+// (a receive or select that allocates a sudog runs 300 to 700 bytes of the
+// allocator's frames) doubles its stack for as long as it holds the lock.
+// fn waits here at about 580 bytes of stack (420 without Do), where few do;
+// with 176 bytes more of the caller's frames beneath Do, most goroutines
+// doubled their stack in a hand run, and B/lock was about 2 KB higher.
 //
 // N and the hold time come from ScaleLocksEnv and ScaleForEnv (defaults 20,000
 // and 11s). Sub-benchmark: nodes=5/locks=N. Contenders whose Locker is not a
@@ -181,24 +191,95 @@ func memSplit() (heap, stack int64) {
 	return int64(m.HeapInuse), int64(m.StackInuse)
 }
 
-// parkedBaseline returns the memory that n goroutines parked on a channel
-// take: what fn's goroutines cost by themselves.
-func parkedBaseline(n int) int64 {
-	before := memInUse()
-	var started, ended sync.WaitGroup
-	release := make(chan struct{})
-	started.Add(n)
-	for range n {
-		ended.Go(func() {
-			started.Done()
-			<-release
-		})
+// A bareDoer runs fn at once on the caller's goroutine, with the caller's
+// context, and holds no lock: the Scale case's baseline, fn's goroutine
+// without Do beneath it.
+type bareDoer struct{}
+
+func (bareDoer) Do(ctx context.Context, _ string, fn func(ctx context.Context) error) error {
+	return fn(ctx)
+}
+
+// fnBaseline returns the memory that n of the Scale case's goroutines take
+// while their fn waits, each calling fn directly (bareDoer) rather than
+// through Do: what fn's goroutines cost by themselves, their frames beneath
+// fn and fn's own wait included. It runs them twice and measures the second
+// time, when the goroutines reuse the runtime's descriptors (g) of the first,
+// as holdMany's then reuse those of the second: a descriptor, once made, is
+// never freed, so that measuring the first time would count in the baseline
+// what holdMany's goroutines do not take, and subtract it from the locks'
+// cost.
+func fnBaseline(ctx context.Context, n int) (heap, stack int64) {
+	keys := make([]string, n)
+	for range 2 {
+		h := newHolders(n)
+		heap0, stack0 := memSplit()
+		h.start(ctx, bareDoer{}, keys)
+		<-h.allSettled
+		heap1, stack1 := memSplit()
+		heap, stack = heap1-heap0, stack1-stack0
+		close(h.release)
+		h.wg.Wait()
 	}
-	started.Wait()
-	during := memInUse()
-	close(release)
-	ended.Wait()
-	return during - before
+	return heap, stack
+}
+
+// holders are the Scale case's n goroutines, each in a Do call whose fn
+// waits until release is closed.
+type holders struct {
+	n                         int64
+	held, lost, errs, settled atomic.Int64
+	errOnce                   sync.Once
+	firstErr                  error // the first Do error, set once by errOnce
+	wg                        sync.WaitGroup
+	allSettled                chan struct{} // every call holds its lock or has failed
+	release                   chan struct{} // the hold is over
+}
+
+func newHolders(n int) *holders {
+	return &holders{n: int64(n), allSettled: make(chan struct{}), release: make(chan struct{})}
+}
+
+// start starts a goroutine per key, which holds its lock through d.
+func (h *holders) start(ctx context.Context, d Doer, keys []string) {
+	for _, key := range keys {
+		h.wg.Go(func() { h.hold(ctx, d, key) })
+	}
+}
+
+func (h *holders) settle() {
+	if h.settled.Add(1) == h.n {
+		close(h.allSettled)
+	}
+}
+
+// hold holds key's lock through d until release is closed.
+func (h *holders) hold(ctx context.Context, d Doer, key string) {
+	entered := false
+	err := d.Do(ctx, key, func(fctx context.Context) error {
+		entered = true
+		h.held.Add(1)
+		h.settle()
+		select {
+		case <-h.release:
+			if fctx.Err() != nil {
+				h.lost.Add(1) // lost during the hold, noticed at its end
+			}
+		case <-fctx.Done():
+			if errors.Is(context.Cause(fctx), redlock.ErrLockLost) {
+				h.lost.Add(1)
+			}
+			<-h.release
+		}
+		return nil
+	})
+	if !entered {
+		h.settle()
+	}
+	if err != nil {
+		h.errs.Add(1)
+		h.errOnce.Do(func() { h.firstErr = err })
+	}
 }
 
 // writeHeapProfile writes a heap profile of the objects in use at the last
@@ -222,59 +303,21 @@ func holdMany(b *testing.B, d Doer, n int, hold time.Duration) scaleResult {
 	ctx, cancel := runContext(b)
 	defer cancel()
 	keys := newKeys("held", n)
-	baseline := parkedBaseline(n)
+	baseHeap, baseStack := fnBaseline(ctx, n)
+	baseline := baseHeap + baseStack
 	heap0, stack0 := memSplit()
 	if path := os.Getenv(ScaleHeapProfileEnv); path != "" {
 		writeHeapProfile(b, path+".start")
 	}
 
 	r := scaleResult{locks: int64(n)}
-	var (
-		held, lost, errs, settled atomic.Int64
-		errOnce                   sync.Once
-		wg                        sync.WaitGroup
-		allSettled                = make(chan struct{}) // every call holds its lock or has failed
-		release                   = make(chan struct{}) // the hold is over
-	)
-	settle := func() {
-		if settled.Add(1) == int64(n) {
-			close(allSettled)
-		}
-	}
+	h := newHolders(n)
 	b.ResetTimer()
 	before := memInUse()
 	start := time.Now()
-	for _, key := range keys {
-		wg.Go(func() {
-			entered := false
-			err := d.Do(ctx, key, func(fctx context.Context) error {
-				entered = true
-				held.Add(1)
-				settle()
-				select {
-				case <-release:
-					if fctx.Err() != nil {
-						lost.Add(1) // lost during the hold, noticed at its end
-					}
-				case <-fctx.Done():
-					if errors.Is(context.Cause(fctx), redlock.ErrLockLost) {
-						lost.Add(1)
-					}
-					<-release
-				}
-				return nil
-			})
-			if !entered {
-				settle()
-			}
-			if err != nil {
-				errs.Add(1)
-				errOnce.Do(func() { r.firstErr = err })
-			}
-		})
-	}
+	h.start(ctx, d, keys)
 	select {
-	case <-allSettled:
+	case <-h.allSettled:
 	case <-ctx.Done():
 	}
 	r.acquire = time.Since(start)
@@ -293,15 +336,15 @@ func holdMany(b *testing.B, d Doer, n int, hold time.Duration) scaleResult {
 	}
 	inUse := heap1 + stack1
 	end := time.Now()
-	close(release)
-	wg.Wait()
+	close(h.release)
+	h.wg.Wait()
 	r.release = time.Since(end)
 	b.StopTimer()
 
-	r.held, r.lost, r.errs = held.Load(), lost.Load(), errs.Load()
+	r.held, r.lost, r.errs, r.firstErr = h.held.Load(), h.lost.Load(), h.errs.Load(), h.firstErr
 	r.bytesPerLock = float64(inUse-before-baseline) / float64(n)
-	b.Logf("per held lock: heap %d B, stacks %d B, less %d B for a parked goroutine; %d goroutines for %d locks",
-		(heap1-heap0)/int64(n), (stack1-stack0)/int64(n), baseline/int64(n), goroutines, n)
+	b.Logf("per held lock: heap %d B, stacks %d B, less fn's goroutine without Do: heap %d B, stacks %d B; %d goroutines for %d locks",
+		(heap1-heap0)/int64(n), (stack1-stack0)/int64(n), baseHeap/int64(n), baseStack/int64(n), goroutines, n)
 	if cpuOK && r.held > 0 {
 		r.cpuPerLockSec = float64(cpu1-cpu0) / (float64(r.held) * heldFor.Seconds())
 	}

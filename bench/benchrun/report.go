@@ -362,7 +362,8 @@ const methodNotes = `## How these figures are made
 - **Scale:** N concurrent Do calls on five nodes by one client (TTL 10s, an extension every TTL/3), each
   fn waiting until all hold their lock and then for the hold time (11s: three extension periods);
   one run is one operation. **bytes per held lock** is the heap and stacks in use while all are held,
-  less those of N parked goroutines (fn's own), over N; **CPU per held lock per second** is the
+  less those of the same N goroutines while their fn waits, each calling fn directly rather than through
+  Do (fn's own), over N; **CPU per held lock per second** is the
   process's CPU time during the hold (getrusage) over N × the hold time; **lost** counts fn contexts
   canceled with ErrLockLost; **Do errors** counts Do calls that returned an error. Size it with
   ` + "`-scale-locks`" + ` and ` + "`-scale-for`" + `, or ` + "`REDLOCK_BENCH_SCALE_LOCKS`" + ` and ` + "`REDLOCK_BENCH_SCALE_FOR`" + ` for go test.
