@@ -67,17 +67,19 @@ type kept struct {
 	stopped  bool      // Do is done with it
 	removed  bool      // Do removed it (see remove): an extension in flight is moot
 	given    bool      // Close stopped the extensions before Do was done with it
+	linked   bool      // in keeper.live
 
-	// Guarded by keeper.mu:
-	prev, next *kept         // in keeper.live
-	linked     bool          // in keeper.live
-	byClose    chan struct{} // Close releases the lock (see releaseHeld): closed once it did; nil unless
-	closeErr   error         // the release's error, read once byClose is closed
-
-	// Only Do's goroutine uses these:
+	// Only Do's goroutine uses these (beside the flags above, so that the
+	// eight share a word: a kept stays in the 160-byte size class, with one
+	// per lock held through Do; see TestKeptSize):
 	finished bool // Do finished with the lock
 	lost     bool // finish found the lock lost (valid once finished)
 	reported bool // Do's end was reported to the observers
+
+	// Guarded by keeper.mu:
+	prev, next *kept         // in keeper.live
+	byClose    chan struct{} // Close releases the lock (see releaseHeld): closed once it did; nil unless
+	closeErr   error         // the release's error, read once byClose is closed
 }
 
 // keptHeap orders kept locks by due.
