@@ -187,10 +187,14 @@ func (e *lockEvents) Extend(ctx context.Context, _ redlock.ExtendStart) (context
 			// Do is done with the lock (CMD exited while the extension was
 			// in flight) and releases it: no failure, nothing retried.
 		default:
+			// Not lost: the keeper retries it while the validity lasts.
+			// Its error matches ErrLockLost all the same, which is no
+			// cause: the nodes' errors are. One whose validity is over
+			// is not retried: LockEnd tells the loss.
 			e.extendFails++
-			if e.extendFails == 1 {
-				e.say("extending %s failed (%d of %d nodes agreed, %d needed); retrying while its validity lasts (%v): %v",
-					keyText(d.Key), d.Votes.Granted, d.Votes.Nodes, d.Votes.Quorum, roundWait(max(time.Until(d.Until), 0)), d.Err)
+			if left := time.Until(d.Until); e.extendFails == 1 && left > 0 {
+				e.say("extending %s failed (%d of %d nodes agreed, %d needed); retrying while its validity lasts (%v): %s",
+					keyText(d.Key), d.Votes.Granted, d.Votes.Nodes, d.Votes.Quorum, roundWait(left), extendCause(d.Err))
 			}
 		}
 	}
@@ -206,6 +210,10 @@ func (e *lockEvents) Unlock(ctx context.Context, _ redlock.UnlockStart) (context
 		defer e.mu.Unlock()
 		e.unlockErr, e.unlockCalled, e.nodes = d.Err, true, d.Votes.Nodes
 		switch {
+		case d.Err == nil && e.lost:
+			// A quorum removed the key, but the lock had been lost or
+			// had expired before (LockEnd told it, once): nothing held
+			// was released.
 		case d.Err == nil:
 			e.say("released %s", keyText(d.Key))
 		case errors.Is(d.Err, redlock.ErrUnavailable):
@@ -474,6 +482,46 @@ func (e *lockEvents) lossCause() string {
 		}
 	}
 	return strings.Join(parts, "; ")
+}
+
+// extendCause returns why an extension failed, on one line: the errors
+// joined in err but the sentinel (ErrLockLost, which an extension that is
+// retried carries too) and the votes (told beside it), separated by "; ",
+// each with the servers' text escaped; err's own text, escaped, when it
+// joins nothing else. The joins of errors.Join are opened, nested ones too.
+func extendCause(err error) string {
+	var parts []string
+	var walk func(err error)
+	walk = func(err error) {
+		if j, ok := err.(interface{ Unwrap() []error }); ok && joined(err, j.Unwrap()) {
+			for _, e := range j.Unwrap() {
+				walk(e)
+			}
+			return
+		}
+		if _, votes := err.(*redlock.VoteError); votes || err == redlock.ErrLockLost {
+			return
+		}
+		parts = append(parts, escapeUnprintable(strings.TrimPrefix(err.Error(), "redlock: ")))
+	}
+	walk(err)
+	if len(parts) == 0 {
+		return escapeUnprintable(err.Error())
+	}
+	return strings.Join(parts, "; ")
+}
+
+// joined reports whether err is errs joined as errors.Join joins them (its
+// text theirs, one a line), not an error of its own that wraps them (as
+// fmt.Errorf with several %w does).
+func joined(err error, errs []error) bool {
+	texts := make([]string, 0, len(errs))
+	for _, e := range errs {
+		if e != nil {
+			texts = append(texts, e.Error())
+		}
+	}
+	return err.Error() == strings.Join(texts, "\n")
 }
 
 // roundWait rounds a duration for a message: to the millisecond below ten
