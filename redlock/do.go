@@ -23,7 +23,16 @@ import (
 // fn's context is canceled, with ErrLockLost as its cause (context.Cause),
 // when the lock is no longer held: at once when its validity (Until) ends
 // without a successful extension (before fn starts, if it ended between the
-// grant and fn's start), and otherwise when an extension finds it lost. A
+// grant and fn's start), and otherwise when an extension finds it lost. An
+// extension that so many nodes refuse with an error retrying cannot fix
+// (driver.PermanentCode: NOPERM for an ACL user without +pexpire, READONLY
+// from a node a failover turned into a replica, ...) that no quorum can
+// extend the lock ends it at once too, as Lock stops at such errors, rather
+// than being retried until the validity ends: the cause is then the
+// extension's error, which matches ErrLockLost and joins the nodes' errors
+// (and Do returns it in place of ErrLockLost), Done is closed, and the
+// observers hear EndRefused. A transient failure (a timeout, a node down)
+// is retried while the validity lasts. A
 // loss on the nodes (a key evicted or expired early, a node restarted empty)
 // is therefore noticed within one extension interval plus the time of the
 // extension that finds it, or within that plus one more extension when an
@@ -51,7 +60,7 @@ import (
 //
 // Do returns fn's error, joined with ErrLockLost when the lock was lost while
 // fn ran or was not released by a quorum (once: when fn returns ErrLockLost
-// itself, its context's cause, Do's ErrLockLost stands for both). In the
+// itself, or its context's cause, Do's ErrLockLost stands for both). In the
 // second case it is Unlock's error that is joined: ErrLockLost with the
 // release's votes (a *VoteError, which matches ErrUnavailable when the
 // release failed on too many nodes, timed out say, rather than found the
@@ -489,10 +498,16 @@ var errUnwound = errors.New("redlock: the call did not return: a function it cal
 //go:noinline
 func (e *kept) done(ferr error) error {
 	lost, uerr := e.finish()
+	// The loss as fn's context says it: ErrLockLost, or the extension's
+	// error that the nodes refused for good (see keeper.finish).
+	cause := context.Cause(e.fctx)
+	if !lost || !errors.Is(cause, ErrLockLost) {
+		cause = ErrLockLost
+	}
 	err, joined := ferr, ferr
-	if ferr == ErrLockLost {
-		// fn returned its context's cause: the ErrLockLost joined below
-		// says it, once.
+	if ferr == ErrLockLost || ferr == cause {
+		// fn returned its context's cause: the loss joined below says
+		// it, once.
 		joined = nil
 	}
 	switch {
@@ -502,7 +517,7 @@ func (e *kept) done(ferr error) error {
 		// gone) and the nodes' errors.
 		err = errors.Join(joined, uerr)
 	case lost:
-		err = errors.Join(joined, ErrLockLost)
+		err = errors.Join(joined, cause)
 	}
 	if e.obs != nil {
 		e.reported = true

@@ -600,17 +600,33 @@ func (c *callCtx) Value(key any) any {
 
 // finish judges one lock's extension, which started at start, reports it to
 // the observers (end, when not nil), and schedules what comes next for it.
+//
+// An extension that so many nodes refused with an error retrying cannot fix
+// (driver.PermanentCode: NOPERM, READONLY, ...; see round.permanentFailure)
+// that no quorum can extend the lock until someone fixes them ends the lock
+// at once (EndRefused), as Lock stops at such errors, rather than retry
+// until its validity ends: its Do's context is canceled with the
+// extension's error as its cause, which matches ErrLockLost and names the
+// nodes' errors. A transient failure is retried while the validity lasts.
 func (k *keeper) finish(e *kept, r *round, ok bool, start time.Time, octx context.Context, end func(ExtendDone), began time.Time) {
 	err := e.l.finishExtend(octx, r, ok, start, e.ttl)
+	refused := false
 	if err != nil {
 		k.mu.Lock()
-		if e.removed {
-			err = errExtendMoot
-		}
+		removed := e.removed
 		k.mu.Unlock()
+		switch {
+		case removed:
+			err = errExtendMoot
+		case r.permanentFailure() && k.c.quit.Err() == nil:
+			// Not the keeper's own ErrClosed (errKeeperClosed) of a
+			// Client that Close ends: Close ends its locks itself.
+			refused = e.l.endAs(endRefused)
+		}
 	}
 	if k.c.obs != nil {
-		lost := e.l.reportEndHere(octx) == EndLostExtend
+		how := e.l.reportEndHere(octx)
+		lost := how == EndLostExtend || how == EndRefused
 		if end != nil {
 			observeExtendDone(end, ExtendDone{Key: e.l.name, Token: e.l.token, TTL: e.ttl, Votes: r.counts(), Duration: time.Since(began), Lost: lost, Until: e.l.Until(), Err: err})
 		}
@@ -637,6 +653,12 @@ func (k *keeper) finish(e *kept, r *round, ok bool, start time.Time, octx contex
 		return
 	}
 	until := e.l.Until()
+	if refused {
+		e.stopped = true
+		k.mu.Unlock()
+		k.lostWith(e, err)
+		return
+	}
 	if r.lost() || !now.Before(until) {
 		e.stopped = true
 		k.mu.Unlock()
@@ -718,12 +740,16 @@ func (l *Lock) dropSettledAcq() {
 
 // lost ends e's lock, reports the end to the observers at once (not at Do's
 // Unlock), and cancels its Do's context with ErrLockLost.
-func (k *keeper) lost(e *kept) {
+func (k *keeper) lost(e *kept) { k.lostWith(e, ErrLockLost) }
+
+// lostWith is lost with cause, which matches ErrLockLost, as the cause of
+// its Do's context.
+func (k *keeper) lostWith(e *kept, cause error) {
 	e.l.endNow()
 	if k.c.obs != nil {
 		e.l.reportEndHere(e.ectx)
 	}
-	e.cancel(ErrLockLost)
+	e.cancel(cause)
 }
 
 // endNow marks the lock as no longer held and closes Done.

@@ -187,13 +187,16 @@ func (l *Lock) overAtUnlock() bool {
 	return l.wasOver
 }
 
-// endAs ends the lock, as how, unless it has ended already.
-func (l *Lock) endAs(how endKind) {
+// endAs ends the lock, as how, unless it has ended already; it reports
+// whether it ended it.
+func (l *Lock) endAs(how endKind) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.endLocked() {
 		l.endHow = how
+		return true
 	}
+	return false
 }
 
 // over reports whether the lock has ended: its validity passed, or it was

@@ -284,9 +284,10 @@ const (
 	endLostExtend
 	endLostTTL
 	endClosed
+	endRefused
 )
 
-var endNames = [...]string{endNone: "", endExpired: EndExpired, endLostExtend: EndLostExtend, endLostTTL: EndLostTTL, endClosed: EndClosed}
+var endNames = [...]string{endNone: "", endExpired: EndExpired, endLostExtend: EndLostExtend, endLostTTL: EndLostTTL, endClosed: EndClosed, endRefused: EndRefused}
 
 // clockBase is the origin of Lock.granted.
 var clockBase = time.Now()

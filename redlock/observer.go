@@ -225,7 +225,9 @@ type ExtendDone struct {
 	Votes    Votes         // Granted: nodes that extended the lock
 	Duration time.Duration // from the start of the Extend (or Do's extension) to its end
 	// Lost reports whether this Extend found the lock lost: so many nodes
-	// no longer held it that no quorum can (a LockEnd follows).
+	// no longer held it that no quorum can, or, for Do's extensions, so
+	// many refused it with an error retrying cannot fix (EndRefused); a
+	// LockEnd follows.
 	Lost bool
 	// Until is the lock's validity after the call (Lock.Until): set by an
 	// Extend that succeeded; a failed one leaves it where it was, or lowered
@@ -304,6 +306,13 @@ const (
 	// EndClosed: Client.Close stopped the extensions of a lock held
 	// through Do before its function returned (Do returns ErrLockLost).
 	EndClosed = "closed"
+	// EndRefused: an extension of Do's was refused by so many nodes with
+	// an error retrying cannot fix (driver.PermanentCode: NOPERM for an
+	// ACL user without +pexpire, READONLY from a replica, ...) that no
+	// quorum can extend the lock until someone fixes them: Do gives it up
+	// at once, rather than retry until its validity ends, and cancels its
+	// function's context (see Do).
+	EndRefused = "refused_extend"
 )
 
 // LockEnd describes the end of a granted lock's life, reported once per lock.
@@ -311,7 +320,7 @@ type LockEnd struct {
 	Key   string // the lock's key, without the Client's prefix
 	Token uint64 // the lock's fencing token; 0 without WithFencing
 	// How is EndUnlocked, or how the loss was found: EndLostExtend,
-	// EndExpired, EndLostUnlock, EndLostTTL or EndClosed.
+	// EndExpired, EndLostUnlock, EndLostTTL, EndClosed or EndRefused.
 	How string
 	// Held is from the grant to this end; for EndExpired, to the end of
 	// the lock's validity (its Until), however later the call that

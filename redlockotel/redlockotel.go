@@ -44,8 +44,8 @@
 //     ended. A Lock that is neither unlocked nor watched (Lock.Done, as Do
 //     does) ends only at Unlock, so it counts until then.
 //   - redlock.lock.lost (counter): locks lost, with redlock.lost.how =
-//     lost_extend, expired, lost_unlock, lost_ttl or closed (see
-//     redlock.LockEnd).
+//     lost_extend, expired, lost_unlock, lost_ttl, closed or
+//     refused_extend (see redlock.LockEnd).
 //   - redlock.node.duration (histogram): every call to a node as the Client
 //     sees it (queueing included), with redlock.node (the node's address,
 //     without credentials; a Redis Cluster node's with its cluster=true and

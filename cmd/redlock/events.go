@@ -426,6 +426,7 @@ func lostHow(how string) string {
 		redlock.EndLostExtend: "an extension found it gone from a quorum of the nodes",
 		redlock.EndExpired:    "its validity ran out before an extension succeeded",
 		redlock.EndLostUnlock: "the release found it gone from a quorum of the nodes",
+		redlock.EndRefused:    "an extension was refused by so many nodes with an error retrying cannot fix that no quorum could extend it, so it was given up at once",
 	}[how]; s != "" {
 		return s
 	}

@@ -54,8 +54,9 @@ killing it (a failed step under set -e) leaves the lock held, for ever
 without --for. Kill it from an EXIT trap, as in the first example.
 
 If the lock is lost meanwhile (an extension finds it gone from a majority of
-the nodes, or its validity runs out because they could not be reached or
-refused it), hold exits with 76 at once, naming on stderr how it was lost and
+the nodes, or a majority refuses it with an error retrying cannot fix, such
+as NOPERM for a user without +pexpire, which is not retried, or its validity
+runs out because they could not be reached), hold exits with 76 at once, naming on stderr how it was lost and
 each node whose last extension failed, with its error: whatever the script does under the lock must stop.
 hold cannot stop it: unlike run, it does not know the script's steps, and a
 step that runs when the lock is lost runs on without it. Check that hold

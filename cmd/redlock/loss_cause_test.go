@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -68,10 +69,22 @@ func TestLossNamesCause(t *testing.T) {
 				if line == "" {
 					t.Fatalf("no line %q...; stderr:\n%s", told, out)
 				}
-				for _, want := range append([]string{"its validity ran out before an extension succeeded", "answered NOPERM, which retrying cannot fix", "can't run this command"}, redistest.Addrs(servers)...) {
+				for _, want := range []string{"refused by so many nodes with an error retrying cannot fix that no quorum could extend it, so it was given up at once", "answered NOPERM, which retrying cannot fix", "can't run this command"} {
 					if !strings.Contains(line, want) {
 						t.Errorf("the loss's line does not say %q:\n%s", want, line)
 					}
+				}
+				// run tells the loss as soon as a quorum of the nodes
+				// refused the extension, and the third may not have
+				// answered yet; hold tells it once it released the lock.
+				named := 0
+				for _, a := range redistest.Addrs(servers) {
+					if strings.Contains(line, a) {
+						named++
+					}
+				}
+				if want := map[string]int{"run": 2, "hold": 3}[cmd]; named < want {
+					t.Errorf("the loss's line names %d of the nodes, want at least %d:\n%s", named, want, line)
 				}
 				if strings.Contains(out, password) || strings.Contains(out, value.(string)) {
 					t.Errorf("stderr shows the password or the lock's value %q:\n%s", value, out)
@@ -81,6 +94,68 @@ func TestLossNamesCause(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestPermanentExtendLossAtOnce takes PEXPIRE from the ACL user of hold -v
+// once it holds the lock, as TestLossNamesCause does, with a TTL of 30s:
+// the first extension, 10s after the grant, is refused by every node with
+// NOPERM, which retrying cannot fix. hold retried it every 2.5s until the
+// validity ended, 30s after the grant, working on meanwhile under a lock
+// nothing could extend; it gives the lock up at that first extension now,
+// exits with 76 naming the refusal, says lost once, and does not say
+// released (its release removed a key that it no longer counted as
+// held). The bound on the time held is generous (20s, against 10s now and
+// 30s before) for a busy machine.
+func TestPermanentExtendLossAtOnce(t *testing.T) {
+	t.Parallel()
+	const password = "nopexpire-Passw0rd"
+	servers, _ := nodes(t, 3)
+	for _, d := range []string{"goredis", "redigo", "rueidis", "valkeygo"} {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			user, key := "atonce-"+d, "atonce-"+d
+			urls := setUser(t, servers, user, password)
+			b, _ := startHold(t, "-v", "--driver", d, "--ttl", "30s", "--nodes", strings.Join(urls, ","), key)
+			defer b.cmd.Process.Signal(syscall.SIGTERM)
+			for _, s := range servers {
+				if _, err := s.Do(t.Context(), "ACL", "SETUSER", user, "-pexpire"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if code := b.wait(60 * time.Second); code != exitLockLost {
+				t.Fatalf("hold whose user lost PEXPIRE: exit %d, want %d; stderr:\n%s", code, exitLockLost, b.stderr.String())
+			}
+			out := b.stderr.String()
+			lost := "redlock: lost " + key + " after holding it for "
+			var held time.Duration
+			for l := range strings.Lines(out) {
+				if rest, ok := strings.CutPrefix(l, lost); ok {
+					d, err := time.ParseDuration(rest[:strings.Index(rest, ":")])
+					if err != nil {
+						t.Fatalf("%q: %v", l, err)
+					}
+					held = d
+				}
+			}
+			switch {
+			case held == 0:
+				t.Fatalf("no line %q...; stderr:\n%s", lost, out)
+			case held > 20*time.Second:
+				t.Errorf("lost %v after the grant, want at the first extension (10s), not at the validity's end (30s):\n%s", held, out)
+			}
+			for _, bad := range []string{"retrying while its validity lasts", "released " + key, "lock lost"} {
+				if strings.Contains(out, bad) {
+					t.Errorf("hold -v says %q of a lock the nodes refused to extend for good:\n%s", bad, out)
+				}
+			}
+			if n := strings.Count(out, "NOPERM"); n != 1 {
+				t.Errorf("the refusal told %d times, want once (on the loss's line):\n%s", n, out)
+			}
+			if !strings.Contains(out, "hold: the lock "+strconv.Quote(key)+" was lost: an extension was refused") {
+				t.Errorf("hold's loss line does not tell the refusal:\n%s", out)
+			}
+		})
 	}
 }
 
