@@ -38,10 +38,11 @@
 //     still holds the lock.
 //   - SetDown makes a node fail every call (ErrDown, in a *redlock.NodeError),
 //     as a crashed or unreachable server; down on so many nodes that no quorum
-//     is left (two of three), a lock held through Client.Do is lost at its
-//     next extension (fn's context is canceled, its cause
-//     redlock.ErrLockLost), and acquisitions fail with an error that matches
-//     redlock.ErrNotObtained and redlock.ErrUnavailable.
+//     is left (two of three), a lock held through Client.Do is lost when its
+//     validity ends, its extensions failing until then (ErrDown says
+//     nothing of the key, so they are retried: fn's context is canceled,
+//     its cause redlock.ErrLockLost), and acquisitions fail with an error
+//     that matches redlock.ErrNotObtained and redlock.ErrUnavailable.
 //   - SetStalled holds the calls, as a server stopped with SIGSTOP or behind a
 //     partition: its callers wait until the node timeout. SetLatency delays each
 //     call, as a slow network. SetLoseReplies applies the calls and loses their
@@ -71,7 +72,11 @@
 // Releases through a node (Lock.Unlock, the end of Client.Do) notify the
 // subscribers of the key, as the Redis drivers' pub/sub does, so a waiting
 // Client.Lock tries again at once rather than after its backoff; a key that
-// expires or is deleted notifies nobody, as in Redis.
+// expires or is deleted notifies nobody, as in Redis. As with those drivers,
+// a subscription survives an outage (SetDown, Forget, SetConnDown): it
+// hears nothing meanwhile and gets one notice once the node is back, since
+// a release may have been published while it could not hear, so that a
+// waiter tries again then rather than after its backoff.
 //
 // In a testing/synctest bubble the Client and nodes run on the bubble's
 // clock (the default RealClock), so a TTL of minutes costs nothing, and Do's

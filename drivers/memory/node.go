@@ -318,11 +318,17 @@ func (n *Node) Close() error {
 }
 
 // SetDown makes every call fail with ErrDown (down true) or work again.
+// Subscriptions survive it, and each is sent one notice when the node is
+// back (see Subscribe).
 func (n *Node) SetDown(down bool) {
 	s := n.store()
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.down && !down {
+		s.down = false
+		s.wakeAll(nil)
+	}
 	s.down = down
-	s.mu.Unlock()
 }
 
 // SetStalled makes the store hold the calls that reach it, like a server
@@ -360,12 +366,19 @@ func setStalled(flag *bool, held *[]func(), stalled bool) {
 // by a partition between one client and the server; the store and its other
 // Nodes (Conn) are unaffected: the keys stay, and other connections still
 // reach them. While down, a subscription made through this Node receives no
-// release. Unlike SetDown, it acts on this Node only.
+// release; each is sent one notice when it is back, unless the store is
+// down (see Subscribe). Unlike SetDown, it acts on this Node only.
 func (n *Node) SetConnDown(down bool) {
 	s := n.store()
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n.connDown && !down {
+		n.connDown = false
+		if !s.down {
+			s.wakeAll(n)
+		}
+	}
 	n.connDown = down
-	s.mu.Unlock()
 }
 
 // SetConnStalled makes this Node (this connection) hold the calls sent
@@ -404,13 +417,19 @@ func (n *Node) SetLatency(d time.Duration) {
 	s.mu.Unlock()
 }
 
-// Forget drops every key and fencing counter, as a server restarted without persistence does.
+// Forget drops every key and fencing counter, as a server restarted without
+// persistence does. Subscriptions survive it, as the Redis drivers'
+// survive a restart, and each is sent one notice (see Subscribe), unless
+// the store is down: SetDown(false) sends it then.
 func (n *Node) Forget() {
 	s := n.store()
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	clear(s.keys)
 	clear(s.fences)
-	s.mu.Unlock()
+	if !s.down {
+		s.wakeAll(nil)
+	}
 }
 
 // Delete drops key, as when it expires early (a clock jump on the server) or

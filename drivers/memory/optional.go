@@ -81,19 +81,40 @@ func (n *Node) ReleaseNotify(ctx context.Context, key, value string) (bool, erro
 			return false, nil
 		}
 		for sub := range s.subs[key] {
-			if sub.node.state.Err() != nil {
-				continue // closed: its connection would be gone
-			}
-			if sub.node.connDown || sub.node.connStalled {
-				continue // cut off: the message does not reach it
-			}
-			select {
-			case sub.notify <- struct{}{}:
-			default:
-			}
+			sub.wake()
 		}
 		return true, nil
 	})
+}
+
+// wake sends on sub's notify without blocking, unless the Node that
+// subscribed is closed (its connection would be gone) or cut off
+// (SetConnDown, SetConnStalled: the message does not reach it). The
+// store's mu is held.
+func (sub *subscription) wake() {
+	if sub.node.state.Err() != nil || sub.node.connDown || sub.node.connStalled {
+		return
+	}
+	select {
+	case sub.notify <- struct{}{}:
+	default:
+	}
+}
+
+// wakeAll wakes once every subscription on s, or only those made through
+// through when it is not nil (see subscription.wake): what the Redis
+// drivers' pub/sub does once it has subscribed again on a new connection
+// after the old one broke (a server down or restarted, a connection reset),
+// since a release may have been published while there was none. The
+// store's mu is held.
+func (s *store) wakeAll(through *Node) {
+	for _, subs := range s.subs {
+		for sub := range subs {
+			if through == nil || sub.node == through {
+				sub.wake()
+			}
+		}
+	}
 }
 
 type subscription struct {
@@ -104,6 +125,12 @@ type subscription struct {
 // Subscribe sends on notify each time a release of key is published, until
 // cancel is called or the Node is closed. A Subscribe that fails (the node
 // down, its context ended, its reply lost) leaves no subscription behind.
+// As the Redis drivers' subscriptions, one survives an outage of the node
+// (SetDown, Forget, SetConnDown through the Node that subscribed): it
+// hears nothing meanwhile, and is sent one notice when the node is back
+// (SetDown(false), SetConnDown(false)) or has restarted (Forget), as those
+// drivers send once they have subscribed again on a new connection, a
+// release having possibly been published while there was none.
 func (n *Node) Subscribe(ctx context.Context, key string, notify chan<- struct{}) (func(), error) {
 	sub := &subscription{node: n, notify: notify}
 	s := n.store()
