@@ -15,7 +15,8 @@ const untilFormat = "2006-01-02T15:04:05.000Z07:00"
 
 type holdOptions struct {
 	lockFlags
-	holdFor time.Duration
+	holdFor       time.Duration
+	outliveParent bool
 }
 
 // holdLine is the line hold prints on stdout once it holds the lock.
@@ -49,9 +50,19 @@ grant, in UTC, which hold moves forward while it holds it. A key that is not
 UTF-8, which JSON cannot hold (its bad bytes are U+FFFD in "key"), is also
 given quoted, as Go quotes it, in "key_quoted".
 
-hold does not watch the script that started it: a script that exits without
-killing it (a failed step under set -e) leaves the lock held, for ever
-without --for. Kill it from an EXIT trap, as in the first example.
+hold watches the process that started it (the script; with coproc, the
+script when the coproc execs hold, as in the first example, not a subshell
+that waits for it): when that process ends without stopping hold (killed
+by SIGKILL, or an exit that skipped the EXIT trap), hold releases the lock
+and exits, saying so on stderr, as it does on SIGTERM; if it was still
+waiting for the lock, it stops waiting and exits with 1. On Linux it learns
+of it at once (a pidfd of its parent), elsewhere on unix within a second
+(it asks for its parent's PID); on Windows it does not watch. A parent that
+ended before hold started is not seen. --outlive-parent keeps the lock
+held after its parent ends, for a hold detached on purpose (nohup, setsid,
+"( redlock hold KEY & )"): stop it yourself then, or bound it with --for.
+An EXIT trap that kills hold, as in the first example, still releases the
+lock before the script has exited rather than after, and on Windows too.
 
 If the lock is lost meanwhile (an extension finds it gone from a majority of
 the nodes, or a majority refuses it with an error retrying cannot fix, such
@@ -69,7 +80,8 @@ A signal while hold still waits for the lock ends the wait: it exits with
 was not held).
 
 Exit codes:
-  0       held, then released after a signal or --for
+  0       held, then released after a signal, --for or the end of the
+          process that started hold
   75      the lock is held elsewhere: not obtained within --wait
           (--conflict-exit-code replaces 75)
   69      too many nodes failed (errors, timeouts) for a quorum
@@ -77,9 +89,10 @@ Exit codes:
           nodes no longer held it
   128+N   signal N ended the wait for the lock
   2       bad flags or arguments, no nodes, a bad address or option
-  1       any other error of redlock
+  1       any other error of redlock; the process that started hold
+          ended while it waited for the lock
 
-` + envHelp("nodes", "ttl", "wait", "prefix", "for", "fencing", "conflict-exit-code", "verbose"),
+` + envHelp("nodes", "ttl", "wait", "prefix", "for", "fencing", "conflict-exit-code", "verbose", "outlive-parent"),
 		Example: `  # hold the lock across the steps of a script
   coproc HOLD { exec redlock hold --wait 1m deploy; }
   hold=$HOLD_PID                    # bash unsets HOLD_PID once hold exits
@@ -116,11 +129,13 @@ Exit codes:
 	}
 	o.add(cmd)
 	cmd.Flags().DurationVar(&o.holdFor, "for", 0, "release the lock and exit after this long (default: until a signal)")
+	cmd.Flags().BoolVar(&o.outliveParent, "outlive-parent", false, "keep the lock when the process that started hold ends (a hold detached on purpose: nohup, setsid, a double fork)")
 	return withEnv(cmd)
 }
 
 // runHold is the hold command.
 func runHold(ctx context.Context, o holdOptions, stdout, stderr io.Writer) error {
+	o.watchParent = !o.outliveParent
 	return withLock(ctx, "hold", &o.lockFlags, stderr, stopSignals, func(ctx context.Context, l heldLock) error {
 		line, err := json.Marshal(holdLine{Key: o.key, KeyQuoted: jsonKeyQuoted(o.key), Token: l.token, Until: l.until.UTC().Format(untilFormat)})
 		if err != nil {
@@ -137,7 +152,10 @@ func runHold(ctx context.Context, o holdOptions, stdout, stderr io.Writer) error
 		}
 		select {
 		case sig := <-l.sigs:
-			if o.verbose {
+			if _, ok := sig.(parentEnded); ok {
+				// Said without -v too: nobody stopped hold.
+				fmt.Fprintf(stderr, "redlock: hold: %v: releasing %s (--outlive-parent keeps it)\n", sig, keyText(o.key))
+			} else if o.verbose {
 				fmt.Fprintf(stderr, "redlock: hold: %v: releasing %s\n", sig, keyText(o.key))
 			}
 		case <-over:

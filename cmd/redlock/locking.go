@@ -30,6 +30,10 @@ type lockFlags struct {
 	fencing      bool
 	conflictCode int
 	verbose      bool
+	// watchParent ends the wait, or the holding, when the process that
+	// started redlock ends, as a stop signal does (hold without
+	// --outlive-parent; see watchParent).
+	watchParent bool
 }
 
 // add adds the flags to cmd.
@@ -124,6 +128,16 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 		signal.Notify(sigs, caught...) // with none, Notify would relay every signal
 	}
 	defer signal.Stop(sigs)
+	if o.watchParent {
+		// Delivered as the signals are, unless sigs is full of them.
+		stopWatch := watchParent(func(p parentEnded) {
+			select {
+			case sigs <- p:
+			default:
+			}
+		})
+		defer stopWatch()
+	}
 
 	events := &lockEvents{ttl: o.ttl, verbose: o.verbose, warnUnavailable: !o.waitSet || o.wait > 0, oneAttempt: o.waitSet && o.wait == 0, stderr: stderr, firstDone: make(chan struct{})}
 	opts := []redlock.Option{redlock.WithTTL(o.ttl), redlock.WithObserver(events)}
