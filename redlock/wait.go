@@ -162,6 +162,7 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 		took  time.Duration
 	)
 	if released != nil || waited {
+		heard(released)
 		start = time.Now()
 		if l, stop, err = a.try(ctx); stop {
 			return l, err
@@ -204,6 +205,7 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 		case <-c.closing:
 			return nil, errors.Join(a.verdict, ErrClosed)
 		}
+		heard(released)
 		start = time.Now()
 		if l, stop, err = a.try(ctx); stop {
 			return l, err
@@ -224,6 +226,20 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 			continue
 		}
 		timer.Reset(cc.backoff.wait(attempt))
+	}
+}
+
+// heard drops the release notice waiting on released, if any, as an attempt
+// begins: whatever it announces (a release on some node, a subscription made
+// again there) happened before the attempt's SET reaches that node, which
+// the attempt therefore covers. Kept, it would wake the waiter again once
+// its attempt was refused, for a release that attempt had seen: one node's
+// notice may come while the waiter waits its random delay after another's
+// (see Lock), and each node of a release publishes one.
+func heard(released chan struct{}) {
+	select {
+	case <-released:
+	default:
 	}
 }
 
