@@ -12,6 +12,10 @@ import (
 // every node that publishes them (driver.Notifier).
 type watcher struct {
 	released chan struct{} // receives when any node publishes a release
+	// ctx is the subscriptions' (see watch): the first waiter's, without
+	// its end, ended by close.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	mu      sync.Mutex
 	closed  bool
@@ -41,8 +45,11 @@ const (
 // good (see subscribeOne).
 func (c *Client) watch(ctx context.Context, key string) *watcher {
 	w := &watcher{released: make(chan struct{}, 1)}
+	// The subscriptions outlive the waiter when it leaves them to the next
+	// (see handOver): they end when w closes, not with the waiter's ctx.
+	w.ctx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	results := make(chan bool, len(c.nodes)) // buffered: no subscription waits for watch
-	started := c.subscribeAll(ctx, key, w, results)
+	started := c.subscribeAll(w.ctx, key, w, results)
 	if started == 0 {
 		return w
 	}
@@ -178,8 +185,16 @@ func (w *watcher) found(stop func(), err error) bool {
 	return true
 }
 
+// listens returns on how many nodes w's subscriptions are confirmed.
+func (w *watcher) listens() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.cancels)
+}
+
 // close cancels every subscription, including those confirmed later.
 func (w *watcher) close() {
+	w.cancel()
 	w.mu.Lock()
 	w.closed = true
 	cancels := w.cancels

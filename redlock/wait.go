@@ -43,6 +43,10 @@ const maxWakeJitter = 5 * time.Millisecond
 //     bounds its wait.
 //   - When the nodes publish releases (driver.Notifier, as the Redis drivers
 //     do), the competing waiter subscribes to the key's releases on every node
+//     (or takes over those of the waiter of its Client that had the turn
+//     before it; when they listen on len(nodes)-Quorum+1 nodes or more,
+//     every release since that waiter's grant was heard, and the new waiter
+//     tries when woken or when its Backoff says, not at once)
 //     and retries as soon as the first of them announces that the holder
 //     unlocked (or, when another attempt of its Client on the key is then
 //     in flight, as soon as that attempt has ended). When an attempt so
@@ -145,23 +149,34 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 	defer done()
 
 	var (
-		released chan struct{}
-		w        *watcher
+		released  chan struct{}
+		w         *watcher
+		listening bool // on enough nodes since before this waiter's turn
 	)
 	if c.notify {
-		w = c.watch(ctx, c.prefix+key)
-		defer w.close()
+		c.turnsMu.Lock()
+		w, t.w = t.w, nil
+		c.turnsMu.Unlock()
+		if w != nil {
+			listening = w.listens() >= len(c.nodes)-c.quorum+1
+		} else {
+			w = c.watch(ctx, c.prefix+key)
+		}
+		// Before done: the waiter that takes the turn next finds w.
+		defer func() { c.handOver(t, w, l != nil) }()
 		released = w.released
 	}
 	// Try again at once when the lock may have been released unheard:
 	// while this waiter waited for its turn, or subscribed to the releases.
 	// A waiter that did neither (nodes that publish nothing, no other
-	// waiter) missed nothing: it waits its Backoff first.
+	// waiter), or that took over subscriptions that heard every release
+	// meanwhile (see handOver), missed nothing: it waits its Backoff first,
+	// or the notice that came.
 	var (
 		start time.Time
 		took  time.Duration
 	)
-	if released != nil || waited {
+	if (released != nil || waited) && !listening {
 		heard(released)
 		start = time.Now()
 		if l, stop, err = a.try(ctx); stop {
@@ -243,6 +258,30 @@ func heard(released chan struct{}) {
 	}
 }
 
+// handOver leaves w, the subscriptions of a waiter that had the turn for the
+// key, to the waiter that takes the turn next, if any waits for it; otherwise
+// it closes w. The next waiter then neither subscribes (a round trip before
+// its first attempt, and a subscription and an unsubscription sent to each
+// node) nor, when w listens on enough nodes, tries at once: every release
+// since the key was granted was heard. A waiter that got the lock drops the
+// notice waiting in w, if any: it came before the grant, from the release
+// that the grant followed (a quorum held this waiter's key meanwhile, and
+// the clean-up of a failed attempt publishes nothing).
+func (c *Client) handOver(t *turn, w *watcher, granted bool) {
+	if granted {
+		heard(w.released)
+	}
+	c.turnsMu.Lock()
+	if t.waiters > 1 {
+		t.w = w
+		w = nil
+	}
+	c.turnsMu.Unlock()
+	if w != nil {
+		w.close()
+	}
+}
+
 // rewake wakes a waiter again, on released, once the attempt of its Client
 // on a.key that was in flight when the waiter tried has ended: that attempt
 // may have been refused before a release, which then holds for the waiter,
@@ -284,6 +323,10 @@ func ended(ctx context.Context, err error) error {
 type turn struct {
 	sem     chan struct{} // holds a token while a waiter has the turn
 	waiters int           // guarded by Client.turnsMu
+	// w is the subscriptions that the waiter which had the turn left to
+	// the next (see handOver), until it takes them; guarded by
+	// Client.turnsMu. The last waiter to leave closes them.
+	w *watcher
 	// splitAt is when a woken attempt of this Client on the key last lost
 	// to a split vote (UnixNano; 0: never): until splitMemory later, its
 	// waiters' wakes wait a random delay.
@@ -325,11 +368,16 @@ func (c *Client) takeTurn(ctx context.Context, a *attempts) (_ *turn, waited boo
 	t.waiters++
 	c.turnsMu.Unlock()
 	leave := func() {
+		var w *watcher
 		c.turnsMu.Lock()
 		if t.waiters--; t.waiters == 0 {
 			delete(c.turns, key)
+			w, t.w = t.w, nil
 		}
 		c.turnsMu.Unlock()
+		if w != nil { // left to a waiter that gave up before its turn
+			w.close()
+		}
 	}
 	taken := false
 	defer func() {
