@@ -7,6 +7,7 @@ import (
 	"log"
 	"log/slog"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -349,12 +350,18 @@ func ExampleErrUnavailable() {
 // that failed while the lock was held; at Debug, every attempt, wait and node
 // error too. Every record has the key; none has a password or a lock value.
 func ExampleWithLogger() {
-	// A handler for the example's output: no time, no durations.
+	// A handler for the example's output: no time, no durations, and only
+	// the first line of err (why the lock was lost: the votes and each
+	// node's error follow, on lines of their own).
 	logger := slog.New(slog.NewTextHandler(os.Stdout, &slog.HandlerOptions{
 		Level: slog.LevelWarn,
 		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-			if a.Key == slog.TimeKey || a.Key == "held" {
+			switch a.Key {
+			case slog.TimeKey, "held":
 				return slog.Attr{}
+			case "err":
+				first, _, _ := strings.Cut(a.Value.String(), "\n")
+				return slog.String("err", first)
 			}
 			return a
 		},
@@ -375,7 +382,7 @@ func ExampleWithLogger() {
 		n.Delete("invoice:42") // evicted underneath its holder
 	}
 	lock.Extend(ctx, 10*time.Second)
-	// Output: level=WARN msg="redlock: lock lost" key=invoice:42 how=lost_extend
+	// Output: level=WARN msg="redlock: lock lost" key=invoice:42 how=lost_extend err="redlock: lock lost"
 }
 
 // nodeLatency is an Observer that keeps the slowest call to each node; it

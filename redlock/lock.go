@@ -31,6 +31,10 @@ type Lock struct {
 	unlocked bool          // Unlock was called
 	wasOver  bool          // the lock was over when Unlock began
 	endHow   endKind       // how it ended, until reported to the observers (reportEnd)
+	// cause is LockEnd.Err until reported: the error of the last Extend
+	// judged while the lock was held (nil when it succeeded), or that of
+	// the call that found the lock lost.
+	cause error
 	// extending counts the steps still due of the Extends in their group:
 	// two per Extend, its judgement (finishExtend) and the return of its
 	// last node call (extendReturned), in either order; the group ends when
@@ -194,6 +198,9 @@ func (l *Lock) endAs(how endKind) bool {
 	defer l.mu.Unlock()
 	if l.endLocked() {
 		l.endHow = how
+		if how == endClosed {
+			l.cause = ErrClosed
+		}
 		return true
 	}
 	return false
@@ -359,6 +366,7 @@ func (l *Lock) finishExtend(ctx context.Context, r *round, ok bool, start time.T
 	now := l.c.now()
 	bound := start.Add(ttl - drift(ttl, l.c.driftFactor))
 	l.mu.Lock()
+	endedBefore := l.ended
 	over := l.overLocked(now)
 	if ok && !over {
 		// A PEXPIRE of a shorter TTL s may land after this Extend's did,
@@ -379,6 +387,7 @@ func (l *Lock) finishExtend(ctx context.Context, r *round, ok bool, start time.T
 		l.setUntilLocked(u, now) // ends the lock if u has passed
 		if u.After(now) {
 			l.ttl = ttl
+			l.cause = nil
 			l.extending--
 			l.mu.Unlock()
 			return nil
@@ -394,7 +403,6 @@ func (l *Lock) finishExtend(ctx context.Context, r *round, ok bool, start time.T
 	// while it was in flight, or the lock ended otherwise (found lost by
 	// another call) with validity left, or its validity is over.
 	unlocked, ended := l.unlocked, over && now.Before(l.until)
-	l.mu.Unlock()
 	err := r.err(ctx, ErrLockLost)
 	switch {
 	case unlocked:
@@ -404,6 +412,10 @@ func (l *Lock) finishExtend(ctx context.Context, r *round, ok bool, start time.T
 	case ok:
 		err = errors.Join(err, fmt.Errorf("no validity left: extending took %v of the %v TTL", now.Sub(start), ttl))
 	}
+	if !endedBefore {
+		l.cause = err // why it was lost, or why it expires unextended
+	}
+	l.mu.Unlock()
 	return err
 }
 

@@ -14,7 +14,10 @@ import (
 //
 //   - Warn: a lock lost ("redlock: lock lost", with how it was found: an
 //     Extend, its validity running out, Unlock, TTL, or Client.Close
-//     stopping a Do's extensions), and an Extend that failed while the lock
+//     stopping a Do's extensions, and why, as the attribute "err" when
+//     LockEnd.Err says it: the failed call's error, with the nodes' errors
+//     that made the lock lost, which are otherwise only in Debug records),
+//     and an Extend that failed while the lock
 //     was still held ("redlock: extend failed", with the validity left; not
 //     one its caller canceled, nor one that sent nothing since its context
 //     had ended, nor one of a lock already found lost or unlocked, nor one
@@ -194,6 +197,9 @@ func (o logObserver) LockEnd(ctx context.Context, e LockEnd) {
 	attrs := []slog.Attr{slog.String("key", e.Key), slog.String("how", e.How), slog.Duration("held", e.Held)}
 	if e.Token != 0 {
 		attrs = append(attrs, slog.Uint64("token", e.Token))
+	}
+	if e.Err != nil {
+		attrs = append(attrs, errAttr(e.Err))
 	}
 	o.l.LogAttrs(ctx, level, msg, attrs...)
 }

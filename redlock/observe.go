@@ -240,14 +240,17 @@ func (l *Lock) observeUnlockStart(ctx context.Context) (context.Context, func(Un
 func (l *Lock) unlockReported(ctx context.Context) (*round, error) {
 	r, ended, err := l.unlock(ctx)
 	if ended && r != nil {
-		how := EndUnlocked
+		how, cause := EndUnlocked, error(nil)
 		if err != nil { // no quorum confirmed the release: ErrLockLost
-			how = EndLostUnlock
+			how, cause = EndLostUnlock, err
 			if !l.c.now().Before(l.Until()) {
 				how = EndExpired
+				if c := l.takeCause(); c != nil {
+					cause = c // the last Extend's, which failed
+				}
 			}
 		}
-		l.c.obs.LockEnd(ctx, l.endEvent(how))
+		l.c.obs.LockEnd(ctx, l.endEvent(how, cause))
 	} else {
 		l.reportEnd(ctx) // an end before Unlock, not reported yet
 	}
@@ -258,21 +261,37 @@ func (l *Lock) unlockReported(ctx context.Context) (*round, error) {
 // ended, was reported already, or was ended by Unlock (which reports it); it
 // returns how l ended, "" when it reported nothing. l.mu must not be held.
 func (l *Lock) reportEnd(ctx context.Context) string {
-	how := l.takeEnd()
+	how, cause := l.takeEnd()
 	if how != "" {
-		l.c.obs.LockEnd(ctx, l.endEvent(how))
+		l.c.obs.LockEnd(ctx, l.endEvent(how, cause))
 	}
 	return how
 }
 
-// takeEnd returns how l ended, if that is not reported yet, and marks it
-// reported; "" when there is nothing to report. l.mu must not be held.
-func (l *Lock) takeEnd() string {
+// takeEnd returns how l ended, if that is not reported yet, and its cause
+// (LockEnd.Err), and marks it reported; "" when there is nothing to
+// report. l.mu must not be held.
+func (l *Lock) takeEnd() (string, error) {
 	l.mu.Lock()
+	defer l.mu.Unlock()
 	how := endNames[l.endHow]
+	if how == "" {
+		return "", nil
+	}
 	l.endHow = endNone
-	l.mu.Unlock()
-	return how
+	cause := l.cause
+	l.cause = nil
+	return how, cause
+}
+
+// takeCause returns the cause kept for LockEnd.Err (see Lock.cause), and
+// lets it go. l.mu must not be held.
+func (l *Lock) takeCause() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	cause := l.cause
+	l.cause = nil
+	return cause
 }
 
 // endKind is how a lock ended, kept in a byte of the Lock until reported.
@@ -295,12 +314,12 @@ var clockBase = time.Now()
 // endEvent describes the end of l's life. An expired lock's ended with its
 // validity, which the call that noticed (Unlock, Extend, TTL) may follow by
 // long.
-func (l *Lock) endEvent(how string) LockEnd {
+func (l *Lock) endEvent(how string, cause error) LockEnd {
 	end := l.c.now()
 	if u := l.Until(); how == EndExpired && u.Before(end) {
 		end = u
 	}
-	return LockEnd{Key: l.name, Token: l.token, How: how, Held: end.Sub(clockBase) - l.granted}
+	return LockEnd{Key: l.name, Token: l.token, How: how, Held: end.Sub(clockBase) - l.granted, Err: cause}
 }
 
 // recoverObserver recovers the panic of an observer's method, called on a
@@ -335,9 +354,9 @@ func observeExtendDone(end func(ExtendDone), d ExtendDone) {
 // Done's timer (see recoverObserver).
 func (l *Lock) reportEndHere(ctx context.Context) (how string) {
 	defer recoverObserver("LockEnd")
-	how = l.takeEnd()
+	how, cause := l.takeEnd()
 	if how != "" {
-		l.c.obs.LockEnd(ctx, l.endEvent(how))
+		l.c.obs.LockEnd(ctx, l.endEvent(how, cause))
 	}
 	return how
 }

@@ -9,8 +9,9 @@ import (
 
 // An Observer sees what a Client does: every acquisition attempt, every wait
 // in Lock, every Do, Extend and Unlock, every call to a node, every end of a
-// lock's life (and whether it was lost, and how that was found), and every
-// waiter woken by a release. Give one to a Client with WithObserver;
+// lock's life (and whether it was lost, how that was found, and why: the
+// error of the call that found it, LockEnd.Err), and every waiter woken by
+// a release. Give one to a Client with WithObserver;
 // WithLogger is one that logs. Several may be given: each sees every event.
 //
 // The methods for a call that spans time (Do, Lock, Attempt, Extend, Unlock)
@@ -326,6 +327,27 @@ type LockEnd struct {
 	// the lock's validity (its Until), however later the call that
 	// noticed it came.
 	Held time.Duration
+	// Err is why the lock was lost, as the errors of the calls say it:
+	//   - EndLostExtend: the error of the Extend that found it lost
+	//     (Do's extension's included): ErrLockLost, the votes (a
+	//     *VoteError: how many nodes no longer held it, how many failed)
+	//     and the *NodeError of each node that failed, joined, with
+	//     ctx.Err() when its context had ended.
+	//   - EndLostTTL: the error of the Lock.TTL that found it lost, as
+	//     Lock.TTL returned it.
+	//   - EndLostUnlock: the error Unlock returned.
+	//   - EndExpired: the error of the lock's last Extend, when it failed
+	//     (why the lock was not extended in time: often the nodes' errors,
+	//     ErrUnavailable among them when too many failed); else, when its
+	//     validity ran out while Unlock ran, the error Unlock returned;
+	//     nil when the last Extend (if any) succeeded: an expiry noticed
+	//     by Done's timer or by a call, with no call failing.
+	//   - EndClosed: ErrClosed.
+	//   - EndUnlocked: nil.
+	// Use errors.Is and errors.As on it, as on those calls' errors. Like
+	// every error of the Client, it never contains the lock's value or a
+	// node's password.
+	Err error
 }
 
 // Lost reports whether the lock was lost rather than unlocked.

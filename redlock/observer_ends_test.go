@@ -194,6 +194,7 @@ func TestUnconfirmedUnlockReportsLoss(t *testing.T) {
 			ends := r.lockEnds()
 			require.Len(t, ends, 1)
 			assert.Equal(t, redlock.EndClosed, ends[0].How, "a lock that Close gave up is a loss")
+			assert.ErrorIs(t, ends[0].Err, redlock.ErrClosed, "LockEnd.Err says why: Close")
 		})
 	})
 }

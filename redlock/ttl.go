@@ -66,14 +66,15 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 		return held, err
 	})
 	if !r.wait(ctx) {
+		err := r.err(ctx, ErrLockLost)
 		if r.lost() {
 			l.mu.Lock()
 			if l.endLocked() {
-				l.endHow = endLostTTL
+				l.endHow, l.cause = endLostTTL, err
 			}
 			l.mu.Unlock()
 		}
-		return 0, r.err(ctx, ErrLockLost)
+		return 0, err
 	}
 	// Hear every node (each bounded by the node timeout): a node that
 	// answers last may raise the quorum-th largest TTL, and a low answer
