@@ -25,7 +25,9 @@
 // Unlock ran, or called after it: redlock.ErrAlreadyUnlocked). A
 // lost lock is an event,
 // redlock.lock.lost (with redlock.key, redlock.lost.how and redlock.held, in
-// seconds), on the span of the call that found it (an Extend, an Unlock,
+// seconds, and, when redlock.LockEnd.Err says why it was lost, error.type as
+// on the redlock.lock.lost counter and exception.message, the cause's text,
+// with the nodes' errors), on the span of the call that found it (an Extend, an Unlock,
 // the Do whose lock it was, or the caller's span for Lock.TTL; on none when
 // Done's timer found it); a waiter's wake (see redlock.Observer's Wake) is
 // an event, redlock.wake, on its Lock span.
@@ -45,7 +47,12 @@
 //     does) ends only at Unlock, so it counts until then.
 //   - redlock.lock.lost (counter): locks lost, with redlock.lost.how =
 //     lost_extend, expired, lost_unlock, lost_ttl, closed or
-//     refused_extend (see redlock.LockEnd).
+//     refused_extend (see redlock.LockEnd) and, when redlock.LockEnd.Err
+//     says why, error.type: the class of the first node's error in it, as
+//     on redlock.node.duration (the code of its Redis error reply, timeout,
+//     canceled, closed, or the error's Go type), *redlock.VoteError when no
+//     node failed (the nodes no longer held the lock), or the class of the
+//     cause itself: a few values, never the error's text.
 //   - redlock.node.duration (histogram): every call to a node as the Client
 //     sees it (queueing included), with redlock.node (the node's address,
 //     without credentials; a Redis Cluster node's with its cluster=true and
@@ -406,9 +413,36 @@ func (o *observer) LockEnd(ctx context.Context, e redlock.LockEnd) {
 		return
 	}
 	o.hold.Record(ctx, e.Held.Seconds(), heldLost)
-	o.lost.Add(ctx, 1, metric.WithAttributes(lostHowKey.String(e.How)))
-	trace.SpanFromContext(ctx).AddEvent("redlock.lock.lost", trace.WithAttributes(
-		keyKey.String(e.Key), lostHowKey.String(e.How), attribute.Float64("redlock.held", e.Held.Seconds())))
+	attrs := []attribute.KeyValue{keyKey.String(e.Key), lostHowKey.String(e.How), attribute.Float64("redlock.held", e.Held.Seconds())}
+	if e.Err == nil {
+		o.lost.Add(ctx, 1, metric.WithAttributes(lostHowKey.String(e.How)))
+	} else {
+		et := errorTypeKey.String(lostErrorType(e.Err))
+		o.lost.Add(ctx, 1, metric.WithAttributes(lostHowKey.String(e.How), et))
+		attrs = append(attrs, et, exceptionMessageKey.String(e.Err.Error()))
+	}
+	trace.SpanFromContext(ctx).AddEvent("redlock.lock.lost", trace.WithAttributes(attrs...))
+}
+
+// exceptionMessageKey is the OpenTelemetry attribute of an error's text, as
+// span.RecordError sets it on its event.
+const exceptionMessageKey = attribute.Key("exception.message")
+
+// lostErrorType classifies the cause of a lost lock (redlock.LockEnd.Err) for
+// the error.type attribute, with as few values as errorType: the class of
+// the first node's error in it (a *redlock.NodeError), as on
+// redlock.node.duration; else *redlock.VoteError when the nodes answered
+// that they no longer held the lock; else errorType's class of the error.
+func lostErrorType(err error) string {
+	var ne *redlock.NodeError
+	if errors.As(err, &ne) {
+		return errorType(ne.Err)
+	}
+	var ve *redlock.VoteError
+	if errors.As(err, &ve) {
+		return "*redlock.VoteError"
+	}
+	return errorType(err)
 }
 
 func (o *observer) Wake(ctx context.Context, e redlock.Wake) {
