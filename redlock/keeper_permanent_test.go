@@ -39,6 +39,7 @@ type refusalObserver struct {
 	redlock.NopObserver
 	mu        sync.Mutex
 	ends      []string
+	endErrs   []error // LockEnd.Err, by end
 	lostTold  int
 	extFailed int
 }
@@ -47,6 +48,7 @@ func (o *refusalObserver) LockEnd(_ context.Context, e redlock.LockEnd) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.ends = append(o.ends, e.How)
+	o.endErrs = append(o.endErrs, e.Err)
 }
 
 func (o *refusalObserver) Extend(ctx context.Context, _ redlock.ExtendStart) (context.Context, func(redlock.ExtendDone)) {
@@ -107,6 +109,9 @@ func TestKeeperStopsOnPermanentExtendError(t *testing.T) {
 			require.Equal(t, 1, strings.Count(doErr.Error(), redlock.ErrLockLost.Error()), "Do's error tells the loss once:\n%v", doErr)
 			require.Equal(t, int32(2), asked, "extensions asked of the two nodes that refuse them with NOPERM")
 			require.Equal(t, []string{redlock.EndRefused}, o.ends)
+			// LockEnd.Err is the refused extension's error: why.
+			require.ErrorIs(t, o.endErrs[0], redlock.ErrLockLost)
+			require.ErrorContains(t, o.endErrs[0], "NOPERM")
 			require.Equal(t, 1, o.lostTold, "extensions that found the lock lost")
 			require.Equal(t, 1, o.extFailed, "failed extensions")
 		})
@@ -119,6 +124,7 @@ func TestKeeperStopsOnPermanentExtendError(t *testing.T) {
 			require.ErrorIs(t, doErr, redlock.ErrLockLost)
 			require.Greater(t, asked, int32(2*3), "extensions asked of the two failing nodes")
 			require.Equal(t, []string{redlock.EndExpired}, o.ends)
+			require.ErrorContains(t, o.endErrs[0], "i/o timeout", "LockEnd.Err: the last extension's failure")
 			require.Equal(t, 0, o.lostTold, "extensions that found the lock lost")
 		})
 	})

@@ -342,6 +342,9 @@ type LockEnd struct {
 	//     validity ran out while Unlock ran, the error Unlock returned;
 	//     nil when the last Extend (if any) succeeded: an expiry noticed
 	//     by Done's timer or by a call, with no call failing.
+	//   - EndRefused: the error of the extension that so many nodes
+	//     refused for good that no quorum could extend it: ErrLockLost,
+	//     the votes and each node's *NodeError (NOPERM, READONLY, ...).
 	//   - EndClosed: ErrClosed.
 	//   - EndUnlocked: nil.
 	// Use errors.Is and errors.As on it, as on those calls' errors. Like
