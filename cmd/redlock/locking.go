@@ -280,9 +280,15 @@ func withoutLost(err error) error {
 		}
 		return err
 	}
+	return dropJoined(j.Unwrap(), func(e error) bool { return errors.Is(e, redlock.ErrLockLost) })
+}
+
+// dropJoined joins errs but those drop reports, or returns the one left
+// alone, or nil when none is left.
+func dropJoined(errs []error, drop func(error) bool) error {
 	var rest []error
-	for _, e := range j.Unwrap() {
-		if !errors.Is(e, redlock.ErrLockLost) {
+	for _, e := range errs {
+		if !drop(e) {
 			rest = append(rest, e)
 		}
 	}
@@ -305,19 +311,10 @@ func withoutWaitCanceled(err error) error {
 	if !ok {
 		return err
 	}
-	var rest []error
-	for _, e := range j.Unwrap() {
-		if e != context.Canceled {
-			rest = append(rest, e)
-		}
+	if rest := dropJoined(j.Unwrap(), func(e error) bool { return e == context.Canceled }); rest != nil {
+		return rest
 	}
-	switch len(rest) {
-	case 0:
-		return err
-	case 1:
-		return rest[0]
-	}
-	return errors.Join(rest...)
+	return err
 }
 
 // notObtained is the outcome of a Do whose function did not run: the lock
