@@ -44,9 +44,10 @@ const maxWakeJitter = 5 * time.Millisecond
 //   - When the nodes publish releases (driver.Notifier, as the Redis drivers
 //     do), the competing waiter subscribes to the key's releases on every node
 //     (or takes over those of the waiter of its Client that had the turn
-//     before it; when they listen on len(nodes)-Quorum+1 nodes or more,
-//     every release since that waiter's grant was heard, and the new waiter
-//     tries when woken or when its Backoff says, not at once)
+//     before it; when that waiter got the lock and they listen on
+//     len(nodes)-Quorum+1 nodes or more, every release since that waiter's
+//     grant was heard, and the new waiter tries when woken or when its
+//     Backoff says, not at once)
 //     and retries as soon as the first of them announces that the holder
 //     unlocked (or, when another attempt of its Client on the key is then
 //     in flight, as soon as that attempt has ended). When an attempt so
@@ -156,9 +157,10 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 	if c.notify {
 		c.turnsMu.Lock()
 		w, t.w = t.w, nil
+		afterGrant := t.wGranted
 		c.turnsMu.Unlock()
 		if w != nil {
-			listening = w.listens() >= len(c.nodes)-c.quorum+1
+			listening = afterGrant && w.listens() >= len(c.nodes)-c.quorum+1
 		} else {
 			w = c.watch(ctx, c.prefix+key)
 		}
@@ -266,14 +268,18 @@ func heard(released chan struct{}) {
 // since the key was granted was heard. A waiter that got the lock drops the
 // notice waiting in w, if any: it came before the grant, from the release
 // that the grant followed (a quorum held this waiter's key meanwhile, and
-// the clean-up of a failed attempt publishes nothing).
+// the clean-up of a failed attempt publishes nothing). A waiter that left
+// without the lock (its context ended, Close, a panic) may have spent a
+// release's notice on an attempt that never finished, which released its
+// votes without publishing: the next waiter tries at once, as one that
+// subscribed itself does.
 func (c *Client) handOver(t *turn, w *watcher, granted bool) {
 	if granted {
 		heard(w.released)
 	}
 	c.turnsMu.Lock()
 	if t.waiters > 1 {
-		t.w = w
+		t.w, t.wGranted = w, granted
 		w = nil
 	}
 	c.turnsMu.Unlock()
@@ -327,6 +333,9 @@ type turn struct {
 	// the next (see handOver), until it takes them; guarded by
 	// Client.turnsMu. The last waiter to leave closes them.
 	w *watcher
+	// wGranted says that the waiter which left w got the lock: w heard
+	// every release since (see handOver). Guarded by Client.turnsMu.
+	wGranted bool
 	// splitAt is when a woken attempt of this Client on the key last lost
 	// to a split vote (UnixNano; 0: never): until splitMemory later, its
 	// waiters' wakes wait a random delay.
