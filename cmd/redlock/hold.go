@@ -58,9 +58,14 @@ and exits, saying so on stderr, as it does on SIGTERM; if it was still
 waiting for the lock, it stops waiting and exits with 1. On Linux it learns
 of it at once (a pidfd of its parent), elsewhere on unix within a second
 (it asks for its parent's PID); on Windows it does not watch. A parent that
-ended before hold started is not seen. --outlive-parent keeps the lock
-held after its parent ends, for a hold detached on purpose (nohup, setsid,
-"( redlock hold KEY & )"): stop it yourself then, or bound it with --for.
+ended before hold started is not seen, and a parent that is PID 1 (init,
+systemd, a container's init) or none (hold is a container's first process)
+is not watched. A wrapper that runs hold as its child and waits for it
+(timeout, flock, sudo as it usually runs) is hold's parent: hold watches the
+wrapper, which lives on when the script dies, not the script.
+--outlive-parent keeps the lock held after its parent ends, for a hold
+detached on purpose (nohup, setsid, "( redlock hold KEY & )"): stop it
+yourself then, or bound it with --for.
 An EXIT trap that kills hold, as in the first example, still releases the
 lock before the script has exited rather than after, and on Windows too.
 
