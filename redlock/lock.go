@@ -124,7 +124,9 @@ func (l *Lock) Until() time.Time {
 }
 
 // Done returns a channel that is closed when the lock is no longer known to be
-// held: its validity (Until) passed, an Extend found it lost, or Unlock ran.
+// held: its validity (Until) passed, an Extend or TTL found it lost, Do gave
+// it up when so many nodes refused its extension with an error retrying
+// cannot fix that no quorum could extend it (EndRefused), or Unlock ran.
 // When Until has already passed, the channel returned is already closed. It
 // costs nothing until called: the first call arms a timer, and no goroutine
 // waits on the lock's behalf. A nil Lock's Done is closed.
