@@ -44,10 +44,10 @@ const maxWakeJitter = 5 * time.Millisecond
 //   - When the nodes publish releases (driver.Notifier, as the Redis drivers
 //     do), the competing waiter subscribes to the key's releases on every node
 //     (or takes over those of the waiter of its Client that had the turn
-//     before it; when that waiter got the lock and they listen on
-//     len(nodes)-Quorum+1 nodes or more, every release since that waiter's
-//     grant was heard, and the new waiter tries when woken or when its
-//     Backoff says, not at once)
+//     before it; when that waiter got the lock and they listened on
+//     len(nodes)-Quorum+1 nodes or more then, every release since that
+//     waiter's grant was heard, and the new waiter tries when woken or when
+//     its Backoff says, not at once)
 //     and retries as soon as the first of them announces that the holder
 //     unlocked (or, when another attempt of its Client on the key is then
 //     in flight, as soon as that attempt has ended). When an attempt so
@@ -157,11 +157,9 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 	if c.notify {
 		c.turnsMu.Lock()
 		w, t.w = t.w, nil
-		afterGrant := t.wGranted
+		listening = w != nil && t.wHeard
 		c.turnsMu.Unlock()
-		if w != nil {
-			listening = afterGrant && w.listens() >= len(c.nodes)-c.quorum+1
-		} else {
+		if w == nil {
 			w = c.watch(ctx, c.prefix+key)
 		}
 		// Before done: the waiter that takes the turn next finds w.
@@ -264,8 +262,8 @@ func heard(released chan struct{}) {
 // key, to the waiter that takes the turn next, if any waits for it; otherwise
 // it closes w. The next waiter then neither subscribes (a round trip before
 // its first attempt, and a subscription and an unsubscription sent to each
-// node) nor, when w listens on enough nodes, tries at once: every release
-// since the key was granted was heard. A waiter that got the lock drops the
+// node) nor, when w listened on enough nodes as the key was granted, tries
+// at once: every release since was heard. A waiter that got the lock drops the
 // notice waiting in w, if any: it came before the grant, from the release
 // that the grant followed (a quorum held this waiter's key meanwhile, and
 // the clean-up of a failed attempt publishes nothing). A waiter that left
@@ -274,12 +272,17 @@ func heard(released chan struct{}) {
 // votes without publishing: the next waiter tries at once, as one that
 // subscribed itself does.
 func (c *Client) handOver(t *turn, w *watcher, granted bool) {
+	// Counted now, before the grant is returned and the lock can be
+	// released: a subscription confirmed later (one that answered within
+	// the node timeout, but after the first; see watch) may have missed
+	// that release.
+	all := granted && w.listens() >= len(c.nodes)-c.quorum+1
 	if granted {
 		heard(w.released)
 	}
 	c.turnsMu.Lock()
 	if t.waiters > 1 {
-		t.w, t.wGranted = w, granted
+		t.w, t.wHeard = w, all
 		w = nil
 	}
 	c.turnsMu.Unlock()
@@ -333,9 +336,10 @@ type turn struct {
 	// the next (see handOver), until it takes them; guarded by
 	// Client.turnsMu. The last waiter to leave closes them.
 	w *watcher
-	// wGranted says that the waiter which left w got the lock: w heard
-	// every release since (see handOver). Guarded by Client.turnsMu.
-	wGranted bool
+	// wHeard says that w hears every release since the waiter which left
+	// it got the lock: it listened on enough nodes then (see handOver).
+	// Guarded by Client.turnsMu.
+	wHeard bool
 	// splitAt is when a woken attempt of this Client on the key last lost
 	// to a split vote (UnixNano; 0: never): until splitMemory later, its
 	// waiters' wakes wait a random delay.
