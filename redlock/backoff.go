@@ -14,7 +14,10 @@ import (
 // or when Lock had to wait for another waiter of its Client on the key, it
 // tries again at once after subscribing to the releases or getting its turn,
 // since the lock may have been released meanwhile, unheard; attempt 1 is then
-// before the retry after that one.
+// before the retry after that one. A waiter that gets its turn from one of its
+// Client that got the lock, and takes over that waiter's subscriptions, which
+// heard every release since (see Client.Lock), waits its Backoff (attempt 1)
+// or the release's notice first.
 type Backoff func(attempt int) time.Duration
 
 // minBackoff is the shortest wait of Lock between attempts: a Backoff that
