@@ -63,6 +63,18 @@ func PermanentCode(err error) string {
 	return code
 }
 
+// CommandRefused reports whether err says that the server refuses the one
+// command that got it, for good, while it may run others: the ACL user may
+// not run it (PermanentCode "NOPERM") or the server does not have it (renamed
+// away with rename-command: "ERR unknown command"). A node that fails every
+// command for good (WRONGPASS, a database it does not have) is not refusing
+// one. Package redlock and the redlock command use it for the identity
+// question (INFO), whose refusal leaves the node's locks working.
+func CommandRefused(err error) bool {
+	code := PermanentCode(err)
+	return code == "NOPERM" || code == "ERR unknown command"
+}
+
 // scriptACL starts the reply of Redis 7.0 to a command that a script calls
 // and that the ACL user may not run, or on a key or channel the user may not
 // touch ("ERR The user executing the script can't run this command or

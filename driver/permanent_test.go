@@ -51,3 +51,26 @@ func TestPermanentCode(t *testing.T) {
 		}
 	}
 }
+
+// CommandRefused is true for a refusal of the one command (NOPERM, also as
+// Redis 7.0 words it for a script's call; a command renamed away), and
+// false for an error of every command (WRONGPASS, a database the server does
+// not have), a transient error, and nil.
+func TestCommandRefused(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want bool
+	}{
+		{fmt.Errorf("goredis: identity: %w", replyError("NOPERM User noinfo has no permissions to run the 'info' command")), true},
+		{replyError("ERR The user executing the script can't run this command or subcommand script: b100f71f, on @user_script:4."), true},
+		{replyError("ERR unknown command 'INFO', with args beginning with: 'server' "), true},
+		{replyError("WRONGPASS invalid username-password pair or user is disabled."), false},
+		{replyError("ERR DB index is out of range"), false},
+		{errors.New("i/o timeout"), false},
+		{nil, false},
+	} {
+		if got := driver.CommandRefused(c.err); got != c.want {
+			t.Errorf("CommandRefused(%v) = %v, want %v", c.err, got, c.want)
+		}
+	}
+}

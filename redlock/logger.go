@@ -172,7 +172,7 @@ func (o logObserver) Unlock(ctx context.Context, e UnlockStart) (context.Context
 }
 
 func (o logObserver) NodeCall(ctx context.Context, e NodeCall) {
-	if e.Operation == OpIdentity && identityRefused(e.Err) {
+	if e.Operation == OpIdentity && driver.CommandRefused(e.Err) {
 		o.l.LogAttrs(ctx, slog.LevelWarn, "redlock: node does not tell which server it is",
 			slog.String("node", e.Node), errAttr(e.Err),
 			slog.String("consequence", "if two addresses of the nodes are one server, it counts twice towards the quorum, unseen"))
@@ -208,15 +208,4 @@ func (o logObserver) Wake(ctx context.Context, e Wake) {
 	if o.debug(ctx) {
 		o.l.LogAttrs(ctx, slog.LevelDebug, "redlock: woken to try again", slog.String("key", e.Key), slog.Int("attempt", e.Attempt))
 	}
-}
-
-// identityRefused reports whether err, the error of a node's identity
-// question (OpIdentity), is a refusal of that question alone, for good: the
-// ACL user may not run INFO (NOPERM), or the server has no INFO (renamed
-// away: ERR unknown command). A node whose every call fails for good (a
-// wrong password, a database the server does not have) fails its question
-// too, but takes part in no quorum, and its calls' errors say why.
-func identityRefused(err error) bool {
-	code := driver.PermanentCode(err)
-	return code == "NOPERM" || code == "ERR unknown command"
 }

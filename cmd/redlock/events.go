@@ -343,7 +343,7 @@ func (e *lockEvents) identityRefused(c redlock.NodeCall) {
 	// Only the question refused (NOPERM, INFO renamed away): a node that
 	// fails every call for good (a wrong password) fails it too, and its
 	// calls' errors say why.
-	if code := driver.PermanentCode(c.Err); code != "NOPERM" && code != "ERR unknown command" {
+	if !driver.CommandRefused(c.Err) {
 		return
 	}
 	e.mu.Lock()
