@@ -89,6 +89,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/replyerr"
 	"github.com/go-redlock/redlock/redlock"
 )
 
@@ -675,20 +676,13 @@ func redisCode(err error) string {
 	if code := driver.PermanentCode(err); code != "" {
 		return code
 	}
-	for err != nil {
-		word, _, _ := strings.Cut(err.Error(), " ")
+	var code string
+	replyerr.Find(err, func(msg string) bool {
+		word, _, _ := strings.Cut(msg, " ")
 		if redisCodes[word] {
-			return word
+			code = word
 		}
-		if j, ok := err.(interface{ Unwrap() []error }); ok {
-			for _, e := range j.Unwrap() {
-				if code := redisCode(e); code != "" {
-					return code
-				}
-			}
-			return ""
-		}
-		err = errors.Unwrap(err)
-	}
-	return ""
+		return code != ""
+	})
+	return code
 }
