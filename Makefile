@@ -1,7 +1,10 @@
 # make test:  installs redis-server when it is missing, then, in every module,
-#             go vet and the race-enabled tests (they start their own
-#             redis-server processes on free loopback ports) and the checks of
-#             the module graph (scripts/check-deps).
+#             go vet, the checks of the module graph (scripts/check-deps) and
+#             the race-enabled tests (they start their own redis-server
+#             processes on free loopback ports), the modules' tests at once
+#             (scripts/test-modules: most of their time is spent waiting on
+#             real TTLs, timeouts and servers, which overlap), each module's
+#             output printed whole once it is done.
 # make check: the fast loop: go vet and the short tests of every module
 #             (go test -short: the tests that start redis-server skip),
 #             without the race detector, the modules' tests at once
@@ -17,10 +20,7 @@ MODULES := . redlockotel bench safety
 .PHONY: test check vet deps redis-server demo
 
 test: redis-server vet deps
-	@set -e; for m in $(MODULES); do \
-		echo "== go test -race ($$m)"; \
-		(cd $$m && $(GO) test -race -count=1 -timeout 20m ./...); \
-	done
+	@GO="$(GO)" ./scripts/test-modules -race -count=1 -timeout 20m -- $(MODULES)
 
 check: vet
 	@GO="$(GO)" ./scripts/test-short $(MODULES)
