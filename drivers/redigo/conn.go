@@ -88,8 +88,10 @@ func isStale(err error) bool {
 // answered before is returned as a staleError.
 type conn struct {
 	redis.Conn
-	raw      net.Conn
-	answered bool // the server answered a command on it (replies read)
+	raw net.Conn
+	// answered: the server answered a command on it (replies read). A
+	// pub/sub connection's sender (Flush) reads it while its receiver sets it.
+	answered atomic.Bool
 }
 
 // result returns reply and err, err as a staleError when it is a
@@ -99,8 +101,8 @@ func (c *conn) result(reply any, err error) (any, error) {
 	var serverErr redis.Error
 	switch {
 	case err == nil || errors.As(err, &serverErr):
-		c.answered = true
-	case c.answered && connalive.Broken(err):
+		c.answered.Store(true)
+	case c.answered.Load() && connalive.Broken(err):
 		err = &staleError{err}
 	}
 	return reply, err
@@ -122,7 +124,7 @@ func (c *conn) DoWithTimeout(d time.Duration, cmd string, args ...any) (any, err
 // had answered before is a staleError (a flush is no answer).
 func (c *conn) Flush() error {
 	err := c.Conn.Flush()
-	if err != nil && c.answered && connalive.Broken(err) {
+	if err != nil && c.answered.Load() && connalive.Broken(err) {
 		err = &staleError{err}
 	}
 	return err

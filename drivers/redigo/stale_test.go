@@ -112,7 +112,7 @@ func TestStaleOnlyForConnectionErrors(t *testing.T) {
 	if _, err := c.result(nil, errEOFLike{}); isStale(err) {
 		t.Error("a connection error on a connection that never answered is stale")
 	}
-	c.answered = true
+	c.answered.Store(true)
 	if _, err := c.result(nil, errEOFLike{}); !isStale(err) {
 		t.Error("EOF on a connection that had answered is not stale")
 	}
@@ -125,8 +125,8 @@ func TestStaleOnlyForConnectionErrors(t *testing.T) {
 	if _, err := c.result(nil, redis.Error("ERR wrong")); isStale(err) {
 		t.Error("an error reply is stale")
 	}
-	c.answered = false
-	if c.result(nil, redis.Error("NOSCRIPT")); !c.answered {
+	c.answered.Store(false)
+	if c.result(nil, redis.Error("NOSCRIPT")); !c.answered.Load() {
 		t.Error("an error reply is no answer")
 	}
 }
