@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"errors"
 	"strings"
 
 	"github.com/go-redlock/redlock/internal/replyerr"
@@ -34,6 +35,16 @@ var permanentERR = [...]string{
 	"ERR This instance has cluster support disabled",
 }
 
+// ErrSeedsOfTwoClusters is in the error of every call on a node given as a
+// Redis Cluster (redis://SEED?cluster=true&addr=SEED2...) whose seeds are
+// nodes of two different clusters: two seeds answered CLUSTER SLOTS with no
+// node ID in common. The cluster clients read the slot map from a seed taken
+// at random, so Clients given that address could lock on different clusters
+// and two of them hold one lock: the drivers refuse such a node, for good,
+// before any lock command is sent through it. Only another address (the
+// seeds of one cluster) fixes it; PermanentCode returns its message.
+var ErrSeedsOfTwoClusters = errors.New("seeds of two clusters")
+
 // PermanentCode returns the code of a Redis error reply found in err's chain
 // (errors.Unwrap, including joined errors) that retrying cannot fix —
 // "NOAUTH", "WRONGPASS", "NOPERM", "WRONGTYPE", "OOM" or "READONLY" — and ""
@@ -51,10 +62,17 @@ var permanentERR = [...]string{
 // reply counts too, since Redis keeps the code of an error raised by
 // redis.call.
 //
+// For an error that matches ErrSeedsOfTwoClusters (errors.Is), a driver's
+// refusal of a cluster node whose seeds are of two clusters, it returns
+// that error's message, "seeds of two clusters".
+//
 // Package redlock uses it to stop retrying when so many nodes answer such
 // errors that no quorum is possible. A driver needs nothing more than to keep
 // the client's error in the chain of the error it returns.
 func PermanentCode(err error) string {
+	if errors.Is(err, ErrSeedsOfTwoClusters) {
+		return ErrSeedsOfTwoClusters.Error()
+	}
 	var code string
 	replyerr.Find(err, func(msg string) bool {
 		code = replyCode(msg)

@@ -34,6 +34,8 @@ func TestPermanentCode(t *testing.T) {
 		{fmt.Errorf("rueidis: connect: %w", replyError("DB index is out of range")), "ERR DB index is out of range"},
 		{errors.New("ERR DB index is out"), ""},
 		{fmt.Errorf("goredis: SET NX: slot 1: %w", replyError("ERR This instance has cluster support disabled")), "ERR This instance has cluster support disabled"},
+		{errors.Join(context.DeadlineExceeded, fmt.Errorf("goredis: SET NX: %w", fmt.Errorf("%w: 127.0.0.1:1 and 127.0.0.1:2 ...", driver.ErrSeedsOfTwoClusters))), "seeds of two clusters"},
+		{errors.New("seeds of two clusters"), ""}, // the sentinel, not its words
 		// Redis 7.0's refusals of what a script calls, as redigo and
 		// go-redis give them (with ERR) and rueidis (without).
 		{fmt.Errorf("goredis: extend: %w", replyError("ERR The user executing the script can't run this command or subcommand script: b100f71f, on @user_script:4.")), "NOPERM"},

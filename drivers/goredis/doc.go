@@ -46,7 +46,17 @@
 // Open; a client of New's with ReadTimeout -1 never gets past the hung seed, and
 // its calls read on), so that the reload goes on to the other seeds and no call reads
 // the map once it has it (until then a call's read asks the hung seed first
-// with odds of one in the number of seeds). Release notifications use sharded pub/sub, a connection per shard,
+// with odds of one in the number of seeds). A node of Open's whose address
+// gives several seeds first asks each of them, at once, for CLUSTER SLOTS,
+// on a connection of its own, before the map is read: if two seeds that
+// answer name no node ID in common (nodes of two clusters, of which go-redis
+// would lock on the one whose seed it happened to ask), every call on the
+// node fails with an error that names the two and matches
+// driver.ErrSeedsOfTwoClusters, which retrying cannot fix. A seed that does
+// not answer within 5s is skipped (a hung seed thus fails the first calls
+// for up to 5s), and the client connects to it later only once it answered
+// and agrees. A client of New's is not checked: its seeds are the caller's.
+// Release notifications use sharded pub/sub, a connection per shard,
 // following a channel whose slot moves, or whose shard's primary a failover
 // replaced; a shard whose connection breaks is reconnected without waiting
 // for a Subscribe.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/batch"
+	"github.com/go-redlock/redlock/internal/clusterseeds"
 	"github.com/go-redlock/redlock/internal/drivernode"
 	"github.com/go-redlock/redlock/internal/goredispipe"
 	"github.com/go-redlock/redlock/internal/pubsub"
@@ -80,7 +81,16 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 	// Replies that announce more than the process can hold break the
 	// connection (see package respguard).
 	guarded := respguard.Dialer(dial)
+	var seeds *clusterseeds.Checker // nil but on a cluster of several seeds
+	if a.Cluster {
+		seeds = clusterseeds.New(a.Seeds, dialTimeout, askSlots(a, tlsConfig, guarded))
+	}
 	dialer := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		// No connection to a seed of the cluster's that was not checked
+		// to be of the same cluster as the others (see clusterseeds).
+		if err := seeds.Admit(ctx, addr); err != nil {
+			return nil, err
+		}
 		conn, err := guarded(ctx, network, addr)
 		if err != nil {
 			return nil, err
@@ -108,7 +118,7 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 			DisableIdentity:       true, // no CLIENT SETINFO: a round trip more
 		})
 		n := newNode(c, drivernode.Name(a.String()), true)
-		n.owned, n.reload = true, newReloader(c)
+		n.owned, n.reload, n.seeds = true, newReloader(c), seeds
 		n.batch.ShareDeadlines() // no user's hooks need the callers' contexts
 		n.shards.share = true
 		n.router = newRouter(c)
@@ -321,6 +331,7 @@ type node struct {
 	batch             *batcher              // all the calls on one server; those of a cluster whose primary lookup fails
 	shards            *shards               // a batcher per shard of a *redis.ClusterClient; nil on one server
 	state             drivernode.State      // nil client, closed
+	seeds             *clusterseeds.Checker // refuses a cluster whose seeds are of two clusters; nil unless from Open, on a cluster of several seeds
 	warm              *warmer               // makes connections outside the calls' deadlines; nil unless from Open
 	lanes             lanes                 // the connection of lone calls; none unless from Open, on one server
 }
@@ -342,6 +353,7 @@ func (n *node) Close() error {
 	if !n.owned {
 		return nil
 	}
+	n.seeds.Close()
 	if err := n.warm.stop(n.client.Close); err != nil {
 		return fmt.Errorf("goredis: close: %w", err)
 	}
@@ -358,8 +370,8 @@ func (n *node) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error
 	}
 	cmd.Cluster = cmd.Cluster || n.cluster // set by the caller for a cluster-enabled server given as one (see rediscmd.Commands)
 	var r rediscmd.Result
-	var err error
-	if n.shards != nil && !n.shards.known.Load() {
+	err := n.seeds.Err() // a refusal found after the map was read: see clusterseeds.Checker.Admit
+	if err == nil && n.shards != nil && !n.shards.known.Load() {
 		ctx, err = n.readSlots(ctx) // its error is the command's: unsent
 	}
 	b, primary := n.batch, ""
@@ -404,6 +416,11 @@ func (n *node) readSlots(ctx context.Context) (context.Context, error) {
 			var cancel context.CancelFunc
 			rctx, cancel = context.WithTimeout(rctx, d)
 			defer cancel()
+		}
+		// The seeds first: the map is read only from a cluster that
+		// every seed that answers is a node of (see clusterseeds).
+		if err := n.seeds.Check(rctx); err != nil {
+			return err
 		}
 		lookup := func() (struct{}, error) {
 			_, err := n.shards.client.MasterForKey(rctx, "")

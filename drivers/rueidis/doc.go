@@ -120,4 +120,15 @@
 // call's probe that gets no answer breaks the connections to the primary of
 // the call's slot alone: the other shards' calls go on while one shard's
 // primary is down or hung. [New] takes a cluster client too.
+//
+// Before it creates the client of an address that gives several seeds, the
+// node asks each of them, at once, for CLUSTER SLOTS, on a connection of
+// its own: if two seeds that answer name no node ID in common (nodes of two
+// clusters, of which the library would lock on the one whose seed answered
+// first), every call on the node fails with an error that names the two and
+// matches driver.ErrSeedsOfTwoClusters, which retrying cannot fix. A seed
+// that does not answer within 5s is skipped, and the client, which keeps
+// its seeds among the servers it asks for the map, connects to it later
+// only once it answered and agrees. A client of New's is not checked: its
+// seeds are the caller's.
 package rueidis

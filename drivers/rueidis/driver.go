@@ -2,6 +2,7 @@ package rueidis
 
 import (
 	"context"
+	"errors"
 
 	"github.com/redis/rueidis"
 
@@ -99,7 +100,11 @@ var library = &rueidiscore.Library[rueidis.Client, rueidis.DedicatedClient, ruei
 	Exec: func(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys rueidiscore.Keys, args []string) rueidis.RedisResult {
 		return s.Exec(ctx, c, keys.Slice(), args)
 	},
-	IsNil:      rueidis.IsRedisNil,
+	IsNil: rueidis.IsRedisNil,
+	IsReply: func(err error) bool {
+		var re *rueidis.RedisError
+		return errors.As(err, &re)
+	},
 	ErrClosing: rueidis.ErrClosing,
 	SetHooks: func(d rueidis.DedicatedClient, h rueidiscore.Hooks) <-chan error {
 		return d.SetPubSubHooks(rueidis.PubSubHooks{

@@ -2,6 +2,7 @@ package valkeygo
 
 import (
 	"context"
+	"errors"
 
 	"github.com/valkey-io/valkey-go"
 
@@ -99,7 +100,11 @@ var library = &rueidiscore.Library[valkey.Client, valkey.DedicatedClient, valkey
 	Exec: func(ctx context.Context, c valkey.Client, s *valkey.Lua, keys rueidiscore.Keys, args []string) valkey.ValkeyResult {
 		return s.Exec(ctx, c, keys.Slice(), args)
 	},
-	IsNil:      valkey.IsValkeyNil,
+	IsNil: valkey.IsValkeyNil,
+	IsReply: func(err error) bool {
+		var re *valkey.ValkeyError
+		return errors.As(err, &re)
+	},
 	ErrClosing: valkey.ErrClosing,
 	SetHooks: func(d valkey.DedicatedClient, h rueidiscore.Hooks) <-chan error {
 		return d.SetPubSubHooks(valkey.PubSubHooks{

@@ -137,6 +137,9 @@ type Library[C Client[C, D], D Dedicated, R Result, L any] struct {
 	Exec func(ctx context.Context, c C, s L, keys Keys, args []string) R
 	// IsNil reports whether err is the library's error for a nil reply.
 	IsNil func(err error) bool
+	// IsReply reports whether err is, or wraps, an error reply of the
+	// server's (the library's error type for them).
+	IsReply func(err error) bool
 	// ErrClosing is the library's error for a call on a closed client
 	// (rueidis.ErrClosing, valkey.ErrClosing).
 	ErrClosing error

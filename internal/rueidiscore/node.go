@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/batch"
+	"github.com/go-redlock/redlock/internal/clusterseeds"
 	"github.com/go-redlock/redlock/internal/connalive"
 	"github.com/go-redlock/redlock/internal/drivernode"
 	"github.com/go-redlock/redlock/internal/pubsub"
@@ -100,6 +101,9 @@ func Open[C Client[C, D], D Dedicated, R Result, L any](lib *Library[C, D, R, L]
 		Dialer:           net.Dialer{Timeout: dialTimeout},
 		TLSConfig:        tlsConfig,
 		ConnWriteTimeout: connTimeout,
+	}
+	if a.Cluster {
+		n.seeds = clusterseeds.New(a.Seeds, dialTimeout, n.askSlots)
 	}
 	n.startPubSub()
 	return n, nil
@@ -301,7 +305,8 @@ type node[C Client[C, D], D Dedicated, R Result, L any] struct {
 
 	// For nodes made by Open.
 	opt     Options
-	closing context.Context // done once Close is called
+	seeds   *clusterseeds.Checker // refuses a cluster whose seeds are of two clusters; nil but on a cluster of several seeds
+	closing context.Context       // done once Close is called
 	cancel  context.CancelFunc
 
 	// gate bounds the calls handed to the client at once (see Pending).
@@ -400,7 +405,13 @@ func (n *node[C, D, R, L]) create(a *attempt[C]) {
 	opt.DialCtxFn = func(ctx context.Context, addr string, d *net.Dialer, tc *tls.Config) (net.Conn, error) {
 		return n.dial(ctx, a, addr, d, tc)
 	}
-	c, err := n.lib.NewClient(opt)
+	// The seeds first: the library reads the slot map only from a cluster
+	// that every seed that answers is a node of (see clusterseeds).
+	var c C
+	err := n.seeds.Check(n.closing)
+	if err == nil {
+		c, err = n.lib.NewClient(opt)
+	}
 	if err == nil && n.cluster && !n.lib.Cluster(c) {
 		// The library falls back to a client of one server when its one
 		// seed answers CLUSTER SLOTS with an error: a node that calls it
@@ -630,21 +641,15 @@ func (n *node[C, D, R, L]) dial(ctx context.Context, a *attempt[C], addr string,
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	defer context.AfterFunc(n.closing, cancel)()
-	var (
-		conn net.Conn
-		err  error
-	)
-	if tc != nil {
-		conn, err = tlsdial.Dial(ctx, d, "tcp", addr, tc)
-	} else {
-		conn, err = d.DialContext(ctx, "tcp", addr)
+	// No connection to a seed of the cluster's that was not checked to be
+	// of the same cluster as the others (see clusterseeds).
+	if err := n.seeds.Admit(ctx, addr); err != nil {
+		return nil, err
 	}
+	conn, err := dialConn(ctx, d, addr, tc)
 	if err != nil {
 		return nil, err
 	}
-	// Replies that announce more than the process can hold break the
-	// connection (see package respguard).
-	conn = respguard.Wrap(conn)
 	if dedicated {
 		return pubsub.CloseOnDone(n.closing, conn), nil
 	}
@@ -662,6 +667,56 @@ func (n *node[C, D, R, L]) dial(ctx context.Context, a *attempt[C], addr string,
 	a.stops = append(a.stops, context.AfterFunc(n.closing, func() { conn.Close() }))
 	a.conns = append(a.conns, dialedConn{conn, addr})
 	return conn, nil
+}
+
+// dialConn connects to addr, with TLS if tc is set, bounded by ctx, and
+// guards the connection against replies that announce more than the process
+// can hold (see package respguard).
+func dialConn(ctx context.Context, d *net.Dialer, addr string, tc *tls.Config) (net.Conn, error) {
+	var (
+		conn net.Conn
+		err  error
+	)
+	if tc != nil {
+		conn, err = tlsdial.Dial(ctx, d, "tcp", addr, tc)
+	} else {
+		conn, err = d.DialContext(ctx, "tcp", addr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return respguard.Wrap(conn), nil
+}
+
+// askSlots is the node's clusterseeds.Ask: CLUSTER SLOTS on a client of the
+// one seed, with the node's credentials and TLS, made for the question and
+// closed after it. ctx bounds it all: the connection is closed when ctx
+// ends, which also ends the handshake's wait for a seed that hangs.
+func (n *node[C, D, R, L]) askSlots(ctx context.Context, seed string) (any, error) {
+	var none C
+	opt := n.opt
+	opt.Cluster, opt.InitAddress, opt.SelectDB = false, []string{seed}, 0
+	opt.DialCtxFn = func(_ context.Context, addr string, d *net.Dialer, tc *tls.Config) (net.Conn, error) {
+		conn, err := dialConn(ctx, d, addr, tc)
+		if err != nil {
+			return nil, err
+		}
+		return pubsub.CloseOnDone(ctx, conn), nil
+	}
+	c, err := n.lib.NewClient(opt)
+	if c != none {
+		defer c.Close()
+	}
+	if err == nil {
+		var reply any
+		if reply, err = n.lib.Do(ctx, c, "CLUSTER", "SLOTS").ToAny(); err == nil {
+			return reply, nil
+		}
+	}
+	if n.lib.IsReply(err) {
+		return nil, nil // an error reply: no map from this seed
+	}
+	return nil, err
 }
 
 // lost reports whether err says that the client of s lost its connection
@@ -771,6 +826,7 @@ func (n *node[C, D, R, L]) Close() error {
 		n.cancel() // before the hub's Close, which waits for its dial
 	}
 	n.pubSubClose()
+	n.seeds.Close()
 	if s != nil && s.client != none && n.owned {
 		s.close()
 	}
@@ -782,6 +838,9 @@ func (n *node[C, D, R, L]) Close() error {
 // there was no client to send it.
 func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error) {
 	cmd.Cluster = cmd.Cluster || n.cluster // set by the caller for a cluster-enabled server given as one (see rediscmd.Commands)
+	if err := n.seeds.Err(); err != nil {  // a refusal found after the client was created: see clusterseeds.Checker.Admit
+		return rediscmd.Result{}, cmd.Failed(ctx, n.lib.Name, err)
+	}
 	if n.cluster && cmd.FenceKey != "" && driver.HashSlot(cmd.FenceKey) != driver.HashSlot(cmd.Key) {
 		// The library panics on a command whose keys are in several slots.
 		return rediscmd.Result{}, cmd.Failed(ctx, n.lib.Name, errCrossSlot)
