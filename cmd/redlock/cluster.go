@@ -386,7 +386,7 @@ func checkSeeds(ctx context.Context, n *nodeReport, a redisaddr.Node, nodes []cl
 	}
 	switch {
 	case len(bad) > 0:
-		n.add("seeds", statusFail, "%s: not a node of the cluster that %s belongs to (no node ID in common): the cluster clients read the slot map from a seed taken at random, so Clients given this address can lock on different clusters and two of them hold one lock; give the seeds of one cluster only", strings.Join(bad, ", "), n.hostPort)
+		n.add("seeds", statusFail, "%s: not a node of the cluster that %s belongs to (no node ID in common): the cluster clients read the slot map from a seed taken at random, so Clients given this address could lock on different clusters and two of them hold one lock, and the drivers refuse such a node: every lock through it fails; give the seeds of one cluster only", strings.Join(bad, ", "), n.hostPort)
 	case len(down) > 0:
 		n.add("seeds", statusWarn, "%s: the clients skip such a seed, and the cluster is found from the others", strings.Join(down, "; "))
 	default:

@@ -144,7 +144,8 @@ checks each node and the set:
                 shard serves (unsafe), primaries that disagree on the slot
                 map (a warning), a seed of another cluster (unsafe: the
                 clients pick a seed at random, so two could lock on
-                different clusters) or that does not answer (a warning);
+                different clusters; the drivers refuse such a node) or
+                that does not answer (a warning);
                 the checks above run on every primary
                 that serves slots, each with the worst verdict, naming the
                 primaries that gave it
