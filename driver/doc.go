@@ -65,7 +65,10 @@
 //     conformance.RunRedis wants the word "certificate".
 //   - Keep the client's error in the chain of the error returned (wrap it with
 //     %w): [PermanentCode] finds a server's error reply there (WRONGPASS,
-//     NOPERM, READONLY, ...), and redlock stops retrying on such errors.
+//     NOPERM, READONLY, ...), and redlock stops retrying on such errors. A
+//     node that is one server, rather than a Redis Cluster, passes its errors
+//     through [OneServerError], which makes a cluster's redirection (MOVED,
+//     ASK: the server is a cluster's node) such an error and says why.
 //   - Errors and String must never contain a password or a lock value. A node
 //     that implements fmt.Stringer is named by it in error messages; return the
 //     address with credentials removed.

@@ -56,7 +56,10 @@ var ErrSeedsOfTwoClusters = errors.New("seeds of two clusters")
 // command": rename-command in redis.conf), or a cluster's command on a server
 // that is not cluster-enabled ("ERR This instance has cluster support
 // disabled": a node given as a Redis Cluster, cluster=true), it returns that
-// reply's start. An error reply is recognized by its message, which
+// reply's start. For a Redis Cluster's redirection that a node given as one
+// server got ([ErrClusterServer], see [OneServerError]) it returns the
+// redirection's code, "MOVED" or "ASK"; the same replies to a node that is a
+// Redis Cluster, whose client follows them, pass. An error reply is recognized by its message, which
 // starts with its code, whatever type the client gives it; an error that
 // wraps it may add a prefix, as long as it wraps with %w. A script's error
 // reply counts too, since Redis keeps the code of an error raised by
@@ -68,7 +71,8 @@ var ErrSeedsOfTwoClusters = errors.New("seeds of two clusters")
 //
 // Package redlock uses it to stop retrying when so many nodes answer such
 // errors that no quorum is possible. A driver needs nothing more than to keep
-// the client's error in the chain of the error it returns.
+// the client's error in the chain of the error it returns, through
+// [OneServerError] for a node that is one server.
 func PermanentCode(err error) string {
 	if errors.Is(err, ErrSeedsOfTwoClusters) {
 		return ErrSeedsOfTwoClusters.Error()
@@ -78,6 +82,11 @@ func PermanentCode(err error) string {
 		code = replyCode(msg)
 		return code != ""
 	})
+	if code == "" && errors.Is(err, ErrClusterServer) {
+		if code = redirectCode(err); code == "" {
+			code = "MOVED" // a driver's ErrClusterServer without the reply
+		}
+	}
 	return code
 }
 

@@ -76,3 +76,54 @@ func TestCommandRefused(t *testing.T) {
 		}
 	}
 }
+
+// A Redis Cluster's redirection (MOVED, ASK) that a node given as one server
+// got is an error retrying cannot fix once OneServerError marks it, which
+// says why; unmarked (a cluster node's client follows them, and one left
+// over passes), it is not. Other errors, and nil, pass unchanged.
+func TestOneServerError(t *testing.T) {
+	moved := replyError("MOVED 866 127.0.0.1:7001")
+	for _, tc := range []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("goredis: SET NX: %w", moved), "MOVED"},
+		{fmt.Errorf("redigo: extend: %w", replyError("ASK 866 127.0.0.1:7001")), "ASK"},
+		{fmt.Errorf("%w: %w", context.DeadlineExceeded, moved), "MOVED"},
+	} {
+		if got := driver.PermanentCode(tc.err); got != "" {
+			t.Errorf("PermanentCode(%v) = %q unmarked, want \"\"", tc.err, got)
+		}
+		err := driver.OneServerError(tc.err)
+		if got := driver.PermanentCode(err); got != tc.want {
+			t.Errorf("PermanentCode(OneServerError(%v)) = %q, want %q", tc.err, got, tc.want)
+		}
+		if !errors.Is(err, driver.ErrClusterServer) || !errors.Is(err, tc.err) {
+			t.Errorf("OneServerError(%v) = %v: want it to match ErrClusterServer and the error", tc.err, err)
+		}
+		if want := tc.err.Error() + ": " + driver.ErrClusterServer.Error(); err.Error() != want {
+			t.Errorf("OneServerError(%v) says %q, want %q", tc.err, err, want)
+		}
+		if again := driver.OneServerError(fmt.Errorf("redlock: %w", err)); again.Error() != "redlock: "+err.Error() {
+			t.Errorf("OneServerError of an error it marked says %q, want it unchanged", again)
+		}
+		// A reply that retrying cannot fix, joined before, is found first.
+		if got := driver.PermanentCode(errors.Join(replyError("NOPERM no"), err)); got != "NOPERM" {
+			t.Errorf("PermanentCode of NOPERM joined with %v = %q, want NOPERM", err, got)
+		}
+	}
+	if got := driver.PermanentCode(fmt.Errorf("x: %w", driver.ErrClusterServer)); got != "MOVED" {
+		t.Errorf("PermanentCode(ErrClusterServer alone) = %q, want MOVED", got)
+	}
+	for _, err := range []error{
+		nil,
+		errors.New("dial tcp 127.0.0.1:1: connect: connection refused"),
+		replyError("TRYAGAIN Multiple keys request during rehashing of slot"),
+		errors.New("a message that mentions MOVED later"),
+		replyError("MOVEDX 1 h:1"),
+	} {
+		if got := driver.OneServerError(err); got != err {
+			t.Errorf("OneServerError(%v) = %v, want it unchanged", err, got)
+		}
+	}
+}

@@ -59,8 +59,9 @@
 // and when the context ended its error is in the chain too: use errors.Is and
 // errors.As. Lock and Do stop retrying at once when so many nodes answer an
 // error that retrying cannot fix (a wrong password, an ACL refusal, a
-// read-only replica, a database or a command the server does not have: see
-// driver.PermanentCode; or ErrClosed, from nodes closed or over clients
+// read-only replica, a database or a command the server does not have, a
+// Redis Cluster's server given as one server that redirects the key to
+// another node of its cluster: see driver.PermanentCode; or ErrClosed, from nodes closed or over clients
 // their user closed) that no quorum is possible.
 //
 // # Per-call options

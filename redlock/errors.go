@@ -88,7 +88,8 @@ type VoteError struct {
 	// Permanent is how many of the Failed nodes answered an error that
 	// retrying cannot fix: authentication, an ACL permission, a wrong type,
 	// out of memory, a read-only replica, a database or a command the
-	// server does not have (see driver.PermanentCode), or ErrClosed (the node was closed,
+	// server does not have, a Redis Cluster's redirection (MOVED, ASK) to a
+	// node given as one server (see driver.PermanentCode), or ErrClosed (the node was closed,
 	// or the client under it). When more than Nodes-Needed did, Lock and
 	// Do stop retrying.
 	Permanent int

@@ -27,7 +27,8 @@ const maxWakeJitter = 5 * time.Millisecond
 // len(nodes)-Quorum nodes answered errors that retrying cannot fix
 // (driver.PermanentCode: authentication, ACL permission, wrong type, out of
 // memory, read-only replica, a database or a command the server does not
-// have; and ErrClosed: a node closed, or the client under it, such as a
+// have, a Redis Cluster's redirection to a node given as one server; and
+// ErrClosed: a node closed, or the client under it, such as a
 // client or pool closed by its user under a node of a driver's New); the
 // error names the cause. It stops too when
 // Close begins while it waits between attempts: the error then matches

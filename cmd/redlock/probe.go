@@ -193,7 +193,7 @@ func checkEviction(n *nodeReport, f map[string]string) {
 
 func checkCluster(n *nodeReport, f map[string]string) {
 	if f["cluster_enabled"] == "1" {
-		n.add("cluster", statusWarn, "cluster mode, given as a single server: to use the whole cluster as one node, give its address with ?cluster=true (redis://host:port?cluster=true&addr=host2:port2); a shard's failover loses locks")
+		n.add("cluster", statusWarn, "cluster mode, given as a single server: the keys of the slots of the cluster's other shards fail (MOVED), which retrying cannot fix; to use the whole cluster as one node, give its address with ?cluster=true (redis://host:port?cluster=true&addr=host2:port2); a shard's failover loses locks")
 	}
 }
 

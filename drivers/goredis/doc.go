@@ -21,6 +21,14 @@
 // TLS handshake is bounded by the call's context, and a node's pub/sub
 // connection uses TLS too.
 //
+// A node of one server (an address without cluster=true, or [New] over a
+// *redis.Client or a *redis.Ring) follows no redirection: a server of a Redis
+// Cluster of several shards given so answers MOVED (ASK) for the keys of its
+// other nodes' slots, an error that retrying cannot fix, which says so
+// (driver.ErrClusterServer, see driver.OneServerError); [New] over a client
+// of another type, which may wrap a cluster client, leaves such replies as
+// they are.
+//
 // A node may be a whole Redis Cluster:
 // "redis://host:port?cluster=true&addr=host2:port2" (the URL's host and every
 // addr are seeds) opens a *redis.ClusterClient, and [New] takes one. Its

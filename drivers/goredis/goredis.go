@@ -266,8 +266,11 @@ func NewNamed(c redis.UniversalClient, name string) driver.Node {
 func newNode(c redis.UniversalClient, name drivernode.Name, bounded bool) *node {
 	n := &node{client: c, Name: name, bounded: bounded}
 	n.Run = n.do
-	if cc, ok := c.(*redis.ClusterClient); ok {
+	switch cc := c.(type) {
+	case *redis.ClusterClient:
 		n.cluster, n.shards = true, newShards(cc, n.exec)
+	case *redis.Client, *redis.Ring:
+		n.oneServer = true
 	}
 	n.batch = batch.New(n.exec, batch.Senders, batch.MaxBatch)
 	return n
@@ -325,6 +328,7 @@ type node struct {
 	owned             bool                  // Close closes client
 	bounded           bool                  // client bounds a command by its context's deadline (ContextTimeoutEnabled, and no ReadOnly on a cluster)
 	cluster           bool                  // client is a *redis.ClusterClient
+	oneServer         bool                  // client is a *redis.Client or a *redis.Ring, which follow no redirection (see driver.OneServerError)
 	reload            *reloader             // reloads the slot map of a *redis.ClusterClient after a failure; nil on one server
 	hub               *pubsub.Hub           // the release subscriptions of a *redis.Client
 	router            *pubsub.Router        // those of a *redis.ClusterClient
@@ -391,6 +395,9 @@ func (n *node) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error
 		}
 		if n.shards != nil {
 			err = rediscmd.OnShard(cmd.Key, primary, err)
+		}
+		if n.oneServer {
+			err = driver.OneServerError(err) // a cluster's server given as one
 		}
 		return rediscmd.Result{}, cmd.Failed(ctx, "goredis", err)
 	}

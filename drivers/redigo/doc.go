@@ -94,4 +94,10 @@
 // connections break before the server confirms a subscription on them), or
 // the next Subscribe does at once; the new one also subscribes the earlier subscriptions again,
 // and until then their waiters poll.
+//
+// A node is one server, which follows no redirection: a server of a Redis
+// Cluster of several shards answers MOVED (ASK) for the keys of its other
+// nodes' slots, an error that retrying cannot fix, which says so
+// (driver.ErrClusterServer, see driver.OneServerError); open such a cluster
+// as one node (cluster=true) with the goredis, rueidis or valkeygo driver.
 package redigo

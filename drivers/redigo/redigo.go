@@ -307,7 +307,9 @@ func (n *node) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error
 	}
 	r, err := n.batch.Do(ctx, cmd)
 	if err != nil {
-		return rediscmd.Result{}, cmd.Failed(ctx, "redigo", err)
+		// One server, always: a cluster's server given as one redirects
+		// the keys of its cluster's other nodes (driver.OneServerError).
+		return rediscmd.Result{}, cmd.Failed(ctx, "redigo", driver.OneServerError(err))
 	}
 	return r, nil
 }

@@ -907,10 +907,12 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 // onShard returns err, which a call on key failed with, naming on a cluster
 // node the key's slot and, when the node's slot map is known, the primary
 // that serves it there (see rediscmd.OnShard; the map is read when the client
-// is created, and by the release subscriptions).
+// is created, and by the release subscriptions). On a node of one server, a
+// client that follows no redirection, it marks a cluster's redirection as
+// one that no retry fixes (see driver.OneServerError).
 func (n *node[C, D, R, L]) onShard(key string, err error) error {
 	if !n.cluster {
-		return err
+		return driver.OneServerError(err)
 	}
 	addr, _ := n.slots.known(driver.HashSlot(key))
 	return rediscmd.OnShard(key, addr, err)
