@@ -488,41 +488,34 @@ func (e *lockEvents) lossCause() string {
 // extendCause returns why an extension failed, on one line: the errors
 // joined in err but the sentinel (ErrLockLost, which an extension that is
 // retried carries too) and the votes (told beside it), separated by "; ",
-// each with the servers' text escaped; err's own text, escaped, when it
-// joins nothing else. The joins of errors.Join are opened, nested ones too.
+// each without "redlock: " and with the servers' text escaped; err's own
+// text, escaped, when it joins nothing else. The joins are opened, nested
+// ones too, down to the nodes' errors (*redlock.NodeError), each told whole:
+// redlock joins an extension's errors with errors.Join, and a node's error
+// may wrap several of its own (fmt.Errorf with several %w).
 func extendCause(err error) string {
 	var parts []string
 	var walk func(err error)
 	walk = func(err error) {
-		if j, ok := err.(interface{ Unwrap() []error }); ok && joined(err, j.Unwrap()) {
-			for _, e := range j.Unwrap() {
-				walk(e)
+		switch e := err.(type) {
+		case *redlock.VoteError:
+		case *redlock.NodeError:
+			parts = append(parts, escapeUnprintable(strings.TrimPrefix(e.Error(), "redlock: ")))
+		case interface{ Unwrap() []error }:
+			for _, c := range e.Unwrap() {
+				walk(c)
 			}
-			return
+		default:
+			if err != redlock.ErrLockLost {
+				parts = append(parts, escapeUnprintable(strings.TrimPrefix(err.Error(), "redlock: ")))
+			}
 		}
-		if _, votes := err.(*redlock.VoteError); votes || err == redlock.ErrLockLost {
-			return
-		}
-		parts = append(parts, escapeUnprintable(strings.TrimPrefix(err.Error(), "redlock: ")))
 	}
 	walk(err)
 	if len(parts) == 0 {
 		return escapeUnprintable(err.Error())
 	}
 	return strings.Join(parts, "; ")
-}
-
-// joined reports whether err is errs joined as errors.Join joins them (its
-// text theirs, one a line), not an error of its own that wraps them (as
-// fmt.Errorf with several %w does).
-func joined(err error, errs []error) bool {
-	texts := make([]string, 0, len(errs))
-	for _, e := range errs {
-		if e != nil {
-			texts = append(texts, e.Error())
-		}
-	}
-	return err.Error() == strings.Join(texts, "\n")
 }
 
 // roundWait rounds a duration for a message: to the millisecond below ten
