@@ -290,8 +290,10 @@ func badInput(ctx context.Context, err error) error {
 
 // Close stops the observers that watch the Client (ClientObserver), then
 // waits, for at most the node timeout, for the calls and releases in
-// flight (those that Unlock left to finish in the background and those of
-// failed attempts included), then ends what is left (the repeated releases
+// flight (those that Unlock left to finish in the background, those of
+// failed attempts, and the questions of which server each node is
+// (driver.Identifier), so that the observers hear of one refused after the
+// lock was released, included), then ends what is left (the repeated releases
 // of keys whose SET had an unknown outcome among them, which it does not
 // wait for between two tries), waits for that, bounded by the node timeout
 // too, releases the locks of Do (below), and closes every node. Locks of

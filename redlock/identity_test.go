@@ -331,3 +331,72 @@ func TestIdentityFailureObserved(t *testing.T) {
 	}
 	require.Len(t, seen, len(nodes), "each node once")
 }
+
+// slowNoInfoNode refuses its identity question, as noInfoNode does, after a
+// delay (on the bubble's clock).
+type slowNoInfoNode struct {
+	*memory.Node
+	delay time.Duration
+}
+
+func (n *slowNoInfoNode) Identity(ctx context.Context) ([]string, error) {
+	select {
+	case <-time.After(n.delay):
+		return nil, errNoInfo
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// Close waits, for at most the node timeout, for the identity questions in
+// flight, as for the node calls: a node whose SET answers after the quorum
+// and the first acquisition's grace, and whose question is refused later,
+// within the node timeout, is heard of by the observers before Close
+// returns, though the lock was released at once (the redlock command's
+// `run -- true`, which says it on stderr from that NodeCall). A question
+// that does not answer ends by the node timeout, from its start, and Close
+// waits no longer for it.
+// It runs in a bubble (testing/synctest): the nodes' delays are then exact,
+// not a loaded machine's.
+func TestCloseWaitsForIdentityQuestionsInFlight(t *testing.T) {
+	const nodeTimeout = 200 * time.Millisecond
+	for _, tc := range []struct {
+		name  string
+		delay time.Duration // of node 2's refusal
+		heard int           // refusals heard when Close returns
+	}{
+		{"refused within the node timeout", nodeTimeout * 3 / 4, 3},
+		{"no answer", time.Hour, 3}, // its question's end by the node timeout
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				late := &slowNoInfoNode{Node: memory.New(), delay: tc.delay}
+				late.SetLatency(nodeTimeout / 4) // past the first acquisition's grace (10ms)
+				nodes := []driver.Node{noInfoNode{memory.New()}, noInfoNode{memory.New()}, late}
+				rec := &identityCalls{}
+				c, err := redlock.New(nodes, redlock.WithObserver(rec), redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(nodeTimeout))
+				require.NoError(t, err)
+				began := time.Now()
+				l, err := c.TryLock(t.Context(), "k")
+				require.NoError(t, err)
+				require.NoError(t, l.Unlock(t.Context()))
+				rec.mu.Lock()
+				before := len(rec.calls)
+				rec.mu.Unlock()
+				require.Equal(t, 2, before, "the late node's question was answered before Close: the test does not test Close")
+				require.NoError(t, c.Close())
+				took := time.Since(began)
+				rec.mu.Lock()
+				defer rec.mu.Unlock()
+				require.Len(t, rec.calls, tc.heard, "identity questions heard of when Close returned")
+				last := rec.calls[len(rec.calls)-1]
+				if tc.delay < nodeTimeout {
+					require.ErrorIs(t, last.Err, errNoInfo, "the late node's refusal")
+				} else {
+					require.ErrorIs(t, last.Err, context.DeadlineExceeded, "the late node's question, ended by the node timeout")
+				}
+				require.LessOrEqual(t, took, 2*nodeTimeout, "Close waited past the questions' node timeout")
+			})
+		})
+	}
+}
