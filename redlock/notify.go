@@ -36,7 +36,8 @@ const (
 // returns when one subscription is confirmed, or when all have failed, ctx
 // ended or the node timeout passed: a release published on any node wakes
 // the waiter, since releases go to every node. Subscriptions confirmed later
-// are kept too; a stalled node is never waited for beyond the first
+// are kept too, and each wakes the waiter once if its attempt began before
+// (see subscribeOne); a stalled node is never waited for beyond the first
 // confirmation, nor a Subscribe that outlives its context (a client's own
 // dial, say) beyond the node timeout. Polling remains the fallback. A
 // subscription that fails is made again in the background while the waiter
@@ -76,7 +77,7 @@ func (c *Client) watch(ctx context.Context, key string) *watcher {
 func (c *Client) subscribeAll(ctx context.Context, key string, w *watcher, results chan<- bool) int {
 	started := 0
 	for i, nn := range c.notifiers {
-		if nn != nil && c.subscribeOne(ctx, key, w, i, nn, resubscribeGap, results, false) {
+		if nn != nil && c.subscribeOne(ctx, key, w, i, nn, resubscribeGap, results) {
 			started++
 		}
 	}
@@ -89,19 +90,17 @@ func (c *Client) subscribeAll(ctx context.Context, key string, w *watcher, resul
 // otherwise subscribe after Close returned). results, when not nil,
 // receives whether it was confirmed. One that fails is made again gap later
 // (see resubscribe), unless the node refused it with an error retrying
-// cannot fix (driver.PermanentCode); one made again (again) that is
-// confirmed wakes the waiter, which may have missed a release there
-// meanwhile.
-func (c *Client) subscribeOne(ctx context.Context, key string, w *watcher, i int, nn driver.Notifier, gap time.Duration, results chan<- bool, again bool) bool {
+// cannot fix (driver.PermanentCode); one that is confirmed wakes the waiter
+// once, which may have missed a release there meanwhile, if its attempt
+// began before the confirmation (see heard).
+func (c *Client) subscribeOne(ctx context.Context, key string, w *watcher, i int, nn driver.Notifier, gap time.Duration, results chan<- bool) bool {
 	if !c.backgroundUnlessClosed(func() {
 		sctx, cancel := context.WithTimeout(ctx, c.nodeTimeout)
 		stop, err := c.subscribe(sctx, i, nn, key, w.released)
 		cancel()
-		if !w.found(stop, err) && err == nil {
+		kept := w.found(stop, err)
+		if !kept && err == nil {
 			stop()
-		}
-		if results != nil {
-			results <- err == nil
 		}
 		switch {
 		case err != nil && driver.PermanentCode(err) != "":
@@ -116,14 +115,24 @@ func (c *Client) subscribeOne(ctx context.Context, key string, w *watcher, i int
 			// the waiter only hears releases there later, at its polls.
 		case err != nil:
 			c.resubscribe(ctx, key, w, i, nn, gap)
-		case again:
+		case kept:
 			// A release may have been published there while the waiter
-			// did not listen: it tries once, as after its first
-			// subscriptions.
+			// did not listen: it tries once more, unless its attempt
+			// begins after this (heard drops the notice then). So for a
+			// subscription made again, and for one of the first that
+			// was confirmed after watch returned (after the first, or
+			// after the node timeout): the waiter's attempt may have
+			// reached the node before it listened, and the release
+			// there come before the confirmation. The first's notice,
+			// sent before its result lets watch return, is dropped as
+			// the waiter's attempt then begins.
 			select {
 			case w.released <- struct{}{}:
 			default:
 			}
+		}
+		if results != nil {
+			results <- err == nil
 		}
 	}) {
 		w.found(nil, ErrClosed)
@@ -167,7 +176,7 @@ func (c *Client) resubscribe(ctx context.Context, key string, w *watcher, i int,
 		again := !w.closed && ctx.Err() == nil && len(w.cancels) < enough
 		w.mu.Unlock()
 		if again {
-			c.subscribeOne(ctx, key, w, i, nn, min(2*gap, maxResubscribeGap), nil, true)
+			c.subscribeOne(ctx, key, w, i, nn, min(2*gap, maxResubscribeGap), nil)
 		}
 	})
 }
