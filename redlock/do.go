@@ -30,7 +30,7 @@ import (
 // extend the lock ends it at once too, as Lock stops at such errors, rather
 // than being retried until the validity ends: the cause is then the
 // extension's error, which matches ErrLockLost and joins the nodes' errors
-// (and Do returns it in place of ErrLockLost), Done is closed, and the
+// (and Do returns it in place of ErrLockLost: see below), Done is closed, and the
 // observers hear EndRefused. A transient failure (a timeout, a node down)
 // is retried while the validity lasts. A
 // loss on the nodes (a key evicted or expired early, a node restarted empty)
@@ -58,14 +58,25 @@ import (
 // extending and releases the lock on the nodes, bounded by the node timeout;
 // a panic then goes on with its original value.
 //
-// Do returns fn's error, joined with ErrLockLost when the lock was lost while
-// fn ran or was not released by a quorum (once: when fn returns ErrLockLost
-// itself, or its context's cause, Do's ErrLockLost stands for both). In the
-// second case it is Unlock's error that is joined: ErrLockLost with the
-// release's votes (a *VoteError, which matches ErrUnavailable when the
-// release failed on too many nodes, timed out say, rather than found the
-// lock gone) and the nodes' errors. When the lock was never obtained, it
-// returns Lock's error and fn does not run.
+// Do returns fn's error (nil when the lock was held until fn returned and a
+// quorum confirmed its release), joined with:
+//   - when the release was not confirmed by a quorum, Unlock's error:
+//     ErrLockLost with the release's votes (a *VoteError, which matches
+//     ErrUnavailable when the release failed on too many nodes, timed out
+//     say, rather than found the lock gone) and the nodes' errors. It also
+//     stands for a loss while fn ran whose cause is ErrLockLost itself.
+//   - when the lock was lost while fn ran, the cause of fn's context
+//     (context.Cause), unless the release's error above says it already:
+//     ErrLockLost when an extension found the lock gone (EndLostExtend),
+//     its validity ended without an extension (EndExpired) or Close stopped
+//     its extensions (EndClosed); the refused extension's error, which
+//     matches ErrLockLost and names the nodes' errors, when the keeper gave
+//     the lock up (EndRefused), joined also when the release failed, so
+//     that both are told.
+//
+// Each is told once: when fn returns ErrLockLost itself, or its context's
+// cause, Do's stands for both. When the lock was never obtained, it returns
+// Lock's error and fn does not run.
 //
 // With WithFencing, fn reads its lock's fencing token from its context with
 // TokenFrom, to pass to the protected resource with every write (see
@@ -491,9 +502,11 @@ func (e *kept) reportUnwound() {
 var errUnwound = errors.New("redlock: the call did not return: a function it called (its function, a Backoff, an observer) panicked or called runtime.Goexit")
 
 // done finishes Do's hold of e's lock after fn returned ferr, and returns
-// Do's error: ferr, joined with ErrLockLost when the lock was lost while fn
-// ran, or with Unlock's error when the lock was not released by a quorum. It
-// reports the end of the Do to the observers.
+// Do's error: ferr, joined with the loss's cause (ErrLockLost, or the
+// refused extension's error) when the lock was lost while fn ran, and with
+// Unlock's error when the lock was not released by a quorum, which stands
+// for a bare ErrLockLost (see Do). It reports the end of the Do to the
+// observers.
 //
 //go:noinline
 func (e *kept) done(ferr error) error {
@@ -511,10 +524,15 @@ func (e *kept) done(ferr error) error {
 		joined = nil
 	}
 	switch {
+	case errors.Is(uerr, ErrLockLost) && lost && cause != ErrLockLost:
+		// Why the lock was given up (an extension refused for good),
+		// which the release's error does not say, and that error.
+		err = errors.Join(joined, cause, uerr)
 	case errors.Is(uerr, ErrLockLost):
 		// The release's own account: its votes (which match
 		// ErrUnavailable when nodes failed rather than found the lock
-		// gone) and the nodes' errors.
+		// gone) and the nodes' errors. Its ErrLockLost stands for the
+		// loss, if any: a loss's cause is then ErrLockLost itself.
 		err = errors.Join(joined, uerr)
 	case lost:
 		err = errors.Join(joined, cause)
