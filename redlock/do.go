@@ -548,7 +548,10 @@ func (e *kept) done(ferr error) error {
 // whether the lock was lost while fn ran, and Unlock's error. The lock was
 // lost if the keeper found it lost or Close stopped its extensions, or if its
 // validity ended before fn returned. Those are not read from the cause of
-// fn's context: a caller's cancel before them is its cause.
+// fn's context: a caller's cancel before them is its cause, and a caller's
+// cause may be ErrLockLost itself, of another lock (a Do inside another's
+// fn, whose context the outer loss cancels). The keeper ends the lock
+// (over) before it cancels fn's context, and Close marks it given.
 func (e *kept) finish() (lost bool, uerr error) {
 	e.finished = true
 	k := e.l.c.keeperOf()
@@ -558,7 +561,7 @@ func (e *kept) finish() (lost bool, uerr error) {
 		// whatever the release finds (the nodes may still be open).
 		e.l.endAs(endClosed)
 	}
-	lost = given || errors.Is(context.Cause(e.fctx), ErrLockLost) || e.l.over()
+	lost = given || e.l.over()
 	e.lost = lost
 	e.cancel(nil)
 	switch by {
