@@ -539,7 +539,9 @@ func (e *kept) done(ferr error) error {
 	}
 	if e.obs != nil {
 		e.reported = true
-		e.obs.report(err)
+		// The lock's own loss, or a release that no quorum confirmed:
+		// fn's error, in err too, may match ErrLockLost for another lock.
+		e.obs.reportLost(err, lost || errors.Is(uerr, ErrLockLost))
 	}
 	return err
 }

@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -70,5 +71,55 @@ func TestDoCallerCauseIsNotALoss(t *testing.T) {
 		})
 		require.ErrorIs(t, err, errFn)
 		assert.NotErrorIs(t, err, redlock.ErrLockLost, "the lock was not lost: %v", err)
+	})
+}
+
+// doEnds records the DoDone of every Do, by key.
+type doEnds struct {
+	redlock.NopObserver
+	mu   sync.Mutex
+	done map[string]redlock.DoDone
+}
+
+func (o *doEnds) Do(ctx context.Context, _ redlock.DoStart) (context.Context, func(redlock.DoDone)) {
+	return ctx, func(d redlock.DoDone) {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		if o.done == nil {
+			o.done = make(map[string]redlock.DoDone)
+		}
+		o.done[d.Key] = d
+	}
+}
+
+// DoDone.Lost says whether the Do's own lock was lost, not whether its
+// function's error matches ErrLockLost: a function inside another Do's
+// returns its context's cause (as README's examples do), the outer lock's
+// loss, and the inner Do returns that error as it is; its lock was held
+// throughout. Before, Lost was read from the error Do returned, fn's
+// included, and said true for the inner lock; the outer one's is true.
+func TestDoDoneLostIsTheLocksOwn(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, nodes := memNodes(3)
+		obs := &doEnds{}
+		c := newClient(t, nodes, redlock.WithTTL(time.Second), redlock.WithNodeTimeout(100*time.Millisecond), redlock.WithObserver(obs))
+		var inner error
+		outer := c.Do(t.Context(), "a", func(ctx context.Context) error {
+			inner = c.Do(ctx, "b", func(ctx context.Context) error {
+				for _, m := range mem {
+					m.Delete("a")
+				}
+				<-ctx.Done()
+				return context.Cause(ctx) // the outer lock's loss
+			})
+			return nil
+		})
+		require.ErrorIs(t, outer, redlock.ErrLockLost)
+		require.ErrorIs(t, inner, redlock.ErrLockLost, "fn's own error, returned as it is")
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		assert.True(t, obs.done["a"].Lost, "the outer lock was lost")
+		assert.False(t, obs.done["b"].Lost, "the inner lock was held until its function returned: %v", obs.done["b"].Err)
+		assert.Equal(t, inner, obs.done["b"].Err, "Err is what Do returned")
 	})
 }

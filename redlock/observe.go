@@ -40,9 +40,16 @@ func (d *doCall) observeDo() {
 	}
 }
 
-// report reports the end of the Do, which returned err.
-func (o *doObs) report(err error) {
-	o.end(DoDone{Key: o.key, Duration: time.Since(o.start), Lost: errors.Is(err, ErrLockLost), Err: err})
+// report reports the end of the Do, which returned err: an error of the
+// library's, whose ErrLockLost says the lock's loss.
+func (o *doObs) report(err error) { o.reportLost(err, errors.Is(err, ErrLockLost)) }
+
+// reportLost reports the end of the Do, which returned err, and whether its
+// lock was lost (see DoDone.Lost): err has fn's error in it, which may match
+// ErrLockLost without that (another lock's loss, such as the cause of an
+// outer Do's context).
+func (o *doObs) reportLost(err error, lost bool) {
+	o.end(DoDone{Key: o.key, Duration: time.Since(o.start), Lost: lost, Err: err})
 }
 
 func (c *Client) observedLock(ctx context.Context, key string, cc callConfig) (*Lock, error) {

@@ -142,8 +142,12 @@ type DoStart struct {
 type DoDone struct {
 	Key      string        // the lock's key, without the Client's prefix
 	Duration time.Duration // from the start of Do to its return
-	// Lost reports whether Do returned ErrLockLost: the lock was lost while
-	// its function ran, or was no longer held by a quorum at the end.
+	// Lost reports whether the lock was lost while its function ran, or
+	// was no longer held by a quorum at the end: Do then returned
+	// ErrLockLost. It is the lock's own loss, not whether Err matches
+	// ErrLockLost: the function's error, which Do returns, may match it for
+	// another lock (a Do inside another Do's function that returns its
+	// context's cause, the outer lock's loss).
 	Lost bool
 	// Err is what Do returned. A Do that did not return, since its
 	// function or an observer panicked or called runtime.Goexit, is
