@@ -235,6 +235,12 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 			// until Close, which waits for those in flight: what they
 			// did is known once it returns.
 			client.Close()
+			// Without ErrLockLost, which Unlock joins to a release it
+			// could not confirm: "redlock: lock lost" on a line of its
+			// own would tell a loss, of a lock held to its release.
+			if rest := withoutLost(uerr); rest != nil {
+				uerr = rest
+			}
 			if released, nodes := events.releasedNodes(); nodes > 0 && released == nodes {
 				fmt.Fprintf(stderr, "redlock: %s: releasing the lock %q failed at first, then its repeat released it on all %d nodes:\n%v\n", name, o.key, nodes, uerr)
 			} else {
