@@ -142,7 +142,7 @@ func (e *lockEvents) Attempt(ctx context.Context, _ redlock.AttemptStart) (conte
 			if d.Outcome == redlock.OutcomeNotObtained {
 				e.say("waiting for %s (held elsewhere: %d of %d nodes refused, %d granted, %d needed)", keyText(d.Key), v.Refused, v.Nodes, v.Granted, v.Quorum)
 			} else if e.verbose || e.warnUnavailable {
-				e.warn("waiting for %s (%d of %d nodes failed, %d needed: no quorum possible): %v", keyText(d.Key), v.Failed, v.Nodes, v.Quorum, d.Err)
+				e.warn("waiting for %s (%d of %d nodes failed, %d needed: no quorum possible):\n%v", keyText(d.Key), v.Failed, v.Nodes, v.Quorum, withoutNotObtained(d.Err))
 			}
 		}
 	}

@@ -323,6 +323,35 @@ func withoutWaitCanceled(err error) error {
 	return err
 }
 
+// withoutNotObtained returns err without the sentinel ErrNotObtained that
+// the library joins to its verdict (its own line, "redlock: lock not
+// obtained", after the command's "lock KEY not obtained"), in err's joins
+// at any depth: the votes and the nodes' errors are what is left to say.
+// It returns err when nothing else is left.
+func withoutNotObtained(err error) error {
+	var strip func(error) error
+	strip = func(err error) error {
+		j, ok := err.(interface{ Unwrap() []error })
+		if !ok {
+			return err
+		}
+		var rest []error
+		for _, e := range j.Unwrap() {
+			if e == redlock.ErrNotObtained {
+				continue
+			}
+			if e = strip(e); e != nil {
+				rest = append(rest, e)
+			}
+		}
+		return dropJoined(rest, func(error) bool { return false })
+	}
+	if rest := strip(err); rest != nil {
+		return rest
+	}
+	return err
+}
+
 // notObtained is the outcome of a Do whose function did not run: the lock
 // was not obtained (err), or it was and cause ended the wait as it was.
 func notObtained(name string, o *lockFlags, err, cause error) error {
@@ -345,6 +374,7 @@ func notObtained(name string, o *lockFlags, err, cause error) error {
 	if errors.Is(cause, errWaitOver) {
 		detail = withoutWaitCanceled(detail)
 	}
+	detail = withoutNotObtained(detail)
 	var votes *redlock.VoteError
 	switch {
 	case errors.As(err, &votes) && votes.Permanent > votes.Nodes-votes.Needed:
