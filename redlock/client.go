@@ -508,9 +508,13 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 		ferr    error
 		untilAt = start.Add(ttl - cc.drift)
 	)
-	if ok {
-		// Two nodes that are one server must not count as two.
-		if err := c.checkAnswered(ctx, r, start); err != nil {
+	if ok || r.decided && r.refused > 0 {
+		// Two nodes that are one server must not count as two; and a
+		// refusal may be the second address of a server that granted
+		// (its key set already), which would refuse every attempt as if
+		// the lock were held elsewhere: a quorum of two addresses of one
+		// server, say, never granted, the duplicate never found.
+		if err := c.checkAnswered(ctx, r, start, !ok); err != nil {
 			c.abandon(ctx, r, key, value, ttl)
 			if err == errIdentityCut {
 				return nil, outcome{r: r}, errors.Join(r.err(ctx, ErrNotObtained), err)

@@ -69,7 +69,12 @@ func (c *Client) askIdentities() error {
 const identityGrace = 10 * time.Millisecond
 
 // checkAnswered returns an error if two nodes reach the same server, once r,
-// an acquisition round that a quorum granted, decided. While the first round
+// an acquisition round that a quorum granted, or that a node refused (the
+// second address of a server refuses the key the first set), decided. For a
+// refused round (all), it waits for every node's reply, not a grace, and
+// then for the identities of those that answered: the first address's
+// grant may come after the second's refusal, and the round is lost anyway;
+// each call ends by its node timeout. While the first round
 // of questions is in flight, it waits, as long as ctx lets it (else
 // errIdentityCut), for the identities of the nodes that answered r (they are
 // up: they answer their questions too), taking the replies of r that come
@@ -81,7 +86,7 @@ const identityGrace = 10 * time.Millisecond
 // duplicate among nodes that had not answered is found when they do (asked
 // again, in the background, every identityRetry), and fails the acquisitions
 // from then on.
-func (c *Client) checkAnswered(ctx context.Context, r *round, start time.Time) error {
+func (c *Client) checkAnswered(ctx context.Context, r *round, start time.Time, all bool) error {
 	id := &c.identities
 	if id.done.Load() {
 		return id.err
@@ -120,8 +125,8 @@ func (c *Client) checkAnswered(ctx context.Context, r *round, start time.Time) e
 			// must not hold up every acquisition.
 			return nil
 		case answered:
-		case others && !over:
-			if graceOver == nil {
+		case others && (all || !over):
+			if graceOver == nil && !all {
 				t := time.NewTimer(max(grace, identityGrace))
 				defer t.Stop()
 				graceOver = t.C
