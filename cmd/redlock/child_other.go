@@ -30,6 +30,9 @@ func signaledStatus(*os.ProcessState) (int, bool) { return 0, false }
 // execFormat reports false: there is no shell to fall back on.
 func execFormat(error) bool { return false }
 
+// missingInterpreter returns nil: Windows runs no #! line.
+func missingInterpreter(string) error { return nil }
+
 // catchSIGPIPE does nothing: there is no SIGPIPE.
 func catchSIGPIPE() {}
 

@@ -4,8 +4,12 @@ package main
 
 import (
 	"errors"
+	"fmt"
+	"io"
+	"io/fs"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 )
 
@@ -44,6 +48,36 @@ func signaledStatus(ps *os.ProcessState) (int, bool) {
 // that has no #! line nor a format it knows (ENOEXEC): run then has /bin/sh
 // run it, as execvp(3) does, and flock(1) and shells with it.
 func execFormat(err error) bool { return errors.Is(err, syscall.ENOEXEC) }
+
+// missingInterpreter returns an error that names the #! line of the file
+// at path when the interpreter it names does not exist, and nil otherwise.
+// exec(2) fails with ENOENT then, which reads as if the file were missing
+// ("fork/exec ./job.sh: no such file or directory"), and only once the lock
+// is taken; shells say "bad interpreter". The line is quoted, which shows
+// the classic cause: a script with CRLF line ends ("#!/bin/sh\r").
+func missingInterpreter(path string) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil // exec says why
+	}
+	defer f.Close()
+	head := make([]byte, 256) // as much of the line as Linux reads
+	n, _ := io.ReadFull(f, head)
+	line, _, _ := strings.Cut(string(head[:n]), "\n")
+	rest, ok := strings.CutPrefix(line, "#!")
+	if !ok {
+		return nil
+	}
+	interp, _, _ := strings.Cut(strings.TrimLeft(rest, " \t"), " ")
+	interp, _, _ = strings.Cut(interp, "\t")
+	if interp == "" {
+		return nil
+	}
+	if _, err := os.Stat(interp); !errors.Is(err, fs.ErrNotExist) {
+		return nil
+	}
+	return fmt.Errorf("%s: bad interpreter: its first line, %q, names %q, which does not exist", path, line, interp)
+}
 
 // catchSIGPIPE makes a write to a closed stdout or stderr fail with EPIPE
 // rather than kill the process by SIGPIPE, which would leave a lock held for

@@ -3,6 +3,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -45,5 +47,32 @@ func TestNotObtainedSaysItOnce(t *testing.T) {
 	r = invoke(t, "", "run", "--wait", "300ms", "--ttl", "1m", "--node-timeout", "5s", "--nodes", downAddrs, "free", "--", "true")
 	if strings.Contains(r.stderr, "redlock: lock not obtained") || !strings.Contains(r.stderr, "no quorum possible):\n") {
 		t.Errorf("run --wait 300ms with 2 nodes of 3 down: want the waiting line, then the votes on a line of their own, got %v", r)
+	}
+}
+
+// TestRunBadInterpreter: a script whose #! line names a program that does
+// not exist (the classic: CRLF line ends, "#!/bin/sh\r") exits with 126
+// before run takes the lock, and the message quotes the line. run took the
+// lock, then exec failed with "fork/exec ./job.sh: no such file or
+// directory", of a file that exists.
+func TestRunBadInterpreter(t *testing.T) {
+	t.Parallel()
+	_, addrs := nodes(t, 3)
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"crlf.sh":    "#!/bin/sh\r\necho ran\r\n",
+		"missing.sh": "#! " + filepath.Join(dir, "no-such-shell") + " -e\necho ran\n",
+	} {
+		script := filepath.Join(dir, name)
+		if err := os.WriteFile(script, []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		line, _, _ := strings.Cut(text, "\n")
+		r := invoke(t, "", "run", "-v", "--nodes", addrs, "k", "--", script)
+		if r.code != exitCannotExec || !strings.Contains(r.stderr, "bad interpreter") ||
+			!strings.Contains(r.stderr, strings.ReplaceAll(line, "\r", `\r`)) || strings.Contains(r.stderr, "acquired") || r.stdout != "" {
+			t.Errorf("run %s (first line %q): want exit %d, the line quoted, and no lock taken (no \"acquired\" with -v), got %v",
+				name, line, exitCannotExec, r)
+		}
 	}
 }

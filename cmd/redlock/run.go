@@ -225,6 +225,9 @@ func runLocked(ctx context.Context, o runOptions, argv []string, stderr io.Write
 		}
 		return exitWith(code, fmt.Errorf("run: %w", err))
 	}
+	if err := missingInterpreter(path); err != nil {
+		return exitWith(exitCannotExec, fmt.Errorf("run: %w", err))
+	}
 	return withLock(ctx, "run", &o.lockFlags, stderr, forwardedSignals, func(ctx context.Context, l heldLock) error {
 		return supervise(ctx, l, o, path, argv, stderr)
 	})
