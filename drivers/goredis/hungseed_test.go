@@ -23,6 +23,9 @@ import (
 // so the reload goes on to the other seeds and the client has the map a few
 // seconds later: from then on no call reads it, and every call on the
 // healthy shards' keys succeeds, whatever seed a read would have asked first.
+// The first calls wait too for the check that the seeds are of one cluster
+// (clusterseeds), which asks every seed at once, each up to the dial timeout:
+// with a hung seed, they fail by their contexts until it ends.
 func TestClusterFirstUseHungSeed(t *testing.T) {
 	c := redistest.NewCluster(t, 3)
 	hung := c.Shards()[2]
@@ -68,13 +71,19 @@ func TestClusterFirstUseHungSeed(t *testing.T) {
 		n = dn.(*node)
 	}
 	// The background reload gets the map from another seed: MasterForKey
-	// with a context already done answers from the map alone.
+	// with a context already done answers from the map alone. And the
+	// check that the seeds are of one cluster (clusterseeds), which waits
+	// for every seed up to the dial timeout, ends: the hung seed is then
+	// left to the dial gate, which go-redis meets only if it reads the map
+	// from that seed.
 	done, cancel := context.WithCancel(t.Context())
 	cancel()
 	require.Eventually(t, func() bool {
 		_, err := n.shards.client.MasterForKey(done, "k")
 		return err == nil
 	}, 30*time.Second, 50*time.Millisecond, "the background reload never got the slot map")
+	require.Eventually(t, func() bool { return n.seeds.Check(done) == nil },
+		30*time.Second, 50*time.Millisecond, "the seeds' check never ended")
 	for i := range 10 {
 		ok, err := call(n, keyOn(healthy, "after", i))
 		require.NoError(t, err, "call %d once the client has the map", i)
