@@ -65,8 +65,10 @@ import (
 //     ErrUnavailable when the release failed on too many nodes, timed out
 //     say, rather than found the lock gone) and the nodes' errors. It also
 //     stands for a loss while fn ran whose cause is ErrLockLost itself.
-//   - when the lock was lost while fn ran, the cause of fn's context
-//     (context.Cause), unless the release's error above says it already:
+//   - when the lock was lost while fn ran, the loss's cause, which Do gives
+//     fn's context (context.Cause; the cause of a parent's cancellation
+//     that came first stands there, not in Do's error), unless the
+//     release's error above says it already:
 //     ErrLockLost when an extension found the lock gone (EndLostExtend),
 //     its validity ended without an extension (EndExpired) or Close stopped
 //     its extensions (EndClosed); the refused extension's error, which
@@ -511,11 +513,18 @@ var errUnwound = errors.New("redlock: the call did not return: a function it cal
 //go:noinline
 func (e *kept) done(ferr error) error {
 	lost, uerr := e.finish()
-	// The loss as fn's context says it: ErrLockLost, or the extension's
-	// error that the nodes refused for good (see keeper.finish).
-	cause := context.Cause(e.fctx)
-	if !lost || !errors.Is(cause, ErrLockLost) {
-		cause = ErrLockLost
+	// The loss's cause, as the keeper gave it to fn's context: ErrLockLost,
+	// or the extension's error that the nodes refused for good (see
+	// keeper.finish). Not read from fn's context, whose cause may be its
+	// parent's (a Do inside another's fn, canceled by the outer loss first).
+	cause := ErrLockLost
+	if lost {
+		k := e.l.c.keeperOf()
+		k.mu.Lock()
+		if e.refusal != nil {
+			cause = *e.refusal
+		}
+		k.mu.Unlock()
 	}
 	err, joined := ferr, ferr
 	if ferr == ErrLockLost || ferr == cause {
