@@ -12,18 +12,13 @@ import (
 // every node that publishes them (driver.Notifier).
 type watcher struct {
 	released chan struct{} // receives when any node publishes a release
-	// ctx is the subscriptions' life (see watch): no waiter's, ended by
-	// close.
+	// ctx is the subscriptions' (see watch): the first waiter's, without
+	// its end, ended by close.
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu     sync.Mutex
-	closed bool
-	// holder carries the context values (a trace span, say) of the waiter
-	// that has the turn and these subscriptions, without its end: the
-	// subscriptions are made, and observed, under them. nil while no
-	// waiter has them (see handOver, adopt).
-	holder  context.Context
+	mu      sync.Mutex
+	closed  bool
 	cancels []func()
 	retries []*time.Timer // by node: its resubscription waiting for its time, if any (see resubscribe)
 }
@@ -41,8 +36,7 @@ const (
 // returns when one subscription is confirmed, or when all have failed, ctx
 // ended or the node timeout passed: a release published on any node wakes
 // the waiter, since releases go to every node. Subscriptions confirmed later
-// are kept too, and each wakes the waiter once if its attempt began before
-// (see subscribeOne); a stalled node is never waited for beyond the first
+// are kept too; a stalled node is never waited for beyond the first
 // confirmation, nor a Subscribe that outlives its context (a client's own
 // dial, say) beyond the node timeout. Polling remains the fallback. A
 // subscription that fails is made again in the background while the waiter
@@ -52,12 +46,10 @@ const (
 func (c *Client) watch(ctx context.Context, key string) *watcher {
 	w := &watcher{released: make(chan struct{}, 1)}
 	// The subscriptions outlive the waiter when it leaves them to the next
-	// (see handOver): they end when w closes, not with the waiter's ctx,
-	// and they do not keep its values once it has left them (see adopt).
-	w.ctx, w.cancel = context.WithCancel(context.Background())
-	w.adopt(ctx)
+	// (see handOver): they end when w closes, not with the waiter's ctx.
+	w.ctx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	results := make(chan bool, len(c.nodes)) // buffered: no subscription waits for watch
-	started := c.subscribeAll(key, w, results)
+	started := c.subscribeAll(w.ctx, key, w, results)
 	if started == 0 {
 		return w
 	}
@@ -81,10 +73,10 @@ func (c *Client) watch(ctx context.Context, key string) *watcher {
 // subscribeAll starts a subscription to key's releases on every Notifier
 // node, each kept by w once confirmed, and returns how many it started;
 // results, when not nil, receives whether each was confirmed.
-func (c *Client) subscribeAll(key string, w *watcher, results chan<- bool) int {
+func (c *Client) subscribeAll(ctx context.Context, key string, w *watcher, results chan<- bool) int {
 	started := 0
 	for i, nn := range c.notifiers {
-		if nn != nil && c.subscribeOne(key, w, i, nn, resubscribeGap, results) {
+		if nn != nil && c.subscribeOne(ctx, key, w, i, nn, resubscribeGap, results, false) {
 			started++
 		}
 	}
@@ -97,26 +89,19 @@ func (c *Client) subscribeAll(key string, w *watcher, results chan<- bool) int {
 // otherwise subscribe after Close returned). results, when not nil,
 // receives whether it was confirmed. One that fails is made again gap later
 // (see resubscribe), unless the node refused it with an error retrying
-// cannot fix (driver.PermanentCode); one that is confirmed wakes the waiter
-// once, which may have missed a release there meanwhile, if its attempt
-// began before the confirmation (see heard).
-func (c *Client) subscribeOne(key string, w *watcher, i int, nn driver.Notifier, gap time.Duration, results chan<- bool) bool {
+// cannot fix (driver.PermanentCode); one made again (again) that is
+// confirmed wakes the waiter, which may have missed a release there
+// meanwhile.
+func (c *Client) subscribeOne(ctx context.Context, key string, w *watcher, i int, nn driver.Notifier, gap time.Duration, results chan<- bool, again bool) bool {
 	if !c.backgroundUnlessClosed(func() {
-		// Under the values of the waiter that has w now, ended when w
-		// closes or after the node timeout; observed under those of the
-		// waiter that has w once the node answered.
-		sctx, cancel := context.WithTimeout(w.values(), c.nodeTimeout)
-		unlink := context.AfterFunc(w.ctx, cancel)
-		began := time.Now()
-		stop, err := nn.Subscribe(sctx, key, w.released)
-		unlink()
+		sctx, cancel := context.WithTimeout(ctx, c.nodeTimeout)
+		stop, err := c.subscribe(sctx, i, nn, key, w.released)
 		cancel()
-		if c.obs != nil {
-			c.observeNode(w.values(), i, OpSubscribe, key[len(c.prefix):], began, err == nil, err)
-		}
-		kept := w.found(stop, err)
-		if !kept && err == nil {
+		if !w.found(stop, err) && err == nil {
 			stop()
+		}
+		if results != nil {
+			results <- err == nil
 		}
 		switch {
 		case err != nil && driver.PermanentCode(err) != "":
@@ -130,25 +115,15 @@ func (c *Client) subscribeOne(key string, w *watcher, i int, nn driver.Notifier,
 			// user's rights, which the next wait finds out; until then
 			// the waiter only hears releases there later, at its polls.
 		case err != nil:
-			c.resubscribe(key, w, i, nn, gap)
-		case kept:
+			c.resubscribe(ctx, key, w, i, nn, gap)
+		case again:
 			// A release may have been published there while the waiter
-			// did not listen: it tries once more, unless its attempt
-			// begins after this (heard drops the notice then). So for a
-			// subscription made again, and for one of the first that
-			// was confirmed after watch returned (after the first, or
-			// after the node timeout): the waiter's attempt may have
-			// reached the node before it listened, and the release
-			// there come before the confirmation. The first's notice,
-			// sent before its result lets watch return, is dropped as
-			// the waiter's attempt then begins.
+			// did not listen: it tries once, as after its first
+			// subscriptions.
 			select {
 			case w.released <- struct{}{}:
 			default:
 			}
-		}
-		if results != nil {
-			results <- err == nil
 		}
 	}) {
 		w.found(nil, ErrClosed)
@@ -170,11 +145,11 @@ func (c *Client) subscribeOne(key string, w *watcher, i int, nn driver.Notifier,
 // goroutine. It replaces the waiter's earlier retry at its polls, which only
 // a waiter without any subscription made, and which could no longer happen
 // once every failed subscription had a retry of its own.
-func (c *Client) resubscribe(key string, w *watcher, i int, nn driver.Notifier, gap time.Duration) {
+func (c *Client) resubscribe(ctx context.Context, key string, w *watcher, i int, nn driver.Notifier, gap time.Duration) {
 	enough := len(c.nodes) - c.quorum + 1
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed || len(w.cancels) >= enough {
+	if w.closed || ctx.Err() != nil || len(w.cancels) >= enough {
 		return
 	}
 	if w.retries == nil {
@@ -189,37 +164,12 @@ func (c *Client) resubscribe(key string, w *watcher, i int, nn driver.Notifier, 
 	// instant, each gap, and all wake for an attempt once it is back.
 	w.retries[i] = time.AfterFunc(jitter(gap, gap), func() {
 		w.mu.Lock()
-		again := !w.closed && len(w.cancels) < enough
+		again := !w.closed && ctx.Err() == nil && len(w.cancels) < enough
 		w.mu.Unlock()
 		if again {
-			c.subscribeOne(key, w, i, nn, min(2*gap, maxResubscribeGap), nil)
+			c.subscribeOne(ctx, key, w, i, nn, min(2*gap, maxResubscribeGap), nil, true)
 		}
 	})
-}
-
-// adopt gives w to the waiter whose context is ctx: the subscriptions made
-// from now on, and their observations, carry its values (its trace span,
-// say), not its end. A nil ctx takes w from the waiter that had it (see
-// handOver): until the next adopts it, they carry no waiter's values, and w
-// no longer keeps the context of a waiter that has left.
-func (w *watcher) adopt(ctx context.Context) {
-	if ctx != nil {
-		ctx = context.WithoutCancel(ctx)
-	}
-	w.mu.Lock()
-	w.holder = ctx
-	w.mu.Unlock()
-}
-
-// values returns the context whose values w's subscriptions carry now (see
-// adopt): never ended.
-func (w *watcher) values() context.Context {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.holder == nil {
-		return context.Background()
-	}
-	return w.holder
 }
 
 // found ends a subscription being made, and records its cancel when it was
@@ -247,7 +197,6 @@ func (w *watcher) close() {
 	w.cancel()
 	w.mu.Lock()
 	w.closed = true
-	w.holder = nil
 	cancels := w.cancels
 	w.cancels = nil
 	for _, r := range w.retries {

@@ -51,11 +51,7 @@ const maxWakeJitter = 5 * time.Millisecond
 //     its Backoff says, not at once)
 //     and retries as soon as the first of them announces that the holder
 //     unlocked (or, when another attempt of its Client on the key is then
-//     in flight, as soon as that attempt has ended). It tries at once when
-//     the first subscription is confirmed; each confirmed later (a node
-//     slower to answer, within the node timeout) wakes it for one more
-//     attempt if its last attempt began before, since a release may have
-//     come there between that attempt and the confirmation. When an attempt so
+//     in flight, as soon as that attempt has ended). When an attempt so
 //     woken lost to a split vote (some nodes granted it, too few for a
 //     quorum: waiters of other Clients voted at the same time), the waiter retries after a random delay of at most twice
 //     its last attempt's duration (and at most 5ms) rather than the
@@ -166,8 +162,6 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 		c.turnsMu.Unlock()
 		if w == nil {
 			w = c.watch(ctx, c.prefix+key)
-		} else {
-			w.adopt(ctx)
 		}
 		// Before done: the waiter that takes the turn next finds w.
 		defer func() { c.handOver(t, w, l != nil) }()
@@ -287,7 +281,6 @@ func (c *Client) handOver(t *turn, w *watcher, granted bool) {
 	if granted {
 		heard(w.released)
 	}
-	w.adopt(nil) // the next waiter's values once it takes w (see adopt)
 	c.turnsMu.Lock()
 	if t.waiters > 1 {
 		t.w, t.wHeard = w, all
