@@ -34,10 +34,6 @@ func TestRedisClusterWaiterFollowsFailoverToNewReplica(t *testing.T) {
 	slot := redistest.KeySlot(channel)
 	for name, newNode := range clusterNodes {
 		t.Run(name, func(t *testing.T) {
-			// Each subtest has a cluster of its own; most of its time is
-			// spent waiting for the cluster to agree (the replica's sync,
-			// the failover), which the others' waits overlap.
-			t.Parallel()
 			cl := redistest.NewCluster(t, 2)
 			owner := cl.SlotShard(slot).Primary()
 			_, err := owner.Do(t.Context(), "SET", key, "someone", "PX", "60000")

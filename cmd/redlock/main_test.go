@@ -7,15 +7,12 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"runtime"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -39,32 +36,7 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(countSIGINT())
 	}
-	if err := parallelByDefault(parallelTests); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
 	os.Exit(buildAndRun(m))
-}
-
-// parallelTests is how many of the package's parallel tests run at once when
-// go test is not given -parallel (whose default is GOMAXPROCS, 2 on the CI's
-// two cores). Nearly every test here is parallel and spends its time waiting
-// for the binary it runs (TTLs, extensions, signals, servers starting): with
-// -race on two cores, shared with other work (load 24-28), the package took
-// 238s with 2 at once and 129s with 4, the tests' own durations alike (a sum
-// of 373s and 388s).
-const parallelTests = 4
-
-// parallelByDefault sets go test's -parallel to n, or GOMAXPROCS if more,
-// unless the command line gave it.
-func parallelByDefault(n int) error {
-	flag.Parse()
-	given := false
-	flag.Visit(func(f *flag.Flag) { given = given || f.Name == "test.parallel" })
-	if given {
-		return nil
-	}
-	return flag.Set("test.parallel", strconv.Itoa(max(n, runtime.GOMAXPROCS(0))))
 }
 
 // helperEnv makes the test binary a helper command rather than run the tests.
