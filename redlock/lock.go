@@ -40,8 +40,11 @@ type Lock struct {
 	// last node call (extendReturned), in either order; the group ends when
 	// none is due. Beside the flags, it keeps a Lock in a smaller size class.
 	extending int32
-	done      chan struct{} // made by the first Done call; closed when ended
-	timer     *time.Timer   // closes done at until, while done exists
+	// extends counts the Extends begun (beginExtend), so that TTL can tell
+	// whether one overlapped its node reads (it wraps; TTL compares it).
+	extends uint32
+	done    chan struct{} // made by the first Done call; closed when ended
+	timer   *time.Timer   // closes done at until, while done exists
 
 	// groupTTL is the shortest TTL of the Extends in flight and of those
 	// that overlapped them (see finishExtend).
@@ -353,6 +356,7 @@ func (l *Lock) beginExtend(start time.Time, ttl, d time.Duration, ctxErr error, 
 		l.groupTTL = ttl
 	}
 	l.extending += 2 // its judgement and its calls' return (see Lock.extending)
+	l.extends++
 	if bound.Before(l.until) {
 		l.setUntilLocked(bound, start)
 	}

@@ -19,10 +19,14 @@ var errNoTTLer = errors.New("the node cannot tell a key's time to live (no drive
 // still hold this lock's value, less the time the call took and the drift
 // allowance. It waits for every node's answer, each bounded by the node
 // timeout (or until ctx ends, once a quorum answered). It moves Until to
-// that if it is earlier; it never moves Until later (Extend does). It
-// returns the time left until Until then, which is less than what the nodes
-// guarantee when Until was already earlier (an Extend of a shorter TTL, in
-// flight or failed, may still land on the nodes).
+// that if it is earlier; it never moves Until later (Extend does). When an
+// Extend was in flight while the nodes were asked (in flight when TTL
+// began, or begun before it judged), the answers may predate its PEXPIREs,
+// and TTL moves Until not at all: that Extend's own outcome sets it (see
+// Extend), and TTL never ends a lock that Extend kept. It returns the time
+// left until Until then, which is less than what the nodes guarantee when
+// Until was already earlier (an Extend of a shorter TTL, in flight or
+// failed, may still land on the nodes).
 //
 // It returns an error matching ErrLockLost when fewer than a quorum hold the
 // lock, when Until has passed, or after Unlock, with the per-node causes and
@@ -47,6 +51,9 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	start := c.now()
 	l.mu.Lock()
 	over, unlocked, ttl := l.overLocked(start), l.unlocked, l.ttl
+	// An Extend in flight now, or begun before this call judges, may apply
+	// its PEXPIREs after the nodes' reads (see the end).
+	extends, extending := l.extends, l.extending > 0
 	l.mu.Unlock()
 	// ctx.Err(), when ctx had ended, is in every error (nil is left out).
 	switch {
@@ -102,7 +109,14 @@ collect:
 	now := c.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if !l.overLocked(now) && at.Before(l.until) {
+	// The answers say how long the nodes held the key when they read it.
+	// An Extend that overlapped the reads may have set a longer time to
+	// live since, on a quorum: its own judgement sets Until (lowered when
+	// it began, raised when it succeeds), and the answers, which may be
+	// the older time to live, lower it no further; they would end a lock
+	// the Extend's quorum holds.
+	overlapped := extending || l.extends != extends
+	if !l.overLocked(now) && !overlapped && at.Before(l.until) {
 		l.setUntilLocked(at, now)
 	}
 	if rest := l.until.Sub(now); rest > 0 && !l.ended {
