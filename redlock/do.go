@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -536,7 +538,7 @@ func (e *kept) done(ferr error) error {
 	case errors.Is(uerr, ErrLockLost) && lost && cause != ErrLockLost:
 		// Why the lock was given up (an extension refused for good),
 		// which the release's error does not say, and that error.
-		err = errors.Join(joined, cause, uerr)
+		err = errors.Join(joined, refusedUnreleased{cause, uerr})
 	case errors.Is(uerr, ErrLockLost):
 		// The release's own account: its votes (which match
 		// ErrUnavailable when nodes failed rather than found the lock
@@ -602,3 +604,51 @@ func (e *kept) unlock(k *keeper) error {
 // once Close had begun to close the nodes, without the lock in its hands:
 // it was granted after Close released the locks of Do.
 var errNotReleased = fmt.Errorf("%w: not released: the Client was closing its nodes (%w); the key expires at its TTL", ErrLockLost, ErrClosed)
+
+// refusedUnreleased is Do's account of a lock given up after an extension
+// refused for good (refusal, the extension's error) whose release then
+// failed too (release, Unlock's error). Both match ErrLockLost, and both
+// are kept whole for errors.Is and errors.As; its text tells each part
+// once: the release's parts that the refusal's error already has (the bare
+// ErrLockLost, a context's error) are left out of it, and so is the
+// "redlock: lock lost: " that begins a part of the release's own.
+type refusedUnreleased struct{ refusal, release error }
+
+func (e refusedUnreleased) Error() string {
+	told := joinedLeaves(nil, e.refusal)
+	var b strings.Builder
+	b.WriteString(e.refusal.Error())
+	b.WriteString("\nthe release then:")
+	for _, part := range joinedLeaves(nil, e.release) {
+		if slices.Contains(told, part) {
+			continue
+		}
+		text := part.Error()
+		if errors.Is(part, ErrLockLost) {
+			text = strings.TrimPrefix(text, ErrLockLost.Error()+": ")
+		}
+		b.WriteByte('\n')
+		b.WriteString(text)
+	}
+	return b.String()
+}
+
+func (e refusedUnreleased) Unwrap() []error { return []error{e.refusal, e.release} }
+
+// joinedLeaves appends to dst the errors that err joins (errors.Join, or
+// any error whose Unwrap returns a list), through joins of joins, or err
+// itself when it joins none; nil ones are left out. Their texts, one a
+// line, are err's text when err is a join.
+func joinedLeaves(dst []error, err error) []error {
+	if err == nil {
+		return dst
+	}
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return append(dst, err)
+	}
+	for _, e := range j.Unwrap() {
+		dst = joinedLeaves(dst, e)
+	}
+	return dst
+}

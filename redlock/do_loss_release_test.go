@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -113,6 +114,14 @@ func TestDoLossWithFailedRelease(t *testing.T) {
 				require.ErrorIs(t, err, releaseFault)
 				var ne *redlock.NodeError
 				require.ErrorAs(t, err, &ne)
+				// The loss is told once, however many of its parts
+				// match ErrLockLost: after a refused extension, the
+				// extension's error and the release's both do.
+				require.Equal(t, 1, strings.Count(err.Error(), redlock.ErrLockLost.Error()), "Do's error says %q more than once: %q", redlock.ErrLockLost, err)
+				if tc.name == "refused_extend" {
+					require.ErrorIs(t, err, noperm, "the refused extension's node errors")
+					require.Contains(t, err.Error(), "the release then:", "the release's votes are told apart from the extension's")
+				}
 			})
 		})
 	}
