@@ -40,11 +40,12 @@ type Lock struct {
 	// last node call (extendReturned), in either order; the group ends when
 	// none is due. Beside the flags, it keeps a Lock in a smaller size class.
 	extending int32
-	// extends counts the Extends begun (beginExtend), so that TTL can tell
-	// whether one overlapped its node reads (it wraps; TTL compares it).
-	extends uint32
-	done    chan struct{} // made by the first Done call; closed when ended
-	timer   *time.Timer   // closes done at until, while done exists
+	// extends counts the Extends begun (beginExtend), judged those judged
+	// (finishExtend), so that TTL can tell whether one not yet judged
+	// overlapped its node reads (they wrap; TTL compares them).
+	extends, judged uint32
+	done            chan struct{} // made by the first Done call; closed when ended
+	timer           *time.Timer   // closes done at until, while done exists
 
 	// groupTTL is the shortest TTL of the Extends in flight and of those
 	// that overlapped them (see finishExtend).
@@ -372,6 +373,7 @@ func (l *Lock) finishExtend(ctx context.Context, r *round, ok bool, start time.T
 	now := l.c.now()
 	bound := start.Add(ttl - drift(ttl, l.c.driftFactor))
 	l.mu.Lock()
+	l.judged++
 	endedBefore := l.ended
 	over := l.overLocked(now)
 	if ok && !over {

@@ -20,7 +20,7 @@ var errNoTTLer = errors.New("the node cannot tell a key's time to live (no drive
 // allowance. It waits for every node's answer, each bounded by the node
 // timeout (or until ctx ends, once a quorum answered). It moves Until to
 // that if it is earlier; it never moves Until later (Extend does). When an
-// Extend was in flight while the nodes were asked (in flight when TTL
+// Extend was in flight while the nodes were asked (not yet judged when TTL
 // began, or begun before it judged), the answers may predate its PEXPIREs,
 // and TTL moves Until not at all: that Extend's own outcome sets it (see
 // Extend), and TTL never ends a lock that Extend kept. It returns the time
@@ -51,9 +51,11 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	start := c.now()
 	l.mu.Lock()
 	over, unlocked, ttl := l.overLocked(start), l.unlocked, l.ttl
-	// An Extend in flight now, or begun before this call judges, may apply
-	// its PEXPIREs after the nodes' reads (see the end).
-	extends, extending := l.extends, l.extending > 0
+	// An Extend not judged yet, or begun before this call judges, may
+	// apply its PEXPIREs after the nodes' reads and then set Until from
+	// them (see the end). One judged already set Until, and its quorum's
+	// answers, which come after its PEXPIREs, are the quorum-th largest.
+	extends, pending := l.extends, l.extends != l.judged
 	l.mu.Unlock()
 	// ctx.Err(), when ctx had ended, is in every error (nil is left out).
 	switch {
@@ -110,12 +112,12 @@ collect:
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	// The answers say how long the nodes held the key when they read it.
-	// An Extend that overlapped the reads may have set a longer time to
-	// live since, on a quorum: its own judgement sets Until (lowered when
-	// it began, raised when it succeeds), and the answers, which may be
-	// the older time to live, lower it no further; they would end a lock
-	// the Extend's quorum holds.
-	overlapped := extending || l.extends != extends
+	// An Extend judged after this call began may have set a longer time
+	// to live since, on a quorum: its own judgement sets Until (lowered
+	// when it began, raised when it succeeds), and the answers, which may
+	// be the older time to live, lower it no further; they would end a
+	// lock the Extend's quorum holds.
+	overlapped := pending || l.extends != extends
 	if !l.overLocked(now) && !overlapped && at.Before(l.until) {
 		l.setUntilLocked(at, now)
 	}
