@@ -18,6 +18,10 @@
 // paused server has queued, and [Server.Do] is a tiny built-in RESP2 client
 // so that tests can inspect and change keys without a Redis driver.
 //
+// [NewSilent] (or [ListenSilent]) stands for a hung server without
+// redis-server: a loopback TCP listener that accepts connections, reads what
+// they send and never answers, counting the connections it accepted.
+//
 // Network faults (latency, cut connections, lost replies) are the business of
 // the fault proxy in the repository's safety module, which keeps its heavy
 // dependencies out of this module.

@@ -2,13 +2,12 @@ package goredis
 
 import (
 	"context"
-	"io"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/redistest"
 )
 
 // The Close of a cluster node whose seeds check (see clusterseeds) is in
@@ -19,8 +18,9 @@ import (
 // ReadTimeout and the context's deadline but not by the context's
 // cancellation, so that Close otherwise waited ioTimeout (3s) for the reads.
 func TestCloseWhileSeedsCheckStalls(t *testing.T) {
-	a, accA := silentSeed(t)
-	b, accB := silentSeed(t)
+	sa, sb := redistest.NewSilent(t), redistest.NewSilent(t)
+	a, accA := sa.Addr(), sa.Accepted
+	b, accB := sb.Addr(), sb.Accepted
 	n, err := Driver{}.Open("redis://" + a + "?cluster=true&addr=" + b)
 	require.NoError(t, err)
 	t.Cleanup(func() { n.Close() })
@@ -41,46 +41,5 @@ func TestCloseWhileSeedsCheckStalls(t *testing.T) {
 		require.NoError(t, err)
 	case <-time.After(ioTimeout / 2):
 		t.Fatal("Close waits for the seeds check's questions to stalled seeds until their read timeout")
-	}
-}
-
-// silentSeed accepts connections on a loopback port, reads what they send
-// and never answers. Its address is returned with a function that reports
-// the connections accepted so far; the listener and the connections close
-// when the test ends.
-func silentSeed(t *testing.T) (addr string, accepted func() int) {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var (
-		mu    sync.Mutex
-		conns []net.Conn
-		wg    sync.WaitGroup
-	)
-	wg.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() { _, _ = io.Copy(io.Discard, c) })
-		}
-	})
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return l.Addr().String(), func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(conns)
 	}
 }

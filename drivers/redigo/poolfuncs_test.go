@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -209,45 +207,6 @@ func TestNewCloseWhileDialStalls(t *testing.T) {
 	}
 }
 
-// silentServer accepts connections on a loopback port, reads what they send
-// and never answers (a server blackholed or stopped by SIGSTOP). Its address
-// is returned with a function that reports the connections accepted so far;
-// the listener and the connections close when the test ends.
-func silentServer(t *testing.T) (addr string, accepted func() int) {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var mu sync.Mutex
-	var conns []net.Conn
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			mu.Lock()
-			conns = append(conns, c)
-			mu.Unlock()
-			wg.Go(func() { _, _ = io.Copy(io.Discard, c) })
-		}
-	})
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	return l.Addr().String(), func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		return len(conns)
-	}
-}
-
 // Client.Close over a node of New whose pool has Wait (and MaxActive), and
 // a Dial as redigo's documentation shows it (no timeouts, then AUTH),
 // returns while a get of a connection waits in that Dial for a server that
@@ -260,7 +219,8 @@ func silentServer(t *testing.T) (addr string, accepted func() int) {
 func TestNewCloseWaitPoolSilentServer(t *testing.T) {
 	before := goleak.IgnoreCurrent()
 	t.Cleanup(func() { goleak.VerifyNone(t, before) }) // last: after the server closed its connections
-	addr, accepted := silentServer(t)
+	silent := redistest.NewSilent(t)
+	addr, accepted := silent.Addr(), silent.Accepted
 	pool := &redis.Pool{Dial: authDial(addr), MaxIdle: 1, MaxActive: 1, Wait: true}
 	t.Cleanup(func() { pool.Close() })
 	n := redigo.New(pool)

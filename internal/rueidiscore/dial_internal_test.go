@@ -11,6 +11,7 @@ import (
 	"github.com/redis/rueidis"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/redistest"
 )
 
 // TestClusterRedialDuringDedicateTracked: a cluster client's dial after its
@@ -23,12 +24,12 @@ import (
 func TestClusterRedialDuringDedicateTracked(t *testing.T) {
 	ln, n, s, a := createdClusterNode(t)
 	n.dedicating = 1 // a subscription's Dedicate, on another goroutine
-	conn, err := n.dial(context.Background(), a, ln.Addr().String(), &net.Dialer{}, nil)
+	conn, err := n.dial(context.Background(), a, ln.Addr(), &net.Dialer{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if got := len(s.redials.to(ln.Addr().String())); got != 1 {
+	if got := len(s.redials.to(ln.Addr())); got != 1 {
 		t.Fatalf("redials to %s: %d, want 1 (the stall probe cannot close the connection)", ln.Addr(), got)
 	}
 	conn.Close()
@@ -44,7 +45,7 @@ func TestClusterRedialDuringDedicateTracked(t *testing.T) {
 // waited on the promoted replica's connection for the library's timeouts.
 func TestClusterStallProbeStaleSlotMap(t *testing.T) {
 	ln, n, s, a := createdClusterNode(t)
-	conn, err := n.dial(context.Background(), a, ln.Addr().String(), &net.Dialer{}, nil) // the promoted replica's
+	conn, err := n.dial(context.Background(), a, ln.Addr(), &net.Dialer{}, nil) // the promoted replica's
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,39 +56,18 @@ func TestClusterStallProbeStaleSlotMap(t *testing.T) {
 	}
 }
 
-// createdClusterNode returns a listener that accepts connections and holds
-// them until the test ends, and a cluster node of Open's with the state s of
+// createdClusterNode returns a server that accepts connections and never
+// answers (redistest.Silent) until the test ends, and a cluster node of Open's with the state s of
 // a client whose creation attempt a is over, as a dial after the creation
 // finds them.
-func createdClusterNode(t *testing.T) (net.Listener, *node[rueidis.Client, rueidis.DedicatedClient, rueidis.RedisResult, *rueidis.Lua], *state[rueidis.Client], *attempt[rueidis.Client]) {
+func createdClusterNode(t *testing.T) (*redistest.Silent, *node[rueidis.Client, rueidis.DedicatedClient, rueidis.RedisResult, *rueidis.Lua], *state[rueidis.Client], *attempt[rueidis.Client]) {
 	t.Helper()
-	ln := holdingListener(t)
+	ln := redistest.NewSilent(t)
 	closing, close := context.WithCancel(context.Background())
 	t.Cleanup(close)
 	n := &node[rueidis.Client, rueidis.DedicatedClient, rueidis.RedisResult, *rueidis.Lua]{closing: closing, cluster: true, owned: true}
 	s := &state[rueidis.Client]{}
 	return ln, n, s, &attempt[rueidis.Client]{created: true, made: s}
-}
-
-// holdingListener returns a listener that accepts connections and holds
-// them, never answering, until the test ends.
-func holdingListener(t *testing.T) net.Listener {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { ln.Close() })
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			defer c.Close()
-		}
-	}()
-	return ln
 }
 
 // TestClusterStallProbePerShardBounded: the stall probes of calls to two
@@ -99,7 +79,7 @@ func holdingListener(t *testing.T) net.Listener {
 // it, breaking nothing meanwhile.
 func TestClusterStallProbePerShardBounded(t *testing.T) {
 	ln, n, s, a := createdClusterNode(t)
-	ln2 := holdingListener(t)
+	ln2 := redistest.NewSilent(t)
 	held := make(chan struct{})
 	defer close(held)
 	var probes atomic.Int32
@@ -111,7 +91,7 @@ func TestClusterStallProbePerShardBounded(t *testing.T) {
 		},
 		IsNil: rueidis.IsRedisNil,
 	}
-	addrs := []string{ln.Addr().String(), ln2.Addr().String()}
+	addrs := []string{ln.Addr(), ln2.Addr()}
 	n.slots.set([]slotRange{{0, 8191, addrs[0]}, {8192, driver.Slots - 1, addrs[1]}})
 	n.cur.Store(s)
 	var keys []string

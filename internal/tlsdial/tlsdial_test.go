@@ -117,13 +117,11 @@ func TestOptionalClientCertificate(t *testing.T) {
 // A server that accepts TCP connections and never answers: the handshake
 // ends with the context, a deadline keeps its timeout error.
 func TestHandshakeBoundedByContext(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
+	l := redistest.NewSilent(t)
 	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	_, err = tlsdial.Dial(ctx, &net.Dialer{}, "tcp", l.Addr().String(), clientConfig(t, redistest.NewCerts(t), false))
+	_, err := tlsdial.Dial(ctx, &net.Dialer{}, "tcp", l.Addr(), clientConfig(t, redistest.NewCerts(t), false))
 	require.ErrorIs(t, err, context.DeadlineExceeded)
 	require.Less(t, time.Since(start), 2*time.Second)
 }
