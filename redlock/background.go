@@ -87,8 +87,8 @@ func (c *Client) backgroundUnlessClosed(f func()) bool {
 // an earlier one was answered follows whatever the node had queued before
 // it. The first release is always sent; the repeats go through the node's
 // cleaner (see clean), and end at deadline (a TTL after the outcome became
-// unknown, or later when the lock was extended) or at Close, whichever
-// comes first. first, when not nil, receives once the first release
+// unknown, or later when the lock was extended: see Unlock) or at Close,
+// whichever comes first. first, when not nil, receives once the first release
 // returned.
 func (c *Client) settle(bg context.Context, i int, key, value string, need int, deadline time.Time, first chan<- struct{}) {
 	e := &pendingRelease{bg: bg, key: key, value: value, need: need, deadline: deadline}

@@ -31,6 +31,11 @@ type Lock struct {
 	unlocked bool          // Unlock was called
 	wasOver  bool          // the lock was over when Unlock began
 	endHow   endKind       // how it ended, until reported to the observers (reportEnd)
+	// judged counts the Extends judged (finishExtend), extends below those
+	// begun (beginExtend), so that TTL can tell whether one not yet judged
+	// overlapped its node reads (they wrap; TTL compares them). Here, it
+	// fills the flags' word.
+	judged uint32
 	// cause is LockEnd.Err until reported: the error of the last Extend
 	// judged while the lock was held (nil when it succeeded), or that of
 	// the call that found the lock lost.
@@ -40,12 +45,9 @@ type Lock struct {
 	// last node call (extendReturned), in either order; the group ends when
 	// none is due. Beside the flags, it keeps a Lock in a smaller size class.
 	extending int32
-	// extends counts the Extends begun (beginExtend), judged those judged
-	// (finishExtend), so that TTL can tell whether one not yet judged
-	// overlapped its node reads (they wrap; TTL compares them).
-	extends, judged uint32
-	done            chan struct{} // made by the first Done call; closed when ended
-	timer           *time.Timer   // closes done at until, while done exists
+	extends   uint32        // see judged
+	done      chan struct{} // made by the first Done call; closed when ended
+	timer     *time.Timer   // closes done at until, while done exists
 
 	// groupTTL is the shortest TTL of the Extends in flight and of those
 	// that overlapped them (see finishExtend).
@@ -54,6 +56,11 @@ type Lock struct {
 	// failed (0: none): that PEXPIRE may still land, after a later Extend,
 	// and set the key's time to live there again (see extendReturned).
 	staleTTL time.Duration
+	// lateTTL is the longest TTL of the Extends sent (0: none): a PEXPIRE
+	// whose call failed, or has not answered yet, may land on its node as
+	// late as the key's expiry there, and keep the key that much longer
+	// (see Unlock).
+	lateTTL time.Duration
 	// unsure are the nodes, a bit each, whose acquisition SET failed, kept
 	// when the acquisition's round is let go (acq): its outcome is unknown,
 	// and it may still wait in the node's socket (see Unlock).
@@ -364,6 +371,7 @@ func (l *Lock) beginExtend(start time.Time, ttl, d time.Duration, ctxErr error, 
 	if e := start.Add(ttl); e.After(l.expiry) {
 		l.expiry = e
 	}
+	l.lateTTL = max(l.lateTTL, ttl)
 	return bound, nil
 }
 
@@ -481,7 +489,10 @@ func minTime(a, b time.Time) time.Time {
 // EndExpired. Check Until, or Done, to know whether the work ended in time.
 //
 // A release that fails (its outcome unknown) is repeated in the background
-// until the node answers, up to the key's expiry on the nodes or Close; so
+// until the node answers, up to the key's expiry on the nodes or Close (after
+// Extends, up to their longest TTL past the key's expiry: a PEXPIRE whose
+// call failed may land as late as that expiry, and keep the key a TTL from
+// then); so
 // is, once, the release of a node that answers "not held" but whose
 // acquisition SET failed: that SET may still wait in the node's socket, and
 // be applied after the first release. So
@@ -519,6 +530,12 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 	l.acq = nil
 	unsure := l.unsure
 	deadline := l.expiry
+	// A failed release is repeated until the key has expired on its node.
+	// An Extend's PEXPIRE whose call failed, or is still in flight, may wait
+	// in the node's socket and land there as late as the key's expiry: it
+	// then keeps the key its TTL longer, beyond the expiry counted from its
+	// start.
+	repeatUntil := deadline.Add(l.lateTTL)
 	l.mu.Unlock()
 	bg := context.WithoutCancel(ctx)
 	late := l.followLateSets(bg, acq, deadline)
@@ -567,7 +584,7 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 			// in the node's socket: repeat the release until the node has
 			// answered after whatever held it up, so that the key does not
 			// outlive the faults that failed this call (see settle).
-			l.c.settle(bg, i, l.key, l.value, 2, deadline, nil) // queued: it does not wait
+			l.c.settle(bg, i, l.key, l.value, 2, repeatUntil, nil) // queued: it does not wait
 		case !ok && unsure&(1<<i) != 0:
 			// Not held, but the node's acquisition SET failed: it may
 			// still wait in the node's socket, behind this release on
