@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"testing"
+	"time"
 
 	redigolib "github.com/gomodule/redigo/redis"
 	goredislib "github.com/redis/go-redis/v9"
@@ -74,9 +75,15 @@ func TestRedisLockOverClosedUserClients(t *testing.T) {
 // requireStopsOnceClosed makes a Client over nodes, checks that it locks,
 // closes the clients under the nodes with closeClients, and checks that Lock
 // and Do then stop at once (requireStopsOnClosedNodes).
+//
+// The Client's node timeout is 2s, not the default 200ms: its first TryLock
+// connects, and over a cluster reads the slot map first; on a loaded machine
+// that took longer than 200ms (TestRedisLockOverClosedRingAndCluster, rueidis
+// cluster: "SET NX: slot 7629: context deadline exceeded"). On closed
+// clients, the nodes answer ErrClosed without waiting for it.
 func requireStopsOnceClosed(t *testing.T, nodes []driver.Node, closeClients func()) {
 	t.Helper()
-	c, err := redlock.New(nodes)
+	c, err := redlock.New(nodes, redlock.WithNodeTimeout(2*time.Second))
 	require.NoError(t, err)
 	t.Cleanup(func() { c.Close() })
 	l, err := c.TryLock(t.Context(), "k") // the clients work
