@@ -97,7 +97,15 @@ func TestLoggerNoSecrets(t *testing.T) {
 			for line := range strings.Lines(text) {
 				var rec map[string]any
 				require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
-				assert.Equal(t, key, rec["key"], "every record carries the key: %s", line)
+				// The question of which server a node is (OpIdentity),
+				// asked by the first acquisitions, is logged only when it
+				// fails, and for no key: under load a first connection
+				// slower than the 200ms node timeout failed it ("identity:
+				// connect: still connecting"). Its record is still checked
+				// for secrets above and for the node's name below.
+				if rec["operation"] != redlock.OpIdentity {
+					assert.Equal(t, key, rec["key"], "every record carries the key: %s", line)
+				}
 				msg, _ := rec["msg"].(string)
 				level, _ := rec["level"].(string)
 				seen[level+" "+msg] = true
