@@ -65,6 +65,9 @@ type lockEvents struct {
 	// anonymous are the nodes that refused to tell which server they are,
 	// told once each.
 	anonymous map[string]bool
+	// failing are the nodes whose latest call failed, told (with
+	// --verbose) once until they answer again (see nodeFailed).
+	failing   map[string]bool
 	holders   map[string]time.Time
 	forgot    map[string]bool
 	forgotten []string
@@ -238,6 +241,7 @@ func (e *lockEvents) Unlock(ctx context.Context, _ redlock.UnlockStart) (context
 // without SSUBSCRIBE): the wait then polls that node, which is slower, and
 // nothing else would tell why.
 func (e *lockEvents) NodeCall(_ context.Context, c redlock.NodeCall) {
+	e.nodeFailed(c)
 	switch c.Operation {
 	case redlock.OpSubscribe:
 		e.subscribeFailed(c)
@@ -264,6 +268,52 @@ func (e *lockEvents) NodeCall(_ context.Context, c redlock.NodeCall) {
 		e.released = make(map[string]bool)
 	}
 	e.released[c.Node] = true
+}
+
+// nodeFailed says, with --verbose, that a node failed a call of the lock
+// (its acquisition, fencing token or extension), and why, at the call:
+// once, until the node answers again (a release included), which it says
+// too. The lock
+// needs a quorum of the nodes, not every one, so a node that fails while the
+// others make a quorum changes nothing the command reports otherwise: one
+// node down of three went unseen even with -v, leaving the lock with no node
+// to spare. Not told here: the calls that Do's end canceled, and the errors
+// retrying cannot fix of an acquisition or an extension, which other lines
+// tell (tellBroken, the loss's cause, the command's error).
+func (e *lockEvents) nodeFailed(c redlock.NodeCall) {
+	if !e.verbose {
+		return
+	}
+	switch c.Operation {
+	case redlock.OpAcquire, redlock.OpFence, redlock.OpExtend, redlock.OpRelease:
+	default:
+		return
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	switch {
+	case c.Err == nil:
+		if e.failing[c.Node] {
+			delete(e.failing, c.Node)
+			e.say("node %s answers again", c.Node)
+		}
+	case errors.Is(c.Err, context.Canceled):
+	case c.Operation == redlock.OpRelease:
+		// A release that fails on a quorum is told with its nodes'
+		// errors; one that fails on fewer leaves a key there that
+		// expires by itself within its TTL.
+	case c.Operation != redlock.OpFence && driver.PermanentCode(c.Err) != "":
+	case firstTime(&e.failing, c.Node):
+		e.say("node %s failed to %s %s (a lock needs a quorum of the nodes, not every one): %s", c.Node, opVerb[c.Operation], keyText(c.Key), escapeUnprintable(c.Err.Error()))
+	}
+}
+
+// opVerb says what a call of NodeCall.Operation does to the key, for
+// nodeFailed.
+var opVerb = map[string]string{
+	redlock.OpAcquire: "acquire",
+	redlock.OpFence:   "write the fencing token of",
+	redlock.OpExtend:  "extend",
 }
 
 // extendAnswered records, for each node that said yes to an extension of
@@ -396,7 +446,8 @@ func (e *lockEvents) releasedNodes() (released, nodes int) {
 	return len(e.released), e.nodes
 }
 
-// LockEnd says how a lost lock was found lost.
+// LockEnd records how a lost lock was found lost, and says (with --verbose)
+// that it was.
 func (e *lockEvents) LockEnd(_ context.Context, d redlock.LockEnd) {
 	if !d.Lost() {
 		return
@@ -415,9 +466,12 @@ func (e *lockEvents) LockEnd(_ context.Context, d redlock.LockEnd) {
 	e.sayLost(d)
 }
 
-// sayLost says how a lost lock was found lost.
+// sayLost says that the lock was lost, and after how long. How it was
+// found lost, and the nodes' errors, the command's line that tells the loss
+// says next, with or without --verbose (see lossCause): said here too, -v
+// printed the cause twice.
 func (e *lockEvents) sayLost(d redlock.LockEnd) {
-	e.say("lost %s after holding it for %v: %s", keyText(d.Key), roundWait(d.Held), lostHow(d.How))
+	e.say("lost %s after holding it for %v", keyText(d.Key), roundWait(d.Held))
 }
 
 // lostHow says what a LockEnd.How of a lost lock means.

@@ -131,7 +131,7 @@ func TestPermanentExtendLossAtOnce(t *testing.T) {
 			var held time.Duration
 			for l := range strings.Lines(out) {
 				if rest, ok := strings.CutPrefix(l, lost); ok {
-					d, err := time.ParseDuration(rest[:strings.Index(rest, ":")])
+					d, err := time.ParseDuration(strings.TrimSpace(rest))
 					if err != nil {
 						t.Fatalf("%q: %v", l, err)
 					}
