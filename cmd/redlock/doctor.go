@@ -66,7 +66,11 @@ type nodeReport struct {
 	Status            status   `json:"status"`
 	Checks            []check  `json:"checks"`
 
-	hostPort    string
+	hostPort string
+	// down says why a node that did not answer PING did not, in the
+	// report's header, when it is not "unreachable": "authentication
+	// refused", "TLS handshake failed".
+	down        string
 	clusterIDs  []string // the node IDs of a cluster node, for duplicates
 	clockOffset time.Duration
 	clockError  time.Duration
@@ -376,6 +380,8 @@ func printDoctor(w io.Writer, rep *doctorReport) {
 			facts = append(facts, fmt.Sprintf("rtt %.2fms", n.RTTMillis))
 		case n.Reachable: // a cluster none of whose primaries was checked
 			facts = append(facts, "reachable")
+		case n.down != "":
+			facts = append(facts, n.down)
 		default:
 			facts = append(facts, "unreachable")
 		}

@@ -30,6 +30,8 @@ type lockEvents struct {
 	// oneAttempt is --wait 0: no wait follows a refusal, so none is told.
 	oneAttempt bool
 	stderr     io.Writer
+	// addrs are the nodes' addresses, as given (see tlsHints).
+	addrs []string
 
 	mu          sync.Mutex
 	token       uint64
@@ -122,6 +124,15 @@ func (e *lockEvents) warn(format string, args ...any) {
 // goes on.
 func (e *lockEvents) Attempt(ctx context.Context, _ redlock.AttemptStart) (context.Context, func(redlock.AttemptDone)) {
 	return ctx, func(d redlock.AttemptDone) {
+		var unavailable string // told below, outside the lock: tlsHints asks the nodes
+		defer func() {
+			if unavailable != "" {
+				for _, h := range tlsHints(context.Background(), e.addrs, d.Err) {
+					unavailable += "\n" + h
+				}
+				e.warn("%s", unavailable)
+			}
+		}()
 		e.mu.Lock()
 		defer e.mu.Unlock()
 		if !e.firstEnded {
@@ -145,7 +156,7 @@ func (e *lockEvents) Attempt(ctx context.Context, _ redlock.AttemptStart) (conte
 			if d.Outcome == redlock.OutcomeNotObtained {
 				e.say("waiting for %s (held elsewhere: %d of %d nodes refused, %d granted, %d needed)", keyText(d.Key), v.Refused, v.Nodes, v.Granted, v.Quorum)
 			} else if e.verbose || e.warnUnavailable {
-				e.warn("waiting for %s (%d of %d nodes failed, %d needed: no quorum possible):\n%v", keyText(d.Key), v.Failed, v.Nodes, v.Quorum, withoutNotObtained(d.Err))
+				unavailable = fmt.Sprintf("waiting for %s (%d of %d nodes failed, %d needed: no quorum possible):\n%v", keyText(d.Key), v.Failed, v.Nodes, v.Quorum, withoutNotObtained(d.Err))
 			}
 		}
 	}

@@ -139,7 +139,7 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 		defer stopWatch()
 	}
 
-	events := &lockEvents{ttl: o.ttl, verbose: o.verbose, warnUnavailable: !o.waitSet || o.wait > 0, oneAttempt: o.waitSet && o.wait == 0, stderr: stderr, firstDone: make(chan struct{})}
+	events := &lockEvents{addrs: addrs, ttl: o.ttl, verbose: o.verbose, warnUnavailable: !o.waitSet || o.wait > 0, oneAttempt: o.waitSet && o.wait == 0, stderr: stderr, firstDone: make(chan struct{})}
 	opts := []redlock.Option{redlock.WithTTL(o.ttl), redlock.WithObserver(events)}
 	if o.fencing {
 		opts = append(opts, redlock.WithFencing())
@@ -380,6 +380,10 @@ func notObtained(name string, o *lockFlags, err, cause error) error {
 	case errors.As(err, &votes) && votes.Permanent > votes.Nodes-votes.Needed:
 		return exitWith(exitFailure, fmt.Errorf("%s: lock %q not obtained: the nodes answer an error that retrying cannot fix:\n%w", name, o.key, detail))
 	case errors.Is(err, redlock.ErrUnavailable):
+		addrs, _ := o.addrs()
+		if hints := tlsHints(context.Background(), addrs, err); len(hints) > 0 {
+			detail = errors.Join(detail, errors.New(strings.Join(hints, "\n")))
+		}
 		return exitWith(exitUnavailable, fmt.Errorf("%s: lock %q not obtained%s: too many nodes failed for a quorum%s:\n%w", name, o.key, within, oneAttempt, detail))
 	case errors.Is(err, redlock.ErrNotObtained), errors.Is(cause, errWaitOver):
 		if o.conflictCode == 0 && !o.verbose {

@@ -44,7 +44,22 @@ func probeNode(ctx context.Context, a redisaddr.Addr, o doctorOptions, served fu
 		t0 := time.Now()
 		if err := call("PING").Err(); err != nil {
 			var reply redis.Error
-			if isTimeout(err) || errors.As(err, &reply) {
+			if authRefused(err) {
+				// Reachable, but the server refuses the address's
+				// credentials: "unreachable" sent the operator to the
+				// network.
+				n.down = "authentication refused"
+				n.add("reachable", statusFail, "authentication refused: give the node's user and password in its address, redis://USER:PASSWORD@HOST:PORT, in REDLOCK_NODES (the server says: %v)", err)
+			} else if isTimeout(err) {
+				// Over TLS to a server without it, the handshake
+				// gets no answer: a timeout, and no more.
+				if said := plaintextAnswer(ctx, a, o.timeout); said != "" {
+					n.down = "TLS handshake failed"
+					n.add("reachable", statusFail, "PING failed: %v: %s", err, notTLS(said))
+				} else {
+					n.add("reachable", statusFail, "PING failed: %v", err)
+				}
+			} else if errors.As(err, &reply) {
 				n.add("reachable", statusFail, "PING failed: %v", err)
 			} else if said := refusalOnConnect(ctx, a, o.timeout); said != "" {
 				// A refusal the client saw as a broken connection.

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/internal/tlsdial"
+	"github.com/go-redlock/redlock/redlock"
 )
 
 // refusalWait bounds how long refusalOnConnect waits for the server to speak.
@@ -69,4 +71,117 @@ func refusalOnConnect(ctx context.Context, a redisaddr.Addr, timeout time.Durati
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+}
+
+// plaintextAnswer returns what the server at a, a rediss:// address, answers
+// to a PING in plaintext on a new connection, within min(timeout,
+// refusalWait): a server that does not speak TLS on that port answers it
+// (+PONG, or -NOAUTH, ...), where a TLS client's handshake gets no answer and
+// fails only at its deadline ("context deadline exceeded", nothing more).
+// It returns "" for an address without TLS, or a server that does not
+// answer so.
+func plaintextAnswer(ctx context.Context, a redisaddr.Addr, timeout time.Duration) string {
+	if cfg, err := a.TLSConfig(nil); err != nil || cfg == nil {
+		return ""
+	}
+	ctx, cancel := context.WithTimeout(ctx, min(timeout, refusalWait))
+	defer cancel()
+	var d net.Dialer
+	conn, err := d.DialContext(ctx, "tcp", a.HostPort())
+	if err != nil {
+		return ""
+	}
+	defer conn.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		conn.SetDeadline(dl)
+	}
+	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
+		return ""
+	}
+	buf := make([]byte, 256)
+	n := 0
+	for n < len(buf) {
+		m, rerr := conn.Read(buf[n:])
+		n += m
+		if bytes.Contains(buf[:n], []byte("\r\n")) || rerr != nil {
+			break
+		}
+	}
+	line, _, ok := bytes.Cut(buf[:n], []byte("\r\n"))
+	if !ok || len(line) < 2 || (line[0] != '+' && line[0] != '-') {
+		return ""
+	}
+	s := string(line)
+	if q := strconv.Quote(s); q[1:len(q)-1] != s {
+		return q // a byte that would not show as itself
+	}
+	return s
+}
+
+// notTLS is what run, hold and doctor say of a rediss:// node that answers
+// in plaintext (see plaintextAnswer).
+func notTLS(answer string) string {
+	return "TLS handshake failed: the server does not speak TLS? on this port it answers in plaintext (" + answer + "): give it as redis://, or give its tls-port"
+}
+
+// authRefused reports whether err is a server's refusal of the client's
+// credentials: WRONGPASS (a wrong user or password, a disabled user) or
+// NOAUTH (a password required and none given).
+func authRefused(err error) bool {
+	if err == nil {
+		return false
+	}
+	s := err.Error()
+	for _, code := range []string{"WRONGPASS", "NOAUTH"} {
+		if strings.HasPrefix(s, code+" ") || strings.Contains(s, ": "+code+" ") {
+			return true
+		}
+	}
+	return false
+}
+
+// tlsHints returns, for each rediss:// node among addrs whose call timed
+// out in err (its *redlock.NodeError, at any depth of err's joins), a line
+// that says the node answers in plaintext, when it does (see
+// plaintextAnswer): the drivers say only "context deadline exceeded" of a
+// TLS handshake that a server without TLS never answers. The probes run one
+// after the other, each bounded by refusalWait.
+func tlsHints(ctx context.Context, addrs []string, err error) []string {
+	byName := map[string]redisaddr.Addr{}
+	for _, s := range addrs {
+		if a, perr := redisaddr.Parse(s); perr == nil {
+			if cfg, terr := a.TLSConfig(nil); terr == nil && cfg != nil {
+				byName[a.String()] = a
+			}
+		}
+	}
+	if len(byName) == 0 {
+		return nil
+	}
+	var hints []string
+	seen := map[string]bool{}
+	var walk func(err error)
+	walk = func(err error) {
+		var ne *redlock.NodeError
+		switch e := err.(type) {
+		case interface{ Unwrap() []error }:
+			for _, c := range e.Unwrap() {
+				walk(c)
+			}
+			return
+		}
+		if !errors.As(err, &ne) || !isTimeout(ne.Err) || seen[ne.Addr] {
+			return
+		}
+		a, ok := byName[ne.Addr]
+		if !ok {
+			return
+		}
+		seen[ne.Addr] = true
+		if said := plaintextAnswer(ctx, a, refusalWait); said != "" {
+			hints = append(hints, "redlock: node "+ne.Addr+": "+notTLS(said))
+		}
+	}
+	walk(err)
+	return hints
 }
