@@ -55,7 +55,10 @@ func (o *lockFlags) check(cmd *cobra.Command, name string) error {
 	o.waitSet = cmd.Flags().Changed("wait")
 	switch {
 	case o.key == "":
-		return usageErrorf("%s: no key: give the lock's name, as in: redlock %s KEY", name, name)
+		// Given, and empty (run's and hold's arguments say when none is
+		// given): "no key" sent the user looking for a missing argument,
+		// when a variable was empty.
+		return usageErrorf("%s: the key is empty (\"\"): give the lock's name, as in: redlock %s KEY", name, name)
 	case o.waitSet && o.wait < 0:
 		return usageErrorf("%s: --wait %v is negative", name, o.wait)
 	case o.conflictCode < 0 || o.conflictCode > 255:
