@@ -1,6 +1,9 @@
 package main
 
-import "github.com/spf13/cobra"
+import (
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+)
 
 // completionExamples are the examples of "redlock completion" and of each of
 // its shells.
@@ -23,6 +26,7 @@ var completionExamples = map[string]string{
 // argument after the shell, is a usage error (exit 2), as an unknown command
 // is; without a shell it shows its help.
 func addCompletion(root *cobra.Command) {
+	noFilesForNumbers(root)
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
 		if c.Name() != "completion" {
@@ -41,5 +45,24 @@ func addCompletion(root *cobra.Command) {
 			sh.Example = completionExamples[sh.Name()]
 			sh.Args = noArgs
 		}
+	}
+}
+
+// noFilesForNumbers makes the shells offer nothing for the value of every
+// flag of cmd and its subcommands that takes a duration (--wait, --ttl,
+// --grace, --node-timeout, --for, --timeout, ...) or a number
+// (--conflict-exit-code, ...): they offered file names, as they do for a
+// flag without a completion of its own.
+func noFilesForNumbers(cmd *cobra.Command) {
+	cmd.Flags().VisitAll(func(f *pflag.Flag) {
+		switch f.Value.Type() {
+		case "duration", "int":
+			if err := cmd.RegisterFlagCompletionFunc(f.Name, cobra.NoFileCompletions); err != nil {
+				panic(err) // a second completion of the flag
+			}
+		}
+	})
+	for _, c := range cmd.Commands() {
+		noFilesForNumbers(c)
 	}
 }

@@ -200,3 +200,22 @@ func TestREADMECompletionNeedsBashCompletion(t *testing.T) {
 		t.Errorf("README.md's row of redlock completion does not say that bash needs the `%s` package, as its --help does:\n%s", m[1], row)
 	}
 }
+
+// TestCompletionNumbersNoFiles: the value of a flag that takes a duration
+// or a number completes to nothing, not to file names (the shells offered
+// the directory's files for --wait, --ttl, --grace, ...), as --wait= too.
+func TestCompletionNumbersNoFiles(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"run", "--wait", ""}, {"run", "--ttl", "1"}, {"run", "--grace", ""}, {"run", "--node-timeout", ""},
+		{"run", "--conflict-exit-code", ""}, {"run", "--wait="},
+		{"hold", "--wait", ""}, {"hold", "--ttl", ""}, {"hold", "--for", ""},
+		{"status", "--timeout", ""}, {"doctor", "--ttl", ""}, {"doctor", "--max-skew", ""},
+		{"demo", "--duration", ""}, {"demo", "--nodes", ""},
+	} {
+		r := invoke(t, "", append([]string{"__complete"}, args...)...)
+		if r.code != 0 || r.stdout != ":4\n" {
+			t.Errorf("redlock __complete %q: want nothing and the directive 4 (no file names), got:\n%v", args, r)
+		}
+	}
+}
