@@ -61,7 +61,9 @@ without --foreground, kill -- -PGID, a shell's kill %JOB, systemd's default
 KillMode=control-group. Signal run alone (timeout --foreground,
 KillMode=mixed) for a CMD that quits at once on a second SIGTERM.
 A signal while run still waits for the lock ends the wait: CMD never starts
-and run exits with 128 + the signal's number. A file without a #! line runs
+and run exits with 128 + the signal's number. CMD's own exit status 69, 75
+or 76 reads as run's own (see Exit codes below): --conflict-exit-code moves
+75. A file without a #! line runs
 with /bin/sh, as execvp(3) has it.
 
 Without --wait, run waits for the lock as long as it takes; --wait 0 tries
