@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -156,7 +157,7 @@ func (e *lockEvents) Attempt(ctx context.Context, _ redlock.AttemptStart) (conte
 			if d.Outcome == redlock.OutcomeNotObtained {
 				e.say("waiting for %s (held elsewhere: %d of %d nodes refused, %d granted, %d needed)", keyText(d.Key), v.Refused, v.Nodes, v.Granted, v.Quorum)
 			} else if e.verbose || e.warnUnavailable {
-				unavailable = fmt.Sprintf("waiting for %s (%d of %d nodes failed, %d needed: no quorum possible):\n%v", keyText(d.Key), v.Failed, v.Nodes, v.Quorum, withoutNotObtained(d.Err))
+				unavailable = fmt.Sprintf("waiting for %s (%d of %d nodes failed, %d needed: no quorum possible):\n%v", keyText(d.Key), v.Failed, v.Nodes, v.Quorum, cmp.Or(withoutJoined(d.Err, isNotObtained, true), d.Err))
 			}
 		}
 	}

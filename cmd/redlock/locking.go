@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -241,7 +242,7 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 			// Without ErrLockLost, which Unlock joins to a release it
 			// could not confirm: "redlock: lock lost" on a line of its
 			// own would tell a loss, of a lock held to its release.
-			if rest := withoutLost(uerr); rest != nil {
+			if rest := withoutJoined(uerr, isLockLost, false); rest != nil {
 				uerr = rest
 			}
 			if released, nodes := events.releasedNodes(); nodes > 0 && released == nodes {
@@ -249,7 +250,7 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 			} else {
 				fmt.Fprintf(stderr, "redlock: %s: releasing the lock %q failed (%d of %d nodes released it, its repeat included); it expires by itself within its TTL on the others:\n%v\n", name, o.key, released, nodes, uerr)
 			}
-			err = withoutLost(err)
+			err = withoutJoined(err, isLockLost, false)
 			if err == nil {
 				return nil
 			}
@@ -279,27 +280,44 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 	return exitWith(exitFailure, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "redlock: ")))
 }
 
-// withoutLost returns err without what Do joined to it for the lock: a bare
-// ErrLockLost, or Unlock's error, which matches it.
-func withoutLost(err error) error {
+// withoutJoined returns err without the errors joined in it (by
+// errors.Join, or any error with Unwrap() []error) that drop reports: in
+// err's own joins, or with deep in the joins within them at any depth too;
+// err itself when it joins nothing and drop does not report it. A join
+// left with one error gives that error; one left with none is dropped
+// whole, and nil is returned when nothing is left.
+//
+// The command drops so the sentinels it tells in its own words:
+//   - Do's ErrLockLost (isLockLost), or Unlock's error, which matches it:
+//     "redlock: lock lost" on a line of its own would tell a loss;
+//   - the context.Canceled that the library joins to a wait that --wait
+//     ended (the wait's context is canceled with errWaitOver as its
+//     cause), which would end the message with "context canceled", as if
+//     something had canceled run; the message says "within --wait";
+//   - ErrNotObtained, at any depth (its own line, "redlock: lock not
+//     obtained", after the command's "lock KEY not obtained"): the votes
+//     and the nodes' errors are what is left to say.
+//
+// For the last two, the callers keep err when nothing else is left.
+func withoutJoined(err error, drop func(error) bool, deep bool) error {
 	j, ok := err.(interface{ Unwrap() []error })
 	if !ok {
-		if errors.Is(err, redlock.ErrLockLost) {
+		if drop(err) {
 			return nil
 		}
 		return err
 	}
-	return dropJoined(j.Unwrap(), func(e error) bool { return errors.Is(e, redlock.ErrLockLost) })
-}
-
-// dropJoined joins errs but those drop reports, or returns the one left
-// alone, or nil when none is left.
-func dropJoined(errs []error, drop func(error) bool) error {
 	var rest []error
-	for _, e := range errs {
-		if !drop(e) {
-			rest = append(rest, e)
+	for _, e := range j.Unwrap() {
+		if drop(e) {
+			continue
 		}
+		if deep {
+			if e = withoutJoined(e, drop, true); e == nil {
+				continue
+			}
+		}
+		rest = append(rest, e)
 	}
 	switch len(rest) {
 	case 0:
@@ -310,50 +328,14 @@ func dropJoined(errs []error, drop func(error) bool) error {
 	return errors.Join(rest...)
 }
 
-// withoutWaitCanceled returns err, the error of a Do whose wait --wait
-// ended, without the context's error that the library joined to it
-// (context.Canceled: the wait's context is canceled with errWaitOver as its
-// cause), which would end the message with "context canceled", as if
-// something had canceled run; the message says "within --wait" instead.
-func withoutWaitCanceled(err error) error {
-	j, ok := err.(interface{ Unwrap() []error })
-	if !ok {
-		return err
-	}
-	if rest := dropJoined(j.Unwrap(), func(e error) bool { return e == context.Canceled }); rest != nil {
-		return rest
-	}
-	return err
-}
+// isLockLost reports whether err matches ErrLockLost.
+func isLockLost(err error) bool { return errors.Is(err, redlock.ErrLockLost) }
 
-// withoutNotObtained returns err without the sentinel ErrNotObtained that
-// the library joins to its verdict (its own line, "redlock: lock not
-// obtained", after the command's "lock KEY not obtained"), in err's joins
-// at any depth: the votes and the nodes' errors are what is left to say.
-// It returns err when nothing else is left.
-func withoutNotObtained(err error) error {
-	var strip func(error) error
-	strip = func(err error) error {
-		j, ok := err.(interface{ Unwrap() []error })
-		if !ok {
-			return err
-		}
-		var rest []error
-		for _, e := range j.Unwrap() {
-			if e == redlock.ErrNotObtained {
-				continue
-			}
-			if e = strip(e); e != nil {
-				rest = append(rest, e)
-			}
-		}
-		return dropJoined(rest, func(error) bool { return false })
-	}
-	if rest := strip(err); rest != nil {
-		return rest
-	}
-	return err
-}
+// isCanceled reports whether err is context.Canceled itself.
+func isCanceled(err error) bool { return err == context.Canceled }
+
+// isNotObtained reports whether err is ErrNotObtained itself.
+func isNotObtained(err error) bool { return err == redlock.ErrNotObtained }
 
 // notObtained is the outcome of a Do whose function did not run: the lock
 // was not obtained (err), or it was and cause ended the wait as it was.
@@ -375,9 +357,9 @@ func notObtained(name string, o *lockFlags, err, cause error) error {
 	}
 	detail := attemptcap.Without(err)
 	if errors.Is(cause, errWaitOver) {
-		detail = withoutWaitCanceled(detail)
+		detail = cmp.Or(withoutJoined(detail, isCanceled, false), detail)
 	}
-	detail = withoutNotObtained(detail)
+	detail = cmp.Or(withoutJoined(detail, isNotObtained, true), detail)
 	var votes *redlock.VoteError
 	switch {
 	case errors.As(err, &votes) && votes.Permanent > votes.Nodes-votes.Needed:
