@@ -46,16 +46,7 @@ func refusalOnConnect(ctx context.Context, a redisaddr.Addr, timeout time.Durati
 	if dl, ok := ctx.Deadline(); ok {
 		conn.SetReadDeadline(dl)
 	}
-	buf := make([]byte, 256)
-	n := 0
-	for n < len(buf) {
-		m, rerr := conn.Read(buf[n:])
-		n += m
-		if bytes.Contains(buf[:n], []byte("\r\n")) || rerr != nil {
-			break
-		}
-	}
-	line, _, ok := bytes.Cut(buf[:n], []byte("\r\n"))
+	line, ok := firstLine(conn)
 	if !ok || len(line) < 2 || line[0] != '-' {
 		return ""
 	}
@@ -98,16 +89,7 @@ func plaintextAnswer(ctx context.Context, a redisaddr.Addr, timeout time.Duratio
 	if _, err := conn.Write([]byte("PING\r\n")); err != nil {
 		return ""
 	}
-	buf := make([]byte, 256)
-	n := 0
-	for n < len(buf) {
-		m, rerr := conn.Read(buf[n:])
-		n += m
-		if bytes.Contains(buf[:n], []byte("\r\n")) || rerr != nil {
-			break
-		}
-	}
-	line, _, ok := bytes.Cut(buf[:n], []byte("\r\n"))
+	line, ok := firstLine(conn)
 	if !ok || len(line) < 2 || (line[0] != '+' && line[0] != '-') {
 		return ""
 	}
@@ -184,4 +166,21 @@ func tlsHints(ctx context.Context, addrs []string, err error) []string {
 	}
 	walk(err)
 	return hints
+}
+
+// firstLine reads from conn up to the end of its first line (CRLF), at most
+// 256 bytes, until conn's deadline: the line without its CRLF, and whether
+// one came whole.
+func firstLine(conn net.Conn) ([]byte, bool) {
+	buf := make([]byte, 256)
+	n := 0
+	for n < len(buf) {
+		m, err := conn.Read(buf[n:])
+		n += m
+		if bytes.Contains(buf[:n], []byte("\r\n")) || err != nil {
+			break
+		}
+	}
+	line, _, ok := bytes.Cut(buf[:n], []byte("\r\n"))
+	return line, ok
 }
