@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -57,13 +58,22 @@ func open(t *testing.T, driver string, addrs []string, opts ...redlock.Option) *
 // the first release (a server's first EVALSHA of the script answers
 // NOSCRIPT, and the EVAL that follows is a second round trip). A release
 // that failed is tried again on a key of its own, since the failed one's key
-// may stay on some nodes for its TTL.
+// may stay on some nodes for its TTL. Every try of every call has a key of
+// its own (warmUps): the keys were once "warm-up/0", "warm-up/1"... in each
+// call, so that the next call (warmAll's, or another client's over the same
+// nodes) was refused a key a failed release had left, for its TTL (30s in
+// the notice tests), and gave up after 10s ("3 refused"). Its Lock retries
+// every 50ms (warmBackoff), whatever the client's Backoff: an attempt
+// slower than the node timeout leaves its late SETs on some nodes until the
+// client's repeated releases remove them, and a client that polls every 20s
+// (the notice tests' B), woken by none of those releases, was refused by its
+// own late keys until the 10s ran out ("3 refused" on a key of its own).
 func warm(t *testing.T, c *redlock.Client) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
 	for try := 0; ; try++ {
-		l, err := c.Lock(ctx, "warm-up/"+strconv.Itoa(try))
+		l, err := c.Lock(ctx, "warm-up/"+strconv.FormatInt(warmUps.Add(1), 10), redlock.WithBackoff(warmBackoff))
 		require.NoError(t, err)
 		err = l.Unlock(ctx)
 		if err == nil {
@@ -73,6 +83,12 @@ func warm(t *testing.T, c *redlock.Client) {
 		t.Logf("warm-up, release %d: %v", try, err)
 	}
 }
+
+// warmUps numbers the warm-up keys (see warm).
+var warmUps atomic.Int64
+
+// warmBackoff is the delay between the attempts of warm's Lock.
+var warmBackoff = redlock.ConstantBackoff(50 * time.Millisecond)
 
 // warmAll is warm until the release has reached every server, not only a
 // quorum: the client then holds a working connection to each, and a request
