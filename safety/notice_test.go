@@ -2,7 +2,6 @@ package safety_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -234,24 +233,6 @@ func TestWaiterSubscribedOnAMinority(t *testing.T) {
 			require.NoError(t, ns.proxies[0].Heal())
 		})
 	}
-}
-
-// unlockSlow unlocks l, a lock the test took to set the scene or was
-// granted. An Unlock that found no quorum because releases were slower than
-// the node timeout on a loaded machine (the scene's set-up or its end, not
-// what the tests check) is logged; one with more refusals than nodes
-// outside a quorum (the lock was not held by a quorum) fails the test.
-// Refusals come from the nodes a grant did not reach (node 0 in
-// TestWaiterSubscribedOnAMinority still has A's key).
-func unlockSlow(t *testing.T, l *redlock.Lock) {
-	t.Helper()
-	err := l.Unlock(t.Context())
-	var ve *redlock.VoteError
-	if err != nil && errors.As(err, &ve) && ve.Failed > 0 && ve.Refused <= ve.Nodes-ve.Needed {
-		t.Logf("Unlock, slower than the node timeout: %v", err)
-		return
-	}
-	require.NoError(t, err)
 }
 
 // subscribed returns the indexes of the servers on which some client
