@@ -705,7 +705,7 @@ func (c *Client) abandon(ctx context.Context, r *round, key, value string, ttl t
 	if late := r.pendingCount(); late > 0 {
 		c.background(func() {
 			for range late {
-				rep := r.take(<-r.replies)
+				rep := r.next()
 				need := 1
 				switch {
 				case rep.err != nil:

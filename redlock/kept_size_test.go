@@ -15,3 +15,14 @@ func TestKeptSize(t *testing.T) {
 		t.Errorf("unsafe.Sizeof(kept{}) = %d, want at most 160 (the size class below 176): one per lock held through Do", size)
 	}
 }
+
+// TestRoundSize checks that a round fits the 512-byte size class: two per
+// lock+unlock, allocated and zeroed each time (bench/RESULTS.md, issue 15,
+// the lone call). An object above 512 bytes also takes a malloc header, and
+// the next class is 576; with its two contexts as interfaces and its flags
+// apart, a round took 544 bytes.
+func TestRoundSize(t *testing.T) {
+	if size := unsafe.Sizeof(round{}); size > 512 {
+		t.Errorf("unsafe.Sizeof(round{}) = %d, want at most 512 (the size class without a malloc header)", size)
+	}
+}

@@ -627,7 +627,7 @@ func (l *Lock) followLateSets(bg context.Context, acq *round, deadline time.Time
 	ls := newLateSets(c, acq, deadline)
 	c.background(func() {
 		for range n {
-			rep := acq.take(<-acq.replies)
+			rep := acq.next()
 			if ls.hand(rep) {
 				continue // Unlock's call for the node releases it
 			}

@@ -67,7 +67,11 @@ type round struct {
 	// replies carries node<<1 | 1 if it said true, buffered for every node,
 	// so no sender ever blocks; the node's error is in callErr, written
 	// before the send (see take). Without pointers, the channel and its
-	// buffer are one allocation.
+	// buffer are one allocation. A round of one node, whose call runs on
+	// the caller's goroutine (see startRound), has none: its call keeps
+	// its reply in lone, which the caller takes (see ready) before any
+	// other goroutine may look at the round; so has a round of the
+	// keeper, which collects its replies itself.
 	replies    chan int32
 	callErr    []error // by node; a slice of callErrBuf when the nodes fit
 	callErrBuf [8]error
@@ -81,12 +85,18 @@ type round struct {
 	// (driver.PermanentCode); code is the first such error's code.
 	permanent int
 	code      string
-	decided   bool            // wait saw the outcome decided, rather than ctx end
 	caller    context.Context // the caller's: a failure after it ended is not the node's
 	errs      []error
 	running   atomic.Int32 // calls not yet returned; the last cancels ctx
-	finished  func(*round) // nil, or run once every call has returned
-	ro        *roundObs    // what the observers need; nil without observers
+	lone      int32        // the reply of a round of one node, while hasLone
+	hasLone   bool
+	decided   bool // wait saw the outcome decided, rather than ctx end
+	// hasND and hasQD say which of nd and qd the round's calls use. (As
+	// bools beside the others, rather than two contexts: the round then
+	// fits the 512-byte size class, with no malloc header.)
+	hasND, hasQD bool
+	finished     func(*round) // nil, or run once every call has returned
+	ro           *roundObs    // what the observers need; nil without observers
 	// setTTL is an acquisition's TTL, which its SETs carry (see lateSets).
 	setTTL time.Duration
 	// owner is the Lock that an acquisition round granted: it lets go of
@@ -94,24 +104,25 @@ type round struct {
 	owner atomic.Pointer[Lock]
 
 	op op
-	// ctx bounds every call by the node timeout; nil when every node
-	// queues. It is nd, which arms no timer for calls that do not ask for
-	// its Done (see lazyDeadline).
-	ctx context.Context
-	nd  lazyDeadline
-	// qctx is for nodes that queue (driver.Queuer), when the round has a
-	// bound; else nil. It is qd, which carries the node timeout as the
-	// network timeout and ends at the bound, without a timer for the calls
-	// that do not wait for it (see lazyDeadline).
-	qctx context.Context
-	qd   lazyDeadline
+	// nd bounds every call by the node timeout, when hasND: not when every
+	// node queues. It arms no timer for calls that do not ask for its Done
+	// (see lazyDeadline).
+	nd lazyDeadline
+	// qd is for nodes that queue (driver.Queuer), when the round has a
+	// bound (hasQD). It carries the node timeout as the network timeout
+	// and ends at the bound, without a timer for the calls that do not
+	// wait for it (see lazyDeadline).
+	qd lazyDeadline
 }
 
 // call runs the round's op on node i and sends its reply.
 func (r *round) call(i int) {
-	ctx := r.ctx
-	if r.qctx != nil && r.c.queuers[i] {
-		ctx = r.qctx
+	var ctx context.Context // nil when every node queues, and i is one
+	if r.hasND {
+		ctx = &r.nd
+	}
+	if r.hasQD && r.c.queuers[i] {
+		ctx = &r.qd
 	}
 	ok, err := r.op(ctx, i, r.c.nodes[i])
 	if ro := r.ro; ro != nil && !unsent(err) {
@@ -122,12 +133,16 @@ func (r *round) call(i int) {
 		v |= 1
 	}
 	r.callErr[i] = err
-	r.replies <- v
+	if r.replies == nil {
+		r.lone, r.hasLone = v, true // one node, on the caller's goroutine
+	} else {
+		r.replies <- v
+	}
 	if r.running.Add(-1) == 0 {
-		if r.ctx != nil {
+		if r.hasND {
 			r.nd.end()
 		}
-		if r.qctx != nil {
+		if r.hasQD {
 			r.qd.end()
 		}
 		if r.finished != nil {
@@ -140,9 +155,10 @@ func (r *round) call(i int) {
 	r.c.inflight.done()
 }
 
-// newRound returns a round over every node that has sent nothing yet.
+// newRound returns a round over every node that has sent nothing yet,
+// without its replies channel (see startRound).
 func (c *Client) newRound(ctx context.Context) *round {
-	r := &round{c: c, replies: make(chan int32, len(c.nodes)), caller: ctx}
+	r := &round{c: c, caller: ctx}
 	if len(c.nodes) <= len(r.stateBuf) {
 		r.state = r.stateBuf[:len(c.nodes)]
 		r.callErr = r.callErrBuf[:len(c.nodes)]
@@ -193,22 +209,23 @@ func (c *Client) startRound(ctx context.Context, opName, name string, bound time
 			bound = least
 		}
 		r.qd.init(ctx, bound, c.netTimeout)
-		r.qctx = &r.qd
+		r.hasQD = true
 	}
 	if !queued || c.unqueued {
 		// One deadline for all the calls, which start together: one per
 		// round rather than one per node, whose timer is armed only if a
 		// call asks for its Done.
 		r.nd.init(ctx, time.Now().Add(c.nodeTimeout), nil)
-		r.ctx = &r.nd
+		r.hasND = true
 	}
 	r.op = o
 	r.running.Store(int32(len(c.nodes)))
 	c.inflight.add(len(c.nodes))
 	if len(c.nodes) == 1 {
-		r.call(0)
+		r.call(0) // its reply in lone, not on a channel
 		return r
 	}
+	r.replies = make(chan int32, len(c.nodes))
 	for i := range c.nodes {
 		c.workers.run(task{r: r, i: i})
 	}
@@ -221,11 +238,46 @@ func (r *round) take(v int32) reply {
 	return reply{node: i, ok: v&1 == 1, err: r.callErr[i]}
 }
 
+// ready returns a reply that has come and has not been taken, without
+// waiting: the lone reply of a round of one node, or one from r.replies.
+func (r *round) ready() (reply, bool) {
+	if r.hasLone {
+		r.hasLone = false
+		return r.take(r.lone), true
+	}
+	select {
+	case v := <-r.replies: // never ready if nil
+		return r.take(v), true
+	default:
+		return reply{}, false
+	}
+}
+
+// next waits for the next reply not yet taken. Call it only while
+// pendingCount is above zero.
+func (r *round) next() reply {
+	if rep, ok := r.ready(); ok {
+		return rep
+	}
+	return r.take(<-r.replies)
+}
+
 // wait collects replies until a quorum said true (it returns true), a quorum
 // became impossible, or ctx ended (it returns false).
 func (r *round) wait(ctx context.Context) bool {
 	n, q := len(r.state), r.c.quorum
 	for r.yes < q && r.no <= n-q {
+		// A reply that came already is taken without the select: a
+		// round of one node has its reply before wait begins (see
+		// startRound), and the select would cost a lock of both channels
+		// and ctx's Done, for nothing. Taking it first is one of the
+		// select's own choices when ctx ended too (it picks at random
+		// among the ready cases), and ctx's end is judged below either
+		// way (decided).
+		if rep, ok := r.ready(); ok {
+			r.record(rep)
+			continue
+		}
 		select {
 		case v := <-r.replies:
 			r.record(r.take(v))
@@ -254,12 +306,11 @@ func (r *round) callFailed() bool {
 // others.
 func (r *round) drain() {
 	for r.pendingCount() > 0 {
-		select {
-		case v := <-r.replies:
-			r.record(r.take(v))
-		default:
+		rep, ok := r.ready()
+		if !ok {
 			return
 		}
+		r.record(rep)
 	}
 }
 

@@ -90,6 +90,10 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	// would lower Until for nothing.
 collect:
 	for r.pendingCount() > 0 {
+		if rep, ok := r.ready(); ok {
+			r.record(rep)
+			continue
+		}
 		select {
 		case v := <-r.replies:
 			rep := r.take(v)
