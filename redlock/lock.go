@@ -61,6 +61,14 @@ type Lock struct {
 	// late as the key's expiry there, and keep the key that much longer
 	// (see Unlock).
 	lateTTL time.Duration
+	// succeeded counts the Extends that succeeded, so that TTL can tell
+	// whether one that overlapped its node reads did (see TTL).
+	succeeded uint32
+	// ttlCap is what a TTL's node reads guarantee (since clockBase; 0:
+	// none), noted when an Extend that overlapped them was still in flight
+	// when TTL judged: if no Extend succeeds, the last one judged lowers
+	// Until to it (see finishExtend), as TTL would have.
+	ttlCap time.Duration
 	// unsure are the nodes, a bit each, whose acquisition SET failed, kept
 	// when the acquisition's round is let go (acq): its outcome is unknown,
 	// and it may still wait in the node's socket (see Unlock).
@@ -404,6 +412,8 @@ func (l *Lock) finishExtend(ctx context.Context, r *round, ok bool, start time.T
 		if u.After(now) {
 			l.ttl = ttl
 			l.cause = nil
+			l.succeeded++
+			l.ttlCap = 0 // the reads may predate this Extend's PEXPIREs
 			l.extending--
 			l.mu.Unlock()
 			return nil
@@ -413,6 +423,16 @@ func (l *Lock) finishExtend(ctx context.Context, r *round, ok bool, start time.T
 	}
 	if r.lost() && l.endLocked() {
 		l.endHow = endLostExtend
+	}
+	if l.ttlCap != 0 && l.extends == l.judged {
+		// A TTL's node reads overlapped this Extend, or another that
+		// failed too, and no Extend succeeded since: what they guarantee
+		// stands (see TTL), and nothing else will lower Until to it.
+		at := clockBase.Add(l.ttlCap)
+		l.ttlCap = 0
+		if !l.ended && at.Before(l.until) {
+			l.setUntilLocked(at, now) // ends the lock if at has passed
+		}
 	}
 	l.extending--
 	// Why a quorum's extension did not count: the holder's Unlock ran

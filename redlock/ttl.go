@@ -22,11 +22,14 @@ var errNoTTLer = errors.New("the node cannot tell a key's time to live (no drive
 // that if it is earlier; it never moves Until later (Extend does). When an
 // Extend was in flight while the nodes were asked (not yet judged when TTL
 // began, or begun before it judged), the answers may predate its PEXPIREs,
-// and TTL moves Until not at all: that Extend's own outcome sets it (see
-// Extend), and TTL never ends a lock that Extend kept. It returns the time
-// left until Until then, which is less than what the nodes guarantee when
-// Until was already earlier (an Extend of a shorter TTL, in flight or
-// failed, may still land on the nodes).
+// and when that Extend succeeds, its own outcome sets Until (see Extend):
+// TTL never ends a lock that Extend kept. When every such Extend fails, the
+// answers still lower Until: at once if they were all judged, or else at
+// the judgement of the last (and TTL, until then, tells no more than the
+// answers guarantee). It returns the time left until Until then, which is
+// less than what the nodes guarantee when Until was already earlier (an
+// Extend of a shorter TTL, in flight or failed, may still land on the
+// nodes).
 //
 // It returns an error matching ErrLockLost when fewer than a quorum hold the
 // lock, when Until has passed, or after Unlock, with the per-node causes and
@@ -55,7 +58,7 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	// apply its PEXPIREs after the nodes' reads and then set Until from
 	// them (see the end). One judged already set Until, and its quorum's
 	// answers, which come after its PEXPIREs, are the quorum-th largest.
-	extends, pending := l.extends, l.extends != l.judged
+	extends, pending, succeeded := l.extends, l.extends != l.judged, l.succeeded
 	l.mu.Unlock()
 	// ctx.Err(), when ctx had ended, is in every error (nil is left out).
 	switch {
@@ -121,11 +124,26 @@ collect:
 	// when it began, raised when it succeeds), and the answers, which may
 	// be the older time to live, lower it no further; they would end a
 	// lock the Extend's quorum holds.
+	// An overlapping Extend that failed sets nothing, though: when none
+	// succeeded since this call began, the answers stand, now if every
+	// such Extend has been judged, or else at the judgement of the last
+	// one, unless one succeeds (finishExtend).
+	// Until it is judged, this call tells no more than the answers
+	// guarantee.
 	overlapped := pending || l.extends != extends
-	if !l.overLocked(now) && !overlapped && at.Before(l.until) {
+	limit := l.until
+	switch {
+	case l.overLocked(now) || !at.Before(l.until):
+	case !overlapped || l.succeeded == succeeded && l.extends == l.judged:
 		l.setUntilLocked(at, now)
+		limit = l.until
+	case l.succeeded == succeeded:
+		if c := at.Sub(clockBase); l.ttlCap == 0 || c < l.ttlCap {
+			l.ttlCap = c
+		}
+		limit = at
 	}
-	if rest := l.until.Sub(now); rest > 0 && !l.ended {
+	if rest := limit.Sub(now); rest > 0 && !l.ended {
 		return rest, nil
 	}
 	if l.unlocked { // the holder's Unlock ran while the nodes were asked
