@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-redlock/redlock/internal/redisaddr"
@@ -126,8 +127,9 @@ func authRefused(err error) bool {
 // out in err (its *redlock.NodeError, at any depth of err's joins), a line
 // that says the node answers in plaintext, when it does (see
 // plaintextAnswer): the drivers say only "context deadline exceeded" of a
-// TLS handshake that a server without TLS never answers. The probes run one
-// after the other, each bounded by refusalWait.
+// TLS handshake that a server without TLS never answers. The probes run at
+// once, each bounded by refusalWait: one after the other, a node that
+// answers nothing (down, or dropping packets) added its whole wait for each.
 func tlsHints(ctx context.Context, addrs []string, err error) []string {
 	byName := map[string]redisaddr.Addr{}
 	for _, s := range addrs {
@@ -140,7 +142,7 @@ func tlsHints(ctx context.Context, addrs []string, err error) []string {
 	if len(byName) == 0 {
 		return nil
 	}
-	var hints []string
+	var probe []redisaddr.Addr // the timed-out rediss:// nodes, in err's order
 	seen := map[string]bool{}
 	var walk func(err error)
 	walk = func(err error) {
@@ -160,11 +162,21 @@ func tlsHints(ctx context.Context, addrs []string, err error) []string {
 			return
 		}
 		seen[ne.Addr] = true
-		if said := plaintextAnswer(ctx, a, refusalWait); said != "" {
-			hints = append(hints, "redlock: node "+ne.Addr+": "+notTLS(said))
-		}
+		probe = append(probe, a)
 	}
 	walk(err)
+	said := make([]string, len(probe))
+	var wg sync.WaitGroup
+	for i, a := range probe {
+		wg.Go(func() { said[i] = plaintextAnswer(ctx, a, refusalWait) })
+	}
+	wg.Wait()
+	var hints []string
+	for i, a := range probe {
+		if said[i] != "" {
+			hints = append(hints, "redlock: node "+a.String()+": "+notTLS(said[i]))
+		}
+	}
 	return hints
 }
 
