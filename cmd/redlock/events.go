@@ -128,7 +128,7 @@ func (e *lockEvents) Attempt(ctx context.Context, _ redlock.AttemptStart) (conte
 		var unavailable string // told below, outside the lock: tlsHints asks the nodes
 		defer func() {
 			if unavailable != "" {
-				for _, h := range tlsHints(context.Background(), e.addrs, d.Err) {
+				for _, h := range tlsHints(ctx, e.addrs, d.Err) { // ends with the wait (SIGINT, --wait)
 					unavailable += "\n" + h
 				}
 				e.warn("%s", unavailable)
