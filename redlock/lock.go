@@ -31,11 +31,10 @@ type Lock struct {
 	unlocked bool          // Unlock was called
 	wasOver  bool          // the lock was over when Unlock began
 	endHow   endKind       // how it ended, until reported to the observers (reportEnd)
-	// judged counts the Extends judged (finishExtend), extends below those
-	// begun (beginExtend), so that TTL can tell whether one not yet judged
-	// overlapped its node reads (they wrap; TTL compares them). Here, it
-	// fills the flags' word.
-	judged uint32
+	// succeeded counts the Extends that succeeded, so that TTL can tell
+	// whether one did while it asked the nodes (see TTL; it wraps, and TTL
+	// compares it). Here, it fills the flags' word.
+	succeeded uint32
 	// cause is LockEnd.Err until reported: the error of the last Extend
 	// judged while the lock was held (nil when it succeeded), or that of
 	// the call that found the lock lost.
@@ -45,7 +44,6 @@ type Lock struct {
 	// last node call (extendReturned), in either order; the group ends when
 	// none is due. Beside the flags, it keeps a Lock in a smaller size class.
 	extending int32
-	extends   uint32        // see judged
 	done      chan struct{} // made by the first Done call; closed when ended
 	timer     *time.Timer   // closes done at until, while done exists
 
@@ -61,14 +59,6 @@ type Lock struct {
 	// late as the key's expiry there, and keep the key that much longer
 	// (see Unlock).
 	lateTTL time.Duration
-	// succeeded counts the Extends that succeeded, so that TTL can tell
-	// whether one that overlapped its node reads did (see TTL).
-	succeeded uint32
-	// ttlCap is what a TTL's node reads guarantee (since clockBase; 0:
-	// none), noted when an Extend that overlapped them was still in flight
-	// when TTL judged: if no Extend succeeds, the last one judged lowers
-	// Until to it (see finishExtend), as TTL would have.
-	ttlCap time.Duration
 	// unsure are the nodes, a bit each, whose acquisition SET failed, kept
 	// when the acquisition's round is let go (acq): its outcome is unknown,
 	// and it may still wait in the node's socket (see Unlock).
@@ -372,7 +362,6 @@ func (l *Lock) beginExtend(start time.Time, ttl, d time.Duration, ctxErr error, 
 		l.groupTTL = ttl
 	}
 	l.extending += 2 // its judgement and its calls' return (see Lock.extending)
-	l.extends++
 	if bound.Before(l.until) {
 		l.setUntilLocked(bound, start)
 	}
@@ -389,7 +378,6 @@ func (l *Lock) finishExtend(ctx context.Context, r *round, ok bool, start time.T
 	now := l.c.now()
 	bound := start.Add(ttl - drift(ttl, l.c.driftFactor))
 	l.mu.Lock()
-	l.judged++
 	endedBefore := l.ended
 	over := l.overLocked(now)
 	if ok && !over {
@@ -412,8 +400,7 @@ func (l *Lock) finishExtend(ctx context.Context, r *round, ok bool, start time.T
 		if u.After(now) {
 			l.ttl = ttl
 			l.cause = nil
-			l.succeeded++
-			l.ttlCap = 0 // the reads may predate this Extend's PEXPIREs
+			l.succeeded++ // TTL's reads may predate its PEXPIREs
 			l.extending--
 			l.mu.Unlock()
 			return nil
@@ -423,16 +410,6 @@ func (l *Lock) finishExtend(ctx context.Context, r *round, ok bool, start time.T
 	}
 	if r.lost() && l.endLocked() {
 		l.endHow = endLostExtend
-	}
-	if l.ttlCap != 0 && l.extends == l.judged {
-		// A TTL's node reads overlapped this Extend, or another that
-		// failed too, and no Extend succeeded since: what they guarantee
-		// stands (see TTL), and nothing else will lower Until to it.
-		at := clockBase.Add(l.ttlCap)
-		l.ttlCap = 0
-		if !l.ended && at.Before(l.until) {
-			l.setUntilLocked(at, now) // ends the lock if at has passed
-		}
 	}
 	l.extending--
 	// Why a quorum's extension did not count: the holder's Unlock ran

@@ -21,15 +21,16 @@ var errNoTTLer = errors.New("the node cannot tell a key's time to live (no drive
 // timeout (or until ctx ends, once a quorum answered). It moves Until to
 // that if it is earlier; it never moves Until later (Extend does). When an
 // Extend was in flight while the nodes were asked (not yet judged when TTL
-// began, or begun before it judged), the answers may predate its PEXPIREs,
-// and when that Extend succeeds, its own outcome sets Until (see Extend):
-// TTL never ends a lock that Extend kept. When every such Extend fails, the
-// answers still lower Until: at once if they were all judged, or else at
-// the judgement of the last (and TTL, until then, tells no more than the
-// answers guarantee). It returns the time left until Until then, which is
-// less than what the nodes guarantee when Until was already earlier (an
-// Extend of a shorter TTL, in flight or failed, may still land on the
-// nodes).
+// began, or begun before it judged), the answers may predate its PEXPIREs:
+// when that Extend succeeded before TTL judged, its own outcome sets Until
+// (see Extend), and TTL leaves Until alone; otherwise the answers lower
+// Until at once, as far as they say, even while that Extend is in flight
+// (nothing says yet that its PEXPIREs landed, and the keys may expire when
+// the answers said), and the Extend, if it then succeeds before that Until,
+// sets Until from its own start as ever. It returns the time left until
+// Until then, which is less than what the nodes guarantee when Until was
+// already earlier (an Extend of a shorter TTL, in flight or failed, may
+// still land on the nodes).
 //
 // It returns an error matching ErrLockLost when fewer than a quorum hold the
 // lock, when Until has passed, or after Unlock, with the per-node causes and
@@ -54,11 +55,10 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	start := c.now()
 	l.mu.Lock()
 	over, unlocked, ttl := l.overLocked(start), l.unlocked, l.ttl
-	// An Extend not judged yet, or begun before this call judges, may
-	// apply its PEXPIREs after the nodes' reads and then set Until from
-	// them (see the end). One judged already set Until, and its quorum's
-	// answers, which come after its PEXPIREs, are the quorum-th largest.
-	extends, pending, succeeded := l.extends, l.extends != l.judged, l.succeeded
+	// An Extend that succeeds while the nodes are asked may have applied
+	// its PEXPIREs after their reads, and then set Until from them (see
+	// the end).
+	succeeded := l.succeeded
 	l.mu.Unlock()
 	// ctx.Err(), when ctx had ended, is in every error (nil is left out).
 	switch {
@@ -119,29 +119,20 @@ collect:
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	// The answers say how long the nodes held the key when they read it.
-	// An Extend judged after this call began may have set a longer time
-	// to live since, on a quorum: its own judgement sets Until (lowered
-	// when it began, raised when it succeeds), and the answers, which may
-	// be the older time to live, lower it no further; they would end a
-	// lock the Extend's quorum holds.
-	// An overlapping Extend that failed sets nothing, though: when none
-	// succeeded since this call began, the answers stand, now if every
-	// such Extend has been judged, or else at the judgement of the last
-	// one, unless one succeeds (finishExtend).
-	// Until it is judged, this call tells no more than the answers
-	// guarantee.
-	overlapped := pending || l.extends != extends
+	// An Extend that succeeded since this call began may have set a
+	// longer time to live since, on a quorum: its own judgement set Until,
+	// and the answers, which may be the older time to live, lower it no
+	// further; they would end a lock the Extend's quorum holds. Otherwise
+	// they stand, now, even while an Extend that overlapped them is still
+	// in flight: until it is judged, nothing says that its PEXPIREs
+	// landed, and the keys may expire when the answers said (a quorum
+	// holds the lock no longer). If it then succeeds, it sets Until from
+	// its own start (see finishExtend); if the answers' Until has passed
+	// by then, the lock is over and the Extend fails.
 	limit := l.until
-	switch {
-	case l.overLocked(now) || !at.Before(l.until):
-	case !overlapped || l.succeeded == succeeded && l.extends == l.judged:
-		l.setUntilLocked(at, now)
+	if !l.overLocked(now) && at.Before(l.until) && l.succeeded == succeeded {
+		l.setUntilLocked(at, now) // ends the lock if at has passed
 		limit = l.until
-	case l.succeeded == succeeded:
-		if c := at.Sub(clockBase); l.ttlCap == 0 || c < l.ttlCap {
-			l.ttlCap = c
-		}
-		limit = at
 	}
 	if rest := limit.Sub(now); rest > 0 && !l.ended {
 		return rest, nil
