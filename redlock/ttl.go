@@ -129,12 +129,10 @@ collect:
 	// holds the lock no longer). If it then succeeds, it sets Until from
 	// its own start (see finishExtend); if the answers' Until has passed
 	// by then, the lock is over and the Extend fails.
-	limit := l.until
 	if !l.overLocked(now) && at.Before(l.until) && l.succeeded == succeeded {
 		l.setUntilLocked(at, now) // ends the lock if at has passed
-		limit = l.until
 	}
-	if rest := limit.Sub(now); rest > 0 && !l.ended {
+	if rest := l.until.Sub(now); rest > 0 && !l.ended {
 		return rest, nil
 	}
 	if l.unlocked { // the holder's Unlock ran while the nodes were asked
