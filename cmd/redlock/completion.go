@@ -1,6 +1,8 @@
 package main
 
 import (
+	"strings"
+
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 )
@@ -26,7 +28,7 @@ var completionExamples = map[string]string{
 // argument after the shell, is a usage error (exit 2), as an unknown command
 // is; without a shell it shows its help.
 func addCompletion(root *cobra.Command) {
-	noFilesForNumbers(root)
+	noFilesForValues(root)
 	root.InitDefaultCompletionCmd()
 	for _, c := range root.Commands() {
 		if c.Name() != "completion" {
@@ -48,21 +50,33 @@ func addCompletion(root *cobra.Command) {
 	}
 }
 
-// noFilesForNumbers makes the shells offer nothing for the value of every
+// noFilesForValues makes the shells offer nothing for the value of every
 // flag of cmd and its subcommands that takes a duration (--wait, --ttl,
-// --grace, --node-timeout, --for, --timeout, ...) or a number
-// (--conflict-exit-code, ...): they offered file names, as they do for a
-// flag without a completion of its own.
-func noFilesForNumbers(cmd *cobra.Command) {
+// --grace, --node-timeout, --for, --timeout, ...), a number
+// (--conflict-exit-code, ...) or a string that is not a file (--nodes,
+// --prefix, --key, ...): they offered file names, as they do for a flag
+// without a completion of its own. A flag with a completion of its own
+// (--driver) keeps it, and a string flag named --*-file would keep the file
+// names.
+func noFilesForValues(cmd *cobra.Command) {
 	cmd.Flags().VisitAll(func(f *pflag.Flag) {
 		switch f.Value.Type() {
 		case "duration", "int":
-			if err := cmd.RegisterFlagCompletionFunc(f.Name, cobra.NoFileCompletions); err != nil {
-				panic(err) // a second completion of the flag
+		case "string":
+			if strings.HasSuffix(f.Name, "-file") {
+				return // a file is meant
 			}
+		default:
+			return
+		}
+		if _, ok := cmd.GetFlagCompletionFunc(f.Name); ok {
+			return // its own completion, as --driver's
+		}
+		if err := cmd.RegisterFlagCompletionFunc(f.Name, cobra.NoFileCompletions); err != nil {
+			panic(err) // a second completion of the flag
 		}
 	})
 	for _, c := range cmd.Commands() {
-		noFilesForNumbers(c)
+		noFilesForValues(c)
 	}
 }

@@ -219,3 +219,29 @@ func TestCompletionNumbersNoFiles(t *testing.T) {
 		}
 	}
 }
+
+// TestCompletionStringsNoFiles: the value of a string flag that is not a
+// file (--nodes, --prefix, --key) completes to nothing, not to file names
+// (the shells offered the directory's files for them, as for the numbers
+// before), as --nodes= too; --driver keeps its drivers (TestCompletionDriver),
+// and CMD, after KEY or --key, still completes to file names (directive 0).
+func TestCompletionStringsNoFiles(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"run", "--nodes", ""}, {"run", "--nodes="}, {"run", "--prefix", "a"}, {"run", "--key", ""},
+		{"hold", "--nodes", ""}, {"hold", "--prefix", ""},
+		{"status", "--nodes", ""}, {"status", "--prefix", ""},
+		{"doctor", "--nodes", "127"}, {"doctor", "--key", ""},
+	} {
+		r := invoke(t, "", append([]string{"__complete"}, args...)...)
+		if r.code != 0 || r.stdout != ":4\n" {
+			t.Errorf("redlock __complete %q: want nothing and the directive 4 (no file names), got:\n%v", args, r)
+		}
+	}
+	for _, args := range [][]string{{"run", "--key", "k", ""}, {"run", "--prefix", "p", "k", ""}} {
+		r := invoke(t, "", append([]string{"__complete"}, args...)...)
+		if r.code != 0 || r.stdout != ":0\n" {
+			t.Errorf("redlock __complete %q: want CMD to complete as the shell does (directive 0: file names), got:\n%v", args, r)
+		}
+	}
+}
