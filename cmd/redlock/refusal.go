@@ -101,7 +101,7 @@ func plaintextAnswer(ctx context.Context, a redisaddr.Addr, timeout time.Duratio
 	return s
 }
 
-// notTLS is what run, hold and doctor say of a rediss:// node that answers
+// notTLS is what run, hold, doctor and status say of a rediss:// node that answers
 // in plaintext (see plaintextAnswer).
 func notTLS(answer string) string {
 	return "TLS handshake failed: the server does not speak TLS? on this port it answers in plaintext (" + answer + "): give it as redis://, or give its tls-port"

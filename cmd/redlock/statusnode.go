@@ -42,12 +42,16 @@ type keyReader struct {
 	// refusals holds, by host:port, what a server that broke a connection
 	// said unasked on a new one (refusalOnConnect), once asked.
 	refusals map[string]string
+	// notTLS holds, by host:port, what status says of a stalled server of
+	// a rediss:// node that answers in plaintext (plaintextAnswer,
+	// notTLS): its TLS handshake got no answer, a timeout and no more.
+	notTLS map[string]string
 }
 
 // newKeyReader returns the reader of the node a. The connections are made on
 // first use: it fails only for a local mistake (TLS files that do not load).
 func newKeyReader(a redisaddr.Node, timeout time.Duration) (*keyReader, error) {
-	r := &keyReader{node: a, timeout: timeout, clients: make(map[string]*redis.Client), stalled: make(map[string]error), refusals: make(map[string]string)}
+	r := &keyReader{node: a, timeout: timeout, clients: make(map[string]*redis.Client), stalled: make(map[string]error), refusals: make(map[string]string), notTLS: make(map[string]string)}
 	if _, err := r.client(a.HostPort()); err != nil {
 		return nil, err
 	}
@@ -101,7 +105,7 @@ func (r *keyReader) identify(ctx context.Context) {
 	defer cancel()
 	info, err := c.Info(cctx).Result()
 	if err != nil {
-		r.checkStalled(r.node.HostPort(), fmt.Errorf("INFO: %w", err))
+		r.checkStalled(ctx, r.node.HostPort(), fmt.Errorf("INFO: %w", err))
 		return
 	}
 	f := parseInfo(info)
@@ -122,7 +126,7 @@ func (r *keyReader) read(ctx context.Context, key string) (keystatus.Key, string
 		}
 		c, _ := r.client(r.node.HostPort())
 		k, err := keystatus.Read(ctx, c, key, r.node.Cluster)
-		r.checkStalled(r.node.HostPort(), err)
+		r.checkStalled(ctx, r.node.HostPort(), err)
 		return k, "", r.explain(ctx, r.node.HostPort(), err)
 	}
 	if r.viewErr != nil {
@@ -148,7 +152,7 @@ func (r *keyReader) read(ctx context.Context, key string) (keystatus.Key, string
 			return keystatus.Key{}, hostPort, err
 		}
 		k, err := keystatus.Read(ctx, c, key, r.node.Cluster)
-		r.checkStalled(hostPort, err)
+		r.checkStalled(ctx, hostPort, err)
 		err = r.explain(ctx, hostPort, err)
 		if to, ok := redis.IsMovedError(err); ok && redirects < maxRedirects {
 			// The slot moved since CLUSTER NODES: ask where it went.
@@ -173,11 +177,18 @@ func (r *keyReader) read(ctx context.Context, key string) (keystatus.Key, string
 }
 
 // checkStalled records the server at hostPort as stalled when err, a
-// command's error, is the end of its timeout.
-func (r *keyReader) checkStalled(hostPort string, err error) {
+// command's error, is the end of its timeout. Over TLS (rediss://), it asks
+// once whether the server answers in plaintext, as run, hold and doctor do
+// (see tlsHints): a server without TLS never answers the handshake.
+func (r *keyReader) checkStalled(ctx context.Context, hostPort string, err error) {
 	if err != nil && isTimeout(err) {
 		if _, ok := r.stalled[hostPort]; !ok {
 			r.stalled[hostPort] = err
+			if sa, aerr := seedAddr(r.node, hostPort); aerr == nil {
+				if said := plaintextAnswer(ctx, sa, r.timeout); said != "" {
+					r.notTLS[hostPort] = notTLS(said)
+				}
+			}
 		}
 	}
 }
@@ -186,6 +197,9 @@ func (r *keyReader) checkStalled(hostPort string, err error) {
 // not asked of it, and nil otherwise.
 func (r *keyReader) stalledErr(hostPort string) error {
 	if err := r.stalled[hostPort]; err != nil {
+		if hint := r.notTLS[hostPort]; hint != "" {
+			return fmt.Errorf("not asked: %s (%w)", hint, err)
+		}
 		return fmt.Errorf("not asked: the server did not answer within --timeout %v (%v)", r.timeout, err)
 	}
 	return nil
@@ -195,9 +209,13 @@ func (r *keyReader) stalledErr(hostPort string) error {
 // server says unasked on a new connection (refusalOnConnect) when err is
 // the connection's, not the server's reply nor a timeout: a server at
 // maxclients answers a new connection with an error reply and closes it,
-// which the client sees as a reset connection or EOF.
+// which the client sees as a reset connection or EOF. To a timeout it adds
+// that the server answers in plaintext, when checkStalled found it so.
 func (r *keyReader) explain(ctx context.Context, hostPort string, err error) error {
 	var reply redis.Error
+	if err != nil && isTimeout(err) && r.notTLS[hostPort] != "" {
+		return fmt.Errorf("%w: %s", err, r.notTLS[hostPort])
+	}
 	if err == nil || isTimeout(err) || errors.As(err, &reply) {
 		return err
 	}
