@@ -78,8 +78,14 @@ type lockEvents struct {
 	// its error; endHow is how the lock was found lost (LockEnd.How);
 	// causeTold, whether lossCause told them (see lossCause).
 	extendErrs map[string]error
-	endHow     string
-	causeTold  bool
+	// refusedExtend are the nodes that refused an extension with an error
+	// retrying cannot fix, not told yet: with --verbose, the next
+	// extension that succeeds on the others tells them (see
+	// tellRefusedExtend); refusedExtendTold, every node told so.
+	refusedExtend     []redlock.NodeCall
+	refusedExtendTold map[string]bool
+	endHow            string
+	causeTold         bool
 	// firstDone, made by withLock, is closed when the first attempt to
 	// obtain the lock has ended; firstGranted says whether it obtained it.
 	firstDone    chan struct{}
@@ -191,6 +197,7 @@ func (e *lockEvents) Extend(ctx context.Context, _ redlock.ExtendStart) (context
 		switch {
 		case d.Err == nil:
 			e.tellForgotten(d.Key)
+			e.tellRefusedExtend(d.Key)
 			if e.extendFails > 0 {
 				e.say("extended %s again after %d failed extension(s)", keyText(d.Key), e.extendFails)
 			}
@@ -198,6 +205,7 @@ func (e *lockEvents) Extend(ctx context.Context, _ redlock.ExtendStart) (context
 		case d.Lost:
 			// LockEnd tells, the nodes that forgot the key included.
 			e.forgotten = nil
+			e.refusedExtend = nil
 		case errors.Is(d.Err, context.Canceled), errors.Is(d.Err, redlock.ErrAlreadyUnlocked):
 			// Do is done with the lock (CMD exited while the extension was
 			// in flight) and releases it: no failure, nothing retried.
@@ -207,6 +215,7 @@ func (e *lockEvents) Extend(ctx context.Context, _ redlock.ExtendStart) (context
 			// cause: the nodes' errors are. One whose validity is over
 			// is not retried: LockEnd tells the loss.
 			e.extendFails++
+			e.refusedExtend = nil // extendCause tells them
 			if left := time.Until(d.Until); e.extendFails == 1 && left > 0 {
 				e.say("extending %s failed (%d of %d nodes agreed, %d needed); retrying while its validity lasts (%v): %s",
 					keyText(d.Key), d.Votes.Granted, d.Votes.Nodes, d.Votes.Quorum, roundWait(left), extendCause(d.Err))
@@ -291,7 +300,8 @@ func (e *lockEvents) NodeCall(_ context.Context, c redlock.NodeCall) {
 // node down of three went unseen even with -v, leaving the lock with no node
 // to spare. Not told here: the calls that Do's end canceled, and the errors
 // retrying cannot fix of an acquisition or an extension, which other lines
-// tell (tellBroken, the loss's cause, the command's error).
+// tell (tellBroken, tellRefusedExtend, the loss's cause, the failed
+// extension's line, the command's error).
 func (e *lockEvents) nodeFailed(c redlock.NodeCall) {
 	if !e.verbose {
 		return
@@ -353,6 +363,9 @@ func (e *lockEvents) extendAnswered(c redlock.NodeCall) {
 			e.extendErrs = make(map[string]error)
 		}
 		e.extendErrs[c.Node] = c.Err
+		if e.verbose && driver.PermanentCode(c.Err) != "" {
+			e.refusedExtend = append(e.refusedExtend, c)
+		}
 	default:
 		delete(e.extendErrs, c.Node)
 	}
@@ -425,6 +438,23 @@ func (e *lockEvents) tellBroken() {
 		e.warn("node %s refuses every lock with an error retrying cannot fix, so the lock on %s is held on the other nodes, with that node fewer to spare (see redlock doctor): %v", c.Node, keyText(c.Key), c.Err)
 	}
 	e.broken = nil
+}
+
+// tellRefusedExtend tells, with --verbose and once a node, the nodes that
+// refused an extension with an error retrying cannot fix (NOPERM: an ACL
+// user without +pexpire; READONLY) while the others extended the lock:
+// nodeFailed leaves those errors to the loss's cause or the failed
+// extension's line, which an extension that succeeds on a quorum never
+// prints, so such a node went unseen even with -v. A node whose acquisition
+// was refused so is told by tellBroken already. The caller holds e.mu.
+func (e *lockEvents) tellRefusedExtend(key string) {
+	for _, c := range e.refusedExtend {
+		if e.brokenTold[c.Node] || !firstTime(&e.refusedExtendTold, c.Node) {
+			continue
+		}
+		e.say("node %s answered %s to the extension of %s, which retrying cannot fix, so the lock is held on the other nodes, with that node fewer to spare (see redlock doctor): %s", c.Node, driver.PermanentCode(c.Err), keyText(key), escapeUnprintable(c.Err.Error()))
+	}
+	e.refusedExtend = nil
 }
 
 // tellForgotten tells, once a node and even without --verbose, the nodes
