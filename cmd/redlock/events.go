@@ -69,11 +69,13 @@ type lockEvents struct {
 	// told once each.
 	anonymous map[string]bool
 	// failing are the nodes whose latest call failed, told (with
-	// --verbose) once until they answer again (see nodeFailed).
-	failing   map[string]bool
-	holders   map[string]time.Time
-	forgot    map[string]bool
-	forgotten []string
+	// --verbose) once until they answer again (see nodeFailed);
+	// failedWith, the error told of each.
+	failing    map[string]bool
+	failedWith map[string]string
+	holders    map[string]time.Time
+	forgot     map[string]bool
+	forgotten  []string
 	// extendErrs are the nodes whose latest extension call failed, with
 	// its error; endHow is how the lock was found lost (LockEnd.How);
 	// causeTold, whether lossCause told them (see lossCause).
@@ -163,7 +165,14 @@ func (e *lockEvents) Attempt(ctx context.Context, _ redlock.AttemptStart) (conte
 			if d.Outcome == redlock.OutcomeNotObtained {
 				e.say("waiting for %s (held elsewhere: %d of %d nodes refused, %d granted, %d needed)", keyText(d.Key), v.Refused, v.Nodes, v.Granted, v.Quorum)
 			} else if e.verbose || e.warnUnavailable {
-				unavailable = fmt.Sprintf("waiting for %s (%d of %d nodes failed, %d needed: no quorum possible):\n%v", keyText(d.Key), v.Failed, v.Nodes, v.Quorum, cmp.Or(withoutJoined(d.Err, isNotObtained, true), d.Err))
+				// Without the nodes' errors that nodeFailed told
+				// already (-v), each on its line before this one.
+				told := func(err error) bool {
+					ne, ok := err.(*redlock.NodeError)
+					return ok && ne.Err != nil && e.failedWith[ne.Addr] == ne.Err.Error()
+				}
+				drop := func(err error) bool { return isNotObtained(err) || told(err) }
+				unavailable = fmt.Sprintf("waiting for %s (%d of %d nodes failed, %d needed: no quorum possible):\n%v", keyText(d.Key), v.Failed, v.Nodes, v.Quorum, cmp.Or(withoutJoined(d.Err, drop, true), d.Err))
 			}
 		}
 	}
@@ -317,6 +326,7 @@ func (e *lockEvents) nodeFailed(c redlock.NodeCall) {
 	case c.Err == nil:
 		if e.failing[c.Node] {
 			delete(e.failing, c.Node)
+			delete(e.failedWith, c.Node)
 			e.say("node %s answers again", c.Node)
 		}
 	case errors.Is(c.Err, context.Canceled):
@@ -326,6 +336,10 @@ func (e *lockEvents) nodeFailed(c redlock.NodeCall) {
 		// expires by itself within its TTL.
 	case c.Operation != redlock.OpFence && driver.PermanentCode(c.Err) != "":
 	case firstTime(&e.failing, c.Node):
+		if e.failedWith == nil {
+			e.failedWith = make(map[string]string)
+		}
+		e.failedWith[c.Node] = c.Err.Error()
 		e.say("node %s failed to %s %s (a lock needs a quorum of the nodes, not every one): %s", c.Node, opVerb[c.Operation], keyText(c.Key), escapeUnprintable(c.Err.Error()))
 	}
 }
