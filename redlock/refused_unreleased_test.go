@@ -55,3 +55,24 @@ func TestRefusedUnreleasedTellsEachPartOnce(t *testing.T) {
 		})
 	}
 }
+
+// causeList is an error of a type that == cannot compare (a slice in a
+// struct), as a user's cause of a context's cancellation may be.
+type causeList struct{ reasons []string }
+
+func (e causeList) Error() string { return "canceled: " + strings.Join(e.reasons, ", ") }
+
+// TestRefusedUnreleasedUncomparableParts: a part of each error of a type that
+// == cannot compare (comparing two such interface values panics) is told,
+// not compared: Error must not panic.
+func TestRefusedUnreleasedUncomparableParts(t *testing.T) {
+	cause := causeList{reasons: []string{"shutdown"}}
+	err := refusedUnreleased{errors.Join(ErrLockLost, cause), errors.Join(ErrLockLost, causeList{reasons: []string{"shutdown"}})}
+	text := err.Error()
+	if n := strings.Count(text, "canceled: shutdown"); n < 1 {
+		t.Errorf("the cause is not told:\n%s", text)
+	}
+	if !errors.Is(err, ErrLockLost) {
+		t.Errorf("errors.Is(err, ErrLockLost) = false:\n%s", text)
+	}
+}
