@@ -6,10 +6,10 @@ import (
 	"errors"
 	"net"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/internal/tlsdial"
 	"github.com/go-redlock/redlock/redlock"
@@ -109,18 +109,13 @@ func notTLS(answer string) string {
 
 // authRefused reports whether err is a server's refusal of the client's
 // credentials: WRONGPASS (a wrong user or password, a disabled user) or
-// NOAUTH (a password required and none given).
+// NOAUTH (a password required and none given), as driver.PermanentCode
+// finds the reply in err's chain, where every driver and doctor's client
+// keep it. A reply that only quotes another server's refusal ("ERR Target
+// instance replied with error: NOAUTH ..." of MIGRATE) is not one.
 func authRefused(err error) bool {
-	if err == nil {
-		return false
-	}
-	s := err.Error()
-	for _, code := range []string{"WRONGPASS", "NOAUTH"} {
-		if strings.HasPrefix(s, code+" ") || strings.Contains(s, ": "+code+" ") {
-			return true
-		}
-	}
-	return false
+	code := driver.PermanentCode(err)
+	return code == "WRONGPASS" || code == "NOAUTH"
 }
 
 // tlsHints returns, for each rediss:// node among addrs whose call timed

@@ -4,8 +4,19 @@ package main
 
 import (
 	"errors"
+	"net"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/drivers/goredis"
+	"github.com/go-redlock/redlock/drivers/redigo"
+	"github.com/go-redlock/redlock/drivers/rueidis"
+	"github.com/go-redlock/redlock/drivers/valkeygo"
+	"github.com/go-redlock/redlock/internal/keystatus"
+	"github.com/go-redlock/redlock/internal/redisaddr"
+	"github.com/go-redlock/redlock/redistest"
 )
 
 // TestTLSToPlaintextServer gives run and doctor plaintext servers as
@@ -85,16 +96,91 @@ func TestDoctorAuthRefused(t *testing.T) {
 	}
 }
 
-// TestAuthRefused: the refusals of the credentials, and not other errors.
+// TestAuthRefused: the refusals of the credentials, and not other errors,
+// as the clients return them from real servers: doctor's PING (the go-redis
+// client of keystatus) and a lock command through each driver, whose errors
+// keep the client's typed reply in their chain (%w) for
+// driver.PermanentCode. authRefused matched the codes in the error's text,
+// and so took a reply that only quotes another server's refusal for one:
+// MIGRATE to a target that wants a password says "ERR Target instance
+// replied with error: NOAUTH ...". A reply flattened into a message (%v)
+// reaches authRefused from no client: the four drivers wrap with %w, and
+// doctor's client returns the reply itself.
 func TestAuthRefused(t *testing.T) {
+	t.Parallel()
+	const password = "auth-Passw0rd"
+	locked, _ := nodes(t, 1, redistest.WithPassword(password))
+	open, _ := nodes(t, 1)
+	setUser(t, open, "noset", password, "-set", "-ping")
+	if _, err := open[0].Do(t.Context(), "ACL", "SETUSER", "off", "off", ">"+password, "~*", "+@all"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := open[0].Do(t.Context(), "SET", "migrated", "v"); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name, url string
+		code      string // in the error's text
+		want      bool
+	}{
+		{"no password", "redis://" + locked[0].Addr(), "NOAUTH", true},
+		{"wrong password", "redis://:wrong-Passw0rd@" + locked[0].Addr(), "WRONGPASS", true},
+		{"unknown user", "redis://nobody:" + password + "@" + open[0].Addr(), "WRONGPASS", true},
+		{"disabled user", "redis://off:" + password + "@" + open[0].Addr(), "WRONGPASS", true},
+		{"no right to the command", "redis://noset:" + password + "@" + open[0].Addr(), "NOPERM", false},
+	} {
+		a, err := redisaddr.Parse(tc.url)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := keystatus.NewClient(a, 5*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = c.Do(t.Context(), "PING").Err()
+		c.Close()
+		check := func(who string, err error) {
+			t.Helper()
+			if err == nil || !strings.Contains(err.Error(), tc.code+" ") {
+				t.Fatalf("%s, %s: error %v, want one with %s", tc.name, who, err, tc.code)
+			}
+			if got := authRefused(err); got != tc.want {
+				t.Errorf("%s, %s: authRefused(%v) = %v, want %v", tc.name, who, err, got, tc.want)
+			}
+		}
+		check("doctor's PING", err)
+		for name, d := range map[string]driver.Driver{"goredis": goredis.Driver{}, "redigo": redigo.Driver{}, "rueidis": rueidis.Driver{}, "valkeygo": valkeygo.Driver{}} {
+			n, err := d.Open(tc.url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = n.SetNX(t.Context(), "auth-refused", "v", time.Second)
+			n.Close()
+			check(name+"'s SET NX", err)
+		}
+	}
+	// A refusal another server sent this one, quoted in an ERR reply.
+	a, err := redisaddr.Parse("redis://" + open[0].Addr())
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := keystatus.NewClient(a, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	host, port, _ := net.SplitHostPort(locked[0].Addr())
+	err = c.Do(t.Context(), "MIGRATE", host, port, "migrated", 0, 5000).Err()
+	if err == nil || !strings.Contains(err.Error(), ": NOAUTH ") {
+		t.Fatalf("MIGRATE to a server that wants a password: %v, want an error that quotes its NOAUTH", err)
+	}
+	if authRefused(err) {
+		t.Errorf("authRefused(%v) = true, want false: the target refused this server, not the client", err)
+	}
 	for _, tc := range []struct {
 		err  error
 		want bool
 	}{
-		{errors.New("NOAUTH Authentication required."), true},
-		{errors.New("WRONGPASS invalid username-password pair or user is disabled."), true},
-		{errors.New("goredis: PING: WRONGPASS invalid username-password pair"), true},
-		{errors.New("NOPERM this user has no permissions to run the 'ping' command"), false},
 		{errors.New("ERR WRONGPASS is not a code here"), false},
 		{nil, false},
 	} {
