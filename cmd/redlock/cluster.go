@@ -186,10 +186,12 @@ func (e badView) Unwrap() error { return e.error }
 // readClusterView reads CLUSTER NODES from the first seed of a that answers.
 // It returns the seed that answered; with an error, whether some seed
 // answered (a server that is not a cluster, or refused the command) rather
-// than none.
+// than none. When none answered, the error is a noSeedAnswered, which says
+// of each seed of a rediss:// node that timed out whether it answers in
+// plaintext (seedsInPlaintext).
 func readClusterView(ctx context.Context, a redisaddr.Node, timeout time.Duration) (nodes []clusterNodeInfo, seed string, answered bool, err error) {
-	var errs []string
-	for _, seed := range a.Seeds {
+	errs := make([]error, len(a.Seeds))
+	for i, seed := range a.Seeds {
 		nodes, err := clusterView(ctx, a, seed, timeout)
 		if err == nil {
 			return nodes, seed, true, nil
@@ -201,9 +203,57 @@ func readClusterView(ctx context.Context, a redisaddr.Node, timeout time.Duratio
 		if errors.As(err, new(badView)) {
 			return nil, seed, true, err
 		}
-		errs = append(errs, fmt.Sprintf("%s: %v", seed, err))
+		errs[i] = err
 	}
-	return nil, "", false, errors.New(strings.Join(errs, "; "))
+	said := seedsInPlaintext(ctx, a, errs, timeout)
+	var (
+		msgs      []string
+		plaintext bool
+	)
+	for i, seed := range a.Seeds {
+		msg := fmt.Sprintf("%s: %v", seed, errs[i])
+		if said[i] != "" {
+			msg += ": " + notTLS(said[i])
+			plaintext = true
+		}
+		msgs = append(msgs, msg)
+	}
+	return nil, "", false, noSeedAnswered{msg: strings.Join(msgs, "; "), plaintext: plaintext}
+}
+
+// noSeedAnswered is readClusterView's error when no seed answered: each
+// seed's error, and whether a seed of a rediss:// node answers in plaintext.
+type noSeedAnswered struct {
+	msg       string
+	plaintext bool
+}
+
+func (e noSeedAnswered) Error() string { return e.msg }
+
+// seedsInPlaintext returns, for each seed of the rediss:// cluster node a
+// whose error in errs (by the seeds' order) is a timeout, what it answers to
+// a PING in plaintext (plaintextAnswer), and "" for the others: a cluster
+// without TLS never answers the handshake, and its seeds' errors say only
+// "context deadline exceeded", as a server's do (see tlsHints). The probes
+// run at once, each bounded by min(timeout, refusalWait).
+func seedsInPlaintext(ctx context.Context, a redisaddr.Node, errs []error, timeout time.Duration) []string {
+	said := make([]string, len(a.Seeds))
+	if cfg, err := a.TLSConfig(nil); err != nil || cfg == nil {
+		return said
+	}
+	var wg sync.WaitGroup
+	for i, seed := range a.Seeds {
+		if i >= len(errs) || errs[i] == nil || !isTimeout(errs[i]) {
+			continue
+		}
+		sa, err := seedAddr(a, seed)
+		if err != nil {
+			continue
+		}
+		wg.Go(func() { said[i] = plaintextAnswer(ctx, sa, timeout) })
+	}
+	wg.Wait()
+	return said
 }
 
 // servesSlot reports whether slot is in one of ranges, such as "0-5460".
@@ -232,6 +282,9 @@ func probeClusterNode(ctx context.Context, a redisaddr.Node, o doctorOptions) *n
 		// The first seed, so that two clusters that no seed of answers are
 		// not taken for one ("" and "").
 		n.hostPort = a.HostPort()
+		if e, ok := err.(noSeedAnswered); ok && e.plaintext {
+			n.down = "TLS handshake failed" // as for a server (probeNode)
+		}
 		n.add("reachable", statusFail, "no seed answered: %v", err)
 		return n
 	case errors.As(err, new(badView)):

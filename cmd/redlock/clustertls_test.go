@@ -1,0 +1,56 @@
+//go:build unix
+
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/go-redlock/redlock/redistest"
+)
+
+// TestStatusClusterTLSToPlaintextServer gives status and doctor a
+// cluster-enabled plaintext cluster as a rediss:// cluster node: no seed
+// answers the TLS handshake, and status said only "the cluster's slots are
+// unknown: CLUSTER NODES failed: SEED: context deadline exceeded" of it,
+// doctor "unreachable" and "no seed answered: SEED: context deadline
+// exceeded", where both say of a server given so that it answers in
+// plaintext (TestStatusTLSToPlaintextServer, TestTLSToPlaintextServer). They
+// say it now of each seed, status in its report and in --json for every
+// key.
+func TestStatusClusterTLSToPlaintextServer(t *testing.T) {
+	t.Parallel()
+	c := redistest.NewCluster(t, 2)
+	servers, _ := nodes(t, 2)
+	seeds := c.Seeds()
+	tlsURL := "rediss://" + seeds[0] + "?cluster=true&addr=" + seeds[1]
+	nodeList := tlsURL + "," + servers[0].Addr() + "," + servers[1].Addr()
+	hint := ": context deadline exceeded: TLS handshake failed: the server does not speak TLS? on this port it answers in plaintext (+PONG): give it as redis://, or give its tls-port"
+	for _, json := range []bool{false, true} {
+		args := []string{"status", "--timeout", "1s", "--nodes", nodeList, "k1", "k2"}
+		if json {
+			args = append(args, "--json")
+		}
+		r := invoke(t, "", args...)
+		if r.code != 0 {
+			t.Fatalf("status (json %v), two of three nodes answering: want exit 0:\n%v", json, r)
+		}
+		for _, seed := range seeds {
+			if n := strings.Count(r.stdout, seed+hint); n != 2 {
+				t.Errorf("status (json %v) with a plaintext cluster as rediss:// says %q %d times, want 2 (once for each key):\n%v", json, seed+hint, n, r)
+			}
+		}
+	}
+	r := invoke(t, "", "doctor", "--timeout", "1s", "--nodes", nodeList)
+	if r.code != exitFailure {
+		t.Fatalf("doctor with a plaintext cluster as rediss://: want exit %d:\n%v", exitFailure, r)
+	}
+	for _, want := range []string{"FAIL  " + tlsURL + "  TLS handshake failed\n", "no seed answered: " + seeds[0] + hint + "; " + seeds[1] + hint + "\n"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("doctor does not say %q:\n%v", want, r)
+		}
+	}
+	if strings.Contains(r.stdout, "unreachable") {
+		t.Errorf("doctor calls a cluster that answers unreachable:\n%v", r)
+	}
+}
