@@ -54,3 +54,30 @@ func TestStatusClusterTLSToPlaintextServer(t *testing.T) {
 		t.Errorf("doctor calls a cluster that answers unreachable:\n%v", r)
 	}
 }
+
+// TestRunClusterTLSToPlaintextServer gives run a cluster-enabled plaintext
+// cluster as a rediss:// cluster node: run said only "SET NX: slot N:
+// context deadline exceeded" of it, where it says of a server given so that
+// it answers in plaintext (TestTLSToPlaintextServer). It says it now of each
+// seed, through every driver that takes a cluster.
+func TestRunClusterTLSToPlaintextServer(t *testing.T) {
+	t.Parallel()
+	c := redistest.NewCluster(t, 2)
+	seeds := c.Seeds()
+	tlsURL := "rediss://" + seeds[0] + "?cluster=true&addr=" + seeds[1]
+	for _, d := range []string{"goredis", "rueidis", "valkeygo"} {
+		t.Run(d, func(t *testing.T) {
+			t.Parallel()
+			r := invoke(t, "", "run", "--driver", d, "--wait", "0", "--node-timeout", "200ms", "--nodes", tlsURL, "tls-"+d, "--", "true")
+			if r.code != exitUnavailable || !strings.Contains(r.stderr, "redlock: node "+tlsURL+": "+d+": ") {
+				t.Fatalf("run over TLS to a plaintext cluster: want exit %d and the node's error:\n%v", exitUnavailable, r)
+			}
+			for _, seed := range seeds {
+				want := "redlock: node " + tlsURL + ": seed " + seed + ": TLS handshake failed: the server does not speak TLS? on this port it answers in plaintext (+PONG): give it as redis://, or give its tls-port\n"
+				if n := strings.Count(r.stderr, want); n != 1 {
+					t.Errorf("%q told %d times, want once:\n%v", want, n, r)
+				}
+			}
+		})
+	}
+}

@@ -122,13 +122,15 @@ func authRefused(err error) bool {
 // out in err (its *redlock.NodeError, at any depth of err's joins), a line
 // that says the node answers in plaintext, when it does (see
 // plaintextAnswer): the drivers say only "context deadline exceeded" of a
-// TLS handshake that a server without TLS never answers. The probes run at
-// once, each bounded by refusalWait: one after the other, a node that
-// answers nothing (down, or dropping packets) added its whole wait for each.
+// TLS handshake that a server without TLS never answers. A node that is a
+// Redis Cluster gets a line for each of its seeds that answers so. The
+// probes run at once, each bounded by refusalWait: one after the other, a
+// node that answers nothing (down, or dropping packets) added its whole wait
+// for each.
 func tlsHints(ctx context.Context, addrs []string, err error) []string {
-	byName := map[string]redisaddr.Addr{}
+	byName := map[string]redisaddr.Node{}
 	for _, s := range addrs {
-		if a, perr := redisaddr.Parse(s); perr == nil {
+		if a, perr := redisaddr.ParseNode(s); perr == nil {
 			if cfg, terr := a.TLSConfig(nil); terr == nil && cfg != nil {
 				byName[a.String()] = a
 			}
@@ -137,7 +139,13 @@ func tlsHints(ctx context.Context, addrs []string, err error) []string {
 	if len(byName) == 0 {
 		return nil
 	}
-	var probe []redisaddr.Addr // the timed-out rediss:// nodes, in err's order
+	// The servers to probe: the timed-out rediss:// nodes in err's order,
+	// a cluster's seeds in its address's order.
+	type probe struct {
+		node   redisaddr.Node
+		server redisaddr.Addr
+	}
+	var probes []probe
 	seen := map[string]bool{}
 	var walk func(err error)
 	walk = func(err error) {
@@ -157,19 +165,31 @@ func tlsHints(ctx context.Context, addrs []string, err error) []string {
 			return
 		}
 		seen[ne.Addr] = true
-		probe = append(probe, a)
+		if !a.Cluster {
+			probes = append(probes, probe{a, a.Addr})
+			return
+		}
+		for _, seed := range a.Seeds {
+			if sa, serr := seedAddr(a, seed); serr == nil {
+				probes = append(probes, probe{a, sa})
+			}
+		}
 	}
 	walk(err)
-	said := make([]string, len(probe))
+	said := make([]string, len(probes))
 	var wg sync.WaitGroup
-	for i, a := range probe {
-		wg.Go(func() { said[i] = plaintextAnswer(ctx, a, refusalWait) })
+	for i, p := range probes {
+		wg.Go(func() { said[i] = plaintextAnswer(ctx, p.server, refusalWait) })
 	}
 	wg.Wait()
 	var hints []string
-	for i, a := range probe {
-		if said[i] != "" {
-			hints = append(hints, "redlock: node "+a.String()+": "+notTLS(said[i]))
+	for i, p := range probes {
+		switch {
+		case said[i] == "":
+		case p.node.Cluster:
+			hints = append(hints, "redlock: node "+p.node.String()+": seed "+p.server.HostPort()+": "+notTLS(said[i]))
+		default:
+			hints = append(hints, "redlock: node "+p.node.String()+": "+notTLS(said[i]))
 		}
 	}
 	return hints
