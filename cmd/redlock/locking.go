@@ -365,6 +365,10 @@ func notObtained(name string, o *lockFlags, err, cause error) error {
 	case errors.As(err, &votes) && votes.Permanent > votes.Nodes-votes.Needed:
 		return exitWith(exitFailure, fmt.Errorf("%s: lock %q not obtained: the nodes answer an error that retrying cannot fix:\n%w", name, o.key, detail))
 	case errors.Is(err, redlock.ErrUnavailable):
+		// The verdict names every failed node with its error, also the
+		// nodes that -v told on their own lines: a tail of the output
+		// (systemctl status, a Kubernetes termination message) holds it
+		// whole, and its errors are the last attempt's.
 		addrs, _ := o.addrs()
 		if hints := tlsHints(context.Background(), addrs, err); len(hints) > 0 {
 			detail = errors.Join(detail, errors.New(strings.Join(hints, "\n")))
