@@ -81,8 +81,8 @@ type lockEvents struct {
 	// causeTold, whether lossCause told them (see lossCause).
 	extendErrs map[string]error
 	// refusedExtend are the nodes that refused an extension with an error
-	// retrying cannot fix, not told yet: with --verbose, the next
-	// extension that succeeds on the others tells them (see
+	// retrying cannot fix, not told yet: the next extension that succeeds
+	// on the others tells them, even without --verbose (see
 	// tellRefusedExtend); refusedExtendTold, every node told so.
 	refusedExtend     []redlock.NodeCall
 	refusedExtendTold map[string]bool
@@ -224,7 +224,7 @@ func (e *lockEvents) Extend(ctx context.Context, _ redlock.ExtendStart) (context
 			// cause: the nodes' errors are. One whose validity is over
 			// is not retried: LockEnd tells the loss.
 			e.extendFails++
-			e.refusedExtend = nil // extendCause tells them
+			e.refusedExtend = nil // extendCause tells them (-v); the next success, again
 			if left := time.Until(d.Until); e.extendFails == 1 && left > 0 {
 				e.say("extending %s failed (%d of %d nodes agreed, %d needed); retrying while its validity lasts (%v): %s",
 					keyText(d.Key), d.Votes.Granted, d.Votes.Nodes, d.Votes.Quorum, roundWait(left), extendCause(d.Err))
@@ -377,7 +377,7 @@ func (e *lockEvents) extendAnswered(c redlock.NodeCall) {
 			e.extendErrs = make(map[string]error)
 		}
 		e.extendErrs[c.Node] = c.Err
-		if e.verbose && driver.PermanentCode(c.Err) != "" {
+		if driver.PermanentCode(c.Err) != "" {
 			e.refusedExtend = append(e.refusedExtend, c)
 		}
 	default:
@@ -454,19 +454,23 @@ func (e *lockEvents) tellBroken() {
 	e.broken = nil
 }
 
-// tellRefusedExtend tells, with --verbose and once a node, the nodes that
-// refused an extension with an error retrying cannot fix (NOPERM: an ACL
-// user without +pexpire; READONLY) while the others extended the lock:
-// nodeFailed leaves those errors to the loss's cause or the failed
-// extension's line, which an extension that succeeds on a quorum never
-// prints, so such a node went unseen even with -v. A node whose acquisition
-// was refused so is told by tellBroken already. The caller holds e.mu.
+// tellRefusedExtend tells, once a node and even without --verbose, the
+// nodes that refused an extension with an error retrying cannot fix
+// (NOPERM: an ACL user without +pexpire; READONLY) while the others
+// extended the lock: nodeFailed leaves those errors to the loss's cause or
+// the failed extension's line, which an extension that succeeds on a quorum
+// never prints, so such a node went unseen even with -v. It is told
+// without -v as tellBroken tells a node that refused the acquisition: a
+// configuration error that leaves the lock a node fewer to spare, which
+// the operator must see in the unattended runs too. A node whose
+// acquisition was refused so is told by tellBroken already. The caller
+// holds e.mu.
 func (e *lockEvents) tellRefusedExtend(key string) {
 	for _, c := range e.refusedExtend {
 		if e.brokenTold[c.Node] || !firstTime(&e.refusedExtendTold, c.Node) {
 			continue
 		}
-		e.say("node %s answered %s to the extension of %s, which retrying cannot fix, so the lock is held on the other nodes, with that node fewer to spare (see redlock doctor): %s", c.Node, driver.PermanentCode(c.Err), keyText(key), escapeUnprintable(c.Err.Error()))
+		e.warn("node %s answered %s to the extension of %s, which retrying cannot fix, so the lock is held on the other nodes, with that node fewer to spare (see redlock doctor): %s", c.Node, driver.PermanentCode(c.Err), keyText(key), escapeUnprintable(c.Err.Error()))
 	}
 	e.refusedExtend = nil
 }
