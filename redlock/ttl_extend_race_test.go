@@ -10,27 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redlock/redlock/driver"
-	"github.com/go-redlock/redlock/drivers/memory"
 	"github.com/go-redlock/redlock/redlock"
 )
-
-// ttlExtendGated is a memory node whose TTL reads the key's time to live only
-// once ttlGate is closed, and whose Extend applies its PEXPIRE only once
-// extGate is.
-type ttlExtendGated struct {
-	*memory.Node
-	ttlGate, extGate <-chan struct{}
-}
-
-func (n ttlExtendGated) TTL(ctx context.Context, key, value string) (time.Duration, bool, error) {
-	<-n.ttlGate
-	return n.Node.TTL(ctx, key, value)
-}
-
-func (n ttlExtendGated) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	<-n.extGate
-	return n.Node.Extend(ctx, key, value, ttl)
-}
 
 // A Lock.TTL whose node reads came before a concurrent Extend's PEXPIREs
 // read the time to live the Extend then replaced: it must not lower Until
@@ -57,9 +38,9 @@ func TestTTLConcurrentWithExtendKeepsTheLock(t *testing.T) {
 					close(extGate)
 				}
 				nodes := []driver.Node{
-					ttlExtendGated{mem[0], open, extGate},
-					ttlExtendGated{mem[1], open, extGate},
-					ttlExtendGated{mem[2], ttlGate, extGate},
+					ttlGatedNode{Node: mem[0], ttlGate: open, extGate: extGate},
+					ttlGatedNode{Node: mem[1], ttlGate: open, extGate: extGate},
+					ttlGatedNode{Node: mem[2], ttlGate: ttlGate, extGate: extGate},
 				}
 				c := newClient(t, nodes, redlock.WithTTL(time.Second), redlock.WithNodeTimeout(500*time.Millisecond))
 				l, err := c.TryLock(ctx, "k")

@@ -2,8 +2,6 @@ package redlock_test
 
 import (
 	"context"
-	"errors"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -12,36 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redlock/redlock/driver"
-	"github.com/go-redlock/redlock/drivers/memory"
 	"github.com/go-redlock/redlock/redlock"
 )
-
-// failingExtendNode is a memory node that notes the value its SET wrote, whose
-// TTL reads wait for ttlGate, and whose Extend waits for extGate and then
-// fails without sending anything (a connection reset).
-type failingExtendNode struct {
-	*memory.Node
-	ttlGate, extGate <-chan struct{}
-	mu               *sync.Mutex
-	value            *string
-}
-
-func (n failingExtendNode) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	n.mu.Lock()
-	*n.value = value
-	n.mu.Unlock()
-	return n.Node.SetNX(ctx, key, value, ttl)
-}
-
-func (n failingExtendNode) TTL(ctx context.Context, key, value string) (time.Duration, bool, error) {
-	<-n.ttlGate
-	return n.Node.TTL(ctx, key, value)
-}
-
-func (n failingExtendNode) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	<-n.extGate
-	return false, errors.New("connection reset by peer")
-}
 
 // A Lock.TTL whose node reads overlapped an Extend that then FAILED must still
 // lower Until to what the reads guarantee: the failed Extend sets nothing, and
@@ -58,16 +28,15 @@ func TestTTLConcurrentWithFailedExtendLowersUntil(t *testing.T) {
 				mem, _ := memNodes(3)
 				ttlGate, extGate, open := make(chan struct{}), make(chan struct{}), make(chan struct{})
 				close(open)
-				var mu sync.Mutex
-				var value string
+				var set setValue
 				gate2 := open
 				if order != "extend-failed-after-ttl-returned" {
 					gate2 = ttlGate
 				}
 				nodes := []driver.Node{
-					failingExtendNode{mem[0], open, extGate, &mu, &value},
-					failingExtendNode{mem[1], open, extGate, &mu, &value},
-					failingExtendNode{mem[2], gate2, extGate, &mu, &value},
+					ttlGatedNode{Node: mem[0], ttlGate: open, extGate: extGate, failExtend: true, set: &set},
+					ttlGatedNode{Node: mem[1], ttlGate: open, extGate: extGate, failExtend: true, set: &set},
+					ttlGatedNode{Node: mem[2], ttlGate: gate2, extGate: extGate, failExtend: true, set: &set},
 				}
 				c := newClient(t, nodes, redlock.WithTTL(time.Second), redlock.WithNodeTimeout(500*time.Millisecond))
 				l, err := c.TryLock(ctx, "k")
@@ -76,15 +45,7 @@ func TestTTLConcurrentWithFailedExtendLowersUntil(t *testing.T) {
 				time.Sleep(100 * time.Millisecond)
 				// The keys now live 500ms on every node, not the ~900ms left
 				// the lock counts on.
-				mu.Lock()
-				v := value
-				mu.Unlock()
-				expiry := time.Now().Add(500 * time.Millisecond)
-				for _, m := range mem {
-					ok, err := m.Extend(ctx, l.Key(), v, 500*time.Millisecond)
-					require.NoError(t, err)
-					require.True(t, ok)
-				}
+				expiry := shortenKeys(t, mem, l.Key(), &set, 500*time.Millisecond)
 
 				extended := make(chan error, 1)
 				extend := func() { extended <- l.Extend(ctx, time.Second) }

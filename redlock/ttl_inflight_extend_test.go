@@ -2,7 +2,6 @@ package redlock_test
 
 import (
 	"context"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -29,26 +28,17 @@ func TestTTLLowersUntilWhileAnExtendIsInFlight(t *testing.T) {
 		mem, _ := memNodes(3)
 		extGate, open := make(chan struct{}), make(chan struct{})
 		close(open)
-		var mu sync.Mutex
-		var value string
+		var set setValue
 		nodes := make([]driver.Node, len(mem))
 		for i, m := range mem {
-			nodes[i] = failingExtendNode{m, open, extGate, &mu, &value}
+			nodes[i] = ttlGatedNode{Node: m, ttlGate: open, extGate: extGate, failExtend: true, set: &set}
 		}
 		c := newClient(t, nodes, redlock.WithTTL(time.Second), redlock.WithNodeTimeout(800*time.Millisecond))
 		l, err := c.TryLock(ctx, "k")
 		require.NoError(t, err)
 		done := l.Done()
 		time.Sleep(100 * time.Millisecond)
-		mu.Lock()
-		v := value
-		mu.Unlock()
-		expiry := time.Now().Add(500 * time.Millisecond)
-		for _, m := range mem {
-			ok, err := m.Extend(ctx, l.Key(), v, 500*time.Millisecond)
-			require.NoError(t, err)
-			require.True(t, ok)
-		}
+		expiry := shortenKeys(t, mem, l.Key(), &set, 500*time.Millisecond)
 		extended := make(chan error, 1)
 		go func() { extended <- l.Extend(ctx, time.Second) }()
 		synctest.Wait() // the Extend waits for extGate
@@ -73,21 +63,6 @@ func TestTTLLowersUntilWhileAnExtendIsInFlight(t *testing.T) {
 	})
 }
 
-// valueExtendGated is a memory node that notes the value its SET wrote and
-// whose Extend applies its PEXPIRE only once extGate is closed.
-type valueExtendGated struct {
-	ttlExtendGated
-	mu    *sync.Mutex
-	value *string
-}
-
-func (n valueExtendGated) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	n.mu.Lock()
-	*n.value = value
-	n.mu.Unlock()
-	return n.Node.SetNX(ctx, key, value, ttl)
-}
-
 // A TTL judged while an Extend is in flight lowers Until, and the Extend,
 // when it succeeds before that Until, sets Until from its own start as ever:
 // the lock is kept.
@@ -97,26 +72,17 @@ func TestTTLLoweredUntilRaisedByTheExtendInFlight(t *testing.T) {
 		mem, _ := memNodes(3)
 		extGate, open := make(chan struct{}), make(chan struct{})
 		close(open)
-		var mu sync.Mutex
-		var value string
+		var set setValue
 		nodes := make([]driver.Node, len(mem))
 		for i, m := range mem {
-			nodes[i] = valueExtendGated{ttlExtendGated{m, open, extGate}, &mu, &value}
+			nodes[i] = ttlGatedNode{Node: m, ttlGate: open, extGate: extGate, set: &set}
 		}
 		c := newClient(t, nodes, redlock.WithTTL(time.Second), redlock.WithNodeTimeout(500*time.Millisecond))
 		l, err := c.TryLock(ctx, "k")
 		require.NoError(t, err)
 		done := l.Done()
 		time.Sleep(100 * time.Millisecond)
-		mu.Lock()
-		v := value
-		mu.Unlock()
-		expiry := time.Now().Add(300 * time.Millisecond) // the lock counts on ~890ms
-		for _, m := range mem {
-			ok, err := m.Extend(ctx, l.Key(), v, 300*time.Millisecond)
-			require.NoError(t, err)
-			require.True(t, ok)
-		}
+		expiry := shortenKeys(t, mem, l.Key(), &set, 300*time.Millisecond) // the lock counts on ~890ms
 		extended := make(chan error, 1)
 		start := time.Now()
 		go func() { extended <- l.Extend(ctx, time.Second) }()
