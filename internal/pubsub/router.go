@@ -3,6 +3,8 @@ package pubsub
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -428,18 +430,20 @@ func (r *Router) rehome(shard string) (stay, retry bool) {
 	return stay, retry
 }
 
+// markClosed marks the router closed, so that Subscribe calls from now on
+// return [driver.ErrClosed], and returns the hubs it has.
+func (r *Router) markClosed() []*Hub {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.closed = true
+	return slices.Collect(maps.Values(r.hubs))
+}
+
 // Closing is Hub.Closing for every hub: Subscribe calls still waiting, and
 // later ones, return [driver.ErrClosed], whatever happens to the
 // connections meanwhile.
 func (r *Router) Closing() {
-	r.mu.Lock()
-	r.closed = true
-	hubs := make([]*Hub, 0, len(r.hubs))
-	for _, h := range r.hubs {
-		hubs = append(hubs, h)
-	}
-	r.mu.Unlock()
-	for _, h := range hubs {
+	for _, h := range r.markClosed() {
 		h.Closing()
 	}
 }
@@ -447,13 +451,7 @@ func (r *Router) Closing() {
 // Close closes every hub and waits for the followings in flight. Subscribe
 // calls after it return [driver.ErrClosed].
 func (r *Router) Close() {
-	r.mu.Lock()
-	r.closed = true
-	hubs := make([]*Hub, 0, len(r.hubs))
-	for _, h := range r.hubs {
-		hubs = append(hubs, h)
-	}
-	r.mu.Unlock()
+	hubs := r.markClosed()
 	r.cancel()
 	for _, h := range hubs {
 		h.Close()
