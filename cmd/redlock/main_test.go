@@ -258,6 +258,19 @@ func nodes(t *testing.T, n int, opts ...redistest.Option) ([]*redistest.Server, 
 	return servers, strings.Join(redistest.Addrs(servers), ",")
 }
 
+// tlsNodes starts n redis-server processes, which speak plaintext, and
+// returns them and their addresses as rediss:// nodes: the servers do not
+// answer the TLS handshake of a client that dials those.
+func tlsNodes(t *testing.T, n int) ([]*redistest.Server, []string) {
+	t.Helper()
+	servers, _ := nodes(t, n)
+	urls := make([]string, len(servers))
+	for i, s := range servers {
+		urls[i] = "rediss://" + s.Addr()
+	}
+	return servers, urls
+}
+
 // haveRedisServer reports whether redis-server can be run, as redistest
 // finds it.
 func haveRedisServer() bool {

@@ -13,11 +13,7 @@ import (
 // runs under the attempt's context (it ends with the wait).
 func TestTLSToPlaintextServerWhileWaiting(t *testing.T) {
 	t.Parallel()
-	servers, _ := nodes(t, 3)
-	var urls []string
-	for _, s := range servers {
-		urls = append(urls, "rediss://"+s.Addr())
-	}
+	_, urls := tlsNodes(t, 3)
 	r := invoke(t, "", "run", "--wait", "3s", "--node-timeout", "200ms", "--nodes", strings.Join(urls, ","), "tls-wait", "--", "true")
 	if r.code != exitUnavailable {
 		t.Fatalf("run over TLS to plaintext servers: want exit %d:\n%v", exitUnavailable, r)

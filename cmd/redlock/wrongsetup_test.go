@@ -26,11 +26,7 @@ import (
 // for each such node; run through every driver.
 func TestTLSToPlaintextServer(t *testing.T) {
 	t.Parallel()
-	servers, _ := nodes(t, 3)
-	var urls []string
-	for _, s := range servers {
-		urls = append(urls, "rediss://"+s.Addr())
-	}
+	servers, urls := tlsNodes(t, 3)
 	nodeList := strings.Join(urls, ",")
 	for _, d := range []string{"goredis", "redigo", "rueidis", "valkeygo"} {
 		t.Run(d, func(t *testing.T) {
