@@ -46,11 +46,7 @@ func TestLossNamesCause(t *testing.T) {
 				// A quorum holds the key: the first server may not
 				// (its SET may be in flight still, or lost).
 				value := valueOf(t, servers, key)
-				for _, s := range servers {
-					if _, err := s.Do(t.Context(), "ACL", "SETUSER", user, "-pexpire"); err != nil {
-						t.Fatal(err)
-					}
-				}
+				takePexpire(t, user, servers...)
 				if code := b.wait(60 * time.Second); code != exitLockLost {
 					t.Fatalf("%s whose user lost PEXPIRE: exit %d, want %d; stderr:\n%s", cmd, code, exitLockLost, b.stderr.String())
 				}
@@ -114,14 +110,9 @@ func TestPermanentExtendLossAtOnce(t *testing.T) {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
 			user, key := "atonce-"+d, "atonce-"+d
-			urls := setUser(t, servers, user, password)
-			b, _ := startHold(t, "-v", "--driver", d, "--ttl", "30s", "--nodes", strings.Join(urls, ","), key)
+			b, _ := startHoldAs(t, servers, user, password, key, "-v", "--driver", d, "--ttl", "30s")
 			defer b.cmd.Process.Signal(syscall.SIGTERM)
-			for _, s := range servers {
-				if _, err := s.Do(t.Context(), "ACL", "SETUSER", user, "-pexpire"); err != nil {
-					t.Fatal(err)
-				}
-			}
+			takePexpire(t, user, servers...)
 			if code := b.wait(60 * time.Second); code != exitLockLost {
 				t.Fatalf("hold whose user lost PEXPIRE: exit %d, want %d; stderr:\n%s", code, exitLockLost, b.stderr.String())
 			}
@@ -155,6 +146,28 @@ func TestPermanentExtendLossAtOnce(t *testing.T) {
 				t.Errorf("hold's loss line does not tell the refusal:\n%s", out)
 			}
 		})
+	}
+}
+
+// startHoldAs starts hold with args, then --nodes naming servers as the ACL
+// user with password and every right (see setUser), then key; it returns
+// hold once it holds the lock, and the servers' addresses as that user.
+func startHoldAs(t *testing.T, servers []*redistest.Server, user, password, key string, args ...string) (*background, []string) {
+	t.Helper()
+	urls := setUser(t, servers, user, password)
+	b, _ := startHold(t, append(args, "--nodes", strings.Join(urls, ","), key)...)
+	return b, urls
+}
+
+// takePexpire takes PEXPIRE, which the extension script calls, from the ACL
+// user on each of servers: every extension through them is then refused
+// with NOPERM, which retrying cannot fix.
+func takePexpire(t *testing.T, user string, servers ...*redistest.Server) {
+	t.Helper()
+	for _, s := range servers {
+		if _, err := s.Do(t.Context(), "ACL", "SETUSER", user, "-pexpire"); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

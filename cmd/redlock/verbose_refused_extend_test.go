@@ -34,21 +34,18 @@ func TestVerboseTellsNodeRefusingExtension(t *testing.T) {
 			t.Run(name, func(t *testing.T) {
 				t.Parallel()
 				user, key := "refext-"+name, "refext-"+name
-				urls := setUser(t, servers, user, password)
 				// Extended every 2s. With --ttl 1500ms (every 500ms,
 				// a node timeout of 150ms) the lock, which has no node
 				// to spare here, was lost under -race on the loaded
 				// machine (load average 46 on 2 cores): its validity
 				// ran out before the two other nodes answered.
-				args := []string{"--driver", d, "--ttl", "6s", "--nodes", strings.Join(urls, ","), key}
+				args := []string{"--driver", d, "--ttl", "6s"}
 				if verbose {
 					args = append([]string{"-v"}, args...)
 				}
-				b, _ := startHold(t, args...)
+				b, urls := startHoldAs(t, servers, user, password, key, args...)
 				defer b.cmd.Process.Signal(syscall.SIGTERM)
-				if _, err := servers[0].Do(t.Context(), "ACL", "SETUSER", user, "-pexpire"); err != nil {
-					t.Fatal(err)
-				}
+				takePexpire(t, user, servers[0])
 				told := "redlock: node " + strings.Replace(urls[0], password, "xxxxx", 1) + " answered NOPERM to the extension of " + key + ", which retrying cannot fix, so the lock is held on the other nodes, with that node fewer to spare (see redlock doctor): "
 				waitStderr(t, b, told, 30*time.Second)
 				// Three more extensions on the others, each refused again.
