@@ -358,30 +358,52 @@ func stalled(t *testing.T, ctx context.Context, s *redisSuite, warm bool, opts .
 }
 
 func stalledDeadline(t *testing.T, ctx context.Context, s *redisSuite) {
-	stalledDeadlineWith(t, ctx, s)
+	stalledCallsEnd(t, ctx, s, false)
 }
 
-// stalledDeadlineWith checks calls with a deadline on a stalled server
-// started with opts.
-func stalledDeadlineWith(t *testing.T, ctx context.Context, s *redisSuite, opts ...redistest.Option) {
-	const deadline = 200 * time.Millisecond
+// stalledCallsEnd checks that each call on a stalled server started with
+// opts, both before the node connected and after, ends with its context,
+// which ends 200ms after the call began: at its deadline or, with cancel,
+// canceled.
+func stalledCallsEnd(t *testing.T, ctx context.Context, s *redisSuite, cancel bool, opts ...redistest.Option) {
+	const after = 200 * time.Millisecond
+	how, want, wantName := fmt.Sprintf("with a %v deadline", after), context.DeadlineExceeded, "context.DeadlineExceeded"
+	if cancel {
+		how, want, wantName = fmt.Sprintf("canceled after %v", after), context.Canceled, "context.Canceled"
+	}
 	for _, warm := range []bool{true, false} {
 		_, n := stalled(t, ctx, s, warm, opts...)
 		for name, call := range methods(n, key(t)) {
-			cctx, cancel := context.WithTimeout(ctx, deadline)
-			took, returned, err := boundedCall(cctx, call, deadline+stallBound)
-			cancel()
+			cctx, done := endingContext(ctx, after, cancel)
+			took, returned, err := boundedCall(cctx, call, after+stallBound)
+			done()
+			on := fmt.Sprintf("%s on a stalled server (connected before: %v) %s", name, warm, how)
 			if !returned {
-				t.Errorf("%s on a stalled server (connected before: %v) with a %v deadline had not returned %v later: a call must end with its context, never wait for the server beyond it", name, warm, deadline, took)
+				t.Errorf("%s had not returned %v later: a call must end with its context, never wait for the server beyond it", on, took)
 				continue
 			}
-			if !errors.Is(err, context.DeadlineExceeded) {
-				t.Errorf("%s on a stalled server (connected before: %v) with a %v deadline: error = %v, want one matching context.DeadlineExceeded%s", name, warm, deadline, err, subscribeRule(name, err))
+			if !errors.Is(err, want) {
+				t.Errorf("%s: error = %v, want one matching %s%s", on, err, wantName, subscribeRule(name, err))
 			}
-			if took > deadline+stallBound {
-				t.Errorf("%s on a stalled server (connected before: %v) with a %v deadline took %v: a call must end with its context", name, warm, deadline, took)
+			if took > after+stallBound {
+				t.Errorf("%s took %v: a call must end with its context", on, took)
 			}
 		}
+	}
+}
+
+// endingContext returns a context that ends after: at its deadline or, with
+// cancel, canceled (it has no deadline then: only the cancel can end it);
+// and the function to call once done with it.
+func endingContext(ctx context.Context, after time.Duration, cancel bool) (context.Context, func()) {
+	if !cancel {
+		return context.WithTimeout(ctx, after)
+	}
+	cctx, stop := context.WithCancel(ctx)
+	timer := time.AfterFunc(after, stop)
+	return cctx, func() {
+		timer.Stop()
+		stop()
 	}
 }
 
@@ -430,33 +452,7 @@ func subscribeRule(call string, err error) string {
 }
 
 func stalledCancel(t *testing.T, ctx context.Context, s *redisSuite) {
-	stalledCancelWith(t, ctx, s)
-}
-
-// stalledCancelWith checks canceled calls on a stalled server started with
-// opts.
-func stalledCancelWith(t *testing.T, ctx context.Context, s *redisSuite, opts ...redistest.Option) {
-	const after = 200 * time.Millisecond
-	for _, warm := range []bool{true, false} {
-		_, n := stalled(t, ctx, s, warm, opts...)
-		for name, call := range methods(n, key(t)) {
-			cctx, cancel := context.WithCancel(ctx) // no deadline: only the cancel can end it
-			timer := time.AfterFunc(after, cancel)
-			took, returned, err := boundedCall(cctx, call, after+stallBound)
-			timer.Stop()
-			cancel()
-			if !returned {
-				t.Errorf("%s on a stalled server (connected before: %v), canceled after %v, had not returned %v later: a call must end with its context, never wait for the server beyond it", name, warm, after, took)
-				continue
-			}
-			if !errors.Is(err, context.Canceled) {
-				t.Errorf("%s on a stalled server (connected before: %v), canceled after %v: error = %v, want one matching context.Canceled%s", name, warm, after, err, subscribeRule(name, err))
-			}
-			if took > after+stallBound {
-				t.Errorf("%s on a stalled server (connected before: %v), canceled after %v, took %v: a call must end with its context", name, warm, after, took)
-			}
-		}
-	}
+	stalledCallsEnd(t, ctx, s, true)
 }
 
 func stalledRecovers(t *testing.T, ctx context.Context, s *redisSuite) {
@@ -973,12 +969,12 @@ func tlsClientCertRequired(t *testing.T, ctx context.Context, s *redisSuite) {
 
 func tlsStalledDeadline(t *testing.T, ctx context.Context, s *redisSuite) {
 	certs := redistest.NewCerts(t)
-	stalledDeadlineWith(t, ctx, s, redistest.WithTLS(certs, redistest.ClientCertsRequired))
+	stalledCallsEnd(t, ctx, s, false, redistest.WithTLS(certs, redistest.ClientCertsRequired))
 }
 
 func tlsStalledCancel(t *testing.T, ctx context.Context, s *redisSuite) {
 	certs := redistest.NewCerts(t)
-	stalledCancelWith(t, ctx, s, redistest.WithTLS(certs, redistest.ClientCertsRequired))
+	stalledCallsEnd(t, ctx, s, true, redistest.WithTLS(certs, redistest.ClientCertsRequired))
 }
 
 // scriptsConcurrent runs every script from many goroutines at once, on a
