@@ -87,69 +87,41 @@ func (s *redisSuite) runCluster(t *testing.T) {
 				return s.openURL(t, clusters[next.Add(1)%int64(len(clusters))].URL())
 			})
 		})
-		t.Run("Notifier/FollowsSlot", func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
-			defer cancel()
-			notifyFollowsSlot(t, ctx, s, clusters[1])
-		})
-		t.Run("Notifier/SubscribeAfterMove", func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
-			defer cancel()
-			subscribeAfterMove(t, ctx, s, clusters[2])
-		})
-		t.Run("Notifier/MovedSparesShard", func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
-			defer cancel()
-			movedSparesShard(t, ctx, s, clusters[2])
-		})
-		t.Run("NotClusterEnabled", func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
-			defer cancel()
-			notClusterEnabled(t, ctx, s)
-		})
-		t.Run("TLS", func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
-			defer cancel()
-			clusterTLS(t, ctx, s)
-		})
-		t.Run("Commands/Atomic", func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
-			defer cancel()
-			clusterCommandsAtomic(t, ctx, s)
-		})
-		t.Run("IPv6", func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
-			defer cancel()
-			clusterIPv6(t, ctx, s)
-		})
-		t.Run("Failover", func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 3*subtestTimeout)
-			defer cancel()
-			clusterFailover(t, ctx, s)
-		})
-		t.Run("DeadReplica", func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
-			defer cancel()
-			clusterDeadReplica(t, ctx, s, (*redistest.Server).Kill, false)
-		})
-		t.Run("HungReplica", func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
-			defer cancel()
-			clusterDeadReplica(t, ctx, s, (*redistest.Server).Pause, false)
-		})
-		t.Run("ReplicaHangsLater", func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), subtestTimeout)
-			defer cancel()
-			clusterDeadReplica(t, ctx, s, (*redistest.Server).Pause, true)
-		})
-		t.Run("Migration", func(t *testing.T) {
-			if s.skipMigration != "" {
-				t.Skip(s.skipMigration)
-			}
-			ctx, cancel := context.WithTimeout(context.Background(), 2*subtestTimeout)
-			defer cancel()
-			clusterMigration(t, ctx, s, clusters[0])
-		})
+		for _, tc := range []struct {
+			name    string
+			timeout time.Duration
+			fn      func(t *testing.T, ctx context.Context)
+		}{
+			{"Notifier/FollowsSlot", subtestTimeout, func(t *testing.T, ctx context.Context) { notifyFollowsSlot(t, ctx, s, clusters[1]) }},
+			{"Notifier/SubscribeAfterMove", subtestTimeout, func(t *testing.T, ctx context.Context) { subscribeAfterMove(t, ctx, s, clusters[2]) }},
+			{"Notifier/MovedSparesShard", subtestTimeout, func(t *testing.T, ctx context.Context) { movedSparesShard(t, ctx, s, clusters[2]) }},
+			{"NotClusterEnabled", subtestTimeout, func(t *testing.T, ctx context.Context) { notClusterEnabled(t, ctx, s) }},
+			{"TLS", subtestTimeout, func(t *testing.T, ctx context.Context) { clusterTLS(t, ctx, s) }},
+			{"Commands/Atomic", subtestTimeout, func(t *testing.T, ctx context.Context) { clusterCommandsAtomic(t, ctx, s) }},
+			{"IPv6", subtestTimeout, func(t *testing.T, ctx context.Context) { clusterIPv6(t, ctx, s) }},
+			{"Failover", 3 * subtestTimeout, func(t *testing.T, ctx context.Context) { clusterFailover(t, ctx, s) }},
+			{"DeadReplica", subtestTimeout, func(t *testing.T, ctx context.Context) {
+				clusterDeadReplica(t, ctx, s, (*redistest.Server).Kill, false)
+			}},
+			{"HungReplica", subtestTimeout, func(t *testing.T, ctx context.Context) {
+				clusterDeadReplica(t, ctx, s, (*redistest.Server).Pause, false)
+			}},
+			{"ReplicaHangsLater", subtestTimeout, func(t *testing.T, ctx context.Context) {
+				clusterDeadReplica(t, ctx, s, (*redistest.Server).Pause, true)
+			}},
+			{"Migration", 2 * subtestTimeout, func(t *testing.T, ctx context.Context) {
+				if s.skipMigration != "" {
+					t.Skip(s.skipMigration)
+				}
+				clusterMigration(t, ctx, s, clusters[0])
+			}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), tc.timeout)
+				defer cancel()
+				tc.fn(t, ctx)
+			})
+		}
 	})
 }
 
