@@ -59,49 +59,39 @@ func (r *recorder) add(s string) {
 	r.mu.Unlock()
 }
 
-func (r *recorder) Do(ctx context.Context, e redlock.DoStart) (context.Context, func(redlock.DoDone)) {
-	ctx, p := r.enter(ctx, "do")
-	return ctx, func(d redlock.DoDone) {
+// recordEnd returns the end function of the span p: it logs the end and
+// appends what the end tells to into.
+func recordEnd[D any](r *recorder, p string, into *[]D) func(D) {
+	return func(d D) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
-		r.log, r.dos = append(r.log, "end "+p), append(r.dos, d)
+		r.log, *into = append(r.log, "end "+p), append(*into, d)
 	}
+}
+
+func (r *recorder) Do(ctx context.Context, e redlock.DoStart) (context.Context, func(redlock.DoDone)) {
+	ctx, p := r.enter(ctx, "do")
+	return ctx, recordEnd(r, p, &r.dos)
 }
 
 func (r *recorder) Lock(ctx context.Context, e redlock.LockStart) (context.Context, func(redlock.LockDone)) {
 	ctx, p := r.enter(ctx, "lock")
-	return ctx, func(d redlock.LockDone) {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		r.log, r.locks = append(r.log, "end "+p), append(r.locks, d)
-	}
+	return ctx, recordEnd(r, p, &r.locks)
 }
 
 func (r *recorder) Attempt(ctx context.Context, e redlock.AttemptStart) (context.Context, func(redlock.AttemptDone)) {
 	ctx, p := r.enter(ctx, "attempt")
-	return ctx, func(d redlock.AttemptDone) {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		r.log, r.attempts = append(r.log, "end "+p), append(r.attempts, d)
-	}
+	return ctx, recordEnd(r, p, &r.attempts)
 }
 
 func (r *recorder) Extend(ctx context.Context, e redlock.ExtendStart) (context.Context, func(redlock.ExtendDone)) {
 	ctx, p := r.enter(ctx, "extend")
-	return ctx, func(d redlock.ExtendDone) {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		r.log, r.extends = append(r.log, "end "+p), append(r.extends, d)
-	}
+	return ctx, recordEnd(r, p, &r.extends)
 }
 
 func (r *recorder) Unlock(ctx context.Context, e redlock.UnlockStart) (context.Context, func(redlock.UnlockDone)) {
 	ctx, p := r.enter(ctx, "unlock")
-	return ctx, func(d redlock.UnlockDone) {
-		r.mu.Lock()
-		defer r.mu.Unlock()
-		r.log, r.unlocks = append(r.log, "end "+p), append(r.unlocks, d)
-	}
+	return ctx, recordEnd(r, p, &r.unlocks)
 }
 
 func (r *recorder) NodeCall(ctx context.Context, e redlock.NodeCall) {
