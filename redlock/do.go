@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -621,8 +620,8 @@ func (e refusedUnreleased) Error() string {
 	b.WriteString(e.refusal.Error())
 	b.WriteString("\nthe release then:")
 	for _, part := range joinedLeaves(nil, e.release) {
-		if reflect.TypeOf(part).Comparable() && slices.Contains(told, part) {
-			continue // (== of two values of a type it cannot compare panics)
+		if toldIn(told, part) {
+			continue
 		}
 		text := part.Error()
 		if errors.Is(part, ErrLockLost) {
@@ -635,6 +634,19 @@ func (e refusedUnreleased) Error() string {
 }
 
 func (e refusedUnreleased) Unwrap() []error { return []error{e.refusal, e.release} }
+
+// toldIn reports whether part is one of told (==). Two errors of one type
+// that == cannot compare panic when compared, and so do two of a type that
+// reflect calls comparable (a struct with an interface field) whose values
+// hold such a type (a slice in the field): part is then not found, and told.
+func toldIn(told []error, part error) (found bool) {
+	defer func() {
+		if recover() != nil {
+			found = false
+		}
+	}()
+	return slices.Contains(told, part)
+}
 
 // joinedLeaves appends to dst the errors that err joins (errors.Join, or
 // any error whose Unwrap returns a list), through joins of joins, or err

@@ -76,3 +76,29 @@ func TestRefusedUnreleasedUncomparableParts(t *testing.T) {
 		t.Errorf("errors.Is(err, ErrLockLost) = false:\n%s", text)
 	}
 }
+
+// causeOf is an error of a type that reflect calls comparable (a struct of
+// one interface field) but whose == panics when the field holds a value of a
+// type that is not comparable, as a user's error that wraps causeList does.
+type causeOf struct{ err error }
+
+func (e causeOf) Error() string { return "because " + e.err.Error() }
+func (e causeOf) Unwrap() error { return e.err }
+
+// TestRefusedUnreleasedComparableTypeUncomparableValue: a part of a type that
+// reflect calls comparable can still hold a value that == cannot compare (an
+// interface field holding a slice): Error must not panic on it either.
+func TestRefusedUnreleasedComparableTypeUncomparableValue(t *testing.T) {
+	err := refusedUnreleased{
+		errors.Join(ErrLockLost, causeOf{causeList{reasons: []string{"shutdown"}}}),
+		errors.Join(ErrLockLost, causeOf{causeList{reasons: []string{"shutdown"}}}),
+	}
+	text := err.Error()
+	if n := strings.Count(text, "because canceled: shutdown"); n < 1 {
+		t.Errorf("the cause is not told:\n%s", text)
+	}
+	var c causeOf
+	if !errors.As(err, &c) {
+		t.Errorf("errors.As(err, causeOf) = false:\n%s", text)
+	}
+}
