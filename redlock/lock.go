@@ -340,12 +340,17 @@ func (l *Lock) beginExtend(start time.Time, ttl, d time.Duration, ctxErr error, 
 	bound := start.Add(ttl - d)
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	// ctxErr, when ctx had ended, is in every error (nil is left out).
+	// ctxErr, when ctx had ended, is in every error (nil is left out);
+	// so is ErrClosed after Close, whatever else ended the lock.
+	var closedErr error
+	if closed {
+		closedErr = ErrClosed
+	}
 	if l.unlocked { // as TTL: the holder let it go
-		return bound, errors.Join(ErrLockLost, ErrAlreadyUnlocked, ctxErr)
+		return bound, errors.Join(ErrLockLost, ErrAlreadyUnlocked, closedErr, ctxErr)
 	}
 	if l.overLocked(start) {
-		return bound, errors.Join(ErrLockLost, errOver, ctxErr)
+		return bound, errors.Join(ErrLockLost, errOver, closedErr, ctxErr)
 	}
 	if closed {
 		// The Client was closed before the caller's Extend: nothing will

@@ -37,7 +37,10 @@ var errNoTTLer = errors.New("the node cannot tell a key's time to live (no drive
 // the votes (*VoteError) joined in when the nodes were asked; the error
 // matches ErrUnavailable too when so many nodes failed that no quorum could
 // answer. When so many nodes said they no longer hold it that no quorum can,
-// Done is closed. When ctx had ended, ctx.Err() is in every error.
+// Done is closed. When ctx had ended, ctx.Err() is in every error. After
+// the Client's Close, the error matches ErrClosed too: a lock that has
+// ended says so at once, and the closed nodes that a lock still held asks
+// answer ErrClosed.
 //
 // Nodes must implement driver.TTLer, as every driver of this module does; a
 // node that does not counts as failed.
@@ -60,12 +63,18 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	// the end).
 	succeeded := l.succeeded
 	l.mu.Unlock()
-	// ctx.Err(), when ctx had ended, is in every error (nil is left out).
+	// ctx.Err(), when ctx had ended, is in every error (nil is left out);
+	// so is ErrClosed after Close (a lock not over asks the closed nodes,
+	// whose errors say it).
+	var closedErr error
+	if c.closed.Load() {
+		closedErr = ErrClosed
+	}
 	switch {
 	case unlocked:
-		return 0, errors.Join(ErrLockLost, ErrAlreadyUnlocked, ctx.Err())
+		return 0, errors.Join(ErrLockLost, ErrAlreadyUnlocked, closedErr, ctx.Err())
 	case over:
-		return 0, errors.Join(ErrLockLost, errOver, ctx.Err())
+		return 0, errors.Join(ErrLockLost, errOver, closedErr, ctx.Err())
 	}
 	left := make([]time.Duration, len(c.nodes)) // by node, read once it replied
 	r := c.start(ctx, OpTTL, l.name, func(ctx context.Context, i int, n driver.Node) (bool, error) {
