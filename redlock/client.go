@@ -463,7 +463,7 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 		return nil, outcome{}, err
 	}
 	if err := c.askIdentities(); err != nil {
-		return nil, outcome{}, err
+		return nil, outcome{}, badInput(ctx, err) // as bad input: retrying cannot fix it
 	}
 	if !admitted {
 		// Before the key is marked as being acquired: thousands of
@@ -519,14 +519,14 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 			if err == errIdentityCut {
 				return nil, outcome{r: r}, errors.Join(r.err(ctx, ErrNotObtained), err)
 			}
-			return nil, outcome{r: r}, err // like bad input: retrying cannot fix it
+			return nil, outcome{r: r}, badInput(ctx, err) // like bad input: retrying cannot fix it
 		}
 	}
 	if ok && c.fencers != nil {
 		token, ferr = c.fence(ctx, r, counters, key, value, fk)
 		if ferr == errFenceExhausted {
 			c.abandon(ctx, r, key, value, ttl)
-			return nil, outcome{r: r}, ferr // like bad input: retrying cannot fix it
+			return nil, outcome{r: r}, badInput(ctx, ferr) // like bad input: retrying cannot fix it
 		}
 		ok = ferr == nil
 	}
