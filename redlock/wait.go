@@ -32,7 +32,8 @@ const maxWakeJitter = 5 * time.Millisecond
 // client or pool closed by its user under a node of a driver's New); the
 // error names the cause. It stops too when
 // Close begins while it waits between attempts: the error then matches
-// ErrClosed, with the last attempt's error joined in.
+// ErrClosed, with the last attempt's error joined in (and ctx.Err() when
+// ctx has ended too).
 //
 // opts apply to this call only: WithTTL, WithBackoff and WithMaxAttempts.
 //
@@ -213,13 +214,13 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 				case <-ctx.Done():
 					return nil, a.ended(ctx)
 				case <-c.closing:
-					return nil, errors.Join(a.verdict, ErrClosed)
+					return nil, a.closed(ctx)
 				}
 			}
 		case <-ctx.Done():
 			return nil, a.ended(ctx)
 		case <-c.closing:
-			return nil, errors.Join(a.verdict, ErrClosed)
+			return nil, a.closed(ctx)
 		}
 		heard(released)
 		start = time.Now()
@@ -303,7 +304,7 @@ func (c *Client) rewake(ctx context.Context, a *attempts, released chan struct{}
 	case <-ctx.Done():
 		return a.ended(ctx)
 	case <-c.closing:
-		return errors.Join(a.verdict, ErrClosed)
+		return a.closed(ctx)
 	}
 	select {
 	case released <- struct{}{}:
@@ -317,6 +318,14 @@ func (c *Client) rewake(ctx context.Context, a *attempts, released chan struct{}
 func splitVote(err error) bool {
 	var ve *VoteError
 	return errors.As(err, &ve) && ve.Granted > 0 && ve.Granted < ve.Needed
+}
+
+// closed is the error of Lock when Close began while it waited: the
+// verdict of the last attempt that finished, ErrClosed, and ctx.Err() when
+// ctx has ended too (its end and Close's beginning may wake the wait at
+// once, and the wait picks either).
+func (a *attempts) closed(ctx context.Context) error {
+	return ended(ctx, errors.Join(a.verdict, ErrClosed))
 }
 
 // ended joins ctx.Err() to err when ctx has ended and err does not say so
@@ -426,7 +435,7 @@ func (c *Client) takeTurn(ctx context.Context, a *attempts) (_ *turn, waited boo
 		case <-ctx.Done():
 			return nil, true, nil, nil, a.ended(ctx)
 		case <-c.closing:
-			return nil, true, nil, nil, errors.Join(a.verdict, ErrClosed)
+			return nil, true, nil, nil, a.closed(ctx)
 		}
 		if l, stop, err := a.try(ctx); stop {
 			return nil, true, nil, l, err
