@@ -104,7 +104,8 @@
 // attempt was applied. Leave ReadOnly (and RouteByLatency, RouteRandomly)
 // unset on a *redis.ClusterClient: such a client holds its commands for
 // COMMAND beyond their contexts, and the node then watches every call, as
-// without ContextTimeoutEnabled (see New). The caller keeps ownership of a
+// without ContextTimeoutEnabled (see New); so it does on a client whose
+// ReadTimeout is -2, which sets no read deadline, not even the context's. The caller keeps ownership of a
 // client passed to New: closing the node does not close it. A node of New is
 // named (in errors, logs and the redlock.node attribute of metrics) by what
 // its client connects to, without credentials: a Ring by its shards'

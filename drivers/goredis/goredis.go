@@ -167,7 +167,11 @@ const maxRedirects = 8
 // never resends a command whose reply was lost; see the package documentation.
 // Unless c is a *redis.Client or a *redis.ClusterClient with
 // ContextTimeoutEnabled, the node watches every call's context itself, at
-// the cost of a goroutine per call.
+// the cost of a goroutine per call. It does so too for a client whose
+// ReadTimeout is -2, which go-redis documents as disabling SetReadDeadline
+// calls: such a client sets no deadline on its reads, not even the
+// context's, and a command on a server that stopped answering would wait
+// for the server.
 //
 // A *redis.ClusterClient should not have ReadOnly (which RouteByLatency and
 // RouteRandomly set): such a client asks COMMAND of up to three nodes, one
@@ -225,7 +229,7 @@ func New(c redis.UniversalClient) driver.Node {
 		// A ReadOnly client (RouteByLatency and RouteRandomly set it) may
 		// hold a command beyond its context, for COMMAND (see New's doc): its
 		// calls are watched.
-		n := newNode(c, describeCluster(o), o.ContextTimeoutEnabled && !o.ReadOnly)
+		n := newNode(c, describeCluster(o), o.ContextTimeoutEnabled && o.ReadTimeout >= 0 && !o.ReadOnly)
 		n.router, n.reload = newRouter(cc), newReloader(cc)
 		return n
 	}
@@ -241,7 +245,9 @@ func New(c redis.UniversalClient) driver.Node {
 		return newNode(c, name, false)
 	}
 	o := rc.Options()
-	n := newNode(c, describe(o), o.ContextTimeoutEnabled)
+	// A ReadTimeout of -2 (-1 once go-redis has read its options) sets no
+	// read deadline at all, not even the context's: its calls are watched.
+	n := newNode(c, describe(o), o.ContextTimeoutEnabled && o.ReadTimeout >= 0)
 	n.hub = pubsub.New(n.dialPubSub)
 	return n
 }
@@ -326,7 +332,7 @@ type node struct {
 	rediscmd.Commands                       // the command methods, which send with do
 	client            redis.UniversalClient // nil for New(nil)
 	owned             bool                  // Close closes client
-	bounded           bool                  // client bounds a command by its context's deadline (ContextTimeoutEnabled, and no ReadOnly on a cluster)
+	bounded           bool                  // client bounds a command by its context's deadline (ContextTimeoutEnabled, a ReadTimeout that is not -2, and no ReadOnly on a cluster)
 	cluster           bool                  // client is a *redis.ClusterClient
 	oneServer         bool                  // client is a *redis.Client or a *redis.Ring, which follow no redirection (see driver.OneServerError)
 	reload            *reloader             // reloads the slot map of a *redis.ClusterClient after a failure; nil on one server
