@@ -464,7 +464,6 @@ func pipeline(ctx context.Context, c redis.Conn, calls []*batch.Call[rediscmd.Cm
 	}
 	d, bounded := ctx.Deadline()
 	for k, i := range idx {
-		var timeout time.Duration // none: the connection's own read timeout
 		if bounded {
 			// What is left of the deadline, for every read: a server
 			// that trickles its replies does not get the whole of it
@@ -474,9 +473,15 @@ func pipeline(ctx context.Context, c redis.Conn, calls []*batch.Call[rediscmd.Cm
 			// connection's Close would wait for them without a deadline,
 			// on a server that may never answer: no goroutine may outlive
 			// the node timeout.
-			timeout = max(time.Until(d), time.Nanosecond)
+			replies[i], errs[i] = redis.ReceiveWithTimeout(c, max(time.Until(d), time.Nanosecond))
+		} else {
+			// The connection's own read timeout (readTimeout for
+			// Open's pools). Not ReceiveWithTimeout(c, 0), which redigo
+			// takes as no deadline at all: a batch of calls without
+			// deadlines on a server that stopped answering waited for
+			// it for ever, and the node's sender with it.
+			replies[i], errs[i] = c.Receive()
 		}
-		replies[i], errs[i] = redis.ReceiveWithTimeout(c, timeout)
 		var serverErr redis.Error
 		if errs[i] != nil && !errors.As(errs[i], &serverErr) {
 			fail := errs[i] // the connection is broken: no more replies
