@@ -171,7 +171,9 @@ const maxRedirects = 8
 // ReadTimeout is -2, which go-redis documents as disabling SetReadDeadline
 // calls: such a client sets no deadline on its reads, not even the
 // context's, and a command on a server that stopped answering would wait
-// for the server.
+// for the server. (The calls that meet and go together in one pipeline
+// return by their contexts' ends too, but the pipeline waits for the server
+// in the background, as go-redis sets it no deadline.)
 //
 // A *redis.ClusterClient should not have ReadOnly (which RouteByLatency and
 // RouteRandomly set): such a client asks COMMAND of up to three nodes, one
