@@ -79,6 +79,9 @@ func (d brokenDriver) Open(addr string) (driver.Node, error) {
 //     (driver.WithNetworkTimeout) it is given.
 //   - close-waits-calls: a node without a queue (not a driver.Queuer; see
 //     unqueued) whose Close waits for the calls in flight to end.
+//   - waits-without-deadline: a call whose context has no deadline is sent
+//     again, on contexts of its own, until the server answers, as redigo's
+//     pipelines read their replies without any deadline then.
 type brokenRedis struct {
 	kind    string
 	inner   driver.Node
@@ -183,8 +186,16 @@ func untilAnswered(call func(context.Context) error) error {
 	}
 }
 
+// waitsForServer reports whether a call with ctx waits for the server
+// whatever its context (waits-past-context), or does when ctx has no
+// deadline (waits-without-deadline).
+func (n *brokenRedis) waitsForServer(ctx context.Context) bool {
+	_, bounded := ctx.Deadline()
+	return n.kind == "waits-past-context" || n.kind == "waits-without-deadline" && !bounded
+}
+
 func (n *brokenRedis) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
-	if n.kind == "waits-past-context" {
+	if n.waitsForServer(ctx) {
 		var ok bool
 		err := untilAnswered(func(ctx context.Context) (err error) {
 			ok, err = n.inner.SetNX(ctx, key, value, ttl)
@@ -238,6 +249,14 @@ func (n *brokenRedis) EvalRelease(ctx context.Context, key, value string) (bool,
 		d, err := n.raw.Del(ctx, key).Result()
 		return d == 1, err
 	}
+	if n.kind == "waits-without-deadline" && n.waitsForServer(ctx) {
+		var ok bool
+		err := untilAnswered(func(ctx context.Context) (err error) {
+			ok, err = n.inner.EvalRelease(ctx, key, value)
+			return err
+		})
+		return ok, err
+	}
 	ok, err := n.inner.EvalRelease(n.ctx(ctx), key, value)
 	return n.err(ctx, "EvalRelease", value, ok, err)
 }
@@ -251,6 +270,14 @@ func (n *brokenRedis) Extend(ctx context.Context, key, value string, ttl time.Du
 			return n.raw.Eval(ctx, "return redis.call('PEXPIRE', KEYS[1], ARGV[1])", []string{key}, ttl.Milliseconds()).Bool()
 		}
 		return n.raw.PExpire(ctx, key, ttl).Result()
+	}
+	if n.kind == "waits-without-deadline" && n.waitsForServer(ctx) {
+		var ok bool
+		err := untilAnswered(func(ctx context.Context) (err error) {
+			ok, err = n.inner.Extend(ctx, key, value, ttl)
+			return err
+		})
+		return ok, err
 	}
 	ok, err := n.inner.Extend(n.ctx(ctx), key, value, n.ttl(ttl))
 	return n.err(ctx, "Extend", value, ok, err)

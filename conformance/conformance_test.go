@@ -251,6 +251,8 @@ var brokenKinds = map[string]struct {
 		want: "must bound a command's time on the network by the network timeout it is given"},
 	"close-waits-calls": {redis: "Stalled/CloseSendsNoQueuedCall",
 		want: "Close of a node with calls waiting on a server that does not answer"},
+	"waits-without-deadline": {redis: "Stalled/NoDeadlineCallsEnd",
+		want: "a node must bound by its own timeouts what a context does not"},
 }
 
 // TestBrokenNodeHelper runs the suite on a broken node when started by

@@ -28,7 +28,9 @@ const stallBound = 2 * time.Second
 // user, never show a password, neither fail nor block when the server is down
 // or stalled, bound every call by its context on a stalled server (and, for
 // a node that queues its calls, driver.Queuer, by the network timeout it is
-// given, driver.WithNetworkTimeout), and recover when the server does. A
+// given, driver.WithNetworkTimeout), bound by its own timeouts calls whose
+// contexts have no deadline, those it pipelines too, and recover when the
+// server does. A
 // node closed with calls in flight on a
 // stalled server returns from Close at once and ends them; one that queues
 // its calls (driver.Queuer) sends none of those queued (see QueuedAtClose).
@@ -101,6 +103,7 @@ func RunRedis(t *testing.T, d driver.Driver, opts ...RedisOption) {
 		{"Stalled/DeadlineBoundsCalls", stalledDeadline},
 		{"Stalled/CancelBoundsCalls", stalledCancel},
 		{"Stalled/NetworkTimeoutBoundsCalls", stalledNetworkTimeout},
+		{"Stalled/NoDeadlineCallsEnd", stalledNoDeadline},
 		{"Stalled/Recovers", stalledRecovers},
 		{"Stalled/CloseDoesNotWait", stalledClose},
 		{"Stalled/CloseSendsNoQueuedCall", stalledCloseQueued},
@@ -453,6 +456,58 @@ func subscribeRule(call string, err error) string {
 
 func stalledCancel(t *testing.T, ctx context.Context, s *redisSuite) {
 	stalledCallsEnd(t, ctx, s, true)
+}
+
+// stalledNoDeadline checks calls made together on a stalled server with
+// contexts that have no deadline and are not canceled while they run: each
+// must fail by the node's own timeouts (a read timeout, a liveness check),
+// those the node sends together in one pipeline as those it sends alone.
+// What no context bounds, the node must: a call that waited for the server
+// would hold its goroutine, and a connection, for as long as the server does
+// not answer, past the node's Close. (redigo's pipelines read their replies
+// without any deadline in that case, while its calls sent alone failed after
+// its 3s read timeout.) The calls must return before the subtest's own
+// deadline, with an error.
+func stalledNoDeadline(t *testing.T, ctx context.Context, s *redisSuite) {
+	_, n := stalled(t, ctx, s, true)
+	// More calls than a node sends alone at once: the others queue and go
+	// together. Their context has neither a deadline nor a cancel while
+	// they run.
+	const calls = 8
+	cctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	type result struct {
+		name string
+		err  error
+	}
+	results := make(chan result, calls)
+	k := key(t)
+	for i := range calls {
+		name := []string{"SetNX", "Extend", "EvalRelease"}[i%3]
+		go func() {
+			var err error
+			ki := fmt.Sprint(k, i)
+			switch name {
+			case "SetNX":
+				_, err = n.SetNX(cctx, ki, value(), time.Minute)
+			case "Extend":
+				_, err = n.Extend(cctx, ki, value(), time.Minute)
+			default:
+				_, err = n.EvalRelease(cctx, ki, value())
+			}
+			results <- result{name, err}
+		}()
+	}
+	for i := range calls {
+		select {
+		case r := <-results:
+			if r.err == nil {
+				t.Errorf("%s on a stalled server, with a context without deadline: error = nil, want the node's timeout", r.name)
+			}
+		case <-ctx.Done():
+			t.Fatalf("%d of %d calls made together on a stalled server, with contexts that have no deadline, had not returned after %v: a node must bound by its own timeouts what a context does not, for calls it pipelines as for calls it sends alone", calls-i, calls, subtestTimeout)
+		}
+	}
 }
 
 func stalledRecovers(t *testing.T, ctx context.Context, s *redisSuite) {
