@@ -74,3 +74,40 @@ func TestOneServerNodesOnClusterServers(t *testing.T) {
 		})
 	}
 }
+
+// The Subscribe of a node of one server whose server is a cluster's, to a key
+// of another shard's slots, fails as the node's lock calls on that key do:
+// with an error matching driver.ErrClusterServer, for which
+// driver.PermanentCode is "MOVED" (the node follows no redirection, and the
+// server redirects that slot until the slot map changes). Before, the
+// SSUBSCRIBE's MOVED was a passing failure ("SSUBSCRIBE: MOVED 8579 ...",
+// PermanentCode ""), unlike SetNX's on the same node and key, so a waiter
+// subscribed to that node again in the background, at every gap, for as long
+// as it waited, where a refusal for good is asked once a wait (see
+// Client.subscribeOne), through every driver.
+func TestOneServerNodeSubscribeMovedIsPermanent(t *testing.T) {
+	c := redistest.NewCluster(t, 2)
+	srv := c.Shards()[0].Primary()
+	own, other := c.KeyOn(c.Shards()[0], "own-"), c.KeyOn(c.Shards()[1], "other-")
+	for _, name := range redisDrivers {
+		t.Run(name, func(t *testing.T) {
+			n, err := driverByName(t, name).Open(srv.Addr())
+			require.NoError(t, err)
+			defer n.Close()
+			nn := n.(driver.Notifier)
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+
+			stop, err := nn.Subscribe(ctx, own, make(chan struct{}, 1))
+			require.NoError(t, err, "a key of the slots the server serves")
+			stop()
+
+			_, err = n.SetNX(ctx, other, "v", time.Minute)
+			require.ErrorIs(t, err, driver.ErrClusterServer)
+			stop, err = nn.Subscribe(ctx, other, make(chan struct{}, 1))
+			require.Nil(t, stop)
+			require.ErrorIs(t, err, driver.ErrClusterServer, "as SetNX on the same key")
+			require.Equal(t, "MOVED", driver.PermanentCode(err))
+		})
+	}
+}

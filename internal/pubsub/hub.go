@@ -167,10 +167,19 @@ func NewMoving(dial Dialer, moved func(channel string), lost func()) *Hub {
 
 // SubscribeRelease is a driver's Subscribe (driver.Notifier): Subscribe to
 // driver.ReleaseChannel(key), with an error that names driverName and
-// matches ctx's error when ctx is done.
+// matches ctx's error when ctx is done. On a hub of one server (from New),
+// a MOVED reply's error matches driver.ErrClusterServer, as the lock calls'
+// of a node of one server do (see driver.OneServerError).
 func (h *Hub) SubscribeRelease(ctx context.Context, driverName, key string, notify chan<- struct{}) (cancel func(), err error) {
 	cancel, err = h.Subscribe(ctx, driver.ReleaseChannel(key), notify)
 	if err != nil {
+		if h.moved == nil {
+			// A hub of one server, whose node follows no redirection: a
+			// MOVED reply (a cluster's server given as one) fails the
+			// node's lock calls on the key for good, and its
+			// subscriptions too (driver.OneServerError).
+			err = driver.OneServerError(err)
+		}
 		return nil, fmt.Errorf("%s: subscribe: %w", driverName, driver.ContextError(ctx, err))
 	}
 	return cancel, nil
