@@ -7,7 +7,7 @@ import (
 )
 
 // SetClock makes c measure elapsed time by now, for simulation with a fake clock.
-func SetClock(c *Client, now func() time.Time) { c.now = now }
+func SetClock(c *Client, now func() time.Time) { c.now, c.realClock = now, false }
 
 // TryLockCore is TryLock without its observation wrapper.
 func TryLockCore(c *Client, ctx context.Context, key string) (*Lock, error) {

@@ -559,6 +559,26 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 	if l.c.chanNotify {
 		channel = driver.ReleaseChannel(l.key)
 	}
+	if acq == nil && l.c.direct {
+		// One node, no SET to follow: the release straight from here, and
+		// a round only for one that fails, as startUntil's would have been.
+		c := l.c
+		d := c.loneCall(bg, deadline.Add(c.nodeTimeout), time.Time{}) // after the wait for a release's turn
+		ok, err := c.release(d, 0, l.key, l.value, channel)
+		switch { // while the call is in flight, as below
+		case err != nil:
+			c.settle(bg, 0, l.key, l.value, 2, repeatUntil, nil)
+		case !ok && unsure != 0:
+			c.settle(bg, 0, l.key, l.value, 1, deadline, nil)
+		}
+		c.loneDone(d)
+		if ok && err == nil {
+			return nil, ended, nil
+		}
+		r := c.loneRound(bg, ok, err)
+		r.wait(bg)
+		return r, ended, r.err(ctx, ErrLockLost)
+	}
 	// A release that waits in a node's queue past the key's expiry is moot.
 	r := l.c.startUntil(bg, OpRelease, l.name, deadline.Add(l.c.nodeTimeout), func(ctx context.Context, i int, _ driver.Node) (bool, error) {
 		if late != nil && acq.state[i] == pending {
