@@ -555,7 +555,7 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 	}
 	if now := c.now(); ok && now.Before(untilAt) {
 		l := &Lock{c: c, name: name, key: key, value: value, token: token, ttl: ttl, until: untilAt, expiry: start.Add(ttl), acq: r, granted: now.Sub(clockBase)}
-		r.setTTL = ttl
+		r.setTTLms = uint32((ttl + time.Millisecond - 1) / time.Millisecond) // MaxTTL fits
 		r.grant(l)
 		return l, outcome{r: r}, nil
 	}

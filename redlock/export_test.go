@@ -45,7 +45,7 @@ func LateSetRepeatsUntil(l *Lock) time.Time {
 	l.mu.Lock()
 	acq := l.acq
 	l.mu.Unlock()
-	return newLateSets(l.c, acq, time.Time{}).deadlineNow()
+	return newLateSets(l, context.Background(), acq, time.Time{}).deadlineNow()
 }
 
 // ExtendSteps registers an Extend of ttl on l, starting now, without

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/bits"
 	"sync"
 	"time"
 
@@ -580,11 +581,13 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 		return r, ended, r.err(ctx, ErrLockLost)
 	}
 	// A release that waits in a node's queue past the key's expiry is moot.
-	r := l.c.startUntil(bg, OpRelease, l.name, deadline.Add(l.c.nodeTimeout), func(ctx context.Context, i int, _ driver.Node) (bool, error) {
+	release := func(ctx context.Context, i int, _ driver.Node) (bool, error) {
 		if late != nil && acq.state[i] == pending {
 			// Released once its SET has answered: sent before that,
-			// the release could be applied before the SET.
-			rep, answered := late.await(ctx, i)
+			// the release could be applied before the SET. This call
+			// runs once the SET's reply has come, or once its own
+			// bound passed without it (see lateSets).
+			rep, answered := late.take(i)
 			switch {
 			case !answered:
 				// Left to followLateSets; its state is unknown, as a
@@ -615,7 +618,13 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 			l.c.settle(bg, i, l.key, l.value, 1, deadline, nil)
 		}
 		return ok, err
-	})
+	}
+	var r *round
+	if late == nil {
+		r = l.c.startUntil(bg, OpRelease, l.name, deadline.Add(l.c.nodeTimeout), release)
+	} else {
+		r = late.startRelease(bg, l.name, deadline.Add(l.c.nodeTimeout), release)
+	}
 	if r.wait(bg) { // the calls end at the node timeout
 		return r, ended, nil
 	}
@@ -631,123 +640,252 @@ var errSetUnanswered = errors.New("its SET had not answered when the lock was gr
 // when TryLock returned: those still pending in acq, whose state no longer
 // changes. Released before its SET answers, such a node could apply the SET
 // after the release and keep the key for a whole TTL. So Unlock's call for
-// that node waits for its SET's reply (await) and releases it then, within
-// its own bound; a reply that comes after that call gave up is followed in
-// the background: released, and again until the node answers (see settle),
-// until the later of deadline and a TTL after the reply. It returns nil
-// when no SET is pending.
+// that node runs once its SET has answered, and releases it then, within its
+// own bound (see startRelease); a reply that comes after that bound passed
+// is followed in the background: released, and again until the node answers
+// (see settle), until the later of deadline and a TTL after the reply. It
+// returns nil when no SET is pending.
+//
+// No goroutine waits for the late replies: from here on, the acquisition's
+// call that gets one hands it on itself (pump, from round.call, after its
+// send to the round's replies), and runs Unlock's call for its node on its
+// own goroutine. (The first form had a goroutine per Unlock read them and
+// wake a worker parked in Unlock's call for each: with two of five nodes
+// 40ms away, two wakes and a goroutine per lock+unlock, bench/RESULTS.md.)
 func (l *Lock) followLateSets(bg context.Context, acq *round, deadline time.Time) *lateSets {
 	if acq == nil {
 		return nil
 	}
 	acq.drain()
-	n := acq.pendingCount()
-	if n == 0 {
+	if acq.pendingCount() == 0 {
 		return nil
 	}
-	c := l.c
-	ls := newLateSets(c, acq, deadline)
-	c.background(func() {
-		for range n {
-			rep := acq.next()
-			if ls.hand(rep) {
-				continue // Unlock's call for the node releases it
-			}
-			deadline := ls.deadlineNow()
-			switch {
-			case rep.err != nil:
-				// Queued for the node's cleaner (settle without a first
-				// channel does not wait).
-				c.settle(bg, rep.node, l.key, l.value, 2, deadline, nil)
-			case rep.ok:
-				// The node has just answered: release it from here, as
-				// settle's first release would, and leave it to the
-				// cleaner only if that fails.
-				e := pendingRelease{bg: bg, key: l.key, value: l.value, need: 1, deadline: deadline}
-				if c.releaseOnce(rep.node, &e) != nil {
-					c.settle(bg, rep.node, l.key, l.value, 1, deadline, nil)
-				}
-			}
-		}
-	})
+	ls := newLateSets(l, bg, acq, deadline)
+	// A call that sent its reply before this store finds no lateSets, and
+	// its reply is in acq.replies for the pump below; one that loads after
+	// it pumps itself. Either way each late reply is pumped.
+	acq.late.Store(ls)
+	ls.pump()
 	return ls
 }
 
-// lateSets hands the replies of an acquisition's late SETs to Unlock's calls
-// for their nodes (see followLateSets).
+// lateSets holds the replies of an acquisition's late SETs for Unlock's calls
+// for their nodes, and runs those calls when the replies come (see
+// followLateSets). Its methods are safe for concurrent use.
 type lateSets struct {
-	c        *Client
+	l        *Lock
+	bg       context.Context
+	acq      *round
 	ttl      time.Duration // the SETs' (the acquisition's)
 	deadline time.Time     // the key's expiry when Unlock began
 	mu       sync.Mutex
-	wake     []chan struct{} // by node: closed when got holds its reply; nil for a node that had answered
+	rel      *round      // Unlock's round, once started
+	waiting  int         // nodes in lateWaiting
+	timer    *time.Timer // ends the wait of those in lateWaiting at their calls' bounds
 	got      []reply
-	state    []uint8 // by node: lateOpen, lateArrived or lateAbandoned
-	wakeBuf  [8]chan struct{}
+	state    []uint8 // by node: lateNone, or one of the states of a late SET
 	gotBuf   [8]reply
 	stateBuf [8]uint8
 }
 
-// The states of a late SET in lateSets.
+// The states of a node in lateSets.
 const (
-	lateOpen      = iota // no reply yet, and Unlock's call waits for it (or will)
+	lateNone      = iota // its SET had answered when Unlock began: not late
+	lateOpen             // no reply yet; Unlock's call not started
 	lateArrived          // its reply is in got, for Unlock's call
+	lateWaiting          // no reply yet; Unlock's call runs when it comes (pump), or at its bound (giveUp)
 	lateAbandoned        // Unlock's call gave up: the reply is followed in the background
 )
 
-// newLateSets returns the lateSets of acq, an acquisition of c whose SETs
+// newLateSets returns the lateSets of acq, an acquisition of l whose SETs
 // still pending are followed by an Unlock that began when the key's expiry
 // was deadline.
-func newLateSets(c *Client, acq *round, deadline time.Time) *lateSets {
-	ls := &lateSets{c: c, ttl: acq.setTTL, deadline: deadline}
-	if len(acq.state) <= len(ls.wakeBuf) {
-		ls.wake, ls.got, ls.state = ls.wakeBuf[:len(acq.state)], ls.gotBuf[:len(acq.state)], ls.stateBuf[:len(acq.state)]
+func newLateSets(l *Lock, bg context.Context, acq *round, deadline time.Time) *lateSets {
+	ls := &lateSets{l: l, bg: bg, acq: acq, ttl: time.Duration(acq.setTTLms) * time.Millisecond, deadline: deadline}
+	if len(acq.state) <= len(ls.gotBuf) {
+		ls.got, ls.state = ls.gotBuf[:len(acq.state)], ls.stateBuf[:len(acq.state)]
 	} else {
-		ls.wake, ls.got, ls.state = make([]chan struct{}, len(acq.state)), make([]reply, len(acq.state)), make([]uint8, len(acq.state))
+		ls.got, ls.state = make([]reply, len(acq.state)), make([]uint8, len(acq.state))
 	}
 	for i, st := range acq.state {
 		if st == pending {
-			ls.wake[i] = make(chan struct{})
+			ls.state[i] = lateOpen
 		}
 	}
 	return ls
 }
 
-// hand gives rep to Unlock's call for its node, unless that call gave up; it
-// reports whether it did.
-func (ls *lateSets) hand(rep reply) bool {
-	ls.mu.Lock()
-	if ls.state[rep.node] != lateOpen {
-		ls.mu.Unlock()
-		return false
-	}
-	ls.got[rep.node], ls.state[rep.node] = rep, lateArrived
-	ls.mu.Unlock()
-	close(ls.wake[rep.node])
-	return true
-}
-
-// await waits for the reply of node i's SET until ctx ends; it reports
-// whether it got it. Once it returns false, the reply goes to the
-// background (see followLateSets).
-func (ls *lateSets) await(ctx context.Context, i int) (reply, bool) {
-	select {
-	case <-ls.wake[i]:
-	case <-ctx.Done():
-	}
+// startRelease starts Unlock's round (as startUntil, with release as its op)
+// and leaves out of it the nodes whose SET has not answered yet: their calls
+// run when it answers (pump) or at their bound (giveUp), on the goroutine
+// that learns it, instead of on a worker parked until then.
+func (ls *lateSets) startRelease(bg context.Context, name string, bound time.Time, release op) *round {
+	c := ls.l.c
 	ls.mu.Lock()
 	defer ls.mu.Unlock()
-	if ls.state[i] == lateArrived {
+	var later uint64
+	for i, st := range ls.state {
+		if st == lateOpen {
+			ls.state[i] = lateWaiting
+			ls.waiting++
+			later |= 1 << i
+		}
+	}
+	// Held across the start: a reply that comes meanwhile waits for rel.
+	r := c.startRoundLater(bg, OpRelease, name, bound, release, nil, later)
+	ls.rel = r
+	if ls.waiting > 0 {
+		if next, ok := ls.nextBound(); ok {
+			ls.timer = time.AfterFunc(time.Until(next), ls.giveUp)
+		}
+	}
+	return r
+}
+
+// bound is the latest moment Unlock's call for node i waits for its SET: the
+// end of the call's context, as its wait for it on a worker had. ls.mu is
+// held, and rel set.
+func (ls *lateSets) bound(i int) time.Time {
+	if ctx := ls.rel.callCtx(i); ctx != nil {
+		if d, ok := ctx.Deadline(); ok {
+			return d
+		}
+	}
+	return ls.rel.nd.deadline
+}
+
+// nextBound returns the earliest bound of the nodes in lateWaiting. ls.mu is
+// held.
+func (ls *lateSets) nextBound() (time.Time, bool) {
+	var next time.Time
+	found := false
+	for i, st := range ls.state {
+		if st != lateWaiting {
+			continue
+		}
+		if d := ls.bound(i); !found || d.Before(next) {
+			next, found = d, true
+		}
+	}
+	return next, found
+}
+
+// pump takes the late replies that have come, and runs Unlock's call for each
+// node whose call waited for it: the last on the caller's goroutine (the
+// acquisition's call that just got its reply), the others on workers.
+// Replies that come after Unlock's call gave up are released in the
+// background.
+func (ls *lateSets) pump() {
+	var run, behind uint64
+	ls.mu.Lock()
+	for {
+		rep, ok := ls.acq.ready()
+		if !ok {
+			break
+		}
+		i := rep.node
+		switch ls.state[i] {
+		case lateOpen:
+			ls.got[i], ls.state[i] = rep, lateArrived
+		case lateWaiting:
+			ls.got[i], ls.state[i] = rep, lateArrived
+			ls.waiting--
+			run |= 1 << i
+		case lateAbandoned:
+			ls.got[i] = rep
+			behind |= 1 << i
+		}
+	}
+	if ls.waiting == 0 && ls.timer != nil {
+		ls.timer.Stop()
+	}
+	rel := ls.rel
+	ls.mu.Unlock()
+	for behind != 0 {
+		i := bits.TrailingZeros64(behind)
+		behind &^= 1 << i
+		ls.followAbandoned(ls.got[i]) // written above, and by no one else since: one reply a node
+	}
+	for run != 0 {
+		i := bits.TrailingZeros64(run)
+		run &^= 1 << i
+		if run == 0 {
+			rel.call(i)
+		} else {
+			ls.l.c.workers.run(task{r: rel, i: i})
+		}
+	}
+}
+
+// giveUp runs, when the first bound passed, Unlock's calls for the nodes
+// still waiting for their SETs whose bound has passed: they return
+// errSetUnanswered, and their replies are followed in the background.
+func (ls *lateSets) giveUp() {
+	now := time.Now()
+	var give uint64
+	ls.mu.Lock()
+	for i, st := range ls.state {
+		if st == lateWaiting && !now.Before(ls.bound(i)) {
+			ls.state[i] = lateAbandoned
+			ls.waiting--
+			give |= 1 << i
+		}
+	}
+	if ls.waiting > 0 {
+		if next, ok := ls.nextBound(); ok {
+			ls.timer.Reset(time.Until(next))
+		}
+	}
+	rel := ls.rel
+	ls.mu.Unlock()
+	for give != 0 {
+		i := bits.TrailingZeros64(give)
+		give &^= 1 << i
+		rel.call(i) // returns at once: take says the SET did not answer
+	}
+}
+
+// take returns the reply of node i's SET for Unlock's call for that node, run
+// once it came (lateArrived); it reports false when the call gave up on it
+// (lateAbandoned): the reply then goes to the background (see pump).
+func (ls *lateSets) take(i int) (reply, bool) {
+	ls.mu.Lock()
+	defer ls.mu.Unlock()
+	switch ls.state[i] {
+	case lateArrived:
 		return ls.got[i], true
+	case lateWaiting: // not expected: the call runs once the wait is over
+		ls.waiting--
 	}
 	ls.state[i] = lateAbandoned
 	return reply{}, false
 }
 
+// followAbandoned releases the node of rep, a late SET's reply that came after
+// Unlock's call for that node gave up, on the caller's goroutine: the node
+// has just answered, so it is released from here, as settle's first release
+// would, and left to the node's cleaner only if that fails (or if the SET
+// failed: its outcome is unknown).
+func (ls *lateSets) followAbandoned(rep reply) {
+	l, c := ls.l, ls.l.c
+	deadline := ls.deadlineNow()
+	switch {
+	case rep.err != nil:
+		// Queued for the node's cleaner (settle without a first channel
+		// does not wait).
+		c.settle(ls.bg, rep.node, l.key, l.value, 2, deadline, nil)
+	case rep.ok:
+		e := pendingRelease{bg: ls.bg, key: l.key, value: l.value, need: 1, deadline: deadline}
+		if c.releaseOnce(rep.node, &e) != nil {
+			c.settle(ls.bg, rep.node, l.key, l.value, 1, deadline, nil)
+		}
+	}
+}
+
 // deadlineNow is how long the releases of a late SET are repeated: until
 // the later of the key's expiry when Unlock began and the SET's TTL from now.
 func (ls *lateSets) deadlineNow() time.Time {
-	if d := ls.c.now().Add(ls.ttl); d.After(ls.deadline) {
+	if d := ls.l.c.now().Add(ls.ttl); d.After(ls.deadline) {
 		return d
 	}
 	return ls.deadline

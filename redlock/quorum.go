@@ -95,10 +95,16 @@ type round struct {
 	// bools beside the others, rather than two contexts: the round then
 	// fits the 512-byte size class, with no malloc header.)
 	hasND, hasQD bool
-	finished     func(*round) // nil, or run once every call has returned
-	ro           *roundObs    // what the observers need; nil without observers
-	// setTTL is an acquisition's TTL, which its SETs carry (see lateSets).
-	setTTL time.Duration
+	// setTTLms is an acquisition's TTL, which its SETs carry, in
+	// milliseconds rounded up (see lateSets); it fills the word of the
+	// flags, so that late below keeps the round in its size class.
+	setTTLms uint32
+	finished func(*round) // nil, or run once every call has returned
+	ro       *roundObs    // what the observers need; nil without observers
+	// late is set by Unlock when it follows SETs of the acquisition that
+	// had not answered: each call that answers after that hands its reply
+	// on itself (see lateSets.pump), so that no goroutine waits for them.
+	late atomic.Pointer[lateSets]
 	// owner is the Lock that an acquisition round granted: it lets go of
 	// the round (Lock.acq) once every call has returned (see grant).
 	owner atomic.Pointer[Lock]
@@ -117,13 +123,7 @@ type round struct {
 
 // call runs the round's op on node i and sends its reply.
 func (r *round) call(i int) {
-	var ctx context.Context // nil when every node queues, and i is one
-	if r.hasND {
-		ctx = &r.nd
-	}
-	if r.hasQD && r.c.queuers[i] {
-		ctx = &r.qd
-	}
+	ctx := r.callCtx(i)
 	ok, err := r.op(ctx, i, r.c.nodes[i])
 	if ro := r.ro; ro != nil && !unsent(err) {
 		r.c.observeNode(ctx, i, ro.op, ro.name, ro.began, ok, err)
@@ -137,6 +137,9 @@ func (r *round) call(i int) {
 		r.lone, r.hasLone = v, true // one node, on the caller's goroutine
 	} else {
 		r.replies <- v
+		if ls := r.late.Load(); ls != nil {
+			ls.pump() // after the send: see followLateSets
+		}
 	}
 	if r.running.Add(-1) == 0 {
 		if r.hasND {
@@ -153,6 +156,19 @@ func (r *round) call(i int) {
 		}
 	}
 	r.c.inflight.done()
+}
+
+// callCtx returns the context of the round's call to node i: nil when every
+// node queues, and i is one.
+func (r *round) callCtx(i int) context.Context {
+	var ctx context.Context
+	if r.hasND {
+		ctx = &r.nd
+	}
+	if r.hasQD && r.c.queuers[i] {
+		ctx = &r.qd
+	}
+	return ctx
 }
 
 // newRound returns a round over every node that has sent nothing yet,
@@ -194,6 +210,13 @@ func (c *Client) startUntil(ctx context.Context, opName, name string, bound time
 // made before its answer anyway, and a lone call then costs no hand-off to a
 // worker.
 func (c *Client) startRound(ctx context.Context, opName, name string, bound time.Time, o op, finished func(*round)) *round {
+	return c.startRoundLater(ctx, opName, name, bound, o, finished, 0)
+}
+
+// startRoundLater is startRound, but hands no call to a worker for the nodes
+// in later (a bit each): the caller runs each of them itself (r.call), once,
+// when it can (see lateSets). A round of one node has none.
+func (c *Client) startRoundLater(ctx context.Context, opName, name string, bound time.Time, o op, finished func(*round), later uint64) *round {
 	r := c.newRound(ctx)
 	r.finished = finished
 	if c.obs != nil {
@@ -227,7 +250,9 @@ func (c *Client) startRound(ctx context.Context, opName, name string, bound time
 	}
 	r.replies = make(chan int32, len(c.nodes))
 	for i := range c.nodes {
-		c.workers.run(task{r: r, i: i})
+		if later&(1<<i) == 0 {
+			c.workers.run(task{r: r, i: i})
+		}
 	}
 	return r
 }
