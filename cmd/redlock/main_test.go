@@ -75,6 +75,19 @@ func buildAndRun(m *testing.M) int {
 	args := []string{"build", "-o", binary}
 	if raceEnabled {
 		args = append(args, "-race")
+		// A binary built with -race sleeps a second before it exits
+		// (GORACE's atexit_sleep_ms, 1000 by default, whenever it has
+		// more than one thread, as every Go program has): a second for
+		// each of the hundreds of runs of the binary (and of this test
+		// binary as a helper command) that the tests make, for nothing
+		// they check. The races a run meets are still reported, and
+		// still make it exit 66: the race runtime waits for the reports
+		// under way before it exits, with or without the sleep. A
+		// GORACE that sets the sleep itself is kept.
+		if err := os.Setenv("GORACE", withoutExitSleep(os.Getenv("GORACE"))); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
 	}
 	// go test puts its GOROOT/bin first on PATH.
 	build := exec.Command("go", append(args, ".")...)
@@ -83,6 +96,17 @@ func buildAndRun(m *testing.M) int {
 		return 1
 	}
 	return m.Run()
+}
+
+// withoutExitSleep returns the GORACE options gorace with atexit_sleep_ms=0
+// added, unless they set atexit_sleep_ms already.
+func withoutExitSleep(gorace string) string {
+	for opt := range strings.FieldsSeq(gorace) {
+		if strings.HasPrefix(opt, "atexit_sleep_ms=") {
+			return gorace
+		}
+	}
+	return strings.TrimSpace(gorace + " atexit_sleep_ms=0")
 }
 
 // result is what one run of the binary did.
