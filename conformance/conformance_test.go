@@ -281,7 +281,7 @@ func TestSuiteFailsOnBrokenNodes(t *testing.T) {
 				}
 			}
 			cmd := exec.Command(os.Args[0], "-test.run="+run, "-test.v")
-			cmd.Env = append(os.Environ(), brokenEnv+"="+kind)
+			cmd.Env = append(os.Environ(), brokenEnv+"="+kind, "GORACE="+withoutExitSleep(os.Getenv("GORACE")))
 			out, err := cmd.CombinedOutput()
 			if err == nil {
 				t.Fatalf("the suite passed on a node that breaks %q; output:\n%s", kind, out)
@@ -294,6 +294,22 @@ func TestSuiteFailsOnBrokenNodes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withoutExitSleep returns the GORACE options gorace with atexit_sleep_ms=0
+// added, unless they set atexit_sleep_ms already: a test binary built with
+// -race sleeps a second before it exits otherwise (1000ms by default,
+// whenever it has more than one thread, as every Go program has), for
+// nothing the helper runs check. The races a run meets are still reported,
+// and still fail it: the race runtime waits for the reports under way
+// before it exits, with or without the sleep.
+func withoutExitSleep(gorace string) string {
+	for opt := range strings.FieldsSeq(gorace) {
+		if strings.HasPrefix(opt, "atexit_sleep_ms=") {
+			return gorace
+		}
+	}
+	return strings.TrimSpace(gorace + " atexit_sleep_ms=0")
 }
 
 // TestExample runs the tests of the package's example (example_test.go).
