@@ -119,8 +119,13 @@ func TestRedisUnavailable(t *testing.T) {
 	for _, s := range servers[:3] {
 		require.NoError(t, s.Kill())
 	}
+	// The subtests run in parallel (go test's -parallel at a time): each
+	// has its Client and keys, and spends most of its 3s waiting in Lock
+	// (12s one after the other); the servers, three dead, two live, are
+	// only read.
 	for _, name := range redisDrivers {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			c := clients[name]
 			_, err := c.TryLock(t.Context(), "free-"+name)
 			require.ErrorIs(t, err, redlock.ErrNotObtained)
