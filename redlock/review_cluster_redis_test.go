@@ -26,9 +26,13 @@ const reviewClusterPassword = "pw-Rk29dzq"
 // bound); with the key's primary down on one cluster, the lock is still
 // exclusive on the two left, and the errors name the node without its
 // password.
+//
+// The subtests run in parallel (go test's -parallel at a time): each has
+// its three clusters and Clients of its own.
 func TestReviewClusterLockAcrossMigrationAndDownPrimary(t *testing.T) {
 	for _, name := range []string{"goredis", "rueidis", "valkeygo"} {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			cls := redistest.NewClusters(t, 3, 2, redistest.WithServerOptions(redistest.WithPassword(reviewClusterPassword)))
 			addrs := make([]string, len(cls))
 			for i, c := range cls {
