@@ -484,7 +484,11 @@ func minTime(a, b time.Time) time.Time {
 // a SET that answers after Unlock's call gave up is released in the
 // background (see TryLock). At most 512 releases of a Client run at once: an Unlock
 // beyond them first waits, whatever ctx says, for one of them to end (each
-// is bounded by the node timeout), and its own node timeout starts then.
+// is bounded by the node timeout on a node that does not queue commands; on
+// one that does, driver.Queuer, by a wait in its queue up to the key's
+// expiry and then the node timeout; a release that follows a SET that had
+// not answered waits for that SET within the same bound), and its own node
+// timeout starts then.
 //
 // A nil error says that a quorum released the key, not that the lock was
 // still valid: an Unlock after Until finds the key on the nodes until its TTL
