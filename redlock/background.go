@@ -89,22 +89,33 @@ func (c *Client) backgroundUnlessClosed(f func()) bool {
 // cleaner (see clean), and end at deadline (a TTL after the outcome became
 // unknown, or later when the lock was extended: see Unlock) or at Close,
 // whichever comes first. first, when not nil, receives once the first release
-// returned.
-func (c *Client) settle(bg context.Context, i int, key, value string, need int, deadline time.Time, first chan<- struct{}) {
+// returned. left, when not nil, counts the release from before first
+// receives (or settle returns, without first) until it is done: answered
+// need times in a row, expired, or ended by Close (see leftovers).
+func (c *Client) settle(bg context.Context, i int, key, value string, need int, deadline time.Time, first chan<- struct{}, left *leftovers) {
 	e := &pendingRelease{bg: bg, key: key, value: value, need: need, deadline: deadline}
 	if first != nil {
 		err := c.releaseOnce(i, e)
-		first <- struct{}{}
 		if err == nil {
 			if e.answered++; e.answered >= e.need {
+				first <- struct{}{}
 				return
 			}
 		}
+		if left != nil {
+			e.left = left
+			left.add(i)
+		}
+		first <- struct{}{}
+	} else if left != nil {
+		e.left = left
+		left.add(i)
 	}
 	cl := &c.cleaners[i]
 	cl.mu.Lock()
 	defer cl.mu.Unlock()
 	if c.quit.Err() != nil {
+		e.end(i)
 		return
 	}
 	cl.pending = append(cl.pending, e)
@@ -122,6 +133,15 @@ type pendingRelease struct {
 	answered   int // answers in a row
 	tries      int
 	deadline   time.Time
+	left       *leftovers // counts it until it ends, when not nil
+}
+
+// end says that e's release on node i is done with: answered, expired or
+// ended by Close.
+func (e *pendingRelease) end(i int) {
+	if e.left != nil {
+		e.left.done(i)
+	}
 }
 
 // A cleaner holds the releases pending on one node.
@@ -160,8 +180,12 @@ func (c *Client) clean(i int) {
 	for {
 		cl.mu.Lock()
 		if len(cl.pending) == 0 || c.quit.Err() != nil {
+			ended := cl.pending
 			cl.pending, cl.running = nil, false
 			cl.mu.Unlock()
+			for _, e := range ended {
+				e.end(i)
+			}
 			return
 		}
 		batch := cl.pending
@@ -177,11 +201,13 @@ func (c *Client) clean(i int) {
 				break
 			}
 			if e.tries > 0 && !c.now().Before(e.deadline) {
+				e.end(i)
 				continue // its keys have expired
 			}
 			if err := c.releaseOnce(i, e); err != nil {
 				e.answered, failed = 0, true
 			} else if e.answered++; e.answered >= e.need {
+				e.end(i)
 				continue
 			}
 			keep = append(keep, e)

@@ -13,6 +13,10 @@ type callConfig struct {
 	backoff     Backoff
 	extendEvery time.Duration // Do's extension interval
 	maxAttempts int           // Lock's cap on attempts; 0: none
+	// left counts the releases that a waiting Lock's failed attempts left
+	// to the background (see lockWait); nil for TryLock and a Lock's first
+	// attempt.
+	left *leftovers
 }
 
 // The options each method accepts.

@@ -450,9 +450,13 @@ func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lock
 
 // outcome says how an attempt that did not obtain the lock ended.
 type outcome struct {
-	finished  bool   // the nodes' votes decided it; the context did not cut it short
-	cut       bool   // the context ended before any node call was sent
-	permanent bool   // too many nodes answered errors that retrying cannot fix
+	finished  bool // the nodes' votes decided it; the context did not cut it short
+	cut       bool // the context ended before any node call was sent
+	permanent bool // too many nodes answered errors that retrying cannot fix
+	// clearWake says that a quorum may grant the next attempt once the
+	// releases this one left to the background (cc.left) are done (see
+	// mayWin).
+	clearWake bool
 	r         *round // the SET round, for the observers; nil when none was sent
 }
 
@@ -493,6 +497,10 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 	)
 	// A SET that waits in a node's queue past the validity is moot.
 	bound := start.Add(ttl - cc.drift)
+	var had uint64 // nodes where this waiter's own key may be set still
+	if cc.left != nil {
+		had = cc.left.nodes()
+	}
 	if c.fencers != nil {
 		counters, fk = make([]uint64, len(c.nodes)), driver.FenceKey(key)
 		r = c.startUntil(ctx, OpAcquire, name, bound, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
@@ -538,7 +546,7 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 		// the lock were held elsewhere: a quorum of two addresses of one
 		// server, say, never granted, the duplicate never found.
 		if err := c.checkAnswered(ctx, r, start, !ok); err != nil {
-			c.abandon(ctx, r, key, value, ttl)
+			c.abandon(ctx, r, key, value, ttl, cc.left)
 			if err == errIdentityCut {
 				return nil, outcome{r: r}, errors.Join(r.err(ctx, ErrNotObtained), err)
 			}
@@ -548,7 +556,7 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 	if ok && c.fencers != nil {
 		token, ferr = c.fence(ctx, r, counters, key, value, fk)
 		if ferr == errFenceExhausted {
-			c.abandon(ctx, r, key, value, ttl)
+			c.abandon(ctx, r, key, value, ttl, cc.left)
 			return nil, outcome{r: r}, badInput(ctx, ferr) // like bad input: retrying cannot fix it
 		}
 		ok = ferr == nil
@@ -559,7 +567,8 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 		r.grant(l)
 		return l, outcome{r: r}, nil
 	}
-	c.abandon(ctx, r, key, value, ttl)
+	clearWake := cc.left != nil && c.mayWin(r, had)
+	c.abandon(ctx, r, key, value, ttl, cc.left)
 	errs = append(errs, r.err(ctx, ErrNotObtained))
 	switch {
 	case ferr != nil:
@@ -567,7 +576,7 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 	case ok:
 		errs = append(errs, fmt.Errorf("no validity left: acquiring took %v of the %v TTL", c.now().Sub(start), ttl))
 	}
-	return nil, outcome{finished: r.decided, permanent: r.permanentFailure(), r: r}, errors.Join(errs...)
+	return nil, outcome{finished: r.decided, permanent: r.permanentFailure(), clearWake: clearWake, r: r}, errors.Join(errs...)
 }
 
 // errNilContext is the error of the calls given a nil context.Context.
@@ -707,8 +716,10 @@ func (c *Client) acquireEnded(key string) <-chan struct{} {
 // whose outcome is unknown get the release in the background, repeated until
 // they answer (see settle), whatever ctx does, for at most a TTL after their
 // outcome became unknown, or until Close; a late reply that refused it gets
-// none.
-func (c *Client) abandon(ctx context.Context, r *round, key, value string, ttl time.Duration) {
+// none. left, when not nil (a waiting Lock's attempt), counts the releases
+// left to the background, from before abandon returns until they are done,
+// so that the waiter can try again then (see lockWait).
+func (c *Client) abandon(ctx context.Context, r *round, key, value string, ttl time.Duration, left *leftovers) {
 	bg := context.WithoutCancel(ctx)
 	deadline := c.now().Add(ttl)
 	var first chan struct{} // made at the first node that granted it
@@ -720,9 +731,13 @@ func (c *Client) abandon(ctx context.Context, r *round, key, value string, ttl t
 				first = make(chan struct{}, len(c.nodes))
 			}
 			waitFor++
-			c.background(func() { c.settle(bg, i, key, value, 1, deadline, first) })
+			c.background(func() { c.settle(bg, i, key, value, 1, deadline, first, left) })
 		case failed:
-			c.settle(bg, i, key, value, 2, deadline, nil) // queued: it does not wait
+			c.settle(bg, i, key, value, 2, deadline, nil, left) // queued: it does not wait
+		case pending:
+			if left != nil { // counted until its reply is known
+				left.add(i)
+			}
 		}
 	}
 	if late := r.pendingCount(); late > 0 {
@@ -734,10 +749,15 @@ func (c *Client) abandon(ctx context.Context, r *round, key, value string, ttl t
 				case rep.err != nil:
 					need = 2
 				case !rep.ok:
-					continue // refused: another's key
+					need = 0 // refused: another's key
 				}
-				deadline := c.now().Add(ttl)
-				c.settle(bg, rep.node, key, value, need, deadline, nil)
+				if need > 0 {
+					deadline := c.now().Add(ttl)
+					c.settle(bg, rep.node, key, value, need, deadline, nil, left)
+				}
+				if left != nil {
+					left.done(rep.node) // after settle counted its release, if any
+				}
 			}
 		})
 	}

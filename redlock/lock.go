@@ -572,9 +572,9 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 		ok, err := c.release(d, 0, l.key, l.value, channel)
 		switch { // while the call is in flight, as below
 		case err != nil:
-			c.settle(bg, 0, l.key, l.value, 2, repeatUntil, nil)
+			c.settle(bg, 0, l.key, l.value, 2, repeatUntil, nil, nil)
 		case !ok && unsure != 0:
-			c.settle(bg, 0, l.key, l.value, 1, deadline, nil)
+			c.settle(bg, 0, l.key, l.value, 1, deadline, nil, nil)
 		}
 		c.loneDone(d)
 		if ok && err == nil {
@@ -600,7 +600,7 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 			case rep.err != nil:
 				// Its SET's outcome is unknown and it may still wait in
 				// the node's socket: repeated (see settle).
-				l.c.settle(bg, i, l.key, l.value, 2, late.deadlineNow(), nil)
+				l.c.settle(bg, i, l.key, l.value, 2, late.deadlineNow(), nil, nil)
 				return false, errSetUnanswered
 			case !rep.ok:
 				return false, nil // refused: the node never held it
@@ -613,13 +613,13 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 			// in the node's socket: repeat the release until the node has
 			// answered after whatever held it up, so that the key does not
 			// outlive the faults that failed this call (see settle).
-			l.c.settle(bg, i, l.key, l.value, 2, repeatUntil, nil) // queued: it does not wait
+			l.c.settle(bg, i, l.key, l.value, 2, repeatUntil, nil, nil) // queued: it does not wait
 		case !ok && unsure&(1<<i) != 0:
 			// Not held, but the node's acquisition SET failed: it may
 			// still wait in the node's socket, behind this release on
 			// another connection. Released once more, after this one
 			// (see settle): that follows whatever the node had queued.
-			l.c.settle(bg, i, l.key, l.value, 1, deadline, nil)
+			l.c.settle(bg, i, l.key, l.value, 1, deadline, nil, nil)
 		}
 		return ok, err
 	}
@@ -877,11 +877,11 @@ func (ls *lateSets) followAbandoned(rep reply) {
 	case rep.err != nil:
 		// Queued for the node's cleaner (settle without a first channel
 		// does not wait).
-		c.settle(ls.bg, rep.node, l.key, l.value, 2, deadline, nil)
+		c.settle(ls.bg, rep.node, l.key, l.value, 2, deadline, nil, nil)
 	case rep.ok:
 		e := pendingRelease{bg: ls.bg, key: l.key, value: l.value, need: 1, deadline: deadline}
 		if c.releaseOnce(rep.node, &e) != nil {
-			c.settle(ls.bg, rep.node, l.key, l.value, 1, deadline, nil)
+			c.settle(ls.bg, rep.node, l.key, l.value, 1, deadline, nil, nil)
 		}
 	}
 }

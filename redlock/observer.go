@@ -86,7 +86,9 @@ type Observer interface {
 	// another attempt of its Client on the key in flight, by that
 	// attempt's end (refused, that attempt may have missed a release), or
 	// by a subscription made again on a node where the first one failed
-	// (a release may have been published there meanwhile).
+	// (a release may have been published there meanwhile), or by the end
+	// of the releases of its own keys that its failed attempts left on
+	// some nodes (see Client.Lock).
 	Wake(ctx context.Context, e Wake)
 }
 
@@ -361,8 +363,9 @@ type LockEnd struct {
 func (e LockEnd) Lost() bool { return e.How != EndUnlocked }
 
 // Wake describes a waiter in Lock woken by a published release, by the
-// end of another attempt of its Client on the key, or by a subscription to
-// the key's releases made again after it failed (see Observer).
+// end of another attempt of its Client on the key, by a subscription to
+// the key's releases made again after it failed, or by the end of the
+// releases of the keys its own failed attempts left (see Observer).
 type Wake struct {
 	Key     string // the lock's key, without the Client's prefix
 	Attempt int    // the attempt that follows

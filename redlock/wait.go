@@ -60,6 +60,16 @@ const maxWakeJitter = 5 * time.Millisecond
 //     key wait such a delay too, so that waiters of several Clients woken by
 //     one release do not keep voting at once. A waiter alone, and any waiter
 //     with one node, where no vote can split, attempts at once.
+//   - An attempt that fails leaves its own key, until its release in the
+//     background is answered, on the nodes whose SET failed or answered
+//     after the verdict (a reply slower than the node timeout, say): such
+//     releases publish nothing (they would wake every waiter to collide
+//     again), and the waiter's next attempt is refused there as if another
+//     held the lock. When with those nodes a quorum may grant it (those
+//     that granted the failed attempt, those whose outcome it does not
+//     know, and those that refused it while its own earlier key was still
+//     there), the waiter tries again as soon as all its keys' releases are
+//     answered, as when woken by a release, rather than after its Backoff.
 //   - Otherwise, and as the fallback for locks that expire rather than being
 //     released, it retries after the Backoff's delays, each at least 1ms.
 //   - A subscription that failed (a first pub/sub connection slower than
@@ -97,6 +107,10 @@ type attempts struct {
 	made     int
 	verdict  error // the error of the last attempt that finished
 	admitted bool  // the next attempt has a slot already (see tryLock)
+	// clearWake says that the last attempt failed and that a quorum may
+	// grant the next once the waiter's own leftover keys are released
+	// (see mayWin).
+	clearWake bool
 }
 
 // try makes one attempt. It returns stop=true with the lock, or with the error
@@ -106,6 +120,7 @@ func (a *attempts) try(ctx context.Context) (l *Lock, stop bool, err error) {
 	admitted := a.admitted
 	a.admitted = false
 	l, o, err := a.c.attempt(ctx, a.key, a.cc, a.made, admitted)
+	a.clearWake = o.clearWake
 	if o.finished || a.verdict == nil {
 		a.verdict = err
 	}
@@ -140,6 +155,11 @@ func (c *Client) lock(ctx context.Context, a *attempts) (*Lock, error) {
 // lockWait is lock after a first attempt that failed and may be tried again
 // (its verdict in a): it waits for the key and tries until it gets it.
 func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
+	// The releases of this waiter's own keys that its failed attempts
+	// leave to the background publish nothing: left tells it when they are
+	// done.
+	left := newLeftovers(len(c.nodes))
+	a.cc.left = left
 	key, cc := a.key, a.cc
 	var (
 		l    *Lock
@@ -180,6 +200,7 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 	)
 	if (released != nil || waited) && !listening {
 		heard(released)
+		heard(left.cleared)
 		start = time.Now()
 		if l, stop, err = a.try(ctx); stop {
 			return l, err
@@ -198,15 +219,31 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 	defer timer.Stop()
 	for attempt := 2; ; attempt++ {
 		woken := false
+		var cleared chan struct{} // nil: not woken by the clean-up
+		if a.clearWake {
+			cleared = left.cleared
+		}
 		select {
 		case <-timer.C:
 		case <-released:
+			woken = true
+		case <-cleared:
+			// The keys that this waiter's failed attempts left on some
+			// nodes are released, and with them a quorum may grant it:
+			// it tries as after a release, which no notice announced.
+			woken = true
+		case <-ctx.Done():
+			return nil, a.ended(ctx)
+		case <-c.closing:
+			return nil, a.closed(ctx)
+		}
+		if woken {
 			if c.obs != nil {
 				c.obs.Wake(ctx, Wake{Key: key, Attempt: a.made + 1})
 			}
 			// Woken by a release: back to the shortest poll if this
 			// attempt is lost to a split vote, which no release follows.
-			attempt, woken = 1, true
+			attempt = 1
 			if j := min(2*took, maxWakeJitter); t.contended() && j > 0 {
 				timer.Reset(rand.N(j))
 				select {
@@ -217,12 +254,9 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 					return nil, a.closed(ctx)
 				}
 			}
-		case <-ctx.Done():
-			return nil, a.ended(ctx)
-		case <-c.closing:
-			return nil, a.closed(ctx)
 		}
 		heard(released)
+		heard(left.cleared)
 		start = time.Now()
 		if l, stop, err = a.try(ctx); stop {
 			return l, err

@@ -1,0 +1,81 @@
+package redlock
+
+import "sync"
+
+// leftovers counts, by node, the releases that a waiter's failed attempts
+// left to the background (see abandon and settle): the nodes where its own
+// key may still be set, so that its next attempt there is refused as if
+// another Client held the lock. Those releases publish nothing (see
+// releaseOnce), so no notice tells the waiter that they are done: cleared
+// does, once none is left. One per Lock call that waits (see lockWait).
+type leftovers struct {
+	mu      sync.Mutex
+	n       int
+	byNode  []int
+	cleared chan struct{} // buffered: receives when n drops to 0
+}
+
+func newLeftovers(nodes int) *leftovers {
+	return &leftovers{byNode: make([]int, nodes), cleared: make(chan struct{}, 1)}
+}
+
+// add counts a release of node i left to the background.
+func (lo *leftovers) add(i int) {
+	lo.mu.Lock()
+	lo.n++
+	lo.byNode[i]++
+	lo.mu.Unlock()
+}
+
+// done ends a release counted by add: the node answered it (and the repeats
+// it needed), or the key has expired, or Close ended it.
+func (lo *leftovers) done(i int) {
+	lo.mu.Lock()
+	lo.n--
+	lo.byNode[i]--
+	last := lo.n == 0
+	lo.mu.Unlock()
+	if last {
+		select {
+		case lo.cleared <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// nodes returns the nodes with a release in the background, a bit each
+// (MaxNodes is 64).
+func (lo *leftovers) nodes() uint64 {
+	lo.mu.Lock()
+	defer lo.mu.Unlock()
+	if lo.n == 0 {
+		return 0
+	}
+	var m uint64
+	for i, k := range lo.byNode {
+		if k > 0 {
+			m |= 1 << i
+		}
+	}
+	return m
+}
+
+// mayWin reports whether a quorum may grant the waiter's next attempt once
+// its leftovers are released, judged by the failed attempt r whose SETs
+// began while the nodes in had held leftovers of earlier attempts: the nodes
+// that granted r (released by now), those whose outcome is unknown (failed,
+// or not answered: their release is left to the background), and those that
+// refused r while they may have held the waiter's own key. Only then is a
+// wake at cleared worth an attempt; otherwise the waiter's own keys are not
+// what keeps it from the lock (another Client holds it on a quorum), and a
+// wake would only repeat a refused attempt each time its own clean-up ends,
+// faster than its Backoff.
+func (c *Client) mayWin(r *round, had uint64) bool {
+	n := 0
+	for i, s := range r.state {
+		if s != refused || had&(1<<i) != 0 {
+			n++
+		}
+	}
+	return n >= c.quorum
+}
