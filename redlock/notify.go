@@ -12,13 +12,18 @@ import (
 // every node that publishes them (driver.Notifier).
 type watcher struct {
 	released chan struct{} // receives when any node publishes a release
-	// ctx is the subscriptions' (see watch): the first waiter's, without
-	// its end, ended by close.
+	// ctx is the subscriptions' life (see watch): no waiter's, ended by
+	// close.
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	mu      sync.Mutex
-	closed  bool
+	mu     sync.Mutex
+	closed bool
+	// holder carries the context values (a trace span, say) of the waiter
+	// that has the turn and these subscriptions, without its end: the
+	// subscriptions are made, and observed, under them. nil while no
+	// waiter has them (see handOver, adopt).
+	holder  context.Context
 	cancels []func()
 	retries []*time.Timer // by node: its resubscription waiting for its time, if any (see resubscribe)
 }
@@ -46,10 +51,12 @@ const (
 func (c *Client) watch(ctx context.Context, key string) *watcher {
 	w := &watcher{released: make(chan struct{}, 1)}
 	// The subscriptions outlive the waiter when it leaves them to the next
-	// (see handOver): they end when w closes, not with the waiter's ctx.
-	w.ctx, w.cancel = context.WithCancel(context.WithoutCancel(ctx))
+	// (see handOver): they end when w closes, not with the waiter's ctx,
+	// and they do not keep its values once it has left them (see adopt).
+	w.ctx, w.cancel = context.WithCancel(context.Background())
+	w.adopt(ctx)
 	results := make(chan bool, len(c.nodes)) // buffered: no subscription waits for watch
-	started := c.subscribeAll(w.ctx, key, w, results)
+	started := c.subscribeAll(key, w, results)
 	if started == 0 {
 		return w
 	}
@@ -73,10 +80,10 @@ func (c *Client) watch(ctx context.Context, key string) *watcher {
 // subscribeAll starts a subscription to key's releases on every Notifier
 // node, each kept by w once confirmed, and returns how many it started;
 // results, when not nil, receives whether each was confirmed.
-func (c *Client) subscribeAll(ctx context.Context, key string, w *watcher, results chan<- bool) int {
+func (c *Client) subscribeAll(key string, w *watcher, results chan<- bool) int {
 	started := 0
 	for i, nn := range c.notifiers {
-		if nn != nil && c.subscribeOne(ctx, key, w, i, nn, resubscribeGap, results, false) {
+		if nn != nil && c.subscribeOne(key, w, i, nn, resubscribeGap, results, false) {
 			started++
 		}
 	}
@@ -91,12 +98,20 @@ func (c *Client) subscribeAll(ctx context.Context, key string, w *watcher, resul
 // (see resubscribe), unless the node refused it with an error retrying
 // cannot fix (driver.PermanentCode); one made again (again) that is
 // confirmed wakes the waiter, which may have missed a release there
-// meanwhile.
-func (c *Client) subscribeOne(ctx context.Context, key string, w *watcher, i int, nn driver.Notifier, gap time.Duration, results chan<- bool, again bool) bool {
+// meanwhile. It is made under the context values of the waiter that has w
+// (see adopt), ended when w closes or after the node timeout, and observed
+// under those of the waiter that has w once the node answered.
+func (c *Client) subscribeOne(key string, w *watcher, i int, nn driver.Notifier, gap time.Duration, results chan<- bool, again bool) bool {
 	if !c.backgroundUnlessClosed(func() {
-		sctx, cancel := context.WithTimeout(ctx, c.nodeTimeout)
-		stop, err := c.subscribe(sctx, i, nn, key, w.released)
+		sctx, cancel := context.WithTimeout(w.values(), c.nodeTimeout)
+		unlink := context.AfterFunc(w.ctx, cancel)
+		began := time.Now()
+		stop, err := nn.Subscribe(sctx, key, w.released)
+		unlink()
 		cancel()
+		if c.obs != nil {
+			c.observeNode(w.values(), i, OpSubscribe, key[len(c.prefix):], began, err == nil, err)
+		}
 		if !w.found(stop, err) && err == nil {
 			stop()
 		}
@@ -115,7 +130,7 @@ func (c *Client) subscribeOne(ctx context.Context, key string, w *watcher, i int
 			// user's rights, which the next wait finds out; until then
 			// the waiter only hears releases there later, at its polls.
 		case err != nil:
-			c.resubscribe(ctx, key, w, i, nn, gap)
+			c.resubscribe(key, w, i, nn, gap)
 		case again:
 			// A release may have been published there while the waiter
 			// did not listen: it tries once, as after its first
@@ -145,11 +160,11 @@ func (c *Client) subscribeOne(ctx context.Context, key string, w *watcher, i int
 // goroutine. It replaces the waiter's earlier retry at its polls, which only
 // a waiter without any subscription made, and which could no longer happen
 // once every failed subscription had a retry of its own.
-func (c *Client) resubscribe(ctx context.Context, key string, w *watcher, i int, nn driver.Notifier, gap time.Duration) {
+func (c *Client) resubscribe(key string, w *watcher, i int, nn driver.Notifier, gap time.Duration) {
 	enough := len(c.nodes) - c.quorum + 1
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.closed || ctx.Err() != nil || len(w.cancels) >= enough {
+	if w.closed || len(w.cancels) >= enough {
 		return
 	}
 	if w.retries == nil {
@@ -164,12 +179,37 @@ func (c *Client) resubscribe(ctx context.Context, key string, w *watcher, i int,
 	// instant, each gap, and all wake for an attempt once it is back.
 	w.retries[i] = time.AfterFunc(jitter(gap, gap), func() {
 		w.mu.Lock()
-		again := !w.closed && ctx.Err() == nil && len(w.cancels) < enough
+		again := !w.closed && len(w.cancels) < enough
 		w.mu.Unlock()
 		if again {
-			c.subscribeOne(ctx, key, w, i, nn, min(2*gap, maxResubscribeGap), nil, true)
+			c.subscribeOne(key, w, i, nn, min(2*gap, maxResubscribeGap), nil, true)
 		}
 	})
+}
+
+// adopt gives w to the waiter whose context is ctx: the subscriptions made
+// from now on, and their observations, carry its values (its trace span,
+// say), not its end. A nil ctx takes w from the waiter that had it (see
+// handOver): until the next adopts it, they carry no waiter's values, and w
+// no longer keeps the context of a waiter that has left.
+func (w *watcher) adopt(ctx context.Context) {
+	if ctx != nil {
+		ctx = context.WithoutCancel(ctx)
+	}
+	w.mu.Lock()
+	w.holder = ctx
+	w.mu.Unlock()
+}
+
+// values returns the context whose values w's subscriptions carry now (see
+// adopt): never ended.
+func (w *watcher) values() context.Context {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.holder == nil {
+		return context.Background()
+	}
+	return w.holder
 }
 
 // found ends a subscription being made, and records its cancel when it was
@@ -197,6 +237,7 @@ func (w *watcher) close() {
 	w.cancel()
 	w.mu.Lock()
 	w.closed = true
+	w.holder = nil
 	cancels := w.cancels
 	w.cancels = nil
 	for _, r := range w.retries {

@@ -6,8 +6,6 @@ import (
 	"log"
 	"runtime/debug"
 	"time"
-
-	"github.com/go-redlock/redlock/driver"
 )
 
 // The calls of the Client and Lock, with their observers. Without observers
@@ -387,16 +385,4 @@ func (c *Client) observedRelease(ctx context.Context, i int, key, value string) 
 	ok, err := c.nodes[i].EvalRelease(ctx, key, value)
 	c.observeNode(ctx, i, OpRelease, key[len(c.prefix):], began, ok, err)
 	return ok, err
-}
-
-// subscribe subscribes to key's releases on node i, reporting the call to the
-// observers.
-func (c *Client) subscribe(ctx context.Context, i int, nn driver.Notifier, key string, ch chan<- struct{}) (func(), error) {
-	if c.obs == nil {
-		return nn.Subscribe(ctx, key, ch)
-	}
-	began := time.Now()
-	stop, err := nn.Subscribe(ctx, key, ch)
-	c.observeNode(ctx, i, OpSubscribe, key[len(c.prefix):], began, err == nil, err)
-	return stop, err
 }

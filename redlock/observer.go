@@ -75,7 +75,11 @@ type Observer interface {
 	Extend(ctx context.Context, e ExtendStart) (context.Context, func(ExtendDone))
 	// Unlock is called when Lock.Unlock starts (Do's included).
 	Unlock(ctx context.Context, e UnlockStart) (context.Context, func(UnlockDone))
-	// NodeCall is called when a call to one node returns.
+	// NodeCall is called when a call to one node returns. For a waiter's
+	// subscription (OpSubscribe), ctx carries the values (a trace span,
+	// say) of the waiter that has the subscriptions when the node answers:
+	// after a waiter left them to the next of its Client (see Client.Lock),
+	// the next one's, or none until it takes them.
 	NodeCall(ctx context.Context, e NodeCall)
 	// LockEnd is called once per granted lock, when it is no longer known to
 	// be held: unlocked, or lost.

@@ -183,6 +183,8 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 		c.turnsMu.Unlock()
 		if w == nil {
 			w = c.watch(ctx, c.prefix+key)
+		} else {
+			w.adopt(ctx)
 		}
 		// Before done: the waiter that takes the turn next finds w.
 		defer func() { c.handOver(t, w, l != nil) }()
@@ -316,6 +318,7 @@ func (c *Client) handOver(t *turn, w *watcher, granted bool) {
 	if granted {
 		heard(w.released)
 	}
+	w.adopt(nil) // the next waiter's values once it takes w (see adopt)
 	c.turnsMu.Lock()
 	if t.waiters > 1 {
 		t.w, t.wHeard = w, all
