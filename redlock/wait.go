@@ -69,7 +69,8 @@ const maxWakeJitter = 5 * time.Millisecond
 //     that granted the failed attempt, those whose outcome it does not
 //     know, and those that refused it while its own earlier key was still
 //     there), the waiter tries again as soon as all its keys' releases are
-//     answered, as when woken by a release, rather than after its Backoff.
+//     answered, as when woken by a release, rather than after its Backoff:
+//     once until the next release notice wakes it.
 //   - Otherwise, and as the fallback for locks that expire rather than being
 //     released, it retries after the Backoff's delays, each at least 1ms.
 //   - A subscription that failed (a first pub/sub connection slower than
@@ -219,21 +220,29 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 	}
 	timer := time.NewTimer(cc.backoff.wait(1))
 	defer timer.Stop()
+	// clearSpent says that the waiter was woken by the end of its
+	// leftovers since the last release notice: once is enough. An attempt
+	// refused on a quorum held elsewhere, but for a node that fails its
+	// SETs and answers their releases (which mayWin counts as one that may
+	// grant it), would otherwise be woken again as soon as that release
+	// was answered, and again, with nothing changed: an attempt every few
+	// node calls while the holder keeps the lock, not on the Backoff.
+	clearSpent := false
 	for attempt := 2; ; attempt++ {
 		woken := false
 		var cleared chan struct{} // nil: not woken by the clean-up
-		if a.clearWake {
+		if a.clearWake && !clearSpent {
 			cleared = left.cleared
 		}
 		select {
 		case <-timer.C:
 		case <-released:
-			woken = true
+			woken, clearSpent = true, false
 		case <-cleared:
 			// The keys that this waiter's failed attempts left on some
 			// nodes are released, and with them a quorum may grant it:
 			// it tries as after a release, which no notice announced.
-			woken = true
+			woken, clearSpent = true, true
 		case <-ctx.Done():
 			return nil, a.ended(ctx)
 		case <-c.closing:
