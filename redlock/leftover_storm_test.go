@@ -67,3 +67,29 @@ func TestWaiterWithAFailingNodeUnderAQuorumHeldElsewhereKeepsItsBackoff(t *testi
 		require.NoError(t, held.Unlock(context.Background()))
 	})
 }
+
+// The same with a Client of one node (its direct path: a failed attempt
+// goes through loneRound, then abandon), held by another Client: each
+// failed SET's release, answered at once, woke the waiter again.
+func TestLoneWaiterWithAFailingNodeKeepsItsBackoff(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, nodes := memNodes(1)
+		holder := newClient(t, nodes, redlock.WithTTL(time.Hour))
+		held, err := holder.TryLock(t.Context(), "k")
+		require.NoError(t, err)
+		log := &attemptLog{}
+		waiter := newClient(t, []driver.Node{failingSetNode{mem[0]}}, redlock.WithTTL(time.Hour), redlock.WithNodeTimeout(100*time.Millisecond),
+			redlock.WithBackoff(func(int) time.Duration { return time.Minute }), redlock.WithObserver(log))
+
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute+30*time.Second)
+		defer cancel()
+		start := time.Now()
+		_, err = waiter.Lock(ctx, "k")
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		attempts, wakes := log.since(start)
+		require.LessOrEqual(t, wakes, 1, "wakes while the holder kept the lock")
+		require.LessOrEqual(t, attempts, 7, "attempts in 3.5 minutes, the Backoff a minute")
+		require.NoError(t, held.Unlock(context.Background()))
+	})
+}
