@@ -1,3 +1,12 @@
+// Not built with -race: under the race detector, go1.26.8's runtime can
+// crash in an idle synctest bubble of this test's many short bubbles
+// (SIGSEGV "idle, synctest bubble", or ThreadSanitizer CHECK failed ...
+// kEpochLast; golang/go#78156): a clean-clone CI run crashed so at 17
+// nodes, after another had passed. make check (go test -short, no -race)
+// runs it, as does go test ./redlock/.
+
+//go:build !race
+
 package redlock_test
 
 import (
@@ -100,10 +109,9 @@ func TestBreakLateSetsRandom(t *testing.T) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				rng := rand.New(rand.NewPCG(uint64(seed), 7))
-				// Not 64 nodes: under -race, bubbles of 64 nodes crashed the
-				// race runtime in 3 of 6 runs (ThreadSanitizer: CHECK failed
-				// ... kEpochLast, go1.26.8; golang/go#78156); they pass
-				// without -race.
+				// Not 64 nodes: kept as it was written and run under -race,
+				// where 64 crashed the race runtime in 3 of 6 runs (see the
+				// build constraint).
 				n := []int{3, 5, 9, 17}[seed%4]
 				mem, _ := memNodes(n)
 				mu := new(sync.Mutex)
