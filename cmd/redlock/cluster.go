@@ -14,6 +14,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/keystatus"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 )
@@ -291,14 +292,14 @@ func probeClusterNode(ctx context.Context, a redisaddr.Node, o doctorOptions) *n
 		n.Reachable = true
 		n.add("cluster", statusFail, "%v", err)
 		return n
-	case redis.IsAuthError(err): // NOAUTH, WRONGPASS
+	case authRefused(err): // NOAUTH, WRONGPASS
 		// As for a server, whose PING fails: the node cannot be used.
 		n.add("reachable", statusFail, "authentication failed: %v: check the user and password", err)
 		return n
 	case err != nil:
 		n.Reachable = true
 		switch {
-		case redis.IsPermissionError(err):
+		case driver.PermanentCode(err) == "NOPERM":
 			n.add("cluster", statusFail, "CLUSTER NODES failed: %v: the user may not run it, and without it the shards are unknown", err)
 		case strings.Contains(err.Error(), "cluster support disabled"):
 			n.add("cluster", statusFail, "CLUSTER NODES failed: %v: not a cluster-enabled server; give it without cluster=true", err)

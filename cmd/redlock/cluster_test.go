@@ -309,21 +309,28 @@ func TestDoctorClusterPausedPrimarySlotMap(t *testing.T) {
 // CLUSTER NODES (it was "reachable", with the hint "is it a cluster-enabled
 // server?"): doctor says that authentication failed, as PING does for a
 // server. A user that may not run CLUSTER NODES is told so, and a server
-// that is not cluster-enabled gets the hint.
+// that is not cluster-enabled gets the hint. The refusals are told apart by
+// authRefused and driver.PermanentCode, as a server's are (probeNode), not
+// by go-redis's IsAuthError and IsPermissionError: an unknown or disabled
+// ACL user (WRONGPASS) is a refusal too.
 func TestDoctorClusterRefusals(t *testing.T) {
 	t.Parallel()
 	const password = "refusals-secret-pw"
 	c := redistest.NewCluster(t, 2, redistest.WithServerOptions(redistest.WithPassword(password),
-		redistest.WithConfig("user", "nocluster", "on", ">"+password, "~*", "&*", "+@all", "-cluster")))
-	for name, url := range map[string]string{
-		"a wrong password": strings.Replace(c.URL(), password, "refusals-wrong-pw", 1),
-		"no password":      "redis://" + c.Seeds()[0] + "?cluster=true",
+		redistest.WithConfig("user", "nocluster", "on", ">"+password, "~*", "&*", "+@all", "-cluster"),
+		redistest.WithConfig("user", "off", "off", ">"+password, "~*", "&*", "+@all")))
+	seed := c.Seeds()[0]
+	for name, tc := range map[string]struct{ url, code string }{
+		"a wrong password": {strings.Replace(c.URL(), password, "refusals-wrong-pw", 1), "WRONGPASS"},
+		"no password":      {"redis://" + seed + "?cluster=true", "NOAUTH"},
+		"an unknown user":  {"redis://nobody:" + password + "@" + seed + "?cluster=true", "WRONGPASS"},
+		"a disabled user":  {"redis://off:" + password + "@" + seed + "?cluster=true", "WRONGPASS"},
 	} {
-		rep, r := doctorJSON(t, url)
+		rep, r := doctorJSON(t, tc.url)
 		n := rep.Nodes[0]
 		ch, ok := findCheck(n.Checks, "reachable", statusFail)
-		if !ok || !strings.Contains(ch.Message, "authentication failed") || n.Reachable || r.code != exitFailure {
-			t.Errorf("%s: want the node unreachable, authentication failed, exit %d; got reachable %v, exit %d: %+v", name, exitFailure, n.Reachable, r.code, n.Checks)
+		if !ok || !strings.Contains(ch.Message, "authentication failed") || !strings.Contains(ch.Message, tc.code+" ") || n.Reachable || r.code != exitFailure {
+			t.Errorf("%s: want the node unreachable, authentication failed (%s), exit %d; got reachable %v, exit %d: %+v", name, tc.code, exitFailure, n.Reachable, r.code, n.Checks)
 		}
 		if strings.Contains(r.stdout, "cluster-enabled") || strings.Contains(r.stdout, password) {
 			t.Errorf("%s: the report hints at cluster mode or shows the password:\n%s", name, r.stdout)

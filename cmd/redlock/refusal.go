@@ -112,7 +112,9 @@ func notTLS(answer string) string {
 // NOAUTH (a password required and none given), as driver.PermanentCode
 // finds the reply in err's chain, where every driver and doctor's client
 // keep it. A reply that only quotes another server's refusal ("ERR Target
-// instance replied with error: NOAUTH ..." of MIGRATE) is not one.
+// instance replied with error: NOAUTH ..." of MIGRATE) is not one. Doctor
+// asks it of a server's PING (probeNode) and of a cluster's CLUSTER NODES
+// (probeClusterNode) alike.
 func authRefused(err error) bool {
 	code := driver.PermanentCode(err)
 	return code == "WRONGPASS" || code == "NOAUTH"
