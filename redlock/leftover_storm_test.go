@@ -23,73 +23,86 @@ func (failingSetNode) SetNX(context.Context, string, string, time.Duration) (boo
 	return false, errors.New("connection reset by peer")
 }
 
-// Another Client holds the lock on a quorum (3 of 5), one of its nodes
-// failing the waiter's SETs at once and answering their releases. Each of
-// the waiter's attempts is refused by the holder's key on two nodes and
+// A waiter one of whose nodes fails its SETs at once and answers their
+// releases keeps its Backoff while another Client holds the lock.
+//
+// "quorum of 5" (it was TestWaiterWithAFailingNodeUnderAQuorumHeldElsewhereKeepsItsBackoff):
+// the holder has a quorum (3 of 5), one of its nodes the failing one. Each
+// of the waiter's attempts is refused by the holder's key on two nodes and
 // granted on the two free ones: the failed SET and the grants make a quorum
 // that "may" grant it (mayWin), so it was woken as soon as the failed SET's
 // release was answered, again and again while nothing changed, an attempt
 // every few node calls, not on its Backoff: with memory nodes, whose calls
 // take no time, the synctest bubble spun without its clock moving.
-func TestWaiterWithAFailingNodeUnderAQuorumHeldElsewhereKeepsItsBackoff(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		mem, nodes := memNodes(5)
-		holder := newClient(t, nodes, redlock.WithTTL(time.Hour))
-		held, err := holder.TryLock(t.Context(), "k")
-		require.NoError(t, err)
-		synctest.Wait()
-		require.True(t, mem[3].Delete("k"))
-		require.True(t, mem[4].Delete("k"))
-
-		waiterNodes := make([]driver.Node, len(mem))
-		for i, m := range mem {
-			waiterNodes[i] = m
-		}
-		waiterNodes[0] = failingSetNode{mem[0]}
-		log := &attemptLog{}
-		waiter := newClient(t, waiterNodes, redlock.WithTTL(time.Hour), redlock.WithNodeTimeout(100*time.Millisecond),
-			redlock.WithBackoff(func(int) time.Duration { return time.Minute }), redlock.WithObserver(log))
-
-		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute+30*time.Second)
-		defer cancel()
-		start := time.Now()
-		_, err = waiter.Lock(ctx, "k")
-		require.ErrorIs(t, err, redlock.ErrNotObtained)
-		require.ErrorIs(t, err, context.DeadlineExceeded)
-		attempts, wakes := log.since(start)
-		// One wake at the first end of its leftovers (mayWin cannot tell
-		// a failed SET that left its key from one that did not), then none
-		// until a release is announced.
-		require.LessOrEqual(t, wakes, 1, "wakes while the holder kept the lock on a quorum")
-		// The first, the one after it subscribed, the woken one and the
-		// split vote's quick retry, then one a minute.
-		require.LessOrEqual(t, attempts, 7, "attempts in 3.5 minutes, the Backoff a minute")
-		require.NoError(t, held.Unlock(context.Background()))
-	})
+//
+// "lone" (it was TestLoneWaiterWithAFailingNodeKeepsItsBackoff): the same
+// with a Client of one node (its direct path: a failed attempt goes through
+// loneRound, then abandon): each failed SET's release, answered at once,
+// woke the waiter again.
+func TestWaiterWithAFailingNodeKeepsItsBackoff(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		nodes int
+		free  []int // the nodes the holder's key is taken from
+	}{
+		{"quorum of 5", 5, []int{3, 4}},
+		{"lone", 1, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				mem, _ := memNodes(tc.nodes)
+				held := holdElsewhere(t, mem, tc.free...)
+				waiterNodes := make([]driver.Node, len(mem))
+				for i, m := range mem {
+					waiterNodes[i] = m
+				}
+				waiterNodes[0] = failingSetNode{mem[0]}
+				attempts, wakes := lockUnderBackoff(t, waiterNodes)
+				// One wake at the first end of its leftovers (mayWin cannot
+				// tell a failed SET that left its key from one that did
+				// not), then none until a release is announced.
+				require.LessOrEqual(t, wakes, 1, "wakes while the holder kept the lock")
+				// The first, the one after it subscribed, the woken one and
+				// the split vote's quick retry, then one a minute.
+				require.LessOrEqual(t, attempts, 7, "attempts in 3.5 minutes, the Backoff a minute")
+				require.NoError(t, held.Unlock(context.Background()))
+			})
+		})
+	}
 }
 
-// The same with a Client of one node (its direct path: a failed attempt
-// goes through loneRound, then abandon), held by another Client: each
-// failed SET's release, answered at once, woke the waiter again.
-func TestLoneWaiterWithAFailingNodeKeepsItsBackoff(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		mem, nodes := memNodes(1)
-		holder := newClient(t, nodes, redlock.WithTTL(time.Hour))
-		held, err := holder.TryLock(t.Context(), "k")
-		require.NoError(t, err)
-		log := &attemptLog{}
-		waiter := newClient(t, []driver.Node{failingSetNode{mem[0]}}, redlock.WithTTL(time.Hour), redlock.WithNodeTimeout(100*time.Millisecond),
-			redlock.WithBackoff(func(int) time.Duration { return time.Minute }), redlock.WithObserver(log))
+// holdElsewhere has another Client take "k" (TTL an hour) on mem's nodes,
+// then deletes its key on mem[free...]: the lock is held on the others.
+func holdElsewhere(t *testing.T, mem []*memory.Node, free ...int) *redlock.Lock {
+	t.Helper()
+	nodes := make([]driver.Node, len(mem))
+	for i, m := range mem {
+		nodes[i] = m
+	}
+	holder := newClient(t, nodes, redlock.WithTTL(time.Hour))
+	held, err := holder.TryLock(t.Context(), "k")
+	require.NoError(t, err)
+	synctest.Wait()
+	for _, i := range free {
+		require.True(t, mem[i].Delete("k"))
+	}
+	return held
+}
 
-		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute+30*time.Second)
-		defer cancel()
-		start := time.Now()
-		_, err = waiter.Lock(ctx, "k")
-		require.ErrorIs(t, err, redlock.ErrNotObtained)
-		require.ErrorIs(t, err, context.DeadlineExceeded)
-		attempts, wakes := log.since(start)
-		require.LessOrEqual(t, wakes, 1, "wakes while the holder kept the lock")
-		require.LessOrEqual(t, attempts, 7, "attempts in 3.5 minutes, the Backoff a minute")
-		require.NoError(t, held.Unlock(context.Background()))
-	})
+// lockUnderBackoff has a waiter over waiterNodes (TTL an hour, node timeout
+// 100 ms, Backoff a minute) try to Lock "k" for 3.5 minutes of the bubble's
+// clock, which another Client holds: it must fail with ErrNotObtained and
+// the deadline. It returns the waiter's attempts and wakes in that time.
+func lockUnderBackoff(t *testing.T, waiterNodes []driver.Node) (attempts, wakes int) {
+	t.Helper()
+	log := &attemptLog{}
+	waiter := newClient(t, waiterNodes, redlock.WithTTL(time.Hour), redlock.WithNodeTimeout(100*time.Millisecond),
+		redlock.WithBackoff(func(int) time.Duration { return time.Minute }), redlock.WithObserver(log))
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute+30*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := waiter.Lock(ctx, "k")
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	return log.since(start)
 }

@@ -87,18 +87,11 @@ func leftoverNodes() (mem []*memory.Node, nodes []driver.Node, faults []*leftove
 func TestWaiterTriesAgainOnceItsLeftoverKeysAreReleased(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem, waiterNodes, faults := leftoverNodes()
-		nodes := make([]driver.Node, len(mem))
-		for i, m := range mem {
-			nodes[i] = m
-		}
-		holder := newClient(t, nodes, redlock.WithTTL(time.Hour))
+		held := holdElsewhere(t, mem)
+		require.Equal(t, 3, holders(mem, "k"))
 		log := &attemptLog{}
 		waiter := newClient(t, waiterNodes, redlock.WithTTL(time.Hour), redlock.WithNodeTimeout(100*time.Millisecond),
 			redlock.WithBackoff(redlock.ConstantBackoff(time.Hour)), redlock.WithObserver(log))
-		held, err := holder.TryLock(t.Context(), "k")
-		require.NoError(t, err)
-		synctest.Wait()
-		require.Equal(t, 3, holders(mem, "k"))
 
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
@@ -156,27 +149,9 @@ func TestWaiterTriesAgainOnceItsLeftoverKeysAreReleased(t *testing.T) {
 func TestWaiterRefusedByAQuorumIgnoresItsLeftoverKeys(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		mem, waiterNodes, faults := leftoverNodes()
-		nodes := make([]driver.Node, len(mem))
-		for i, m := range mem {
-			nodes[i] = m
-		}
-		holder := newClient(t, nodes, redlock.WithTTL(time.Hour))
-		log := &attemptLog{}
-		waiter := newClient(t, waiterNodes, redlock.WithTTL(time.Hour), redlock.WithNodeTimeout(100*time.Millisecond),
-			redlock.WithBackoff(func(int) time.Duration { return time.Minute }), redlock.WithObserver(log))
-		held, err := holder.TryLock(t.Context(), "k")
-		require.NoError(t, err)
-		synctest.Wait()
-		require.True(t, mem[2].Delete("k"))
+		held := holdElsewhere(t, mem, 2)
 		faults[2].slowSets.Store(true)
-
-		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute+30*time.Second)
-		defer cancel()
-		start := time.Now()
-		_, err = waiter.Lock(ctx, "k")
-		require.ErrorIs(t, err, redlock.ErrNotObtained)
-		require.ErrorIs(t, err, context.DeadlineExceeded)
-		attempts, wakes := log.since(start)
+		attempts, wakes := lockUnderBackoff(t, waiterNodes)
 		require.Zero(t, wakes)
 		// The first, the one after it subscribed, then one a minute.
 		require.LessOrEqual(t, attempts, 5, "attempts in 3.5 minutes, the Backoff a minute")
