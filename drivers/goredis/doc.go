@@ -63,7 +63,12 @@
 // driver.ErrSeedsOfTwoClusters, which retrying cannot fix. A seed that does
 // not answer within 5s is skipped (a hung seed thus fails the first calls
 // for up to 5s), and the client connects to it later only once it answered
-// and agrees. A client of New's is not checked: its seeds are the caller's.
+// and agrees. A node of New over a *redis.ClusterClient of the caller's
+// asks its seeds (ClusterOptions.Addrs, with its dialer, credentials and
+// TLS) the same way before its first call reads the map, and is refused
+// likewise; its later dials are the caller's dialer's, which the node
+// cannot gate, so a seed skipped then (not answering) is not asked again
+// before go-redis connects to it.
 // Release notifications use sharded pub/sub, a connection per shard,
 // following a channel whose slot moves, or whose shard's primary a failover
 // replaced; a shard whose connection breaks is reconnected without waiting

@@ -208,6 +208,11 @@ const maxRedirects = 8
 // network (a shard's primary may have died, and a failover replaced it), the
 // node has c reload its slot map in the background (ReloadState, at most
 // every 200ms), so that the next commands reach the promoted replica.
+// Before its first call has c read the slot map, the node asks each of c's
+// seeds (ClusterOptions.Addrs, with c's dialer, credentials and TLS, on a
+// connection of its own) for CLUSTER SLOTS, as a node of Open's does: if
+// two seeds are nodes of two clusters, every call fails with an error
+// matching driver.ErrSeedsOfTwoClusters (see the package documentation).
 //
 // Once the caller closes c, the node's calls fail with an error matching
 // driver.ErrClosed (see driver.ErrClosed). A command that fails with
@@ -233,6 +238,9 @@ func New(c redis.UniversalClient) driver.Node {
 		// calls are watched.
 		n := newNode(c, describeCluster(o), o.ContextTimeoutEnabled && o.ReadTimeout >= 0 && !o.ReadOnly)
 		n.router, n.reload = newRouter(cc), newReloader(cc)
+		if o.ClusterSlots == nil { // else the client asks no seed for the map
+			n.seeds = clusterseeds.New(o.Addrs, dialTimeout, askSlotsOf(o))
+		}
 		return n
 	}
 	rc, ok := c.(*redis.Client)
@@ -343,7 +351,7 @@ type node struct {
 	batch             *batcher              // all the calls on one server; those of a cluster whose primary lookup fails
 	shards            *shards               // a batcher per shard of a *redis.ClusterClient; nil on one server
 	state             drivernode.State      // nil client, closed
-	seeds             *clusterseeds.Checker // refuses a cluster whose seeds are of two clusters; nil unless from Open, on a cluster of several seeds
+	seeds             *clusterseeds.Checker // refuses a cluster whose seeds are of two clusters; nil but on a cluster of several seeds
 	warm              *warmer               // makes connections outside the calls' deadlines; nil unless from Open
 	lanes             lanes                 // the connection of lone calls; none unless from Open, on one server
 }
@@ -362,10 +370,10 @@ func (n *node) Close() error {
 		n.router.Close()
 	}
 	n.lanes.close()
+	n.seeds.Close()
 	if !n.owned {
 		return nil
 	}
-	n.seeds.Close()
 	if err := n.warm.stop(n.client.Close); err != nil {
 		return fmt.Errorf("goredis: close: %w", err)
 	}

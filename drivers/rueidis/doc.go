@@ -134,6 +134,7 @@
 // matches driver.ErrSeedsOfTwoClusters, which retrying cannot fix. A seed
 // that does not answer within 5s is skipped, and the client, which keeps
 // its seeds among the servers it asks for the map, connects to it later
-// only once it answered and agrees. A client of New's is not checked: its
-// seeds are the caller's.
+// only once it answered and agrees. A client of New's is not checked: the
+// client does not tell its seeds (Nodes leaves out those outside its slot
+// map), and has read its map, from one of them, when it is made.
 package rueidis
