@@ -26,6 +26,17 @@
 // nor held against the others. A node being added to the cluster knows the
 // IDs of the nodes that serve slots as soon as it knows any slot, and these
 // are the other seeds' too, so it is never refused.
+//
+// A seed vouched for is not asked again. The check is of the seeds as they
+// are at the node's first use: a failover, a node or replica added, a slot
+// moved keep the cluster's node IDs; an address that later serves a node
+// of another cluster (a node reset and met into it, an address reused by
+// another cluster's server) is not seen. Asking at every dial would not
+// see it either: rueidis and valkey-go read the map again over the
+// connections they keep, to every node and seed, and go-redis from any
+// node of its map. Nor is a refusal ever undone, so asking again would
+// refuse for good a cluster all of whose nodes were replaced meanwhile.
+// The README says not to move such an address while Clients run.
 package clusterseeds
 
 import (
