@@ -129,6 +129,12 @@ func (a *attempts) try(ctx context.Context) (l *Lock, stop bool, err error) {
 	case err == nil:
 		return l, true, nil
 	case !errors.Is(err, ErrNotObtained): // bad input, closed Client
+		if a.made > 1 && errors.Is(err, ErrClosed) {
+			// Close began after this waiter's wait ended and before
+			// the attempt: as when it begins during the wait (see
+			// closed), the last attempt's error joined in.
+			return nil, true, a.closed(ctx)
+		}
 		return nil, true, err
 	case ctx.Err() != nil:
 		return nil, true, a.ended(ctx)
