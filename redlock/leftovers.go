@@ -12,16 +12,25 @@ type leftovers struct {
 	mu      sync.Mutex
 	n       int
 	byNode  []int
-	cleared chan struct{} // buffered: receives when n drops to 0
+	cleared chan struct{} // buffered: receives when n drops to 0, taken back when it rises again
 }
 
 func newLeftovers(nodes int) *leftovers {
 	return &leftovers{byNode: make([]int, nodes), cleared: make(chan struct{}, 1)}
 }
 
-// add counts a release of node i left to the background.
+// add counts a release of node i left to the background. A notice on
+// cleared that the first one takes back: it said that the releases of
+// earlier attempts had ended (during the attempt that leaves this one,
+// say), and a waiter woken by it would find this one's key still set.
 func (lo *leftovers) add(i int) {
 	lo.mu.Lock()
+	if lo.n == 0 {
+		select {
+		case <-lo.cleared:
+		default:
+		}
+	}
 	lo.n++
 	lo.byNode[i]++
 	lo.mu.Unlock()
@@ -31,11 +40,10 @@ func (lo *leftovers) add(i int) {
 // it needed), or the key has expired, or Close ended it.
 func (lo *leftovers) done(i int) {
 	lo.mu.Lock()
+	defer lo.mu.Unlock()
 	lo.n--
 	lo.byNode[i]--
-	last := lo.n == 0
-	lo.mu.Unlock()
-	if last {
+	if lo.n == 0 { // under mu, so that add takes back only a stale notice
 		select {
 		case lo.cleared <- struct{}{}:
 		default:
