@@ -20,9 +20,11 @@ var (
 	// context ending first; ErrUnavailable or ctx.Err() is then in the
 	// chain too). After a failed Extend the lock is certainly over only once
 	// Done is closed; until then it is held until Until, and a later Extend
-	// may succeed. Do returns it joined to fn's error when the lock's
-	// validity ended while fn ran. Observers see the difference as
-	// ExtendDone.Lost.
+	// may succeed; observers see which as ExtendDone.Lost. Do returns it
+	// joined to fn's error when the lock was lost while fn ran (its validity
+	// ended, an extension found it gone or was refused for good, or Close
+	// stopped its extensions) or when its release was not confirmed by a
+	// quorum: see Client.Do.
 	ErrLockLost = errors.New("redlock: lock lost")
 
 	// ErrUnavailable joins ErrNotObtained (TryLock, Lock, Do) or ErrLockLost
@@ -48,7 +50,8 @@ var (
 )
 
 // NodeError is the failure of one node during a call. Errors from TryLock,
-// Lock, Extend and Unlock join one NodeError for each node that failed.
+// Lock, Do, Extend, Unlock and Lock.TTL join one NodeError for each node that
+// failed.
 type NodeError struct {
 	// Addr names the node: its address with any password removed.
 	Addr string

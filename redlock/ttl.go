@@ -17,8 +17,10 @@ var errNoTTLer = errors.New("the node cannot tell a key's time to live (no drive
 // TTL asks the nodes how long they still hold the lock: a quorum guarantees
 // it for the quorum-th largest remaining time to live among the nodes that
 // still hold this lock's value, less the time the call took and the drift
-// allowance. It waits for every node's answer, each bounded by the node
-// timeout (or until ctx ends, once a quorum answered). It moves Until to
+// allowance. Once a quorum said it holds the lock, it waits for every
+// node's answer, each bounded by the node timeout (or until ctx ends), since
+// a later answer may raise that time; when too few can hold it for a quorum,
+// it returns then, with ErrLockLost (below). It moves Until to
 // that if it is earlier; it never moves Until later (Extend does). When an
 // Extend was in flight while the nodes were asked (not yet judged when TTL
 // began, or begun before it judged), the answers may predate its PEXPIREs:
