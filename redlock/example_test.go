@@ -90,6 +90,40 @@ func ExampleLock_Extend() {
 	// Output: extended; validity left: 30s
 }
 
+// Done tells a holder that works by hand (not through Client.Do) when the lock
+// is no longer known to be held: here its validity runs out without an Extend.
+// After that the work must stop, and Extend fails without a call to the nodes.
+func ExampleLock_Done() {
+	ctx := context.Background()
+	client, err := redlock.New([]driver.Node{memory.New(), memory.New(), memory.New()},
+		redlock.WithTTL(time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	lock, err := client.TryLock(ctx, "report")
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer lock.Unlock(ctx)
+	steps := time.NewTicker(100 * time.Millisecond)
+	defer steps.Stop()
+	for done := false; !done; {
+		select {
+		case <-lock.Done(): // Until passed, an Extend or TTL found it lost, or Unlock ran
+			fmt.Println("lock over at Until:", !time.Now().Before(lock.Until()))
+			done = true
+		case <-steps.C:
+			// ... one step of the work, well inside the TTL ...
+		}
+	}
+	fmt.Println("Extend after it:", errors.Is(lock.Extend(ctx, time.Second), redlock.ErrLockLost))
+	// Output:
+	// lock over at Until: true
+	// Extend after it: true
+}
+
 // Lock waits, retrying with jittered backoff, until the context ends.
 func ExampleClient_Lock() {
 	client, err := redlock.New([]driver.Node{memory.New(), memory.New(), memory.New()})
