@@ -19,6 +19,11 @@
 //	Scale    N locks held at once through Do by one client, over three extension periods
 //	ScaleFar Scale with two of the five nodes 40ms away, behind Far's proxy (not in the runner)
 //
+// BenchmarkHandoffSteps, in the package's tests (not in the runner), runs Handoff
+// with an Observer on every Client and logs where the hand-offs' time went:
+// attempts, split votes, the holder's release replies, the winner's wake and
+// its SET grants (run it with -v).
+//
 // The floors ([Floors]) do a driver's commands by hand with the bare client:
 // SET NX PX, then the drivers' release script (driver.ReleaseNotifyScript, which
 // also publishes the release) by EVALSHA; [DelFloors] release by DEL;
