@@ -29,8 +29,7 @@ var ErrClusterServer = errors.New("the server is a node of a Redis Cluster, and 
 // the errors of its nodes that are one server; a driver over a client that
 // may follow redirections (a cluster client, or one of the caller's types
 // that may wrap one) must not, since there a redirection left over (a slot
-// that moved more often than the client follows) passes, unless it found
-// that the client follows none (goredis asks a client of the caller's type).
+// that moved more often than the client follows) passes.
 func OneServerError(err error) error {
 	if err == nil || errors.Is(err, ErrClusterServer) || redirectCode(err) == "" {
 		return err

@@ -25,15 +25,9 @@
 // *redis.Client or a *redis.Ring) follows no redirection: a server of a Redis
 // Cluster of several shards given so answers MOVED (ASK) for the keys of its
 // other nodes' slots, an error that retrying cannot fix, which says so
-// (driver.ErrClusterServer, see driver.OneServerError). [New] over a client
-// of another type, which may wrap a cluster client, asks it, at the first
-// such reply, whether it follows redirections: a read-only script on the
-// key (TTLScript), sent through the client, answered by a client that
-// follows them and redirected again by one that does not. A client that
-// does not is then a node of one server, whose redirections are that
-// error; one that does, a cluster node's, whose redirections left over
-// pass. (A question that fails, the context having ended, say, tells
-// nothing: the reply passes, and the next one asks again.)
+// (driver.ErrClusterServer, see driver.OneServerError); [New] over a client
+// of another type, which may wrap a cluster client, leaves such replies as
+// they are.
 //
 // A node may be a whole Redis Cluster:
 // "redis://host:port?cluster=true&addr=host2:port2" (the URL's host and every

@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -346,7 +345,6 @@ type node struct {
 	bounded           bool                  // client bounds a command by its context's deadline (ContextTimeoutEnabled, a ReadTimeout that is not -2, and no ReadOnly on a cluster)
 	cluster           bool                  // client is a *redis.ClusterClient
 	oneServer         bool                  // client is a *redis.Client or a *redis.Ring, which follow no redirection (see driver.OneServerError)
-	redirects         atomic.Int32          // for a client of the caller's type: whether it follows redirections (see followsRedirects)
 	reload            *reloader             // reloads the slot map of a *redis.ClusterClient after a failure; nil on one server
 	hub               *pubsub.Hub           // the release subscriptions of a *redis.Client
 	router            *pubsub.Router        // those of a *redis.ClusterClient
@@ -414,62 +412,12 @@ func (n *node) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error
 		if n.shards != nil {
 			err = rediscmd.OnShard(cmd.Key, primary, err)
 		}
-		if n.oneServer || n.ownType() && !n.followsRedirects(ctx, &cmd, err) {
+		if n.oneServer {
 			err = driver.OneServerError(err) // a cluster's server given as one
 		}
 		return rediscmd.Result{}, cmd.Failed(ctx, "goredis", err)
 	}
 	return r, nil
-}
-
-// What a client of the caller's type (see ownType) does with a Redis
-// Cluster's redirection, as the node found it (node.redirects).
-const (
-	redirectsUnknown  = iota // not asked yet, or the question failed
-	redirectsFollowed        // the client follows them: a cluster client, or one that wraps one
-	redirectsReturned        // the client returns them: a client of one server (or of several, as a Ring)
-)
-
-// ownType reports whether the node's client is of the caller's own type,
-// neither a *redis.Client, a *redis.Ring nor a *redis.ClusterClient: the
-// node cannot tell from its type whether it follows a Redis Cluster's
-// redirections.
-func (n *node) ownType() bool { return !n.oneServer && !n.cluster && n.client != nil }
-
-// followsRedirects reports, for a node over a client of the caller's type
-// whose command cmd failed with err, whether a redirection in err (MOVED or
-// ASK) is one that the client followed as far as it would (a cluster
-// client, or a wrapper of one, whose redirections left over pass, as on a
-// cluster node), rather than the reply of one server that follows none
-// (which driver.OneServerError makes an error retrying cannot fix). The
-// first time, it asks: TTLScript, read-only, on cmd's key with a value no
-// lock has, sent through the client, bounded by ctx. A client that follows
-// redirections reaches the server of the key's slot and is answered; one
-// that does not gets the redirection again. The answer is kept: it is the
-// client's nature. A question that fails otherwise (ctx ended, the user may
-// not run the script) tells nothing, and err passes, as before it was
-// asked; it is asked again at the next redirection.
-func (n *node) followsRedirects(ctx context.Context, cmd *rediscmd.Cmd, err error) bool {
-	if !errors.Is(driver.OneServerError(err), driver.ErrClusterServer) {
-		return true // no redirection: nothing to classify
-	}
-	switch n.redirects.Load() {
-	case redirectsFollowed:
-		return true
-	case redirectsReturned:
-		return false
-	}
-	probe := rediscmd.TTL(cmd.Key, "")
-	_, perr := untildone.Do(ctx, func() (rediscmd.Result, error) { return n.one(ctx, n.client, &probe) }, nil)
-	switch {
-	case perr == nil:
-		n.redirects.Store(redirectsFollowed)
-		return true
-	case errors.Is(driver.OneServerError(perr), driver.ErrClusterServer):
-		n.redirects.Store(redirectsReturned)
-		return false
-	}
-	return true
 }
 
 // readSlots returns once the cluster client has its slot map, having read
