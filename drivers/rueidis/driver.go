@@ -97,8 +97,8 @@ var library = &rueidiscore.Library[rueidis.Client, rueidis.DedicatedClient, ruei
 		return c.Do(ctx, c.B().Arbitrary(args...).Build())
 	},
 	NewScript: func(src string) *rueidis.Lua { return rueidis.NewLuaScript(src) },
-	Exec: func(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys rueidiscore.Keys, args []string) rueidis.RedisResult {
-		return s.Exec(ctx, c, keys.Slice(), args)
+	Exec: func(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys rueidiscore.Keys, args rueidiscore.Args) rueidis.RedisResult {
+		return s.Exec(ctx, c, keys.Slice(), args.Slice())
 	},
 	IsNil: rueidis.IsRedisNil,
 	IsReply: func(err error) bool {

@@ -97,8 +97,8 @@ var library = &rueidiscore.Library[valkey.Client, valkey.DedicatedClient, valkey
 		return c.Do(ctx, c.B().Arbitrary(args...).Build())
 	},
 	NewScript: func(src string) *valkey.Lua { return valkey.NewLuaScript(src) },
-	Exec: func(ctx context.Context, c valkey.Client, s *valkey.Lua, keys rueidiscore.Keys, args []string) valkey.ValkeyResult {
-		return s.Exec(ctx, c, keys.Slice(), args)
+	Exec: func(ctx context.Context, c valkey.Client, s *valkey.Lua, keys rueidiscore.Keys, args rueidiscore.Args) valkey.ValkeyResult {
+		return s.Exec(ctx, c, keys.Slice(), args.Slice())
 	},
 	IsNil: valkey.IsValkeyNil,
 	IsReply: func(err error) bool {

@@ -76,6 +76,8 @@ func TestCmdEncoding(t *testing.T) {
 		keys, n := tc.cmd.KeyArray()
 		require.Equal(t, tc.keys, keys[:n], "KeyArray of %s", tc.name)
 		require.Equal(t, tc.args, tc.cmd.Args(), tc.name)
+		args, n := tc.cmd.ArgArray()
+		require.Equal(t, tc.args, args[:n], "ArgArray of %s", tc.name)
 		require.Equal(t, tc.name, tc.cmd.Op.String())
 	}
 	require.Equal(t, "op 99", rediscmd.Op(99).String())

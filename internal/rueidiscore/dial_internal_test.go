@@ -84,7 +84,7 @@ func TestClusterStallProbePerShardBounded(t *testing.T) {
 	defer close(held)
 	var probes atomic.Int32
 	n.lib = &Library[rueidis.Client, rueidis.DedicatedClient, rueidis.RedisResult, *rueidis.Lua]{
-		Exec: func(context.Context, rueidis.Client, *rueidis.Lua, Keys, []string) rueidis.RedisResult {
+		Exec: func(context.Context, rueidis.Client, *rueidis.Lua, Keys, Args) rueidis.RedisResult {
 			probes.Add(1)
 			<-held // whatever the context
 			return rueidis.RedisResult{}

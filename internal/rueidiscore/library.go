@@ -65,6 +65,17 @@ type Keys struct {
 // Slice returns the keys.
 func (k *Keys) Slice() []string { return k.a[:k.n] }
 
+// Args are the arguments of a script (ARGV), held by value as Keys are, and
+// for the same reason: a slice passed to a Library's Exec would escape to
+// the heap, an allocation per release and per extension.
+type Args struct {
+	a [4]string
+	n int
+}
+
+// Slice returns the arguments.
+func (a *Args) Slice() []string { return a.a[:a.n] }
+
 // Hooks are the pub/sub callbacks a [Library]'s SetHooks installs on a
 // dedicated connection.
 type Hooks struct {
@@ -134,7 +145,7 @@ type Library[C Client[C, D], D Dedicated, R Result, L any] struct {
 	NewScript func(src string) L
 	// Exec runs s on c, by EVALSHA, and by EVAL when the server answers
 	// NOSCRIPT (the library's Lua.Exec).
-	Exec func(ctx context.Context, c C, s L, keys Keys, args []string) R
+	Exec func(ctx context.Context, c C, s L, keys Keys, args Args) R
 	// IsNil reports whether err is the library's error for a nil reply.
 	IsNil func(err error) bool
 	// IsReply reports whether err is, or wraps, an error reply of the

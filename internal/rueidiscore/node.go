@@ -1142,7 +1142,11 @@ func (n *node[C, D, R, L]) send(ctx context.Context, c C, cmd *rediscmd.Cmd) R {
 	if !ok {
 		return n.lib.Set(ctx, c, cmd.Key, cmd.Value, driver.Milliseconds(cmd.TTL))
 	}
-	var keys Keys
+	var (
+		keys Keys
+		args Args
+	)
 	keys.a, keys.n = cmd.KeyArray()
-	return n.lib.Exec(ctx, c, n.lib.scripts[s.SHA1()], keys, cmd.Args())
+	args.a, args.n = cmd.ArgArray()
+	return n.lib.Exec(ctx, c, n.lib.scripts[s.SHA1()], keys, args)
 }
