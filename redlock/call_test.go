@@ -454,6 +454,10 @@ func TestPermanentErrorsFailFast(t *testing.T) {
 	c = newClient(t, []driver.Node{one, mem[0], mem[1]}, redlock.WithBackoff(redlock.ConstantBackoff(time.Millisecond)), redlock.WithMaxAttempts(3))
 	_, err = c.Lock(t.Context(), "k")
 	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	// Each attempt was decided by the two refusals, maybe before its call
+	// to the failing node had started on a worker: Close waits for the
+	// calls in flight, so that all three have been made.
+	require.NoError(t, c.Close())
 	assert.Equal(t, int32(3), one.calls.Load(), "a quorum was still possible")
 }
 
