@@ -32,6 +32,15 @@ const keeperFanout = 64
 type keeper struct {
 	c *Client
 
+	// starting orders the start of a lock's extension (its last check
+	// that Do still keeps it, Lock.beginExtend, the observers' Extend
+	// start) before remove, or remove before it: an extension is either
+	// started, and reported, before Do removes its lock, and so before its
+	// Unlock starts, or not started at all. Taken before mu. A channel
+	// of one (a send takes it, a receive gives it back) rather than a
+	// sync.Mutex: a wait on it is durable in a testing/synctest bubble.
+	starting chan struct{}
+
 	mu     sync.Mutex
 	heap   keptHeap
 	timer  *time.Timer // fires at the earliest due; nil until the first add
@@ -108,7 +117,7 @@ func (h *keptHeap) Pop() any {
 
 // keeperOf returns the Client's keeper, made on first use.
 func (c *Client) keeperOf() *keeper {
-	c.keeperOnce.Do(func() { c.keeper = &keeper{c: c, releasing: newTracker()} })
+	c.keeperOnce.Do(func() { c.keeper = &keeper{c: c, starting: make(chan struct{}, 1), releasing: newTracker()} })
 	return c.keeper
 }
 
@@ -179,6 +188,8 @@ const (
 // Close waits for it, unless Close took the release over, or has begun to
 // close the nodes.
 func (k *keeper) remove(e *kept) (given bool, by int) {
+	k.starting <- struct{}{} // after an extension's start in progress (see keeper.starting)
+	defer func() { <-k.starting }()
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	e.stopped, e.removed = true, true
@@ -396,29 +407,15 @@ func (k *keeper) extend(group []*kept) {
 	jobs := make([]job, 0, len(group))
 	var latest time.Time
 	for _, e := range group {
-		bound, err := e.l.beginExtend(start, e.ttl, drift(e.ttl, c.driftFactor), nil, false)
-		if err != nil { // over already
-			k.mu.Lock()
-			e.stopped = true
-			k.mu.Unlock()
-			k.lost(e)
+		j := job{e: e, octx: e.ectx}
+		var ok bool
+		if j.bound, j.octx, j.end, j.began, ok = k.begin(e, start); !ok {
 			continue
 		}
-		if bound.After(latest) {
-			latest = bound
+		if j.bound.After(latest) {
+			latest = j.bound
 		}
-		// Watched at the end of its validity while the extension is in
-		// flight.
-		k.mu.Lock()
-		k.scheduleLocked(e, e.l.Until())
-		k.mu.Unlock()
-		j := job{e: e, r: c.newRound(e.ectx), bound: bound, octx: e.ectx}
-		if c.obs != nil {
-			j.began = time.Now()
-			var octx context.Context
-			octx, j.end = c.observeExtendStart(e.ectx, ExtendStart{Key: e.l.name, Token: e.l.token, TTL: e.ttl})
-			j.octx = keep(e.ectx, octx)
-		}
+		j.r = c.newRound(e.ectx)
 		jobs = append(jobs, j)
 	}
 	if len(jobs) == 0 {
@@ -577,6 +574,47 @@ func (k *keeper) extend(group []*kept) {
 			k.finish(j.e, j.r, false, start, j.octx, j.end, j.began)
 		}
 	}
+}
+
+// begin starts the extension of e's lock that began at start, a lock of
+// a group that fire took: it registers it with the lock (Lock.beginExtend),
+// watches the lock at the end of its validity while it is in flight, and
+// reports its start to the observers, if any (octx, end and began are
+// theirs: the Extend's context and end, and when it began). It starts
+// nothing, and reports false, when Do has removed the lock since fire took
+// it (its Unlock may have started: an extension now would be moot, sent
+// beside the release, and reported after Unlock's start), or when the lock
+// is over already (lost, then). See keeper.starting.
+func (k *keeper) begin(e *kept, start time.Time) (bound time.Time, octx context.Context, end func(ExtendDone), began time.Time, ok bool) {
+	c := k.c
+	k.starting <- struct{}{}
+	defer func() { <-k.starting }()
+	k.mu.Lock()
+	removed := e.removed
+	k.mu.Unlock()
+	if removed {
+		return bound, e.ectx, nil, began, false
+	}
+	bound, err := e.l.beginExtend(start, e.ttl, drift(e.ttl, c.driftFactor), nil, false)
+	if err != nil { // over already
+		k.mu.Lock()
+		e.stopped = true
+		k.mu.Unlock()
+		k.lost(e)
+		return bound, e.ectx, nil, began, false
+	}
+	// Watched at the end of its validity while the extension is in flight.
+	k.mu.Lock()
+	k.scheduleLocked(e, e.l.Until())
+	k.mu.Unlock()
+	octx = e.ectx
+	if c.obs != nil {
+		began = time.Now()
+		var o context.Context
+		o, end = c.observeExtendStart(e.ectx, ExtendStart{Key: e.l.name, Token: e.l.token, TTL: e.ttl})
+		octx = keep(e.ectx, o)
+	}
+	return bound, octx, end, began, true
 }
 
 // callCtx is the context of one lock's node call in an extension group:
