@@ -173,6 +173,12 @@ func TestLockEndErr(t *testing.T) {
 				}
 				synctest.Wait() // every SET landed: the last may follow the grant
 				want := tc.end(t, mem, l)
+				// An expiry is reported (LockEnd) by Done's timer after
+				// it closed Done: the test's goroutine, woken by the
+				// close, could look before the report, and saw none (6
+				// runs in 900 under load). The report is the event
+				// looked for: wait until the timer's goroutine is done.
+				synctest.Wait()
 				e := ends.only(t)
 				if e.How != tc.how {
 					t.Errorf("LockEnd.How = %q, want %q", e.How, tc.how)
