@@ -185,12 +185,45 @@ func RueidisLock() bench.Contender {
 
 type rueidisLockLocker struct{ l rueidislock.Locker }
 
+// rueidisWaitBound bounds one wait of a rueidislock waiter (see
+// rueidisLockLocker.Lock): the TTL, the longest a key left by a failed or
+// lost unlock stays.
+const rueidisWaitBound = bench.TTL
+
+// Lock waits for the lock as rueidislock's WithContext does, but at most
+// rueidisWaitBound at a time before it tries again. With client-side
+// caching, rueidislock's waiter has no timer of its own: it tries again only
+// when an invalidation of the key, or a release by its own Locker, wakes it,
+// and otherwise waits until its context ends. A waiter whose try failed
+// before the server tracked the key for it (a call that timed out on a
+// loaded machine) is never woken: one operation of a peer waited out the run
+// context (5 minutes; bench/peers took 334 s in a CI run where it takes
+// 32-43). The lock's own context is not the bounded one: WithContext derives
+// the lock's context from the one it is given and releases the lock when
+// that ends, so the bound cancels a context of its own, and a lock granted as
+// the bound fired is released and tried for again.
 func (l rueidisLockLocker) Lock(ctx context.Context, key string) (bench.Held, error) {
-	_, cancel, err := l.l.WithContext(ctx, key)
-	if err != nil {
-		return nil, err
+	for {
+		wctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+		bound := time.AfterFunc(rueidisWaitBound, stop)
+		stopAfter := context.AfterFunc(ctx, stop)
+		_, unlock, err := l.l.WithContext(wctx, key)
+		fired := !bound.Stop()
+		ended := !stopAfter()
+		if err == nil && !fired && !ended {
+			return rueidisLockHeld(func() { unlock(); stop() }), nil
+		}
+		if err == nil {
+			unlock() // granted as the bound fired or ctx ended: its context is canceled
+		}
+		stop()
+		switch {
+		case ctx.Err() != nil:
+			return nil, errors.Join(err, ctx.Err())
+		case !fired:
+			return nil, err
+		}
 	}
-	return rueidisLockHeld(cancel), nil
 }
 
 func (l rueidisLockLocker) Close() error {
