@@ -545,7 +545,7 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 	repeatUntil := deadline.Add(l.lateTTL)
 	l.mu.Unlock()
 	bg := context.WithoutCancel(ctx)
-	late := l.followLateSets(bg, acq, deadline)
+	late := l.followLateSets(bg, acq, repeatUntil)
 	if acq != nil {
 		// Drained by followLateSets: the state of a node that answered
 		// changes no more.
@@ -647,8 +647,10 @@ var errSetUnanswered = errors.New("its SET had not answered when the lock was gr
 // that node runs once its SET has answered, and releases it then, within its
 // own bound (see startRelease); a reply that comes after that bound passed
 // is followed in the background: released, and again until the node answers
-// (see settle), until the later of deadline and a TTL after the reply. It
-// returns nil when no SET is pending.
+// (see settle), until the later of repeatUntil and a TTL after the reply. It
+// returns nil when no SET is pending. repeatUntil is how long Unlock repeats
+// a failed release: an Extend's PEXPIRE that failed may wait in the node
+// behind the SET, and keep the key its TTL longer (see Unlock).
 //
 // No goroutine waits for the late replies: from here on, the acquisition's
 // call that gets one hands it on itself (pump, from round.call, after its
@@ -656,7 +658,7 @@ var errSetUnanswered = errors.New("its SET had not answered when the lock was gr
 // own goroutine. (The first form had a goroutine per Unlock read them and
 // wake a worker parked in Unlock's call for each: with two of five nodes
 // 40ms away, two wakes and a goroutine per lock+unlock, bench/RESULTS.md.)
-func (l *Lock) followLateSets(bg context.Context, acq *round, deadline time.Time) *lateSets {
+func (l *Lock) followLateSets(bg context.Context, acq *round, repeatUntil time.Time) *lateSets {
 	if acq == nil {
 		return nil
 	}
@@ -664,7 +666,7 @@ func (l *Lock) followLateSets(bg context.Context, acq *round, deadline time.Time
 	if acq.pendingCount() == 0 {
 		return nil
 	}
-	ls := newLateSets(l, bg, acq, deadline)
+	ls := newLateSets(l, bg, acq, repeatUntil)
 	// A call that sent its reply before this store finds no lateSets, and
 	// its reply is in acq.replies for the pump below; one that loads after
 	// it pumps itself. Either way each late reply is pumped.
@@ -681,7 +683,7 @@ type lateSets struct {
 	bg       context.Context
 	acq      *round
 	ttl      time.Duration // the SETs' (the acquisition's)
-	deadline time.Time     // the key's expiry when Unlock began
+	deadline time.Time     // until when Unlock repeats a failed release: the key's expiry, plus the longest Extend TTL
 	mu       sync.Mutex
 	rel      *round      // Unlock's round, once started
 	waiting  int         // nodes in lateWaiting
@@ -702,8 +704,8 @@ const (
 )
 
 // newLateSets returns the lateSets of acq, an acquisition of l whose SETs
-// still pending are followed by an Unlock that began when the key's expiry
-// was deadline.
+// still pending are followed by an Unlock that repeats a failed release
+// until deadline.
 func newLateSets(l *Lock, bg context.Context, acq *round, deadline time.Time) *lateSets {
 	ls := &lateSets{l: l, bg: bg, acq: acq, ttl: time.Duration(acq.setTTLms) * time.Millisecond, deadline: deadline}
 	if len(acq.state) <= len(ls.gotBuf) {
@@ -887,7 +889,9 @@ func (ls *lateSets) followAbandoned(rep reply) {
 }
 
 // deadlineNow is how long the releases of a late SET are repeated: until
-// the later of the key's expiry when Unlock began and the SET's TTL from now.
+// the later of Unlock's deadline for a failed release (the key's expiry
+// plus the longest Extend TTL: an Extend's PEXPIRE that failed on the node
+// may wait there behind the SET) and the SET's TTL from now.
 func (ls *lateSets) deadlineNow() time.Time {
 	if d := ls.l.c.now().Add(ls.ttl); d.After(ls.deadline) {
 		return d
