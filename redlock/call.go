@@ -13,10 +13,14 @@ type callConfig struct {
 	backoff     Backoff
 	extendEvery time.Duration // Do's extension interval
 	maxAttempts int           // Lock's cap on attempts; 0: none
-	// left counts the releases that a waiting Lock's failed attempts left
-	// to the background (see lockWait); nil for TryLock and a Lock's first
-	// attempt.
+	// left counts the releases that a Lock's (or Do's) failed attempts
+	// left to the background (see leftovers); nil for TryLock, and until
+	// an attempt of a Lock fails (see waits).
 	left *leftovers
+	// waits says that the call is a Lock's or a Do's, which may try again:
+	// its first failed attempt makes left (see tryLock), so that the next
+	// attempts know where their own earlier keys may still be set.
+	waits bool
 }
 
 // The options each method accepts.

@@ -457,7 +457,11 @@ type outcome struct {
 	// releases this one left to the background (cc.left) are done (see
 	// mayWin).
 	clearWake bool
-	r         *round // the SET round, for the observers; nil when none was sent
+	// left counts the releases this attempt left to the background: cc.left,
+	// or one made for the first failed attempt of a Lock (see
+	// callConfig.waits); nil for TryLock.
+	left *leftovers
+	r    *round // the SET round, for the observers; nil when none was sent
 }
 
 // tryLock makes one attempt. admitted says that the caller holds one of the
@@ -498,7 +502,8 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 	// A SET that waits in a node's queue past the validity is moot.
 	bound := start.Add(ttl - cc.drift)
 	var had uint64 // nodes where this waiter's own key may be set still
-	if cc.left != nil {
+	given := cc.left != nil
+	if given {
 		had = cc.left.nodes()
 	}
 	if c.fencers != nil {
@@ -533,6 +538,9 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 		})
 	}
 	ok := r.wait(ctx)
+	if !ok && r.decided && had != 0 {
+		ok = r.waitPastOwn(ctx, had)
+	}
 	var (
 		token   uint64
 		errs    []error
@@ -546,18 +554,20 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 		// the lock were held elsewhere: a quorum of two addresses of one
 		// server, say, never granted, the duplicate never found.
 		if err := c.checkAnswered(ctx, r, start, !ok); err != nil {
-			c.abandon(ctx, r, key, value, ttl, cc.left)
+			left := cc.leftovers(len(c.nodes))
+			c.abandon(ctx, r, key, value, ttl, left)
 			if err == errIdentityCut {
-				return nil, outcome{r: r}, errors.Join(r.err(ctx, ErrNotObtained), err)
+				return nil, outcome{left: left, r: r}, errors.Join(r.err(ctx, ErrNotObtained), err)
 			}
-			return nil, outcome{r: r}, badInput(ctx, err) // like bad input: retrying cannot fix it
+			return nil, outcome{left: left, r: r}, badInput(ctx, err) // like bad input: retrying cannot fix it
 		}
 	}
 	if ok && c.fencers != nil {
 		token, ferr = c.fence(ctx, r, counters, key, value, fk)
 		if ferr == errFenceExhausted {
-			c.abandon(ctx, r, key, value, ttl, cc.left)
-			return nil, outcome{r: r}, badInput(ctx, ferr) // like bad input: retrying cannot fix it
+			left := cc.leftovers(len(c.nodes))
+			c.abandon(ctx, r, key, value, ttl, left)
+			return nil, outcome{left: left, r: r}, badInput(ctx, ferr) // like bad input: retrying cannot fix it
 		}
 		ok = ferr == nil
 	}
@@ -567,8 +577,9 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 		r.grant(l)
 		return l, outcome{r: r}, nil
 	}
-	clearWake := cc.left != nil && c.mayWin(r, had)
-	c.abandon(ctx, r, key, value, ttl, cc.left)
+	clearWake := given && c.mayWin(r, had)
+	left := cc.leftovers(len(c.nodes))
+	c.abandon(ctx, r, key, value, ttl, left)
 	errs = append(errs, r.err(ctx, ErrNotObtained))
 	switch {
 	case ferr != nil:
@@ -576,7 +587,7 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 	case ok:
 		errs = append(errs, fmt.Errorf("no validity left: acquiring took %v of the %v TTL", c.now().Sub(start), ttl))
 	}
-	return nil, outcome{finished: r.decided, permanent: r.permanentFailure(), clearWake: clearWake, r: r}, errors.Join(errs...)
+	return nil, outcome{finished: r.decided, permanent: r.permanentFailure(), clearWake: clearWake, left: left, r: r}, errors.Join(errs...)
 }
 
 // errNilContext is the error of the calls given a nil context.Context.

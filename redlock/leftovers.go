@@ -1,6 +1,9 @@
 package redlock
 
-import "sync"
+import (
+	"context"
+	"sync"
+)
 
 // leftovers counts, by node, the releases that a waiter's failed attempts
 // left to the background (see abandon and settle): the nodes where its own
@@ -86,4 +89,57 @@ func (c *Client) mayWin(r *round, had uint64) bool {
 		}
 	}
 	return n >= c.quorum
+}
+
+// leftovers returns cc.left, made first for a Lock's or Do's attempt
+// (cc.waits) that has none yet; nil for TryLock.
+func (cc *callConfig) leftovers(nodes int) *leftovers {
+	if cc.left == nil && cc.waits {
+		cc.left = newLeftovers(nodes)
+	}
+	return cc.left
+}
+
+// waitPastOwn goes on collecting the replies of the acquisition r, which
+// wait found decided without a quorum, when refusals by nodes in had (where
+// the waiter's own key of an earlier attempt may still be set, see
+// leftovers.nodes) helped decide it: such a refusal may be no other
+// holder's, and the verdict must say what the other nodes did. It waits
+// until a quorum granted (it returns true), or the other nodes' refusals
+// and failures alone decide it, or every node answered, or ctx ends (the
+// attempt then has no verdict, as one cut short before its nodes decided): each
+// call is bounded as wait's are (the node timeout, or the bound of a node
+// that queues), so the attempt waits no longer than one whose nodes had
+// not decided it. Without it, a waiter whose nodes are mostly down was told
+// the lock is held elsewhere (ErrNotObtained without ErrUnavailable) when
+// its own key refused it on one live node and two down nodes failed at
+// once, before the third's failure.
+func (r *round) waitPastOwn(ctx context.Context, had uint64) bool {
+	n, q := len(r.state), r.c.quorum
+	for r.yes < q && r.pendingCount() > 0 {
+		own := 0
+		for i, s := range r.state {
+			if s == refused && had&(1<<i) != 0 {
+				own++
+			}
+		}
+		if own == 0 || r.no-own > n-q {
+			break
+		}
+		if rep, ok := r.ready(); ok {
+			r.record(rep)
+			continue
+		}
+		select {
+		case v := <-r.replies:
+			r.record(r.take(v))
+		case <-ctx.Done():
+			// Cut short: not a verdict (see outcome.finished), which the
+			// refusals by its own key alone could not give; Lock keeps
+			// that of its last attempt that finished.
+			r.decided = false
+			return false
+		}
+	}
+	return r.yes >= q
 }

@@ -65,7 +65,11 @@ const maxWakeJitter = 5 * time.Millisecond
 //     after the verdict (a reply slower than the node timeout, say): such
 //     releases publish nothing (they would wake every waiter to collide
 //     again), and the waiter's next attempt is refused there as if another
-//     held the lock. When with those nodes a quorum may grant it (those
+//     held the lock; such a refusal does not decide that attempt's verdict
+//     before the other nodes have answered (within the node timeout, as
+//     any call), so that nodes that are down still make it ErrUnavailable,
+//     and a quorum granted by the others still gets the lock. When with
+//     those nodes a quorum may grant it (those
 //     that granted the failed attempt, those whose outcome it does not
 //     know, and those that refused it while its own earlier key was still
 //     there), the waiter tries again as soon as all its keys' releases are
@@ -120,8 +124,13 @@ func (a *attempts) try(ctx context.Context) (l *Lock, stop bool, err error) {
 	a.made++
 	admitted := a.admitted
 	a.admitted = false
-	l, o, err := a.c.attempt(ctx, a.key, a.cc, a.made, admitted)
+	cc := a.cc
+	cc.waits = true
+	l, o, err := a.c.attempt(ctx, a.key, cc, a.made, admitted)
 	a.clearWake = o.clearWake
+	if a.cc.left == nil {
+		a.cc.left = o.left // made by this Lock's first failed attempt
+	}
 	if o.finished || a.verdict == nil {
 		a.verdict = err
 	}
@@ -165,8 +174,10 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 	// The releases of this waiter's own keys that its failed attempts
 	// leave to the background publish nothing: left tells it when they are
 	// done.
-	left := newLeftovers(len(c.nodes))
-	a.cc.left = left
+	if a.cc.left == nil { // the failed attempt left none: it sent no SET
+		a.cc.left = newLeftovers(len(c.nodes))
+	}
+	left := a.cc.left
 	key, cc := a.key, a.cc
 	var (
 		l    *Lock
