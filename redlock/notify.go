@@ -12,6 +12,12 @@ import (
 // every node that publishes them (driver.Notifier).
 type watcher struct {
 	released chan struct{} // receives when any node publishes a release
+	// late receives when a subscription of watch's is confirmed after
+	// watch returned (see watched): the waiter's attempt may have begun
+	// before it, and a release published there meanwhile was not heard.
+	// Apart from released, so that such a wake does not count as a
+	// release's notice (see lockWait's clearSpent).
+	late chan struct{}
 	// ctx is the subscriptions' life (see watch): no waiter's, ended by
 	// close.
 	ctx    context.Context
@@ -24,6 +30,8 @@ type watcher struct {
 	// subscriptions are made, and observed, under them. nil while no
 	// waiter has them (see handOver, adopt).
 	holder  context.Context
+	watched bool      // watch has returned: later confirmations signal late
+	lateAt  time.Time // when the last of those was confirmed
 	cancels []func()
 	retries []*time.Timer // by node: its resubscription waiting for its time, if any (see resubscribe)
 }
@@ -41,7 +49,7 @@ const (
 // returns when one subscription is confirmed, or when all have failed, ctx
 // ended or the node timeout passed: a release published on any node wakes
 // the waiter, since releases go to every node. Subscriptions confirmed later
-// are kept too; a stalled node is never waited for beyond the first
+// are kept too, and each signals w.late (see lockWait); a stalled node is never waited for beyond the first
 // confirmation, nor a Subscribe that outlives its context (a client's own
 // dial, say) beyond the node timeout. Polling remains the fallback. A
 // subscription that fails is made again in the background while the waiter
@@ -49,7 +57,8 @@ const (
 // resubscribe), also when every one failed, unless the node refused it for
 // good (see subscribeOne).
 func (c *Client) watch(ctx context.Context, key string) *watcher {
-	w := &watcher{released: make(chan struct{}, 1)}
+	w := &watcher{released: make(chan struct{}, 1), late: make(chan struct{}, 1)}
+	defer w.watchReturned()
 	// The subscriptions outlive the waiter when it leaves them to the next
 	// (see handOver): they end when w closes, not with the waiter's ctx,
 	// and they do not keep its values once it has left them (see adopt).
@@ -112,8 +121,21 @@ func (c *Client) subscribeOne(key string, w *watcher, i int, nn driver.Notifier,
 		if c.obs != nil {
 			c.observeNode(w.values(), i, OpSubscribe, key[len(c.prefix):], began, err == nil, err)
 		}
-		if !w.found(stop, err) && err == nil {
+		kept, late := w.found(stop, err)
+		if !kept && err == nil {
 			stop()
+		}
+		if late && !again {
+			// Confirmed after watch returned, the waiter's attempt maybe
+			// under way: a release published here between that attempt's
+			// SET and this confirmation was not heard. The waiter tries
+			// once more if its attempt failed (a notice that comes before
+			// an attempt begins is dropped by it, see heard), at most
+			// once per attempt however many come.
+			select {
+			case w.late <- struct{}{}:
+			default:
+			}
 		}
 		if results != nil {
 			results <- err == nil
@@ -141,7 +163,7 @@ func (c *Client) subscribeOne(key string, w *watcher, i int, nn driver.Notifier,
 			}
 		}
 	}) {
-		w.found(nil, ErrClosed)
+		_, _ = w.found(nil, ErrClosed)
 		return false
 	}
 	return true
@@ -214,15 +236,38 @@ func (w *watcher) values() context.Context {
 
 // found ends a subscription being made, and records its cancel when it was
 // confirmed (err nil), unless the watcher is already closed. It reports
-// whether it kept stop.
-func (w *watcher) found(stop func(), err error) bool {
+// whether it kept stop, and whether it did so after watch returned.
+func (w *watcher) found(stop func(), err error) (kept, late bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err != nil || w.closed {
-		return false
+		return false, false
 	}
 	w.cancels = append(w.cancels, stop)
-	return true
+	if w.watched {
+		w.lateAt = time.Now()
+	}
+	return true, w.watched
+}
+
+// confirmedAfter reports whether a subscription signalled on late was
+// confirmed after t, the start of the waiter's last attempt, by the
+// monotonic clock: one confirmed at the same reading (the memory driver's
+// nodes in a synctest bubble, whose clock stands still while they answer)
+// left no time for a release to come unheard between that attempt's SET and
+// the confirmation.
+func (w *watcher) confirmedAfter(t time.Time) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.lateAt.After(t)
+}
+
+// watchReturned says that watch has returned: the subscriptions confirmed
+// from now on signal late.
+func (w *watcher) watchReturned() {
+	w.mu.Lock()
+	w.watched = true
+	w.mu.Unlock()
 }
 
 // listens returns on how many nodes w's subscriptions are confirmed.

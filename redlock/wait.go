@@ -52,7 +52,11 @@ const maxWakeJitter = 5 * time.Millisecond
 //     its Backoff says, not at once)
 //     and retries as soon as the first of them announces that the holder
 //     unlocked (or, when another attempt of its Client on the key is then
-//     in flight, as soon as that attempt has ended). When an attempt so
+//     in flight, as soon as that attempt has ended). It tries once its
+//     first subscription is confirmed; a subscription confirmed after an
+//     attempt began (by the monotonic clock) wakes it for one more attempt
+//     when that one failed, however many are confirmed during it, since a
+//     release may have been published there meanwhile, unheard. When an attempt so
 //     woken lost to a split vote (some nodes granted it, too few for a
 //     quorum: waiters of other Clients voted at the same time), the waiter retries after a random delay of at most twice
 //     its last attempt's duration (and at most 5ms) rather than the
@@ -191,6 +195,7 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 
 	var (
 		released  chan struct{}
+		late      chan struct{} // see watcher.late
 		w         *watcher
 		listening bool // on enough nodes since before this waiter's turn
 	)
@@ -206,7 +211,7 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 		}
 		// Before done: the waiter that takes the turn next finds w.
 		defer func() { c.handOver(t, w, l != nil) }()
-		released = w.released
+		released, late = w.released, w.late
 	}
 	// Try again at once when the lock may have been released unheard:
 	// while this waiter waited for its turn, or subscribed to the releases.
@@ -220,6 +225,7 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 	)
 	if (released != nil || waited) && !listening {
 		heard(released)
+		heard(late)
 		heard(left.cleared)
 		start = time.Now()
 		if l, stop, err = a.try(ctx); stop {
@@ -251,19 +257,31 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 		if a.clearWake && !clearSpent {
 			cleared = left.cleared
 		}
-		select {
-		case <-timer.C:
-		case <-released:
-			woken, clearSpent = true, false
-		case <-cleared:
-			// The keys that this waiter's failed attempts left on some
-			// nodes are released, and with them a quorum may grant it:
-			// it tries as after a release, which no notice announced.
-			woken, clearSpent = true, true
-		case <-ctx.Done():
-			return nil, a.ended(ctx)
-		case <-c.closing:
-			return nil, a.closed(ctx)
+	waiting:
+		for {
+			select {
+			case <-timer.C:
+			case <-released:
+				woken, clearSpent = true, false
+			case <-late:
+				// A subscription confirmed after the last attempt began
+				// (see watcher.late): a release may have come there unheard.
+				// Not a release's notice: clearSpent stays.
+				if !w.confirmedAfter(start) {
+					continue waiting
+				}
+				woken = true
+			case <-cleared:
+				// The keys that this waiter's failed attempts left on some
+				// nodes are released, and with them a quorum may grant it:
+				// it tries as after a release, which no notice announced.
+				woken, clearSpent = true, true
+			case <-ctx.Done():
+				return nil, a.ended(ctx)
+			case <-c.closing:
+				return nil, a.closed(ctx)
+			}
+			break
 		}
 		if woken {
 			if c.obs != nil {
@@ -284,6 +302,7 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 			}
 		}
 		heard(released)
+		heard(late)
 		heard(left.cleared)
 		start = time.Now()
 		if l, stop, err = a.try(ctx); stop {
@@ -343,6 +362,7 @@ func (c *Client) handOver(t *turn, w *watcher, granted bool) {
 	all := granted && w.listens() >= len(c.nodes)-c.quorum+1
 	if granted {
 		heard(w.released)
+		heard(w.late)
 	}
 	w.adopt(nil) // the next waiter's values once it takes w (see adopt)
 	c.turnsMu.Lock()
