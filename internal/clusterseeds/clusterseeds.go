@@ -19,6 +19,10 @@
 // connects to an address: a seed that was not vouched for is asked then,
 // and the connection is made only if the seed answered and agrees. No
 // client thus reads a map from a seed that the check has not covered.
+// (goredis.New, over a cluster client of the caller's, gates the client's
+// node clients made after the first check by a dial hook, and only while a
+// seed is unvouched, see [Checker.Unvouched] and [Checker.Settled]; those
+// the client made before are the caller's.)
 //
 // Only a disagreement on evidence refuses: a seed that names no slot (a
 // server that is not yet a node of any cluster, before CLUSTER MEET or its
@@ -188,6 +192,36 @@ func (c *Checker) Admit(ctx context.Context, addr string) error {
 	}
 	c.take(addr, reply)
 	return c.Err()
+}
+
+// Unvouched reports whether addr is a seed not vouched for: one that did
+// not answer the first check (or has not been asked yet), or answered with
+// no slot, and has not agreed since; Admit asks such a seed before the
+// client connects to it.
+func (c *Checker) Unvouched(addr string) bool {
+	if c == nil || !slices.Contains(c.seeds, addr) {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return !c.vouched[addr]
+}
+
+// Settled reports whether every seed is vouched for: Admit then admits
+// every address, unless the node is refused (a seed that disagreed is never
+// vouched for, so a refused node is never settled).
+func (c *Checker) Settled() bool {
+	if c == nil {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, s := range c.seeds {
+		if !c.vouched[s] {
+			return false
+		}
+	}
+	return true
 }
 
 // take records seed's reply to CLUSTER SLOTS: a reply that names node IDs

@@ -225,3 +225,55 @@ func TestClose(t *testing.T) {
 		t.Errorf("Check after Close = %v", err)
 	}
 }
+
+// Unvouched names the seeds that Admit would ask (one down at the check,
+// one that answered with no slot), and Settled holds once each agreed; a
+// refused node is never settled, and its seed that disagreed stays
+// unvouched. A nil Checker has nothing to ask.
+func TestUnvouchedSettled(t *testing.T) {
+	s := newServers(map[string]any{"a1": slots("A1", "A2"), "fresh": slots()})
+	c := clusterseeds.New([]string{"a1", "down", "fresh", "a1"}, time.Second, s.ask)
+	defer c.Close()
+	if c.Settled() || !c.Unvouched("a1") {
+		t.Error("before the check: want unsettled, a1 unvouched")
+	}
+	if err := c.Check(t.Context()); err != nil {
+		t.Fatalf("Check = %v", err)
+	}
+	for addr, want := range map[string]bool{"a1": false, "down": true, "fresh": true, "elsewhere": false} {
+		if got := c.Unvouched(addr); got != want {
+			t.Errorf("Unvouched(%s) = %v, want %v", addr, got, want)
+		}
+	}
+	if c.Settled() {
+		t.Error("Settled with two seeds unvouched")
+	}
+	s.set("down", slots("A2"))
+	s.set("fresh", slots("A1"))
+	for _, addr := range []string{"down", "fresh"} {
+		if err := c.Admit(t.Context(), addr); err != nil {
+			t.Fatalf("Admit(%s) = %v", addr, err)
+		}
+	}
+	if !c.Settled() || c.Unvouched("down") || c.Unvouched("fresh") {
+		t.Error("every seed (a1 given twice) agreed: want settled, none unvouched")
+	}
+
+	r := clusterseeds.New([]string{"a1", "b1"}, time.Second, s.ask)
+	defer r.Close()
+	if err := r.Check(t.Context()); err != nil {
+		t.Fatalf("Check = %v (b1 down)", err)
+	}
+	s.set("b1", slots("B1"))
+	if err := r.Admit(t.Context(), "b1"); !errors.Is(err, driver.ErrSeedsOfTwoClusters) {
+		t.Fatalf("Admit(b1) = %v, want the refusal", err)
+	}
+	if r.Settled() || !r.Unvouched("b1") || r.Unvouched("a1") {
+		t.Error("refused: want unsettled, b1 alone unvouched")
+	}
+
+	var none *clusterseeds.Checker
+	if !none.Settled() || none.Unvouched("a1") {
+		t.Error("a nil Checker: want settled, nothing unvouched")
+	}
+}
