@@ -65,10 +65,14 @@
 // for up to 5s), and the client connects to it later only once it answered
 // and agrees. A node of New over a *redis.ClusterClient of the caller's
 // asks its seeds (ClusterOptions.Addrs, with its dialer, credentials and
-// TLS) the same way before its first call reads the map, and is refused
-// likewise; its later dials are the caller's dialer's, which the node
-// cannot gate, so a seed skipped then (not answering) is not asked again
-// before go-redis connects to it.
+// TLS) the same way before its first call (or Identity) reads the map, and
+// is refused likewise. If a seed was skipped then (not answering, or
+// knowing no slot), New's node adds a dial hook to each node client the
+// cluster client makes from then on (ClusterClient.OnNewNode), which asks
+// the seed before go-redis connects to it; the hook does nothing, and later
+// node clients get none, once every seed agreed or the node is closed. A
+// node client made before (the caller used the cluster client before the
+// node's first call) is not gated.
 // Release notifications use sharded pub/sub, a connection per shard,
 // following a channel whose slot moves, or whose shard's primary a failover
 // replaced; a shard whose connection breaks is reconnected without waiting

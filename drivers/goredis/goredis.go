@@ -213,6 +213,12 @@ const maxRedirects = 8
 // connection of its own) for CLUSTER SLOTS, as a node of Open's does: if
 // two seeds are nodes of two clusters, every call fails with an error
 // matching driver.ErrSeedsOfTwoClusters (see the package documentation).
+// If a seed did not answer then, the node adds a dial hook to each node
+// client that c makes from then on (c.OnNewNode, which cannot be undone),
+// so that c connects to that seed only once it answered and agrees; the
+// hook does nothing once every seed agreed or the node is closed. Node
+// clients c made before the node's first call are not gated: let the node
+// be c's first user.
 //
 // Once the caller closes c, the node's calls fail with an error matching
 // driver.ErrClosed (see driver.ErrClosed). A command that fails with
@@ -240,6 +246,9 @@ func New(c redis.UniversalClient) driver.Node {
 		n.router, n.reload = newRouter(cc), newReloader(cc)
 		if o.ClusterSlots == nil { // else the client asks no seed for the map
 			n.seeds = clusterseeds.New(o.Addrs, dialTimeout, askSlotsOf(o))
+			if n.seeds != nil {
+				n.gate = new(seedGate)
+			}
 		}
 		return n
 	}
@@ -352,6 +361,7 @@ type node struct {
 	shards            *shards               // a batcher per shard of a *redis.ClusterClient; nil on one server
 	state             drivernode.State      // nil client, closed
 	seeds             *clusterseeds.Checker // refuses a cluster whose seeds are of two clusters; nil but on a cluster of several seeds
+	gate              *seedGate             // gates a seed left unvouched by the first check on the caller's cluster client (New); nil but there
 	warm              *warmer               // makes connections outside the calls' deadlines; nil unless from Open
 	lanes             lanes                 // the connection of lone calls; none unless from Open, on one server
 }
@@ -371,6 +381,9 @@ func (n *node) Close() error {
 	}
 	n.lanes.close()
 	n.seeds.Close()
+	if n.gate != nil {
+		n.gate.close()
+	}
 	if !n.owned {
 		return nil
 	}
@@ -442,7 +455,7 @@ func (n *node) readSlots(ctx context.Context) (context.Context, error) {
 		}
 		// The seeds first: the map is read only from a cluster that
 		// every seed that answers is a node of (see clusterseeds).
-		if err := n.seeds.Check(rctx); err != nil {
+		if err := n.checkSeeds(rctx); err != nil {
 			return err
 		}
 		lookup := func() (struct{}, error) {
@@ -465,6 +478,22 @@ func (n *node) readSlots(ctx context.Context) (context.Context, error) {
 		return ctx, context.DeadlineExceeded // no time left for the command
 	}
 	return driver.WithNetworkTimeout(ctx, d-took), nil
+}
+
+// checkSeeds returns once the first check of the seeds ended (see
+// clusterseeds.Checker.Check), with the node's refusal if there is one,
+// having gated the caller's cluster client if the check left a seed
+// unvouched (see seedGate); or ctx's error, wrapped. The node calls it
+// before its client's first reading of the slot map (readSlots), and a
+// node of New before Identity.
+func (n *node) checkSeeds(ctx context.Context) error {
+	if err := n.seeds.Check(ctx); err != nil {
+		return err
+	}
+	if n.gate != nil {
+		n.gate.install(n.shards.client, n.seeds)
+	}
+	return nil
 }
 
 // clientClosed reports whether the node's client is closed, after a command

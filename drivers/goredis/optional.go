@@ -150,6 +150,15 @@ func (n *node) Identity(ctx context.Context) ([]string, error) {
 
 func (n *node) identity(ctx context.Context) ([]string, error) {
 	if n.cluster {
+		if n.gate != nil {
+			// The caller's cluster client (New): its seeds first, as
+			// before the first call, since this may be its first
+			// reading of the map, and the gate installed before it
+			// makes node clients (Open's dialer gates its own).
+			if err := n.checkSeeds(ctx); err != nil {
+				return nil, err
+			}
+		}
 		cmd := routed(redis.NewStringCmd(ctx, "cluster", "nodes"))
 		_ = n.client.Process(ctx, cmd)
 		nodes, err := cmd.Result()

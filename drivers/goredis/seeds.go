@@ -5,6 +5,8 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"sync"
+	"sync/atomic"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
@@ -85,4 +87,91 @@ func askWith(base *redis.Options) clusterseeds.Ask {
 		}
 		return reply, err
 	}
+}
+
+// seedGate gates the later dials of a *redis.ClusterClient of the caller's
+// (New) by its node's seeds' check, as Open's dialer gates its own client:
+// a seed that the first check did not vouch for (it did not answer, or
+// answered with no slot) is asked before go-redis connects to it, so that a
+// map go-redis reads from it later (it falls back to its seeds once no node
+// of its map answers) is of the cluster the other seeds vouched for; a seed
+// that disagrees refuses the node (every call fails), and its dials keep
+// failing while the node is open. It is installed (install) only when the
+// first check left such a seed, and becomes inert once every seed agreed or
+// the node is closed: the hooks on the client's node clients and the
+// function added to the client (ClusterClient.OnNewNode, which cannot be
+// undone) then hold this small struct alone, and node clients made
+// afterwards get no hook. It is a struct of its own, not the node's, so
+// that neither keeps the node alive.
+type seedGate struct {
+	mu        sync.Mutex
+	closed    bool // the node is closed: install installs nothing
+	installed bool
+	seeds     atomic.Pointer[clusterseeds.Checker] // nil while inert
+}
+
+// install adds the gate to each node client that cc makes from now on, if
+// the first check (ended, without refusal) left a seed not vouched for; at
+// most once. The node calls it before its first call has cc read the slot
+// map; node clients made before (by the caller's use of cc) are not gated.
+func (g *seedGate) install(cc *redis.ClusterClient, seeds *clusterseeds.Checker) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.closed || g.installed || seeds.Settled() || seeds.Err() != nil {
+		return
+	}
+	g.installed = true
+	g.seeds.Store(seeds)
+	cc.OnNewNode(func(rdb *redis.Client) {
+		if g.seeds.Load() != nil {
+			rdb.AddHook(admitHook{g})
+		}
+	})
+}
+
+// close makes the gate inert for good: the node no longer uses the client.
+func (g *seedGate) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.closed = true
+	g.seeds.Store(nil)
+}
+
+// admit returns nil if the client may connect to addr: the gate is inert,
+// or addr is no seed or one vouched for, or it was asked now and agrees
+// (see clusterseeds.Checker.Admit). It makes the gate inert once every seed
+// agreed.
+func (g *seedGate) admit(ctx context.Context, addr string) error {
+	seeds := g.seeds.Load()
+	if seeds == nil || !seeds.Unvouched(addr) {
+		return nil
+	}
+	if err := seeds.Admit(ctx, addr); err != nil {
+		return err
+	}
+	if seeds.Settled() {
+		g.seeds.CompareAndSwap(seeds, nil)
+	}
+	return nil
+}
+
+// admitHook is a seedGate on a node client of the caller's cluster client.
+type admitHook struct{ g *seedGate }
+
+// DialHook asks the gate before next connects.
+func (h admitHook) DialHook(next redis.DialHook) redis.DialHook {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if err := h.g.admit(ctx, addr); err != nil {
+			return nil, err
+		}
+		return next(ctx, network, addr)
+	}
+}
+
+// ProcessHook is next.
+func (admitHook) ProcessHook(next redis.ProcessHook) redis.ProcessHook { return next }
+
+// ProcessPipelineHook is next.
+func (admitHook) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
 }
