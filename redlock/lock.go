@@ -500,9 +500,9 @@ func minTime(a, b time.Time) time.Time {
 // Extends, up to their longest TTL past the key's expiry: a PEXPIRE whose
 // call failed may land as late as that expiry, and keep the key a TTL from
 // then); so
-// is, once, the release of a node that answers "not held" but whose
-// acquisition SET failed: that SET may still wait in the node's socket, and
-// be applied after the first release. So
+// is, once (within the same window), the release of a node that answers
+// "not held" but whose acquisition SET failed: that SET may still wait in
+// the node's socket, and be applied after the first release. So
 // Unlock releases once: a later call returns ErrAlreadyUnlocked at once,
 // without a call to the nodes, whatever the first one returned.
 func (l *Lock) Unlock(ctx context.Context) error {
@@ -574,7 +574,7 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 		case err != nil:
 			c.settle(bg, 0, l.key, l.value, 2, repeatUntil, nil, nil)
 		case !ok && unsure != 0:
-			c.settle(bg, 0, l.key, l.value, 1, deadline, nil, nil)
+			c.settle(bg, 0, l.key, l.value, 1, repeatUntil, nil, nil)
 		}
 		c.loneDone(d)
 		if ok && err == nil {
@@ -619,7 +619,9 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 			// still wait in the node's socket, behind this release on
 			// another connection. Released once more, after this one
 			// (see settle): that follows whatever the node had queued.
-			l.c.settle(bg, i, l.key, l.value, 1, deadline, nil, nil)
+			// Repeated as long as a failed release: an Extend's PEXPIRE
+			// that failed may wait behind that SET.
+			l.c.settle(bg, i, l.key, l.value, 1, repeatUntil, nil, nil)
 		}
 		return ok, err
 	}
