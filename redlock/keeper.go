@@ -743,7 +743,7 @@ func unsent(err error) bool {
 func (r *round) grant(l *Lock) {
 	r.owner.Store(l)
 	if r.running.Load() == 0 { // else the last call does it
-		l.dropAcq(r)
+		l.dropAcq(r, false)
 	}
 }
 
@@ -752,11 +752,12 @@ func (r *round) grant(l *Lock) {
 // follow. It keeps which of its SETs failed (see Lock.unsure), and writes
 // nothing of r, which the caller of TryLock may still read (the observers'
 // votes).
-func (l *Lock) dropAcq(r *round) {
+func (l *Lock) dropAcq(r *round, late bool) {
 	l.mu.Lock()
 	if l.acq == r {
 		l.acq = nil
 		l.unsure = r.failedCalls()
+		l.acqLate = late
 	}
 	l.mu.Unlock()
 }
@@ -774,6 +775,7 @@ func (l *Lock) dropSettledAcq() {
 	if acq.drain(); acq.pendingCount() == 0 {
 		l.acq = nil
 		l.unsure = acq.failedCalls()
+		l.acqLate = true // its SETs answered since the grant (see Lock.keyEnd)
 	}
 }
 

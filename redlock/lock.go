@@ -64,6 +64,18 @@ type Lock struct {
 	// when the acquisition's round is let go (acq): its outcome is unknown,
 	// and it may still wait in the node's socket (see Unlock).
 	unsure uint64
+	// keyEnd is how long a key of this lock may live on a node where its
+	// SET or PEXPIRE answered: Redis counts the TTL from the command's
+	// arrival, which comes before the reply, not from the start that
+	// expiry counts from, and keeps the key through its last millisecond;
+	// so the time the calls had returned, plus the TTL, plus 1ms. It only
+	// bounds Unlock's repeats of a failed release, never the validity.
+	keyEnd time.Time
+	// setTTL is the acquisition's TTL; acqLate says that a SET of the
+	// acquisition answered after the grant, at a time not kept (before
+	// Unlock: see Unlock).
+	setTTL  time.Duration
+	acqLate bool
 }
 
 // errNilLock is returned by the methods of a nil or zero *Lock.
@@ -448,8 +460,12 @@ func (l *Lock) finishExtend(ctx context.Context, r *round, ok bool, start time.T
 // it counts on more than ttl from its own start (see finishExtend). The
 // keeper's extensions all have the lock's one TTL, which this never lowers.
 func (l *Lock) extendReturned(ttl time.Duration, failed bool) {
+	end := l.c.now().Add(ttl + time.Millisecond) // after every call returned: see Lock.keyEnd
 	l.mu.Lock()
 	l.extending--
+	if end.After(l.keyEnd) {
+		l.keyEnd = end
+	}
 	if failed && (l.staleTTL == 0 || ttl < l.staleTTL) {
 		l.staleTTL = ttl
 	}
@@ -496,10 +512,12 @@ func minTime(a, b time.Time) time.Time {
 // EndExpired. Check Until, or Done, to know whether the work ended in time.
 //
 // A release that fails (its outcome unknown) is repeated in the background
-// until the node answers, up to the key's expiry on the nodes or Close (after
-// Extends, up to their longest TTL past the key's expiry: a PEXPIRE whose
-// call failed may land as late as that expiry, and keep the key a TTL from
-// then); so
+// until the node answers, up to the key's expiry on the nodes or Close (a
+// TTL from the SET's or PEXPIRE's arrival there, which may come after the
+// call's start: a TTL, and a millisecond, after the last call that answered
+// returned; after Extends, up to their longest TTL past that expiry: a
+// PEXPIRE whose call failed may land as late as that expiry, and keep the
+// key a TTL from then); so
 // is, once (within the same window), the release of a node that answers
 // "not held" but whose acquisition SET failed: that SET may still wait in
 // the node's socket, and be applied after the first release. So
@@ -542,7 +560,28 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 	// in the node's socket and land there as late as the key's expiry: it
 	// then keeps the key its TTL longer, beyond the expiry counted from its
 	// start.
-	repeatUntil := deadline.Add(l.lateTTL)
+	//
+	// A key lives on its node from the arrival of its SET or PEXPIRE, not
+	// from the start that expiry counts from: as long as keyEnd for the
+	// calls that returned, and a TTL after Unlock began for those that
+	// answered since the last time kept (the acquisition's calls that
+	// outlived the grant, the Extends in flight). A PEXPIRE that failed
+	// may land as late as that.
+	end := deadline
+	if l.keyEnd.After(end) {
+		end = l.keyEnd
+	}
+	if acq != nil || l.acqLate {
+		if e := now.Add(l.setTTL + time.Millisecond); e.After(end) {
+			end = e
+		}
+	}
+	if l.extending > 0 {
+		if e := now.Add(l.lateTTL + time.Millisecond); e.After(end) {
+			end = e
+		}
+	}
+	repeatUntil := end.Add(l.lateTTL)
 	l.mu.Unlock()
 	bg := context.WithoutCancel(ctx)
 	late := l.followLateSets(bg, acq, repeatUntil)
@@ -895,7 +934,7 @@ func (ls *lateSets) followAbandoned(rep reply) {
 // plus the longest Extend TTL: an Extend's PEXPIRE that failed on the node
 // may wait there behind the SET) and the SET's TTL from now.
 func (ls *lateSets) deadlineNow() time.Time {
-	if d := ls.l.c.now().Add(ls.ttl); d.After(ls.deadline) {
+	if d := ls.l.c.now().Add(ls.ttl + time.Millisecond); d.After(ls.deadline) { // see Lock.keyEnd
 		return d
 	}
 	return ls.deadline

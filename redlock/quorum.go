@@ -152,7 +152,7 @@ func (r *round) call(i int) {
 			r.finished(r)
 		}
 		if l := r.owner.Load(); l != nil {
-			l.dropAcq(r)
+			l.dropAcq(r, true) // answered after the grant (see Lock.keyEnd)
 		}
 	}
 	r.c.inflight.done()
