@@ -141,5 +141,10 @@ func (r *round) waitPastOwn(ctx context.Context, had uint64) bool {
 			return false
 		}
 	}
+	// Replies that came as ctx ended may be its errors, not the nodes'
+	// (as in wait): a failure at the caller's deadline is no verdict.
+	if callerEnded(ctx) {
+		r.decided = false
+	}
 	return r.yes >= q
 }
