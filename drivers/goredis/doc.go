@@ -65,8 +65,8 @@
 // for up to 5s), and the client connects to it later only once it answered
 // and agrees. A node of New over a *redis.ClusterClient of the caller's
 // asks its seeds (ClusterOptions.Addrs, with its dialer, credentials and
-// TLS) the same way before its first call (or Identity) reads the map, and
-// is refused likewise. If a seed was skipped then (not answering, or
+// TLS) the same way before its first call (or Identity, or Subscribe)
+// reads the map, and is refused likewise. If a seed was skipped then (not answering, or
 // knowing no slot), New's node adds a dial hook to each node client the
 // cluster client makes from then on (ClusterClient.OnNewNode), which asks
 // the seed before go-redis connects to it; the hook does nothing, and later

@@ -217,8 +217,8 @@ const maxRedirects = 8
 // client that c makes from then on (c.OnNewNode, which cannot be undone),
 // so that c connects to that seed only once it answered and agrees; the
 // hook does nothing once every seed agreed or the node is closed. Node
-// clients c made before the node's first call are not gated: let the node
-// be c's first user.
+// clients c made before the node's first call (or Identity, or Subscribe)
+// are not gated: let the node be c's first user.
 //
 // Once the caller closes c, the node's calls fail with an error matching
 // driver.ErrClosed (see driver.ErrClosed). A command that fails with
@@ -485,7 +485,7 @@ func (n *node) readSlots(ctx context.Context) (context.Context, error) {
 // having gated the caller's cluster client if the check left a seed
 // unvouched (see seedGate); or ctx's error, wrapped. The node calls it
 // before its client's first reading of the slot map (readSlots), and a
-// node of New before Identity.
+// node of New before Identity and Subscribe.
 func (n *node) checkSeeds(ctx context.Context) error {
 	if err := n.seeds.Check(ctx); err != nil {
 		return err

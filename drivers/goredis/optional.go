@@ -37,6 +37,17 @@ func (n *node) Subscribe(ctx context.Context, key string, notify chan<- struct{}
 	}
 	switch {
 	case n.router != nil:
+		if n.gate != nil {
+			// The caller's cluster client (New): its seeds first, as
+			// before the first call, since this may be its first
+			// reading of the map (a waiter's subscription on a node
+			// whose first SET has not begun), and the gate installed
+			// before it makes node clients (Open's dialer gates its
+			// own).
+			if err := n.checkSeeds(ctx); err != nil {
+				return nil, fmt.Errorf("goredis: subscribe: %w", driver.ContextError(ctx, err))
+			}
+		}
 		return n.router.SubscribeRelease(ctx, "goredis", key, notify)
 	case n.hub != nil:
 		return n.hub.SubscribeRelease(ctx, "goredis", key, notify)
