@@ -64,7 +64,11 @@ func (g *gate) set(addr string, down bool) {
 // and the node is refused. The gate is installed before the Client's
 // question of the node's identity, which made the client's node clients
 // first (the seed's among them), ungated, in 2 of 3 runs before.
-func TestNewClusterClientSeedDownAtFirstUse(t *testing.T) {
+func TestNewClusterClientSeedDownAtFirstUse(t *testing.T) { seedDownAtFirstUse(t, nil) }
+
+// seedDownAtFirstUse is TestNewClusterClientSeedDownAtFirstUse's scenario;
+// first, when not nil, is the node's first use before its Client's.
+func seedDownAtFirstUse(t *testing.T, first func(t *testing.T, n driver.Node)) {
 	a := redistest.NewCluster(t, 1)
 	b := redistest.NewCluster(t, 1)
 	sa, sb := a.Seeds()[0], b.Seeds()[0]
@@ -72,7 +76,11 @@ func TestNewClusterClientSeedDownAtFirstUse(t *testing.T) {
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{sa, sb}, Dialer: g.dial,
 		ContextTimeoutEnabled: true, MaxRetries: -1})
 	t.Cleanup(func() { cc.Close() })
-	c1, err := redlock.New([]driver.Node{goredis.New(cc)}, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(time.Second))
+	n := goredis.New(cc)
+	if first != nil {
+		first(t, n)
+	}
+	c1, err := redlock.New([]driver.Node{n}, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(time.Second))
 	require.NoError(t, err)
 	t.Cleanup(func() { c1.Close() })
 	l, err := c1.TryLock(t.Context(), "warm")
