@@ -216,7 +216,9 @@ const maxRedirects = 8
 // If a seed did not answer then, the node adds a dial hook to each node
 // client that c makes from then on (c.OnNewNode, which cannot be undone),
 // so that c connects to that seed only once it answered and agrees; the
-// hook does nothing once every seed agreed or the node is closed. Node
+// hook does nothing once every seed agreed or the node is closed. One
+// function is added to c in all, however many nodes are made over it: it
+// asks the gates of c's live nodes (see seedGate). Node
 // clients c made before the node's first call (or Identity, or Subscribe)
 // are not gated: let the node be c's first user.
 //

@@ -5,8 +5,10 @@ import (
 	"crypto/tls"
 	"errors"
 	"net"
+	"runtime"
 	"sync"
 	"sync/atomic"
+	"weak"
 
 	"github.com/redis/go-redis/v9"
 	"github.com/redis/go-redis/v9/maintnotifications"
@@ -97,23 +99,22 @@ func askWith(base *redis.Options) clusterseeds.Ask {
 // of its map answers) is of the cluster the other seeds vouched for; a seed
 // that disagrees refuses the node (every call fails), and its dials keep
 // failing while the node is open. It is installed (install) only when the
-// first check left such a seed, and becomes inert once every seed agreed or
-// the node is closed: the hooks on the client's node clients and the
-// function added to the client (ClusterClient.OnNewNode, which cannot be
-// undone) then hold this small struct alone, and node clients made
-// afterwards get no hook. It is a struct of its own, not the node's, so
-// that neither keeps the node alive.
+// first check left such a seed, into the client's clientGates, and leaves
+// them once every seed agreed or the node is closed. It is a struct of its
+// own, not the node's, so that neither keeps the node alive.
 type seedGate struct {
 	mu        sync.Mutex
 	closed    bool // the node is closed: install installs nothing
 	installed bool
+	of        *clientGates                         // the client's, once installed
 	seeds     atomic.Pointer[clusterseeds.Checker] // nil while inert
 }
 
-// install adds the gate to each node client that cc makes from now on, if
-// the first check (ended, without refusal) left a seed not vouched for; at
-// most once. The node calls it before its first call has cc read the slot
-// map; node clients made before (by the caller's use of cc) are not gated.
+// install adds the gate to the gates of cc (see clientGates), if the first
+// check (ended, without refusal) left a seed not vouched for; at most once.
+// The node calls it before its first call has cc read the slot map; node
+// clients made before (by the caller's use of cc, or while no gate of cc
+// was live) are not gated.
 func (g *seedGate) install(cc *redis.ClusterClient, seeds *clusterseeds.Checker) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -121,12 +122,9 @@ func (g *seedGate) install(cc *redis.ClusterClient, seeds *clusterseeds.Checker)
 		return
 	}
 	g.installed = true
+	g.of = gatesOf(cc)
 	g.seeds.Store(seeds)
-	cc.OnNewNode(func(rdb *redis.Client) {
-		if g.seeds.Load() != nil {
-			rdb.AddHook(admitHook{g})
-		}
-	})
+	g.of.add(g)
 }
 
 // close makes the gate inert for good: the node no longer uses the client.
@@ -135,12 +133,15 @@ func (g *seedGate) close() {
 	defer g.mu.Unlock()
 	g.closed = true
 	g.seeds.Store(nil)
+	if g.of != nil {
+		g.of.remove(g)
+	}
 }
 
 // admit returns nil if the client may connect to addr: the gate is inert,
 // or addr is no seed or one vouched for, or it was asked now and agrees
 // (see clusterseeds.Checker.Admit). It makes the gate inert once every seed
-// agreed.
+// agreed, and takes it out of its client's gates.
 func (g *seedGate) admit(ctx context.Context, addr string) error {
 	seeds := g.seeds.Load()
 	if seeds == nil || !seeds.Unvouched(addr) {
@@ -149,20 +150,114 @@ func (g *seedGate) admit(ctx context.Context, addr string) error {
 	if err := seeds.Admit(ctx, addr); err != nil {
 		return err
 	}
-	if seeds.Settled() {
-		g.seeds.CompareAndSwap(seeds, nil)
+	if seeds.Settled() && g.seeds.CompareAndSwap(seeds, nil) {
+		g.mu.Lock()
+		g.of.remove(g)
+		g.mu.Unlock()
 	}
 	return nil
 }
 
-// admitHook is a seedGate on a node client of the caller's cluster client.
-type admitHook struct{ g *seedGate }
+// clientGates are the live seed gates over one *redis.ClusterClient of the
+// caller's, and the one function that the first of them added to it
+// (ClusterClient.OnNewNode, which go-redis cannot remove): a node client
+// that the client makes while a gate is live gets a hook that asks every
+// gate live at its dial. So a program that makes a node of New per request
+// over one shared client, a seed of which is down for good, adds one
+// function to it in all, not one per node. The registry (gated) holds a
+// client's gates until the client is garbage-collected, by a weak pointer
+// that keeps no client alive; the function holds them alone, not the
+// client nor any node.
+type clientGates struct {
+	mu    sync.Mutex
+	gates map[*seedGate]struct{}
+}
 
-// DialHook asks the gate before next connects.
+// gated is the registry of clientGates, by their clients.
+var gated struct {
+	mu sync.Mutex
+	m  map[weak.Pointer[redis.ClusterClient]]*clientGates
+}
+
+// gatesOf returns cc's gates, made (and their function added to cc) on the
+// first call for cc.
+func gatesOf(cc *redis.ClusterClient) *clientGates {
+	key := weak.Make(cc)
+	gated.mu.Lock()
+	defer gated.mu.Unlock()
+	if e := gated.m[key]; e != nil {
+		return e
+	}
+	if gated.m == nil {
+		gated.m = make(map[weak.Pointer[redis.ClusterClient]]*clientGates)
+	}
+	e := &clientGates{gates: make(map[*seedGate]struct{})}
+	gated.m[key] = e
+	runtime.AddCleanup(cc, func(key weak.Pointer[redis.ClusterClient]) {
+		gated.mu.Lock()
+		delete(gated.m, key)
+		gated.mu.Unlock()
+	}, key)
+	onNewNode(cc, e.newNode)
+	return e
+}
+
+// onNewNode is (*redis.ClusterClient).OnNewNode, which gatesOf calls
+// through so that a test can count the functions added to a client.
+var onNewNode = (*redis.ClusterClient).OnNewNode
+
+// add makes g one of the live gates.
+func (e *clientGates) add(g *seedGate) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.gates[g] = struct{}{}
+}
+
+// remove takes g out of the live gates; a node client already hooked then
+// no longer asks it.
+func (e *clientGates) remove(g *seedGate) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.gates, g)
+}
+
+// live returns the live gates, or none.
+func (e *clientGates) live() []*seedGate {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(e.gates) == 0 {
+		return nil
+	}
+	gs := make([]*seedGate, 0, len(e.gates))
+	for g := range e.gates {
+		gs = append(gs, g)
+	}
+	return gs
+}
+
+// newNode is the function added to the client: it hooks a node client made
+// while a gate is live.
+func (e *clientGates) newNode(rdb *redis.Client) {
+	e.mu.Lock()
+	live := len(e.gates) > 0
+	e.mu.Unlock()
+	if live {
+		rdb.AddHook(admitHook{e})
+	}
+}
+
+// admitHook is the gates of a caller's cluster client on one of its node
+// clients.
+type admitHook struct{ e *clientGates }
+
+// DialHook asks every live gate before next connects; the first that
+// refuses fails the dial.
 func (h admitHook) DialHook(next redis.DialHook) redis.DialHook {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if err := h.g.admit(ctx, addr); err != nil {
-			return nil, err
+		for _, g := range h.e.live() {
+			if err := g.admit(ctx, addr); err != nil {
+				return nil, err
+			}
 		}
 		return next(ctx, network, addr)
 	}
