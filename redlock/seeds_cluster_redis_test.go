@@ -1,9 +1,7 @@
 package redlock_test
 
 import (
-	"context"
 	"errors"
-	"net"
 	"strings"
 	"testing"
 	"time"
@@ -14,6 +12,7 @@ import (
 	_ "github.com/go-redlock/redlock/drivers/goredis"
 	_ "github.com/go-redlock/redlock/drivers/rueidis"
 	_ "github.com/go-redlock/redlock/drivers/valkeygo"
+	"github.com/go-redlock/redlock/internal/seedstest"
 	"github.com/go-redlock/redlock/redistest"
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -27,63 +26,21 @@ import (
 // that names the two seeds and that retrying cannot fix, Lock stops at once
 // rather than wait for its context, and the other Clients (of the cluster's
 // right address) lock as before. The normal case still works: seeds of one
-// cluster, one of them a replica and one that does not answer.
+// cluster, one of them a replica and one that does not answer
+// (seedstest.TwoClusters).
 func TestClusterNodeSeedsOfTwoClusters(t *testing.T) {
 	a := redistest.NewCluster(t, 2, redistest.WithReplicas(1))
 	b := redistest.NewCluster(t, 1)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	dead := ln.Addr().String()
-	ln.Close()
-	mixed := "redis://" + a.Seeds()[0] + "?cluster=true&addr=" + a.Seeds()[1] + "&addr=" + b.Seeds()[0]
-	replica := a.Shards()[0].Replicas()[0].Addr()
-	oneCluster := "redis://" + dead + "?cluster=true&addr=" + replica + "&addr=" + a.Seeds()[1]
-	opts := []redlock.Option{redlock.WithTTL(30 * time.Second), redlock.WithNodeTimeout(2 * time.Second)}
 	for _, name := range []string{"goredis", "rueidis", "valkeygo"} {
 		t.Run(name, func(t *testing.T) {
-			open := func(addr string) *redlock.Client {
-				c, err := redlock.Open(name, []string{addr}, opts...)
+			seedstest.TwoClusters(t, a, b, "seeds-"+name, func(seeds ...string) *redlock.Client {
+				addr := "redis://" + seeds[0] + "?cluster=true&addr=" + strings.Join(seeds[1:], "&addr=")
+				c, err := redlock.Open(name, []string{addr},
+					redlock.WithTTL(30*time.Second), redlock.WithNodeTimeout(2*time.Second))
 				require.NoError(t, err)
 				t.Cleanup(func() { c.Close() })
 				return c
-			}
-			key := "seeds-" + name
-			granted := 0
-			var errs []error
-			for range 12 {
-				if _, err := open(mixed).TryLock(t.Context(), key); err == nil {
-					granted++
-				} else {
-					errs = append(errs, err)
-				}
-			}
-			require.LessOrEqual(t, granted, 1, "Clients of one address were granted one lock")
-			require.Zero(t, granted, "a Client of an address whose seeds are of two clusters was granted the lock")
-			for i, err := range errs {
-				require.ErrorIs(t, err, driver.ErrSeedsOfTwoClusters, "Client %d", i)
-				require.Equal(t, driver.ErrSeedsOfTwoClusters.Error(), driver.PermanentCode(err))
-				require.Contains(t, err.Error(), b.Seeds()[0], "the error names the other cluster's seed")
-				require.True(t, strings.Contains(err.Error(), a.Seeds()[0]) || strings.Contains(err.Error(), a.Seeds()[1]),
-					"the error names a seed of the first cluster: %v", err)
-			}
-
-			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
-			defer cancel()
-			_, err := open(mixed).Lock(ctx, key)
-			require.ErrorIs(t, err, driver.ErrSeedsOfTwoClusters)
-			require.False(t, errors.Is(err, context.DeadlineExceeded), "Lock waited for its context: %v", err)
-
-			// The cluster's own address, and one with a replica and a dead
-			// seed: locks as before, and exclusive.
-			held, err := open(a.URL()).TryLock(t.Context(), key)
-			require.NoError(t, err)
-			_, err = open(oneCluster).TryLock(t.Context(), key)
-			require.ErrorIs(t, err, redlock.ErrNotObtained)
-			require.NotErrorIs(t, err, driver.ErrSeedsOfTwoClusters)
-			require.NoError(t, held.Unlock(t.Context()))
-			l, err := open(oneCluster).TryLock(t.Context(), key)
-			require.NoError(t, err, "seeds of one cluster, one a replica and one dead")
-			require.NoError(t, l.Unlock(t.Context()))
+			})
 		})
 	}
 }
