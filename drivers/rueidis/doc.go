@@ -136,5 +136,18 @@
 // its seeds among the servers it asks for the map, connects to it later
 // only once it answered and agrees. A client of New's is not checked: the
 // client does not tell its seeds (Nodes leaves out those outside its slot
-// map), and has read its map, from one of them, when it is made.
+// map), and has read its map, from one of them, when it is made. Asking its
+// Nodes for CLUSTER MYID (or CLUSTER NODES) at the node's first use, to
+// check that they are one cluster, was weighed and not built, as it cannot
+// fail: Nodes are the nodes of that map, which one server answered and
+// which names its own cluster's nodes alone, so they are always one
+// cluster, whichever the client happened to read (TestNewClusterNodesOfOneMap:
+// over seeds of two clusters, every client's Nodes are one cluster's, the
+// other's seed not among them). Two clients over the same seeds of two
+// clusters could each pass it on a different cluster. Keeping the IDs seen
+// then and comparing them at later uses would see only a later switch (a
+// refresh answered by a seed of the other cluster, kept hidden among the
+// servers the client asks), after locks may have been granted on it, and
+// not a client that read the other cluster from the start. Give New a
+// client of one cluster's seeds, or use Open, which asks every seed.
 package rueidis

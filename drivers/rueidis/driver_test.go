@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	"github.com/redis/rueidis"
+	"github.com/stretchr/testify/require"
 
 	rueidisdriver "github.com/go-redlock/redlock/drivers/rueidis"
 	"github.com/go-redlock/redlock/internal/rueidiscore/rueidiscoretest"
@@ -39,4 +40,21 @@ func TestClusterFirstUseShardDown(t *testing.T) {
 // hung primary names the call.
 func TestClusterFirstUseErrorNamesCall(t *testing.T) {
 	rueidiscoretest.FirstUseErrorNamesCall(t, rueidisdriver.Driver{}, "rueidis")
+}
+
+// Why New does not check a caller's cluster client by its Nodes(): they are
+// always the nodes of one cluster (see the package documentation).
+func TestNewClusterNodesOfOneMap(t *testing.T) {
+	rueidiscoretest.NodesOfOneMap(t, func(t *testing.T, seeds []string) map[string]string {
+		c, err := rueidis.NewClient(rueidis.ClientOption{InitAddress: seeds, DisableCache: true, DisableRetry: true})
+		require.NoError(t, err)
+		defer c.Close()
+		ids := map[string]string{}
+		for addr, n := range c.Nodes() {
+			id, err := n.Do(t.Context(), n.B().Arbitrary("CLUSTER", "MYID").Build()).ToString()
+			require.NoError(t, err, "CLUSTER MYID on %s", addr)
+			ids[addr] = id
+		}
+		return ids
+	})
 }

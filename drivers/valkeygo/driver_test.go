@@ -3,6 +3,7 @@ package valkeygo_test
 import (
 	"testing"
 
+	"github.com/stretchr/testify/require"
 	"github.com/valkey-io/valkey-go"
 
 	"github.com/go-redlock/redlock/drivers/valkeygo"
@@ -40,4 +41,21 @@ func TestClusterFirstUseShardDown(t *testing.T) {
 // hung primary names the call.
 func TestClusterFirstUseErrorNamesCall(t *testing.T) {
 	rueidiscoretest.FirstUseErrorNamesCall(t, valkeygo.Driver{}, "valkeygo")
+}
+
+// Why New does not check a caller's cluster client by its Nodes(): they are
+// always the nodes of one cluster (see the package documentation).
+func TestNewClusterNodesOfOneMap(t *testing.T) {
+	rueidiscoretest.NodesOfOneMap(t, func(t *testing.T, seeds []string) map[string]string {
+		c, err := valkey.NewClient(valkey.ClientOption{InitAddress: seeds, DisableCache: true, DisableRetry: true})
+		require.NoError(t, err)
+		defer c.Close()
+		ids := map[string]string{}
+		for addr, n := range c.Nodes() {
+			id, err := n.Do(t.Context(), n.B().Arbitrary("CLUSTER", "MYID").Build()).ToString()
+			require.NoError(t, err, "CLUSTER MYID on %s", addr)
+			ids[addr] = id
+		}
+		return ids
+	})
 }
