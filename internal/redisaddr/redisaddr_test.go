@@ -183,9 +183,12 @@ func TestParseNodeErrors(t *testing.T) {
 		"redis://u:pa/s3cret@h:6379": "percent-encode it",
 		"redis://u:12/s3cret@h:6379": "percent-encode it",
 		"redis://u:p%zzs3cret@h:1":   "percent-encode it",
-		// User information without a scheme.
-		":s3cret@h:6379":  "",
-		"u:s3cret@h:6379": "",
+		// User information without a scheme: with a ':', it said "an
+		// IPv6 address needs brackets", as if the colons were an IPv6
+		// address's.
+		":s3cret@h:6379":  "a user name or password goes in a redis:// URL",
+		"u:s3cret@h:6379": "a user name or password goes in a redis:// URL",
+		"u:s3cret@h":      "a user name or password goes in a redis:// URL",
 		"s3cret@h:6379":   "the host has '@'",
 		"h/s3cret@x:6379": "the host has '@'",
 	} {
