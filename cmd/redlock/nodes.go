@@ -67,16 +67,24 @@ func (f *nodeFlags) addrs() ([]string, error) {
 }
 
 // commaInUserinfo returns a usage error when a comma of a URL's user name or
-// password split the list: a URL without '@' before the first item with
-// '@' that is not a URL. The pieces are no addresses, and the first,
-// without '@', would be printed whole, password included. So too for
+// password split the list: a URL without '@', or one that does not parse,
+// before the first item with '@' that is not a URL. The pieces are no
+// addresses, and the first would be printed with the password: whole
+// without '@', or, when the password has an '@' of its own (and the URL
+// does not parse: "redis://u:p@ss/x" of "p@ss/x,y"), all of it after that
+// '@', up to which alone it is redacted. So too for
 // credentials without a URL ("user:pass,word@host"): an item that is no
 // address, among those without '@' right before an item with '@'.
 func commaInUserinfo(addrs []string) error {
 	for i, a := range addrs {
 		_, rest, ok := strings.Cut(a, "://")
-		if !ok || strings.Contains(rest, "@") {
+		if !ok {
 			continue
+		}
+		if strings.Contains(rest, "@") {
+			if _, err := redisaddr.ParseNode(a); err == nil {
+				continue // an address: a later item with '@' says its own error
+			}
 		}
 		for j := i + 1; j < len(addrs) && !strings.Contains(addrs[j], "://"); j++ {
 			if strings.Contains(addrs[j], "@") {
