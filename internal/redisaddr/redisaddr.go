@@ -317,6 +317,11 @@ func splitHostPort(s string) (host, port string, err error) {
 	if s == "" {
 		return "", "", errors.New("no host")
 	}
+	if strings.Contains(s, "@") {
+		// Before the colons are read: those of "user:password@host:port"
+		// are no IPv6 address's, nor a port.
+		return "", "", errors.New("the host has '@' in it (a user name or password goes in a redis:// URL)")
+	}
 	host, port = s, DefaultPort
 	if inner, ok := strings.CutPrefix(s, "["); ok && strings.HasSuffix(inner, "]") && !strings.ContainsAny(inner[:len(inner)-1], "[]") {
 		// A bracketed IPv6 address without a port: "[::1]".
