@@ -17,20 +17,31 @@ import (
 // pieces are no addresses, and the messages about them must not print the
 // password's head (the first piece has no '@' to redact up to). The comma
 // written %2C works.
+//
+// So too for a password with an '@' before its ',': the first piece, a
+// URL whose '@' is the password's, does not parse when what follows that
+// '@' is no host:port ("p@hunter2/x" is a path, "p@hunter2:x" a port). Its
+// message redacted up to that '@' and printed the rest of the password:
+// `malformed redis address "redis://xxxxx@hunter2/x"`.
 func TestNodesCommaInPassword(t *testing.T) {
 	t.Parallel()
 	const pw = "hunter2,x"
-	for _, cmd := range [][]string{
-		{"run", "--wait", "0", "k", "--", "true"},
-		{"hold", "--wait", "0", "--for", "1ms", "k"},
-		{"status", "k"},
-		{"doctor"},
-	} {
-		nodes := "redis://u:" + pw + "@127.0.0.1:1,127.0.0.1:2,127.0.0.1:3"
-		args := append([]string{cmd[0], "--nodes", nodes}, cmd[1:]...)
-		r := invoke(t, "", args...)
-		if r.code != exitUsage || strings.Contains(r.stdout+r.stderr, "hunter2") || !strings.Contains(r.stderr, "%2C") {
-			t.Errorf("redlock %s with a ',' in a password: want exit 2, a hint at %%2C and no password, got %v", cmd[0], r)
+	nodeLists := []string{"redis://u:" + pw + "@127.0.0.1:1,127.0.0.1:2,127.0.0.1:3"}
+	for _, atPW := range []string{"p@hunter2/x,y", "p@hunter2:x,y", "p@hunter2?x,y", "p@hunter2#x,y", "p@hunter2%x,y", "p@hunter2:1/x,y"} {
+		nodeLists = append(nodeLists, "127.0.0.1:2,redis://u:"+atPW+"@127.0.0.1:1,127.0.0.1:3")
+	}
+	for _, nodes := range nodeLists {
+		for _, cmd := range [][]string{
+			{"run", "--wait", "0", "k", "--", "true"},
+			{"hold", "--wait", "0", "--for", "1ms", "k"},
+			{"status", "k"},
+			{"doctor"},
+		} {
+			args := append([]string{cmd[0], "--nodes", nodes}, cmd[1:]...)
+			r := invoke(t, "", args...)
+			if r.code != exitUsage || strings.Contains(r.stdout+r.stderr, "hunter2") || !strings.Contains(r.stderr, "%2C") {
+				t.Errorf("redlock %s --nodes %q, a ',' in a password: want exit 2, a hint at %%2C and no password, got %v", cmd[0], nodes, r)
+			}
 		}
 	}
 
