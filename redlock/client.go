@@ -529,7 +529,7 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 			if now := c.now(); now.Before(bound) {
 				// As a round's grant, whose every call has returned:
 				// no acquisition to follow (acq), no SET that failed.
-				ll.Lock = Lock{c: c, name: name, key: key, value: value, ttl: ttl, until: bound, expiry: start.Add(ttl), keyEnd: now.Add(ttl + time.Millisecond), setTTL: ttl, granted: now.Sub(clockBase), releaseCtx: &ll.release}
+				ll.Lock = Lock{c: c, name: name, key: key, value: value, ttl: ttl, until: bound, keyEnd: now.Add(ttl + time.Millisecond), setTTL: ttl, granted: now.Sub(clockBase), releaseCtx: &ll.release}
 				return &ll.Lock, outcome{}, nil
 			}
 		}
@@ -575,7 +575,7 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 	}
 	if now := c.now(); ok && now.Before(untilAt) {
 		// keyEnd: the SETs counted answered before now (see Lock.keyEnd).
-		l := &Lock{c: c, name: name, key: key, value: value, token: token, ttl: ttl, until: untilAt, expiry: start.Add(ttl), keyEnd: now.Add(ttl + time.Millisecond), setTTL: ttl, acq: r, granted: now.Sub(clockBase)}
+		l := &Lock{c: c, name: name, key: key, value: value, token: token, ttl: ttl, until: untilAt, keyEnd: now.Add(ttl + time.Millisecond), setTTL: ttl, acq: r, granted: now.Sub(clockBase)}
 		r.setTTLms = uint32((ttl + time.Millisecond - 1) / time.Millisecond) // MaxTTL fits
 		r.grant(l)
 		return l, outcome{r: r}, nil

@@ -115,3 +115,70 @@ func testUnlockRepeatsReleaseUntilKeyEnd(t *testing.T, extend time.Duration) {
 		assert.False(t, mem[2].Holds("k"), "key left on the node after its resume, before its TTL from the SET's or PEXPIRE's arrival ran out")
 	})
 }
+
+// queuedSlowSetServer is a slowSetServer that says it queues
+// (driver.Queuer), as the nodes of every Redis driver do: a call's context
+// then ends at the end of its wait in the queue that Unlock gives it.
+type queuedSlowSetServer struct{ slowSetServer }
+
+func (queuedSlowSetServer) Pending() driver.Pending { return driver.Pending{} }
+
+// Unlock's release calls wait in a queuing node's queue as long as the key
+// may live there: a TTL from its SET's or PEXPIRE's arrival, plus Redis's
+// last millisecond, not only from the acquisition's (or the Extend's)
+// start. The SETs (or an Extend's PEXPIREs) reach the nodes 300ms after
+// they were sent (TTL 1s, node timeout 20ms); Unlock runs 10ms before the
+// expiry counted from the start, and its releases wait in the queue until
+// 30ms past it, while the key still lives 270ms more on every node. Before,
+// the calls' queue wait ended at that expiry plus the node timeout: every
+// release was dropped 10ms before it could go, Unlock said the lock was not
+// released, and the key outlived the release.
+func TestUnlockReleaseWaitsUntilKeyEnd(t *testing.T) {
+	for _, nodes := range []int{1, 3} {
+		name := map[int]string{1: "lone", 3: "three"}[nodes]
+		t.Run(name+"/acquired", func(t *testing.T) { testUnlockReleaseWaitsUntilKeyEnd(t, nodes, 0) })
+		t.Run(name+"/extended", func(t *testing.T) { testUnlockReleaseWaitsUntilKeyEnd(t, nodes, 2*time.Second) })
+	}
+}
+
+func testUnlockReleaseWaitsUntilKeyEnd(t *testing.T, n int, extend time.Duration) {
+	synctest.Test(t, func(t *testing.T) {
+		const (
+			nodeTimeout = 20 * time.Millisecond
+			arrive      = 300 * time.Millisecond
+			ttl         = time.Second
+		)
+		mem, _ := memNodes(n)
+		stopped, resumed := new(atomic.Bool), make(chan struct{})
+		nodes := make([]driver.Node, n)
+		for i := range nodes {
+			nodes[i] = queuedSlowSetServer{slowSetServer{Node: mem[i], arrive: arrive, stopped: stopped, resumed: resumed}}
+		}
+		c := newClient(t, nodes, redlock.WithNodeTimeout(nodeTimeout), redlock.WithTTL(ttl))
+		synctest.Wait()
+		start := time.Now()
+		l, err := c.TryLock(t.Context(), "k")
+		require.NoError(t, err)
+		synctest.Wait()
+		require.Equal(t, n, holders(mem, "k"))
+		expiry := start.Add(ttl) // counted from the start, as the old bound was
+		if extend > 0 {
+			time.Sleep(100 * time.Millisecond)
+			expiry = time.Now().Add(extend)
+			require.NoError(t, l.Extend(t.Context(), extend))
+			synctest.Wait()
+		}
+		stopped.Store(true) // the releases wait in the queue
+		time.Sleep(expiry.Add(-10 * time.Millisecond).Sub(time.Now()))
+		done := make(chan error, 1)
+		go func() { done <- l.Unlock(t.Context()) }()
+		time.Sleep(expiry.Add(nodeTimeout + 10*time.Millisecond).Sub(time.Now()))
+		synctest.Wait()
+		require.Equal(t, n, holders(mem, "k"), "the key lives a TTL from its SET's or PEXPIRE's arrival")
+		close(resumed) // the releases leave the queue
+		err = <-done
+		assert.NoError(t, err, "Unlock gave up on releases that could still reach a key living on the nodes")
+		synctest.Wait() // the release beyond the quorum, from the background
+		assert.Zero(t, holders(mem, "k"), "key left on the nodes once Unlock's releases returned")
+	})
+}

@@ -26,7 +26,6 @@ type Lock struct {
 	mu       sync.Mutex
 	acq      *round // the acquisition, whose late SETs Unlock must follow; nil once taken
 	until    time.Time
-	expiry   time.Time     // the latest a key of this lock can live on a node: start + ttl of the last SET or Extend sent
 	ttl      time.Duration // of the acquisition or the last successful Extend
 	ended    bool          // no longer held: Until passed, lost or unlocked
 	unlocked bool          // Unlock was called
@@ -57,8 +56,8 @@ type Lock struct {
 	staleTTL time.Duration
 	// lateTTL is the longest TTL of the Extends sent (0: none): a PEXPIRE
 	// whose call failed, or has not answered yet, may land on its node as
-	// late as the key's expiry there, and keep the key that much longer
-	// (see Unlock).
+	// late as the key's end there (keyEnd), and keep the key that much
+	// longer (see Unlock).
 	lateTTL time.Duration
 	// unsure are the nodes, a bit each, whose acquisition SET failed, kept
 	// when the acquisition's round is let go (acq): its outcome is unknown,
@@ -66,10 +65,14 @@ type Lock struct {
 	unsure uint64
 	// keyEnd is how long a key of this lock may live on a node where its
 	// SET or PEXPIRE answered: Redis counts the TTL from the command's
-	// arrival, which comes before the reply, not from the start that
-	// expiry counts from, and keeps the key through its last millisecond;
-	// so the time the calls had returned, plus the TTL, plus 1ms. It only
-	// bounds Unlock's repeats of a failed release, never the validity.
+	// arrival, which comes before the reply and may come long after the
+	// call's start (a command waits in a queuing node's queue first), and
+	// keeps the key through its last millisecond; so the time the calls
+	// had returned, plus the TTL, plus 1ms. It is later than the start of
+	// every SET or Extend whose calls returned plus its TTL. With the
+	// calls still out (see keyEndLocked), it is the one time every release
+	// decision of Unlock counts from; it never bounds the validity, which
+	// counts from the start (Until).
 	keyEnd time.Time
 	// setTTL is the acquisition's TTL; acqLate says that a SET of the
 	// acquisition answered after the grant, at a time not kept (before
@@ -387,10 +390,7 @@ func (l *Lock) beginExtend(start time.Time, ttl, d time.Duration, ctxErr error, 
 	if bound.Before(l.until) {
 		l.setUntilLocked(bound, start)
 	}
-	if e := start.Add(ttl); e.After(l.expiry) {
-		l.expiry = e
-	}
-	l.lateTTL = max(l.lateTTL, ttl)
+	l.lateTTL = max(l.lateTTL, ttl) // while it is in flight, Unlock counts it from its own start, after this one's (keyEndLocked)
 	return bound, nil
 }
 
@@ -489,7 +489,8 @@ func minTime(a, b time.Time) time.Time {
 // by the node timeout (on a node that queues commands under load,
 // driver.Queuer, as every Redis driver's does, the node timeout bounds a
 // release's time on the network, and its wait in the queue, which comes
-// first, is bounded by the key's expiry on the nodes: see WithNodeTimeout).
+// first, by the key's end on the nodes, below, and a node timeout after it:
+// see WithNodeTimeout).
 // It returns once a quorum confirmed the release (the
 // other nodes are released in the background; Close waits for them), or
 // once the node timeout passed or too many nodes said they did not hold the
@@ -505,8 +506,9 @@ func minTime(a, b time.Time) time.Time {
 // background (see TryLock). At most 512 releases of a Client run at once: an Unlock
 // beyond them first waits, whatever ctx says, for one of them to end (each
 // is bounded by the node timeout on a node that does not queue commands; on
-// one that does, driver.Queuer, by a wait in its queue up to the key's
-// expiry and then the node timeout; a release that follows a SET that had
+// one that does, driver.Queuer, by a wait in its queue up to a node
+// timeout past the key's end and then the node timeout; a release that
+// follows a SET that had
 // not answered waits for that SET within the same bound), and its own node
 // timeout starts then.
 //
@@ -515,13 +517,17 @@ func minTime(a, b time.Time) time.Time {
 // runs out there, releases it and returns nil, and the observers hear
 // EndExpired. Check Until, or Done, to know whether the work ended in time.
 //
+// The key's end is the latest the key may live on a node: a TTL from its
+// SET's or PEXPIRE's arrival there, which may come long after the call's
+// start (in a node's queue first), and through Redis's last millisecond: a
+// TTL, and a millisecond, after the last call that answered returned (a
+// TTL after Unlock began for the calls still out). Every release decision
+// counts from it, none from the acquisition's start.
+//
 // A release that fails (its outcome unknown) is repeated in the background
-// until the node answers, up to the key's expiry on the nodes or Close (a
-// TTL from the SET's or PEXPIRE's arrival there, which may come after the
-// call's start: a TTL, and a millisecond, after the last call that answered
-// returned; after Extends, up to their longest TTL past that expiry: a
-// PEXPIRE whose call failed may land as late as that expiry, and keep the
-// key a TTL from then); so
+// until the node answers, up to the key's end or Close (after Extends, up
+// to their longest TTL past the key's end: a PEXPIRE whose call failed may
+// land as late as that, and keep the key a TTL from then); so
 // is, once (within the same window), the release of a node that answers
 // "not held" but whose acquisition SET failed: that SET may still wait in
 // the node's socket, and be applied after the first release. So
@@ -555,37 +561,18 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 	if ended {
 		l.endHow = endNone // reported by Unlock, which knows how it ended
 	}
+	// Every release decision counts from end, the latest the key may live
+	// on a node (keyEndLocked): a release call's wait in a queuing node's
+	// queue ends a node timeout after it, and a failed release is repeated
+	// until the key has expired on its node. An Extend's PEXPIRE whose call
+	// failed, or is still in flight, may wait in the node's socket and land
+	// there as late as end: it then keeps the key its TTL longer, so the
+	// repeats go on that much longer.
+	end := l.keyEndLocked(now)
+	repeatUntil := end.Add(l.lateTTL)
 	acq := l.acq
 	l.acq = nil
 	unsure := l.unsure
-	deadline := l.expiry
-	// A failed release is repeated until the key has expired on its node.
-	// An Extend's PEXPIRE whose call failed, or is still in flight, may wait
-	// in the node's socket and land there as late as the key's expiry: it
-	// then keeps the key its TTL longer, beyond the expiry counted from its
-	// start.
-	//
-	// A key lives on its node from the arrival of its SET or PEXPIRE, not
-	// from the start that expiry counts from: as long as keyEnd for the
-	// calls that returned, and a TTL after Unlock began for those that
-	// answered since the last time kept (the acquisition's calls that
-	// outlived the grant, the Extends in flight). A PEXPIRE that failed
-	// may land as late as that.
-	end := deadline
-	if l.keyEnd.After(end) {
-		end = l.keyEnd
-	}
-	if acq != nil || l.acqLate {
-		if e := now.Add(l.setTTL + time.Millisecond); e.After(end) {
-			end = e
-		}
-	}
-	if l.extending > 0 {
-		if e := now.Add(l.lateTTL + time.Millisecond); e.After(end) {
-			end = e
-		}
-	}
-	repeatUntil := end.Add(l.lateTTL)
 	l.mu.Unlock()
 	bg := context.WithoutCancel(ctx)
 	late := l.followLateSets(bg, acq, repeatUntil)
@@ -611,7 +598,7 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 		// One node, no SET to follow: the release straight from here, and
 		// a round only for one that fails, as startUntil's would have been.
 		c := l.c
-		d := c.loneCall(bg, deadline.Add(c.nodeTimeout), time.Time{}, l.releaseCtx) // after the wait for a release's turn
+		d := c.loneCall(bg, end.Add(c.nodeTimeout), time.Time{}, l.releaseCtx) // after the wait for a release's turn
 		ok, err := c.release(d, 0, l.key, l.value, channel)
 		switch { // while the call is in flight, as below
 		case err != nil:
@@ -627,7 +614,7 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 		r.wait(bg)
 		return r, ended, r.err(ctx, ErrLockLost)
 	}
-	// A release that waits in a node's queue past the key's expiry is moot.
+	// A release that waits in a node's queue past the key's end is moot.
 	release := func(ctx context.Context, i int, _ driver.Node) (bool, error) {
 		if late != nil && acq.state[i] == pending {
 			// Released once its SET has answered: sent before that,
@@ -670,14 +657,40 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 	}
 	var r *round
 	if late == nil {
-		r = l.c.startUntil(bg, OpRelease, l.name, deadline.Add(l.c.nodeTimeout), release)
+		r = l.c.startUntil(bg, OpRelease, l.name, end.Add(l.c.nodeTimeout), release)
 	} else {
-		r = late.startRelease(bg, l.name, deadline.Add(l.c.nodeTimeout), release)
+		r = late.startRelease(bg, l.name, end.Add(l.c.nodeTimeout), release)
 	}
 	if r.wait(bg) { // the calls end at the node timeout
 		return r, ended, nil
 	}
 	return r, ended, r.err(ctx, ErrLockLost)
+}
+
+// keyEndLocked returns, at now, the latest a key of the lock may live on a
+// node, as far as the calls that may have landed by now go: a TTL (and
+// Redis's last millisecond) from the latest arrival of one of its SETs or
+// PEXPIREs there. That is keyEnd for the calls that returned by the last
+// time kept, and a TTL after now for those that may have landed since
+// without a time kept: the acquisition's calls that outlived the grant (acq
+// still held, or acqLate) and, with the longest TTL sent, the Extends in
+// flight (a PEXPIRE that lands later still is what Unlock's repeats go on
+// for past this end: see lateTTL). It is never earlier than the start of a
+// SET or Extend sent plus its TTL, which every release decision counted
+// from before. l.mu is held.
+func (l *Lock) keyEndLocked(now time.Time) time.Time {
+	end := l.keyEnd
+	if l.acq != nil || l.acqLate {
+		if e := now.Add(l.setTTL + time.Millisecond); e.After(end) {
+			end = e
+		}
+	}
+	if l.extending > 0 {
+		if e := now.Add(l.lateTTL + time.Millisecond); e.After(end) {
+			end = e
+		}
+	}
+	return end
 }
 
 // errSetUnanswered is Unlock's verdict on a node whose acquisition SET had
@@ -728,7 +741,7 @@ type lateSets struct {
 	bg       context.Context
 	acq      *round
 	ttl      time.Duration // the SETs' (the acquisition's)
-	deadline time.Time     // until when Unlock repeats a failed release: the key's expiry, plus the longest Extend TTL
+	deadline time.Time     // until when Unlock repeats a failed release: the key's end, plus the longest Extend TTL
 	mu       sync.Mutex
 	rel      *round      // Unlock's round, once started
 	waiting  int         // nodes in lateWaiting
@@ -934,7 +947,7 @@ func (ls *lateSets) followAbandoned(rep reply) {
 }
 
 // deadlineNow is how long the releases of a late SET are repeated: until
-// the later of Unlock's deadline for a failed release (the key's expiry
+// the later of Unlock's deadline for a failed release (the key's end
 // plus the longest Extend TTL: an Extend's PEXPIRE that failed on the node
 // may wait there behind the SET) and the SET's TTL from now.
 func (ls *lateSets) deadlineNow() time.Time {

@@ -105,9 +105,9 @@ func WithTTL(ttl time.Duration) Option {
 // (driver.Queuer, as the nodes of every Redis driver here do) is given it
 // as the bound of a command's time on the network, from the moment the
 // command leaves the queue; the wait in the queue is bounded by the call's
-// context and by the lock's validity (for a SET or an extension) or its
-// expiry (for a release), so that a client under load queues rather than
-// timing out. The lock's validity is measured from the start of the call
+// context and by the lock's validity (for a SET or an extension) or a node
+// timeout past the latest the key may live on the nodes (for a release: see
+// Lock.Unlock), so that a client under load queues rather than timing out. The lock's validity is measured from the start of the call
 // either way.
 func WithNodeTimeout(d time.Duration) Option {
 	return func(c *config) { c.nodeTimeout, c.nodeTimeoutSet, c.set = d, true, c.set|optNodeTimeout }
