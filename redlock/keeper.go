@@ -32,16 +32,13 @@ const keeperFanout = 64
 type keeper struct {
 	c *Client
 
-	// starting orders the start of a lock's extension (its last check
-	// that Do still keeps it, Lock.beginExtend, the observers' Extend
-	// start) before remove, or remove before it: an extension is either
-	// started, and reported, before Do removes its lock, and so before its
-	// Unlock starts, or not started at all. Taken before mu. A channel
-	// of one (a send takes it, a receive gives it back) rather than a
-	// sync.Mutex: a wait on it is durable in a testing/synctest bubble.
-	starting chan struct{}
+	mu sync.Mutex
+	// started is signaled (on mu) when the start of an extension that a
+	// remove waits for is done (see kept.state): rarely, since a remove
+	// waits only for its own lock's extension, and only while it starts.
+	// A sync.Cond: a wait on it is durable in a testing/synctest bubble.
+	started sync.Cond
 
-	mu     sync.Mutex
 	heap   keptHeap
 	timer  *time.Timer // fires at the earliest due; nil until the first add
 	closed bool        // stop ran: nothing is scheduled any more
@@ -70,17 +67,27 @@ type kept struct {
 	obs    *doObs          // the observers' Do; nil without observers
 
 	// Guarded by keeper.mu:
-	due      time.Time // of the next extension, or, while one is in flight, the end of the validity
-	index    int       // in the heap; -1 when out of it
-	inflight bool      // an extension is in flight, or none can raise the validity before it ends: due is the validity's end
-	stopped  bool      // Do is done with it
-	removed  bool      // Do removed it (see remove): an extension in flight is moot
-	given    bool      // Close stopped the extensions before Do was done with it
-	linked   bool      // in keeper.live
+	due   time.Time // of the next extension, or, while one is in flight, the end of the validity
+	index int32     // in the heap; -1 when out of it (a heap of 2^31 locks would take 300 GB of kept)
 
-	// Only Do's goroutine uses these (beside the flags above, so that the
-	// eight share a word: a kept stays in the 160-byte size class, with one
-	// per lock held through Do; see TestKeptSize):
+	// state orders the start of the lock's extension (keeper.begin: its
+	// check that Do still keeps the lock, Lock.beginExtend, the
+	// observers' Extend start) and Do's removal of the lock
+	// (keeper.remove): an extension is either started, and reported,
+	// before Do removes its lock, and so before its Unlock starts, or not
+	// started at all. The lock's own, so that a slow start (an observer's)
+	// holds no other lock's Do. keptRemoved, keptStarting, keptWaiting.
+	state atomic.Uint32
+
+	// Guarded by keeper.mu:
+	inflight bool // an extension is in flight, or none can raise the validity before it ends: due is the validity's end
+	stopped  bool // Do is done with it
+	given    bool // Close stopped the extensions before Do was done with it
+	linked   bool // in keeper.live
+
+	// Only Do's goroutine uses these (beside index, state and the flags
+	// above, so that they share two words: a kept stays in the 160-byte
+	// size class, with one per lock held through Do; see TestKeptSize):
 	finished bool // Do finished with the lock
 	lost     bool // finish found the lock lost (valid once finished)
 	reported bool // Do's end was reported to the observers
@@ -92,6 +99,13 @@ type kept struct {
 	closeErr   error         // the release's error, read once byClose is closed
 }
 
+// The bits of kept.state.
+const (
+	keptRemoved  = 1 << iota // Do removed the lock (see keeper.remove): an extension in flight is moot, none starts
+	keptStarting             // the keeper is starting an extension of the lock (see keeper.begin)
+	keptWaiting              // a remove waits, on keeper.started, for that start to be done
+)
+
 // keptHeap orders kept locks by due.
 type keptHeap []*kept
 
@@ -99,11 +113,11 @@ func (h keptHeap) Len() int           { return len(h) }
 func (h keptHeap) Less(i, j int) bool { return h[i].due.Before(h[j].due) }
 func (h keptHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
+	h[i].index, h[j].index = int32(i), int32(j)
 }
 func (h *keptHeap) Push(x any) {
 	k := x.(*kept)
-	k.index = len(*h)
+	k.index = int32(len(*h))
 	*h = append(*h, k)
 }
 func (h *keptHeap) Pop() any {
@@ -117,7 +131,11 @@ func (h *keptHeap) Pop() any {
 
 // keeperOf returns the Client's keeper, made on first use.
 func (c *Client) keeperOf() *keeper {
-	c.keeperOnce.Do(func() { c.keeper = &keeper{c: c, starting: make(chan struct{}, 1), releasing: newTracker()} })
+	c.keeperOnce.Do(func() {
+		k := &keeper{c: c, releasing: newTracker()}
+		k.started.L = &k.mu
+		c.keeper = k
+	})
 	return c.keeper
 }
 
@@ -186,15 +204,22 @@ const (
 // whether Close had stopped the extensions before, and who releases the
 // lock: Do, registered in k.releasing (it calls released once done) so that
 // Close waits for it, unless Close took the release over, or has begun to
-// close the nodes.
+// close the nodes. It waits for the start of the lock's extension, if one
+// is starting (see kept.state); no other lock's.
 func (k *keeper) remove(e *kept) (given bool, by int) {
-	k.starting <- struct{}{} // after an extension's start in progress (see keeper.starting)
-	defer func() { <-k.starting }()
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	e.stopped, e.removed = true, true
+	for s := e.state.Or(keptRemoved) | keptRemoved; s&keptStarting != 0; s = e.state.Load() {
+		// Woken by begin's end under k.mu, which the wait holds until
+		// it sleeps: if begin ends before the flag is set, the swap
+		// fails and the loop finds the start done.
+		if s&keptWaiting != 0 || e.state.CompareAndSwap(s, s|keptWaiting) {
+			k.started.Wait()
+		}
+	}
+	e.stopped = true
 	if e.index >= 0 {
-		heap.Remove(&k.heap, e.index)
+		heap.Remove(&k.heap, int(e.index))
 	}
 	k.unlink(e)
 	switch {
@@ -231,7 +256,7 @@ func (k *keeper) releaseHeld(d time.Duration) (pv any, unwound bool) {
 		next := e.next
 		k.unlink(e)
 		if e.index >= 0 {
-			heap.Remove(&k.heap, e.index)
+			heap.Remove(&k.heap, int(e.index))
 		}
 		if !e.stopped { // out of the heap when stop ran: an extension was in flight
 			e.stopped, e.given = true, true
@@ -584,17 +609,22 @@ func (k *keeper) extend(group []*kept) {
 // nothing, and reports false, when Do has removed the lock since fire took
 // it (its Unlock may have started: an extension now would be moot, sent
 // beside the release, and reported after Unlock's start), or when the lock
-// is over already (lost, then). See keeper.starting.
+// is over already (lost, then). See kept.state: a remove of the lock meanwhile
+// waits for the start to be done, here; those of other locks do not.
 func (k *keeper) begin(e *kept, start time.Time) (bound time.Time, octx context.Context, end func(ExtendDone), began time.Time, ok bool) {
 	c := k.c
-	k.starting <- struct{}{}
-	defer func() { <-k.starting }()
-	k.mu.Lock()
-	removed := e.removed
-	k.mu.Unlock()
-	if removed {
+	// One extension of a lock at a time (kept.inflight): only a remove
+	// sets the state's bits while none starts.
+	if !e.state.CompareAndSwap(0, keptStarting) { // removed
 		return bound, e.ectx, nil, began, false
 	}
+	defer func() {
+		if e.state.And(^uint32(keptStarting|keptWaiting))&keptWaiting != 0 {
+			k.mu.Lock()
+			k.started.Broadcast()
+			k.mu.Unlock()
+		}
+	}()
 	bound, err := e.l.beginExtend(start, e.ttl, drift(e.ttl, c.driftFactor), nil, false)
 	if err != nil { // over already
 		k.mu.Lock()
@@ -651,11 +681,8 @@ func (k *keeper) finish(e *kept, r *round, ok bool, start time.Time, octx contex
 	err := e.l.finishExtend(octx, r, ok, start, e.ttl)
 	refused := false
 	if err != nil {
-		k.mu.Lock()
-		removed := e.removed
-		k.mu.Unlock()
 		switch {
-		case removed:
+		case e.state.Load()&keptRemoved != 0:
 			err = errExtendMoot
 		case r.permanentFailure() && k.c.quit.Err() == nil:
 			// Not the keeper's own ErrClosed (errKeeperClosed) of a
@@ -674,7 +701,7 @@ func (k *keeper) finish(e *kept, r *round, ok bool, start time.Time, octx contex
 	k.mu.Lock()
 	e.inflight = false
 	if e.index >= 0 {
-		heap.Remove(&k.heap, e.index)
+		heap.Remove(&k.heap, int(e.index))
 	}
 	if err == nil {
 		next := start.Add(e.every)

@@ -56,7 +56,10 @@ import (
 // cut short (Do's extensions among it).
 //
 // Methods may be called concurrently and must not block: the lock's
-// validity runs meanwhile.
+// validity runs meanwhile. The Extend of Do's extensions runs on the Client's
+// goroutine that extends the locks due together: the extensions of those
+// after it wait to start, and its own lock's Do, should its function return,
+// waits for it before its Unlock starts (other Do's do not).
 //
 // No event contains a lock's value or a node's password: nodes are named as
 // in NodeError.
