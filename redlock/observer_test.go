@@ -264,8 +264,8 @@ func TestObserverDoEvents(t *testing.T) {
 func TestObserverOutcomes(t *testing.T) {
 	servers := redistest.NewServers(t, 3)
 	rec := &recorder{id: "r"}
-	c := openRedis(t, "goredis", servers, redlock.WithObserver(rec))
-	other := openRedis(t, "goredis", servers)
+	c := openRedis(t, "goredis", servers, redlock.WithObserver(rec), redlock.WithNodeTimeout(liveNodeTimeout))
+	other := openRedis(t, "goredis", servers, redlock.WithNodeTimeout(liveNodeTimeout))
 	ctx := t.Context()
 
 	held, err := other.TryLock(ctx, "busy")
@@ -393,8 +393,9 @@ func TestObserverLockLost(t *testing.T) {
 func TestObserverWake(t *testing.T) {
 	servers := redistest.NewServers(t, 3)
 	rec := &recorder{id: "r"}
-	waiter := openRedis(t, "goredis", servers, redlock.WithObserver(rec), redlock.WithBackoff(redlock.ConstantBackoff(time.Minute)))
-	holder := openRedis(t, "goredis", servers)
+	waiter := openRedis(t, "goredis", servers, redlock.WithObserver(rec), redlock.WithBackoff(redlock.ConstantBackoff(time.Minute)),
+		redlock.WithNodeTimeout(liveNodeTimeout))
+	holder := openRedis(t, "goredis", servers, redlock.WithNodeTimeout(liveNodeTimeout))
 	ctx := t.Context()
 	l, err := holder.TryLock(ctx, "wake")
 	require.NoError(t, err)

@@ -25,6 +25,17 @@ import (
 
 var redisDrivers = []string{"goredis", "redigo", "rueidis", "valkeygo"}
 
+// liveNodeTimeout is the node timeout of the tests that need every live
+// node's call to count: they assert votes, outcomes or wake-ups, not how
+// long a call takes. A live node's answer is bounded by nothing but the
+// node timeout, and a loaded machine (load 20-48 on 2 cores) took longer
+// than the default 200ms for a fresh client's first call (its dial and its
+// SET: "SET NX: context deadline exceeded", "connect: still connecting"),
+// which then failed as if the node were down. Half the default TTL: the
+// nodes these tests stop are killed, and refuse at once, so the bound
+// costs them no time.
+const liveNodeTimeout = redlock.DefaultTTL / 2
+
 func openRedis(t *testing.T, name string, servers []*redistest.Server, opts ...redlock.Option) *redlock.Client {
 	t.Helper()
 	c, err := redlock.Open(name, redistest.Addrs(servers), opts...)
@@ -154,14 +165,14 @@ func TestRedisReleaseAfterLostReplies(t *testing.T) {
 					nodes[i] = lostReply{n}
 				}
 			}
-			c := newClient(t, nodes)
+			c := newClient(t, nodes, redlock.WithNodeTimeout(liveNodeTimeout))
 			key := "k-" + name
 			_, err := c.TryLock(t.Context(), key)
 			require.ErrorIs(t, err, redlock.ErrNotObtained)
 			require.ErrorIs(t, err, errLost)
 			require.Eventually(t, func() bool { return keysLeft(t, servers, key) == 0 }, 5*time.Second, 5*time.Millisecond,
 				"the SETs applied with lost replies must be released too")
-			other := openRedis(t, name, servers)
+			other := openRedis(t, name, servers, redlock.WithNodeTimeout(liveNodeTimeout))
 			l, err := other.TryLock(t.Context(), key)
 			require.NoError(t, err, "another client locks at once instead of waiting for the TTL")
 			require.NoError(t, l.Unlock(t.Context()))
