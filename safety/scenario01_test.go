@@ -32,7 +32,9 @@ func TestScenario01ContentionNeverTwoHolders(t *testing.T) {
 		grants    []chaos.Grant
 		inside    atomic.Int32
 		maxInside atomic.Int32
-		wg        sync.WaitGroup
+		// Unlocks that failed at their node timeout only (see below).
+		unlockTimeouts atomic.Int32
+		wg             sync.WaitGroup
 	)
 	for _, d := range redisDrivers {
 		for k := range perDriver {
@@ -60,7 +62,20 @@ func TestScenario01ContentionNeverTwoHolders(t *testing.T) {
 					mu.Lock()
 					grants = append(grants, chaos.Grant{Holder: holder, Start: start, End: end})
 					mu.Unlock()
-					assert.NoError(t, l.Unlock(t.Context()), holder)
+					// An Unlock whose releases a loaded machine did not
+					// get answered within the node timeout (load 20-48 on
+					// 2 cores: 1s passed) fails; the releases are
+					// repeated in the background, and the next grant
+					// waits for them or for the key's expiry, which the
+					// overlap check covers. What no fault here explains
+					// is any other error, or so many nodes answering
+					// "not held" that no quorum could have confirmed the
+					// release (a minority may, whose SET had not landed).
+					if err := l.Unlock(t.Context()); slowRelease(err) {
+						unlockTimeouts.Add(1)
+					} else {
+						assert.NoError(t, err, holder)
+					}
 				}
 			})
 		}
@@ -69,5 +84,5 @@ func TestScenario01ContentionNeverTwoHolders(t *testing.T) {
 	require.Len(t, grants, len(redisDrivers)*perDriver*rounds, "every contender got every grant it asked for")
 	require.Empty(t, chaos.Overlaps(grants), "no two grants' intervals intersect")
 	require.EqualValues(t, 1, maxInside.Load(), "never two holders inside the critical section")
-	measured(t, "%d grants through %d drivers, 0 overlaps", len(grants), len(redisDrivers))
+	measured(t, "%d grants through %d drivers, 0 overlaps; %d Unlocks failed at their node timeout", len(grants), len(redisDrivers), unlockTimeouts.Load())
 }
