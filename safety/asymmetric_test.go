@@ -63,7 +63,8 @@ func TestAsymmetricPartitionHolderCutOffFromMajority(t *testing.T) {
 					ns := startNodes(t, 5) // ns.proxies are A's links
 					bLinks := faultproxy.NewProxies(t, ns.servers)
 					key := "asymmetric"
-					a := open(t, d, ns.addrs(), redlock.WithTTL(ttl), redlock.WithNodeTimeout(nodeTimeout))
+					aUntil := &untilObserver{key: key}
+					a := open(t, d, ns.addrs(), redlock.WithTTL(ttl), redlock.WithNodeTimeout(nodeTimeout), redlock.WithObserver(aUntil))
 					b := open(t, d, redistest.Addrs(bLinks), redlock.WithTTL(ttl), redlock.WithNodeTimeout(nodeTimeout),
 						redlock.WithBackoff(redlock.ConstantBackoff(10*time.Millisecond)))
 					ns.warmAll(t, a)
@@ -156,14 +157,32 @@ func TestAsymmetricPartitionHolderCutOffFromMajority(t *testing.T) {
 							select {
 							case <-ctx.Done():
 							case <-time.After(30 * time.Second):
+								mu.Lock()
+								violations = append(violations, "fn's context not canceled 30s after the fault")
+								mu.Unlock()
 							}
 							mu.Lock()
 							canceled = time.Now()
 							mu.Unlock()
 							return nil
 						})
+						// A's end: when fn saw its context canceled, or
+						// the lock's validity (Until, as the Client last
+						// reported it) if that came first. Do cancels fn's
+						// context when the validity ends, but fn sees it
+						// only when it is scheduled next: on a loaded
+						// machine (load 20-48 on 2 cores) fn saw it after
+						// B's grant (1 run in ~10), a pause of fn's
+						// goroutine that no lock can bound (the holder
+						// that pauses past Until: fencing tokens are the
+						// answer, scenario 7). B granted before A's Until
+						// is an overlap still, as in the lock mode, whose
+						// A's end is la.Until().
 						mu.Lock()
 						aGrant.End = canceled
+						if u := aUntil.last(); !u.IsZero() && u.Before(aGrant.End) {
+							aGrant.End = u
+						}
 						mu.Unlock()
 						if !errors.Is(doErr, redlock.ErrLockLost) {
 							violations = append(violations, fmt.Sprintf("Do returned %v, not ErrLockLost", doErr))
@@ -194,6 +213,47 @@ func TestAsymmetricPartitionHolderCutOffFromMajority(t *testing.T) {
 	}
 }
 
+// untilObserver is an Observer that keeps the validity (Until) the Client
+// last reported for key's lock: by the attempt that granted it, then by
+// each extension (a failed one may lower it: see redlock.ExtendDone).
+type untilObserver struct {
+	redlock.NopObserver
+	key string
+
+	mu    sync.Mutex
+	until time.Time
+}
+
+func (o *untilObserver) set(key string, until time.Time) {
+	if key != o.key || until.IsZero() {
+		return
+	}
+	o.mu.Lock()
+	o.until = until
+	o.mu.Unlock()
+}
+
+// Attempt keeps the Until of a grant.
+func (o *untilObserver) Attempt(ctx context.Context, _ redlock.AttemptStart) (context.Context, func(redlock.AttemptDone)) {
+	return ctx, func(d redlock.AttemptDone) {
+		if d.Outcome == redlock.OutcomeGranted {
+			o.set(d.Key, d.Until)
+		}
+	}
+}
+
+// Extend keeps the Until after each extension.
+func (o *untilObserver) Extend(ctx context.Context, _ redlock.ExtendStart) (context.Context, func(redlock.ExtendDone)) {
+	return ctx, func(d redlock.ExtendDone) { o.set(d.Key, d.Until) }
+}
+
+// last returns the Until last reported; zero before a grant.
+func (o *untilObserver) last() time.Time {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.until
+}
+
 // releaseB unlocks B's lock at once, over B's healthy links, and returns
 // its grant: from granted to the earlier of its Until and the Unlock.
 func releaseB(t *testing.T, ctx context.Context, l *redlock.Lock, granted time.Time) chaos.Grant {
@@ -202,7 +262,15 @@ func releaseB(t *testing.T, ctx context.Context, l *redlock.Lock, granted time.T
 	if u := l.Until(); u.Before(end) {
 		end = u
 	}
-	require.NoError(t, l.Unlock(ctx), "B's Unlock, at once over healthy links")
+	// Healthy links, but a loaded machine's releases may outlast the 200ms
+	// node timeout ("lock lost" with the nodes' timeouts, 2 runs in 48 at
+	// load 30-40): logged, as unlockSlow does; the background repeats
+	// remove the key, which the test checks at its end.
+	if err := l.Unlock(ctx); slowRelease(err) {
+		t.Logf("B's Unlock, slower than the node timeout: %v", err)
+	} else {
+		require.NoError(t, err, "B's Unlock, at once over healthy links")
+	}
 	return chaos.Grant{Holder: "B", Start: granted, End: end}
 }
 
