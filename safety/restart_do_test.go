@@ -130,7 +130,10 @@ func TestDoRollingRestartsWithoutPersistence(t *testing.T) {
 					// B's grant ended fn first: no overlap this time.
 					measured(t, "%s, restarts at once: no overlap this run (B granted %v after fn's context ended)", d, bGranted.Sub(canceled).Round(time.Millisecond))
 				}
-				require.NoError(t, lb.Unlock(t.Context()))
+				// B's releases may outlast the 200ms node timeout on a
+				// loaded machine ("lock lost" with their timeouts, 1 run
+				// in 24 at load 17): see unlockSlow.
+				unlockSlow(t, lb)
 			})
 		}
 	}
