@@ -16,7 +16,7 @@ type watcher struct {
 	// watch returned (see watched): the waiter's attempt may have begun
 	// before it, and a release published there meanwhile was not heard.
 	// Apart from released, so that such a wake does not count as a
-	// release's notice (see lockWait's clearSpent).
+	// release's notice (see wakeSources.clearSpent).
 	late chan struct{}
 	// ctx is the subscriptions' life (see watch): no waiter's, ended by
 	// close.

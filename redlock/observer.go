@@ -89,11 +89,12 @@ type Observer interface {
 	LockEnd(ctx context.Context, e LockEnd)
 	// Wake is called when a waiter in Lock is woken, before its next
 	// attempt: by a release published on the nodes (driver.Notifier), or,
-	// when its attempt right after it subscribed or after a wake found
-	// another attempt of its Client on the key in flight, by that
-	// attempt's end (refused, that attempt may have missed a release), or
-	// by a subscription made again on a node where the first one failed
-	// (a release may have been published there meanwhile), or by the end
+	// when its attempt right after it subscribed or got the turn, or after
+	// a wake, found another attempt of its Client on the key in flight, by
+	// that attempt's end (refused, that attempt may have missed a release),
+	// or by a subscription made again on a node where the first one failed,
+	// or confirmed after its last attempt began (a release may have been
+	// published there meanwhile, unheard), or by the end
 	// of the releases of its own keys that its failed attempts left on
 	// some nodes (see Client.Lock).
 	Wake(ctx context.Context, e Wake)

@@ -53,6 +53,20 @@ func (n stalledSetNode) SetNX(ctx context.Context, key, value string, ttl time.D
 	return n.Node.SetNX(ctx, key, value, ttl)
 }
 
+// stalledTryLock turns stall on and starts a TryLock of "k" by c, which
+// stays in flight, its SETs stalled, until stall is off; its error comes on
+// the channel returned.
+func stalledTryLock(c *redlock.Client, stall *setStall) <-chan error {
+	stall.on()
+	tried := make(chan error, 1)
+	go func() {
+		_, err := c.TryLock(context.Background(), "k")
+		tried <- err
+	}()
+	synctest.Wait()
+	return tried
+}
+
 // Over nodes that publish no releases, a waiter woken for an attempt that
 // finds another attempt of its Client on the key in flight tries once that
 // attempt has ended, as a waiter woken by a release's notice does (see
@@ -109,13 +123,7 @@ func TestWakeNotLostToAttemptInFlightWithoutNotifications(t *testing.T) {
 			require.Zero(t, wakes)
 
 			faults[1].slowSets.Store(false)
-			stall.on()
-			tried := make(chan error, 1)
-			go func() {
-				_, err := c.TryLock(context.Background(), "k")
-				tried <- err
-			}()
-			synctest.Wait()
+			tried := stalledTryLock(c, stall)
 			faults[1].letReleases() // the waiter is woken, and finds the TryLock in flight
 			synctest.Wait()
 			require.False(t, mem[1].Holds("k"))
@@ -155,13 +163,7 @@ func TestWakeNotLostToAttemptInFlightWithoutNotifications(t *testing.T) {
 			synctest.Wait() // waits for the turn
 			time.Sleep(time.Minute)
 			require.NoError(t, held.Unlock(t.Context())) // unheard: nothing publishes
-			stall.on()
-			tried := make(chan error, 1)
-			go func() {
-				_, err := c.TryLock(context.Background(), "k")
-				tried <- err
-			}()
-			synctest.Wait()
+			tried := stalledTryLock(c, stall)
 			cancelFirst() // the turn passes: the waiter tries, and finds the TryLock in flight
 			synctest.Wait()
 			ended := time.Now()

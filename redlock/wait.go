@@ -79,6 +79,10 @@ const maxWakeJitter = 5 * time.Millisecond
 //     there), the waiter tries again as soon as all its keys' releases are
 //     answered, as when woken by a release, rather than after its Backoff:
 //     once until the next release notice wakes it.
+//   - A waiter that tries at once (woken, or given the turn when a release
+//     may have come unheard) and finds another attempt of its Client on
+//     the key in flight tries again as soon as that attempt has ended, as
+//     woken by a release, also when the nodes publish nothing.
 //   - Otherwise, and as the fallback for locks that expire rather than being
 //     released, it retries after the Backoff's delays, each at least 1ms.
 //   - A subscription that failed (a first pub/sub connection slower than
@@ -173,7 +177,8 @@ func (c *Client) lock(ctx context.Context, a *attempts) (*Lock, error) {
 }
 
 // lockWait is lock after a first attempt that failed and may be tried again
-// (its verdict in a): it waits for the key and tries until it gets it.
+// (its verdict in a): it waits for the key and tries until it gets it. Why
+// it tries, each time, is a wake (see wakeSources).
 func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 	// The releases of this waiter's own keys that its failed attempts
 	// leave to the background publish nothing: left tells it when they are
@@ -181,7 +186,7 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 	if a.cc.left == nil { // the failed attempt left none: it sent no SET
 		a.cc.left = newLeftovers(len(c.nodes))
 	}
-	left := a.cc.left
+	src := &wakeSources{left: a.cc.left}
 	key, cc := a.key, a.cc
 	var (
 		l    *Lock
@@ -193,25 +198,20 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 	}
 	defer done()
 
-	var (
-		released  chan struct{}
-		late      chan struct{} // see watcher.late
-		w         *watcher
-		listening bool // on enough nodes since before this waiter's turn
-	)
+	listening := false // on enough nodes since before this waiter's turn
 	if c.notify {
 		c.turnsMu.Lock()
-		w, t.w = t.w, nil
-		listening = w != nil && t.wHeard
+		src.w, t.w = t.w, nil
+		listening = src.w != nil && t.wHeard
 		c.turnsMu.Unlock()
-		if w == nil {
-			w = c.watch(ctx, c.prefix+key)
+		if src.w == nil {
+			src.w = c.watch(ctx, c.prefix+key)
 		} else {
-			w.adopt(ctx)
+			src.w.adopt(ctx)
 		}
 		// Before done: the waiter that takes the turn next finds w.
-		defer func() { c.handOver(t, w, l != nil) }()
-		released, late = w.released, w.late
+		defer func() { c.handOver(t, src.w, l != nil) }()
+		src.released, src.late = src.w.released, src.w.late
 	}
 	// Try again at once when the lock may have been released unheard:
 	// while this waiter waited for its turn, or subscribed to the releases.
@@ -219,79 +219,43 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 	// waiter), or that took over subscriptions that heard every release
 	// meanwhile (see handOver), missed nothing: it waits its Backoff first,
 	// or the notice that came.
-	var (
-		start time.Time
-		took  time.Duration
-	)
-	if (released != nil || waited) && !listening {
-		heard(released)
-		heard(late)
-		heard(left.cleared)
-		start = time.Now()
-		if l, stop, err = a.try(ctx); stop {
-			return l, err
+	why := byBackoff
+	var timer *time.Timer // made for the first wait
+	wait := func(d time.Duration) {
+		if timer == nil {
+			timer = time.NewTimer(d)
+		} else {
+			timer.Reset(d)
 		}
-		took = time.Since(start)
-		// That attempt, too, may have found another attempt of this
-		// Client in flight, refused before a release that this waiter
-		// did not hear.
-		if released != nil && errors.Is(err, errAcquiring) {
-			if err := c.rewake(ctx, a, released); err != nil {
+	}
+	if (src.released != nil || waited) && !listening {
+		why = byUnheard
+	} else {
+		wait(cc.backoff.wait(1))
+	}
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	var took time.Duration
+	for n := 1; ; { // n: the attempts since Lock's first or the last wake, for the Backoff
+		if why == byBackoff {
+			if why, err = src.next(ctx, c, a, timer.C); err != nil {
 				return nil, err
 			}
 		}
-	}
-	timer := time.NewTimer(cc.backoff.wait(1))
-	defer timer.Stop()
-	// clearSpent says that the waiter was woken by the end of its
-	// leftovers since the last release notice: once is enough. An attempt
-	// refused on a quorum held elsewhere, but for a node that fails its
-	// SETs and answers their releases (which mayWin counts as one that may
-	// grant it), would otherwise be woken again as soon as that release
-	// was answered, and again, with nothing changed: an attempt every few
-	// node calls while the holder keeps the lock, not on the Backoff.
-	clearSpent := false
-	for attempt := 2; ; attempt++ {
-		woken := false
-		var cleared chan struct{} // nil: not woken by the clean-up
-		if a.clearWake && !clearSpent {
-			cleared = left.cleared
+		src.spend(why)
+		if why != byBackoff {
+			n = 0
 		}
-	waiting:
-		for {
-			select {
-			case <-timer.C:
-			case <-released:
-				woken, clearSpent = true, false
-			case <-late:
-				// A subscription confirmed after the last attempt began
-				// (see watcher.late): a release may have come there unheard.
-				// Not a release's notice: clearSpent stays.
-				if !w.confirmedAfter(start) {
-					continue waiting
-				}
-				woken = true
-			case <-cleared:
-				// The keys that this waiter's failed attempts left on some
-				// nodes are released, and with them a quorum may grant it:
-				// it tries as after a release, which no notice announced.
-				woken, clearSpent = true, true
-			case <-ctx.Done():
-				return nil, a.ended(ctx)
-			case <-c.closing:
-				return nil, a.closed(ctx)
-			}
-			break
-		}
-		if woken {
+		n++
+		if why.woken() {
 			if c.obs != nil {
 				c.obs.Wake(ctx, Wake{Key: key, Attempt: a.made + 1})
 			}
-			// Woken by a release: back to the shortest poll if this
-			// attempt is lost to a split vote, which no release follows.
-			attempt = 1
 			if j := min(2*took, maxWakeJitter); t.contended() && j > 0 {
-				timer.Reset(rand.N(j))
+				wait(rand.N(j))
 				select {
 				case <-timer.C:
 				case <-ctx.Done():
@@ -301,29 +265,32 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 				}
 			}
 		}
-		heard(released)
-		heard(late)
-		heard(left.cleared)
-		start = time.Now()
+		src.begin()
 		if l, stop, err = a.try(ctx); stop {
 			return l, err
 		}
-		took = time.Since(start)
-		if woken && errors.Is(err, errAcquiring) {
-			if err := c.rewake(ctx, a, released); err != nil {
+		took = time.Since(src.start)
+		switch {
+		case why != byBackoff && errors.Is(err, errAcquiring):
+			// Refused before it reached the nodes: the attempt of this
+			// Client in flight may have been refused before the release
+			// that this one was for, which then holds for the waiter.
+			if err := c.rewake(ctx, a); err != nil {
 				return nil, err
 			}
-			continue
-		}
-		if woken && len(c.nodes) > 1 && splitVote(err) {
+			why = byRelease
+		case why.woken() && len(c.nodes) > 1 && splitVote(err):
 			// Every contender lost and released its votes, and no
 			// release will be announced: retry soon, at a random moment
-			// within twice an attempt, before the others.
+			// within twice an attempt, before the others. Back to the
+			// shortest poll if that one is lost too.
 			t.splitAt.Store(time.Now().UnixNano())
-			timer.Reset(rand.N(max(min(2*took, maxWakeJitter), time.Microsecond)))
-			continue
+			wait(rand.N(max(min(2*took, maxWakeJitter), time.Microsecond)))
+			why = byBackoff
+		default:
+			wait(cc.backoff.wait(n))
+			why = byBackoff
 		}
-		timer.Reset(cc.backoff.wait(attempt))
 	}
 }
 
@@ -376,24 +343,19 @@ func (c *Client) handOver(t *turn, w *watcher, granted bool) {
 	}
 }
 
-// rewake wakes a waiter again, on released, once the attempt of its Client
-// on a.key that was in flight when the waiter tried has ended: that attempt
-// may have been refused before a release, which then holds for the waiter,
-// rather than until its next poll. It returns Lock's error when ctx ends or
-// Close begins first.
-func (c *Client) rewake(ctx context.Context, a *attempts, released chan struct{}) error {
+// rewake waits until the attempt of its Client on a.key that was in flight
+// when a waiter tried has ended: the waiter tries again then, as woken by a
+// release (see lockWait), rather than at its next poll. It returns Lock's
+// error when ctx ends or Close begins first.
+func (c *Client) rewake(ctx context.Context, a *attempts) error {
 	select {
 	case <-c.acquireEnded(a.key):
+		return nil
 	case <-ctx.Done():
 		return a.ended(ctx)
 	case <-c.closing:
 		return a.closed(ctx)
 	}
-	select {
-	case released <- struct{}{}:
-	default:
-	}
-	return nil
 }
 
 // splitVote reports whether a failed attempt lost to a split vote: some
