@@ -66,9 +66,9 @@ type wakeSources struct {
 }
 
 // next waits for the waiter's next attempt: until its timer fires
-// (byBackoff) or a source wakes it, and returns why. clearWake is the last
-// attempt's (attempts.clearWake). It returns Lock's error when ctx ends or
-// Close begins first.
+// (byBackoff) or a source wakes it, and returns why; cleared counts only
+// after an attempt with a.clearWake. It returns Lock's error when ctx ends
+// or Close begins first.
 func (s *wakeSources) next(ctx context.Context, c *Client, a *attempts, timer <-chan time.Time) (wake, error) {
 	var cleared chan struct{} // nil: not woken by the clean-up
 	if a.clearWake && !s.clearSpent {
