@@ -583,12 +583,19 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 	clearWake := given && c.mayWin(r, had)
 	left := cc.leftovers(len(c.nodes))
 	c.abandon(ctx, r, key, value, ttl, left)
-	errs = append(errs, r.err(ctx, ErrNotObtained))
 	switch {
 	case ferr != nil:
-		errs = append(errs, ferr)
+		// The fence write's votes (in ferr, with ctx.Err() when ctx ended)
+		// are the verdict, and the *VoteError that errors.As finds: a
+		// quorum granted the SETs, whose votes would say nothing of why
+		// (and contradict the ErrUnavailable of a write too many nodes
+		// failed). The SETs' node errors stay.
+		errs = append(errs, ErrNotObtained, ferr)
+		errs = append(errs, r.errs...)
 	case ok:
-		errs = append(errs, fmt.Errorf("no validity left: acquiring took %v of the %v TTL", c.now().Sub(start), ttl))
+		errs = append(errs, r.err(ctx, ErrNotObtained), fmt.Errorf("no validity left: acquiring took %v of the %v TTL", c.now().Sub(start), ttl))
+	default:
+		errs = append(errs, r.err(ctx, ErrNotObtained))
 	}
 	return nil, outcome{finished: r.decided, permanent: r.permanentFailure(), clearWake: clearWake, left: left, r: r}, errors.Join(errs...)
 }

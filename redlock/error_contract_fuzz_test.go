@@ -17,7 +17,8 @@ import (
 // TestErrorContractUnderFaults runs random calls of every kind (TryLock,
 // Lock, Do, Extend, TTL, Unlock) against 1, 3 or 5 memory nodes that go down,
 // stall, lose replies, slow down, and whose connections stall or drop, at
-// random, in synctest bubbles (a third of them with Close in the middle), and
+// random, in synctest bubbles (half of them with WithFencing, a third with
+// Close in the middle), and
 // checks the documented shape of every error: a call whose context had
 // ended before it began, or when it returned (Do aside, which returns fn's
 // error), has ctx.Err() in its error; an error whose votes
@@ -45,8 +46,12 @@ func errorContractSchedule(t *testing.T, seed uint64) {
 		n := []int{1, 3, 5}[intn(3)]
 		mem, nodes := memNodes(n)
 		const ttl = time.Second
-		c, err := redlock.New(nodes, redlock.WithTTL(ttl), redlock.WithNodeTimeout(50*time.Millisecond),
-			redlock.WithBackoff(redlock.ConstantBackoff(30*time.Millisecond)))
+		opts := []redlock.Option{redlock.WithTTL(ttl), redlock.WithNodeTimeout(50 * time.Millisecond),
+			redlock.WithBackoff(redlock.ConstantBackoff(30 * time.Millisecond))}
+		if seed%2 == 0 {
+			opts = append(opts, redlock.WithFencing())
+		}
+		c, err := redlock.New(nodes, opts...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -9,7 +9,9 @@ import (
 )
 
 // ErrFenceNotWritten joins ErrNotObtained when a lock was granted but its
-// fencing token could not be written to a quorum.
+// fencing token could not be written to a quorum. The *VoteError in the
+// chain then has the votes of that write (it matches ErrUnavailable when too
+// many nodes failed it), not those of the SETs, which a quorum granted.
 var ErrFenceNotWritten = errors.New("redlock: fencing token not written to a quorum")
 
 // errFenceExhausted is the error of an acquisition whose granting nodes'
@@ -43,7 +45,7 @@ func (c *Client) fence(ctx context.Context, r *round, counters []uint64, key, va
 		return c.fencers[i].RaiseFence(ctx, key, value, fk, token)
 	})
 	if !w.wait(ctx) {
-		return 0, errors.Join(ErrFenceNotWritten, w.err(ctx, ErrFenceNotWritten))
+		return 0, w.err(ctx, ErrFenceNotWritten)
 	}
 	return token, nil
 }

@@ -359,10 +359,12 @@ func (c *Client) rewake(ctx context.Context, a *attempts) error {
 }
 
 // splitVote reports whether a failed attempt lost to a split vote: some
-// nodes granted it, too few for a quorum.
+// nodes granted it, too few for a quorum. An attempt whose fencing token
+// was not written did not: a quorum granted it, and the votes in its error
+// are the write's (see tryLock).
 func splitVote(err error) bool {
 	var ve *VoteError
-	return errors.As(err, &ve) && ve.Granted > 0 && ve.Granted < ve.Needed
+	return errors.As(err, &ve) && ve.Granted > 0 && ve.Granted < ve.Needed && !errors.Is(err, ErrFenceNotWritten)
 }
 
 // closed is the error of Lock when Close began while it waited: the
