@@ -96,6 +96,13 @@ var library = &rueidiscore.Library[rueidis.Client, rueidis.DedicatedClient, ruei
 	Do: func(ctx context.Context, c rueidis.Client, args ...string) rueidis.RedisResult {
 		return c.Do(ctx, c.B().Arbitrary(args...).Build())
 	},
+	Send: func(ctx context.Context, c rueidis.Client, w rueidiscore.Words) rueidis.RedisResult {
+		return c.Do(ctx, c.B().Arbitrary(w.Slice()...).Build())
+	},
+	IsNoScript: func(err error) bool {
+		re, ok := rueidis.IsRedisErr(err)
+		return ok && re.IsNoScript()
+	},
 	NewScript: func(src string) *rueidis.Lua { return rueidis.NewLuaScript(src) },
 	Exec: func(ctx context.Context, c rueidis.Client, s *rueidis.Lua, keys rueidiscore.Keys, args rueidiscore.Args) rueidis.RedisResult {
 		return s.Exec(ctx, c, keys.Slice(), args.Slice())

@@ -96,6 +96,13 @@ var library = &rueidiscore.Library[valkey.Client, valkey.DedicatedClient, valkey
 	Do: func(ctx context.Context, c valkey.Client, args ...string) valkey.ValkeyResult {
 		return c.Do(ctx, c.B().Arbitrary(args...).Build())
 	},
+	Send: func(ctx context.Context, c valkey.Client, w rueidiscore.Words) valkey.ValkeyResult {
+		return c.Do(ctx, c.B().Arbitrary(w.Slice()...).Build())
+	},
+	IsNoScript: func(err error) bool {
+		re, ok := valkey.IsValkeyErr(err)
+		return ok && re.IsNoScript()
+	},
 	NewScript: func(src string) *valkey.Lua { return valkey.NewLuaScript(src) },
 	Exec: func(ctx context.Context, c valkey.Client, s *valkey.Lua, keys rueidiscore.Keys, args rueidiscore.Args) valkey.ValkeyResult {
 		return s.Exec(ctx, c, keys.Slice(), args.Slice())

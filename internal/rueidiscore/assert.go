@@ -15,3 +15,4 @@ func (nopClient) Close()                           {}
 func (nopDedicated) Close()                        {}
 func (nopResult) ToAny() (any, error)              { return nil, nil }
 func (nopResult) ToString() (string, error)        { return "", nil }
+func (nopResult) Error() error                     { return nil }

@@ -52,6 +52,8 @@ type Result interface {
 	// ToString returns a string reply; its error is the library's nil
 	// error for a nil reply. Unlike ToAny, it boxes nothing.
 	ToString() (string, error)
+	// Error returns the reply's error, if it is one, or the call's.
+	Error() error
 }
 
 // Keys are the keys of a script, held by value, so that passing them to a
@@ -75,6 +77,22 @@ type Args struct {
 
 // Slice returns the arguments.
 func (a *Args) Slice() []string { return a.a[:a.n] }
+
+// Words are the words of a command (its name first), held by value as Keys
+// are, and for the same reason: SET key value NX PX ms, or EVALSHA sha
+// numkeys with a script's keys and arguments.
+type Words struct {
+	a [10]string
+	n int
+}
+
+// Slice returns the words.
+func (w *Words) Slice() []string { return w.a[:w.n] }
+
+// add appends ws to the words.
+func (w *Words) add(ws ...string) {
+	w.n += copy(w.a[w.n:], ws)
+}
 
 // Hooks are the pub/sub callbacks a [Library]'s SetHooks installs on a
 // dedicated connection.
@@ -146,6 +164,14 @@ type Library[C Client[C, D], D Dedicated, R Result, L any] struct {
 	// Exec runs s on c, by EVALSHA, and by EVAL when the server answers
 	// NOSCRIPT (the library's Lua.Exec).
 	Exec func(ctx context.Context, c C, s L, keys Keys, args Args) R
+	// Send sends the command w on c, a client that is not a cluster client,
+	// as it is: the library's Arbitrary, without Keys, so that it
+	// computes no hash slot, which such a client never reads (the
+	// library's builders compute one for every key: CRC16, the largest
+	// part of building a command).
+	Send func(ctx context.Context, c C, w Words) R
+	// IsNoScript reports whether err is the server's NOSCRIPT reply.
+	IsNoScript func(err error) bool
 	// IsNil reports whether err is the library's error for a nil reply.
 	IsNil func(err error) bool
 	// IsReply reports whether err is, or wraps, an error reply of the

@@ -8,6 +8,7 @@ import (
 	"maps"
 	"net"
 	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -1136,17 +1137,32 @@ func (n *node[C, D, R, L]) bounded(ctx context.Context, f func() (any, error)) (
 func (n *node[C, D, R, L]) direct() bool { return n.owned && !n.cluster }
 
 // send sends cmd on c: SET, or its script by EVALSHA, and by EVAL when the
-// server answers NOSCRIPT.
+// server answers NOSCRIPT. On a client that is not a cluster client, the
+// command goes as its words (Library.Send), without the hash slot that the
+// library's builders compute for each key, which only a cluster client
+// reads.
 func (n *node[C, D, R, L]) send(ctx context.Context, c C, cmd *rediscmd.Cmd) R {
 	s, ok := cmd.Script()
-	if !ok {
-		return n.lib.Set(ctx, c, cmd.Key, cmd.Value, driver.Milliseconds(cmd.TTL))
+	keys, nk := cmd.KeyArray()
+	args, na := cmd.ArgArray()
+	if n.cluster {
+		if !ok {
+			return n.lib.Set(ctx, c, cmd.Key, cmd.Value, driver.Milliseconds(cmd.TTL))
+		}
+		return n.lib.Exec(ctx, c, n.lib.scripts[s.SHA1()], Keys{keys, nk}, Args{args, na})
 	}
-	var (
-		keys Keys
-		args Args
-	)
-	keys.a, keys.n = cmd.KeyArray()
-	args.a, args.n = cmd.ArgArray()
-	return n.lib.Exec(ctx, c, n.lib.scripts[s.SHA1()], keys, args)
+	var w Words
+	if !ok {
+		w.add("SET") // then the key, and Value NX PX ms (see rediscmd.Cmd.Args)
+	} else {
+		w.add("EVALSHA", s.SHA1(), strconv.Itoa(nk))
+	}
+	w.add(keys[:nk]...)
+	w.add(args[:na]...)
+	r := n.lib.Send(ctx, c, w)
+	if ok && n.lib.IsNoScript(r.Error()) {
+		w.a[0], w.a[1] = "EVAL", s.Source()
+		r = n.lib.Send(ctx, c, w)
+	}
+	return r
 }
