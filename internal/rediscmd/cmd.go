@@ -306,11 +306,9 @@ func (c *Cmd) Parse(reply any) (Result, error) {
 	case OpTTL:
 		return parseTTL(reply)
 	}
-	switch reply {
-	case int64(1):
-		return Result{OK: true}, nil
-	case int64(0):
-		return Result{}, nil
+	// A type assertion, not a comparison of interfaces (a runtime call).
+	if r, ok := reply.(int64); ok && (r == 0 || r == 1) {
+		return Result{OK: r == 1}, nil
 	}
 	return Result{}, fmt.Errorf("unexpected script reply of type %T", reply)
 }
