@@ -69,13 +69,15 @@
 // reads the map, and is refused likewise. If a seed was skipped then (not answering, or
 // knowing no slot), New's node adds a dial hook to each node client the
 // cluster client makes from then on (ClusterClient.OnNewNode), which asks
-// the seed before go-redis connects to it; the hook does nothing, and later
-// node clients get none, once every seed agreed or the node is closed. One
-// such function is added to a cluster client however many nodes are made
-// over it (a node per request, say): it asks the gates of the nodes that
-// are live at each dial. A node client made before (the caller used the
-// cluster client before the node's first call, or while no node over it had
-// a gate) is not gated.
+// the seed before go-redis connects to it; the hook does nothing once every
+// seed agreed or the node is closed. One such function is added to a
+// cluster client however many nodes are made over it (a node per request,
+// say): it hooks every node client made from then on, and the hook asks the
+// gates of the nodes that are live at each dial, so that a node client made
+// while no node had a gate (by go-redis' background reload after a
+// request's node closed) is gated by a later node's gate. A node client made
+// before the first gate over the cluster client (the caller used it before
+// the first node's first call) is not gated.
 // Release notifications use sharded pub/sub, a connection per shard,
 // following a channel whose slot moves, or whose shard's primary a failover
 // replaced; a shard whose connection breaks is reconnected without waiting

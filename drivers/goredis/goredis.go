@@ -218,9 +218,10 @@ const maxRedirects = 8
 // so that c connects to that seed only once it answered and agrees; the
 // hook does nothing once every seed agreed or the node is closed. One
 // function is added to c in all, however many nodes are made over it: it
-// asks the gates of c's live nodes (see seedGate). Node
-// clients c made before the node's first call (or Identity, or Subscribe)
-// are not gated: let the node be c's first user.
+// hooks every node client c makes from then on, whose dials ask the gates
+// of c's live nodes (see seedGate), also one made while no node had a gate.
+// Node clients c made before the first node's first call (or Identity, or
+// Subscribe) are not gated: let the node be c's first user.
 //
 // Once the caller closes c, the node's calls fail with an error matching
 // driver.ErrClosed (see driver.ErrClosed). A command that fails with

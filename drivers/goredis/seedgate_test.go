@@ -17,7 +17,7 @@ import (
 
 // The seeds' gate on a *redis.ClusterClient of the caller's (seedGate) is
 // installed only when the first check left a seed unvouched, and is inert
-// (holds no Checker; node clients made afterwards get no hook) once every
+// (holds no Checker; node clients' hooks no longer ask it) once every
 // seed agreed or the node is closed.
 func TestSeedGateInstalledOnlyWhenNeeded(t *testing.T) {
 	c := redistest.NewCluster(t, 2)

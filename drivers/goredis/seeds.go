@@ -113,8 +113,8 @@ type seedGate struct {
 // install adds the gate to the gates of cc (see clientGates), if the first
 // check (ended, without refusal) left a seed not vouched for; at most once.
 // The node calls it before its first call has cc read the slot map; node
-// clients made before (by the caller's use of cc, or while no gate of cc
-// was live) are not gated.
+// clients that cc made before the first gate of cc was installed (by the
+// caller's use of cc) are not gated.
 func (g *seedGate) install(cc *redis.ClusterClient, seeds *clusterseeds.Checker) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -160,9 +160,13 @@ func (g *seedGate) admit(ctx context.Context, addr string) error {
 
 // clientGates are the live seed gates over one *redis.ClusterClient of the
 // caller's, and the one function that the first of them added to it
-// (ClusterClient.OnNewNode, which go-redis cannot remove): a node client
-// that the client makes while a gate is live gets a hook that asks every
-// gate live at its dial. So a program that makes a node of New per request
+// (ClusterClient.OnNewNode, which go-redis cannot remove): every node client
+// that the client makes from then on gets a hook that asks every gate live
+// at its dial, also one made while no gate was live (by go-redis' reload,
+// which runs in its own goroutine, after the node that started it was
+// closed, say), since a gate installed later must hold it: go-redis keeps a
+// seed's node client and reads its map from it once no node of its map
+// answers. So a program that makes a node of New per request
 // over one shared client, a seed of which is down for good, adds one
 // function to it in all, not one per node. The registry (gated) holds a
 // client's gates until the client is garbage-collected, by a weak pointer
@@ -235,15 +239,11 @@ func (e *clientGates) live() []*seedGate {
 	return gs
 }
 
-// newNode is the function added to the client: it hooks a node client made
-// while a gate is live.
+// newNode is the function added to the client: it hooks every node client
+// the client makes, a gate being live at its dial or not (a hook that finds
+// none is the dial alone).
 func (e *clientGates) newNode(rdb *redis.Client) {
-	e.mu.Lock()
-	live := len(e.gates) > 0
-	e.mu.Unlock()
-	if live {
-		rdb.AddHook(admitHook{e})
-	}
+	rdb.AddHook(admitHook{e})
 }
 
 // admitHook is the gates of a caller's cluster client on one of its node
