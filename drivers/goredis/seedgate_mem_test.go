@@ -1,0 +1,86 @@
+package goredis
+
+import (
+	"context"
+	"net"
+	"runtime"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/redistest"
+)
+
+// registered returns how many clients the registry of gates holds, and how
+// many gates are live over them.
+func registered() (clients, gates int) {
+	gated.mu.Lock()
+	defer gated.mu.Unlock()
+	for _, e := range gated.m {
+		clients++
+		gates += len(e.live())
+	}
+	return clients, gates
+}
+
+// Nodes of New made, used (their gate installed: a seed is down) and closed
+// 1000 times over one shared cluster client leave one registry entry and no
+// live gate; 20 cluster clients made, gated and dropped leave no entry once
+// collected (runtime.AddCleanup): the registry does not grow.
+func TestSeedGatesNoGrowth(t *testing.T) {
+	c := redistest.NewCluster(t, 1)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	down := ln.Addr().String()
+	ln.Close()
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if addr == down {
+			return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
+	newClient := func() *redis.ClusterClient {
+		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: append(c.Seeds(), down), Dialer: dial,
+			ContextTimeoutEnabled: true, MaxRetries: -1})
+	}
+	round := func(cc *redis.ClusterClient, i int) {
+		n := New(cc).(*node)
+		_, err := n.SetNX(t.Context(), "k", "v", time.Minute)
+		require.NoError(t, err, "round %d", i)
+		require.True(t, n.gate.installed, "round %d: the down seed left no gate", i)
+		require.NoError(t, n.Close())
+	}
+	clients0, gates0 := registered()
+
+	cc := newClient()
+	for i := range 1000 {
+		round(cc, i)
+	}
+	clients, gates := registered()
+	require.Equal(t, clients0+1, clients, "clients in the registry after 1000 nodes over one")
+	require.Equal(t, gates0, gates, "live gates after 1000 nodes closed")
+	require.NoError(t, cc.Close())
+	clients1 := clients // the client above, which read a map, among them
+
+	// The gate installed by the node's check alone (checkSeeds), with no
+	// slot map read: go-redis keeps a client that read one alive for a
+	// minute (a timer of its map holds its nodes, whose OnNewNode
+	// functions hold the client).
+	for i := range 20 {
+		cc := newClient()
+		n := New(cc).(*node)
+		require.NoError(t, n.checkSeeds(t.Context()), "client %d", i)
+		require.True(t, n.gate.installed, "client %d: the down seed left no gate", i)
+		require.NoError(t, n.Close())
+		require.NoError(t, cc.Close())
+	}
+	require.Eventually(t, func() bool {
+		runtime.GC()
+		clients, _ := registered()
+		return clients <= clients1
+	}, 30*time.Second, 50*time.Millisecond, "the registry keeps clients that were collected")
+}
