@@ -32,10 +32,7 @@ func registered() (clients, gates int) {
 // collected (runtime.AddCleanup): the registry does not grow.
 func TestSeedGatesNoGrowth(t *testing.T) {
 	c := redistest.NewCluster(t, 1)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	down := ln.Addr().String()
-	ln.Close()
+	down := closedAddr(t)
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
 		if addr == down {
 			return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
