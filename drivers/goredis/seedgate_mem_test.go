@@ -2,13 +2,16 @@ package goredis
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"runtime"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redlock/redlock/redistest"
@@ -80,4 +83,55 @@ func TestSeedGatesNoGrowth(t *testing.T) {
 		clients, _ := registered()
 		return clients <= clients1
 	}, 30*time.Second, 50*time.Millisecond, "the registry keeps clients that were collected")
+}
+
+// Nodes of New made, gated and closed concurrently over one shared cluster
+// client, while the client reloads its map (dials of its seeds, the down
+// one among them, through the gates of the nodes live then): every node
+// locks and gets its gate, and once all are closed no gate is live (with -race: no data race between install,
+// admit and close).
+func TestSeedGatesConcurrentNodes(t *testing.T) {
+	c := redistest.NewCluster(t, 1)
+	down := closedAddr(t)
+	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if addr == down {
+			return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
+	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: append(c.Seeds(), down), Dialer: dial,
+		ContextTimeoutEnabled: true, MaxRetries: -1})
+	t.Cleanup(func() { cc.Close() })
+	_, gates0 := registered()
+	stop := make(chan struct{})
+	reloaded := make(chan struct{})
+	go func() {
+		defer close(reloaded)
+		for {
+			select {
+			case <-stop:
+				return
+			case <-time.After(5 * time.Millisecond):
+				cc.ReloadState(context.Background())
+			}
+		}
+	}()
+	var wg sync.WaitGroup
+	for w := range 8 {
+		wg.Go(func() {
+			for i := range 20 {
+				n := New(cc).(*node)
+				_, err := n.SetNX(t.Context(), fmt.Sprintf("k%d-%d", w, i), "v", time.Minute)
+				assert.NoError(t, err, "worker %d round %d", w, i)
+				assert.True(t, n.gate.installed, "worker %d round %d: the down seed left no gate", w, i)
+				assert.NoError(t, n.Close())
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	<-reloaded
+	_, gates := registered()
+	require.Equal(t, gates0, gates, "live gates once every node is closed")
 }
