@@ -82,3 +82,17 @@ const KeeperFanout = keeperFanout
 // MaxRounds is how many rounds of TryLock, and how many of Unlock, a Client
 // runs at once.
 const MaxRounds = maxRounds
+
+// SplitVoteNow marks key's turn in c, which a waiter of c must hold, as if a
+// woken attempt of c on key had just lost to a split vote (turn.splitAt): its
+// waiters' wakes wait a random delay for splitMemory.
+func SplitVoteNow(c *Client, key string) bool {
+	c.turnsMu.Lock()
+	defer c.turnsMu.Unlock()
+	t := c.turns[key]
+	if t == nil {
+		return false
+	}
+	t.splitAt.Store(time.Now().UnixNano())
+	return true
+}
