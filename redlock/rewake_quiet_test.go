@@ -80,7 +80,9 @@ func stalledTryLock(c *redlock.Client, stall *setStall) <-chan error {
 // may grant it once that release is done (mayWin). When it is done, a
 // TryLock of the waiter's Client is in flight, its SETs stalled; the
 // waiter's woken attempt finds it (errAcquiring). The TryLock then fails;
-// the lock is free on nodes 0 and 1.
+// the lock is free on nodes 0 and 1. "leftovers cleared, contended": the
+// same, the wake first waiting its random delay for a key split by its
+// Client within splitMemory (see wakeOnClearedIntoTryLock).
 //
 // "turn": a waiter that waited for the turn behind another Lock of its
 // Client tries at once when it gets it (a release may have come unheard,
@@ -88,54 +90,13 @@ func stalledTryLock(c *redlock.Client, stall *setStall) <-chan error {
 // TryLock of the Client in flight. The TryLock then fails; the lock is
 // free.
 func TestWakeNotLostToAttemptInFlightWithoutNotifications(t *testing.T) {
-	t.Run("leftovers cleared", func(t *testing.T) {
-		synctest.Test(t, func(t *testing.T) {
-			mem, _, faults := leftoverNodes()
-			holdElsewhere(t, mem) // then kept on node 2 only
-			stall := &setStall{}
-			nodes := make([]driver.Node, len(mem))
-			for i, m := range mem {
-				nodes[i] = stalledSetNode{leftoverNode{m, faults[i]}, stall}
-			}
-			log := &attemptLog{}
-			c := newClient(t, nodes, redlock.WithTTL(time.Hour), redlock.WithNodeTimeout(100*time.Millisecond),
-				redlock.WithBackoff(func(int) time.Duration { return time.Hour }), redlock.WithObserver(log))
-			ctx, cancel := context.WithTimeout(t.Context(), 3*time.Hour)
-			defer cancel()
-			got := make(chan error, 1)
-			go func() {
-				l, err := c.Lock(ctx, "k")
-				if err == nil {
-					err = l.Unlock(context.Background())
-				}
-				got <- err
-			}()
-			time.Sleep(time.Minute) // refused by every node, it waits its Backoff
-			synctest.Wait()
-			require.True(t, mem[0].Delete("k") && mem[1].Delete("k"))
-			faults[1].slowSets.Store(true)
-			faults[1].holdReleases()
-			time.Sleep(time.Hour) // its second attempt, which leaves its key on node 1
-			synctest.Wait()
-			require.True(t, mem[1].Holds("k") && !mem[0].Holds("k"), "the waiter's key is left on node 1 only")
-			attempts, wakes := log.since(time.Time{})
-			require.Equal(t, 2, attempts)
-			require.Zero(t, wakes)
-
-			faults[1].slowSets.Store(false)
-			tried := stalledTryLock(c, stall)
-			faults[1].letReleases() // the waiter is woken, and finds the TryLock in flight
-			synctest.Wait()
-			require.False(t, mem[1].Holds("k"))
-			_, wakes = log.since(time.Time{})
-			require.Equal(t, 1, wakes, "woken once its key on node 1 was released")
-			ended := time.Now()
-			stall.off()
-			require.ErrorIs(t, <-tried, redlock.ErrNotObtained)
-			require.NoError(t, <-got)
-			require.Less(t, time.Since(ended), time.Minute, "the waiter got the free lock after its Backoff, not once the TryLock in flight had ended")
-		})
-	})
+	for _, contended := range []bool{false, true} {
+		name := "leftovers cleared"
+		if contended {
+			name += ", contended"
+		}
+		t.Run(name, func(t *testing.T) { wakeOnClearedIntoTryLock(t, contended) })
+	}
 	t.Run("turn", func(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			mem, _ := memNodes(3)
@@ -172,5 +133,69 @@ func TestWakeNotLostToAttemptInFlightWithoutNotifications(t *testing.T) {
 			require.NoError(t, <-got)
 			require.Less(t, time.Since(ended), time.Minute, "the waiter got the free lock after its Backoff, not once the TryLock in flight had ended")
 		})
+	})
+}
+
+// maxWakeJitter is redlock's cap on a wake's random delay.
+const maxWakeJitter = 5 * time.Millisecond
+
+// wakeOnClearedIntoTryLock is TestWakeNotLostToAttemptInFlightWithoutNotifications's
+// "leftovers cleared". contended marks the key split just before the wake
+// (a split vote of the Client on the key within splitMemory): the wake then
+// waits its random delay (below 5ms: the attempt before it took the node
+// timeout) on the Backoff's timer before its attempt finds the TryLock.
+// Before 0bf5219, the waiter then waited on that spent timer, the wake
+// handed on over a nil channel: the wait ended only with ctx (3 hours here).
+func wakeOnClearedIntoTryLock(t *testing.T, contended bool) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, _, faults := leftoverNodes()
+		holdElsewhere(t, mem) // then kept on node 2 only
+		stall := &setStall{}
+		nodes := make([]driver.Node, len(mem))
+		for i, m := range mem {
+			nodes[i] = stalledSetNode{leftoverNode{m, faults[i]}, stall}
+		}
+		log := &attemptLog{}
+		c := newClient(t, nodes, redlock.WithTTL(time.Hour), redlock.WithNodeTimeout(100*time.Millisecond),
+			redlock.WithBackoff(func(int) time.Duration { return time.Hour }), redlock.WithObserver(log))
+		ctx, cancel := context.WithTimeout(t.Context(), 3*time.Hour)
+		defer cancel()
+		got := make(chan error, 1)
+		go func() {
+			l, err := c.Lock(ctx, "k")
+			if err == nil {
+				err = l.Unlock(context.Background())
+			}
+			got <- err
+		}()
+		time.Sleep(time.Minute) // refused by every node, it waits its Backoff
+		synctest.Wait()
+		require.True(t, mem[0].Delete("k") && mem[1].Delete("k"))
+		faults[1].slowSets.Store(true)
+		faults[1].holdReleases()
+		time.Sleep(time.Hour) // its second attempt, which leaves its key on node 1
+		synctest.Wait()
+		require.True(t, mem[1].Holds("k") && !mem[0].Holds("k"), "the waiter's key is left on node 1 only")
+		attempts, wakes := log.since(time.Time{})
+		require.Equal(t, 2, attempts)
+		require.Zero(t, wakes)
+
+		faults[1].slowSets.Store(false)
+		tried := stalledTryLock(c, stall)
+		if contended {
+			require.True(t, redlock.SplitVoteNow(c, "k"), "the waiter has the turn")
+		}
+		faults[1].letReleases()   // the waiter is woken, and finds the TryLock in flight
+		time.Sleep(maxWakeJitter) // past the random delay; the TryLock's SETs wait the node timeout
+		synctest.Wait()
+		require.False(t, mem[1].Holds("k"))
+		attempts, wakes = log.since(time.Time{})
+		require.Equal(t, 1, wakes, "woken once its key on node 1 was released")
+		require.Equal(t, 4, attempts, "the woken attempt was made during the TryLock (its attempt counted too)")
+		ended := time.Now()
+		stall.off()
+		require.ErrorIs(t, <-tried, redlock.ErrNotObtained)
+		require.NoError(t, <-got)
+		require.Less(t, time.Since(ended), time.Minute, "the waiter got the free lock after its Backoff, not once the TryLock in flight had ended")
 	})
 }
