@@ -36,13 +36,7 @@ func registered() (clients, gates int) {
 func TestSeedGatesNoGrowth(t *testing.T) {
 	c := redistest.NewCluster(t, 1)
 	down := closedAddr(t)
-	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if addr == down {
-			return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
-		}
-		var d net.Dialer
-		return d.DialContext(ctx, network, addr)
-	}
+	dial := refusingDial(down)
 	newClient := func() *redis.ClusterClient {
 		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: append(c.Seeds(), down), Dialer: dial,
 			ContextTimeoutEnabled: true, MaxRetries: -1})
@@ -93,13 +87,7 @@ func TestSeedGatesNoGrowth(t *testing.T) {
 func TestSeedGatesConcurrentNodes(t *testing.T) {
 	c := redistest.NewCluster(t, 1)
 	down := closedAddr(t)
-	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
-		if addr == down {
-			return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
-		}
-		var d net.Dialer
-		return d.DialContext(ctx, network, addr)
-	}
+	dial := refusingDial(down)
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: append(c.Seeds(), down), Dialer: dial,
 		ContextTimeoutEnabled: true, MaxRetries: -1})
 	t.Cleanup(func() { cc.Close() })
@@ -134,4 +122,16 @@ func TestSeedGatesConcurrentNodes(t *testing.T) {
 	<-reloaded
 	_, gates := registered()
 	require.Equal(t, gates0, gates, "live gates once every node is closed")
+}
+
+// refusingDial is a cluster client's Dialer that refuses down, as a server
+// that is not running does, and dials every other address.
+func refusingDial(down string) func(ctx context.Context, network, addr string) (net.Conn, error) {
+	return func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if addr == down {
+			return nil, &net.OpError{Op: "dial", Net: network, Err: syscall.ECONNREFUSED}
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, network, addr)
+	}
 }
