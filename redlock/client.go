@@ -521,16 +521,14 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 		if c.realClock {
 			now = start
 		}
-		ll := new(loneLock) // the Lock and its calls' contexts, one allocation
-		d := c.loneCall(ctx, bound, now, &ll.set)
+		d := c.loneCall(ctx, bound, now)
 		ok, err := c.nodes[0].SetNX(d, key, value, ttl)
 		c.loneDone(d)
 		if ok && err == nil {
 			if now := c.now(); now.Before(bound) {
 				// As a round's grant, whose every call has returned:
 				// no acquisition to follow (acq), no SET that failed.
-				ll.Lock = Lock{c: c, name: name, key: key, value: value, ttl: ttl, until: bound, keyEnd: now.Add(ttl + time.Millisecond), setTTL: ttl, granted: now.Sub(clockBase), releaseCtx: &ll.release}
-				return &ll.Lock, outcome{}, nil
+				return &Lock{c: c, name: name, key: key, value: value, ttl: ttl, until: bound, keyEnd: now.Add(ttl + time.Millisecond), setTTL: ttl, granted: now.Sub(clockBase)}, outcome{}, nil
 			}
 		}
 		r = c.loneRound(ctx, ok, err)

@@ -96,3 +96,7 @@ func SplitVoteNow(c *Client, key string) bool {
 	t.splitAt.Store(time.Now().UnixNano())
 	return true
 }
+
+// Direct reports whether c's TryLock takes its one-node direct path now (a
+// Client of one node whose identity is known).
+func Direct(c *Client) bool { return c.direct && c.identities.done.Load() }

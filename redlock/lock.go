@@ -79,10 +79,6 @@ type Lock struct {
 	// Unlock: see Unlock).
 	setTTL  time.Duration
 	acqLate bool
-	// releaseCtx, for a Lock of a loneLock, is the context of Unlock's
-	// lone release (see loneCall), which Unlock, made once, uses once;
-	// nil for the others.
-	releaseCtx *lazyDeadline
 }
 
 // errNilLock is returned by the methods of a nil or zero *Lock.
@@ -598,7 +594,7 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 		// One node, no SET to follow: the release straight from here, and
 		// a round only for one that fails, as startUntil's would have been.
 		c := l.c
-		d := c.loneCall(bg, end.Add(c.nodeTimeout), time.Time{}, l.releaseCtx) // after the wait for a release's turn
+		d := c.loneCall(bg, end.Add(c.nodeTimeout), time.Time{}) // after the wait for a release's turn
 		ok, err := c.release(d, 0, l.key, l.value, channel)
 		switch { // while the call is in flight, as below
 		case err != nil:

@@ -257,30 +257,16 @@ func (c *Client) startRoundLater(ctx context.Context, opName, name string, bound
 	return r
 }
 
-// loneLock is a Lock of a Client.direct's TryLock made on its direct path,
-// with the contexts of its two lone calls (see loneCall): the SET's, made
-// before the Lock is filled in, and Unlock's release's (Lock.releaseCtx). One
-// allocation, where the Lock and the two contexts cost three; an attempt
-// that fails leaves it to the collector, as it did its SET's context.
-type loneLock struct {
-	Lock
-	set, release lazyDeadline
-}
-
 // loneCall returns the context of a call to the Client's one node made
 // from the caller's goroutine without a round (Client.direct): the one that
 // startUntil would give it, under ctx, bounded by bound (zero: none) as
 // startUntil says. The call is in flight (Close waits for it) until
 // loneDone. A round costs an allocation of 512 bytes, a closure and the
-// collection of its reply; this, 80 bytes, or none when the caller gives
-// d, a zero lazyDeadline of its own never used before (see loneLock), which
-// it returns initialized.
+// collection of its reply; this, 80 bytes.
 // now, when not zero, is the time now, read by the caller just before from
 // the real clock (see Client.realClock): one clock read fewer.
-func (c *Client) loneCall(ctx context.Context, bound, now time.Time, d *lazyDeadline) *lazyDeadline {
-	if d == nil {
-		d = new(lazyDeadline)
-	}
+func (c *Client) loneCall(ctx context.Context, bound, now time.Time) *lazyDeadline {
+	d := new(lazyDeadline)
 	if now.IsZero() {
 		now = time.Now()
 	}
