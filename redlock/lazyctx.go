@@ -13,7 +13,7 @@ import (
 // and allocates nothing until something asks for its Done channel (as a
 // context derived from it does): Err and Deadline compare with the clock
 // instead. A round's calls to nodes that queue use one (bounded by
-// the lock's validity or expiry): a call sent at once, the common case,
+// the lock's validity, or the key's end: see Lock.keyEndLocked): a call sent at once, the common case,
 // reads only its deadline, Err and values, and a round then costs no timer;
 // a call that waits in a queue asks for Done, and gets the timer then.
 //

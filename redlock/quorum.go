@@ -192,7 +192,8 @@ func (c *Client) start(ctx context.Context, opName, name string, o op) *round {
 }
 
 // startUntil is start for a command that is moot after bound (the lock's
-// validity or expiry), or that never is if bound is zero. A node that
+// validity, or a node timeout past the key's end for a release: see
+// Lock.keyEndLocked), or that never is if bound is zero. A node that
 // queues commands under load (driver.Queuer) then gets the node timeout as
 // a network timeout (driver.WithNetworkTimeout), which it starts when it
 // sends the command; the command's wait in its queue is bounded by ctx and
