@@ -54,6 +54,25 @@ func (c *conn) line(d time.Duration) (string, error) {
 	return c.r.ReadString('\n')
 }
 
+// ping sends PING and requires +PONG within 5 s; msgAndArgs say why it must
+// come.
+func (c *conn) ping(msgAndArgs ...any) {
+	c.t.Helper()
+	c.send("PING")
+	line, err := c.line(5 * time.Second)
+	require.NoError(c.t, err, msgAndArgs...)
+	require.Equal(c.t, "+PONG\r\n", line, msgAndArgs...)
+}
+
+// closed requires that the connection is closed within 5 s: a read ends
+// in an error that is not a timeout. what says what closed it.
+func (c *conn) closed(what string) {
+	c.t.Helper()
+	_, err := c.line(5 * time.Second)
+	require.Error(c.t, err, what)
+	require.False(c.t, isTimeout(err), "%s, got %v", what, err)
+}
+
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout() || errors.Is(err, os.ErrDeadlineExceeded)
@@ -123,32 +142,23 @@ func TestProxyCut(t *testing.T) {
 	s := redistest.NewServer(t)
 	p := faultproxy.NewProxy(t, s.Addr())
 	before := dial(t, p.Addr())
-	before.send("PING")
-	_, err := before.line(5 * time.Second)
-	require.NoError(t, err)
+	before.ping()
 
 	require.NoError(t, p.Cut())
 	require.NoError(t, p.Cut(), "cutting twice")
 	require.Equal(t, []string{"cut"}, p.Faults())
-	_, err = before.line(5 * time.Second)
-	require.False(t, isTimeout(err), "an existing connection is closed at once, got %v", err)
-	require.Error(t, err)
+	before.closed("an existing connection is closed at once")
 
 	during := dial(t, p.Addr()) // the listener stays: connect, then be closed
 	during.send("SET", "cut", "x")
-	_, err = during.line(5 * time.Second)
-	require.Error(t, err)
-	require.False(t, isTimeout(err), "a new connection is closed at once, got %v", err)
+	during.closed("a new connection is closed at once")
 	v, err := s.Do(t.Context(), "EXISTS", "cut")
 	require.NoError(t, err)
 	require.Equal(t, int64(0), v, "nothing is forwarded while cut")
 
 	require.NoError(t, p.Heal())
 	after := dial(t, p.Addr())
-	after.send("PING")
-	line, err := after.line(5 * time.Second)
-	require.NoError(t, err)
-	require.Equal(t, "+PONG\r\n", line)
+	after.ping()
 }
 
 func TestProxyBlackhole(t *testing.T) {
@@ -156,14 +166,12 @@ func TestProxyBlackhole(t *testing.T) {
 	s := redistest.NewServer(t)
 	p := faultproxy.NewProxy(t, s.Addr())
 	c := dial(t, p.Addr())
-	c.send("PING")
-	_, err := c.line(5 * time.Second)
-	require.NoError(t, err)
+	c.ping()
 
 	require.NoError(t, p.Blackhole())
 	require.Equal(t, []string{"blackhole"}, p.Faults())
 	c.send("SET", "blackholed", "x")
-	_, err = c.line(300 * time.Millisecond)
+	_, err := c.line(300 * time.Millisecond)
 	require.True(t, isTimeout(err), "no answer, no close: got %v", err)
 	fresh := dial(t, p.Addr()) // accepted
 	fresh.send("PING")
@@ -174,14 +182,9 @@ func TestProxyBlackhole(t *testing.T) {
 	require.Equal(t, int64(0), v, "requests never reach the server")
 
 	require.NoError(t, p.Heal())
-	_, err = c.line(5 * time.Second)
-	require.Error(t, err)
-	require.False(t, isTimeout(err), "healing closes the connections that lost data, got %v", err)
+	c.closed("healing closes the connections that lost data")
 	after := dial(t, p.Addr())
-	after.send("PING")
-	line, err := after.line(5 * time.Second)
-	require.NoError(t, err)
-	require.Equal(t, "+PONG\r\n", line)
+	after.ping()
 }
 
 func TestProxyLoseReplies(t *testing.T) {
@@ -190,15 +193,13 @@ func TestProxyLoseReplies(t *testing.T) {
 	p := faultproxy.NewProxy(t, s.Addr())
 	c := dial(t, p.Addr())
 	idle := dial(t, p.Addr())
-	idle.send("PING")
-	_, err := idle.line(5 * time.Second)
-	require.NoError(t, err)
+	idle.ping()
 	require.NoError(t, p.LoseReplies())
 	require.Equal(t, []string{"lose replies"}, p.Faults())
 	require.Zero(t, p.Dropped())
 
 	c.send("SET", "applied", "x")
-	_, err = c.line(300 * time.Millisecond)
+	_, err := c.line(300 * time.Millisecond)
 	require.True(t, isTimeout(err), "the reply is swallowed: got %v", err)
 	require.Equal(t, int64(len("+OK\r\n")), p.Dropped(), "the reply's bytes are counted as dropped")
 	require.Eventually(t, func() bool {
@@ -210,10 +211,7 @@ func TestProxyLoseReplies(t *testing.T) {
 	require.Equal(t, int64(len("+OK\r\n")), p.Dropped(), "what was dropped stays counted after Heal")
 	_, err = c.line(5 * time.Second)
 	require.ErrorIs(t, err, io.EOF, "healing closes a connection that lost a reply: a stream cannot skip one")
-	idle.send("PING")
-	line, err := idle.line(5 * time.Second)
-	require.NoError(t, err, "a connection that lost nothing carries on")
-	require.Equal(t, "+PONG\r\n", line)
+	idle.ping("a connection that lost nothing carries on")
 }
 
 func TestProxyServerDown(t *testing.T) {
@@ -223,16 +221,11 @@ func TestProxyServerDown(t *testing.T) {
 	require.NoError(t, s.Kill())
 	c := dial(t, p.Addr())
 	c.send("PING")
-	_, err := c.line(5 * time.Second)
-	require.Error(t, err)
-	require.False(t, isTimeout(err), "a client of a dead server is disconnected at once, got %v", err)
+	c.closed("a client of a dead server is disconnected at once")
 
 	require.NoError(t, s.Restart(context.Background()))
 	c = dial(t, p.Addr())
-	c.send("PING")
-	line, err := c.line(5 * time.Second)
-	require.NoError(t, err, "the proxy reaches the restarted server on the same port")
-	require.Equal(t, "+PONG\r\n", line)
+	c.ping("the proxy reaches the restarted server on the same port")
 }
 
 func TestNewProxies(t *testing.T) {
@@ -244,5 +237,112 @@ func TestNewProxies(t *testing.T) {
 	for i, p := range ps {
 		require.Equal(t, servers[i].Addr(), p.Upstream())
 		require.Equal(t, p.Addr(), addrs[i])
+	}
+}
+
+// TestProxyDelayedDataDeliveredInOrder checks that data delayed by latency
+// when the latency ends, by SetLatency(0, 0) or by Heal, is delivered in
+// order and the connection carries on.
+func TestProxyDelayedDataDeliveredInOrder(t *testing.T) {
+	t.Parallel()
+	s := redistest.NewServer(t)
+	for _, end := range []struct {
+		name string
+		call func(*faultproxy.Proxy) error
+	}{
+		{"SetLatency(0, 0)", func(p *faultproxy.Proxy) error { return p.SetLatency(0, 0) }},
+		{"Heal", (*faultproxy.Proxy).Heal},
+	} {
+		t.Run(end.name, func(t *testing.T) {
+			t.Parallel()
+			p := faultproxy.NewProxy(t, s.Addr())
+			c := dial(t, p.Addr())
+			require.NoError(t, p.SetLatency(time.Second, time.Second))
+			words := []string{"a", "b", "c", "d"}
+			for _, w := range words {
+				c.send("ECHO", w) // one chunk each, all delayed
+				time.Sleep(5 * time.Millisecond)
+			}
+			require.NoError(t, end.call(p))
+			require.Empty(t, p.Faults())
+			for _, w := range words {
+				line, err := c.line(5 * time.Second)
+				require.NoError(t, err, "the reply to ECHO %s", w)
+				require.Equal(t, "$1\r\n", line, "the reply to ECHO %s", w)
+				line, err = c.line(5 * time.Second)
+				require.NoError(t, err)
+				require.Equal(t, w+"\r\n", line, "replies in the order of their requests")
+			}
+			c.ping("the connection carries on")
+		})
+	}
+}
+
+// TestProxyCutThenHealResetsConnections checks that Cut followed at once by
+// Heal closes every connection, idle ones too, and that new connections are
+// forwarded again.
+//
+// It fails on the toxiproxy-based proxy.go: Cut's toxic closes a link only
+// a millisecond after it starts on it, and Heal within that millisecond
+// removes it, closing only the links it had dropped data on, so an idle
+// connection carries on.
+func TestProxyCutThenHealResetsConnections(t *testing.T) {
+	t.Skip("fails on the current proxy.go (18/20 with -race -count=20): an idle connection survives Cut then Heal at once; " +
+		"remove this skip with the rewrite of proxy.go that keeps toxiproxy's chain fixed")
+	t.Parallel()
+	s := redistest.NewServer(t)
+	p := faultproxy.NewProxy(t, s.Addr())
+	c := dial(t, p.Addr())
+	c.ping()
+
+	require.NoError(t, p.Cut())
+	require.NoError(t, p.Heal())
+	c.closed("an idle connection is closed by Cut then Heal")
+
+	after := dial(t, p.Addr())
+	after.ping()
+}
+
+// TestProxySeveralFaults checks that faults add up and Faults names each,
+// sorted, until Heal ends them all.
+func TestProxySeveralFaults(t *testing.T) {
+	t.Parallel()
+	s := redistest.NewServer(t)
+	p := faultproxy.NewProxy(t, s.Addr())
+	require.NoError(t, p.Heal(), "healing a healthy proxy")
+	require.NoError(t, p.LoseReplies())
+	require.NoError(t, p.SetLatency(time.Millisecond, 0))
+	require.NoError(t, p.Blackhole())
+	require.Equal(t, []string{"blackhole", "latency", "lose replies"}, p.Faults())
+	require.NoError(t, p.SetLatency(0, 0))
+	require.Equal(t, []string{"blackhole", "lose replies"}, p.Faults())
+	require.NoError(t, p.Heal())
+	require.Empty(t, p.Faults())
+	c := dial(t, p.Addr())
+	c.ping()
+}
+
+// TestProxyClose checks that Close closes every connection and the
+// listener, and that a closed proxy refuses fault calls.
+func TestProxyClose(t *testing.T) {
+	t.Parallel()
+	s := redistest.NewServer(t)
+	p, err := faultproxy.StartProxy(s.Addr())
+	require.NoError(t, err)
+	c := dial(t, p.Addr())
+	c.ping()
+
+	require.NoError(t, p.Close())
+	c.closed("Close closes the connections")
+	_, err = net.DialTimeout("tcp", p.Addr(), 5*time.Second)
+	require.Error(t, err, "Close closes the listener")
+	for name, call := range map[string]func() error{
+		"SetLatency":  func() error { return p.SetLatency(time.Millisecond, 0) },
+		"Cut":         p.Cut,
+		"Blackhole":   p.Blackhole,
+		"LoseReplies": p.LoseReplies,
+		"Heal":        p.Heal,
+	} {
+		require.Error(t, call(), "%s of a closed proxy", name)
 	}
 }
