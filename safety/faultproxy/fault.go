@@ -33,6 +33,7 @@ type faults struct {
 	blackhole bool          // drop both streams
 	lose      bool          // drop the downstream (replies)
 	cut       bool          // close every connection
+	cuts      uint64        // Cut calls so far
 	isClosed  bool          // the proxy is closed
 	changed   chan struct{} // closed, and replaced, on every change
 	closed    chan struct{} // closed when the proxy is closed
@@ -48,8 +49,9 @@ func newFaults() *faults {
 // the next change.
 type view struct {
 	latency time.Duration
-	drop    bool // drop the data, keep the connection
-	cut     bool // close the connection
+	drop    bool   // drop the data, keep the connection
+	cut     bool   // close the connection
+	cuts    uint64 // Cut calls so far: one since the connection started closes it
 	changed <-chan struct{}
 }
 
@@ -60,6 +62,7 @@ func (f *faults) view(d stream.Direction) view {
 		latency: f.latency[d],
 		drop:    f.blackhole || f.lose && d == stream.Downstream,
 		cut:     f.cut,
+		cuts:    f.cuts,
 		changed: f.changed,
 	}
 }
@@ -137,13 +140,21 @@ type faultToxic struct {
 
 // linkState is one connection's stream state, kept across the toxic's runs.
 type linkState struct {
+	cuts    uint64                // the proxy's Cut calls when the connection started
 	queue   []*stream.StreamChunk // held back for latency, in order
 	eof     bool                  // the input has ended
 	dropped bool                  // data was dropped on this stream
 }
 
-// NewState implements toxics.StatefulToxic: one state per connection's stream.
-func (*faultToxic) NewState() any { return new(linkState) }
+// NewState implements toxics.StatefulToxic: one state per connection's
+// stream. toxiproxy calls it as the connection starts, before the toxic
+// runs on it, so that a Cut from then on closes the connection even when a
+// Heal follows before the toxic has looked.
+func (t *faultToxic) NewState() any {
+	t.f.mu.Lock()
+	defer t.f.mu.Unlock()
+	return &linkState{cuts: t.f.cuts}
+}
 
 // Pipe implements toxics.Toxic. It returns when the stream ends, when it
 // closes the stream, or when toxiproxy interrupts it (which only a change of
@@ -152,14 +163,14 @@ func (*faultToxic) NewState() any { return new(linkState) }
 func (t *faultToxic) Pipe(stub *toxics.ToxicStub) {
 	st, _ := stub.State.(*linkState)
 	if st == nil {
-		st = new(linkState)
+		st, _ = t.NewState().(*linkState)
 		stub.State = st
 	}
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	for {
 		v := t.f.view(t.dir)
-		if v.cut || st.dropped && !v.drop {
+		if v.cut || v.cuts != st.cuts || st.dropped && !v.drop {
 			t.closeStream(stub, st)
 			return
 		}

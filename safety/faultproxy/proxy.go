@@ -166,9 +166,9 @@ func (p *Proxy) SetLatency(toServer, toClient time.Duration) error {
 // flight, and keeps closing new ones as they start, before they forward
 // anything, until [Proxy.Heal]: to a client the server is unreachable, and
 // it learns so at once (end of file or reset), not by a timeout. Cut
-// followed at once by Heal resets every connection.
+// followed at once by Heal resets every connection the proxy had started.
 func (p *Proxy) Cut() error {
-	return p.change("cut", func(f *faults) { f.cut = true })
+	return p.change("cut", func(f *faults) { f.cut, f.cuts = true, f.cuts+1 })
 }
 
 // Blackhole makes the proxy accept connections and never answer, until

@@ -282,13 +282,10 @@ func TestProxyDelayedDataDeliveredInOrder(t *testing.T) {
 // Heal closes every connection, idle ones too, and that new connections are
 // forwarded again.
 //
-// It fails on the toxiproxy-based proxy.go: Cut's toxic closes a link only
-// a millisecond after it starts on it, and Heal within that millisecond
-// removes it, closing only the links it had dropped data on, so an idle
-// connection carries on.
+// It failed when Cut was a toxiproxy toxic that closed a link a millisecond
+// after it started on it: Heal within that millisecond removed it, closing
+// only the links it had dropped data on, so an idle connection carried on.
 func TestProxyCutThenHealResetsConnections(t *testing.T) {
-	t.Skip("fails on the current proxy.go (18/20 with -race -count=20): an idle connection survives Cut then Heal at once; " +
-		"remove this skip with the rewrite of proxy.go that keeps toxiproxy's chain fixed")
 	t.Parallel()
 	s := redistest.NewServer(t)
 	p := faultproxy.NewProxy(t, s.Addr())
