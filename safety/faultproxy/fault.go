@@ -174,42 +174,40 @@ func (t *faultToxic) Pipe(stub *toxics.ToxicStub) {
 			t.closeStream(stub, st)
 			return
 		}
-		var due <-chan time.Time
+		// The head of the queue goes out when it is due (out), or the
+		// timer says when it will be (due); meanwhile more is read.
+		var (
+			head *stream.StreamChunk
+			out  chan<- *stream.StreamChunk
+			due  <-chan time.Time
+		)
 		if len(st.queue) > 0 {
-			head := st.queue[0]
+			head = st.queue[0]
 			if v.drop {
 				t.drop(st, head)
 				st.pop()
 				continue
 			}
-			wait := time.Until(head.Timestamp.Add(v.latency))
-			if wait <= 0 {
-				select {
-				case stub.Output <- head:
-					st.pop()
-				case <-stub.Interrupt:
-					return
-				case <-v.changed:
-				case <-t.f.closed:
-					t.closeStream(stub, st)
-					return
-				}
-				continue
+			if wait := time.Until(head.Timestamp.Add(v.latency)); wait > 0 {
+				timer.Reset(wait)
+				due = timer.C
+			} else {
+				out = stub.Output
 			}
-			timer.Reset(wait)
-			due = timer.C
 		} else if st.eof {
 			stub.Close()
 			return
+		}
+		if due == nil {
+			timer.Stop()
 		}
 		var in <-chan *stream.StreamChunk
 		if !st.eof && len(st.queue) < maxQueued {
 			in = stub.Input
 		}
-		if due == nil {
-			timer.Stop()
-		}
 		select {
+		case out <- head:
+			st.pop()
 		case <-stub.Interrupt:
 			return
 		case <-v.changed:
