@@ -62,21 +62,30 @@ import (
 //
 // Do returns fn's error (nil when the lock was held until fn returned and a
 // quorum confirmed its release), joined with:
+//   - when the lock was lost while fn ran, the loss's cause, as the
+//     observers' LockEnd.Err has it, each matching ErrLockLost: the error
+//     of the extension that found the lock gone (EndLostExtend: its votes,
+//     a *VoteError, and the nodes' errors); that of the extension that the
+//     nodes refused for good (EndRefused), which is also the cause of fn's
+//     context; when the validity ended (EndExpired), that of its last
+//     extension if it failed (its votes, which match ErrUnavailable when
+//     too many nodes failed it, and the nodes' errors, timeouts say: why
+//     the lock was not extended in time); else ErrLockLost itself (an
+//     expiry with no extension failed, Close stopping the extensions:
+//     EndClosed). fn's context has ErrLockLost as its cause for all but
+//     EndRefused (the cause of a parent's cancellation that came first
+//     stands there, not in Do's error).
 //   - when the release was not confirmed by a quorum, Unlock's error:
-//     ErrLockLost with the release's votes (a *VoteError, which matches
-//     ErrUnavailable when the release failed on too many nodes, timed out
-//     say, rather than found the lock gone) and the nodes' errors. It also
-//     stands for a loss while fn ran whose cause is ErrLockLost itself.
-//   - when the lock was lost while fn ran, the loss's cause, which Do gives
-//     fn's context (context.Cause; the cause of a parent's cancellation
-//     that came first stands there, not in Do's error), unless the
-//     release's error above says it already:
-//     ErrLockLost when an extension found the lock gone (EndLostExtend),
-//     its validity ended without an extension (EndExpired) or Close stopped
-//     its extensions (EndClosed); the refused extension's error, which
-//     matches ErrLockLost and names the nodes' errors, when the keeper gave
-//     the lock up (EndRefused), joined also when the release failed, so
-//     that both are told.
+//     ErrLockLost with the release's votes and the nodes' errors. Alone
+//     (the lock was held until fn returned, or lost with ErrLockLost
+//     itself as the cause, which it then stands for), its votes are the
+//     *VoteError of Do's error, which matches ErrUnavailable when the
+//     release failed on too many nodes, timed out say, rather than found
+//     the lock gone. After a loss's cause of an extension, it is told
+//     after that cause ("the release then:"; errors.Is and errors.As find
+//     its parts), whose votes are the ones errors.As finds and the only
+//     ones that make Do's error match ErrUnavailable: a release after an
+//     expiry finds the keys gone, which says nothing of why they went.
 //
 // Each is told once: when fn returns ErrLockLost itself, or its context's
 // cause, Do's stands for both. When the lock was never obtained, it returns
@@ -506,27 +515,28 @@ func (e *kept) reportUnwound() {
 var errUnwound = errors.New("redlock: the call did not return: a function it called (its function, a Backoff, an observer) panicked or called runtime.Goexit")
 
 // done finishes Do's hold of e's lock after fn returned ferr, and returns
-// Do's error: ferr, joined with the loss's cause (ErrLockLost, or the
-// refused extension's error) when the lock was lost while fn ran, and with
-// Unlock's error when the lock was not released by a quorum, which stands
-// for a bare ErrLockLost (see Do). It reports the end of the Do to the
-// observers.
+// Do's error: ferr, joined with the loss's cause (an extension's error, or
+// ErrLockLost) when the lock was lost while fn ran, and with Unlock's error
+// when the lock was not released by a quorum, which stands for a bare
+// ErrLockLost and follows an extension's (see Do). It reports the end of
+// the Do to the observers.
 //
 //go:noinline
 func (e *kept) done(ferr error) error {
 	lost, uerr := e.finish()
-	// The loss's cause, as the keeper gave it to fn's context: ErrLockLost,
-	// or the extension's error that the nodes refused for good (see
-	// keeper.finish). Not read from fn's context, whose cause may be its
-	// parent's (a Do inside another's fn, canceled by the outer loss first).
+	// The loss's cause, as the lock keeps it for LockEnd.Err (Lock.cause):
+	// the error of the extension that found the lock gone, or that the
+	// nodes refused for good (which the keeper gave fn's context too), or,
+	// when its validity ended, of its last extension if that failed (why
+	// it was not extended in time); else ErrLockLost itself (an expiry
+	// with no extension failed, Close). Not read from fn's context, whose
+	// cause may be its parent's (a Do inside another's fn, canceled by the
+	// outer loss first).
 	cause := ErrLockLost
 	if lost {
-		k := e.l.c.keeperOf()
-		k.mu.Lock()
-		if e.refusal != nil {
-			cause = *e.refusal
+		if c := e.l.lossCause(); errors.Is(c, ErrLockLost) { // not Close's ErrClosed
+			cause = c
 		}
-		k.mu.Unlock()
 	}
 	err, joined := ferr, ferr
 	if ferr == ErrLockLost || ferr == cause {
@@ -536,9 +546,11 @@ func (e *kept) done(ferr error) error {
 	}
 	switch {
 	case errors.Is(uerr, ErrLockLost) && lost && cause != ErrLockLost:
-		// Why the lock was given up (an extension refused for good),
-		// which the release's error does not say, and that error.
-		err = errors.Join(joined, refusedUnreleased{cause, uerr})
+		// Why the lock was lost (an extension's failure, or its finding),
+		// which the release's error does not say, and that error: the
+		// release's votes are of the keys as the release found them,
+		// gone once the lock has expired, whatever took it.
+		err = errors.Join(joined, lostUnreleased{cause, uerr})
 	case errors.Is(uerr, ErrLockLost):
 		// The release's own account: its votes (which match
 		// ErrUnavailable when nodes failed rather than found the lock
@@ -605,19 +617,22 @@ func (e *kept) unlock(k *keeper) error {
 // it was granted after Close released the locks of Do.
 var errNotReleased = fmt.Errorf("%w: not released: the Client was closing its nodes (%w); the key expires at its TTL", ErrLockLost, ErrClosed)
 
-// refusedUnreleased is Do's account of a lock given up after an extension
-// refused for good (refusal, the extension's error) whose release then
-// failed too (release, Unlock's error). Both match ErrLockLost, and both
-// are kept whole for errors.Is and errors.As; its text tells each part
-// once: the release's parts that the refusal's error already has (the bare
+// lostUnreleased is Do's account of a lock lost while fn ran, for a cause
+// that an extension told (cause, its error: the nodes refused it for good,
+// found the lock gone, or failed until the validity ended), whose release
+// then failed too (release, Unlock's error). Both match ErrLockLost, and
+// errors.Is and errors.As find every part of both, the cause's first: its
+// *VoteError is the one errors.As finds, and it alone says whether the
+// whole matches ErrUnavailable (see Unwrap). Its text tells each part once:
+// the release's parts that the cause's error already has (the bare
 // ErrLockLost, a context's error) are left out of it, and so is the
 // "redlock: lock lost: " that begins a part of the release's own.
-type refusedUnreleased struct{ refusal, release error }
+type lostUnreleased struct{ cause, release error }
 
-func (e refusedUnreleased) Error() string {
-	told := joinedLeaves(nil, e.refusal)
+func (e lostUnreleased) Error() string {
+	told := joinedLeaves(nil, e.cause)
 	var b strings.Builder
-	b.WriteString(e.refusal.Error())
+	b.WriteString(e.cause.Error())
 	b.WriteString("\nthe release then:")
 	for _, part := range joinedLeaves(nil, e.release) {
 		if toldIn(told, part) {
@@ -633,7 +648,33 @@ func (e refusedUnreleased) Error() string {
 	return b.String()
 }
 
-func (e refusedUnreleased) Unwrap() []error { return []error{e.refusal, e.release} }
+// Unwrap returns the cause, then the parts of the release's error, whose
+// votes are told (errors.Is finds the *VoteError itself) but do not match
+// ErrUnavailable: the errors of a call that found no quorum match it when
+// the votes that errors.As finds in them, here the cause's, say that too
+// many nodes failed (see VoteError). A release that failed after a lock was
+// found gone does not make the loss an outage.
+func (e lostUnreleased) Unwrap() []error {
+	parts := joinedLeaves([]error{e.cause}, e.release)
+	for i, part := range parts[1:] {
+		if v, ok := part.(*VoteError); ok {
+			parts[1+i] = releaseVotes{v}
+		}
+	}
+	return parts
+}
+
+// releaseVotes are the votes of a release that Do's error tells after the
+// loss's cause (see lostUnreleased.Unwrap).
+type releaseVotes struct{ v *VoteError }
+
+func (r releaseVotes) Error() string { return r.v.Error() }
+
+// Is reports whether target is the votes themselves.
+func (r releaseVotes) Is(target error) bool {
+	v, ok := target.(*VoteError)
+	return ok && v == r.v
+}
 
 // toldIn reports whether part is one of told (==). Two errors of one type
 // that == cannot compare panic when compared, and so do two of a type that

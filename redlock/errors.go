@@ -28,7 +28,7 @@ var (
 	ErrLockLost = errors.New("redlock: lock lost")
 
 	// ErrUnavailable joins ErrNotObtained (TryLock, Lock, Do) or ErrLockLost
-	// (Extend, Unlock, Lock.TTL) when too many nodes failed (errors,
+	// (Extend, Unlock, Lock.TTL, and Do's: see Client.Do) when too many nodes failed (errors,
 	// timeouts: more than len(nodes)-Quorum of them) for a quorum to be
 	// possible even had every other node agreed, rather than refused because
 	// the key is held by someone else. The *VoteError in the same chain

@@ -94,7 +94,6 @@ type kept struct {
 
 	// Guarded by keeper.mu:
 	prev, next *kept         // in keeper.live
-	refusal    *error        // the extension's error when the keeper gave the lock up (EndRefused): the loss's cause, read by Do (see kept.done)
 	byClose    chan struct{} // Close releases the lock (see releaseHeld): closed once it did; nil unless
 	closeErr   error         // the release's error, read once byClose is closed
 }
@@ -720,7 +719,7 @@ func (k *keeper) finish(e *kept, r *round, ok bool, start time.Time, octx contex
 	}
 	until := e.l.Until()
 	if refused {
-		e.stopped, e.refusal = true, &err
+		e.stopped = true
 		k.mu.Unlock()
 		k.lostWith(e, err)
 		return

@@ -35,9 +35,11 @@ type Lock struct {
 	// whether one did while it asked the nodes (see TTL; it wraps, and TTL
 	// compares it). Here, it fills the flags' word.
 	succeeded uint32
-	// cause is LockEnd.Err until reported: the error of the last Extend
-	// judged while the lock was held (nil when it succeeded), or that of
-	// the call that found the lock lost.
+	// cause is LockEnd.Err: the error of the last Extend judged while the
+	// lock was held (nil when it succeeded), or that of the call that
+	// found the lock lost; ErrClosed when Close ended it. It stays once
+	// the lock has ended, reported or not: Do's error tells it too (see
+	// kept.done).
 	cause error
 	// extending counts the steps still due of the Extends in their group:
 	// two per Extend, its judgement (finishExtend) and the return of its

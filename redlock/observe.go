@@ -250,7 +250,7 @@ func (l *Lock) unlockReported(ctx context.Context) (*round, error) {
 			how, cause = EndLostUnlock, err
 			if !l.c.now().Before(l.Until()) {
 				how = EndExpired
-				if c := l.takeCause(); c != nil {
+				if c := l.lossCause(); c != nil {
 					cause = c // the last Extend's, which failed
 				}
 			}
@@ -275,7 +275,8 @@ func (l *Lock) reportEnd(ctx context.Context) string {
 
 // takeEnd returns how l ended, if that is not reported yet, and its cause
 // (LockEnd.Err), and marks it reported; "" when there is nothing to
-// report. l.mu must not be held.
+// report. The cause stays (Do's error tells it too: see kept.done). l.mu
+// must not be held.
 func (l *Lock) takeEnd() (string, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -284,19 +285,16 @@ func (l *Lock) takeEnd() (string, error) {
 		return "", nil
 	}
 	l.endHow = endNone
-	cause := l.cause
-	l.cause = nil
-	return how, cause
+	return how, l.cause
 }
 
-// takeCause returns the cause kept for LockEnd.Err (see Lock.cause), and
-// lets it go. l.mu must not be held.
-func (l *Lock) takeCause() error {
+// lossCause returns the cause kept for LockEnd.Err (see Lock.cause): once
+// the lock has ended, why it was lost, as far as an Extend, a TTL or Close
+// told it; nil when none did. l.mu must not be held.
+func (l *Lock) lossCause() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	cause := l.cause
-	l.cause = nil
-	return cause
+	return l.cause
 }
 
 // endKind is how a lock ended, kept in a byte of the Lock until reported.

@@ -361,9 +361,11 @@ type LockEnd struct {
 	//     the votes and each node's *NodeError (NOPERM, READONLY, ...).
 	//   - EndClosed: ErrClosed.
 	//   - EndUnlocked: nil.
-	// Use errors.Is and errors.As on it, as on those calls' errors. Like
-	// every error of the Client, it never contains the lock's value or a
-	// node's password.
+	// Use errors.Is and errors.As on it, as on those calls' errors. A lock
+	// of Do's lost while its function ran has it in Do's error too (the
+	// extension's, for EndLostExtend, EndRefused and EndExpired: see
+	// Client.Do). Like every error of the Client, it never contains the
+	// lock's value or a node's password.
 	Err error
 }
 

@@ -183,10 +183,10 @@ const maxLoadTries = 3
 // loaded machine (load 17 and more on 2 cores, -race) every call of an
 // extension can take longer than the node timeout (250-475ms against
 // 200ms): the extension fails, its retries too, and the lock's validity
-// ends before any fault (LockEnd: expired). Do's release then finds the
-// keys expired, and Do's error is the release's account ("lock lost, 0 of 5
-// nodes agreed (3 refused, 0 failed)": the release's votes, not an
-// extension's). That is the load. A node that refused an extension before
+// ends before any fault (LockEnd: expired). Do's error then says so: the
+// last extension's votes and its calls' timeouts, followed by the release's
+// account ("the release then: 0 of 5 nodes agreed, 3 needed (3 refused, 0
+// failed)": the release finds the keys expired). That is the load. A node that refused an extension before
 // the key's TTL had run out there since the node last said yes is not: no
 // one else writes the key, so the key there was removed or overwritten. The
 // last yes is counted from the start of its call's round (its reply's time
