@@ -16,9 +16,15 @@ import (
 // moved alike, and works again once it is finished. The README and doctor
 // said only that a lock whose key and counter were split between the shards
 // failed: a fenced TryLock failed before MoveKeys moved anything.
+//
+// The node timeout is 2s, not the default 200ms: the first TryLock connects
+// (the cluster's map, then the shard), which took longer than 200ms under
+// -race on a loaded machine (1 run of 20: "SET NX fence: ... i/o timeout"),
+// and a TryLock that times out says nothing of TRYAGAIN.
 func TestClusterFencedLockFailsWhileSlotMigrates(t *testing.T) {
 	c := redistest.NewCluster(t, 2)
-	cl, err := redlock.Open("goredis", []string{c.URL()}, redlock.WithFencing(), redlock.WithTTL(10*time.Second))
+	cl, err := redlock.Open("goredis", []string{c.URL()}, redlock.WithFencing(), redlock.WithTTL(10*time.Second),
+		redlock.WithNodeTimeout(2*time.Second))
 	require.NoError(t, err)
 	defer cl.Close()
 	const key = "fenced-migrating"
