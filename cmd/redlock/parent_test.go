@@ -82,6 +82,12 @@ func startHoldInShell(t *testing.T, waits bool, args ...string) (sh *exec.Cmd, p
 // held reports whether key is on a quorum of the servers.
 func held(t *testing.T, servers []*redistest.Server, key string) bool {
 	t.Helper()
+	return holders(t, servers, key) > len(servers)/2
+}
+
+// holders counts the servers on which key exists.
+func holders(t *testing.T, servers []*redistest.Server, key string) int {
+	t.Helper()
 	n := 0
 	for _, s := range servers {
 		v, err := s.Do(t.Context(), "EXISTS", key)
@@ -92,7 +98,7 @@ func held(t *testing.T, servers []*redistest.Server, key string) bool {
 			n++
 		}
 	}
-	return n > len(servers)/2
+	return n
 }
 
 // TestHoldReleasesWhenParentKilled starts hold in the background of a

@@ -38,13 +38,23 @@ func TestVerboseTellsNodeRefusingExtension(t *testing.T) {
 				// a node timeout of 150ms) the lock, which has no node
 				// to spare here, was lost under -race on the loaded
 				// machine (load average 46 on 2 cores): its validity
-				// ran out before the two other nodes answered.
-				args := []string{"--driver", d, "--ttl", "6s"}
+				// ran out before the two other nodes answered. The node
+				// timeout is 1s, not the default 200ms: hold's first
+				// calls connect, and under -race on a loaded machine a
+				// connection took longer than 200ms (valkeygo: "connect:
+				// still connecting"), so that the lock was granted by two
+				// nodes, the one about to refuse among them, and lost at
+				// the first refusal (1 of 32 subtests).
+				args := []string{"--driver", d, "--ttl", "6s", "--node-timeout", "1s"}
 				if verbose {
 					args = append([]string{"-v"}, args...)
 				}
 				b, urls := startHoldAs(t, servers, user, password, key, args...)
 				defer b.cmd.Process.Signal(syscall.SIGTERM)
+				// The premise: every node holds the lock (the SET of the
+				// last may answer after the grant), so that the two
+				// others are a quorum once the first refuses.
+				waitHeldEverywhere(t, servers, key, 10*time.Second)
 				takePexpire(t, user, servers[0])
 				told := "redlock: node " + strings.Replace(urls[0], password, "xxxxx", 1) + " answered NOPERM to the extension of " + key + ", which retrying cannot fix, so the lock is held on the other nodes, with that node fewer to spare (see redlock doctor): "
 				waitStderr(t, b, told, 30*time.Second)
@@ -62,6 +72,16 @@ func TestVerboseTellsNodeRefusingExtension(t *testing.T) {
 					t.Errorf("hold (-v %v) tells a loss of a lock held by a quorum throughout:\n%s", verbose, out)
 				}
 			})
+		}
+	}
+}
+
+// waitHeldEverywhere waits up to d for key to exist on every server.
+func waitHeldEverywhere(t *testing.T, servers []*redistest.Server, key string, d time.Duration) {
+	t.Helper()
+	for deadline := time.Now().Add(d); holders(t, servers, key) < len(servers); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s is on %d of %d nodes %v after the grant: the acquisition did not reach every node", key, holders(t, servers, key), len(servers), d)
 		}
 	}
 }
