@@ -86,27 +86,15 @@ func TestFencedSoakTokensRise(t *testing.T) {
 	}
 	// The soak ends at duration if it has minGrants grants by then, else at
 	// the grant that makes them, and at limit at the latest.
-	ctx, stop := context.WithTimeout(t.Context(), limit)
-	defer stop()
-	began := time.Now()
+	ctx, end := newSoakEnd(t.Context(), duration, limit, minGrants)
+	defer end.close()
+	began := end.began
 	record := func(g fencedGrant) {
 		mu.Lock()
 		grants = append(grants, g)
-		n := len(grants)
 		mu.Unlock()
-		if n >= minGrants && time.Since(began) >= duration {
-			stop()
-		}
+		end.granted()
 	}
-	atDuration := time.AfterFunc(duration, func() {
-		mu.Lock()
-		n := len(grants)
-		mu.Unlock()
-		if n >= minGrants {
-			stop()
-		}
-	})
-	defer atDuration.Stop()
 	var wg sync.WaitGroup
 	for i, ct := range cs {
 		rng := rand.New(rand.NewPCG(uint64(i), uint64(time.Now().UnixNano())))

@@ -17,8 +17,9 @@ import (
 	"github.com/go-redlock/redlock/safety/faultproxy"
 )
 
-// Run starts cfg.Nodes redis-server processes behind proxies, runs the
-// contenders and the fault schedule for cfg.Duration (or until ctx ends), then
+// Run starts cfg.Nodes redis-server processes behind proxies, connects the
+// contenders' clients (see warmUp), runs the contenders and the fault
+// schedule for cfg.Duration (or until ctx ends), then
 // stops everything it started and returns the Report. When it cannot start
 // (a bad Config, an unknown driver, redis-server missing: the error then
 // wraps redistest.ErrNotInstalled) it returns a zero Report and the error.
@@ -66,6 +67,12 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			contenders = append(contenders, contender{fmt.Sprintf("%s/%d", d, k), c})
 		}
 	}
+
+	var warming sync.WaitGroup
+	for _, c := range contenders {
+		warming.Go(func() { warmUp(ctx, cfg, c.holder, c.client) })
+	}
+	warming.Wait()
 
 	rep := Report{Config: cfg, Faults: make(map[Fault]int)}
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
@@ -171,6 +178,32 @@ func contend(ctx context.Context, cfg Config, holder string, c *redlock.Client, 
 			st.check("Unlock", err, redlock.ErrLockLost, &st.unlockLost)
 		}
 		cancel()
+	}
+}
+
+// warmUpFor bounds a contender's warm-up (see warmUp).
+const warmUpFor = 10 * time.Second
+
+// warmUp connects c before the faults begin: it takes and releases a lock on
+// a key of the holder's own (KEY/warm-up/HOLDER/TRY), trying again until that
+// worked, for warmUpFor at most. A fresh client's first calls dial, which on
+// a busy machine (a race-enabled build on two shared cores) takes longer
+// than the node timeout: runs of 3s whose contenders spent them dialing,
+// under faults, granted nothing, and checked nothing. A contender that could
+// not warm up runs all the same.
+func warmUp(ctx context.Context, cfg Config, holder string, c *redlock.Client) {
+	ctx, cancel := context.WithTimeout(ctx, warmUpFor)
+	defer cancel()
+	for try := 0; ctx.Err() == nil; try++ {
+		// A key per try: a failed release may leave one for its TTL.
+		l, err := c.TryLock(ctx, cfg.Key+"/warm-up/"+holder+"/"+strconv.Itoa(try))
+		if err != nil {
+			sleep(ctx, cfg.NodeTimeout)
+			continue
+		}
+		if l.Unlock(ctx) == nil {
+			return
+		}
 	}
 }
 
