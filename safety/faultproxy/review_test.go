@@ -1,0 +1,168 @@
+package faultproxy_test
+
+import (
+	"io"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/redistest"
+	"github.com/go-redlock/redlock/safety/faultproxy"
+)
+
+// pinged dials n connections through p and checks that each answers a PING,
+// so that each is a link of the proxy's before the test's faults.
+func pinged(t *testing.T, p *faultproxy.Proxy, n int) []*conn {
+	t.Helper()
+	cs := make([]*conn, n)
+	for i := range cs {
+		cs[i] = dial(t, p.Addr())
+		cs[i].send("PING")
+		line, err := cs[i].line(5 * time.Second)
+		require.NoError(t, err)
+		require.Equal(t, "+PONG\r\n", line)
+	}
+	return cs
+}
+
+// TestCutThenHealResetsEveryConnection checks Cut's promise that Cut followed
+// at once by Heal resets every connection (notice_test.go relies on it to
+// make clients reconnect): each connection must end, none may answer.
+func TestCutThenHealResetsEveryConnection(t *testing.T) {
+	t.Parallel()
+	s := redistest.NewServer(t)
+	p := faultproxy.NewProxy(t, s.Addr())
+	for round := range 5 {
+		cs := pinged(t, p, 20)
+		require.NoError(t, p.Cut())
+		require.NoError(t, p.Heal())
+		for i, c := range cs {
+			c.send("PING") // may fail: the connection may be closed already
+			line, err := c.line(2 * time.Second)
+			require.Error(t, err, "round %d: connection %d survived Cut then Heal and answered %q", round, i, line)
+			require.False(t, isTimeout(err), "round %d: connection %d: want end of file or reset, got %v", round, i, err)
+		}
+	}
+}
+
+// TestBlackholeDropsRepliesHeldBackByLatency checks Blackhole's promise that
+// replies held back by latency are dropped, and that Heal then closes the
+// connection that lost them.
+func TestBlackholeDropsRepliesHeldBackByLatency(t *testing.T) {
+	t.Parallel()
+	s := redistest.NewServer(t)
+	p := faultproxy.NewProxy(t, s.Addr())
+	c := pinged(t, p, 1)[0]
+	require.NoError(t, p.SetLatency(0, time.Hour))
+	c.send("SET", "held", "x")
+	require.Eventually(t, func() bool {
+		v, err := s.Do(t.Context(), "EXISTS", "held")
+		return err == nil && v == int64(1)
+	}, 5*time.Second, time.Millisecond, "the request was applied")
+	// The reply reaches the proxy soon after the server applies the SET.
+	time.Sleep(100 * time.Millisecond)
+	require.NoError(t, p.Blackhole())
+	require.Eventually(t, func() bool { return p.Dropped() == int64(len("+OK\r\n")) },
+		5*time.Second, time.Millisecond, "the held-back reply is dropped")
+	require.NoError(t, p.Heal())
+	_, err := c.line(5 * time.Second)
+	require.ErrorIs(t, err, io.EOF, "the connection that lost a reply is closed")
+}
+
+// TestHealClosesOnlyConnectionsThatLostData checks Heal's promise on many
+// connections at once: those that lost a reply end, the idle ones carry on.
+func TestHealClosesOnlyConnectionsThatLostData(t *testing.T) {
+	t.Parallel()
+	s := redistest.NewServer(t)
+	p := faultproxy.NewProxy(t, s.Addr())
+	cs := pinged(t, p, 20)
+	require.NoError(t, p.LoseReplies())
+	for i, c := range cs {
+		if i%2 == 0 {
+			c.send("INCR", "lost")
+		}
+	}
+	want := int64(len(cs) / 2 * len(":1\r\n"))
+	require.Eventually(t, func() bool { return p.Dropped() >= want }, 5*time.Second, time.Millisecond,
+		"every reply to the even connections is dropped")
+	require.NoError(t, p.Heal())
+	for i, c := range cs {
+		if i%2 == 0 {
+			_, err := c.line(5 * time.Second)
+			require.ErrorIs(t, err, io.EOF, "connection %d lost a reply", i)
+			continue
+		}
+		c.send("PING")
+		line, err := c.line(5 * time.Second)
+		require.NoError(t, err, "connection %d lost nothing", i)
+		require.Equal(t, "+PONG\r\n", line)
+	}
+}
+
+// TestLatencyChangesKeepOrder pipelines INCRs on one connection while
+// another goroutine keeps changing the latency: the replies must come back
+// complete and in order.
+func TestLatencyChangesKeepOrder(t *testing.T) {
+	t.Parallel()
+	s := redistest.NewServer(t)
+	p := faultproxy.NewProxy(t, s.Addr())
+	c := dial(t, p.Addr())
+	const n = 2000
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer close(done)
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			case <-time.After(time.Millisecond):
+			}
+			d := time.Duration(i%7) * time.Millisecond
+			if err := p.SetLatency(d, 6*time.Millisecond-d); err != nil {
+				t.Error(err)
+				return
+			}
+		}
+	})
+	wg.Go(func() {
+		for range n {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			c.send("INCR", "order")
+			time.Sleep(50 * time.Microsecond)
+		}
+	})
+	for i := 1; i <= n; i++ {
+		line, err := c.line(10 * time.Second)
+		require.NoError(t, err)
+		require.Equal(t, ":"+strconv.Itoa(i)+"\r\n", line)
+	}
+}
+
+// TestMethodsAfterClose checks that every fault call on a closed proxy
+// returns an error.
+func TestMethodsAfterClose(t *testing.T) {
+	t.Parallel()
+	s := redistest.NewServer(t)
+	p, err := faultproxy.StartProxy(s.Addr())
+	require.NoError(t, err)
+	require.NoError(t, p.Close())
+	for name, call := range map[string]func() error{
+		"SetLatency":  func() error { return p.SetLatency(time.Millisecond, 0) },
+		"Cut":         p.Cut,
+		"Blackhole":   p.Blackhole,
+		"LoseReplies": p.LoseReplies,
+		"Heal":        p.Heal,
+	} {
+		require.Error(t, call(), name)
+	}
+	require.NoError(t, p.Close())
+}
