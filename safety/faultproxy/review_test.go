@@ -2,7 +2,10 @@ package faultproxy_test
 
 import (
 	"io"
+	"net"
+	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -165,4 +168,75 @@ func TestMethodsAfterClose(t *testing.T) {
 		require.Error(t, call(), name)
 	}
 	require.NoError(t, p.Close())
+}
+
+// proxyGoroutines returns how many goroutines run code of toxiproxy or of
+// this package (not of its tests).
+func proxyGoroutines() int {
+	buf := make([]byte, 16<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, "github.com/Shopify/toxiproxy") || strings.Contains(g, "faultproxy.(") {
+			n++
+		}
+	}
+	return n
+}
+
+// TestCloseEndsEveryGoroutine checks that Close ends every connection and
+// every goroutine of the proxy, whatever its connections are doing: idle,
+// holding data back for latency, blackholed, cut, or with a writer that
+// ended on a reset while data was on its way (its toxic waits to send).
+// It does not run in parallel, so that it sees only its own proxies'
+// goroutines.
+func TestCloseEndsEveryGoroutine(t *testing.T) {
+	s := redistest.NewServer(t)
+	require.Eventually(t, func() bool { return proxyGoroutines() == 0 }, 10*time.Second, 10*time.Millisecond,
+		"no proxy left by earlier tests:\n%s", proxyStacks())
+
+	held, err := faultproxy.StartProxy(s.Addr())
+	require.NoError(t, err)
+	idle := pinged(t, held, 3)
+	require.NoError(t, held.SetLatency(time.Hour, time.Hour))
+	idle[0].send("PING") // held back on its way to the server
+
+	holed, err := faultproxy.StartProxy(s.Addr())
+	require.NoError(t, err)
+	hc := pinged(t, holed, 2)
+	require.NoError(t, holed.Blackhole())
+	hc[0].send("PING")
+
+	cut, err := faultproxy.StartProxy(s.Addr())
+	require.NoError(t, err)
+	pinged(t, cut, 2)
+	require.NoError(t, cut.Cut())
+	dial(t, cut.Addr()) // started and closed while cut
+
+	dead, err := faultproxy.StartProxy(tcpServer(t, stream))
+	require.NoError(t, err)
+	for range 4 {
+		c, err := net.DialTimeout("tcp", dead.Addr(), 5*time.Second)
+		require.NoError(t, err)
+		resetOnData(c.(*net.TCPConn))
+	}
+	time.Sleep(100 * time.Millisecond) // the resets end the writers
+
+	for _, p := range []*faultproxy.Proxy{held, holed, cut, dead} {
+		done := make(chan error, 1)
+		go func() { done <- p.Close() }()
+		select {
+		case err := <-done:
+			require.NoError(t, err)
+		case <-time.After(faultTimeout):
+			t.Fatalf("%s: Close has not returned after %v:\n%s", p, faultTimeout, proxyStacks())
+		}
+	}
+	for i, c := range append(idle, hc...) {
+		_, err := c.line(5 * time.Second)
+		require.Error(t, err)
+		require.False(t, isTimeout(err), "connection %d is closed by Close, got %v", i, err)
+	}
+	require.Eventually(t, func() bool { return proxyGoroutines() == 0 }, 10*time.Second, 10*time.Millisecond,
+		"every goroutine of the closed proxies ends:\n%s", proxyStacks())
 }
