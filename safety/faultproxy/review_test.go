@@ -3,10 +3,12 @@ package faultproxy_test
 import (
 	"io"
 	"net"
+	"os"
 	"runtime"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -239,4 +241,85 @@ func TestCloseEndsEveryGoroutine(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return proxyGoroutines() == 0 }, 10*time.Second, 10*time.Millisecond,
 		"every goroutine of the closed proxies ends:\n%s", proxyStacks())
+}
+
+// TestLoweredLatencyDeliversHeldData checks SetLatency's promise that data
+// already held back is delivered once its arrival plus the new delay has
+// passed, and that a reply held back when the server closes the connection
+// is delivered before the end of the stream.
+func TestLoweredLatencyDeliversHeldData(t *testing.T) {
+	t.Parallel()
+	s := redistest.NewServer(t)
+	p := faultproxy.NewProxy(t, s.Addr())
+	c := pinged(t, p, 1)[0]
+	require.NoError(t, p.SetLatency(0, time.Hour))
+	c.send("PING")
+	_, err := c.line(200 * time.Millisecond)
+	require.True(t, isTimeout(err), "the reply is held back: got %v", err)
+	require.NoError(t, p.SetLatency(0, 50*time.Millisecond))
+	line, err := c.line(5 * time.Second)
+	require.NoError(t, err, "the held reply is delivered under the new latency")
+	require.Equal(t, "+PONG\r\n", line)
+
+	c.send("QUIT") // the server replies and closes its end
+	line, err = c.line(5 * time.Second)
+	require.NoError(t, err, "the reply comes before the end of the stream")
+	require.Equal(t, "+OK\r\n", line)
+	_, err = c.line(5 * time.Second)
+	require.ErrorIs(t, err, io.EOF)
+	require.Zero(t, p.Dropped())
+}
+
+// fullBacklog returns the address of a listener on 127.0.0.1 that never
+// accepts and whose accept queue is full, as a paused redis-server's is once
+// it has queued tcp-backlog connections: the kernel drops new SYNs, and a
+// dial waits for its SYN retries (about two minutes on Linux).
+func fullBacklog(t *testing.T) string {
+	t.Helper()
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { syscall.Close(fd) })
+	require.NoError(t, syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}))
+	require.NoError(t, syscall.Listen(fd, 0))
+	sa, err := syscall.Getsockname(fd)
+	require.NoError(t, err)
+	in4, ok := sa.(*syscall.SockaddrInet4)
+	require.True(t, ok)
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(in4.Port))
+	for range 64 {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err != nil {
+			return addr // the queue is full
+		}
+		t.Cleanup(func() { c.Close() })
+	}
+	t.Fatalf("%s still accepts connections after 64", addr)
+	return ""
+}
+
+// TestCloseWhileUpstreamDialWaits checks that Close does not wait on a
+// connection when toxiproxy's accept loop is dialing an upstream that does
+// not answer: it does (toxiproxy v2.5.0's Proxy.server dials the upstream
+// with net.Dial, no timeout, and Stop waits for that loop), for as long as
+// the kernel retries the SYN. Skipped: a known defect of toxiproxy's, not
+// fixed here; FAULTPROXY_KNOWN_DEFECTS=1 runs it.
+func TestCloseWhileUpstreamDialWaits(t *testing.T) {
+	if os.Getenv("FAULTPROXY_KNOWN_DEFECTS") == "" {
+		t.Skip("Close waits for toxiproxy's dial of an upstream whose accept queue is full (about two minutes); " +
+			"FAULTPROXY_KNOWN_DEFECTS=1 runs this test")
+	}
+	t.Parallel()
+	p, err := faultproxy.StartProxy(fullBacklog(t))
+	require.NoError(t, err)
+	c := dial(t, p.Addr())
+	c.send("PING")
+	time.Sleep(100 * time.Millisecond) // the proxy has accepted it and is dialing
+	done := make(chan error, 1)
+	go func() { done <- p.Close() }()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(3 * time.Second):
+		t.Fatalf("Close has not returned after 3s:\n%s", proxyStacks())
+	}
 }
