@@ -323,3 +323,27 @@ func TestCloseWhileUpstreamDialWaits(t *testing.T) {
 		t.Fatalf("Close has not returned after 3s:\n%s", proxyStacks())
 	}
 }
+
+// TestHealKeepsIdleConnections checks that a connection that lost nothing
+// while the proxy was blackholed carries on after Heal, even when its
+// request follows Heal at once: data that reaches the proxy after Heal
+// must not be dropped by a toxic that has not yet seen the Heal.
+func TestHealKeepsIdleConnections(t *testing.T) {
+	t.Parallel()
+	s := redistest.NewServer(t)
+	p := faultproxy.NewProxy(t, s.Addr())
+	cs := pinged(t, p, 30)
+	for round := range 10 {
+		require.NoError(t, p.Blackhole())
+		require.NoError(t, p.Heal())
+		for _, c := range cs {
+			c.send("PING")
+		}
+		for i, c := range cs {
+			line, err := c.line(5 * time.Second)
+			require.NoError(t, err, "round %d: connection %d lost nothing before Heal", round, i)
+			require.Equal(t, "+PONG\r\n", line)
+		}
+	}
+	require.Zero(t, p.Dropped())
+}
