@@ -18,6 +18,15 @@ import (
 	"github.com/go-redlock/redlock/safety/faultproxy"
 )
 
+// pong checks that c answers a PING within 5 s.
+func (c *conn) pong(msgAndArgs ...any) {
+	c.t.Helper()
+	c.send("PING")
+	line, err := c.line(5 * time.Second)
+	require.NoError(c.t, err, msgAndArgs...)
+	require.Equal(c.t, "+PONG\r\n", line, msgAndArgs...)
+}
+
 // pinged dials n connections through p and checks that each answers a PING,
 // so that each is a link of the proxy's before the test's faults.
 func pinged(t *testing.T, p *faultproxy.Proxy, n int) []*conn {
@@ -25,10 +34,7 @@ func pinged(t *testing.T, p *faultproxy.Proxy, n int) []*conn {
 	cs := make([]*conn, n)
 	for i := range cs {
 		cs[i] = dial(t, p.Addr())
-		cs[i].send("PING")
-		line, err := cs[i].line(5 * time.Second)
-		require.NoError(t, err)
-		require.Equal(t, "+PONG\r\n", line)
+		cs[i].pong()
 	}
 	return cs
 }
@@ -53,15 +59,24 @@ func TestCutThenHealResetsEveryConnection(t *testing.T) {
 	}
 }
 
+// repliesHeldBack starts a server, a proxy in front of it and a connection
+// through the proxy that has answered a PING, and holds every later reply
+// back for an hour.
+func repliesHeldBack(t *testing.T) (*redistest.Server, *faultproxy.Proxy, *conn) {
+	t.Helper()
+	s := redistest.NewServer(t)
+	p := faultproxy.NewProxy(t, s.Addr())
+	c := pinged(t, p, 1)[0]
+	require.NoError(t, p.SetLatency(0, time.Hour))
+	return s, p, c
+}
+
 // TestBlackholeDropsRepliesHeldBackByLatency checks Blackhole's promise that
 // replies held back by latency are dropped, and that Heal then closes the
 // connection that lost them.
 func TestBlackholeDropsRepliesHeldBackByLatency(t *testing.T) {
 	t.Parallel()
-	s := redistest.NewServer(t)
-	p := faultproxy.NewProxy(t, s.Addr())
-	c := pinged(t, p, 1)[0]
-	require.NoError(t, p.SetLatency(0, time.Hour))
+	s, p, c := repliesHeldBack(t)
 	c.send("SET", "held", "x")
 	require.Eventually(t, func() bool {
 		v, err := s.Do(t.Context(), "EXISTS", "held")
@@ -100,10 +115,7 @@ func TestHealClosesOnlyConnectionsThatLostData(t *testing.T) {
 			require.ErrorIs(t, err, io.EOF, "connection %d lost a reply", i)
 			continue
 		}
-		c.send("PING")
-		line, err := c.line(5 * time.Second)
-		require.NoError(t, err, "connection %d lost nothing", i)
-		require.Equal(t, "+PONG\r\n", line)
+		c.pong("connection %d lost nothing", i)
 	}
 }
 
@@ -225,14 +237,7 @@ func TestCloseEndsEveryGoroutine(t *testing.T) {
 	time.Sleep(100 * time.Millisecond) // the resets end the writers
 
 	for _, p := range []*faultproxy.Proxy{held, holed, cut, dead} {
-		done := make(chan error, 1)
-		go func() { done <- p.Close() }()
-		select {
-		case err := <-done:
-			require.NoError(t, err)
-		case <-time.After(faultTimeout):
-			t.Fatalf("%s: Close has not returned after %v:\n%s", p, faultTimeout, proxyStacks())
-		}
+		require.True(t, within(t, fault{"Close of " + p.String(), p.Close}))
 	}
 	for i, c := range append(idle, hc...) {
 		_, err := c.line(5 * time.Second)
@@ -249,10 +254,7 @@ func TestCloseEndsEveryGoroutine(t *testing.T) {
 // is delivered before the end of the stream.
 func TestLoweredLatencyDeliversHeldData(t *testing.T) {
 	t.Parallel()
-	s := redistest.NewServer(t)
-	p := faultproxy.NewProxy(t, s.Addr())
-	c := pinged(t, p, 1)[0]
-	require.NoError(t, p.SetLatency(0, time.Hour))
+	_, p, c := repliesHeldBack(t)
 	c.send("PING")
 	_, err := c.line(200 * time.Millisecond)
 	require.True(t, isTimeout(err), "the reply is held back: got %v", err)
@@ -314,14 +316,7 @@ func TestCloseWhileUpstreamDialWaits(t *testing.T) {
 	c := dial(t, p.Addr())
 	c.send("PING")
 	time.Sleep(100 * time.Millisecond) // the proxy has accepted it and is dialing
-	done := make(chan error, 1)
-	go func() { done <- p.Close() }()
-	select {
-	case err := <-done:
-		require.NoError(t, err)
-	case <-time.After(3 * time.Second):
-		t.Fatalf("Close has not returned after 3s:\n%s", proxyStacks())
-	}
+	within(t, fault{"Close", p.Close})
 }
 
 // TestHealKeepsIdleConnections checks that a connection that lost nothing
