@@ -216,10 +216,12 @@ func (t *faultToxic) Pipe(stub *toxics.ToxicStub) {
 			return
 		case <-due:
 		case c := <-in:
+			// Read the faults again: a change may have come with the
+			// chunk, and the select took the chunk first.
 			switch {
 			case c == nil:
 				st.eof = true
-			case v.drop:
+			case t.f.view(t.dir).drop:
 				t.drop(st, c)
 			default:
 				st.queue = append(st.queue, c)
