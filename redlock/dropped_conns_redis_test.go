@@ -25,13 +25,19 @@ import (
 func TestFirstCallsRightAfterServersRestarted(t *testing.T) {
 	servers := redistest.NewServers(t, 3, redistest.WithConfig("appendonly", "yes"), redistest.WithConfig("appendfsync", "always"))
 	const ttl = time.Minute
+	// The servers restart at once (each kill and start waits on its own
+	// process), and restart returns once all three answer again.
 	restart := func(t *testing.T) {
 		t.Helper()
-		for _, s := range servers {
-			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-			require.NoError(t, s.Restart(ctx))
-			cancel()
+		ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+		defer cancel()
+		errs := make([]error, len(servers))
+		var wg sync.WaitGroup
+		for i, s := range servers {
+			wg.Go(func() { errs[i] = s.Restart(ctx) })
 		}
+		wg.Wait()
+		require.NoError(t, errors.Join(errs...))
 	}
 	for _, name := range redisDrivers {
 		t.Run(name, func(t *testing.T) {
