@@ -18,9 +18,19 @@ import (
 	"github.com/go-redlock/redlock/redlock"
 )
 
-func TestRedisConformance(t *testing.T) { conformance.RunRedis(t, goredis.Driver{}, clusterOptions...) }
+// The tests that only wait on servers of their own (the conformance suites,
+// the scenarios of seeds of two clusters) run in parallel with one another,
+// after the others, which run alone: those that bound a call's time while a
+// shard hangs, those that count or replace the package's registry of gates
+// (seeds.go's gated, onNewNode), and the pub/sub suites, which look for
+// goroutines left in the whole process (goleak).
+func TestRedisConformance(t *testing.T) {
+	t.Parallel()
+	conformance.RunRedis(t, goredis.Driver{}, clusterOptions...)
+}
 
 func TestConformanceNew(t *testing.T) {
+	t.Parallel()
 	conformance.Run(t, func(t *testing.T) driver.Node {
 		rdb := redis.NewClient(&redis.Options{
 			Addr:                  redistest.NewServer(t).Addr(),
@@ -252,6 +262,7 @@ func TestCloseDuringCalls(t *testing.T) {
 // New over a *redis.ClusterClient a caller configured: three clusters, so
 // that Redlock/ThreeNodes has three independent nodes.
 func TestConformanceNewCluster(t *testing.T) {
+	t.Parallel()
 	clusters := redistest.NewClusters(t, 3, 2)
 	next := 0
 	conformance.Run(t, func(t *testing.T) driver.Node {

@@ -27,6 +27,7 @@ import (
 // at once. A client of one cluster's seeds, one of them a replica and one
 // dead, locks as before (seedstest.TwoClusters).
 func TestNewClusterClientSeedsOfTwoClusters(t *testing.T) {
+	t.Parallel()
 	pw := redistest.WithServerOptions(redistest.WithPassword("s3cret"))
 	a := redistest.NewCluster(t, 2, redistest.WithReplicas(1), pw)
 	b := redistest.NewCluster(t, 1, pw)

@@ -30,13 +30,16 @@ import (
 // a Client over the first held the key, in about half of the rounds (when
 // the first request's reload had not made sb's node client already).
 func TestNewClusterClientSeedNodeClientMadeBetweenRequests(t *testing.T) {
+	t.Parallel()
 	a := redistest.NewCluster(t, 1)
 	b := redistest.NewCluster(t, 1)
 	sa, sb := a.Seeds()[0], b.Seeds()[0]
 	_, port, _ := net.SplitHostPort(sa)
 	hc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: a.Seeds(), ContextTimeoutEnabled: true, MaxRetries: -1})
 	t.Cleanup(func() { hc.Close() })
-	holder, err := redlock.New([]driver.Node{goredis.New(hc)}, redlock.WithTTL(time.Minute))
+	// A node timeout that a loaded machine does not exhaust (the first
+	// call reads the slot map and dials): the holder only takes the keys.
+	holder, err := redlock.New([]driver.Node{goredis.New(hc)}, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(time.Second))
 	require.NoError(t, err)
 	t.Cleanup(func() { holder.Close() })
 	newClient := func(n driver.Node) *redlock.Client {

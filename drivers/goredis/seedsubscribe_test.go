@@ -18,6 +18,7 @@ import (
 // seed comes up and the client falls back to its seeds, the node must not
 // lock on the second cluster while a Client over the first holds the key.
 func TestNewClusterClientSeedDownAtFirstSubscribe(t *testing.T) {
+	t.Parallel()
 	seedDownAtFirstUse(t, func(t *testing.T, n driver.Node) {
 		// go-redis tries the seeds in a random order: the down seed first
 		// in about half of the runs.
