@@ -68,6 +68,11 @@ const stallBound = 2 * time.Second
 //
 // The addresses are those of this module's drivers (see Addr.URL); a driver
 // that takes others passes WithAddress.
+//
+// The subtests Node and TLS/Node, which run Run on servers of their own and
+// only wait on them, are parallel (t.Parallel): they run with each other once
+// the test that called RunRedis has returned, after the others, which run
+// one at a time (those that bound a call's time among them).
 func RunRedis(t *testing.T, d driver.Driver, opts ...RedisOption) {
 	t.Helper()
 	s := &redisSuite{d: d, format: Addr.URL}
@@ -79,9 +84,11 @@ func RunRedis(t *testing.T, d driver.Driver, opts ...RedisOption) {
 		return
 	}
 	t.Run("Node", func(t *testing.T) {
+		t.Parallel()
 		Run(t, func(t *testing.T) driver.Node { return s.open(t, hostAddr(t, redistest.NewServer(t))) })
 	})
 	t.Run("TLS/Node", func(t *testing.T) {
+		t.Parallel()
 		Run(t, func(t *testing.T) driver.Node {
 			srv := redistest.NewServer(t, redistest.WithTLS(redistest.NewCerts(t), redistest.ClientCertsRequired), redistest.WithPassword(password))
 			return s.open(t, fullAddr(t, srv))
