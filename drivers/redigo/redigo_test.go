@@ -18,9 +18,18 @@ import (
 	"github.com/go-redlock/redlock/redlock"
 )
 
-func TestRedisConformance(t *testing.T) { conformance.RunRedis(t, redigo.Driver{}) }
+// The conformance suites, which only wait on servers of their own, run in
+// parallel with one another, after the others, which run alone: those that
+// bound a call's time on a stalled or dropped connection, and those that look
+// for goroutines left in the whole process (goleak: the pub/sub suites,
+// TestNewCloseWaitPoolSilentServer).
+func TestRedisConformance(t *testing.T) {
+	t.Parallel()
+	conformance.RunRedis(t, redigo.Driver{})
+}
 
 func TestConformanceNew(t *testing.T) {
+	t.Parallel()
 	conformance.Run(t, func(t *testing.T) driver.Node {
 		n := redigo.New(newPool(t, redistest.NewServer(t).Addr()))
 		t.Cleanup(func() { n.Close() })

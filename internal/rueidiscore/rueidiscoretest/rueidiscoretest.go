@@ -63,6 +63,12 @@ func Run[C interface {
 			return newNode(none)
 		},
 	}
+	// The conformance suites, which only wait on servers of their own, run
+	// in parallel with each other once the others have run alone: those
+	// bound a call's time on a stalled or dropped connection, or look for
+	// goroutines left in the whole process (goleak: the pub/sub suites,
+	// CloseDuringCreation and the like).
+	parallel := map[string]bool{"RedisConformance": true, "ConformanceNew": true}
 	for _, tc := range []struct {
 		name string
 		fn   func(*testing.T, target)
@@ -95,6 +101,9 @@ func Run[C interface {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Helper()
+			if parallel[tc.name] {
+				t.Parallel()
+			}
 			tc.fn(t, tg)
 		})
 	}
