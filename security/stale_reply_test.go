@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/batch"
 	"github.com/go-redlock/redlock/internal/fakeredis"
 )
 
@@ -58,14 +59,13 @@ func lateReplyNode(t *testing.T, delay time.Duration, noScript bool) string {
 // that read the late reply of an earlier one on the same connection would
 // take a release of a key it does not hold for a confirmed release (an
 // Unlock's quorum counted without the node), and a SET NX the server refused
-// for a grant. Also when the script goes by EVAL after a NOSCRIPT. Each
-// late call times out (its reply comes after its context's
-// end); every call after it must get its own reply: not held, not set.
+// for a grant. Also when the script goes by EVAL after a NOSCRIPT, and with
+// a timeout past batch.CancelLag, which the drivers watch with a goroutine
+// rather than bound by a socket deadline (Redlock's node timeout of 300ms
+// in TestRedisUnlockWithEndedContext is such). Each late call times out
+// (its reply comes after its context's end); every call after it must get
+// its own reply: not held, not set.
 func TestLateReplyNotReadByNextCall(t *testing.T) {
-	const (
-		delay   = 150 * time.Millisecond
-		timeout = 50 * time.Millisecond
-	)
 	ops := []struct {
 		name string
 		call func(ctx context.Context, n driver.Node, value string) (bool, error)
@@ -89,7 +89,20 @@ func TestLateReplyNotReadByNextCall(t *testing.T) {
 			for _, tc := range []struct {
 				width    int
 				noScript bool
-			}{{1, false}, {4, false}, {1, true}, {4, true}} {
+				// timeout bounds a late call, whose reply comes
+				// delay after the server read it. A timeout within
+				// batch.CancelLag bounds the read by the deadline
+				// alone; a longer one is watched (a goroutine: go-redis
+				// through untildone, redigo's DoContext).
+				timeout, delay time.Duration
+			}{
+				{1, false, 50 * time.Millisecond, 150 * time.Millisecond},
+				{4, false, 50 * time.Millisecond, 150 * time.Millisecond},
+				{1, true, 50 * time.Millisecond, 150 * time.Millisecond},
+				{4, true, 50 * time.Millisecond, 150 * time.Millisecond},
+				{1, false, batch.CancelLag + 50*time.Millisecond, batch.CancelLag + 250*time.Millisecond},
+				{4, false, batch.CancelLag + 50*time.Millisecond, batch.CancelLag + 250*time.Millisecond},
+			} {
 				if tc.noScript && op.name == "SetNX" {
 					continue // no script
 				}
@@ -108,9 +121,12 @@ func TestLateReplyNotReadByNextCall(t *testing.T) {
 				if tc.noScript {
 					name += "/NOSCRIPT"
 				}
+				if tc.timeout > batch.CancelLag {
+					name += "/watched"
+				}
 				t.Run(name, func(t *testing.T) {
 					t.Parallel() // a server of its own; mostly waits
-					n, err := d.d.Open(lateReplyNode(t, delay, tc.noScript))
+					n, err := d.d.Open(lateReplyNode(t, tc.delay, tc.noScript))
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -143,8 +159,8 @@ func TestLateReplyNotReadByNextCall(t *testing.T) {
 						t.Fatalf("before any late reply: %d calls said true, %d failed, of %d; want none", oks, errs, width)
 					}
 					for round := range 3 {
-						if oks, _ := run("late", timeout); oks != 0 {
-							t.Logf("round %d: %d late calls had their reply within %v", round, oks, timeout)
+						if oks, _ := run("late", tc.timeout); oks != 0 {
+							t.Logf("round %d: %d late calls had their reply within %v", round, oks, tc.timeout)
 						}
 						s := time.Now()
 						if oks, errs := run("other", 5*time.Second); oks != 0 {
