@@ -13,17 +13,20 @@ import (
 	"github.com/go-redlock/redlock/redlock"
 )
 
+// helloReply is a Redis 7 server's answer to HELLO 3, for the fake servers
+// of these tests.
+const helloReply = "%3\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$5\r\n7.0.0\r\n$5\r\nproto\r\n:3\r\n"
+
 // hostileNode serves, on a loopback port, a server that completes the
 // clients' handshakes (HELLO 3, AUTH, SELECT, CLIENT, PING) and answers every
 // other command with reply: a broken or hostile server, or one behind a
 // proxy that is. It returns the server's address.
 func hostileNode(t *testing.T, reply string) string {
 	t.Helper()
-	const hello = "%3\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$5\r\n7.0.0\r\n$5\r\nproto\r\n:3\r\n"
 	return fakeredis.Serve(t, func(args []string) string {
 		switch strings.ToUpper(args[0]) {
 		case "HELLO":
-			return hello
+			return helloReply
 		case "AUTH", "SELECT", "CLIENT":
 			return "+OK\r\n"
 		case "PING":

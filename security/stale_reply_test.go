@@ -28,14 +28,13 @@ import (
 // late one.
 func lateReplyNode(t *testing.T, delay time.Duration, noScript bool) string {
 	t.Helper()
-	const hello = "%3\r\n$6\r\nserver\r\n$5\r\nredis\r\n$7\r\nversion\r\n$5\r\n7.0.0\r\n$5\r\nproto\r\n:3\r\n"
 	return fakeredis.Serve(t, func(args []string) string {
 		late := slices.Contains(args[1:], "late")
 		switch cmd := strings.ToUpper(args[0]); {
 		case cmd == "EVALSHA" && noScript:
 			return "-NOSCRIPT No matching script. Please use EVAL.\r\n"
 		case cmd == "HELLO":
-			return hello
+			return helloReply
 		case cmd == "AUTH" || cmd == "SELECT" || cmd == "CLIENT":
 			return "+OK\r\n"
 		case cmd == "PING":
