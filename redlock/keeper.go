@@ -258,8 +258,7 @@ func (k *keeper) releaseHeld(d time.Duration) (pv any, unwound bool) {
 			heap.Remove(&k.heap, int(e.index))
 		}
 		if !e.stopped { // out of the heap when stop ran: an extension was in flight
-			e.stopped, e.given = true, true
-			e.cancel(ErrLockLost)
+			k.give(e)
 		}
 		e.byClose = make(chan struct{})
 		held = append(held, e)
@@ -339,8 +338,7 @@ func (k *keeper) scheduleLocked(e *kept, due time.Time) {
 		return
 	}
 	if k.closed {
-		e.stopped, e.given = true, true
-		e.cancel(ErrLockLost) // runs no callback here: AfterFuncs get goroutines
+		k.give(e)
 		return
 	}
 	e.due = due
@@ -353,6 +351,17 @@ func (k *keeper) scheduleLocked(e *kept, due time.Time) {
 			k.timer.Reset(d)
 		}
 	}
+}
+
+// give stops e's extensions for Close: its lock ends now, as EndClosed,
+// unless its validity ended first (then it expired: see Lock.endAs), and
+// its Do's context is canceled with ErrLockLost. Ended here, not at its
+// release, which may come after the validity has passed: the lock is
+// Close's loss, not an expiry. k.mu is held.
+func (k *keeper) give(e *kept) {
+	e.stopped, e.given = true, true
+	e.l.endAs(endClosed)
+	e.cancel(ErrLockLost) // runs no callback here: AfterFuncs get goroutines
 }
 
 // fire takes the locks due within keeperWindow, re-arms the timer for the

@@ -221,10 +221,17 @@ func (l *Lock) overAtUnlock() bool {
 }
 
 // endAs ends the lock, as how, unless it has ended already; it reports
-// whether it ended it.
+// whether it ended it. A lock whose validity has passed ended then, as
+// expired, though nobody noticed (the keeper's timer, late on a loaded or
+// paused process): a later Close or refusal does not replace that end, nor
+// its cause, the last Extend's error (see Lock.cause), as Unlock does not.
 func (l *Lock) endAs(how endKind) bool {
+	now := l.c.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.overLocked(now) {
+		return false
+	}
 	if l.endLocked() {
 		l.endHow = how
 		if how == endClosed {
