@@ -11,9 +11,11 @@ import (
 	"github.com/go-redlock/redlock/redlock"
 )
 
-// LockEnd.Err's doc says that a lock of Do's lost while its function ran
-// has its LockEnd.Err in Do's error too. A Close while fn runs ends the lock
-// EndClosed, whose Err is ErrClosed: Do's error must then have ErrClosed.
+// A Close while Do's function runs ends the lock EndClosed, whose LockEnd.Err
+// is ErrClosed; Do's error is ErrLockLost itself, without ErrClosed, as Do's
+// doc, README and EndClosed's doc say, and as LockEnd.Err's doc says now.
+// Before, LockEnd.Err's doc said that a lock of Do's lost while its function
+// ran, Close included, had its LockEnd.Err in Do's error too.
 func TestDoClosedHasLockEndErr(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		_, nodes := memNodes(3)
@@ -25,8 +27,10 @@ func TestDoClosedHasLockEndErr(t *testing.T) {
 			return nil
 		})
 		require.ErrorIs(t, err, redlock.ErrLockLost)
+		require.EqualError(t, err, redlock.ErrLockLost.Error(), "Do's error for EndClosed is ErrLockLost itself (Do's doc)")
 		e := ends.only(t)
 		require.Equal(t, redlock.EndClosed, e.How)
-		require.ErrorIs(t, err, e.Err, "a lock of Do's lost while its function ran has its LockEnd.Err in Do's error (LockEnd.Err's doc): Do returned %q, LockEnd.Err %q", err, e.Err)
+		require.Equal(t, redlock.ErrClosed, e.Err, "EndClosed's LockEnd.Err")
+		require.NotErrorIs(t, err, e.Err, "LockEnd.Err's doc: for EndClosed, Do's error has ErrLockLost itself, not ErrClosed")
 	})
 }

@@ -362,10 +362,12 @@ type LockEnd struct {
 	//   - EndClosed: ErrClosed.
 	//   - EndUnlocked: nil.
 	// Use errors.Is and errors.As on it, as on those calls' errors. A lock
-	// of Do's lost while its function ran has it in Do's error too (the
-	// extension's, for EndLostExtend, EndRefused and EndExpired: see
-	// Client.Do). Like every error of the Client, it never contains the
-	// lock's value or a node's password.
+	// of Do's lost while its function ran by an extension's failure or
+	// finding (EndLostExtend, EndRefused, and EndExpired when its last
+	// extension failed) has it in Do's error too; for EndClosed, and an
+	// EndExpired whose Err is nil, Do's error has ErrLockLost itself, not
+	// ErrClosed (see Client.Do). Like every error of the Client, it never
+	// contains the lock's value or a node's password.
 	Err error
 }
 
