@@ -67,14 +67,18 @@ import (
 //     of the extension that found the lock gone (EndLostExtend: its votes,
 //     a *VoteError, and the nodes' errors); that of the extension that the
 //     nodes refused for good (EndRefused), which is also the cause of fn's
-//     context; when the validity ended (EndExpired), that of its last
-//     extension if it failed (its votes, which match ErrUnavailable when
-//     too many nodes failed it, and the nodes' errors, timeouts say: why
-//     the lock was not extended in time); else ErrLockLost itself (an
-//     expiry with no extension failed, Close stopping the extensions:
-//     EndClosed). fn's context has ErrLockLost as its cause for all but
-//     EndRefused (the cause of a parent's cancellation that came first
-//     stands there, not in Do's error).
+//     context; when the validity ended (EndExpired), that of the last
+//     extension judged before it ended, if that failed (its votes, which
+//     match ErrUnavailable when too many nodes failed it, and the nodes'
+//     errors, timeouts say: why the lock was not extended in time); else
+//     ErrLockLost itself (an expiry with no extension failed by then, Close
+//     stopping the extensions: EndClosed). An extension still in flight
+//     when the validity ended (waiting in a node's queue, say) is not told,
+//     even when it fails before fn returns: then, when the release finds
+//     the key gone, Do's error is the release's account alone, whose votes
+//     say the nodes no longer held it. fn's context has ErrLockLost as its
+//     cause for all but EndRefused (the cause of a parent's cancellation
+//     that came first stands there, not in Do's error).
 //   - when the release was not confirmed by a quorum, Unlock's error:
 //     ErrLockLost with the release's votes and the nodes' errors. Alone
 //     (the lock was held until fn returned, or lost with ErrLockLost
