@@ -583,13 +583,19 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 	c.abandon(ctx, r, key, value, ttl, left)
 	switch {
 	case ferr != nil:
-		// The fence write's votes (in ferr, with ctx.Err() when ctx ended)
-		// are the verdict, and the *VoteError that errors.As finds: a
-		// quorum granted the SETs, whose votes would say nothing of why
-		// (and contradict the ErrUnavailable of a write too many nodes
-		// failed). The SETs' node errors stay.
+		// The fence write's votes (in ferr, with ctx.Err() when ctx had
+		// ended by then) are the verdict, and the *VoteError that
+		// errors.As finds: a quorum granted the SETs, whose votes would
+		// say nothing of why (and contradict the ErrUnavailable of a
+		// write too many nodes failed). The SETs' node errors stay.
 		errs = append(errs, ErrNotObtained, ferr)
 		errs = append(errs, r.errs...)
+		if err := ctx.Err(); err != nil && !errors.Is(ferr, err) {
+			// ctx ended after the fence's verdict, while abandon
+			// waited for the releases: the call's error has it, as
+			// r.err gives it to the other verdicts, read after abandon.
+			errs = append(errs, err)
+		}
 	case ok:
 		errs = append(errs, r.err(ctx, ErrNotObtained), fmt.Errorf("no validity left: acquiring took %v of the %v TTL", c.now().Sub(start), ttl))
 	default:
