@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/drivers/memory"
 	"github.com/go-redlock/redlock/redlock"
 )
 
@@ -52,5 +54,50 @@ func TestDoCloseAfterUnnoticedExpiry(t *testing.T) {
 		require.Equal(t, redlock.EndExpired, e.How, "the validity had ended before Close: LockEnd.Err %v", e.Err)
 		require.ErrorIs(t, e.Err, timeout, "LockEnd.Err is the failed extension's")
 		require.ErrorIs(t, err, e.Err, "Do's error tells the LockEnd's Err")
+	})
+}
+
+// Close stops the extensions of a lock held through Do well before its
+// validity ends, and releases it later, once the Client's other work has
+// ended (here a queued extension that holds Close's wait for the node
+// timeout), by when the validity has passed (the Client's clock run ahead
+// by the TTL during that wait). The lock was Close's loss: it ended when
+// Close stopped its extensions, EndClosed, and Do's error is ErrLockLost
+// itself, not an expiry's.
+func TestDoCloseThenValidityPassesBeforeRelease(t *testing.T) {
+	const (
+		ttl         = 30 * time.Second
+		every       = 10 * time.Second
+		nodeTimeout = time.Second
+	)
+	synctest.Test(t, func(t *testing.T) {
+		var saturated atomic.Bool
+		nodes := make([]driver.Node, 3)
+		for i := range nodes {
+			nodes[i] = saturatedQueuer{memory.New(), &saturated}
+		}
+		ends := &lockEnds{}
+		c := newClient(t, nodes, redlock.WithTTL(ttl), redlock.WithExtendInterval(every),
+			redlock.WithNodeTimeout(nodeTimeout), redlock.WithObserver(ends))
+		defer time.Sleep(ttl) // the queued extension ends at its bound, also when the test fails
+		var skew atomic.Int64
+		redlock.SetClock(c, func() time.Time { return time.Now().Add(time.Duration(skew.Load())) })
+		err := c.Do(t.Context(), "k", func(ctx context.Context) error {
+			saturated.Store(true)
+			time.Sleep(every + every/20) // the first extension waits in the queues
+			go func() {
+				// After Close's first wait (a node timeout), during its
+				// wait for the keeper's group (another).
+				time.Sleep(nodeTimeout + nodeTimeout/2)
+				skew.Store(int64(ttl))
+			}()
+			require.NoError(t, c.Close())
+			<-ctx.Done()
+			return nil
+		})
+		require.ErrorIs(t, err, redlock.ErrLockLost)
+		e := ends.only(t)
+		require.Equal(t, redlock.EndClosed, e.How, "Close stopped the extensions before the validity ended: LockEnd.Err %v", e.Err)
+		require.EqualError(t, err, redlock.ErrLockLost.Error(), "Do's error for EndClosed")
 	})
 }
