@@ -86,10 +86,12 @@ import (
 //     *VoteError of Do's error, which matches ErrUnavailable when the
 //     release failed on too many nodes, timed out say, rather than found
 //     the lock gone. After a loss's cause of an extension, it is told
-//     after that cause ("the release then:"; errors.Is and errors.As find
-//     its parts), whose votes are the ones errors.As finds and the only
-//     ones that make Do's error match ErrUnavailable: a release after an
-//     expiry finds the keys gone, which says nothing of why they went.
+//     after that cause ("the release then:"; errors.Is finds its parts,
+//     its *VoteError too, which errors.As does not reach): the cause's
+//     votes are the ones errors.As finds and, of the lock's, the only ones
+//     that make Do's error match ErrUnavailable (fn's own error may match
+//     it too): a release after an expiry finds the keys gone, which says
+//     nothing of why they went.
 //
 // Each is told once: when fn returns ErrLockLost itself, or its context's
 // cause, Do's stands for both. When the lock was never obtained, it returns
@@ -562,7 +564,7 @@ func (e *kept) done(ferr error) error {
 		// loss, if any: a loss's cause is then ErrLockLost itself.
 		err = errors.Join(joined, uerr)
 	case lost:
-		err = errors.Join(joined, cause)
+		err = joinTo(joined, cause)
 	}
 	if e.obs != nil {
 		e.reported = true
@@ -571,6 +573,17 @@ func (e *kept) done(ferr error) error {
 		e.obs.reportLost(err, lost || errors.Is(uerr, ErrLockLost))
 	}
 	return err
+}
+
+// joinTo returns ferr joined with err, or err itself when ferr is nil: a
+// bare ErrLockLost is then the sentinel, not a join of it. (A release's
+// error stays joined alone, as it was: the command tells its parts by the
+// join's, see cmd/redlock's withoutJoined.)
+func joinTo(ferr, err error) error {
+	if ferr == nil {
+		return err
+	}
+	return errors.Join(ferr, err)
 }
 
 // finish stops the extensions of e's lock and releases it. It reports
@@ -625,8 +638,9 @@ var errNotReleased = fmt.Errorf("%w: not released: the Client was closing its no
 // that an extension told (cause, its error: the nodes refused it for good,
 // found the lock gone, or failed until the validity ended), whose release
 // then failed too (release, Unlock's error). Both match ErrLockLost, and
-// errors.Is and errors.As find every part of both, the cause's first: its
-// *VoteError is the one errors.As finds, and it alone says whether the
+// errors.Is finds every part of both, the cause's first, and errors.As every
+// part but the release's *VoteError (see Unwrap): the cause's *VoteError is
+// the one errors.As finds, and it alone says whether the
 // whole matches ErrUnavailable (see Unwrap). Its text tells each part once:
 // the release's parts that the cause's error already has (the bare
 // ErrLockLost, a context's error) are left out of it, and so is the

@@ -28,6 +28,7 @@ func TestDoClosedHasLockEndErr(t *testing.T) {
 		})
 		require.ErrorIs(t, err, redlock.ErrLockLost)
 		require.EqualError(t, err, redlock.ErrLockLost.Error(), "Do's error for EndClosed is ErrLockLost itself (Do's doc)")
+		require.Same(t, redlock.ErrLockLost, err, "fn returned nil: Do's error is the sentinel, not a join of it (README)")
 		e := ends.only(t)
 		require.Equal(t, redlock.EndClosed, e.How)
 		require.Equal(t, redlock.ErrClosed, e.Err, "EndClosed's LockEnd.Err")
