@@ -70,13 +70,13 @@ import (
 //     context; when the validity ended (EndExpired), that of the last
 //     extension judged before it ended, if that failed (its votes, which
 //     match ErrUnavailable when too many nodes failed it, and the nodes'
-//     errors, timeouts say: why the lock was not extended in time); else
-//     ErrLockLost itself (an expiry with no extension failed by then, Close
-//     stopping the extensions: EndClosed). An extension still in flight
-//     when the validity ended (waiting in a node's queue, say) is not told,
-//     even when it fails before fn returns: then, when the release finds
-//     the key gone, Do's error is the release's account alone, whose votes
-//     say the nodes no longer held it. fn's context has ErrLockLost as its
+//     errors, timeouts say: why the lock was not extended in time); when
+//     none had failed since the last that succeeded but one was still in
+//     flight as the validity ended (waiting in a node's queue, say), an
+//     error saying so, which matches ErrLockLost (that extension's own
+//     verdict, which comes later, is not told); else ErrLockLost itself (an
+//     expiry with no extension failed or in flight, Close stopping the
+//     extensions: EndClosed). fn's context has ErrLockLost as its
 //     cause for all but EndRefused (the cause of a parent's cancellation
 //     that came first stands there, not in Do's error).
 //   - when the release was not confirmed by a quorum, Unlock's error:
@@ -534,8 +534,9 @@ func (e *kept) done(ferr error) error {
 	// the error of the extension that found the lock gone, or that the
 	// nodes refused for good (which the keeper gave fn's context too), or,
 	// when its validity ended, of its last extension if that failed (why
-	// it was not extended in time); else ErrLockLost itself (an expiry
-	// with no extension failed, Close). Not read from fn's context, whose
+	// it was not extended in time), or that one was still in flight (see
+	// Lock.expireLocked); else ErrLockLost itself (an expiry with no
+	// extension failed or in flight, Close). Not read from fn's context, whose
 	// cause may be its parent's (a Do inside another's fn, canceled by the
 	// outer loss first).
 	cause := ErrLockLost

@@ -828,10 +828,14 @@ func (k *keeper) lostWith(e *kept, cause error) {
 	e.cancel(cause)
 }
 
-// endNow marks the lock as no longer held and closes Done.
+// endNow marks the lock as no longer held and closes Done: as expired
+// (expireLocked) when its validity has passed.
 func (l *Lock) endNow() {
+	now := l.c.now()
 	l.mu.Lock()
-	l.endLocked()
+	if !l.overLocked(now) {
+		l.endLocked()
+	}
 	l.mu.Unlock()
 }
 

@@ -37,7 +37,9 @@ type Lock struct {
 	succeeded uint32
 	// cause is LockEnd.Err: the error of the last Extend judged while the
 	// lock was held (nil when it succeeded), or that of the call that
-	// found the lock lost; ErrClosed when Close ended it. It stays once
+	// found the lock lost; errExpiredInFlight when the validity ended with
+	// an Extend in flight after a success (see expireLocked); ErrClosed
+	// when Close ended it. It stays once
 	// the lock has ended, reported or not: Do's error tells it too (see
 	// kept.done).
 	cause error
@@ -196,8 +198,29 @@ func (l *Lock) expire() {
 		l.timer.Reset(left) // extended while the timer fired
 		return
 	}
-	l.endLocked()
+	l.expireLocked()
 }
+
+// expireLocked ends the lock at the end of its validity (see endLocked).
+// When no Extend failed since the last one that succeeded (cause nil) and
+// one is still in flight (extending: its calls had not all answered), the
+// cause says so: the validity ran out while it waited for its answers (in
+// a saturated node's queue, say), which is why the lock was not extended
+// in time. It reports whether it ended the lock. l.mu is held.
+func (l *Lock) expireLocked() bool {
+	if !l.endLocked() {
+		return false
+	}
+	if l.cause == nil && l.extending > 0 {
+		l.cause = errExpiredInFlight
+	}
+	return true
+}
+
+// errExpiredInFlight is the cause of a lock whose validity ended while an
+// extension was in flight, no Extend having failed since the last that
+// succeeded (see expireLocked).
+var errExpiredInFlight = errors.Join(ErrLockLost, errors.New("its validity ended while an extension was still in flight, unanswered"))
 
 // endLocked marks the lock as no longer held and closes Done. l.mu is held.
 func (l *Lock) endLocked() bool {
@@ -255,7 +278,7 @@ func (l *Lock) over() bool {
 // passed by now. l.mu is held.
 func (l *Lock) overLocked(now time.Time) bool {
 	if !l.ended && !now.Before(l.until) {
-		l.endLocked()
+		l.expireLocked()
 	}
 	return l.ended
 }

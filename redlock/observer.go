@@ -353,11 +353,14 @@ type LockEnd struct {
 	//   - EndExpired: the error of the lock's last Extend judged before its
 	//     validity ended, when it failed (why the lock was not extended in
 	//     time: often the nodes' errors, ErrUnavailable among them when too
-	//     many failed; an Extend still in flight then, waiting in a node's
-	//     queue say, is not told, whatever it returns later); else, when its
-	//     validity ran out while Unlock ran, the error Unlock returned;
-	//     nil when the last Extend judged by then (if any) succeeded: an
-	//     expiry noticed by Done's timer or by a call, with no call failing.
+	//     many failed); when the last Extend judged by then succeeded but
+	//     one was still in flight (waiting in a node's queue, say), an
+	//     error saying that the validity ended while it was, which matches
+	//     ErrLockLost (its own verdict, which comes later, is not told);
+	//     else, when its validity ran out while Unlock ran, the error
+	//     Unlock returned; nil when the last Extend judged by then (if any)
+	//     succeeded and none was in flight: an expiry noticed by Done's
+	//     timer or by a call, with no call failing.
 	//   - EndRefused: the error of the extension that so many nodes
 	//     refused for good that no quorum could extend it: ErrLockLost,
 	//     the votes and each node's *NodeError (NOPERM, READONLY, ...).
@@ -365,10 +368,10 @@ type LockEnd struct {
 	//   - EndUnlocked: nil.
 	// Use errors.Is and errors.As on it, as on those calls' errors. A lock
 	// of Do's lost while its function ran by an extension's failure or
-	// finding (EndLostExtend, EndRefused, and EndExpired when the last
-	// extension judged before it failed) has it in Do's error too; for EndClosed, and an
-	// EndExpired whose Err is nil, Do's error has ErrLockLost itself, not
-	// ErrClosed (see Client.Do). Like every error of the Client, it never
+	// finding (EndLostExtend, EndRefused, and EndExpired with a non-nil
+	// Err) has it in Do's error too; for EndClosed, and an EndExpired
+	// whose Err is nil, Do's error has ErrLockLost itself, not ErrClosed
+	// (see Client.Do). Like every error of the Client, it never
 	// contains the lock's value or a node's password.
 	Err error
 }
