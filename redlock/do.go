@@ -599,11 +599,8 @@ func (e *kept) finish() (lost bool, uerr error) {
 	e.finished = true
 	k := e.l.c.keeperOf()
 	given, by := k.remove(e) // an extension in flight is moot: the release follows
-	if given {
-		// Nothing extended the lock since Close: it ended then, lost,
-		// whatever the release finds (the nodes may still be open).
-		e.l.endAs(endClosed)
-	}
+	// A lock that Close gave up ended then (keeper.give), lost, whatever
+	// the release finds (the nodes may still be open).
 	lost = given || e.l.over()
 	e.lost = lost
 	e.cancel(nil)

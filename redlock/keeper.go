@@ -283,9 +283,7 @@ func (k *keeper) releaseHeld(d time.Duration) (pv any, unwound bool) {
 			}
 			mu.Unlock()
 		}()
-		// Nothing extended the lock since Close: it ended then (see
-		// kept.finish).
-		e.l.endAs(endClosed)
+		// Ended already: by give, or before Close (see kept.finish).
 		e.closeErr = e.l.Unlock(e.ectx)
 		ok = true
 	}
