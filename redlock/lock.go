@@ -614,7 +614,13 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 		}
 	}
 	// Freed as other releases end, each bounded; not behind acquisitions.
-	l.c.releases <- struct{}{}
+	waited := false // for a release's turn: now is no longer now after it
+	select {
+	case l.c.releases <- struct{}{}:
+	default:
+		l.c.releases <- struct{}{}
+		waited = true
+	}
 	defer func() { <-l.c.releases }()
 	// The release channel, for the nodes that publish, computed once for
 	// all of them.
@@ -626,7 +632,11 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 		// One node, no SET to follow: the release straight from here, and
 		// a round only for one that fails, as startUntil's would have been.
 		c := l.c
-		d := c.loneCall(bg, end.Add(c.nodeTimeout), time.Time{}) // after the wait for a release's turn
+		var at time.Time // the time now for loneCall, unless read again after a wait
+		if !waited && c.realClock {
+			at = now
+		}
+		d := c.loneCall(bg, end.Add(c.nodeTimeout), at)
 		ok, err := c.release(d, 0, l.key, l.value, channel)
 		switch { // while the call is in flight, as below
 		case err != nil:
