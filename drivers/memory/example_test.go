@@ -156,7 +156,13 @@ func ExampleNode_SetConnDown() {
 	if err := theirs.Unlock(ctx); err != nil {
 		log.Fatal(err)
 	}
-	lock, err := us.TryLock(ctx, "job")
+	// Unlock returned once a quorum released; a release still on its way,
+	// and our refused attempts' own keys, which they release in the
+	// background, are on some nodes a moment longer: Lock waits them out
+	// (TryLock could find them still there).
+	wait, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	lock, err := us.Lock(wait, "job")
 	fmt.Println("released, ours:", err)
 	if err == nil {
 		lock.Unlock(ctx)
