@@ -52,6 +52,7 @@ func (w wake) woken() bool { return w >= byRelease }
 // before its Backoff; spend charges the budgets.
 type wakeSources struct {
 	released, late chan struct{} // nil without notifications
+	arbReleased    chan struct{} // the arbiter's releases; nil without notifications there
 	w              *watcher      // nil without notifications
 	left           *leftovers
 	// clearSpent says that the waiter was woken by the end of its
@@ -69,16 +70,26 @@ type wakeSources struct {
 // (byBackoff) or a source wakes it, and returns why; cleared counts only
 // after an attempt with a.clearWake. It returns Lock's error when ctx ends
 // or Close begins first.
-func (s *wakeSources) next(ctx context.Context, c *Client, a *attempts, timer <-chan time.Time) (wake, error) {
+//
+// A waiter that probes (see Client.probe) is woken by the arbiter's releases
+// alone: released keeps the others' notice for its next attempt, which drops
+// it.
+func (s *wakeSources) next(ctx context.Context, c *Client, a *attempts, timer <-chan time.Time, probes bool) (wake, error) {
 	var cleared chan struct{} // nil: not woken by the clean-up
 	if a.clearWake && !s.clearSpent {
 		cleared = s.left.cleared
+	}
+	released := s.released
+	if probes {
+		released = nil
 	}
 	for {
 		select {
 		case <-timer:
 			return byBackoff, nil
-		case <-s.released:
+		case <-released:
+			return byRelease, nil
+		case <-s.arbReleased:
 			return byRelease, nil
 		case <-s.late:
 			// A release may have come unheard where a subscription was
@@ -112,6 +123,7 @@ func (s *wakeSources) spend(why wake) {
 // heard), and notes when it began.
 func (s *wakeSources) begin() {
 	heard(s.released)
+	heard(s.arbReleased)
 	heard(s.late)
 	heard(s.left.cleared)
 	s.start = time.Now()
