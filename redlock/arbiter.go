@@ -48,8 +48,13 @@ func (c *Client) arbiter(key string, had uint64) int {
 func (c *Client) probe(ctx context.Context, i int, name string, bound time.Time, set op) *round {
 	began := time.Now()
 	d := c.nodeCall(ctx, i, bound, began)
+	// In flight until the round has the other nodes' calls in flight:
+	// Close, which waits for the calls in flight, must not close the nodes
+	// between a granted probe and the SETs that follow it (the attempt
+	// would fail on the closed nodes, and its release of the probe's key
+	// too, which would stay on the arbiter until it expires).
+	defer c.loneDone(d)
 	ok, err := set(d, i, c.nodes[i])
-	c.loneDone(d)
 	if c.obs != nil {
 		c.observeNode(ctx, i, OpAcquire, name, began, ok, err)
 	}

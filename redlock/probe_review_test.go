@@ -1,0 +1,78 @@
+package redlock_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// blockArbiter is an observer whose NodeCall for the first acquisition SET
+// on node name blocks until release is closed.
+type blockArbiter struct {
+	redlock.NopObserver
+	name    string
+	entered chan struct{}
+	release chan struct{}
+	once    atomic.Bool
+}
+
+func (b *blockArbiter) NodeCall(_ context.Context, e redlock.NodeCall) {
+	if e.Operation == redlock.OpAcquire && e.Node == b.name && b.once.CompareAndSwap(false, true) {
+		close(b.entered)
+		<-b.release
+	}
+}
+
+// Close waits for an attempt whose probe the arbiter granted, as it waits
+// for the calls of any round: it does not close the nodes between the probe
+// and the SETs to the others, which would leave the probe's key on the
+// arbiter, never released (the attempt's release there fails on the closed
+// node).
+func TestCloseWaitsForProbedAttempt(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		mem, nodes := memNodes(5)
+		obs := &blockArbiter{entered: make(chan struct{}), release: make(chan struct{})}
+		c, err := redlock.New(nodes, redlock.WithObserver(obs), redlock.WithNodeTimeout(time.Second))
+		require.NoError(t, err)
+		arb := redlock.Arbiter(c, "k")
+		obs.name = mem[arb].String() // before the first call
+
+		var (
+			l    *redlock.Lock
+			errL error
+			done = make(chan struct{})
+		)
+		go func() {
+			defer close(done)
+			l, errL = redlock.TryLockProbe(c, ctx, "k")
+		}()
+		<-obs.entered // the arbiter granted the probe
+		closed := make(chan struct{})
+		go func() {
+			defer close(closed)
+			_ = c.Close()
+		}()
+		synctest.Wait()
+		closedEarly := false
+		select {
+		case <-closed:
+			closedEarly = true
+		default:
+		}
+		close(obs.release)
+		<-done
+		<-closed
+		synctest.Wait()
+		if errL != nil {
+			require.Zero(t, holders(mem, "k"), "keys left after the attempt failed: %v", errL)
+		}
+		require.False(t, closedEarly, "Close returned while the probed attempt was under way (attempt: lock %v, %v; holders after: %d)", l != nil, errL, holders(mem, "k"))
+	})
+}
