@@ -12,6 +12,70 @@ import (
 	"github.com/go-redlock/redlock/redlock"
 )
 
+// A waiter that probes the arbiter (its woken attempt lost the race for the
+// key) still hears the other nodes' releases when the arbiter publishes
+// none: here the holder's release failed on the arbiter, whose key stays
+// there, while the four others published theirs and a quorum is free. The
+// waiter gets the lock then, not at its next poll (an hour away), as it did
+// before the probe existed.
+func TestProbeWaiterHearsOthersWhenArbiterSilent(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		mem, _ := memNodes(5)
+		nodes, log := logNodes(mem)
+		c, err := redlock.New(nodes, redlock.WithBackoff(redlock.ConstantBackoff(time.Hour)))
+		require.NoError(t, err)
+		arb := redlock.Arbiter(c, "k")
+		for _, m := range mem { // another Client holds the lock
+			_, err := m.SetNX(ctx, "k", "held", time.Hour)
+			require.NoError(t, err)
+		}
+		var (
+			l    *redlock.Lock
+			errL error
+			done = make(chan struct{})
+		)
+		go func() {
+			defer close(done)
+			l, errL = c.Lock(ctx, "k")
+		}()
+		synctest.Wait()
+
+		// The waiter's wake at this release finds another's key on every
+		// node: it lost the race, and probes from now on.
+		for i := range mem {
+			log.steal[i].Store(true)
+		}
+		for _, m := range mem {
+			_, err := m.ReleaseNotify(ctx, "k", "held")
+			require.NoError(t, err)
+		}
+		synctest.Wait()
+
+		// The winner unlocks; its release fails on the arbiter (a node
+		// timeout, say): four nodes publish it, and free a quorum.
+		for i, m := range mem {
+			if i != arb {
+				_, err := m.ReleaseNotify(ctx, "k", "another")
+				require.NoError(t, err)
+			}
+		}
+		select {
+		case <-done:
+		case <-time.After(time.Minute):
+		}
+		select {
+		case <-done:
+			require.NoError(t, errL)
+			require.NoError(t, l.Unlock(ctx))
+		default:
+			t.Errorf("Lock still waits a minute after a quorum of nodes announced the release (only the arbiter, which kept the old key, did not)")
+		}
+		require.NoError(t, c.Close())
+		<-done
+	})
+}
+
 // blockArbiter is an observer whose NodeCall for the first acquisition SET
 // on node name blocks until release is closed.
 type blockArbiter struct {

@@ -70,8 +70,11 @@ const maxWakeJitter = 5 * time.Millisecond
 //     Client's waiters for the key probe its arbiter first: a node that
 //     every Client naming the nodes alike picks for the key (a hash of the
 //     key and the nodes' names, whatever their order). Such a waiter, when
-//     it hears the arbiter, is woken by the arbiter's release notice alone
-//     (the others stay for its next attempt, which drops them), tries after
+//     it hears the arbiter, is woken by the arbiter's release notice (or,
+//     when the arbiter published none within a node timeout of another
+//     node's, by that one, for an attempt on every node at once: the
+//     holder's release may have failed on the arbiter, its key left
+//     there, while a quorum of the others is free), tries after
 //     a random delay of at most its last attempt's duration, halved at each
 //     probe of its own that lost (the Clients that hear the release first
 //     would otherwise win each time), and sends its SET to the arbiter
@@ -291,11 +294,14 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 			}
 			var j time.Duration
 			switch {
-			case c.raced(key) && c.arbiter(c.prefix+key, cc.left.nodes()) >= 0:
+			case c.raced(key) && !src.arbSilent && c.arbiter(c.prefix+key, cc.left.nodes()) >= 0:
 				// A probe, also when woken by another node's notice
 				// (the waiter did not hear the arbiter yet, say); not
 				// when its own key of an earlier attempt may still be
-				// set on the arbiter, which would refuse it. After a
+				// set on the arbiter, which would refuse it, nor when
+				// the arbiter published no release after the others
+				// (see wakeSources.next), whose key may still be set
+				// there. After a
 				// random delay within the last attempt (the probe that
 				// lost, mostly), halved at each loss: the waiters
 				// whose Clients hear the release first would otherwise

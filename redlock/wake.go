@@ -63,7 +63,11 @@ type wakeSources struct {
 	// was answered, and again, with nothing changed: an attempt every few
 	// node calls while the holder keeps the lock, not on the Backoff.
 	clearSpent bool
-	start      time.Time // when the last attempt began
+	// arbSilent says that the waiter, probing, was woken by another node's
+	// release notice after which the arbiter published none within a node
+	// timeout (see next): its next attempt asks every node at once.
+	arbSilent bool
+	start     time.Time // when the last attempt began
 }
 
 // next waits for the waiter's next attempt: until its timer fires
@@ -71,23 +75,32 @@ type wakeSources struct {
 // after an attempt with a.clearWake. It returns Lock's error when ctx ends
 // or Close begins first.
 //
-// A waiter that probes (see Client.probe) is woken by the arbiter's releases
-// alone: released keeps the others' notice for its next attempt, which drops
-// it.
+// A waiter that probes (see Client.probe) is woken by the arbiter's releases,
+// or, when another node's notice came and the arbiter published none within
+// a node timeout after it (the holder's release failed there, say, and left
+// its key: a probe would be refused), by that notice, with arbSilent: a
+// quorum of the others may be free.
 func (s *wakeSources) next(ctx context.Context, c *Client, a *attempts, timer <-chan time.Time, probes bool) (wake, error) {
 	var cleared chan struct{} // nil: not woken by the clean-up
 	if a.clearWake && !s.clearSpent {
 		cleared = s.left.cleared
 	}
-	released := s.released
-	if probes {
-		released = nil
-	}
+	var silent <-chan time.Time // the wait for the arbiter's notice after another's
 	for {
 		select {
 		case <-timer:
 			return byBackoff, nil
-		case <-released:
+		case <-s.released:
+			if !probes {
+				return byRelease, nil
+			}
+			if silent == nil {
+				t := time.NewTimer(c.nodeTimeout)
+				defer t.Stop()
+				silent = t.C
+			}
+		case <-silent:
+			s.arbSilent = true
 			return byRelease, nil
 		case <-s.arbReleased:
 			return byRelease, nil
@@ -122,6 +135,7 @@ func (s *wakeSources) spend(why wake) {
 // begin drops the notices waiting as an attempt begins, which it covers (see
 // heard), and notes when it began.
 func (s *wakeSources) begin() {
+	s.arbSilent = false
 	heard(s.released)
 	heard(s.arbReleased)
 	heard(s.late)
