@@ -140,3 +140,67 @@ func TestCloseWaitsForProbedAttempt(t *testing.T) {
 		require.False(t, closedEarly, "Close returned while the probed attempt was under way (attempt: lock %v, %v; holders after: %d)", l != nil, errL, holders(mem, "k"))
 	})
 }
+
+// A waiter whose own SET of an earlier attempt is still unanswered on the
+// arbiter (a node that answers nothing) does not probe it: such a probe
+// would cost a node timeout before the SETs to the others, at every
+// hand-off while the race for the key lasts. Here the woken attempt after a
+// lost race gets the lock from the other four at once, as before the probe
+// existed. (Regression check: this held before the review.)
+func TestProbeSkipsUnheardArbiter(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ctx := context.Background()
+		const nodeTimeout = time.Second
+		mem, _ := memNodes(5)
+		nodes, log := logNodes(mem)
+		c, err := redlock.New(nodes, redlock.WithBackoff(redlock.ConstantBackoff(time.Hour)), redlock.WithNodeTimeout(nodeTimeout))
+		require.NoError(t, err)
+		arb := redlock.Arbiter(c, "k")
+		for _, m := range mem { // another Client holds the lock
+			_, err := m.SetNX(ctx, "k", "held", time.Hour)
+			require.NoError(t, err)
+		}
+		mem[arb].SetStalled(true) // answers nothing from now on
+		var (
+			l    *redlock.Lock
+			errL error
+			done = make(chan struct{})
+		)
+		go func() {
+			defer close(done)
+			l, errL = c.Lock(ctx, "k")
+		}()
+		time.Sleep(2 * nodeTimeout) // the first attempts, and the subscription on the arbiter, time out there
+		synctest.Wait()
+
+		// The waiter's wake at this release finds another's key on every
+		// node that answers: it lost the race.
+		for i := range mem {
+			if i != arb {
+				log.steal[i].Store(true)
+			}
+		}
+		for i, m := range mem {
+			if i != arb {
+				_, err := m.ReleaseNotify(ctx, "k", "held")
+				require.NoError(t, err)
+			}
+		}
+		synctest.Wait() // within splitMemory (a second) of the lost race
+
+		// The winner unlocks (its release times out on the arbiter).
+		t0 := time.Now()
+		for i, m := range mem {
+			if i != arb {
+				_, err := m.ReleaseNotify(ctx, "k", "another")
+				require.NoError(t, err)
+			}
+		}
+		<-done
+		require.NoError(t, errL)
+		require.Less(t, time.Since(t0), nodeTimeout/2, "from the release to the grant")
+		require.NoError(t, l.Unlock(ctx))
+		mem[arb].SetStalled(false)
+		require.NoError(t, c.Close())
+	})
+}
