@@ -74,11 +74,11 @@ const maxWakeJitter = 5 * time.Millisecond
 //     when the arbiter published none within a node timeout of another
 //     node's, by that one, for an attempt on every node at once: the
 //     holder's release may have failed on the arbiter, its key left
-//     there, while a quorum of the others is free), tries after
-//     a random delay of at most its last attempt's duration, halved at each
-//     probe of its own that lost (the Clients that hear the release first
-//     would otherwise win each time), and sends its SET to the arbiter
-//     alone; only once the arbiter granted it (or failed: an error, a
+//     there, while a quorum of the others is free), tries after a random
+//     delay of at most its last attempt's duration (and at most 5ms),
+//     halved at each probe of its own that lost (the Clients that hear the
+//     release first would otherwise win each time), and sends its SET to
+//     the arbiter alone; only once the arbiter granted it (or failed: an error, a
 //     timeout) to the others. Waiters of several Clients woken by one
 //     release then race on one node, where one wins, rather than on every
 //     node, where each may grant another and none a quorum. The attempt is
