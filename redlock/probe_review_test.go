@@ -9,8 +9,65 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/drivers/memory"
 	"github.com/go-redlock/redlock/redlock"
 )
+
+// raceScene is a Client's Lock of key "k" on five memory nodes held by
+// another Client ("held"), waiting in the background: the scene of a race
+// for the key between Clients.
+type raceScene struct {
+	mem  []*memory.Node
+	log  *setLog
+	c    *redlock.Client
+	arb  int // the key's arbiter
+	l    *redlock.Lock
+	err  error
+	done chan struct{} // closed when Lock returned l, err
+}
+
+// newRaceScene sets the scene, with opts for the Client; before runs
+// between the holder's SETs and the start of Lock, if not nil.
+func newRaceScene(t *testing.T, before func(s *raceScene), opts ...redlock.Option) *raceScene {
+	ctx := context.Background()
+	s := &raceScene{done: make(chan struct{})}
+	var nodes []driver.Node
+	s.mem, _ = memNodes(5)
+	nodes, s.log = logNodes(s.mem)
+	var err error
+	s.c, err = redlock.New(nodes, opts...)
+	require.NoError(t, err)
+	s.arb = redlock.Arbiter(s.c, "k")
+	for _, m := range s.mem { // another Client holds the lock
+		_, err := m.SetNX(ctx, "k", "held", time.Hour)
+		require.NoError(t, err)
+	}
+	if before != nil {
+		before(s)
+	}
+	go func() {
+		defer close(s.done)
+		s.l, s.err = s.c.Lock(ctx, "k")
+	}()
+	return s
+}
+
+// release releases value on every node but skip (-1: none), publishing it;
+// with steal, the next SET of each of those nodes finds "another"'s key
+// there first (a waiter of another Client won the race).
+func (s *raceScene) release(t *testing.T, value string, skip int, steal bool) {
+	for i, m := range s.mem {
+		if i == skip {
+			continue
+		}
+		if steal {
+			s.log.steal[i].Store(true)
+		}
+		_, err := m.ReleaseNotify(context.Background(), "k", value)
+		require.NoError(t, err)
+	}
+}
 
 // A waiter that probes the arbiter (its woken attempt lost the race for the
 // key) still hears the other nodes' releases when the arbiter publishes
@@ -20,59 +77,29 @@ import (
 // before the probe existed.
 func TestProbeWaiterHearsOthersWhenArbiterSilent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := context.Background()
-		mem, _ := memNodes(5)
-		nodes, log := logNodes(mem)
-		c, err := redlock.New(nodes, redlock.WithBackoff(redlock.ConstantBackoff(time.Hour)))
-		require.NoError(t, err)
-		arb := redlock.Arbiter(c, "k")
-		for _, m := range mem { // another Client holds the lock
-			_, err := m.SetNX(ctx, "k", "held", time.Hour)
-			require.NoError(t, err)
-		}
-		var (
-			l    *redlock.Lock
-			errL error
-			done = make(chan struct{})
-		)
-		go func() {
-			defer close(done)
-			l, errL = c.Lock(ctx, "k")
-		}()
+		s := newRaceScene(t, nil, redlock.WithBackoff(redlock.ConstantBackoff(time.Hour)))
 		synctest.Wait()
-
 		// The waiter's wake at this release finds another's key on every
 		// node: it lost the race, and probes from now on.
-		for i := range mem {
-			log.steal[i].Store(true)
-		}
-		for _, m := range mem {
-			_, err := m.ReleaseNotify(ctx, "k", "held")
-			require.NoError(t, err)
-		}
+		s.release(t, "held", -1, true)
 		synctest.Wait()
 
 		// The winner unlocks; its release fails on the arbiter (a node
 		// timeout, say): four nodes publish it, and free a quorum.
-		for i, m := range mem {
-			if i != arb {
-				_, err := m.ReleaseNotify(ctx, "k", "another")
-				require.NoError(t, err)
-			}
-		}
+		s.release(t, "another", s.arb, false)
 		select {
-		case <-done:
+		case <-s.done:
 		case <-time.After(time.Minute):
 		}
 		select {
-		case <-done:
-			require.NoError(t, errL)
-			require.NoError(t, l.Unlock(ctx))
+		case <-s.done:
+			require.NoError(t, s.err)
+			require.NoError(t, s.l.Unlock(context.Background()))
 		default:
 			t.Errorf("Lock still waits a minute after a quorum of nodes announced the release (only the arbiter, which kept the old key, did not)")
 		}
-		require.NoError(t, c.Close())
-		<-done
+		require.NoError(t, s.c.Close())
+		<-s.done
 	})
 }
 
@@ -149,58 +176,25 @@ func TestCloseWaitsForProbedAttempt(t *testing.T) {
 // existed. (Regression check: this held before the review.)
 func TestProbeSkipsUnheardArbiter(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		ctx := context.Background()
 		const nodeTimeout = time.Second
-		mem, _ := memNodes(5)
-		nodes, log := logNodes(mem)
-		c, err := redlock.New(nodes, redlock.WithBackoff(redlock.ConstantBackoff(time.Hour)), redlock.WithNodeTimeout(nodeTimeout))
-		require.NoError(t, err)
-		arb := redlock.Arbiter(c, "k")
-		for _, m := range mem { // another Client holds the lock
-			_, err := m.SetNX(ctx, "k", "held", time.Hour)
-			require.NoError(t, err)
-		}
-		mem[arb].SetStalled(true) // answers nothing from now on
-		var (
-			l    *redlock.Lock
-			errL error
-			done = make(chan struct{})
-		)
-		go func() {
-			defer close(done)
-			l, errL = c.Lock(ctx, "k")
-		}()
+		s := newRaceScene(t, func(s *raceScene) {
+			s.mem[s.arb].SetStalled(true) // answers nothing from now on
+		}, redlock.WithBackoff(redlock.ConstantBackoff(time.Hour)), redlock.WithNodeTimeout(nodeTimeout))
 		time.Sleep(2 * nodeTimeout) // the first attempts, and the subscription on the arbiter, time out there
 		synctest.Wait()
-
 		// The waiter's wake at this release finds another's key on every
 		// node that answers: it lost the race.
-		for i := range mem {
-			if i != arb {
-				log.steal[i].Store(true)
-			}
-		}
-		for i, m := range mem {
-			if i != arb {
-				_, err := m.ReleaseNotify(ctx, "k", "held")
-				require.NoError(t, err)
-			}
-		}
+		s.release(t, "held", s.arb, true)
 		synctest.Wait() // within splitMemory (a second) of the lost race
 
 		// The winner unlocks (its release times out on the arbiter).
 		t0 := time.Now()
-		for i, m := range mem {
-			if i != arb {
-				_, err := m.ReleaseNotify(ctx, "k", "another")
-				require.NoError(t, err)
-			}
-		}
-		<-done
-		require.NoError(t, errL)
+		s.release(t, "another", s.arb, false)
+		<-s.done
+		require.NoError(t, s.err)
 		require.Less(t, time.Since(t0), nodeTimeout/2, "from the release to the grant")
-		require.NoError(t, l.Unlock(ctx))
-		mem[arb].SetStalled(false)
-		require.NoError(t, c.Close())
+		require.NoError(t, s.l.Unlock(context.Background()))
+		s.mem[s.arb].SetStalled(false)
+		require.NoError(t, s.c.Close())
 	})
 }

@@ -179,66 +179,40 @@ func TestLockProbesAfterLostRace(t *testing.T) {
 
 func lockProbesAfterLostRace(t *testing.T, capped bool) {
 	ctx := context.Background()
-	mem, _ := memNodes(5)
-	nodes, log := logNodes(mem)
 	opts := []redlock.Option{redlock.WithBackoff(redlock.ConstantBackoff(time.Hour))}
 	if capped {
 		// 1: refused; 2: at once, once subscribed; 3: woken, refused
 		// everywhere; 4: a probe.
 		opts = append(opts, redlock.WithMaxAttempts(4))
 	}
-	c, err := redlock.New(nodes, opts...)
-	require.NoError(t, err)
-	arb := redlock.Arbiter(c, "k")
-	for _, m := range mem { // another Client holds the lock
-		_, err := m.SetNX(ctx, "k", "held", time.Hour)
-		require.NoError(t, err)
-	}
-	var (
-		l    *redlock.Lock
-		errL error
-		done = make(chan struct{})
-	)
-	go func() {
-		defer close(done)
-		l, errL = c.Lock(ctx, "k")
-	}()
+	s := newRaceScene(t, nil, opts...)
+	c, log, arb, done := s.c, s.log, s.arb, s.done
 	synctest.Wait()
 	log.take()
 
 	// The waiter's wake at this release finds another's key on every
 	// node: it lost the race.
-	for i := range mem {
-		log.steal[i].Store(true)
-	}
-	for _, m := range mem {
-		_, err := m.ReleaseNotify(ctx, "k", "held")
-		require.NoError(t, err)
-	}
+	s.release(t, "held", -1, true)
 	synctest.Wait()
 	require.Subset(t, log.take(), []int{0, 1, 2, 3, 4}, "the woken attempt's SETs")
 
 	// The other nodes' releases do not wake it; the arbiter's does, and
 	// it probes there first.
-	for i, m := range mem {
-		if i != arb {
-			_, err := m.ReleaseNotify(ctx, "k", "another")
-			require.NoError(t, err)
-		}
-	}
+	s.release(t, "another", arb, false)
 	synctest.Wait()
 	select {
 	case <-done: // its probe at the arbiter's first release was its last attempt
-		require.True(t, capped, "Lock returned: %v", errL)
+		require.True(t, capped, "Lock returned: %v", s.err)
 	default:
 		require.Empty(t, log.take(), "SETs sent on the other nodes' releases")
 		if capped {
 			log.steal[arb].Store(true)
 		}
-		_, err := mem[arb].ReleaseNotify(ctx, "k", "another")
+		_, err := s.mem[arb].ReleaseNotify(ctx, "k", "another")
 		require.NoError(t, err)
 		<-done
 	}
+	l, errL := s.l, s.err
 	if capped {
 		require.Nil(t, l)
 		require.ErrorIs(t, errL, redlock.ErrNotObtained)
