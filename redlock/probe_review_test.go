@@ -198,3 +198,33 @@ func TestProbeSkipsUnheardArbiter(t *testing.T) {
 		require.NoError(t, s.c.Close())
 	})
 }
+
+// A probe whose context ends while the arbiter holds its SET (a stalled
+// server, which applies it once it resumes) leaves no key behind: the
+// attempt releases it there in the background, after the SET, and sends
+// the others nothing that stays. (Regression check: this held before the
+// review.)
+func TestProbeCtxEndedLeavesNoKey(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const nodeTimeout = time.Second
+		mem, nodes := memNodes(5)
+		// A TTL far longer than the test's time: no key expires.
+		c, err := redlock.New(nodes, redlock.WithNodeTimeout(nodeTimeout), redlock.WithTTL(time.Hour))
+		require.NoError(t, err)
+		arb := redlock.Arbiter(c, "k")
+		mem[arb].SetStalled(true)
+		ctx, cancel := context.WithTimeout(context.Background(), nodeTimeout/10)
+		defer cancel()
+		_, err = redlock.TryLockProbe(c, ctx, "k")
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		require.ErrorIs(t, err, context.DeadlineExceeded)
+		time.Sleep(nodeTimeout)
+		// The held SET; a release held after it, or sent later.
+		mem[arb].SetStalled(false)
+		synctest.Wait()
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		require.Zero(t, holders(mem, "k"))
+		require.NoError(t, c.Close())
+	})
+}
