@@ -56,16 +56,20 @@ func newRaceScene(t *testing.T, before func(s *raceScene), opts ...redlock.Optio
 // release releases value on every node but skip (-1: none), publishing it;
 // with steal, the next SET of each of those nodes finds "another"'s key
 // there first (a waiter of another Client won the race).
+//
+// Every steal is armed before the first release: a waiter woken by the
+// first notice may SET on the other nodes before their release.
 func (s *raceScene) release(t *testing.T, value string, skip int, steal bool) {
-	for i, m := range s.mem {
-		if i == skip {
-			continue
-		}
-		if steal {
+	for i := range s.mem {
+		if steal && i != skip {
 			s.log.steal[i].Store(true)
 		}
-		_, err := m.ReleaseNotify(context.Background(), "k", value)
-		require.NoError(t, err)
+	}
+	for i, m := range s.mem {
+		if i != skip {
+			_, err := m.ReleaseNotify(context.Background(), "k", value)
+			require.NoError(t, err)
+		}
 	}
 }
 
