@@ -78,8 +78,8 @@ const maxWakeJitter = 5 * time.Millisecond
 //     delay of at most its last attempt's duration (and at most 5ms),
 //     halved at each probe of its own that lost (the Clients that hear the
 //     release first would otherwise win each time), and sends its SET to
-//     the arbiter alone; only once the arbiter granted it (or failed: an error, a
-//     timeout) to the others. Waiters of several Clients woken by one
+//     the arbiter alone; only once the arbiter granted it (or failed: an
+//     error, a timeout) to the others. Waiters of several Clients woken by one
 //     release then race on one node, where one wins, rather than on every
 //     node, where each may grant another and none a quorum. The attempt is
 //     still a SET on every node that needs a quorum, its validity counted
@@ -300,13 +300,12 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 				// when its own key of an earlier attempt may still be
 				// set on the arbiter, which would refuse it, nor when
 				// the arbiter published no release after the others
-				// (see wakeSources.next), whose key may still be set
-				// there. After a
-				// random delay within the last attempt (the probe that
-				// lost, mostly), halved at each loss: the waiters
-				// whose Clients hear the release first would otherwise
-				// win the arbiter each time, and one that lost often
-				// goes first.
+				// (see wakeSources.next): another's key may still be
+				// set there. After a random delay within the last
+				// attempt (the probe that lost, mostly), halved at
+				// each loss: the waiters whose Clients hear the
+				// release first would otherwise win the arbiter each
+				// time, and one that lost often goes first.
 				a.probe = true
 				j = min(took, maxWakeJitter) >> min(lost, 16)
 			case t.contended():

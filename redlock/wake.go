@@ -38,7 +38,8 @@ func (w wake) woken() bool { return w >= byRelease }
 
 // wakeSources are the channels that may wake a waiting Lock before its
 // Backoff says, and each one's budget:
-//   - released: each notice that comes while the waiter waits wakes it;
+//   - released: each notice that comes while the waiter waits wakes it (a
+//     probing waiter's, only if the arbiter's does not follow: see next);
 //     those that come before an attempt begins are dropped by it (see
 //     heard), which covers them.
 //   - late: one wake per attempt however many subscriptions are confirmed
