@@ -21,10 +21,6 @@ type callConfig struct {
 	// its first failed attempt makes left (see tryLock), so that the next
 	// attempts know where their own earlier keys may still be set.
 	waits bool
-	// probe says that the attempt asks the key's arbiter alone first (see
-	// Client.probe): a waiter woken by a release while waiters of other
-	// Clients compete for the key.
-	probe bool
 }
 
 // The options each method accepts.

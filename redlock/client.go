@@ -51,9 +51,6 @@ type Client struct {
 	turnsMu   sync.Mutex
 	turns     map[string]*turn         // Lock's waiters, by key
 	acquiring map[string]chan struct{} // keys with a TryLock in flight, with the channel endAcquire closes (nil until acquireEnded makes it); guarded by turnsMu
-	// racedAt is when a woken attempt on a key last lost the race for it
-	// (UnixNano; 0: never), by a hash of the key (see markRaced).
-	racedAt [racedSlots]atomic.Int64
 
 	workers *workers // run the node calls
 
@@ -456,10 +453,6 @@ type outcome struct {
 	finished  bool // the nodes' votes decided it; the context did not cut it short
 	cut       bool // the context ended before any node call was sent
 	permanent bool // too many nodes answered errors that retrying cannot fix
-	// probed says that the attempt asked the key's arbiter alone, which
-	// refused it (see Client.probe): it sent nothing to the other nodes,
-	// and its refusal is no verdict on the lock.
-	probed bool
 	// clearWake says that a quorum may grant the next attempt once the
 	// releases this one left to the background (cc.left) are done (see
 	// mayWin).
@@ -513,29 +506,13 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 	if given {
 		had = cc.left.nodes()
 	}
-	arb := -1 // the node asked alone first, if any (see probe)
-	if cc.probe {
-		arb = c.arbiter(key, had)
-	}
-	if c.fencers != nil || arb >= 0 {
-		set := func(ctx context.Context, _ int, n driver.Node) (bool, error) {
-			return n.SetNX(ctx, key, value, ttl)
-		}
-		if c.fencers != nil {
-			counters, fk = make([]uint64, len(c.nodes)), driver.FenceKey(key)
-			set = func(ctx context.Context, i int, _ driver.Node) (bool, error) {
-				ok, counter, err := c.fencers[i].SetNXFence(ctx, key, value, ttl, fk)
-				counters[i] = counter // read by the caller only after this reply
-				return ok, err
-			}
-		}
-		if arb < 0 {
-			r = c.startUntil(ctx, OpAcquire, name, bound, set)
-		} else if r = c.probe(ctx, arb, name, bound, set); r == nil {
-			// Refused there: another holds the key on the arbiter, and
-			// nothing of this attempt's is set anywhere.
-			return nil, outcome{probed: true, left: cc.left}, errors.Join(ErrNotObtained, &VoteError{Refused: 1, Needed: c.quorum, Nodes: len(c.nodes)}, errArbiterRefused)
-		}
+	if c.fencers != nil {
+		counters, fk = make([]uint64, len(c.nodes)), driver.FenceKey(key)
+		r = c.startUntil(ctx, OpAcquire, name, bound, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
+			ok, counter, err := c.fencers[i].SetNXFence(ctx, key, value, ttl, fk)
+			counters[i] = counter // read by the caller only after this reply
+			return ok, err
+		})
 	} else if c.direct && c.identities.done.Load() {
 		// One node, its identity known (two nodes cannot be one server
 		// then): the SET straight from here, and a round only for an

@@ -100,22 +100,3 @@ func SplitVoteNow(c *Client, key string) bool {
 // Direct reports whether c's TryLock takes its one-node direct path now (a
 // Client of one node whose identity is known).
 func Direct(c *Client) bool { return c.direct && c.identities.done.Load() }
-
-// Arbiter returns the index of the node that c's attempts on key (without
-// the prefix) probe first (see Client.arbiter); -1 for none.
-func Arbiter(c *Client, key string) int { return c.arbiter(c.prefix+key, 0) }
-
-// TryLockProbe is TryLockCore for an attempt that probes the key's arbiter
-// first (see Client.probe).
-func TryLockProbe(c *Client, ctx context.Context, key string) (*Lock, error) {
-	cc, err := c.callOptions("TryLock", tryLockOptions, nil)
-	if err != nil {
-		return nil, err
-	}
-	cc.probe = true
-	l, _, err := c.tryLock(ctx, key, cc, false)
-	return l, err
-}
-
-// Drift is the drift allowance of a lock of ttl under driftFactor.
-func Drift(ttl time.Duration, driftFactor float64) time.Duration { return drift(ttl, driftFactor) }

@@ -11,13 +11,7 @@ import (
 // A watcher holds a waiter's subscriptions to the releases of one key, on
 // every node that publishes them (driver.Notifier).
 type watcher struct {
-	released chan struct{} // receives when a node but the arbiter publishes a release
-	// arbReleased receives when the key's arbiter (see Client.arbiter)
-	// publishes a release: a waiter that probes the arbiter first (see
-	// Client.probe) waits for it alone, since a probe sent before the
-	// release reached the arbiter is refused. Nil without an arbiter.
-	arbReleased chan struct{}
-	arb         int // the key's arbiter, or -1
+	released chan struct{} // receives when any node publishes a release
 	// late receives when a subscription of watch's is confirmed after
 	// watch returned (see watched): the waiter's attempt may have begun
 	// before it, and a release published there meanwhile was not heard.
@@ -38,7 +32,6 @@ type watcher struct {
 	holder  context.Context
 	watched bool      // watch has returned: later confirmations signal late
 	lateAt  time.Time // when the last of those was confirmed
-	arbLive bool      // the subscription on the arbiter is confirmed
 	cancels []func()
 	retries []*time.Timer // by node: its resubscription waiting for its time, if any (see resubscribe)
 }
@@ -64,10 +57,7 @@ const (
 // resubscribe), also when every one failed, unless the node refused it for
 // good (see subscribeOne).
 func (c *Client) watch(ctx context.Context, key string) *watcher {
-	w := &watcher{released: make(chan struct{}, 1), late: make(chan struct{}, 1), arb: c.arbiter(key, 0)}
-	if w.arb >= 0 {
-		w.arbReleased = make(chan struct{}, 1)
-	}
+	w := &watcher{released: make(chan struct{}, 1), late: make(chan struct{}, 1)}
 	defer w.watchReturned()
 	// The subscriptions outlive the waiter when it leaves them to the next
 	// (see handOver): they end when w closes, not with the waiter's ctx,
@@ -125,13 +115,13 @@ func (c *Client) subscribeOne(key string, w *watcher, i int, nn driver.Notifier,
 		sctx, cancel := context.WithTimeout(w.values(), c.nodeTimeout)
 		unlink := context.AfterFunc(w.ctx, cancel)
 		began := time.Now()
-		stop, err := nn.Subscribe(sctx, key, w.channel(i))
+		stop, err := nn.Subscribe(sctx, key, w.released)
 		unlink()
 		cancel()
 		if c.obs != nil {
 			c.observeNode(w.values(), i, OpSubscribe, key[len(c.prefix):], began, err == nil, err)
 		}
-		kept, late := w.found(i, stop, err)
+		kept, late := w.found(stop, err)
 		if !kept && err == nil {
 			stop()
 		}
@@ -168,12 +158,12 @@ func (c *Client) subscribeOne(key string, w *watcher, i int, nn driver.Notifier,
 			// did not listen: it tries once, as after its first
 			// subscriptions.
 			select {
-			case w.channel(i) <- struct{}{}:
+			case w.released <- struct{}{}:
 			default:
 			}
 		}
 	}) {
-		_, _ = w.found(i, nil, ErrClosed)
+		_, _ = w.found(nil, ErrClosed)
 		return false
 	}
 	return true
@@ -244,27 +234,16 @@ func (w *watcher) values() context.Context {
 	return w.holder
 }
 
-// channel returns the channel that node i's subscription signals.
-func (w *watcher) channel(i int) chan struct{} {
-	if i == w.arb {
-		return w.arbReleased
-	}
-	return w.released
-}
-
-// found ends a subscription being made on node i, and records its cancel
-// when it was confirmed (err nil), unless the watcher is already closed. It
-// reports whether it kept stop, and whether it did so after watch returned.
-func (w *watcher) found(i int, stop func(), err error) (kept, late bool) {
+// found ends a subscription being made, and records its cancel when it was
+// confirmed (err nil), unless the watcher is already closed. It reports
+// whether it kept stop, and whether it did so after watch returned.
+func (w *watcher) found(stop func(), err error) (kept, late bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if err != nil || w.closed {
 		return false, false
 	}
 	w.cancels = append(w.cancels, stop)
-	if i == w.arb {
-		w.arbLive = true
-	}
 	if w.watched {
 		w.lateAt = time.Now()
 	}
@@ -289,14 +268,6 @@ func (w *watcher) watchReturned() {
 	w.mu.Lock()
 	w.watched = true
 	w.mu.Unlock()
-}
-
-// arbListens reports whether w's subscription on the key's arbiter is
-// confirmed: its releases are heard there.
-func (w *watcher) arbListens() bool {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.arbLive
 }
 
 // listens returns on how many nodes w's subscriptions are confirmed.

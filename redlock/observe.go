@@ -142,11 +142,8 @@ func (c *Client) attempt(ctx context.Context, key string, cc callConfig, n int, 
 	l, o, err := c.tryLock(ctx, key, cc, admitted)
 	if end != nil {
 		d := AttemptDone{Key: key, Attempt: n, Outcome: classify(o, l, err), Duration: time.Since(start), Err: err}
-		switch {
-		case o.r != nil:
+		if o.r != nil {
 			d.Votes = o.r.counts()
-		case o.probed: // refused by the arbiter, asked alone
-			d.Votes = Votes{Nodes: len(c.nodes), Quorum: c.quorum, Refused: 1}
 		}
 		if l != nil {
 			d.Token, d.Until = l.token, l.until

@@ -217,7 +217,7 @@ type AttemptDone struct {
 	Key      string        // the lock's key, without the Client's prefix
 	Attempt  int           // as in AttemptStart: 1 for a TryLock and a Lock's first
 	Outcome  Outcome       // how the attempt ended: one of the Outcome constants
-	Votes    Votes         // the SET round's; zero when none was sent: bad input, or another attempt of the Client in flight on the key (Err says so); Refused 1 alone for a probe that the key's arbiter refused, which sent nothing to the other nodes (see Client.Lock)
+	Votes    Votes         // the SET round's; zero when none was sent: bad input, or another attempt of the Client in flight on the key (Err says so)
 	Duration time.Duration // from the start of the attempt to its verdict
 	Token    uint64        // the fencing token when granted with WithFencing
 	Until    time.Time     // the lock's validity when granted

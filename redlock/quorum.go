@@ -128,13 +128,6 @@ func (r *round) call(i int) {
 	if ro := r.ro; ro != nil && !unsent(err) {
 		r.c.observeNode(ctx, i, ro.op, ro.name, ro.began, ok, err)
 	}
-	r.answered(i, ok, err)
-}
-
-// answered hands on the reply of the round's call to node i, which
-// returned ok, err: made by call, or before the round began (an
-// acquisition's probe of its arbiter, see Client.probe), observed then.
-func (r *round) answered(i int, ok bool, err error) {
 	v := int32(i) << 1
 	if ok && err == nil {
 		v |= 1
@@ -274,18 +267,11 @@ func (c *Client) startRoundLater(ctx context.Context, opName, name string, bound
 // now, when not zero, is the time now, read by the caller just before from
 // the real clock (see Client.realClock): one clock read fewer.
 func (c *Client) loneCall(ctx context.Context, bound, now time.Time) *lazyDeadline {
-	return c.nodeCall(ctx, 0, bound, now)
-}
-
-// nodeCall is loneCall for a call to node i of any Client made from the
-// caller's goroutine without a round (an acquisition's probe of its
-// arbiter, see Client.probe).
-func (c *Client) nodeCall(ctx context.Context, i int, bound, now time.Time) *lazyDeadline {
 	d := new(lazyDeadline)
 	if now.IsZero() {
 		now = time.Now()
 	}
-	if c.queuers[i] && !bound.IsZero() {
+	if c.queued && !bound.IsZero() {
 		if least := now.Add(c.nodeTimeout); bound.Before(least) {
 			bound = least
 		}

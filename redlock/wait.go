@@ -64,31 +64,6 @@ const maxWakeJitter = 5 * time.Millisecond
 //     key wait such a delay too, so that waiters of several Clients woken by
 //     one release do not keep voting at once. A waiter alone, and any waiter
 //     with one node, where no vote can split, attempts at once.
-//   - With three nodes or more, when an attempt so woken by a release's
-//     notice lost the race for the key (every node that answered refused
-//     it: a waiter of another Client got there first), for a second this
-//     Client's waiters for the key probe its arbiter first: a node that
-//     every Client naming the nodes alike picks for the key (a hash of the
-//     key and the nodes' names, whatever their order). Such a waiter, when
-//     it hears the arbiter, is woken by the arbiter's release notice (or,
-//     when the arbiter published none within a node timeout of another
-//     node's, by that one, for an attempt on every node at once: the
-//     holder's release may have failed on the arbiter, its key left
-//     there, while a quorum of the others is free), tries after a random
-//     delay of at most its last attempt's duration (and at most 5ms),
-//     halved at each probe of its own that lost (the Clients that hear the
-//     release first would otherwise win each time), and sends its SET to
-//     the arbiter alone; only once the arbiter granted it (or failed: an
-//     error, a timeout) to the others. Waiters of several Clients woken by one
-//     release then race on one node, where one wins, rather than on every
-//     node, where each may grant another and none a quorum. The attempt is
-//     still a SET on every node that needs a quorum, its validity counted
-//     from before the arbiter's SET. A probe the arbiter refused sent
-//     nothing elsewhere and is no verdict: the waiter waits for the next
-//     notice (or its Backoff, which tries every node: a key left on the
-//     arbiter does not keep it from the others), and Lock's error stays that
-//     of its last full attempt. A waiter whose own key of an earlier attempt
-//     may still be set on the arbiter does not probe.
 //   - An attempt that fails leaves its own key, until its release in the
 //     background is answered, on the nodes whose SET failed or answered
 //     after the verdict (a reply slower than the node timeout, say): such
@@ -149,10 +124,6 @@ type attempts struct {
 	// grant the next once the waiter's own leftover keys are released
 	// (see mayWin).
 	clearWake bool
-	// probe says that the next attempt asks the key's arbiter alone first
-	// (see Client.probe); probed, that the last one did and was refused
-	// there.
-	probe, probed bool
 }
 
 // try makes one attempt. It returns stop=true with the lock, or with the error
@@ -163,9 +134,8 @@ func (a *attempts) try(ctx context.Context) (l *Lock, stop bool, err error) {
 	a.admitted = false
 	cc := a.cc
 	cc.waits = true
-	cc.probe, a.probe = a.probe, false
 	l, o, err := a.c.attempt(ctx, a.key, cc, a.made, admitted)
-	a.clearWake, a.probed = o.clearWake, o.probed
+	a.clearWake = o.clearWake
 	if a.cc.left == nil {
 		a.cc.left = o.left // made by this Lock's first failed attempt
 	}
@@ -188,9 +158,6 @@ func (a *attempts) try(ctx context.Context) (l *Lock, stop bool, err error) {
 	case o.permanent:
 		return nil, true, err
 	case a.cc.maxAttempts > 0 && a.made >= a.cc.maxAttempts:
-		if o.probed { // no verdict (see outcome.probed)
-			err = a.verdict
-		}
 		return nil, true, errors.Join(err, &attemptcap.Error{Made: a.made})
 	}
 	return nil, false, err
@@ -244,7 +211,7 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 		}
 		// Before done: the waiter that takes the turn next finds w.
 		defer func() { c.handOver(t, src.w, l != nil) }()
-		src.released, src.late, src.arbReleased = src.w.released, src.w.late, src.w.arbReleased
+		src.released, src.late = src.w.released, src.w.late
 	}
 	// Try again at once when the lock may have been released unheard:
 	// while this waiter waited for its turn, or subscribed to the releases.
@@ -272,14 +239,9 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 		}
 	}()
 	var took time.Duration
-	lost := 0       // this Lock's probes refused by the arbiter
 	for n := 1; ; { // n: the attempts since Lock's first or the last wake, for the Backoff
-		// While waiters of other Clients race for the key, a woken
-		// attempt probes its arbiter first, and the arbiter's release
-		// alone wakes the waiter (see probes).
-		probes := c.probes(src.w, key)
 		if why == byBackoff {
-			if why, err = src.next(ctx, c, a, timer.C, probes); err != nil {
+			if why, err = src.next(ctx, c, a, timer.C); err != nil {
 				return nil, err
 			}
 		}
@@ -292,26 +254,7 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 			if c.obs != nil {
 				c.obs.Wake(ctx, Wake{Key: key, Attempt: a.made + 1})
 			}
-			var j time.Duration
-			switch {
-			case c.raced(key) && !src.arbSilent && c.arbiter(c.prefix+key, cc.left.nodes()) >= 0:
-				// A probe, also when woken by another node's notice
-				// (the waiter did not hear the arbiter yet, say); not
-				// when its own key of an earlier attempt may still be
-				// set on the arbiter, which would refuse it, nor when
-				// the arbiter published no release after the others
-				// (see wakeSources.next): another's key may still be
-				// set there. After a random delay within the last
-				// attempt (the probe that lost, mostly), halved at
-				// each loss: the waiters whose Clients hear the
-				// release first would otherwise win the arbiter each
-				// time, and one that lost often goes first.
-				a.probe = true
-				j = min(took, maxWakeJitter) >> min(lost, 16)
-			case t.contended():
-				j = min(2*took, maxWakeJitter)
-			}
-			if j > 0 {
+			if j := min(2*took, maxWakeJitter); t.contended() && j > 0 {
 				wait(rand.N(j))
 				select {
 				case <-timer.C:
@@ -336,14 +279,6 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 				return nil, err
 			}
 			why = byRelease
-		case a.probed:
-			// Another Client's waiter won the arbiter, woken by the same
-			// release: the arbiter's next notice, or the Backoff, wakes
-			// this one.
-			lost++
-			c.markRaced(key)
-			wait(cc.backoff.wait(n))
-			why = byBackoff
 		case why.woken() && len(c.nodes) > 1 && splitVote(err):
 			// Every contender lost and released its votes, and no
 			// release will be announced: retry soon, at a random moment
@@ -353,9 +288,6 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 			wait(rand.N(max(min(2*took, maxWakeJitter), time.Microsecond)))
 			why = byBackoff
 		default:
-			if why == byRelease && lostRace(err) {
-				c.markRaced(key)
-			}
 			wait(cc.backoff.wait(n))
 			why = byBackoff
 		}
@@ -397,7 +329,6 @@ func (c *Client) handOver(t *turn, w *watcher, granted bool) {
 	all := granted && w.listens() >= len(c.nodes)-c.quorum+1
 	if granted {
 		heard(w.released)
-		heard(w.arbReleased)
 		heard(w.late)
 	}
 	w.adopt(nil) // the next waiter's values once it takes w (see adopt)
@@ -434,45 +365,6 @@ func (c *Client) rewake(ctx context.Context, a *attempts) error {
 func splitVote(err error) bool {
 	var ve *VoteError
 	return errors.As(err, &ve) && ve.Granted > 0 && ve.Granted < ve.Needed && !errors.Is(err, ErrFenceNotWritten)
-}
-
-// lostRace reports whether a failed attempt found the key held by another
-// on every node that answered: woken by a release's notice, it lost the
-// race for the key to another Client's waiter. (Not so for an attempt
-// woken by a late subscription, say, made while the lock is held.)
-func lostRace(err error) bool {
-	var ve *VoteError
-	return errors.As(err, &ve) && ve.Granted == 0 && ve.Refused > 0
-}
-
-// probes reports whether a waiter for key listening to its releases in w
-// (nil: the nodes publish none) waits for the arbiter's release alone, to
-// probe it first (see Client.probe): while waiters of other Clients race for
-// the key (see raced), when it hears the arbiter's releases.
-func (c *Client) probes(w *watcher, key string) bool {
-	return c.raced(key) && w != nil && w.arbListens() && len(c.nodes) >= 3
-}
-
-// racedSlots is how many keys' races a Client remembers (see raced): keys
-// that share a slot share it, which at worst makes a waiter probe for a key
-// that no other Client wants, at the cost of a round trip.
-const racedSlots = 256
-
-// markRaced notes that a woken attempt of this Client on key lost the race
-// for it to another Client's waiter: it was refused by every node that
-// answered, or by the arbiter (see Client.probe).
-func (c *Client) markRaced(key string) {
-	c.racedAt[fnv64(key)%racedSlots].Store(time.Now().UnixNano())
-}
-
-// raced reports whether a woken attempt of this Client on key lost the race
-// for it within splitMemory (see markRaced), whichever waiter made it: the
-// turn of a key ends with its last waiter (a Client with one locker for the
-// key, say), and the next one's waiters probe too. A waiter alone loses no
-// such race: the node whose notice woke it has released the key.
-func (c *Client) raced(key string) bool {
-	at := c.racedAt[fnv64(key)%racedSlots].Load()
-	return at != 0 && time.Since(time.Unix(0, at)) < splitMemory
 }
 
 // closed is the error of Lock when Close began while it waited: the

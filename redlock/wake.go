@@ -38,8 +38,7 @@ func (w wake) woken() bool { return w >= byRelease }
 
 // wakeSources are the channels that may wake a waiting Lock before its
 // Backoff says, and each one's budget:
-//   - released: each notice that comes while the waiter waits wakes it (a
-//     probing waiter's, only if the arbiter's does not follow: see next);
+//   - released: each notice that comes while the waiter waits wakes it;
 //     those that come before an attempt begins are dropped by it (see
 //     heard), which covers them.
 //   - late: one wake per attempt however many subscriptions are confirmed
@@ -53,7 +52,6 @@ func (w wake) woken() bool { return w >= byRelease }
 // before its Backoff; spend charges the budgets.
 type wakeSources struct {
 	released, late chan struct{} // nil without notifications
-	arbReleased    chan struct{} // the arbiter's releases; nil without notifications there
 	w              *watcher      // nil without notifications
 	left           *leftovers
 	// clearSpent says that the waiter was woken by the end of its
@@ -64,46 +62,23 @@ type wakeSources struct {
 	// was answered, and again, with nothing changed: an attempt every few
 	// node calls while the holder keeps the lock, not on the Backoff.
 	clearSpent bool
-	// arbSilent says that the waiter, probing, was woken by another node's
-	// release notice after which the arbiter published none within a node
-	// timeout (see next): its next attempt asks every node at once.
-	arbSilent bool
-	start     time.Time // when the last attempt began
+	start      time.Time // when the last attempt began
 }
 
 // next waits for the waiter's next attempt: until its timer fires
 // (byBackoff) or a source wakes it, and returns why; cleared counts only
 // after an attempt with a.clearWake. It returns Lock's error when ctx ends
 // or Close begins first.
-//
-// A waiter that probes (see Client.probe) is woken by the arbiter's releases,
-// or, when another node's notice came and the arbiter published none within
-// a node timeout after it (the holder's release failed there, say, and left
-// its key: a probe would be refused), by that notice, with arbSilent: a
-// quorum of the others may be free.
-func (s *wakeSources) next(ctx context.Context, c *Client, a *attempts, timer <-chan time.Time, probes bool) (wake, error) {
+func (s *wakeSources) next(ctx context.Context, c *Client, a *attempts, timer <-chan time.Time) (wake, error) {
 	var cleared chan struct{} // nil: not woken by the clean-up
 	if a.clearWake && !s.clearSpent {
 		cleared = s.left.cleared
 	}
-	var silent <-chan time.Time // the wait for the arbiter's notice after another's
 	for {
 		select {
 		case <-timer:
 			return byBackoff, nil
 		case <-s.released:
-			if !probes {
-				return byRelease, nil
-			}
-			if silent == nil {
-				t := time.NewTimer(c.nodeTimeout)
-				defer t.Stop()
-				silent = t.C
-			}
-		case <-silent:
-			s.arbSilent = true
-			return byRelease, nil
-		case <-s.arbReleased:
 			return byRelease, nil
 		case <-s.late:
 			// A release may have come unheard where a subscription was
@@ -136,9 +111,7 @@ func (s *wakeSources) spend(why wake) {
 // begin drops the notices waiting as an attempt begins, which it covers (see
 // heard), and notes when it began.
 func (s *wakeSources) begin() {
-	s.arbSilent = false
 	heard(s.released)
-	heard(s.arbReleased)
 	heard(s.late)
 	heard(s.left.cleared)
 	s.start = time.Now()
