@@ -5,7 +5,6 @@ import (
 	_ "embed" // for the Lua scripts
 	"encoding/hex"
 	"strconv"
-	"sync/atomic"
 	"time"
 )
 
@@ -111,26 +110,7 @@ func Milliseconds(ttl time.Duration) int64 {
 }
 
 // MillisecondsString is Milliseconds formatted as a decimal string, the form in
-// which drivers pass a TTL to a script or to PX. It is safe for concurrent
-// use.
+// which drivers pass a TTL to a script or to PX.
 func MillisecondsString(ttl time.Duration) string {
-	ms := Milliseconds(ttl)
-	e := &msStrings[uint64(ms)%uint64(len(msStrings))]
-	if f := e.Load(); f != nil && f.ms == ms {
-		return f.s
-	}
-	f := &msString{ms: ms, s: strconv.FormatInt(ms, 10)}
-	e.Store(f)
-	return f.s
-}
-
-// msStrings keeps the strings of MillisecondsString by their value modulo
-// its length: the TTLs that a program sends are few, and each SET and
-// extension formatted its TTL again, an allocation on every lock.
-var msStrings [16]atomic.Pointer[msString]
-
-// An msString is a number of milliseconds and its decimal string.
-type msString struct {
-	ms int64
-	s  string
+	return strconv.FormatInt(Milliseconds(ttl), 10)
 }
