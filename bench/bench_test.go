@@ -109,6 +109,11 @@ func BenchmarkHandoffFloor(b *testing.B) {
 	}
 }
 
+// BenchmarkServerHandoff weighs a hand-off made by the nodes themselves
+// against the hand-off by release notice, both by hand with go-redis
+// (bench.ServerHandoff).
+func BenchmarkServerHandoff(b *testing.B) { bench.ServerHandoff(b) }
+
 // BenchmarkIdle is one PING by a bare client after an idle time (bench.Idle):
 // the machine's cost of waking, which bounds the Handoff case.
 func BenchmarkIdle(b *testing.B) { bench.Idle(b) }
