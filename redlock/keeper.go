@@ -499,6 +499,31 @@ func (k *keeper) extend(group []*kept) {
 		// loaded process to read its reply), and the node keeps getting
 		// the group's calls. A node that stops answering mid-group is
 		// skipped once a call sent after its last answer has timed out.
+		//
+		// Locks whose extension the other nodes decide no longer depend on
+		// it: those calls are not sent either once a node timeout has
+		// passed since the group's start (errKeeperDecided), which is when
+		// the stalled node's first wave times out, the wave this lets
+		// through too; and calls in flight no longer cap the validity that
+		// the next extensions of the same TTL give (Lock.finishExtend).
+		// With one of five nodes stalled,
+		// TestKeeperPausedQueuedNodeKeepsLocks keeps every lock without
+		// this check on nodes that queue, and loses them only without
+		// errKeeperDecided on them and with the old cap too. What the
+		// check still does: an extension that needs the stalled node's
+		// vote (a Client of one node; the other nodes down, or split on
+		// the lock) fails after the node's first wave, rather than after
+		// its own call has waited its turn behind the group's earlier
+		// ones and then a node timeout, and the stalled node is not sent
+		// those calls (TestKeeperLiveNodeTimeoutKeepsGettingCalls counts
+		// them through the batcher). It keeps no more locks for that: such
+		// an extension is tried again a quarter interval later (see
+		// finish), so that a node that resumes in between, shortly before
+		// the validity ends, loses locks that calls still waiting on it
+		// would have kept; without the check, the calls that time out in
+		// the group's later waves are tried again as late. A call that the
+		// batcher failed unsent (its queue, behind an earlier group's
+		// timeout) counts as timed out here.
 		var (
 			stalled  atomic.Bool
 			answered atomic.Uint64 // the group's calls the node answered (no error)
@@ -750,7 +775,8 @@ func (k *keeper) finish(e *kept, r *round, ok bool, start time.Time, octx contex
 // The errors of the calls of an extension group that a node is not sent:
 // an earlier call of the group timed out on the node, which has answered
 // none of the group's calls since that call was sent (so that a stalled node
-// does not hold the group for a node timeout per keeperFanout calls), or the
+// does not hold the group for a node timeout per keeperFanout calls; what
+// that still spares, beside errKeeperDecided, is said in extend), or the
 // other nodes decided the extension while the call waited for a node timeout
 // (the vote is then not counted), whether the node queues or not; and, for a
 // node that does not queue, the lock's validity ended while the call waited

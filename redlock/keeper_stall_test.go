@@ -20,9 +20,15 @@ import (
 // that queues (driver.Queuer: every Redis driver's) gets an extension
 // group's calls keeperFanout at a time; each wave of them waited up to the
 // node timeout on the paused server, so that the group's calls stayed in
-// flight until the locks' bound, and a lock whose extension is in flight
-// cannot have its validity raised by the next ones (Lock.Until): most
-// locks were lost, through every driver.
+// flight until the locks' bound, and a lock whose extension was in flight
+// could not have its validity raised by the next ones (Lock.Until, before
+// the cap by the shortest TTL): most locks were lost, through every driver.
+// Three changes now keep them, each alone (see keeper.extend): on nodes
+// that queue, the group's calls are not sent to a stalled node
+// (errKeeperStalled) nor, a node timeout after its start, for extensions
+// decided (errKeeperDecided); and that cap. In a bubble,
+// TestKeeperPausedQueuedNodeKeepsLocks loses them only once all three are
+// undone.
 //
 // On a machine too loaded to run the client the test cannot tell: it skips,
 // saying so with the figures, when locks were lost and the Go scheduler
