@@ -87,7 +87,7 @@ then prints a table. It needs no flags and stops its nodes when it ends.`,
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&o.nodes, "nodes", 5, "how many local nodes to start")
+	f.IntVar(&o.nodes, "nodes", 5, fmt.Sprintf("how many local nodes to start, 1 to %d (redlock.MaxNodes)", redlock.MaxNodes))
 	f.IntVar(&o.contenders, "contenders", 4, "contenders per driver in the contention part")
 	f.DurationVar(&o.duration, "duration", 3*time.Second, "how long the contenders compete")
 	f.BoolVar(&o.memory, "memory", false, "use in-process memory nodes even when redis-server is available")
@@ -201,6 +201,10 @@ type driverStats struct {
 func runDemo(ctx context.Context, w io.Writer, o demoOptions) error {
 	if o.nodes < 1 || o.contenders < 1 || o.duration <= 0 {
 		return usageErrorf("demo: --nodes, --contenders and --duration must be positive")
+	}
+	if o.nodes > redlock.MaxNodes {
+		// Refused before the nodes start: a Client takes no more.
+		return usageErrorf("demo: --nodes %d: a Client takes at most %d nodes (redlock.MaxNodes)", o.nodes, redlock.MaxNodes)
 	}
 	start := time.Now()
 	env, err := startDemoNodes(ctx, w, o)
