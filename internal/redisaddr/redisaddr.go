@@ -268,6 +268,11 @@ func ParseNode(s string) (Node, error) {
 		return fail(fmt.Sprintf("a Redis Cluster has only database 0, not %d", a.DB))
 	}
 	for i, seed := range seeds {
+		if strings.Contains(seed, "://") {
+			// Before the colons are read: "redis://h:2" is no IPv6
+			// address, nor host "redis" and port "//h:2".
+			return fail(fmt.Sprintf("addr parameter %d: want host:port, not a URL (every seed takes the scheme, credentials and TLS parameters of the node's URL)", i+1))
+		}
 		if strings.Contains(seed, "@") {
 			return fail(fmt.Sprintf("addr parameter %d: want host:port, without credentials (the URL's apply to every seed)", i+1))
 		}

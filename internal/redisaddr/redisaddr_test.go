@@ -346,3 +346,27 @@ func TestKnownParametersAreOneList(t *testing.T) {
 		}
 	}
 }
+
+// TestParseNodeSeedAsURL: an addr parameter written as a URL, as the node
+// itself is, says that a seed is host:port. It said "an IPv6 address needs
+// brackets" (the colons of "redis://h:2" read as an IPv6 address's) or
+// `port "//h" is not a number`.
+func TestParseNodeSeedAsURL(t *testing.T) {
+	for _, in := range []string{
+		"redis://h:1?cluster=true&addr=redis://h:2",
+		"rediss://h:1?cluster=true&addr=rediss://h:2",
+		"redis://h:1?cluster=true&addr=redis://h",
+		"redis://h:1?cluster=true&addr=h:2&addr=redis%3A%2F%2Fh%3A3",
+		"redis://u:s3cret@h:1?cluster=true&addr=REDIS://h:2",
+	} {
+		_, err := ParseNode(in)
+		switch {
+		case err == nil:
+			t.Errorf("ParseNode(%q) succeeded, want an error", in)
+		case !strings.Contains(err.Error(), "want host:port, not a URL"):
+			t.Errorf("ParseNode(%q) error %q, want it to say \"want host:port, not a URL\"", in, err)
+		case strings.Contains(err.Error(), "s3cret"):
+			t.Errorf("ParseNode(%q) error %q contains the password", in, err)
+		}
+	}
+}
