@@ -107,8 +107,11 @@ With -v, run tells on stderr what happens to the lock: "waiting for KEY (held
 elsewhere: ...)", "acquired KEY after 1.2s, token 7", failed extensions, the
 loss, the release. Without it, run prints only its errors, what it does to
 the processes of CMD (SIGTERM, SIGKILL, holding the lock for what CMD left),
-and, once, that it keeps waiting while too many nodes fail for a quorum
-(unless --wait 0).
+once, that it keeps waiting while too many nodes fail for a quorum (unless
+--wait 0), and, once a node, a node the lock goes on without for a reason
+retrying cannot fix: one that refuses every lock or answers an error to the
+extension (NOPERM, READONLY), one that no longer holds KEY, which it held,
+or one that does not tell which server it is (see redlock doctor).
 
 Exit codes:
   CMD's own   CMD ran under the lock and exited (128+N if a signal N killed it)
