@@ -108,8 +108,8 @@ Exit codes:
   kill "$hold" 2>/dev/null; wait "$hold"  # released; 76 if it was lost
 
   # the same with a fencing token, read with jq
-  redlock hold --fencing --for 10m invoices > held.json &
-  until [ -s held.json ]; do sleep 0.1; done
+  redlock hold --fencing --for 10m invoices > held.json & hold=$!
+  until [ -s held.json ]; do kill -0 "$hold" 2>/dev/null || exit 1; sleep 0.1; done
   import-invoices --fence "$(jq .token held.json)"
 
   # hold it for five minutes, as a maintenance window

@@ -3,11 +3,14 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -64,6 +67,57 @@ func TestQuietWarningsDocumented(t *testing.T) {
 			if !strings.Contains(quiet, w) {
 				t.Errorf("%s: what is printed without -v does not name the warning %q:\n%s", name, w, quiet)
 			}
+		}
+	}
+}
+
+// TestHoldFencingExampleEndsWhenHoldFails runs hold's second example, as its
+// help prints it, under sh: when hold exits without its line (here a bad
+// address, exit 2; as well the lock busy past --wait, or the nodes
+// unreachable), the example must end rather than wait for held.json for
+// ever, and not run its step; when hold holds the lock, the step gets the
+// token. Before, its loop "until [ -s held.json ]" never ended once hold
+// had exited without a line.
+func TestHoldFencingExampleEndsWhenHoldFails(t *testing.T) {
+	t.Parallel()
+	if _, err := exec.LookPath("jq"); err != nil {
+		t.Skip("no jq")
+	}
+	help := invoke(t, "", "help", "hold")
+	_, example, ok := strings.Cut(help.stdout, "  # the same with a fencing token, read with jq\n")
+	if !ok {
+		t.Fatalf("hold's help has no example 'the same with a fencing token':\n%v", help)
+	}
+	example, _, _ = strings.Cut(example, "\n\n")
+	script := strings.NewReplacer("redlock hold", binary+" hold", "import-invoices", "echo imported").
+		Replace(strings.ReplaceAll("\n"+example, "\n  ", "\n")) + "\necho \"status $?\"\n"
+	_, addrs := nodes(t, 3)
+	for _, c := range []struct {
+		nodes string
+		code  int    // the example's exit status
+		want  string // in its output
+	}{
+		{"127.0.0.1:0", 1, "malformed"}, // hold exits 2 at once: a bad address
+		{addrs, 0, "imported --fence 1\nstatus 0"},
+	} {
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		cmd := exec.CommandContext(ctx, "sh", "-c", script)
+		cmd.Dir = t.TempDir() // held.json
+		cmd.Env = append(os.Environ(), "REDLOCK_NODES="+c.nodes)
+		cmd.WaitDelay = 5 * time.Second
+		out, err := cmd.CombinedOutput()
+		timedOut := ctx.Err() != nil
+		cancel()
+		if timedOut {
+			t.Errorf("REDLOCK_NODES=%s: the example did not end within 20s (%v):\n%s\nscript:\n%s", c.nodes, err, out, script)
+			continue
+		}
+		code := 0
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+		if code != c.code || !strings.Contains(string(out), c.want) || (c.code != 0 && strings.Contains(string(out), "imported")) {
+			t.Errorf("REDLOCK_NODES=%s: want exit %d, %q in the example's output, and its step only with the lock; got %v:\n%s\nscript:\n%s", c.nodes, c.code, c.want, err, out, script)
 		}
 	}
 }
