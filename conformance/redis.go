@@ -302,12 +302,7 @@ func openMalformed(t *testing.T, _ context.Context, s *redisSuite) {
 // deadAddr returns a loopback address on which nothing listens.
 func deadAddr(t *testing.T) Addr {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	host, port, err := net.SplitHostPort(l.Addr().String())
-	l.Close()
+	host, port, err := net.SplitHostPort(redistest.ClosedAddrs(t, 1)[0])
 	if err != nil {
 		t.Fatal(err)
 	}

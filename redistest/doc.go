@@ -21,6 +21,8 @@
 // [NewSilent] (or [ListenSilent]) stands for a hung server without
 // redis-server: a loopback TCP listener that accepts connections, reads what
 // they send and never answers, counting the connections it accepted.
+// [ClosedAddrs] gives distinct loopback addresses on which nothing listens,
+// nodes that are down (connection refused).
 //
 // Network faults (latency, cut connections, lost replies) are the business of
 // the fault proxy in the repository's safety module, which keeps its heavy

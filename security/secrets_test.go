@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"log"
-	"net"
 	"net/url"
 	"regexp"
 	"strings"
@@ -129,25 +128,6 @@ func excerpt(s, secret string) string {
 	return fmt.Sprintf("%q", s[from:i]+"<SECRET>"+s[i+len(secret):to])
 }
 
-// deadAddrs returns n distinct loopback addresses on which nothing listens.
-// The n listeners are all open before any is closed: one closed before the
-// next was opened could give its port again, and the same address twice
-// made the Client refuse its nodes ("a node must be given once").
-func deadAddrs(t *testing.T, n int) []string {
-	t.Helper()
-	addrs := make([]string, n)
-	ls := make([]net.Listener, n)
-	for i := range ls {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		ls[i], addrs[i] = l, l.Addr().String()
-	}
-	for _, l := range ls {
-		require.NoError(t, l.Close())
-	}
-	return addrs
-}
-
 // Passwords and lock values never leak: wrong passwords, unknown users,
 // unreachable and stalled nodes, malformed addresses, TLS failures and the
 // failures of a held lock go through every driver, and every error (each
@@ -172,7 +152,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	certs := redistest.NewCerts(t)
 	tlsSrv := redistest.NewServers(t, 3, redistest.WithTLS(certs, redistest.ClientCertsRequired), redistest.WithPassword(secretPassword))
 	otherCA := redistest.NewCerts(t).CAFile
-	dead := deadAddrs(t, 3)
+	dead := redistest.ClosedAddrs(t, 3)
 	paused := redistest.NewServers(t, 3, redistest.WithPassword(secretPassword))
 	for _, s := range paused {
 		require.NoError(t, s.Pause())

@@ -4,7 +4,6 @@ package main
 
 import (
 	"encoding/json"
-	"net"
 	"strings"
 	"testing"
 
@@ -219,27 +218,12 @@ func TestStatusCluster(t *testing.T) {
 	}
 }
 
-// closedAddrs returns n addresses of 127.0.0.1 on which nothing listens.
-func closedAddrs(t *testing.T, n int) []string {
-	t.Helper()
-	var addrs []string
-	for range n {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addrs = append(addrs, ln.Addr().String())
-		defer ln.Close() // open until all are picked: n distinct ports
-	}
-	return addrs
-}
-
 // Cluster nodes that no seed of answers are not taken for one another (the
 // address of one that answered is that of the seed; of one that did not, it
 // was ""), but one given twice is still one address.
 func TestDoctorUnreachableClustersDistinct(t *testing.T) {
 	t.Parallel()
-	down := closedAddrs(t, 3)
+	down := redistest.ClosedAddrs(t, 3)
 	var nodes []string
 	for _, a := range down {
 		nodes = append(nodes, "redis://"+a+"?cluster=true")

@@ -23,7 +23,7 @@ import (
 // asks the down seed before it connects to it.
 func TestSeedGateOneFunctionPerClient(t *testing.T) {
 	c := redistest.NewCluster(t, 2)
-	down := closedAddr(t)
+	down := redistest.ClosedAddrs(t, 1)[0]
 	var mu sync.Mutex
 	dials := map[string]int{}
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {
@@ -90,13 +90,4 @@ func TestSeedGateOneFunctionPerClient(t *testing.T) {
 	require.Positive(t, asked, "the gate did not ask the seed")
 	require.NoError(t, n.Close())
 	require.Empty(t, n.gate.of.live(), "a closed node's gate is live")
-}
-
-// closedAddr returns a loopback address that nothing listens on (a seed
-// down): a port the system gave a listener that was closed at once.
-func closedAddr(t *testing.T) string {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer ln.Close()
-	return ln.Addr().String()
 }

@@ -189,16 +189,6 @@ func stringer(t *testing.T, tg target) {
 	require.Equal(t, srv.Addr(), n.(fmt.Stringer).String(), "a node from New is named by its client's address")
 }
 
-// freeAddr returns a loopback address on which nobody listens.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
-}
-
 // proxy forwards the connections a listener accepts to a target address.
 type proxy struct {
 	l      net.Listener
@@ -261,7 +251,7 @@ func listenProxy(t *testing.T, target string) *proxy {
 }
 
 func openUnreachable(t *testing.T, tg target) {
-	addr := freeAddr(t)
+	addr := redistest.ClosedAddrs(t, 1)[0]
 	start := time.Now()
 	n := tg.open(t, "redis://:s3cret@"+addr)
 	require.Less(t, time.Since(start), 100*time.Millisecond, "Open must not connect")
