@@ -86,12 +86,12 @@ func ServerHandoff(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+	defer h.unsubscribe() // also those made before a subscription failed
 	for _, key := range keys {
 		if err := h.subscribe(ctx, key); err != nil {
 			b.Fatal(err)
 		}
 	}
-	defer h.unsubscribe()
 	var notice, server []int64
 	b.ResetTimer()
 	for i := range b.N {
