@@ -15,16 +15,31 @@ import (
 	"github.com/go-redlock/redlock/redlock"
 )
 
-// slowSetServer is a memory node whose SETs and PEXPIREs reach it a while after they
-// were sent (arrive), and whose releases, while stopped is open, wait:
-// until the node resumes (resumed closed), which then applies them, or
-// until their context ends, as a server stopped (SIGSTOP) does with the
+// slowSetServer is a memory node whose SETs and PEXPIREs reach it a while
+// after they were sent (arrive), and whose releases, while stopped is set,
+// wait: until the node resumes (resumed closed), which then applies them,
+// or until their context ends, as a server stopped (SIGSTOP) does with the
 // commands on a live connection.
 type slowSetServer struct {
-	*memory.Node
-	arrive  time.Duration
-	stopped *atomic.Bool // nil: never
-	resumed chan struct{}
+	gatedReleases
+	arrive time.Duration
+}
+
+// newSlowSetServer returns node as a slowSetServer; a nil stopped never
+// stops it.
+func newSlowSetServer(node *memory.Node, arrive time.Duration, stopped *atomic.Bool, resumed <-chan struct{}) slowSetServer {
+	gate := func(ctx context.Context) error {
+		if stopped == nil || !stopped.Load() {
+			return nil
+		}
+		select {
+		case <-resumed:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return slowSetServer{gatedReleases: gatedReleases{Node: node, gate: gate}, arrive: arrive}
 }
 
 func (n slowSetServer) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
@@ -35,32 +50,6 @@ func (n slowSetServer) SetNX(ctx context.Context, key, value string, ttl time.Du
 func (n slowSetServer) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
 	time.Sleep(n.arrive)
 	return n.Node.Extend(ctx, key, value, ttl)
-}
-
-func (n slowSetServer) wait(ctx context.Context) error {
-	if n.stopped == nil || !n.stopped.Load() {
-		return nil
-	}
-	select {
-	case <-n.resumed:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-func (n slowSetServer) EvalRelease(ctx context.Context, key, value string) (bool, error) {
-	if err := n.wait(ctx); err != nil {
-		return false, err
-	}
-	return n.Node.EvalRelease(ctx, key, value)
-}
-
-func (n slowSetServer) ReleaseNotify(ctx context.Context, key, value string) (bool, error) {
-	if err := n.wait(ctx); err != nil {
-		return false, err
-	}
-	return n.Node.ReleaseNotify(ctx, key, value)
 }
 
 // A failed release is repeated as long as the key may live on its node: a
@@ -85,8 +74,9 @@ func testUnlockRepeatsReleaseUntilKeyEnd(t *testing.T, extend time.Duration) {
 			ttl         = time.Second
 		)
 		mem, _ := memNodes(3)
-		x := slowSetServer{Node: mem[2], arrive: arrive, stopped: new(atomic.Bool), resumed: make(chan struct{})}
-		nodes := []driver.Node{slowSetServer{Node: mem[0], arrive: arrive}, slowSetServer{Node: mem[1], arrive: arrive}, x}
+		stopped, resumed := new(atomic.Bool), make(chan struct{})
+		x := newSlowSetServer(mem[2], arrive, stopped, resumed)
+		nodes := []driver.Node{newSlowSetServer(mem[0], arrive, nil, nil), newSlowSetServer(mem[1], arrive, nil, nil), x}
 		c := newClient(t, nodes, redlock.WithNodeTimeout(nodeTimeout), redlock.WithTTL(ttl))
 		synctest.Wait()
 		start := time.Now()
@@ -101,7 +91,7 @@ func testUnlockRepeatsReleaseUntilKeyEnd(t *testing.T, extend time.Duration) {
 			require.NoError(t, l.Extend(t.Context(), extend))
 			synctest.Wait() // every PEXPIRE answered
 		}
-		x.stopped.Store(true)
+		stopped.Store(true)
 		err = l.Unlock(t.Context()) // node 2's release fails at the node timeout; a quorum released
 		require.NoError(t, err)
 		synctest.Wait()
@@ -109,7 +99,7 @@ func testUnlockRepeatsReleaseUntilKeyEnd(t *testing.T, extend time.Duration) {
 
 		time.Sleep(end.Add(2 * time.Millisecond).Sub(time.Now()))
 		require.True(t, mem[2].Holds("k"), "the key lives a TTL from its SET's or PEXPIRE's arrival")
-		close(x.resumed)
+		close(resumed)
 		time.Sleep(5 * time.Millisecond)
 		synctest.Wait()
 		assert.False(t, mem[2].Holds("k"), "key left on the node after its resume, before its TTL from the SET's or PEXPIRE's arrival ran out")
@@ -152,7 +142,7 @@ func testUnlockReleaseWaitsUntilKeyEnd(t *testing.T, n int, extend time.Duration
 		stopped, resumed := new(atomic.Bool), make(chan struct{})
 		nodes := make([]driver.Node, n)
 		for i := range nodes {
-			nodes[i] = queuedSlowSetServer{slowSetServer{Node: mem[i], arrive: arrive, stopped: stopped, resumed: resumed}}
+			nodes[i] = queuedSlowSetServer{newSlowSetServer(mem[i], arrive, stopped, resumed)}
 		}
 		c := newClient(t, nodes, redlock.WithNodeTimeout(nodeTimeout), redlock.WithTTL(ttl))
 		synctest.Wait()

@@ -18,36 +18,19 @@ import (
 // stuckConnServer is a memory node whose SETs and PEXPIREs go through one
 // connection (the embedded Node, which the test stalls: they wait in its
 // socket) and its releases through another (rel). The first release is
-// answered; from then on, while stopped, the releases never reach the
-// node: they wait for their context and fail, as on a server stopped
-// (SIGSTOP) right after it answered.
-type stuckConnServer struct {
-	*memory.Node
-	rel      *memory.Node
-	answered *atomic.Bool
-	stopped  *atomic.Bool
-}
-
-func (n stuckConnServer) gate(ctx context.Context) error {
-	if n.answered.Swap(true) && n.stopped.Load() {
-		<-ctx.Done()
-		return ctx.Err()
+// answered; from then on, while stopped is set, the releases never reach
+// the node: they wait for their context and fail, as on a server stopped
+// (SIGSTOP) right after it answered. answered tells whether the first
+// release came.
+func stuckConnServer(node *memory.Node, stopped, answered *atomic.Bool) gatedReleases {
+	gate := func(ctx context.Context) error {
+		if answered.Swap(true) && stopped.Load() {
+			<-ctx.Done()
+			return ctx.Err()
+		}
+		return nil
 	}
-	return nil
-}
-
-func (n stuckConnServer) EvalRelease(ctx context.Context, key, value string) (bool, error) {
-	if err := n.gate(ctx); err != nil {
-		return false, err
-	}
-	return n.rel.EvalRelease(ctx, key, value)
-}
-
-func (n stuckConnServer) ReleaseNotify(ctx context.Context, key, value string) (bool, error) {
-	if err := n.gate(ctx); err != nil {
-		return false, err
-	}
-	return n.rel.ReleaseNotify(ctx, key, value)
+	return gatedReleases{Node: node, rel: node.Conn(), gate: gate}
 }
 
 // The release repeated once more for a node that answered "not held" but
@@ -65,8 +48,9 @@ func TestUnlockRepeatsUnsureReleasePastExtendTTL(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		const nodeTimeout = 100 * time.Millisecond
 		mem, _ := memNodes(5)
-		x := stuckConnServer{Node: mem[4], rel: mem[4].Conn(), answered: new(atomic.Bool), stopped: new(atomic.Bool)}
-		x.stopped.Store(true)
+		stopped, answered := new(atomic.Bool), new(atomic.Bool)
+		stopped.Store(true)
+		x := stuckConnServer(mem[4], stopped, answered)
 		nodes := []driver.Node{mem[0], mem[1], mem[2], mem[3], x}
 		c := newClient(t, nodes, redlock.WithNodeTimeout(nodeTimeout), redlock.WithTTL(time.Second))
 		mem[4].SetConnStalled(true)
@@ -80,14 +64,14 @@ func TestUnlockRepeatsUnsureReleasePastExtendTTL(t *testing.T) {
 		synctest.Wait()
 		require.NoError(t, l.Unlock(t.Context())) // node 4: "not held"
 		synctest.Wait()
-		require.True(t, x.answered.Load(), "node 4 answered the first release")
+		require.True(t, answered.Load(), "node 4 answered the first release")
 		require.Equal(t, 0, holders(mem[:4], "k"), "released on the nodes that answered")
 
 		time.Sleep(start.Add(15*time.Second + nodeTimeout/4).Sub(time.Now()))
 		mem[4].SetConnStalled(false) // the SET, then the PEXPIRE: 10s from now
 		pttl, held := mem[4].PTTL("k")
 		require.True(t, held && pttl > 5*time.Second, "node 4 applied the SET and the PEXPIRE: PTTL %v", pttl)
-		x.stopped.Store(false)
+		stopped.Store(false)
 		time.Sleep(10 * nodeTimeout)
 		synctest.Wait()
 		assert.False(t, mem[4].Holds("k"), "key left on the node %v after its resume, 5s before the repeats' end (the expiry plus the Extend's TTL)", 10*nodeTimeout)
