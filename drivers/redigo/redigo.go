@@ -159,8 +159,12 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 // node's Close ends those waits (the gets' contexts end with it) and waits
 // for the gets in progress, but no longer than a second: a get still in
 // progress then is in p's Dial or TestOnBorrow, which Pool.Close does not
-// race with. The calls made meanwhile, and those whose get Close ended,
-// fail with driver.ErrClosed. A get's goroutine ends only when p's
+// race with, and what the gets that ended did in p happens before Close
+// returns: close p after the node (or the Client over it), not while calls
+// may be in flight, as redigo's Pool.Close may panic (send on a closed
+// channel) when the context of a GetContext waiting for a free connection
+// ends as it closes. The calls made meanwhile, and those whose get Close
+// ended, fail with driver.ErrClosed. A get's goroutine ends only when p's
 // functions return: give p a Dial with timeouts (redis.DialConnectTimeout,
 // DialReadTimeout and DialWriteTimeout, or a DialContext, which gets the
 // call's context) and a TestOnBorrow bounded too, or a server that never
@@ -270,6 +274,21 @@ func (n *node) Close() error {
 
 // waitGets waits for the gets in progress on a pool of New's that waits
 // (see gets), at most closeGrace.
+//
+// When closeGrace has passed first, it takes getsMu once more: every get
+// that ended meanwhile did so under it (addGet), so that what the get did
+// in the pool happens before Close returns, and so before the caller's
+// Pool.Close. It matters for a get that Close's cancellation ends in
+// redigo's wait for a free connection just as it is handed one: redigo puts
+// the connection back with a send on the channel that Pool.Close closes,
+// outside the pool's mutex. Without that second lock, once another get
+// stayed in the pool's Dial (Close waiting its whole grace), nothing
+// ordered that send before Close's return, and the race detector reported
+// it racing with the caller's Pool.Close (TestNewCloseEndsWaitBeforePoolClose,
+// and once TestNewCloseWhileDialStalls); had the send come after
+// Pool.Close, it would have panicked. A get still in progress after
+// closeGrace is past that wait, in the pool's Dial or TestOnBorrow, unless
+// the process did not run it for all of closeGrace.
 func (n *node) waitGets() {
 	n.getsMu.Lock()
 	if n.gets == 0 {
@@ -284,6 +303,9 @@ func (n *node) waitGets() {
 	select {
 	case <-done:
 	case <-t.C:
+		n.getsMu.Lock()
+		n.getsDone = nil
+		n.getsMu.Unlock()
 	}
 }
 
