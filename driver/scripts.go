@@ -5,6 +5,7 @@ import (
 	_ "embed" // for the Lua scripts
 	"encoding/hex"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -110,7 +111,27 @@ func Milliseconds(ttl time.Duration) int64 {
 }
 
 // MillisecondsString is Milliseconds formatted as a decimal string, the form in
-// which drivers pass a TTL to a script or to PX.
+// which drivers pass a TTL to a script or to PX. The strings of the TTLs used
+// last are kept (see msStrings): a Client's SETs and extensions use the same
+// few TTLs, each formatted once rather than once per command.
 func MillisecondsString(ttl time.Duration) string {
-	return strconv.FormatInt(Milliseconds(ttl), 10)
+	ms := Milliseconds(ttl)
+	slot := &msStrings[uint64(ms)%uint64(len(msStrings))]
+	if p := slot.Load(); p != nil && p.ms == ms {
+		return p.s
+	}
+	p := &msString{ms: ms, s: strconv.FormatInt(ms, 10)}
+	slot.Store(p)
+	return p.s
 }
+
+// msString is a number of milliseconds and its decimal form.
+type msString struct {
+	ms int64
+	s  string
+}
+
+// msStrings keeps the decimal form of the milliseconds MillisecondsString
+// formatted last, one per slot, by value modulo the slots: a hit costs an
+// atomic load, a miss one allocation more than formatting alone.
+var msStrings [8]atomic.Pointer[msString]
