@@ -26,9 +26,10 @@ import (
 	"github.com/go-redlock/redlock/redlock"
 )
 
-// demoDrivers are the drivers the demo can use, by registered name; naming
-// the packages also registers them.
-var demoDrivers = map[string]driver.Driver{
+// commandDrivers are the drivers the demo can use, by registered name, and
+// those of run and hold, memory aside (see openNodes); naming the packages
+// also registers them.
+var commandDrivers = map[string]driver.Driver{
 	"goredis":  goredis.Driver{},
 	"redigo":   redigo.Driver{},
 	"rueidis":  rueidis.Driver{},
@@ -293,7 +294,7 @@ func runDemo(ctx context.Context, w io.Writer, o demoOptions) error {
 
 // notifies reports whether name's nodes publish releases.
 func notifies(name, addr string) bool {
-	d, ok := demoDrivers[name]
+	d, ok := commandDrivers[name]
 	if !ok {
 		return false
 	}

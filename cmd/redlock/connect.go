@@ -1,0 +1,99 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/go-redlock/redlock/driver"
+)
+
+// connectTimeout is how long run and hold wait at most, before their first
+// attempt to take the lock, for the nodes to connect (see connect); longer
+// with a --node-timeout over it.
+const connectTimeout = 5 * time.Second
+
+// openNodes opens a node of the driver name for each address, as
+// redlock.Open does, with its errors; on an error it closes those it
+// opened.
+func openNodes(name string, addrs []string) ([]driver.Node, error) {
+	d, ok := commandDrivers[name]
+	if !ok {
+		return nil, fmt.Errorf("unknown driver %q", name)
+	}
+	nodes := make([]driver.Node, 0, len(addrs))
+	for i, addr := range addrs {
+		n, err := d.Open(addr)
+		if err != nil {
+			closeNodes(nodes)
+			return nil, fmt.Errorf("redlock: address %d: %w", i+1, err)
+		}
+		nodes = append(nodes, n)
+	}
+	return nodes, nil
+}
+
+// closeNodes closes nodes.
+func closeNodes(nodes []driver.Node) {
+	for _, n := range nodes {
+		n.Close()
+	}
+}
+
+// connect makes the nodes connect before the first attempt to take the
+// lock, so that the attempt's node timeout (200ms by default) bounds the
+// nodes' answers to it rather than the making of this process's
+// connections too: a fresh process dials every node (TCP, TLS, AUTH,
+// HELLO) within its first attempt, which on a loaded machine took longer
+// than the node timeout, so that run --wait 0, with only that attempt,
+// exited 69 (too many nodes failed) on nodes that were up and would have
+// answered 75 or granted the lock. Each node is asked which server it is
+// (driver.Identifier, which the Client asks at its first acquisition
+// anyway), whatever it answers: the attempt tells the errors. connect
+// returns once every node has answered or failed, once a quorum has and a
+// node timeout more has passed (a node down or stalled does not hold up a
+// lock the others can decide), at timeout, or when ctx ends (a signal).
+func connect(ctx context.Context, nodes []driver.Node, nodeTimeout, timeout time.Duration) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	var calls sync.WaitGroup
+	defer calls.Wait() // the nodes' calls end with ctx
+	defer cancel()
+	answered := make(chan struct{}, len(nodes))
+	asked := 0
+	for _, n := range nodes {
+		id, ok := n.(driver.Identifier)
+		if !ok {
+			continue
+		}
+		asked++
+		calls.Go(func() {
+			// Two calls at once, as the first attempt makes (its SET
+			// and the Client's own question of identity): a driver
+			// with a pool of connections (goredis, redigo) has two
+			// made then, and neither call of the attempt dials.
+			var both sync.WaitGroup
+			for range 2 {
+				both.Go(func() { _, _ = id.Identity(ctx) })
+			}
+			both.Wait()
+			answered <- struct{}{}
+		})
+	}
+	quorum := len(nodes)/2 + 1
+	var grace <-chan time.Time
+	for got := 0; got < asked; {
+		select {
+		case <-answered:
+			if got++; got == quorum {
+				t := time.NewTimer(nodeTimeout)
+				defer t.Stop()
+				grace = t.C
+			}
+		case <-grace:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}

@@ -1,0 +1,108 @@
+//go:build unix
+
+package main
+
+import (
+	"io"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock/redistest"
+)
+
+// slowStartProxy forwards connections to a redis-server, holding back the
+// server's first reply on each connection until delay has passed since the
+// connection was accepted: a connection that takes delay to make (a loaded
+// machine, a far server, a slow TLS handshake), on a server that answers
+// at once once it is made.
+type slowStartProxy struct {
+	l     net.Listener
+	conns sync.WaitGroup
+}
+
+func newSlowStartProxy(t *testing.T, server string, delay time.Duration) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &slowStartProxy{l: l}
+	var mu sync.Mutex
+	var open []net.Conn
+	p.conns.Go(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted := time.Now()
+			s, err := net.Dial("tcp", server)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			mu.Lock()
+			open = append(open, c, s)
+			mu.Unlock()
+			p.conns.Go(func() { io.Copy(s, c); s.Close() })
+			p.conns.Go(func() {
+				buf := make([]byte, 32<<10)
+				n, err := s.Read(buf)
+				if err == nil {
+					time.Sleep(time.Until(accepted.Add(delay)))
+					_, err = c.Write(buf[:n])
+				}
+				if err == nil {
+					io.Copy(c, s)
+				}
+				c.Close()
+			})
+		}
+	})
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		for _, c := range open {
+			c.Close()
+		}
+		mu.Unlock()
+		p.conns.Wait()
+	})
+	return l.Addr().String()
+}
+
+// TestWaitZeroSlowConnect: run --wait 0 and hold --wait 0 make their one
+// attempt once the nodes have connected, so that a lock held elsewhere
+// gives 75, not 69, when making the connections takes longer than the node
+// timeout, as a fresh process's dials did on a loaded machine: 4 runs of 40
+// of run --wait 0 (default node timeout, 3 local nodes, load 19) exited 69,
+// "SET NX: connect: still connecting: context deadline exceeded" on nodes
+// that were up. Here each connection's first reply comes 1.2s after the
+// connection, past the node timeout of 1s; the nodes answer at once after
+// that. Every driver.
+func TestWaitZeroSlowConnect(t *testing.T) {
+	t.Parallel()
+	servers := redistest.NewServers(t, 3)
+	var addrs []string
+	for _, s := range servers {
+		if _, err := s.Do(t.Context(), "SET", "busy", "another's", "PX", "600000"); err != nil {
+			t.Fatal(err)
+		}
+		addrs = append(addrs, newSlowStartProxy(t, s.Addr(), 1200*time.Millisecond))
+	}
+	nodes := strings.Join(addrs, ",")
+	for _, drv := range lockDrivers() {
+		for _, args := range [][]string{
+			{"run", "--driver", drv, "--nodes", nodes, "--node-timeout", "1s", "--wait", "0", "busy", "--", "true"},
+			{"hold", "--driver", drv, "--nodes", nodes, "--node-timeout", "1s", "--wait", "0", "busy"},
+		} {
+			r := invoke(t, "", args...)
+			if r.code != exitConflict || !strings.Contains(r.stderr, `lock "busy" not obtained: held elsewhere (--wait 0: one attempt)`) {
+				t.Errorf("redlock %s on a key held elsewhere, nodes slow to connect: want exit %d, held elsewhere; got %v", strings.Join(args, " "), exitConflict, r)
+			}
+		}
+	}
+}
