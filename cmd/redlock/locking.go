@@ -35,6 +35,9 @@ type lockFlags struct {
 	// started redlock ends, as a stop signal does (hold without
 	// --outlive-parent; see watchParent).
 	watchParent bool
+	// cmdName is the command that run runs under the lock, whose fate the
+	// line of a lost lock tells; "" for hold.
+	cmdName string
 }
 
 // add adds the flags to cmd.
@@ -114,8 +117,9 @@ func (e signalError) Error() string { return "received " + e.sig.String() }
 // It returns nil or an *exitError: the conflict code when the key is held
 // elsewhere, exitUnavailable when too many nodes failed, 128+N for a signal
 // that ended the wait, exitLockLost when the lock was lost while fn ran or
-// found gone by a quorum at the release (fn's own exit code is in the
-// message then), fn's error otherwise.
+// found gone by a quorum at the release (with run's command's exit status,
+// 0 included, or that it did not run, in the message then), fn's error
+// otherwise.
 func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, caught []os.Signal, fn func(ctx context.Context, l heldLock) error) error {
 	addrs, err := o.addrs()
 	if err != nil {
@@ -221,6 +225,8 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 		callOpts = append(callOpts, redlock.WithMaxAttempts(1))
 	}
 	ran, lost := false, false
+	called := false // fn was called
+	var fnErr error // and returned this
 	err = client.Do(waitCtx, o.key, func(ctx context.Context) error {
 		endWatch()
 		ran = true
@@ -233,9 +239,10 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 			return cause
 		}
 		token, until := events.granted()
-		ferr := fn(ctx, heldLock{token: token, until: until, sigs: sigs, lossCause: events.lossCause})
+		called = true
+		fnErr = fn(ctx, heldLock{token: token, until: until, sigs: sigs, lossCause: events.lossCause})
 		lost = errors.Is(context.Cause(ctx), redlock.ErrLockLost)
-		return ferr
+		return fnErr
 	}, callOpts...)
 	endWatch()
 	if err == nil {
@@ -276,10 +283,20 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 	if lost {
 		msg := fmt.Sprintf("%s: the lock %q was lost", name, o.key)
 		switch {
-		case errors.As(err, &ee) && ee.err != nil:
+		case errors.As(fnErr, &ee) && ee.err != nil:
 			msg += ": " + ee.err.Error()
-		case errors.As(err, &ee):
-			msg += fmt.Sprintf(" (the command's exit status was %d)", ee.code)
+		case o.cmdName != "" && !called:
+			// Found lost as Do was about to call fn.
+			msg += fmt.Sprintf(" (%s did not run)", o.cmdName)
+		case o.cmdName != "":
+			// Also 0, which said nothing: a command that ended well
+			// before the release found the lock gone ran, for all
+			// anyone knows, without it.
+			status := exitOK
+			if errors.As(fnErr, &ee) {
+				status = ee.code
+			}
+			msg += fmt.Sprintf(" (%s exited with status %d)", o.cmdName, status)
 		}
 		if cause := events.lossCause(); cause != "" { // else run told it
 			msg += ": " + cause

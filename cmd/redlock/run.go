@@ -234,6 +234,7 @@ func runLocked(ctx context.Context, o runOptions, argv []string, stderr io.Write
 	if err := missingInterpreter(path); err != nil {
 		return exitWith(exitCannotExec, fmt.Errorf("run: %w", err))
 	}
+	o.cmdName = argv[0]
 	return withLock(ctx, "run", &o.lockFlags, stderr, forwardedSignals, func(ctx context.Context, l heldLock) error {
 		return supervise(ctx, l, o, path, argv, stderr)
 	})
