@@ -14,20 +14,20 @@ import (
 // with a --node-timeout over it.
 const connectTimeout = 5 * time.Second
 
-// openNodes opens a node of the driver name for each address, as
-// redlock.Open does, with its errors; on an error it closes those it
-// opened.
-func openNodes(name string, addrs []string) ([]driver.Node, error) {
-	d, ok := commandDrivers[name]
+// openNodes opens a node of the driver drv for each address, as
+// redlock.Open does, with errors of the command name; on an error it
+// closes those it opened.
+func openNodes(name, drv string, addrs []string) ([]driver.Node, error) {
+	d, ok := commandDrivers[drv]
 	if !ok {
-		return nil, fmt.Errorf("unknown driver %q", name)
+		return nil, fmt.Errorf("%s: unknown driver %q", name, drv)
 	}
 	nodes := make([]driver.Node, 0, len(addrs))
 	for i, addr := range addrs {
 		n, err := d.Open(addr)
 		if err != nil {
 			closeNodes(nodes)
-			return nil, fmt.Errorf("redlock: address %d: %w", i+1, err)
+			return nil, fmt.Errorf("%s: address %d: %w", name, i+1, err)
 		}
 		nodes = append(nodes, n)
 	}

@@ -219,7 +219,7 @@ func runDoctor(ctx context.Context, w io.Writer, o doctorOptions) error {
 	case o.key == "":
 		return usageErrorf("doctor: --key is empty")
 	}
-	raw, err := o.addrs()
+	raw, err := o.addrs("doctor")
 	if err != nil {
 		return err
 	}

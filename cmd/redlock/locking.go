@@ -65,6 +65,14 @@ func (o *lockFlags) check(cmd *cobra.Command, name string) error {
 		return usageErrorf("%s: the key is empty (\"\"): give the lock's name, as in: redlock %s KEY", name, name)
 	case o.waitSet && o.wait < 0:
 		return usageErrorf("%s: --wait %v is negative", name, o.wait)
+	case o.ttl <= 0:
+		return usageErrorf("%s: --ttl %v is not positive", name, o.ttl)
+	case o.ttl > redlock.MaxTTL:
+		return usageErrorf("%s: --ttl %v is longer than %v", name, o.ttl, redlock.MaxTTL)
+	case o.nodeTimeout < 0:
+		return usageErrorf("%s: --node-timeout %v is negative", name, o.nodeTimeout)
+	case o.nodeTimeout >= o.ttl:
+		return usageErrorf("%s: --node-timeout %v is not smaller than --ttl %v", name, o.nodeTimeout, o.ttl)
 	case o.conflictCode < 0 || o.conflictCode > 255:
 		return usageErrorf("%s: --conflict-exit-code %d is not between 0 and 255", name, o.conflictCode)
 	case o.driver == "memory":
@@ -121,7 +129,7 @@ func (e signalError) Error() string { return "received " + e.sig.String() }
 // 0 included, or that it did not run, in the message then), fn's error
 // otherwise.
 func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, caught []os.Signal, fn func(ctx context.Context, l heldLock) error) error {
-	addrs, err := o.addrs()
+	addrs, err := o.addrs(name)
 	if err != nil {
 		return err
 	}
@@ -158,14 +166,16 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 	if o.nodeTimeout != 0 {
 		opts = append(opts, redlock.WithNodeTimeout(o.nodeTimeout))
 	}
-	nodes, err := openNodes(o.driver, addrs)
+	nodes, err := openNodes(name, o.driver, addrs)
 	if err != nil {
 		return exitWith(exitUsage, err)
 	}
 	client, err := redlock.New(nodes, opts...)
 	if err != nil {
 		closeNodes(nodes) // New closes none on an error
-		return exitWith(exitUsage, err)
+		// Its errors begin with "redlock: ", which execute prints once,
+		// before name.
+		return usageErrorf("%s: %s", name, strings.TrimPrefix(err.Error(), "redlock: "))
 	}
 	defer client.Close()
 
@@ -400,7 +410,7 @@ func notObtained(name string, o *lockFlags, err, cause error) error {
 		// nodes that -v told on their own lines: a tail of the output
 		// (systemctl status, a Kubernetes termination message) holds it
 		// whole, and its errors are the last attempt's.
-		addrs, _ := o.addrs()
+		addrs, _ := o.addrs(name)
 		if hints := tlsHints(context.Background(), addrs, err); len(hints) > 0 {
 			detail = errors.Join(detail, errors.New(strings.Join(hints, "\n")))
 		}

@@ -351,7 +351,7 @@ func TestUsageErrors(t *testing.T) {
 		{"bad address", []string{"run", "--nodes", "redis://u:hunter2@host:99999", "--key", "k", "--", "true"}, "port"},
 		{"memory driver", []string{"run", "--driver", "memory", "--nodes", "a", "--key", "k", "--", "true"}, "memory"},
 		{"unknown driver", []string{"run", "--driver", "nope", "--nodes", "127.0.0.1:1", "--key", "k", "--", "true"}, "unknown driver"},
-		{"bad ttl", []string{"run", "--ttl", "-1s", "--nodes", "127.0.0.1:1", "--key", "k", "--", "true"}, "TTL"},
+		{"bad ttl", []string{"run", "--ttl", "-1s", "--nodes", "127.0.0.1:1", "--key", "k", "--", "true"}, "run: --ttl -1s is not positive"},
 		{"doctor without nodes", []string{"doctor"}, "no nodes"},
 		{"doctor bad address", []string{"doctor", "--nodes", "redis://u:hunter2@[::1"}, "malformed"},
 	} {

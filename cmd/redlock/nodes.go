@@ -54,19 +54,20 @@ func lockDrivers() []string {
 }
 
 // addrs returns the node addresses from --nodes (or REDLOCK_NODES, which
-// applyEnv copied into it), or a usage error when neither names any.
-func (f *nodeFlags) addrs() ([]string, error) {
+// applyEnv copied into it), or a usage error of the command name when
+// neither names any.
+func (f *nodeFlags) addrs(name string) ([]string, error) {
 	addrs := splitList(f.nodes)
 	if len(addrs) == 0 {
-		return nil, usageErrorf("no nodes: give --nodes host:port,... or set %s", nodesEnv)
+		return nil, usageErrorf("%s: no nodes: give --nodes host:port,... or set %s", name, nodesEnv)
 	}
-	if err := commaInUserinfo(addrs); err != nil {
+	if err := commaInUserinfo(name, addrs); err != nil {
 		return nil, err
 	}
 	return addrs, nil
 }
 
-// commaInUserinfo returns a usage error when a comma of a URL's user name or
+// commaInUserinfo returns a usage error of the command name when a comma of a URL's user name or
 // password split the list: a URL without '@', or one that does not parse,
 // before the first item with '@' that is not a URL. The pieces are no
 // addresses, and the first would be printed with the password: whole
@@ -75,7 +76,7 @@ func (f *nodeFlags) addrs() ([]string, error) {
 // '@', up to which alone it is redacted. So too for
 // credentials without a URL ("user:pass,word@host"): an item that is no
 // address, among those without '@' right before an item with '@'.
-func commaInUserinfo(addrs []string) error {
+func commaInUserinfo(name string, addrs []string) error {
 	for i, a := range addrs {
 		_, rest, ok := strings.Cut(a, "://")
 		if !ok {
@@ -88,8 +89,8 @@ func commaInUserinfo(addrs []string) error {
 		}
 		for j := i + 1; j < len(addrs) && !strings.Contains(addrs[j], "://"); j++ {
 			if strings.Contains(addrs[j], "@") {
-				return usageErrorf("address %d: %q: a ',' in a URL's user name or password splits the list of nodes there: write it %%2C",
-					i+1, redisaddr.Redact(strings.Join(addrs[i:j+1], ",")))
+				return usageErrorf("%s: address %d: %q: a ',' in a URL's user name or password splits the list of nodes there: write it %%2C",
+					name, i+1, redisaddr.Redact(strings.Join(addrs[i:j+1], ",")))
 			}
 		}
 	}
@@ -110,8 +111,8 @@ func commaInUserinfo(addrs []string) error {
 			}
 		}
 		if first >= 0 {
-			return usageErrorf("address %d: %q: a user name and password need a URL, redis://user:password@host:port, and a ',' in them splits the list of nodes there: write it %%2C",
-				first+1, redisaddr.Redact(strings.Join(addrs[first:j+1], ",")))
+			return usageErrorf("%s: address %d: %q: a user name and password need a URL, redis://user:password@host:port, and a ',' in them splits the list of nodes there: write it %%2C",
+				name, first+1, redisaddr.Redact(strings.Join(addrs[first:j+1], ",")))
 		}
 	}
 	return nil

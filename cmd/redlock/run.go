@@ -215,7 +215,7 @@ func runLocked(ctx context.Context, o runOptions, argv []string, stderr io.Write
 	if o.grace < 0 {
 		return usageErrorf("run: --grace %v is negative", o.grace)
 	}
-	if _, err := o.addrs(); err != nil {
+	if _, err := o.addrs("run"); err != nil {
 		return err
 	}
 	path, err := exec.LookPath(argv[0])

@@ -160,7 +160,7 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string)
 			return err
 		}
 	}
-	raw, err := o.addrs()
+	raw, err := o.addrs("status")
 	if err != nil {
 		return err
 	}

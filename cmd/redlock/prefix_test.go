@@ -1,0 +1,41 @@
+//go:build unix
+
+package main
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestUsageErrorsNameSubcommand: every usage error of run, hold, status and
+// doctor begins "redlock: SUBCOMMAND: ", as their other errors do, and one
+// about the TTL or the node timeout names the flag. The TTL's and the node
+// timeout's (the library's words, "redlock: TTL 0s is not positive"), an
+// address's that does not parse, two addresses of one node, and "no nodes"
+// said no subcommand.
+func TestUsageErrorsNameSubcommand(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"run", "--nodes", "127.0.0.1:1", "--ttl", "0", "k", "--", "true"}, "run: --ttl 0s is not positive"},
+		{[]string{"hold", "--nodes", "127.0.0.1:1", "--ttl", "0", "k"}, "hold: --ttl 0s is not positive"},
+		{[]string{"run", "--nodes", "127.0.0.1:1", "--ttl", "25h", "k", "--", "true"}, "run: --ttl 25h0m0s is longer than 24h0m0s"},
+		{[]string{"run", "--nodes", "127.0.0.1:1", "--ttl", "1ms", "k", "--", "true"}, "run: TTL 1ms is too small"},
+		{[]string{"run", "--nodes", "127.0.0.1:1", "--node-timeout", "-1s", "k", "--", "true"}, "run: --node-timeout -1s is negative"},
+		{[]string{"hold", "--nodes", "127.0.0.1:1", "--node-timeout", "20s", "k"}, "hold: --node-timeout 20s is not smaller than --ttl 10s"},
+		{[]string{"run", "--nodes", "bad:addr:x", "k", "--", "true"}, "run: address 1: "},
+		{[]string{"hold", "--nodes", "127.0.0.1:1,127.0.0.1:1", "k"}, "hold: nodes 1 and 2 are both 127.0.0.1:1"},
+		{[]string{"run", "--nodes", "redis://u:p,w@127.0.0.1:1", "k", "--", "true"}, "run: address 1: "},
+		{[]string{"run", "k", "--", "true"}, "run: no nodes"},
+		{[]string{"hold", "k"}, "hold: no nodes"},
+		{[]string{"status", "k"}, "status: no nodes"},
+		{[]string{"doctor"}, "doctor: no nodes"},
+	} {
+		r := invoke(t, "", c.args...)
+		if want := "redlock: " + c.want; r.code != exitUsage || !strings.HasPrefix(r.stderr, want) {
+			t.Errorf("redlock %s: want exit 2 and stderr beginning %q, got %v", strings.Join(c.args, " "), want, r)
+		}
+	}
+}
