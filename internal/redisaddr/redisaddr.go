@@ -267,6 +267,14 @@ func ParseNode(s string) (Node, error) {
 	if a.DB != 0 {
 		return fail(fmt.Sprintf("a Redis Cluster has only database 0, not %d", a.DB))
 	}
+	// From here on the URL's host, path and query parameters but addr are
+	// known good: its errors show the URL as url.Parse read it, with the
+	// user information masked, its own and any of an addr parameter, but
+	// not, as Redact would, everything up to an addr's '@', the URL's host
+	// included.
+	fail = func(reason string) (Node, error) {
+		return Node{}, &Error{Addr: redactSeeds(u), Reason: reason}
+	}
 	for i, seed := range seeds {
 		if strings.Contains(seed, "://") {
 			// Before the colons are read: "redis://h:2" is no IPv6
@@ -374,6 +382,25 @@ func Redact(s string) string {
 	return out
 }
 
+// redactSeeds returns the address that url.Parse read as u, whose host,
+// path and query parameters other than addr ParseNode found good, with its
+// user information replaced by "xxxxx", and that of every addr parameter
+// (see redactQuery).
+func redactSeeds(u *url.URL) string {
+	out := u.Scheme + "://"
+	if u.User != nil {
+		out += "xxxxx@"
+	}
+	out += u.Host + u.EscapedPath()
+	if u.RawQuery != "" {
+		out += redactQuery("?" + u.RawQuery)
+	}
+	if len(out) > 256 {
+		out = out[:256] + "..."
+	}
+	return out
+}
+
 // knownParamNames are the query parameters Parse takes, in the order its
 // error for an unknown one lists them; they hold no secret.
 var knownParamNames = []string{"cluster", "addr", "tls_ca_file", "tls_cert_file", "tls_key_file", "tls_server_name"}
@@ -390,7 +417,9 @@ var knownParams = func() map[string]bool {
 
 // redactQuery replaces with "xxxxx" the value of every query parameter of
 // rest, an address without its scheme, that is not one of knownParams (a
-// fragment counts as part of the last value).
+// fragment counts as part of the last value), and an addr parameter's value
+// up to its last '@' (or "%40"): user information, which ParseNode refuses
+// there.
 func redactQuery(rest string) string {
 	before, query, ok := strings.Cut(rest, "?")
 	if !ok {
@@ -398,8 +427,18 @@ func redactQuery(rest string) string {
 	}
 	params := strings.Split(query, "&")
 	for i, p := range params {
-		if name, _, hasValue := strings.Cut(p, "="); hasValue && !knownParams[name] {
+		name, value, hasValue := strings.Cut(p, "=")
+		switch {
+		case hasValue && !knownParams[name]:
 			params[i] = name + "=xxxxx"
+		case name == "addr":
+			at := strings.LastIndex(value, "@") + 1 // where the host begins
+			if pct := strings.LastIndex(strings.ToLower(value), "%40"); pct >= 0 {
+				at = max(at, pct+3)
+			}
+			if at > 0 {
+				params[i] = "addr=xxxxx@" + value[at:]
+			}
 		}
 	}
 	return before + "?" + strings.Join(params, "&")

@@ -370,3 +370,28 @@ func TestParseNodeSeedAsURL(t *testing.T) {
 		}
 	}
 }
+
+// An addr parameter with credentials, which ParseNode refuses, is masked up
+// to its own '@' in the error: the URL's host and the parameter's name stay,
+// the passwords go. Redact masked everything up to the addr's '@', the
+// URL's host and "?cluster=true&addr=" with it ("redis://xxxxx@h2:2"), so
+// that the error's "addr parameter 1" pointed at nothing it showed.
+func TestAddrParamCredentialsMasked(t *testing.T) {
+	for in, want := range map[string]string{
+		"redis://h1:1?cluster=true&addr=u2:s3cret@h2:2":                  "redis://h1:1?cluster=true&addr=xxxxx@h2:2",
+		"redis://u:s3cret@h1:1?cluster=true&addr=u2:s3cret@h2:2":         "redis://xxxxx@h1:1?cluster=true&addr=xxxxx@h2:2",
+		"rediss://h1:1/0?cluster=true&addr=h3:3&addr=u2:s3cret@h2:2":     "rediss://h1:1/0?cluster=true&addr=h3:3&addr=xxxxx@h2:2",
+		"redis://h1:1?addr=u%40x:s3cret%40y%40h2:2&cluster=true":         "redis://h1:1?addr=xxxxx@h2:2&cluster=true",
+		"redis://u:s3cret@h1:1?cluster=true&addr=s3cret@h2:2&addr=h2:22": "redis://xxxxx@h1:1?cluster=true&addr=xxxxx@h2:2&addr=h2:22",
+	} {
+		_, err := ParseNode(in)
+		var e *Error
+		if !errors.As(err, &e) {
+			t.Errorf("ParseNode(%q) = %v, want an *Error", in, err)
+			continue
+		}
+		if e.Addr != want || strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("ParseNode(%q) error names %q, want %q, without the password:\n%v", in, e.Addr, want, err)
+		}
+	}
+}
