@@ -47,7 +47,7 @@ func (o *lockFlags) add(cmd *cobra.Command) {
 	o.addDriver(cmd)
 	f.StringVar(&o.prefix, "prefix", "", "put this before KEY on the nodes, for a namespace an ACL rule can name (give status the same)")
 	f.DurationVar(&o.ttl, "ttl", redlock.DefaultTTL, "the lock's time to live; it is extended every TTL/3 while held")
-	f.DurationVar(&o.nodeTimeout, "node-timeout", 0, "bounds each call to one node; a node slower than this counts as failed (default TTL/10, at most 200ms; the connections are made before, in up to 5s or this if longer); one over about TTL/3 makes the extensions more frequent than every TTL/3")
+	f.DurationVar(&o.nodeTimeout, "node-timeout", 0, "bounds each call to one node; a node slower than this counts as failed (default TTL/10, at most 200ms; the connections are made before, in up to 5s, or this if longer, or half a --wait past 0 if shorter); one over about TTL/3 makes the extensions more frequent than every TTL/3")
 	f.DurationVar(&o.wait, "wait", 0, "how long to wait for the lock; the first attempt always runs to its end; 0 tries once (default: as long as it takes)")
 	f.BoolVar(&o.fencing, "fencing", false, "give the lock a fencing token, a number that rises with every grant of the key")
 	f.IntVar(&o.conflictCode, "conflict-exit-code", exitConflict, "the exit code when the lock is held elsewhere past --wait, 0 to 255 (flock -E); with 0, nothing is printed of it without -v")
@@ -222,13 +222,18 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 	defer endWatch()
 
 	// The nodes connect before the first attempt, bounded by the wait's
-	// context (a signal ends it) and by connectTimeout, not by the node
-	// timeout of the attempt (see connect).
+	// context (a signal ends it), by connectTimeout and by half a --wait
+	// past 0 (the other half is the attempts'), not by the node timeout of
+	// the attempt (see connect).
 	nodeTimeout := o.nodeTimeout
 	if nodeTimeout == 0 {
 		nodeTimeout = min(o.ttl/10, redlock.MaxNodeTimeout)
 	}
-	connect(waitCtx, nodes, nodeTimeout, max(connectTimeout, nodeTimeout))
+	connectBound := max(connectTimeout, nodeTimeout)
+	if o.waitSet && o.wait > 0 {
+		connectBound = min(connectBound, o.wait/2)
+	}
+	connect(waitCtx, nodes, nodeTimeout, connectBound)
 
 	var callOpts []redlock.Option
 	if o.waitSet && o.wait == 0 {
