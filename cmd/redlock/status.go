@@ -31,10 +31,10 @@ func statusCommand() *cobra.Command {
 remaining time to live, and its fencing counter: the counter from which the
 next fenced grant (--fencing) draws its token, one above the largest among
 the granting nodes. That is the counter of the key's hash slot
-(driver.FenceKey), which the slot's keys share: on a quorum of the nodes it
+(redlock:fence:{TAG} on the nodes, TAG hashing to that slot), which the slot's keys share: on a quorum of the nodes it
 is at least the highest token granted to any of them, and a node outside a
 grant's quorum can show less. Versions before kept a counter per key
-(driver.LegacyFenceKey, "{KEY}:fence"), which the acquiring script still
+("{KEY}:fence"), which the acquiring script still
 reads, taking the larger, but never writes: where a node has one, FENCE is
 the larger of the two and both follow it, as "42 (slot 42, per-key 41)"
 ("slot -" when the slot has no counter yet; --json: fence_slot and

@@ -46,10 +46,11 @@ func TestWaitZeroMessage(t *testing.T) {
 
 // The help of run, hold and status speaks to a shell user: it names no
 // option, function or error of the Go library (redlock.WithKeyPrefix was
-// --prefix's help), which that user never sees.
+// --prefix's help; status named its counters' keys as driver.FenceKey and
+// driver.LegacyFenceKey), which that user never sees.
 func TestLockHelpNamesNoLibraryAPI(t *testing.T) {
 	t.Parallel()
-	library := regexp.MustCompile(`redlock\.[A-Z]\w*|\bWith[A-Z]\w*|\bErr[A-Z]\w*|Client\.Do`)
+	library := regexp.MustCompile(`(redlock|driver)\.[A-Z]\w*|\bWith[A-Z]\w*|\bErr[A-Z]\w*|Client\.Do`)
 	for _, sub := range []string{"run", "hold", "status"} {
 		r := invoke(t, "", sub, "--help")
 		if r.code != 0 {
