@@ -83,6 +83,12 @@ func (o *lockFlags) check(cmd *cobra.Command, name string) error {
 	return keyLenError(name, o.prefix, o.key)
 }
 
+// defaultNodeTimeout is the library's node timeout for a TTL when none is
+// given (see redlock.WithNodeTimeout).
+func defaultNodeTimeout(ttl time.Duration) time.Duration {
+	return min(ttl/10, redlock.MaxNodeTimeout)
+}
+
 // keyLenError returns a usage error of the command name if prefix and key
 // do not fit in a lock's key on the nodes (redlock.MaxKeyLen), and nil if
 // they do.
@@ -227,7 +233,7 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 	// the attempt (see connect).
 	nodeTimeout := o.nodeTimeout
 	if nodeTimeout == 0 {
-		nodeTimeout = min(o.ttl/10, redlock.MaxNodeTimeout)
+		nodeTimeout = defaultNodeTimeout(o.ttl)
 	}
 	connectBound := max(connectTimeout, nodeTimeout)
 	if o.waitSet && o.wait > 0 {

@@ -15,7 +15,6 @@ import (
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/keystatus"
 	"github.com/go-redlock/redlock/internal/redisaddr"
-	"github.com/go-redlock/redlock/redlock"
 )
 
 // pings is how many PINGs measure a node's round trip.
@@ -74,7 +73,7 @@ func probeNode(ctx context.Context, a redisaddr.Addr, o doctorOptions, served fu
 	slices.Sort(rtts)
 	rtt := rtts[len(rtts)/2]
 	n.Reachable, n.RTTMillis = true, millis(rtt)
-	nodeTimeout := min(o.ttl/10, redlock.MaxNodeTimeout)
+	nodeTimeout := defaultNodeTimeout(o.ttl)
 	if rtt > nodeTimeout/4 {
 		n.add("reachable", statusWarn, "round trip %v (median of %d PINGs): slow against the node timeout of %v that a %v TTL gets; a slow node eats into every lock's validity", roundDuration(rtt), pings, nodeTimeout, o.ttl)
 	} else {
