@@ -38,7 +38,7 @@ func addCompletion(root *cobra.Command) {
 		c.Example = completionExamples["completion"]
 		c.Args = func(cmd *cobra.Command, args []string) error {
 			if len(args) > 0 {
-				return usageErrorf("unknown shell %q: give bash, zsh, fish or powershell (see %s --help)", args[0], cmd.CommandPath())
+				return usageErrorf("%s: unknown shell %q: give bash, zsh, fish or powershell (see %s --help)", subcommand(cmd), args[0], cmd.CommandPath())
 			}
 			return nil
 		}

@@ -197,7 +197,7 @@ func checkLockTTL(ttl time.Duration) error {
 // noArgs is cobra.NoArgs with a usage error.
 func noArgs(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
-		return usageErrorf("%s takes no arguments, got %q (see %s --help)", cmd.CommandPath(), args, cmd.CommandPath())
+		return usageErrorf("%s: takes no arguments, got %q (see %s --help)", subcommand(cmd), args, cmd.CommandPath())
 	}
 	return nil
 }

@@ -122,6 +122,9 @@ command's status. Shell completion: redlock completion bash|zsh|fish.`,
 	// --version without the shorthand -v, which is --verbose in run and hold.
 	root.Flags().Bool("version", false, "print the module's version, the VCS revision it was built from, and the Go release")
 	root.SetFlagErrorFunc(func(cmd *cobra.Command, err error) error {
+		if cmd != root {
+			return usageErrorf("%s: %v (see %s --help)", subcommand(cmd), err, cmd.CommandPath())
+		}
 		return usageErrorf("%v (see %s --help)", err, cmd.CommandPath())
 	})
 	root.AddCommand(runCommand(), holdCommand(), statusCommand(), doctorCommand(), demoCommand())
@@ -155,6 +158,14 @@ func helpCommand(root *cobra.Command) *cobra.Command {
 			return c.Help()
 		},
 	}
+}
+
+// subcommand returns cmd's path without the root's name ("status",
+// "completion bash"), which begins its error messages, after the
+// "redlock: " that execute prints.
+func subcommand(cmd *cobra.Command) string {
+	_, sub, _ := strings.Cut(cmd.CommandPath(), " ")
+	return sub
 }
 
 // quietLogger discards go-redis's internal log.

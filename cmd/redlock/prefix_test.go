@@ -7,12 +7,14 @@ import (
 	"testing"
 )
 
-// TestUsageErrorsNameSubcommand: every usage error of run, hold, status and
-// doctor begins "redlock: SUBCOMMAND: ", as their other errors do, and one
-// about the TTL or the node timeout names the flag. The TTL's and the node
-// timeout's (the library's words, "redlock: TTL 0s is not positive"), an
-// address's that does not parse, two addresses of one node, and "no nodes"
-// said no subcommand.
+// TestUsageErrorsNameSubcommand: every usage error of a subcommand begins
+// "redlock: SUBCOMMAND: ", as their other errors do, and one about the TTL or
+// the node timeout names the flag. The TTL's and the node timeout's (the
+// library's words, "redlock: TTL 0s is not positive"), an address's that does
+// not parse, two addresses of one node, "no nodes", an unknown flag and
+// completion's unknown shell said no subcommand, and an argument that demo,
+// doctor or completion bash does not take "redlock: redlock demo takes no
+// arguments".
 func TestUsageErrorsNameSubcommand(t *testing.T) {
 	t.Parallel()
 	for _, c := range []struct {
@@ -32,6 +34,12 @@ func TestUsageErrorsNameSubcommand(t *testing.T) {
 		{[]string{"hold", "k"}, "hold: no nodes"},
 		{[]string{"status", "k"}, "status: no nodes"},
 		{[]string{"doctor"}, "doctor: no nodes"},
+		{[]string{"doctor", "extra"}, `doctor: takes no arguments, got ["extra"]`},
+		{[]string{"demo", "extra"}, `demo: takes no arguments, got ["extra"]`},
+		{[]string{"completion", "nosuch"}, `completion: unknown shell "nosuch"`},
+		{[]string{"completion", "bash", "extra"}, `completion bash: takes no arguments, got ["extra"]`},
+		{[]string{"status", "--ttl", "1s", "k"}, "status: unknown flag: --ttl"},
+		{[]string{"run", "--frob", "k", "--", "true"}, "run: unknown flag: --frob"},
 	} {
 		r := invoke(t, "", c.args...)
 		if want := "redlock: " + c.want; r.code != exitUsage || !strings.HasPrefix(r.stderr, want) {
