@@ -200,8 +200,13 @@ type driverStats struct {
 }
 
 func runDemo(ctx context.Context, w io.Writer, o demoOptions) error {
-	if o.nodes < 1 || o.contenders < 1 || o.duration <= 0 {
-		return usageErrorf("demo: --nodes, --contenders and --duration must be positive")
+	switch {
+	case o.nodes < 1:
+		return usageErrorf("demo: --nodes %d is not positive", o.nodes)
+	case o.contenders < 1:
+		return usageErrorf("demo: --contenders %d is not positive", o.contenders)
+	case o.duration <= 0:
+		return usageErrorf("demo: --duration %v is not positive", o.duration)
 	}
 	if o.nodes > redlock.MaxNodes {
 		// Refused before the nodes start: a Client takes no more.

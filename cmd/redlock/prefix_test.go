@@ -36,6 +36,11 @@ func TestUsageErrorsNameSubcommand(t *testing.T) {
 		{[]string{"doctor"}, "doctor: no nodes"},
 		{[]string{"doctor", "extra"}, `doctor: takes no arguments, got ["extra"]`},
 		{[]string{"demo", "extra"}, `demo: takes no arguments, got ["extra"]`},
+		// Each names the flag at fault: "--nodes, --contenders and
+		// --duration must be positive" named all three.
+		{[]string{"demo", "--nodes", "0"}, "demo: --nodes 0 is not positive"},
+		{[]string{"demo", "--contenders", "0"}, "demo: --contenders 0 is not positive"},
+		{[]string{"demo", "--duration", "-1s"}, "demo: --duration -1s is not positive"},
 		{[]string{"completion", "nosuch"}, `completion: unknown shell "nosuch"`},
 		{[]string{"completion", "bash", "extra"}, `completion bash: takes no arguments, got ["extra"]`},
 		{[]string{"status", "--ttl", "1s", "k"}, "status: unknown flag: --ttl"},
