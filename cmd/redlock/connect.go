@@ -70,8 +70,9 @@ func connect(ctx context.Context, nodes []driver.Node, nodeTimeout, timeout time
 		calls.Go(func() {
 			// Two calls at once, as the first attempt makes (its SET
 			// and the Client's own question of identity): a driver
-			// with a pool of connections (goredis, redigo) has two
-			// made then, and neither call of the attempt dials.
+			// with a pool of connections (goredis, redigo) usually
+			// has two made then, so that neither call of the attempt
+			// dials; not always (the two may not overlap).
 			var both sync.WaitGroup
 			for range 2 {
 				both.Go(func() { _, _ = id.Identity(ctx) })
