@@ -209,7 +209,7 @@ func handoff(b *testing.B, c Contender, lks []Locker, per int) {
 // handoffs runs n hand-offs of key between per lockers on each of lks and
 // returns the latency of each (from the start of the holder's Unlock to the
 // return of the next holder's Lock) and how long each Lock that ended in a
-// hand-off waited. Failed Unlocks go to unlocks; a failed Lock, or two
+// hand-off waited. Failed Unlocks go to unlocks (addUnlock); a failed Lock, or two
 // lockers holding the key at once, stops the run with an error.
 func handoffs(ctx context.Context, lks []Locker, per, n int, key string, unlocks *failures) (lat, waits []int64, err error) {
 	lockCtx, stopLocking := context.WithCancel(ctx)
@@ -268,7 +268,7 @@ func handoffs(ctx context.Context, lks []Locker, per, n int, key string, unlocks
 				releasedAt.Store(int64(time.Since(start)))
 				holders.Add(-1)
 				if e := h.Unlock(ctx); e != nil {
-					unlocks.add(fmt.Errorf("Unlock: %w", e))
+					unlocks.addUnlock(fmt.Errorf("Unlock: %w", e))
 				}
 				if last {
 					return

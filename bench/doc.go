@@ -41,6 +41,10 @@
 // every case reports ops/s and the p50 and p99 latency of one operation in
 // nanoseconds (p50-ns, p99-ns); for Handoff these are the hand-off latencies,
 // from the start of the holder's Unlock to the return of the next holder's Lock.
+// An operation that failed counts as failed/op, and a case fails when more than
+// a tenth did; in Handoff and HandoffFloor, an Unlock whose release only
+// outlived the node timeout (no quorum refused it) counts as slow-unlocks/op
+// instead, and fails the case when more than a tenth and more than one did.
 //
 // The servers are redis-server processes on loopback ports, started by
 // [Servers] with package redistest, or taken from the environment variable

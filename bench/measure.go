@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -10,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/go-redlock/redlock/redlock"
 )
 
 // runTimeout bounds the context of the operations of one run of a case, so
@@ -53,11 +56,17 @@ func measure(b *testing.B, lockers int, op func(g int) error) {
 }
 
 // failures counts the operations of a run that failed and keeps the first
-// error. It is safe for concurrent use.
+// error; apart from them, it counts the Unlocks whose release was only
+// slower than the node timeout (see addUnlock). It is safe for concurrent
+// use.
 type failures struct {
 	n     atomic.Int64
 	once  sync.Once
 	first error
+
+	slow      atomic.Int64
+	slowOnce  sync.Once
+	firstSlow error
 }
 
 // add counts err if it is not nil.
@@ -69,10 +78,49 @@ func (f *failures) add(err error) {
 	f.once.Do(func() { f.first = err })
 }
 
+// addUnlock counts err, an Unlock's, if it is not nil: as a slow release
+// when it says only that nodes answered after the node timeout (see
+// slowRelease), else as a failure.
+func (f *failures) addUnlock(err error) {
+	if !slowRelease(err) {
+		f.add(err)
+		return
+	}
+	f.slow.Add(1)
+	f.slowOnce.Do(func() { f.firstSlow = err })
+}
+
+// slowRelease reports whether err, an Unlock's error, says only that nodes
+// were slower than the node timeout: some timed out, and no more refused
+// than the nodes outside a quorum, so that a quorum could have confirmed
+// the release had they answered in time. A lock found lost (refused by a
+// quorum) or any other error is not slow.
+func slowRelease(err error) bool {
+	var ve *redlock.VoteError
+	return errors.As(err, &ve) && ve.Failed > 0 && ve.Refused <= ve.Nodes-ve.Needed &&
+		errors.Is(err, context.DeadlineExceeded)
+}
+
 // check reports the failures of b.N operations as failed/op, logs the first,
-// and fails b when more than a tenth failed.
+// and fails b when more than a tenth failed. It reports the slow releases
+// as slow-unlocks/op and logs the first; it fails b when there were more
+// than a tenth of b.N of them, and more than one. A release slower than the
+// node timeout is the machine's load, not a lock lost: at a load average of
+// 25 to 33 on two cores, under -race, 3 of 20 runs of
+// BenchmarkHandoffSteps/valkeygo -benchtime 1x (b.N is 1, as in
+// CheckBenchmarks) failed on one such Unlock, once the holder's release in
+// a hand-off to 31 waiters, which its notice wakes at once, answered in
+// 240ms (the node timeout is 200ms). Two or more in a run of one hand-off
+// still fail it, as releases that never answer would.
 func (f *failures) check(b *testing.B) {
 	b.Helper()
+	if slow := f.slow.Load(); slow > 0 {
+		if slow > 1 && slow*10 > int64(b.N) {
+			b.Fatalf("%d of %d Unlocks were slower than the node timeout; the first: %v", slow, b.N, f.firstSlow)
+		}
+		b.Logf("%d of %d Unlocks were slower than the node timeout; the first: %v", slow, b.N, f.firstSlow)
+		b.ReportMetric(float64(slow)/float64(b.N), "slow-unlocks/op")
+	}
 	n := f.n.Load()
 	if n == 0 {
 		return
