@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-redlock/redlock/driver"
@@ -51,15 +52,20 @@ func closeNodes(nodes []driver.Node) {
 // answered 75 or granted the lock. Each node is asked which server it is
 // (driver.Identifier, which the Client asks at its first acquisition
 // anyway), whatever it answers: the attempt tells the errors. connect
-// returns once every node has answered or failed, once a quorum has and a
-// node timeout more has passed (a node down or stalled does not hold up a
-// lock the others can decide), at timeout, or when ctx ends (a signal).
+// returns once every node has answered or failed, once a quorum has
+// answered and a node timeout more has passed (a node down or stalled does
+// not hold up a lock the others can decide), once too many have failed for
+// a quorum to answer, at timeout, or when ctx ends (a signal). A node that
+// failed counts for no quorum: with one down, the others are still needed,
+// and those slow to connect were given up on a node timeout after the
+// first quorum of answers and failures, so that --wait 0's attempt failed
+// on them (TestWaitZeroSlowConnectNodeDown).
 func connect(ctx context.Context, nodes []driver.Node, nodeTimeout, timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	var calls sync.WaitGroup
 	defer calls.Wait() // the nodes' calls end with ctx
 	defer cancel()
-	answered := make(chan struct{}, len(nodes))
+	answered := make(chan bool, len(nodes)) // false: the node failed
 	asked := 0
 	for _, n := range nodes {
 		id, ok := n.(driver.Identifier)
@@ -74,19 +80,28 @@ func connect(ctx context.Context, nodes []driver.Node, nodeTimeout, timeout time
 			// has two made then, so that neither call of the attempt
 			// dials; not always (the two may not overlap).
 			var both sync.WaitGroup
+			var failed atomic.Bool
 			for range 2 {
-				both.Go(func() { _, _ = id.Identity(ctx) })
+				both.Go(func() {
+					if _, err := id.Identity(ctx); err != nil {
+						failed.Store(true)
+					}
+				})
 			}
 			both.Wait()
-			answered <- struct{}{}
+			answered <- !failed.Load()
 		})
 	}
 	quorum := len(nodes)/2 + 1
 	var grace <-chan time.Time
-	for got := 0; got < asked; {
+	for got, failed := 0, 0; got+failed < asked; {
 		select {
-		case <-answered:
-			if got++; got == quorum {
+		case ok := <-answered:
+			if !ok {
+				if failed++; failed > len(nodes)-quorum {
+					return // the attempt fails whatever the others do
+				}
+			} else if got++; got == quorum {
 				t := time.NewTimer(nodeTimeout)
 				defer t.Stop()
 				grace = t.C
