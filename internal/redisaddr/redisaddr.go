@@ -373,7 +373,14 @@ func Redact(s string) string {
 		scheme, rest = s[:i+3], s[i+3:]
 	}
 	if at := strings.LastIndex(rest, "@"); at >= 0 {
+		inQuery := strings.Contains(rest[:at], "?")
 		rest = "xxxxx@" + rest[at+1:]
+		if host, params, ok := strings.Cut(rest, "&"); ok && inQuery && !strings.Contains(rest, "?") {
+			// The '@' was in a query parameter's value (an addr's
+			// credentials): the parameters after it are the query's
+			// still, their values masked as theirs.
+			rest = host + "&" + strings.TrimPrefix(redactQuery("?"+params), "?")
+		}
 	}
 	out := scheme + redactQuery(rest)
 	if len(out) > 256 {

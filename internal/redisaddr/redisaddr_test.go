@@ -395,3 +395,24 @@ func TestAddrParamCredentialsMasked(t *testing.T) {
 		}
 	}
 }
+
+// An '@' in a query parameter's value (an addr's credentials) masks the
+// address up to it; the parameters after it are still masked as a query's,
+// unless known. Redact left them whole, as a host's text after the '@':
+// "redis://xxxxx@h2:2&pw=s3cret", with the password of an unknown parameter
+// that ParseNode refuses before it reads the addr parameters.
+func TestRedactQueryAfterAddrCredentials(t *testing.T) {
+	for in, want := range map[string]string{
+		"redis://h1:1?cluster=true&addr=u:s3cret@h2:2&pw=s3cret":                   "redis://xxxxx@h2:2&pw=xxxxx",
+		"redis://h1:1?cluster=true&addr=u:s3cret@h2:2&tls_ca_file=ca.pem&x=s3cret": "redis://xxxxx@h2:2&tls_ca_file=ca.pem&x=xxxxx",
+		"redis://u:pa?ss@h1:1?pw=s3cret":                                           "redis://xxxxx@h1:1?pw=xxxxx",
+		"redis://u:pa?s&s@h1:1":                                                    "redis://xxxxx@h1:1",
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+		if _, err := ParseNode(in); err != nil && strings.Contains(err.Error(), "s3cret") {
+			t.Errorf("ParseNode(%q): the error shows the password: %v", in, err)
+		}
+	}
+}
