@@ -269,6 +269,16 @@ func (c *Client) TTL() time.Duration {
 	return c.ttl
 }
 
+// NodeTimeout returns how long each node call may take on the network
+// before the node counts as failed: WithNodeTimeout's, or by default the
+// TTL/10, at most MaxNodeTimeout.
+func (c *Client) NodeTimeout() time.Duration {
+	if c == nil {
+		return 0
+	}
+	return c.nodeTimeout
+}
+
 // unmade reports whether c was not made by New or Open: a nil or zero
 // Client, whose calls return errUnmade.
 func (c *Client) unmade() bool { return c == nil || c.closing == nil }

@@ -97,9 +97,27 @@ func TestBadInput(t *testing.T) {
 	}
 }
 
+// NodeTimeout tells the node timeout a Client's calls get: TTL/10 at most
+// MaxNodeTimeout by default, or WithNodeTimeout's.
+func TestNodeTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		opts []redlock.Option
+		want time.Duration
+	}{
+		{nil, redlock.MaxNodeTimeout},
+		{[]redlock.Option{redlock.WithTTL(time.Second)}, 100 * time.Millisecond},
+		{[]redlock.Option{redlock.WithTTL(time.Minute)}, redlock.MaxNodeTimeout},
+		{[]redlock.Option{redlock.WithTTL(time.Second), redlock.WithNodeTimeout(300 * time.Millisecond)}, 300 * time.Millisecond},
+	} {
+		c := newClient(t, []driver.Node{memory.New()}, tc.opts...)
+		assert.Equal(t, tc.want, c.NodeTimeout())
+	}
+}
+
 func TestDefaults(t *testing.T) {
 	c := newClient(t, []driver.Node{memory.New()})
 	assert.Equal(t, redlock.DefaultTTL, c.TTL())
+	assert.Equal(t, redlock.MaxNodeTimeout, c.NodeTimeout(), "TTL/10, at most MaxNodeTimeout")
 	assert.Equal(t, 1, c.Quorum())
 	before := time.Now()
 	l, err := c.TryLock(t.Context(), "k")

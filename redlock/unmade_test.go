@@ -29,6 +29,7 @@ func TestUnmadeValues(t *testing.T) {
 			assert.Empty(t, c.Queues())
 			assert.Zero(t, c.Quorum())
 			assert.Zero(t, c.TTL())
+			assert.Zero(t, c.NodeTimeout())
 			assert.Equal(t, "redlock.Client(nil)", c.String())
 		})
 	}

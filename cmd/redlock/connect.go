@@ -60,7 +60,7 @@ func closeNodes(nodes []driver.Node) {
 // and those slow to connect were given up on a node timeout after the
 // first quorum of answers and failures, so that --wait 0's attempt failed
 // on them (TestWaitZeroSlowConnectNodeDown).
-func connect(ctx context.Context, nodes []driver.Node, nodeTimeout, timeout time.Duration) {
+func connect(ctx context.Context, nodes []driver.Node, quorum int, nodeTimeout, timeout time.Duration) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	var calls sync.WaitGroup
 	defer calls.Wait() // the nodes' calls end with ctx
@@ -92,7 +92,6 @@ func connect(ctx context.Context, nodes []driver.Node, nodeTimeout, timeout time
 			answered <- !failed.Load()
 		})
 	}
-	quorum := len(nodes)/2 + 1
 	var grace <-chan time.Time
 	for got, failed := 0, 0; got+failed < asked; {
 		select {

@@ -102,6 +102,8 @@ type doctorOptions struct {
 	timeout time.Duration
 	maxSkew time.Duration
 	json    bool
+
+	nodeTimeout time.Duration // the default for locks of ttl (see lockNodeTimeout)
 }
 
 func doctorCommand() *cobra.Command {
@@ -182,16 +184,17 @@ flags or no nodes. Passwords are never printed.
 	return withEnv(cmd)
 }
 
-// checkLockTTL returns the library's error for locks of ttl, as run and
-// hold get it from Open (WithTTL's rules: at most redlock.MaxTTL, above its
-// drift allowance, room for an extension), checked on an in-process node so
-// that doctor applies the library's rule rather than a copy of it.
-func checkLockTTL(ttl time.Duration) error {
+// lockNodeTimeout returns the node timeout that locks of ttl get by
+// default, or the library's error for such locks, as run and hold get it
+// from Open (WithTTL's rules: at most redlock.MaxTTL, above its drift
+// allowance, room for an extension), from a Client on an in-process node so
+// that doctor applies the library's rules rather than a copy of them.
+func lockNodeTimeout(ttl time.Duration) (time.Duration, error) {
 	c, err := redlock.New([]driver.Node{memory.New()}, redlock.WithTTL(ttl))
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return c.Close()
+	return c.NodeTimeout(), c.Close()
 }
 
 // noArgs is cobra.NoArgs with a usage error.
@@ -204,7 +207,8 @@ func noArgs(cmd *cobra.Command, args []string) error {
 
 func runDoctor(ctx context.Context, w io.Writer, o doctorOptions) error {
 	if o.ttl > 0 {
-		if err := checkLockTTL(o.ttl); err != nil {
+		var err error
+		if o.nodeTimeout, err = lockNodeTimeout(o.ttl); err != nil {
 			// As run, hold and the library refuse it: no lock has it.
 			return usageErrorf("doctor: --ttl %v: %v", o.ttl, err)
 		}

@@ -83,12 +83,6 @@ func (o *lockFlags) check(cmd *cobra.Command, name string) error {
 	return keyLenError(name, o.prefix, o.key)
 }
 
-// defaultNodeTimeout is the library's node timeout for a TTL when none is
-// given (see redlock.WithNodeTimeout).
-func defaultNodeTimeout(ttl time.Duration) time.Duration {
-	return min(ttl/10, redlock.MaxNodeTimeout)
-}
-
 // keyLenError returns a usage error of the command name if prefix and key
 // do not fit in a lock's key on the nodes (redlock.MaxKeyLen), and nil if
 // they do.
@@ -231,15 +225,12 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 	// context (a signal ends it), by connectTimeout and by half a --wait
 	// past 0 (the other half is the attempts'), not by the node timeout of
 	// the attempt (see connect).
-	nodeTimeout := o.nodeTimeout
-	if nodeTimeout == 0 {
-		nodeTimeout = defaultNodeTimeout(o.ttl)
-	}
+	nodeTimeout := client.NodeTimeout() // --node-timeout's or the library's default
 	connectBound := max(connectTimeout, nodeTimeout)
 	if o.waitSet && o.wait > 0 {
 		connectBound = min(connectBound, o.wait/2)
 	}
-	connect(waitCtx, nodes, nodeTimeout, connectBound)
+	connect(waitCtx, nodes, client.Quorum(), nodeTimeout, connectBound)
 
 	var callOpts []redlock.Option
 	if o.waitSet && o.wait == 0 {

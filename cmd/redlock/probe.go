@@ -73,7 +73,7 @@ func probeNode(ctx context.Context, a redisaddr.Addr, o doctorOptions, served fu
 	slices.Sort(rtts)
 	rtt := rtts[len(rtts)/2]
 	n.Reachable, n.RTTMillis = true, millis(rtt)
-	nodeTimeout := defaultNodeTimeout(o.ttl)
+	nodeTimeout := o.nodeTimeout
 	if rtt > nodeTimeout/4 {
 		n.add("reachable", statusWarn, "round trip %v (median of %d PINGs): slow against the node timeout of %v that a %v TTL gets; a slow node eats into every lock's validity", roundDuration(rtt), pings, nodeTimeout, o.ttl)
 	} else {
