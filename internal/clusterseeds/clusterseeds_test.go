@@ -199,7 +199,10 @@ func TestCheckHungSeed(t *testing.T) {
 // Close ends a check under way; a Checker closed before its first check
 // asks nothing.
 func TestClose(t *testing.T) {
-	started := make(chan struct{})
+	// Buffered: the first question's send must not depend on the
+	// goroutine below already waiting for it (unbuffered, both questions
+	// could find it not yet there, and nothing cancelled the check).
+	started := make(chan struct{}, 1)
 	ask := func(ctx context.Context, _ string) (any, error) {
 		select {
 		case started <- struct{}{}:
