@@ -382,11 +382,19 @@ func Redact(s string) string {
 			rest = host + "&" + strings.TrimPrefix(redactQuery("?"+params), "?")
 		}
 	}
-	out := scheme + redactQuery(rest)
-	if len(out) > 256 {
-		out = out[:256] + "..."
+	return shorten(scheme + redactQuery(rest))
+}
+
+// maxShown is how much of an address an error shows: the rest is cut off,
+// with "...".
+const maxShown = 256
+
+// shorten returns s cut to maxShown bytes, with "..." when it was longer.
+func shorten(s string) string {
+	if len(s) > maxShown {
+		return s[:maxShown] + "..."
 	}
-	return out
+	return s
 }
 
 // redactSeeds returns the address that url.Parse read as u, whose host,
@@ -402,10 +410,7 @@ func redactSeeds(u *url.URL) string {
 	if u.RawQuery != "" {
 		out += redactQuery("?" + u.RawQuery)
 	}
-	if len(out) > 256 {
-		out = out[:256] + "..."
-	}
-	return out
+	return shorten(out)
 }
 
 // knownParamNames are the query parameters Parse takes, in the order its
