@@ -416,3 +416,23 @@ func TestRedactQueryAfterAddrCredentials(t *testing.T) {
 		}
 	}
 }
+
+// An address longer than maxShown is cut there, with "...", in Redact and in
+// ParseNode's errors about its seeds, after its secrets were masked.
+func TestRedactLongAddressShortened(t *testing.T) {
+	long := "redis://u:s3cret@h1:1/" + strings.Repeat("p", 2*maxShown)
+	if got := Redact(long); len(got) != maxShown+len("...") || !strings.HasSuffix(got, "...") || strings.Contains(got, "s3cret") {
+		t.Errorf("Redact(long) = %q (%d bytes), want %d bytes and \"...\", the password masked", got, len(got), maxShown)
+	}
+	_, err := ParseNode("redis://u:s3cret@h1:1?cluster=true&addr=" + strings.Repeat("h", 2*maxShown) + ":x")
+	if err == nil {
+		t.Fatal("ParseNode accepted a seed whose port is not a number")
+	}
+	var e *Error
+	if !errors.As(err, &e) || len(e.Addr) != maxShown+len("...") || strings.Contains(e.Addr, "s3cret") {
+		t.Errorf("ParseNode's error names %q (%d bytes), want %d bytes, the password masked", e.Addr, len(e.Addr), maxShown+len("..."))
+	}
+	if short := "redis://h:1"; Redact(short) != short {
+		t.Errorf("Redact(%q) = %q, want it whole", short, Redact(short))
+	}
+}
