@@ -130,16 +130,24 @@ func TestTryLockOnDroppingServersFailsPromptly(t *testing.T) {
 				}
 				c, err := redlock.Open(name, addrs, redlock.WithNodeTimeout(2*time.Second))
 				require.NoError(t, err)
-				defer c.Close()
 				ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
 				defer cancel()
 				_, err = c.TryLock(ctx, "closing", redlock.WithTTL(time.Minute))
 				require.ErrorIs(t, err, redlock.ErrUnavailable)
 				require.False(t, errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil, "TryLock ran to its context's end: %v", err)
+				// Close waits for what the TryLock left running (the
+				// release of its key where the SET failed), whose
+				// connections count too: counted at TryLock's return,
+				// goredis's were 3 or, when that release had already
+				// dialed, 5 (5 of 300 runs over 4, the bound then).
+				require.NoError(t, c.Close())
+				// Per node, the SET NX, the Client's question of which
+				// server it is and that release: each a first dial and at
+				// most one redial of a connection found closed. Measured
+				// after Close: goredis 5, redigo 3, rueidis and valkeygo 2.
+				const calls = 3
 				for i, s := range closing {
-					// Measured: 1 to 3, by driver (a first dial, and a
-					// driver's own redial of a connection found broken).
-					require.LessOrEqual(t, s.accepted.Load(), int64(4), "connections to node %d for one TryLock", i)
+					require.LessOrEqual(t, s.accepted.Load(), int64(2*calls), "connections to node %d for one TryLock", i)
 				}
 			})
 		})
