@@ -105,6 +105,9 @@ command's status. Shell completion: redlock completion bash|zsh|fish.`,
 				// custom template would link text/template, and with it
 				// every method of the Redis clients (its reflection keeps
 				// them): a binary four times larger.
+				if len(args) > 0 {
+					return usageErrorf("--version takes no arguments, got %q: see redlock --help", args[0])
+				}
 				fmt.Fprintln(cmd.OutOrStdout(), "redlock "+version())
 				return nil
 			}
@@ -151,8 +154,11 @@ func helpCommand(root *cobra.Command) *cobra.Command {
 			return names, cobra.ShellCompDirectiveNoFileComp
 		},
 		RunE: func(_ *cobra.Command, args []string) error {
-			c, _, err := root.Find(args)
-			if err != nil || (c == root && len(args) > 0) {
+			// Find returns the deepest command args name and the
+			// arguments after it, which a help topic does not have:
+			// "help run extra" is no topic, as "help nosuch" is not.
+			c, rest, err := root.Find(args)
+			if err != nil || (c == root && len(args) > 0) || len(rest) > 0 {
 				return usageErrorf("unknown help topic %q: see redlock --help", strings.Join(args, " "))
 			}
 			return c.Help()

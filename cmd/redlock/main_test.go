@@ -334,6 +334,9 @@ func TestUsageErrors(t *testing.T) {
 	}{
 		{"unknown command", []string{"frobnicate"}, "unknown command"},
 		{"unknown help topic", []string{"help", "frobnicate"}, "unknown help topic"},
+		{"help topic with an extra word", []string{"help", "run", "extra"}, `unknown help topic "run extra"`},
+		{"help topic with an extra word after a subcommand's", []string{"help", "completion", "bash", "extra"}, `unknown help topic "completion bash extra"`},
+		{"--version with an argument", []string{"--version", "extra"}, `--version takes no arguments, got "extra"`},
 		{"unknown flag", []string{"run", "--frob", "--key", "k", "--", "true"}, "unknown flag"},
 		{"no nodes", []string{"run", "--key", "k", "--", "true"}, "no nodes"},
 		{"no key", []string{"run", "--nodes", "127.0.0.1:1"}, "no key"},
