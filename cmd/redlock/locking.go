@@ -293,27 +293,7 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 	}
 	var ee *exitError
 	if lost {
-		msg := fmt.Sprintf("%s: the lock %q was lost", name, o.key)
-		switch {
-		case errors.As(fnErr, &ee) && ee.err != nil:
-			msg += ": " + ee.err.Error()
-		case o.cmdName != "" && !called:
-			// Found lost as Do was about to call fn.
-			msg += fmt.Sprintf(" (%s did not run)", o.cmdName)
-		case o.cmdName != "":
-			// Also 0, which said nothing: a command that ended well
-			// before the release found the lock gone ran, for all
-			// anyone knows, without it.
-			status := exitOK
-			if errors.As(fnErr, &ee) {
-				status = ee.code
-			}
-			msg += fmt.Sprintf(" (%s exited with status %d)", o.cmdName, status)
-		}
-		if cause := events.lossCause(); cause != "" { // else run told it
-			msg += ": " + cause
-		}
-		return exitWith(exitLockLost, errors.New(msg))
+		return exitWith(exitLockLost, errors.New(lostMessage(name, o.key, o.cmdName, called, fnErr, events.lossCause())))
 	}
 	if errors.As(err, &ee) {
 		return ee
@@ -426,4 +406,35 @@ func notObtained(name string, o *lockFlags, err, cause error) error {
 	// The library's errors begin with "redlock: ", which execute prints
 	// once, before name.
 	return exitWith(exitFailure, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "redlock: ")))
+}
+
+// lostMessage is the line that tells a lock lost while name (run, hold)
+// held it: fnErr is what fn returned, called whether it was called, cmdName
+// run's command (empty for hold), cause the loss's cause if known (else run
+// told it as it happened).
+func lostMessage(name, key, cmdName string, called bool, fnErr error, cause string) string {
+	msg := fmt.Sprintf("%s: the lock %q was lost", name, key)
+	var ee *exitError
+	switch {
+	case errors.As(fnErr, &ee) && ee.err != nil:
+		// Its own message begins with name too ("run: fork/exec ..."):
+		// once is enough.
+		msg += ": " + strings.TrimPrefix(ee.err.Error(), name+": ")
+	case cmdName != "" && !called:
+		// Found lost as Do was about to call fn.
+		msg += fmt.Sprintf(" (%s did not run)", cmdName)
+	case cmdName != "":
+		// Also 0, which said nothing: a command that ended well
+		// before the release found the lock gone ran, for all
+		// anyone knows, without it.
+		status := exitOK
+		if errors.As(fnErr, &ee) {
+			status = ee.code
+		}
+		msg += fmt.Sprintf(" (%s exited with status %d)", cmdName, status)
+	}
+	if cause != "" {
+		msg += ": " + cause
+	}
+	return msg
 }
