@@ -232,12 +232,13 @@ func TestAsymmetricSoak(t *testing.T) {
 		}
 		unlockSlow(t, l)
 	}
-	deadline := time.Now().Add(ttl + 10*time.Second)
+	released := time.Now()
+	deadline := released.Add(ttl + 10*time.Second)
 	for len(ns.holders(t, key)) > 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if h := ns.holders(t, key); len(h) > 0 {
-		violations = append(violations, fmt.Sprintf("key still on servers %v after everyone released it and a TTL passed", h))
+		violations = append(violations, fmt.Sprintf("key still on servers %v after everyone released it and a TTL passed: %s", h, ns.leftKeys(t, key, h, released)))
 	}
 	byDriver := map[string]int{}
 	for _, g := range grants {

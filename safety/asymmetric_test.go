@@ -199,12 +199,13 @@ func TestAsymmetricPartitionHolderCutOffFromMajority(t *testing.T) {
 					// Healed and released by both: no key outlives that by
 					// more than A's background repeats need (bounded by
 					// the key's expiry, at most a TTL).
-					deadline := time.Now().Add(ttl + 10*time.Second)
+					released := time.Now()
+					deadline := released.Add(ttl + 10*time.Second)
 					for len(ns.holders(t, key)) > 0 && time.Now().Before(deadline) {
 						time.Sleep(20 * time.Millisecond)
 					}
 					if h := ns.holders(t, key); len(h) > 0 {
-						violations = append(violations, fmt.Sprintf("key still on servers %v after both released it and a TTL passed", h))
+						violations = append(violations, fmt.Sprintf("key still on servers %v after both released it and a TTL passed: %s", h, ns.leftKeys(t, key, h, released)))
 					}
 					require.Empty(t, violations)
 				})

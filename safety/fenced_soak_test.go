@@ -249,12 +249,13 @@ func TestFencedSoakTokensRise(t *testing.T) {
 		}
 		unlockSlow(t, l)
 	}
-	deadline := time.Now().Add(ttl + 10*time.Second)
+	released := time.Now()
+	deadline := released.Add(ttl + 10*time.Second)
 	for len(ns.holders(t, key)) > 0 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	if h := ns.holders(t, key); len(h) > 0 {
-		violation("key still on servers %v after everyone released it and a TTL passed", h)
+		violation("key still on servers %v after everyone released it and a TTL passed: %s", h, ns.leftKeys(t, key, h, released))
 	}
 	var last uint64
 	if len(grants) > 0 {

@@ -3,6 +3,7 @@ package safety_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 	"sync"
@@ -168,6 +169,26 @@ func (ns *nodes) holders(t *testing.T, key string) []int {
 		}
 	}
 	return out
+}
+
+// leftKeys tells, for each server in h (indexes from holders), what is
+// left of key there: its remaining time to live (PTTL, asked first; -1 is a
+// key without one) and its idle time (OBJECT IDLETIME, in whole seconds
+// since a command other than EXISTS, PTTL or OBJECT last read or wrote it),
+// so that a key found after everyone released it says whether something
+// wrote it recently (idle 0s, a PTTL within the TTL) or it outlived its
+// expiry unwritten. since is when everyone had released it.
+func (ns *nodes) leftKeys(t *testing.T, key string, h []int, since time.Time) string {
+	t.Helper()
+	var parts []string
+	for _, i := range h {
+		ctx, cancel := context.WithTimeout(t.Context(), 2*time.Second)
+		left, err := ns.servers[i].Do(ctx, "PTTL", key)
+		idle, ierr := ns.servers[i].Do(ctx, "OBJECT", "IDLETIME", key)
+		cancel()
+		parts = append(parts, fmt.Sprintf("server %d: PTTL %v (%v), idle %vs (%v)", i, left, err, idle, ierr))
+	}
+	return fmt.Sprintf("%s, %v after the release", strings.Join(parts, "; "), time.Since(since).Round(time.Millisecond))
 }
 
 // pttl returns the key's remaining time to live on s as the server reports
