@@ -96,7 +96,9 @@ type Client struct {
 // for at most as long as its SET round took (10ms at least), for the others:
 // a node that is down or stalled does not hold it up for the node timeout.
 // Such a node is asked again every second, and a duplicate found when it
-// answers fails the acquisitions from then on.
+// answers fails the acquisitions from then on. Connect asks the questions
+// before the first acquisition, bounded by its context rather than the node
+// timeout: the acquisitions then ask only the nodes that did not answer it.
 //
 // The Client owns the nodes: Close closes them. When New returns an error
 // (no nodes, more than MaxNodes, a nil, zero or repeated node, a bad option, or
@@ -337,7 +339,8 @@ func badInput(ctx context.Context, err error) error {
 // expires after its TTL.
 //
 // Calls on a closed Client return ErrClosed, and so do the Locks that wait
-// between attempts when Close begins, at once. Close returns the nodes'
+// between attempts, and Connect, when Close begins, at once (Connect's
+// questions are cut then, not waited for). Close returns the nodes'
 // errors from closing them (each a *NodeError), joined. Only the first call
 // closes: a later one returns nil at once, without waiting for the first to
 // finish. An observer that panics in one of Close's releases has its panic
@@ -443,6 +446,9 @@ func (c *Client) checkKey(key string) error {
 //
 // opts apply to this call only: WithTTL, which also changes the validity.
 // With WithFencing, the lock also gets a fencing token: see Lock.Token.
+//
+// On a fresh Client, call Connect first: the nodes otherwise make their
+// connections within this one attempt, which the node timeout bounds.
 func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lock, error) {
 	switch {
 	case c.unmade():

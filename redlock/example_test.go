@@ -66,6 +66,38 @@ func ExampleClient_TryLock() {
 	// Output: second attempt: true
 }
 
+// Connect makes the nodes' connections before the first acquisition, so
+// that a TryLock (one attempt, each node call bounded by the node timeout)
+// on a fresh Client is not failed by its own dials. Bound it by the time
+// the connections may take; memory nodes have none to make, and answer at
+// once.
+func ExampleClient_Connect() {
+	ctx := context.Background()
+	client, err := redlock.Open("memory", []string{"connect-1", "connect-2", "connect-3"})
+	if err != nil {
+		log.Fatal(err)
+	}
+	defer client.Close()
+
+	connectCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	err = client.Connect(connectCtx)
+	cancel()
+	if err != nil {
+		// Too many nodes unreachable (errors.Is(err,
+		// redlock.ErrUnavailable)), ctx ended, or two addresses of one
+		// server: TryLock would say so too.
+		log.Println("connecting:", err)
+	}
+
+	lock, err := client.TryLock(ctx, "nightly-report")
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("holding", lock.Key())
+	lock.Unlock(ctx)
+	// Output: holding nightly-report
+}
+
 // Extend keeps a lock for long work; ErrLockLost means another holder may
 // already have it, so the work must stop.
 func ExampleLock_Extend() {

@@ -34,6 +34,7 @@ type identities struct {
 	asking bool       // a round of questions is in flight
 	// firstRound is set while the first round of questions is in flight.
 	firstRound bool
+	began      bool          // an acquisition asked: its first round began (Connect's questions are not a round)
 	changed    chan struct{} // closed, and replaced, when an answer or a question's end changes told or asked
 	err        error         // the duplicate found, for every later acquisition
 }
@@ -52,15 +53,67 @@ func (c *Client) askIdentities() error {
 	if id.err != nil {
 		return id.err
 	}
-	if id.ids == nil {
-		id.ids, id.told, id.asked = make([][]string, len(c.nodes)), make([]bool, len(c.nodes)), make([]bool, len(c.nodes))
-		id.changed = make(chan struct{})
-		id.firstRound = true
+	c.initIdentitiesLocked()
+	if !id.began {
+		// The first round asks the nodes that Connect, if it ran, did
+		// not hear from.
+		id.began, id.firstRound = true, true
 	} else if id.asking || time.Since(id.last) < identityRetry {
 		return nil
 	}
 	c.askLocked()
 	return nil
+}
+
+// initIdentitiesLocked makes the identities' state at first use: by the
+// first acquisition or by Connect. id.mu is held.
+func (c *Client) initIdentitiesLocked() {
+	id := &c.identities
+	if id.ids == nil {
+		id.ids, id.told, id.asked = make([][]string, len(c.nodes)), make([]bool, len(c.nodes)), make([]bool, len(c.nodes))
+		id.changed = make(chan struct{})
+	}
+}
+
+// recordIdentityLocked records node i's answer, ids, checks it against the
+// others' (a duplicate fails every acquisition from then on), marks the
+// identities done once every driver.Identifier answered, and wakes the
+// acquisitions that wait for answers (checkAnswered). It returns the
+// duplicate found, if any. id.mu is held.
+func (c *Client) recordIdentityLocked(i int, ids []string) error {
+	id := &c.identities
+	id.ids[i], id.told[i] = ids, true
+	if id.err == nil {
+		if err := c.duplicateIdentity(); err != nil {
+			id.err = err
+			id.done.Store(true)
+		}
+	}
+	if id.err == nil && c.everyIdentityToldLocked() {
+		id.done.Store(true)
+	}
+	c.identityChangedLocked()
+	return id.err
+}
+
+// identityChangedLocked wakes the acquisitions that wait for an answer or a
+// question's end (checkAnswered). id.mu is held.
+func (c *Client) identityChangedLocked() {
+	id := &c.identities
+	close(id.changed)
+	id.changed = make(chan struct{})
+}
+
+// everyIdentityToldLocked reports whether every node that is a
+// driver.Identifier told its identity. id.mu is held.
+func (c *Client) everyIdentityToldLocked() bool {
+	answered := 0
+	for _, t := range c.identities.told {
+		if t {
+			answered++
+		}
+	}
+	return answered == countIdentifiers(c.nodes)
 }
 
 // identityGrace is the least time the first acquisition waits, after its
@@ -184,31 +237,18 @@ func (c *Client) askLocked() {
 				defer id.mu.Unlock()
 				id.asked[i] = false
 				if err == nil {
-					id.ids[i], id.told[i] = ids, true
-					if id.err == nil {
-						if err := c.duplicateIdentity(); err != nil {
-							id.err = err
-							id.done.Store(true)
-						}
-					}
+					c.recordIdentityLocked(i, ids)
+				} else {
+					c.identityChangedLocked()
 				}
-				close(id.changed)
-				id.changed = make(chan struct{})
 			})
 		}
 		wg.Wait()
 		id.mu.Lock()
 		defer id.mu.Unlock()
 		id.asking, id.firstRound = false, false
-		close(id.changed)
-		id.changed = make(chan struct{})
-		answered := 0
-		for _, t := range id.told {
-			if t {
-				answered++
-			}
-		}
-		if answered == countIdentifiers(c.nodes) {
+		c.identityChangedLocked()
+		if c.everyIdentityToldLocked() {
 			id.done.Store(true)
 		}
 	})

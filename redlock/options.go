@@ -188,7 +188,8 @@ func WithTLSConfig(cfg *tls.Config) Option {
 // bounds the wait behind another waiter of the same Client for the key too:
 // Lock and Do make their attempts on the Backoff while they wait for their
 // turn. Without a cap (the default) and without a deadline on the context,
-// Lock waits as long as the key is held.
+// Lock waits as long as the key is held. With few attempts (WithMaxAttempts(1)
+// above all) on a fresh Client, call Client.Connect first, as for TryLock.
 func WithMaxAttempts(n int) Option {
 	return func(c *config) { c.maxAttempts, c.set = n, c.set|optMaxAttempts }
 }

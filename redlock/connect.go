@@ -1,0 +1,221 @@
+package redlock
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-redlock/redlock/driver"
+)
+
+// Connect warms the Client up: it asks every node that is a
+// driver.Identifier which server it is (INFO's run_id with the Redis
+// drivers), the question the Client asks at its first acquisition anyway,
+// and records the answers, as database/sql's DB.PingContext makes a
+// connection before the first query. A fresh node makes its connection
+// (TCP, TLS, AUTH, HELLO) within its first call; without Connect that is
+// the first acquisition's SET and question, both bounded by the node
+// timeout, so that a TryLock, or a Lock or Do with WithMaxAttempts(1), on a
+// fresh Client can fail with ErrUnavailable on a loaded machine or over a
+// slow handshake, on nodes that are up. After Connect the first acquisition
+// asks no node that answered here again: it sends its SETs only (and asks
+// the nodes that did not answer, as it would have). Two addresses of one
+// server (or one Redis Cluster) among the nodes that answered are reported
+// by Connect itself, with the error that TryLock, Lock and Do return from
+// then on.
+//
+// Each question is bounded by ctx and by Close, not by the node timeout:
+// give ctx the deadline the connections may take. Connect returns
+//   - nil once every node answered, or failed while a quorum answered;
+//   - nil once a quorum answered and one node timeout more has passed, or
+//     ctx ended meanwhile: a node down or stalled does not hold it up once
+//     the others can decide, and its question is cut;
+//   - an error matching ErrUnavailable, joined with a *NodeError for each
+//     node that failed, once too many nodes failed for a quorum to answer
+//     (the first acquisition would fail alike);
+//   - ctx.Err(), joined with the *NodeError of each node that had failed,
+//     when ctx ended before a quorum answered;
+//   - ErrClosed when the Client is closed, or Close begins meanwhile (its
+//     questions are cut at once, and Close does not wait for them);
+//   - the duplicate's error when two nodes answered one server.
+//
+// Its errors join ctx.Err() when ctx had ended. A node whose question is
+// refused for good (driver.CommandRefused: an ACL user without +info, INFO
+// renamed away) answered, for Connect: it is reachable, and its locks work,
+// but its identity stays unknown and later acquisitions ask it again, as
+// they do without Connect. A node that is not a driver.Identifier (the
+// memory driver's, or a driver of your own without it) counts as answered
+// without a call: over such nodes only, Connect returns nil, and makes no
+// I/O. The observers hear each failed question (NodeCall, OpIdentity), as
+// they hear the acquisitions', before Connect returns; not those that
+// Connect itself cut once it had decided, or at Close.
+//
+// Connect may be called more than once, and concurrently with
+// acquisitions: it asks only the nodes that have not told their identity
+// yet, so that once every node answered it returns at once, with no I/O
+// (concurrent calls, and an acquisition's first questions made meanwhile,
+// may each ask a node). Every goroutine it starts has ended when it
+// returns. Connect does not retry a node that failed: call it again.
+func (c *Client) Connect(ctx context.Context) error {
+	switch {
+	case c.unmade():
+		return badInput(ctx, errUnmade)
+	case ctx == nil:
+		return errNilContext
+	case c.closed.Load():
+		return badInput(ctx, ErrClosed)
+	}
+	id := &c.identities
+	if id.done.Load() {
+		return withCtxErr(ctx, id.err) // set before done, never changed after
+	}
+	id.mu.Lock()
+	if id.err != nil {
+		err := id.err
+		id.mu.Unlock()
+		return withCtxErr(ctx, err)
+	}
+	c.initIdentitiesLocked()
+	var ask []int
+	for i, n := range c.nodes {
+		if _, ok := n.(driver.Identifier); ok && !id.told[i] {
+			ask = append(ask, i)
+		}
+	}
+	id.mu.Unlock()
+	if len(ask) == 0 {
+		return nil
+	}
+
+	qctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct {
+		i   int
+		err error
+	}
+	answers := make(chan answer, len(ask)) // never blocks a question
+	var (
+		cut        atomic.Bool // Connect stopped waiting: the failures from now on are its own cut
+		inFlight   int         // questions whose answer Connect has not taken
+		graceTimer *time.Timer
+	)
+	defer func() {
+		// Each question ends with qctx, which drivers honour: none is
+		// left running when Connect returns.
+		cut.Store(true)
+		cancel()
+		for range inFlight {
+			<-answers
+		}
+		if graceTimer != nil {
+			graceTimer.Stop()
+		}
+	}()
+	for _, i := range ask {
+		// Close waits for the questions in flight, as for the
+		// acquisitions'; it begins by closing c.closing, at which
+		// Connect cuts them.
+		started := c.backgroundUnlessClosed(func() {
+			began := time.Now()
+			ids, err := c.nodes[i].(driver.Identifier).Identity(qctx)
+			if err != nil && c.obs != nil && !cut.Load() {
+				c.observeNode(qctx, i, OpIdentity, "", began, false, err)
+			}
+			if err == nil {
+				id.mu.Lock()
+				c.recordIdentityLocked(i, ids)
+				id.mu.Unlock()
+			}
+			answers <- answer{i, err}
+		})
+		if !started {
+			return withCtxErr(ctx, ErrClosed)
+		}
+		inFlight++
+	}
+
+	got := len(c.nodes) - len(ask) // answered: told before, or not a driver.Identifier
+	failed := 0
+	var errs []error // the failed nodes'
+	var grace <-chan time.Time
+	startGrace := func() {
+		graceTimer = time.NewTimer(c.nodeTimeout)
+		grace = graceTimer.C
+	}
+	if got >= c.quorum {
+		startGrace()
+	}
+	for inFlight > 0 {
+		select {
+		case a := <-answers:
+			inFlight--
+			switch {
+			case a.err == nil || driver.CommandRefused(a.err):
+				if err := c.identityErr(); err != nil {
+					return withCtxErr(ctx, err)
+				}
+				if got++; got == c.quorum {
+					startGrace()
+				}
+			case cutByContext(ctx, a.err):
+				// The node failed nothing.
+			default:
+				errs = append(errs, &NodeError{Addr: c.names[a.i], Err: a.err})
+				if failed++; failed > len(c.nodes)-c.quorum {
+					return withCtxErr(ctx, errors.Join(append([]error{ErrUnavailable}, errs...)...))
+				}
+			}
+		case <-grace:
+			return withCtxErr(ctx, c.identityErr())
+		case <-ctx.Done():
+			if got >= c.quorum {
+				return withCtxErr(ctx, c.identityErr())
+			}
+			return errors.Join(append(errs, ctx.Err())...)
+		case <-c.closing:
+			return withCtxErr(ctx, ErrClosed)
+		}
+	}
+	if got >= c.quorum {
+		return withCtxErr(ctx, c.identityErr())
+	}
+	// Too few answered, and no more than len(nodes)-quorum failed: the
+	// others were cut by ctx, which has ended, or whose deadline has
+	// passed (cutByContext), so that this wait is over at once.
+	<-ctx.Done()
+	return errors.Join(append(errs, ctx.Err())...)
+}
+
+// identityErr returns the duplicate found among the nodes' identities, if
+// any.
+func (c *Client) identityErr() error {
+	id := &c.identities
+	id.mu.Lock()
+	defer id.mu.Unlock()
+	return id.err
+}
+
+// withCtxErr returns err with ctx.Err() joined when ctx has ended, unless
+// err already matches it; nil when err is nil.
+func withCtxErr(ctx context.Context, err error) error {
+	if err == nil {
+		return nil
+	}
+	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
+		return errors.Join(err, cerr)
+	}
+	return err
+}
+
+// cutByContext reports whether err, a question's, came from ctx's end: ctx
+// ended, or its deadline passed and err says so (a driver that set a
+// connection's deadline from ctx's sees it pass, as "i/o timeout", before
+// ctx's own timer ends ctx).
+func cutByContext(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	deadline, ok := ctx.Deadline()
+	return ok && !time.Now().Before(deadline) && errors.Is(err, context.DeadlineExceeded)
+}
