@@ -27,8 +27,8 @@ import (
 )
 
 // commandDrivers are the drivers the demo can use, by registered name, and
-// those of run and hold, memory aside (see openNodes); naming the packages
-// also registers them.
+// those of run and hold, memory aside (which open them through the
+// registry, redlock.Open); naming the packages also registers them.
 var commandDrivers = map[string]driver.Driver{
 	"goredis":  goredis.Driver{},
 	"redigo":   redigo.Driver{},
