@@ -37,7 +37,8 @@ import (
 //   - ctx.Err(), joined with the *NodeError of each node that had failed,
 //     when ctx ended before a quorum answered;
 //   - ErrClosed when the Client is closed, or Close begins meanwhile (its
-//     questions are cut at once, and Close does not wait for them);
+//     questions are cut at once, so that Close, which waits for them, does
+//     not wait a node timeout);
 //   - the duplicate's error when two nodes answered one server.
 //
 // Its errors join ctx.Err() when ctx had ended. A node whose question is
