@@ -69,13 +69,13 @@ func (c *Client) Connect(ctx context.Context) error {
 	}
 	id := &c.identities
 	if id.done.Load() {
-		return withCtxErr(ctx, id.err) // set before done, never changed after
+		return ended(ctx, id.err) // set before done, never changed after
 	}
 	id.mu.Lock()
 	if id.err != nil {
 		err := id.err
 		id.mu.Unlock()
-		return withCtxErr(ctx, err)
+		return ended(ctx, err)
 	}
 	c.initIdentitiesLocked()
 	var ask []int
@@ -131,7 +131,7 @@ func (c *Client) Connect(ctx context.Context) error {
 			answers <- answer{i, err}
 		})
 		if !started {
-			return withCtxErr(ctx, ErrClosed)
+			return ended(ctx, ErrClosed)
 		}
 		inFlight++
 	}
@@ -154,7 +154,7 @@ func (c *Client) Connect(ctx context.Context) error {
 			switch {
 			case a.err == nil || driver.CommandRefused(a.err):
 				if err := c.identityErr(); err != nil {
-					return withCtxErr(ctx, err)
+					return ended(ctx, err)
 				}
 				if got++; got == c.quorum {
 					startGrace()
@@ -164,22 +164,22 @@ func (c *Client) Connect(ctx context.Context) error {
 			default:
 				errs = append(errs, &NodeError{Addr: c.names[a.i], Err: a.err})
 				if failed++; failed > len(c.nodes)-c.quorum {
-					return withCtxErr(ctx, errors.Join(append([]error{ErrUnavailable}, errs...)...))
+					return ended(ctx, errors.Join(append([]error{ErrUnavailable}, errs...)...))
 				}
 			}
 		case <-grace:
-			return withCtxErr(ctx, c.identityErr())
+			return ended(ctx, c.identityErr())
 		case <-ctx.Done():
 			if got >= c.quorum {
-				return withCtxErr(ctx, c.identityErr())
+				return ended(ctx, c.identityErr())
 			}
 			return errors.Join(append(errs, ctx.Err())...)
 		case <-c.closing:
-			return withCtxErr(ctx, ErrClosed)
+			return ended(ctx, ErrClosed)
 		}
 	}
 	if got >= c.quorum {
-		return withCtxErr(ctx, c.identityErr())
+		return ended(ctx, c.identityErr())
 	}
 	// Too few answered, and no more than len(nodes)-quorum failed: the
 	// others were cut by ctx, which has ended, or whose deadline has
@@ -195,18 +195,6 @@ func (c *Client) identityErr() error {
 	id.mu.Lock()
 	defer id.mu.Unlock()
 	return id.err
-}
-
-// withCtxErr returns err with ctx.Err() joined when ctx has ended, unless
-// err already matches it; nil when err is nil.
-func withCtxErr(ctx context.Context, err error) error {
-	if err == nil {
-		return nil
-	}
-	if cerr := ctx.Err(); cerr != nil && !errors.Is(err, cerr) {
-		return errors.Join(err, cerr)
-	}
-	return err
 }
 
 // cutByContext reports whether err, a question's, came from ctx's end: ctx
