@@ -199,8 +199,8 @@ func WithMaxAttempts(n int) Option {
 // failed one). It must leave room for an extension inside the validity: d +
 // the node timeout < TTL - drift (ttl*driftFactor + 2ms); New and Open reject
 // any other d. The default is TTL/3, or less when the node timeout needs it:
-// (TTL - drift - node timeout)/2. (A node timeout of TTL - drift or more
-// leaves no room for any interval; New accepts it without WithExtendInterval,
+// (TTL - drift - node timeout)/2, but at least 1ms, so that Do never extends
+// without a pause. (A node timeout of TTL - drift or more leaves no room for any interval; New accepts it without WithExtendInterval,
 // for TryLock and Lock, and Do then extends every TTL/3 and keeps the lock
 // only while the nodes answer well within the node timeout.)
 func WithExtendInterval(d time.Duration) Option {
@@ -259,11 +259,17 @@ func extendRoom(ttl, drift, nodeTimeout time.Duration) time.Duration {
 	return ttl - drift - nodeTimeout
 }
 
+// minExtendInterval is the shortest default extension interval of Do: half
+// the room left by a node timeout just below the TTL less the drift would
+// otherwise be a few nanoseconds, or 0, and Do would extend without pause.
+const minExtendInterval = time.Millisecond
+
 // defaultExtendInterval is Do's extension interval when none is given: TTL/3,
-// or less when the node timeout needs it (half the room, when there is any).
+// or less when the node timeout needs it (half the room, when there is any,
+// but at least minExtendInterval).
 func defaultExtendInterval(ttl, room time.Duration) time.Duration {
 	if room > 0 {
-		return min(ttl/3, room/2)
+		return max(min(ttl/3, room/2), minExtendInterval)
 	}
 	return ttl / 3
 }
