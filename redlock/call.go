@@ -72,7 +72,7 @@ func (c *Client) callOptions(method string, allowed optionSet, opts []Option) (c
 		}
 		cc.ttl, cc.drift = ttl, drift(ttl, c.driftFactor)
 		if !c.extendSet { // the default follows the TTL
-			cc.extendEvery = defaultExtendInterval(ttl, extendRoom(ttl, cc.drift, c.nodeTimeout))
+			cc.extendEvery = defaultExtendInterval(ttl, cc.drift, c.nodeTimeout)
 		}
 	}
 	if cfg.set&optBackoff != 0 {

@@ -200,9 +200,11 @@ func WithMaxAttempts(n int) Option {
 // the node timeout < TTL - drift (ttl*driftFactor + 2ms); New and Open reject
 // any other d. The default is TTL/3, or less when the node timeout needs it:
 // (TTL - drift - node timeout)/2, but at least 1ms, so that Do never extends
-// without a pause. (A node timeout of TTL - drift or more leaves no room for any interval; New accepts it without WithExtendInterval,
-// for TryLock and Lock, and Do then extends every TTL/3 and keeps the lock
-// only while the nodes answer well within the node timeout.)
+// without a pause. (A node timeout of TTL - drift or more leaves no room for
+// any interval; New accepts it without WithExtendInterval, for TryLock and
+// Lock, and Do then extends every TTL/3, or every (TTL - drift)/2 when that
+// is shorter, so that an extension starts before the validity ends, and
+// keeps the lock only while the nodes answer well within the node timeout.)
 func WithExtendInterval(d time.Duration) Option {
 	return func(c *config) { c.extendEvery, c.set = d, c.set|optExtend }
 }
@@ -222,7 +224,7 @@ func newConfig(opts []Option) (config, error) {
 	// the node timeout that its round may take.
 	room := extendRoom(c.ttl, drift(c.ttl, c.driftFactor), c.nodeTimeout)
 	if c.set&optExtend == 0 {
-		c.extendEvery = defaultExtendInterval(c.ttl, room)
+		c.extendEvery = defaultExtendInterval(c.ttl, drift(c.ttl, c.driftFactor), c.nodeTimeout)
 	}
 	switch {
 	case len(c.errs) > 0:
@@ -265,13 +267,18 @@ func extendRoom(ttl, drift, nodeTimeout time.Duration) time.Duration {
 const minExtendInterval = time.Millisecond
 
 // defaultExtendInterval is Do's extension interval when none is given: TTL/3,
-// or less when the node timeout needs it (half the room, when there is any,
-// but at least minExtendInterval).
-func defaultExtendInterval(ttl, room time.Duration) time.Duration {
-	if room > 0 {
-		return max(min(ttl/3, room/2), minExtendInterval)
+// or less when the node timeout needs it: half the room (extendRoom) when
+// there is any, else half the validity (the TTL less the drift), so that an
+// extension starts before the validity ends (TTL/3 would not, with a drift
+// factor of 2/3 or more); at least minExtendInterval.
+func defaultExtendInterval(ttl, drift, nodeTimeout time.Duration) time.Duration {
+	d := ttl / 3
+	if room := extendRoom(ttl, drift, nodeTimeout); room > 0 {
+		d = min(d, room/2)
+	} else {
+		d = min(d, (ttl-drift)/2)
 	}
-	return ttl / 3
+	return max(d, minExtendInterval)
 }
 
 // drift is the part of a TTL that a lock's validity sets aside for clock drift
