@@ -94,5 +94,6 @@
 //   - Register the driver from an init function in its package, and also offer a
 //     constructor over a client the caller configured. Given a nil client, the
 //     constructor must not panic: every call on its node, and Close, return an
-//     error that says so.
+//     error that says so and matches ErrNilClient (errors.Is), so that Lock
+//     stops at once rather than retrying what no retry can fix.
 package driver

@@ -45,6 +45,13 @@ var permanentERR = [...]string{
 // seeds of one cluster) fixes it; PermanentCode returns its message.
 var ErrSeedsOfTwoClusters = errors.New("seeds of two clusters")
 
+// ErrNilClient is in the error of every call on a node that a driver's
+// constructor over a client of the caller's (goredis.New, redigo.New,
+// rueidis.New, valkeygo.New) was given a nil client or pool: the node has
+// nothing to send its commands through, and no retry gives it one.
+// PermanentCode returns "nil client" for it.
+var ErrNilClient = errors.New("nil client")
+
 // PermanentCode returns the code of a Redis error reply found in err's chain
 // (errors.Unwrap, including joined errors) that retrying cannot fix —
 // "NOAUTH", "WRONGPASS", "NOPERM", "WRONGTYPE", "OOM" or "READONLY" — and ""
@@ -67,7 +74,8 @@ var ErrSeedsOfTwoClusters = errors.New("seeds of two clusters")
 //
 // For an error that matches ErrSeedsOfTwoClusters (errors.Is), a driver's
 // refusal of a cluster node whose seeds are of two clusters, it returns
-// that error's message, "seeds of two clusters".
+// that error's message, "seeds of two clusters"; for one that matches
+// ErrNilClient, a node made over a nil client, "nil client".
 //
 // Package redlock uses it to stop retrying when so many nodes answer such
 // errors that no quorum is possible. A driver needs nothing more than to keep
@@ -76,6 +84,9 @@ var ErrSeedsOfTwoClusters = errors.New("seeds of two clusters")
 func PermanentCode(err error) string {
 	if errors.Is(err, ErrSeedsOfTwoClusters) {
 		return ErrSeedsOfTwoClusters.Error()
+	}
+	if errors.Is(err, ErrNilClient) {
+		return ErrNilClient.Error()
 	}
 	var code string
 	replyerr.Find(err, func(msg string) bool {

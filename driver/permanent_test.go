@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/drivernode"
 )
 
 // replyError is an error reply as a client might type it.
@@ -125,5 +126,20 @@ func TestOneServerError(t *testing.T) {
 		if got := driver.OneServerError(err); got != err {
 			t.Errorf("OneServerError(%v) = %v, want it unchanged", err, got)
 		}
+	}
+}
+
+// The error of a node made over a nil client (every driver's, through
+// drivernode.NilClientError) is one that retrying cannot fix.
+func TestPermanentCodeNilClient(t *testing.T) {
+	err := fmt.Errorf("call: %w", drivernode.NilClientError("goredis", "client"))
+	if !errors.Is(err, driver.ErrNilClient) {
+		t.Fatalf("errors.Is(%v, ErrNilClient) = false", err)
+	}
+	if got := driver.PermanentCode(err); got != "nil client" {
+		t.Fatalf("PermanentCode(%v) = %q, want %q", err, got, "nil client")
+	}
+	if got := driver.PermanentCode(errors.New("goredis: New was given a nil client")); got != "" {
+		t.Fatalf("PermanentCode of a text alike = %q, want \"\": only the error matching ErrNilClient counts", got)
 	}
 }

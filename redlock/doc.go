@@ -61,7 +61,8 @@
 // error that retrying cannot fix (a wrong password, an ACL refusal, a
 // read-only replica, a database or a command the server does not have, a
 // Redis Cluster's server given as one server that redirects the key to
-// another node of its cluster: see driver.PermanentCode; or ErrClosed, from nodes closed or over clients
+// another node of its cluster: see driver.PermanentCode; a node made over a
+// nil client, driver.ErrNilClient; or ErrClosed, from nodes closed or over clients
 // their user closed) that no quorum is possible.
 //
 // # Per-call options

@@ -92,9 +92,10 @@ type VoteError struct {
 	// retrying cannot fix: authentication, an ACL permission, a wrong type,
 	// out of memory, a read-only replica, a database or a command the
 	// server does not have, a Redis Cluster's redirection (MOVED, ASK) to a
-	// node given as one server (see driver.PermanentCode), or ErrClosed (the node was closed,
-	// or the client under it). When more than Nodes-Needed did, Lock and
-	// Do stop retrying.
+	// node given as one server, a node made over a nil client
+	// (driver.ErrNilClient; see driver.PermanentCode), or ErrClosed (the
+	// node was closed, or the client under it). When more than
+	// Nodes-Needed did, Lock and Do stop retrying.
 	Permanent int
 
 	code string // the first permanent error's code, such as "WRONGPASS"

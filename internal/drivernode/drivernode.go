@@ -136,9 +136,18 @@ func (s *State) Close() (first bool, err error) {
 // NilClientError returns the error of every call, and of Close, on a node
 // that driverName's New made over a nil client, which it names what (such as
 // "client" or "pool").
+// It matches driver.ErrNilClient, which retrying cannot fix.
 func NilClientError(driverName, what string) error {
-	return fmt.Errorf("%s: New was given a nil %s", driverName, what)
+	return nilClientError{fmt.Sprintf("%s: New was given a nil %s", driverName, what)}
 }
+
+// nilClientError is NilClientError's error: its text, and errors.Is matches
+// driver.ErrNilClient.
+type nilClientError struct{ msg string }
+
+func (e nilClientError) Error() string { return e.msg }
+
+func (e nilClientError) Is(target error) bool { return target == driver.ErrNilClient }
 
 // ChannelNotifier is implemented by the nodes of this module's Redis drivers
 // beside driver.Notifier: ReleaseNotifyOn is ReleaseNotify with the channel,
