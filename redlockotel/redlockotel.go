@@ -14,7 +14,9 @@
 // redlock.nodes.granted (the votes of the call's round; on a Lock, those of
 // its last attempt; on a Do, those of the attempt that obtained its lock;
 // absent when no round was sent, as for bad input or an Extend after Unlock),
-// redlock.fencing.token when the Client fences; redlock.outcome and
+// redlock.fencing.token when the Client fences (an int64; a token above
+// 2^63-1, which only a counter set that high gives, as its decimal text);
+// redlock.outcome and
 // redlock.attempt on an attempt, redlock.attempts on a Lock, redlock.ttl
 // (seconds) on an Extend, and redlock.lost (bool) on an Extend and a Do. A
 // failed call has status Error with its error recorded (an attempt, or a
@@ -75,9 +77,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/url"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -258,9 +262,16 @@ func firstLine(s string) string {
 	return s
 }
 
+// tokenAttr sets a fencing token on span, as an int64, or, above
+// math.MaxInt64, which an int64 cannot hold (a counter that was set that
+// high), as its decimal text rather than a negative number.
 func tokenAttr(span trace.Span, token uint64) {
-	if token != 0 {
+	switch {
+	case token == 0:
+	case token <= math.MaxInt64:
 		span.SetAttributes(tokenKey.Int64(int64(token)))
+	default:
+		span.SetAttributes(tokenKey.String(strconv.FormatUint(token, 10)))
 	}
 }
 
