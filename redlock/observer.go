@@ -85,7 +85,10 @@ type Observer interface {
 	// the next one's, or none until it takes them.
 	NodeCall(ctx context.Context, e NodeCall)
 	// LockEnd is called once per granted lock, when it is no longer known to
-	// be held: unlocked, or lost.
+	// be held: unlocked, or lost. An expiry is noticed by Done's timer or by
+	// the lock's next call (see EndExpired): a lock of TryLock or Lock that
+	// is neither unlocked nor watched (Done) has no LockEnd until such a
+	// call, and none at all if it never comes, even after Client.Close.
 	LockEnd(ctx context.Context, e LockEnd)
 	// Wake is called when a waiter in Lock is woken, before its next
 	// attempt: by a release published on the nodes (driver.Notifier), or,
