@@ -50,18 +50,23 @@ func (c *FakeClock) Now() time.Time {
 	return c.now
 }
 
-// Advance moves the clock forward by d.
+// Advance moves the clock by d: forward, or back for a negative d (a jump
+// of the clock, as a node's may make).
 func (c *FakeClock) Advance(d time.Duration) {
 	c.mu.Lock()
 	c.now = c.now.Add(d)
 	c.mu.Unlock()
 }
 
-// Sleep advances the clock by d at once, unless ctx has ended.
+// Sleep advances the clock by d at once, unless ctx has ended. A d of zero
+// or less does not move it, as time.Sleep does not wait: a sleep never
+// turns the clock back.
 func (c *FakeClock) Sleep(ctx context.Context, d time.Duration) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
-	c.Advance(d)
+	if d > 0 {
+		c.Advance(d)
+	}
 	return nil
 }
