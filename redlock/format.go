@@ -45,5 +45,7 @@ func (l *Lock) String() string {
 }
 
 // Format writes String whatever the verb (%v, %+v, %#v, %s, %d, ...), so
-// that printing a Lock never shows its value.
+// that printing a *Lock never shows its value. A copy of the struct (*l,
+// which go vet reports as a copy of a lock value) has no Format method and
+// is printed field by field, its value included: print the pointer.
 func (l *Lock) Format(f fmt.State, verb rune) { io.WriteString(f, l.String()) }
