@@ -35,7 +35,8 @@ import (
 //     node that failed, once too many nodes failed for a quorum to answer
 //     (the first acquisition would fail alike);
 //   - ctx.Err(), joined with the *NodeError of each node that had failed,
-//     when ctx ended before a quorum answered;
+//     when ctx ended before a quorum answered (at once, asking no node,
+//     when it had ended before the call);
 //   - ErrClosed when the Client is closed, or Close begins meanwhile (its
 //     questions are cut at once, so that Close, which waits for them, does
 //     not wait a node timeout);
@@ -87,6 +88,14 @@ func (c *Client) Connect(ctx context.Context) error {
 	id.mu.Unlock()
 	if len(ask) == 0 {
 		return nil
+	}
+	if err := ctx.Err(); err != nil {
+		// No question with an ended context: it would be cut at once,
+		// or answered, whichever the node does first.
+		if len(c.nodes)-len(ask) >= c.quorum {
+			return ended(ctx, c.identityErr())
+		}
+		return err
 	}
 
 	qctx, cancel := context.WithCancel(ctx)
