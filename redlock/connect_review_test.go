@@ -2,9 +2,16 @@ package redlock_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
+	"testing/synctest"
+	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/drivers/memory"
+	"github.com/go-redlock/redlock/redlock"
 )
 
 // Connect with a context that has already ended asks no node (no I/O, as
@@ -28,4 +35,53 @@ func TestConnectEndedContextAsksNothing(t *testing.T) {
 		require.NoError(t, c.Connect(ctx), "try %d", i)
 		require.Equal(t, []int32{1, 1, 1}, askedTimes(ids), "try %d", i)
 	}
+}
+
+// The first acquisition waits in checkAnswered for the identity of a node
+// that granted it (node 2, node 0's server under another address, whose
+// question takes 50ms) while a concurrent Connect records the answer of
+// node 1 (10ms; the recording wakes the wait): it must go on waiting, and fail
+// with the duplicate, as without Connect. Then the Connect that began
+// first, with the acquisition asking meanwhile.
+func TestConnectDuringFirstAcquisitionStillFindsDuplicate(t *testing.T) {
+	for _, connectFirst := range []bool{false, true} {
+		synctest.Test(t, func(t *testing.T) {
+			slow, nodes := slowIDNodes(3)
+			slow[1].delay = 10 * time.Millisecond // told while the acquisition waits
+			slow[2].id, slow[2].delay = "server0", 50*time.Millisecond
+			c := newClient(t, nodes, redlock.WithTTL(10*time.Second), redlock.WithNodeTimeout(time.Second))
+			connected := make(chan error, 1)
+			if connectFirst {
+				go func() { connected <- c.Connect(t.Context()) }()
+				synctest.Wait() // nodes 0 and 1 told; node 2's question waits
+			}
+			acquired := make(chan error, 1)
+			go func() {
+				l, err := c.TryLock(t.Context(), "k")
+				if l != nil {
+					l.Unlock(t.Context())
+				}
+				acquired <- err
+			}()
+			if !connectFirst {
+				synctest.Wait() // the acquisition waits for node 2's identity
+				go func() { connected <- c.Connect(t.Context()) }()
+			}
+			err := <-acquired
+			require.ErrorContains(t, err, "reach the same server (server0)", "connect first: %v", connectFirst)
+			require.ErrorContains(t, <-connected, "reach the same server (server0)")
+		})
+	}
+}
+
+// slowIDNodes returns n nodes that tell the identities server0, server1,
+// ... at once, until a test changes their delays or identities.
+func slowIDNodes(n int) ([]*slowIDNode, []driver.Node) {
+	slow := make([]*slowIDNode, n)
+	nodes := make([]driver.Node, n)
+	for i := range nodes {
+		slow[i] = &slowIDNode{Node: memory.New(), id: fmt.Sprint("server", i)}
+		nodes[i] = slow[i]
+	}
+	return slow, nodes
 }
