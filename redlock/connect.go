@@ -51,7 +51,8 @@ import (
 // without a call: over such nodes only, Connect returns nil, and makes no
 // I/O. The observers hear each failed question (NodeCall, OpIdentity), as
 // they hear the acquisitions', before Connect returns; not those that
-// Connect itself cut once it had decided, or at Close.
+// Connect itself cut once it had decided, or at Close, nor those that ctx's
+// end cut (no node failed them).
 //
 // Connect may be called more than once, and concurrently with
 // acquisitions: it asks only the nodes that have not told their identity
@@ -129,7 +130,9 @@ func (c *Client) Connect(ctx context.Context) error {
 		started := c.backgroundUnlessClosed(func() {
 			began := time.Now()
 			ids, err := c.nodes[i].(driver.Identifier).Identity(qctx)
-			if err != nil && c.obs != nil && !cut.Load() {
+			// A question cut by ctx's end failed nothing (see
+			// cutByContext), as for Connect's count.
+			if err != nil && c.obs != nil && !cut.Load() && !cutByContext(ctx, err) {
 				c.observeNode(qctx, i, OpIdentity, "", began, false, err)
 			}
 			if err == nil {

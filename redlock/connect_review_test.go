@@ -85,3 +85,27 @@ func slowIDNodes(n int) ([]*slowIDNode, []driver.Node) {
 	}
 	return slow, nodes
 }
+
+// Questions cut by the end of Connect's context are no node's failure
+// (Connect counts them as nothing failed, and returns ctx.Err()): the
+// observers hear none of them. Before, they heard each that returned
+// before Connect's own wake at the context's end, 0 to 3 of them by the
+// order the runtime woke the goroutines.
+func TestConnectContextCutNotObserved(t *testing.T) {
+	for i := range 50 {
+		synctest.Test(t, func(t *testing.T) {
+			ids, nodes := countedIDNodes(3)
+			for _, n := range ids {
+				n.stall = true
+			}
+			rec := &identityCalls{}
+			c := newClient(t, nodes, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(5*time.Second), redlock.WithObserver(rec))
+			ctx, cancel := context.WithTimeout(t.Context(), 300*time.Millisecond)
+			defer cancel()
+			require.ErrorIs(t, c.Connect(ctx), context.DeadlineExceeded)
+			rec.mu.Lock()
+			defer rec.mu.Unlock()
+			require.Empty(t, rec.calls, "try %d: the context's cut observed as failures", i)
+		})
+	}
+}
