@@ -490,8 +490,14 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 		}
 		return nil, outcome{}, err
 	}
-	if err := c.askIdentities(); err != nil {
+	if err := c.askIdentities(ctx); err != nil {
 		return nil, outcome{}, badInput(ctx, err) // as bad input: retrying cannot fix it
+	}
+	if err := ctx.Err(); err != nil {
+		// Sends nothing, as admit, also for a caller admitted already:
+		// askIdentities asked no node (a round granted now would skip
+		// the first round's check).
+		return nil, outcome{cut: true}, errors.Join(ErrNotObtained, err)
 	}
 	if !admitted {
 		// Before the key is marked as being acquired: thousands of

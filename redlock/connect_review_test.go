@@ -109,3 +109,29 @@ func TestConnectContextCutNotObserved(t *testing.T) {
 		})
 	}
 }
+
+// An acquisition whose context has already ended sends nothing, and asks
+// no node its identity either: before, TryLock, Lock and Do on a fresh
+// Client started the first round of questions in the background, which
+// Close then waited for (the redlock command, signalled while it
+// connected, took 3s to exit with goredis and 5s with rueidis over nodes
+// that did not answer, with a --node-timeout of ten minutes: the drivers'
+// own bounds). The next acquisition still begins the first round.
+func TestAcquisitionWithEndedContextAsksNoIdentity(t *testing.T) {
+	ids, nodes := countedIDNodes(3)
+	c := newClient(t, nodes)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	_, err := c.TryLock(ctx, "k")
+	require.ErrorIs(t, err, context.Canceled)
+	_, err = c.Lock(ctx, "k")
+	require.ErrorIs(t, err, context.Canceled)
+	require.ErrorIs(t, c.Do(ctx, "k", func(context.Context) error { return nil }), context.Canceled)
+	redlock.WaitIdle(c)
+	require.Equal(t, []int32{0, 0, 0}, askedTimes(ids), "asked with an ended context")
+	l, err := c.TryLock(t.Context(), "k")
+	require.NoError(t, err)
+	require.NoError(t, l.Unlock(t.Context()))
+	redlock.WaitIdle(c)
+	require.Equal(t, []int32{1, 1, 1}, askedTimes(ids), "the first acquisition with a live context asks")
+}

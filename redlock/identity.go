@@ -41,16 +41,18 @@ type identities struct {
 
 // askIdentities starts, when needed, the questions to the nodes that have
 // not told their identity: at the first call, and then at most once per
-// identityRetry. It returns the duplicate found, if any, and does not wait
-// for the answers (see checkAnswered).
-func (c *Client) askIdentities() error {
+// identityRetry; never for an acquisition whose ctx has ended, which sends
+// nothing (its questions would keep Close waiting). It returns the
+// duplicate found, if any, and does not wait for the answers (see
+// checkAnswered).
+func (c *Client) askIdentities(ctx context.Context) error {
 	id := &c.identities
 	if id.done.Load() {
 		return id.err // set before done, never changed after
 	}
 	id.mu.Lock()
 	defer id.mu.Unlock()
-	if id.err != nil {
+	if id.err != nil || ctx.Err() != nil {
 		return id.err
 	}
 	c.initIdentitiesLocked()
