@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"runtime"
@@ -227,3 +228,51 @@ func newGateProxy(t *testing.T, server string) *gateProxy {
 func (p *gateProxy) addr() string { return p.l.Addr().String() }
 
 func (p *gateProxy) open() { p.opened.Store(true) }
+
+// Connects at once with each other, with TryLock, Lock and Do, and with a
+// Close that comes while they run, through every Redis driver (-race):
+// each ends, with nil, its lock's error or ErrClosed, and no Connect
+// goroutine is left.
+func TestRedisConnectConcurrentWithAcquisitionsAndClose(t *testing.T) {
+	servers := redistest.NewServers(t, 3)
+	for _, name := range redisDrivers {
+		t.Run(name, func(t *testing.T) {
+			c, err := redlock.Open(name, redistest.Addrs(servers), slow...)
+			require.NoError(t, err)
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+			defer cancel()
+			errs := make(chan error, 17) // 4 of each, and Close
+			var wg sync.WaitGroup
+			for g := range 4 {
+				wg.Go(func() { errs <- c.Connect(ctx) })
+				wg.Go(func() {
+					l, err := c.TryLock(ctx, fmt.Sprint(name, "/t", g))
+					if err == nil {
+						err = l.Unlock(ctx)
+					}
+					errs <- err
+				})
+				wg.Go(func() {
+					l, err := c.Lock(ctx, fmt.Sprint(name, "/l", g))
+					if err == nil {
+						err = l.Unlock(ctx)
+					}
+					errs <- err
+				})
+				wg.Go(func() {
+					errs <- c.Do(ctx, fmt.Sprint(name, "/d", g), func(context.Context) error { return nil })
+				})
+			}
+			wg.Go(func() { errs <- c.Close() })
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					require.ErrorIs(t, err, redlock.ErrClosed)
+				}
+			}
+			require.Empty(t, connectGoroutines())
+			require.ErrorIs(t, c.Connect(ctx), redlock.ErrClosed)
+		})
+	}
+}
