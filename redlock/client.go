@@ -98,7 +98,8 @@ type Client struct {
 // Such a node is asked again every second, and a duplicate found when it
 // answers fails the acquisitions from then on. Connect asks the questions
 // before the first acquisition, bounded by its context rather than the node
-// timeout: the acquisitions then ask only the nodes that did not answer it.
+// timeout: the acquisitions then ask only the nodes that did not tell it
+// their identity.
 //
 // The Client owns the nodes: Close closes them. When New returns an error
 // (no nodes, more than MaxNodes, a nil, zero or repeated node, a bad option, or

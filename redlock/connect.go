@@ -19,8 +19,9 @@ import (
 // timeout, so that a TryLock, or a Lock or Do with WithMaxAttempts(1), on a
 // fresh Client can fail with ErrUnavailable on a loaded machine or over a
 // slow handshake, on nodes that are up. After Connect the first acquisition
-// asks no node that answered here again: it sends its SETs only (and asks
-// the nodes that did not answer, as it would have). Two addresses of one
+// asks no node that told its identity here again: it sends its SETs only
+// (and asks the others, as it would have, a node that refused the question
+// included). Two addresses of one
 // server (or one Redis Cluster) among the nodes that answered are reported
 // by Connect itself, with the error that TryLock, Lock and Do return from
 // then on.
@@ -58,8 +59,9 @@ import (
 // acquisitions: it asks only the nodes that have not told their identity
 // yet, so that once every node answered it returns at once, with no I/O
 // (concurrent calls, and an acquisition's first questions made meanwhile,
-// may each ask a node). Every goroutine it starts has ended when it
-// returns. Connect does not retry a node that failed: call it again.
+// may each ask a node). Every question it starts has ended when it
+// returns (the goroutine that made it may still be finishing its
+// bookkeeping, which Close waits for). Connect does not retry a node that failed: call it again.
 func (c *Client) Connect(ctx context.Context) error {
 	switch {
 	case c.unmade():
