@@ -51,8 +51,15 @@ test: redis-server vet deps
 		(cd $$m && $(GO) test -race -count=1 -timeout 20m $$pkgs); \
 	done
 
+# Under -short the order differs: the packages that wait in real time longest
+# (redlock, conformance: about 30s each) first, so that they do not start
+# last and run on alone: make check took 68s with ./...'s order, 58s with this
+# one (an idle machine, the build cache warm; the root module's short tests
+# alone 61s and 54s).
+ROOT_SHORT_PKGS := ./redlock/ ./conformance/ ./security/ ./cmd/redlock/ ./...
+
 check: vet
-	@GO="$(GO)" ./scripts/test-short $(MODULES)
+	@GO="$(GO)" ROOT_PKGS="$(ROOT_SHORT_PKGS)" ./scripts/test-short $(MODULES)
 
 vet:
 	@set -e; for m in $(MODULES); do \
