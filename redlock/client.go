@@ -494,19 +494,19 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 	if err := c.askIdentities(ctx); err != nil {
 		return nil, outcome{}, badInput(ctx, err) // as bad input: retrying cannot fix it
 	}
-	if err := ctx.Err(); err != nil {
-		// Sends nothing, as admit, also for a caller admitted already:
-		// askIdentities asked no node (a round granted now would skip
-		// the first round's check).
-		return nil, outcome{cut: true}, errors.Join(ErrNotObtained, err)
-	}
 	if !admitted {
 		// Before the key is marked as being acquired: thousands of
 		// attempts waiting here mark nothing (a map never shrinks).
+		// admit sends nothing once ctx has ended.
 		if err := c.admit(ctx); err != nil {
 			return nil, outcome{cut: true}, errors.Join(ErrNotObtained, err)
 		}
 		defer c.leave()
+	} else if err := ctx.Err(); err != nil {
+		// Sends nothing, as admit, also for a caller admitted already
+		// (Do's first attempt): askIdentities asked no node (a round
+		// granted now would skip the first round's check).
+		return nil, outcome{cut: true}, errors.Join(ErrNotObtained, err)
 	}
 	if !c.beginAcquire(key) {
 		return nil, outcome{}, errors.Join(ErrNotObtained, errAcquiring)
