@@ -14,6 +14,17 @@ import (
 // maxWakeJitter caps the random delay of a waiter woken by a release.
 const maxWakeJitter = 5 * time.Millisecond
 
+// wakeWindow is the span of the random delay that a contended waiter waits
+// after a release's notice, and after a split vote, given its last
+// attempt's duration: four attempts, at most maxWakeJitter. Wide enough that
+// the woken waiters of several Clients rarely send their SETs at the same
+// time (each overlap can split the vote and waste every contender's
+// attempt); the first of them, which most often wins, still waits a small
+// part of it. bench/RESULTS.md has the A/B that chose four over two.
+func wakeWindow(took time.Duration) time.Duration {
+	return min(4*took, maxWakeJitter)
+}
+
 // Lock acquires the lock named key, retrying until it holds the lock, ctx
 // ends, or the attempts reach WithMaxAttempts's cap. Give ctx a deadline, or
 // a cap, to bound the wait: without either, Lock waits as long as the key is
@@ -58,7 +69,7 @@ const maxWakeJitter = 5 * time.Millisecond
 //     when that one failed, however many are confirmed during it, since a
 //     release may have been published there meanwhile, unheard. When an attempt so
 //     woken lost to a split vote (some nodes granted it, too few for a
-//     quorum: waiters of other Clients voted at the same time), the waiter retries after a random delay of at most twice
+//     quorum: waiters of other Clients voted at the same time), the waiter retries after a random delay of at most four times
 //     its last attempt's duration (and at most 5ms) rather than the
 //     Backoff's, and for a second the wakes of this Client's waiters for the
 //     key wait such a delay too, so that waiters of several Clients woken by
@@ -254,7 +265,7 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 			if c.obs != nil {
 				c.obs.Wake(ctx, Wake{Key: key, Attempt: a.made + 1})
 			}
-			if j := min(2*took, maxWakeJitter); t.contended() && j > 0 {
+			if j := wakeWindow(took); t.contended() && j > 0 {
 				wait(rand.N(j))
 				select {
 				case <-timer.C:
@@ -282,10 +293,10 @@ func (c *Client) lockWait(ctx context.Context, a *attempts) (*Lock, error) {
 		case why.woken() && len(c.nodes) > 1 && splitVote(err):
 			// Every contender lost and released its votes, and no
 			// release will be announced: retry soon, at a random moment
-			// within twice an attempt, before the others. Back to the
+			// within wakeWindow, before the others. Back to the
 			// shortest poll if that one is lost too.
 			t.splitAt.Store(time.Now().UnixNano())
-			wait(rand.N(max(min(2*took, maxWakeJitter), time.Microsecond)))
+			wait(rand.N(max(wakeWindow(took), time.Microsecond)))
 			why = byBackoff
 		default:
 			wait(cc.backoff.wait(n))
