@@ -4,17 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"runtime"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-redlock/redlock/internal/testproxy"
 	"github.com/go-redlock/redlock/redistest"
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -160,74 +158,20 @@ func TestRedisConnectMissedNodeLaterDuplicate(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			// The missed node: a proxy that refuses until it is
 			// opened, then forwards to servers[0].
-			p := newGateProxy(t, servers[0].Addr())
-			c, err := redlock.Open(name, []string{servers[0].Addr(), servers[1].Addr(), p.addr()}, slow...)
+			p := testproxy.New(t, servers[0].Addr(), testproxy.Gated())
+			c, err := redlock.Open(name, []string{servers[0].Addr(), servers[1].Addr(), p.Addr()}, slow...)
 			require.NoError(t, err)
 			defer c.Close()
 			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
 			require.NoError(t, c.Connect(ctx), "a quorum answered")
-			p.open()
+			p.Open()
 			_, err = c.TryLock(t.Context(), name+"/k")
 			require.ErrorContains(t, err, "reach the same server")
 			require.Equal(t, err, c.Connect(ctx))
 		})
 	}
 }
-
-// gateProxy closes each connection at once until open, and then forwards
-// each to a server: a node that is down, and then up.
-type gateProxy struct {
-	l      net.Listener
-	server string
-	opened atomic.Bool
-	conns  sync.WaitGroup
-}
-
-func newGateProxy(t *testing.T, server string) *gateProxy {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	p := &gateProxy{l: l, server: server}
-	var mu sync.Mutex
-	var open []net.Conn
-	p.conns.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			if !p.opened.Load() {
-				c.Close()
-				continue
-			}
-			s, err := net.Dial("tcp", server)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			mu.Lock()
-			open = append(open, c, s)
-			mu.Unlock()
-			p.conns.Go(func() { io.Copy(s, c); s.Close() })
-			p.conns.Go(func() { io.Copy(c, s); c.Close() })
-		}
-	})
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range open {
-			c.Close()
-		}
-		mu.Unlock()
-		p.conns.Wait()
-	})
-	return p
-}
-
-func (p *gateProxy) addr() string { return p.l.Addr().String() }
-
-func (p *gateProxy) open() { p.opened.Store(true) }
 
 // Connects at once with each other, with TryLock, Lock and Do, and with a
 // Close that comes while they run, through every Redis driver (-race):

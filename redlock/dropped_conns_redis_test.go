@@ -3,14 +3,13 @@ package redlock_test
 import (
 	"context"
 	"errors"
-	"net"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-redlock/redlock/internal/testproxy"
 	"github.com/go-redlock/redlock/redistest"
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -72,34 +71,6 @@ func TestFirstCallsRightAfterServersRestarted(t *testing.T) {
 	}
 }
 
-// closingServer is a loopback listener that closes every connection it
-// accepts at once, as a server that drops its clients would, and counts
-// them.
-type closingServer struct {
-	ln       net.Listener
-	accepted atomic.Int64
-	wg       sync.WaitGroup
-}
-
-func newClosingServer(t *testing.T) *closingServer {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	s := &closingServer{ln: ln}
-	s.wg.Go(func() {
-		for {
-			conn, err := ln.Accept()
-			if err != nil {
-				return // closed
-			}
-			s.accepted.Add(1)
-			conn.Close()
-		}
-	})
-	t.Cleanup(func() { ln.Close(); s.wg.Wait() })
-	return s
-}
-
 // TestTryLockOnDroppingServersFailsPromptly: the repeat of a call whose
 // connection the server closed is one, not a loop. Against servers that
 // are down (a refused dial) and servers that close every connection they
@@ -123,10 +94,19 @@ func TestTryLockOnDroppingServersFailsPromptly(t *testing.T) {
 				require.False(t, errors.Is(err, context.DeadlineExceeded) && ctx.Err() != nil, "TryLock ran to its context's end: %v", err)
 			})
 			t.Run("ClosingEveryConnection", func(t *testing.T) {
-				closing := []*closingServer{newClosingServer(t), newClosingServer(t), newClosingServer(t)}
+				// Servers that close every connection they accept at
+				// once, as a server that drops its clients would, and
+				// count them: gated proxies never opened, which never
+				// dial their upstream.
+				nowhere := redistest.ClosedAddrs(t, 1)[0]
+				closing := []*testproxy.Proxy{
+					testproxy.New(t, nowhere, testproxy.Gated()),
+					testproxy.New(t, nowhere, testproxy.Gated()),
+					testproxy.New(t, nowhere, testproxy.Gated()),
+				}
 				addrs := make([]string, len(closing))
 				for i, s := range closing {
-					addrs[i] = s.ln.Addr().String()
+					addrs[i] = s.Addr()
 				}
 				c, err := redlock.Open(name, addrs, redlock.WithNodeTimeout(2*time.Second))
 				require.NoError(t, err)
@@ -147,7 +127,7 @@ func TestTryLockOnDroppingServersFailsPromptly(t *testing.T) {
 				// after Close: goredis 5, redigo 3, rueidis and valkeygo 2.
 				const calls = 3
 				for i, s := range closing {
-					require.LessOrEqual(t, s.accepted.Load(), int64(2*calls), "connections to node %d for one TryLock", i)
+					require.LessOrEqual(t, s.Accepted(), int64(2*calls), "connections to node %d for one TryLock", i)
 				}
 			})
 		})
