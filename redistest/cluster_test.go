@@ -3,19 +3,18 @@ package redistest_test
 import (
 	"context"
 	"fmt"
-	"io"
 	"math"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redlock/redlock/internal/redisaddr"
+	"github.com/go-redlock/redlock/internal/testproxy"
 	"github.com/go-redlock/redlock/redistest"
 )
 
@@ -207,20 +206,20 @@ func TestClusterReplicasAndAnnouncePort(t *testing.T) {
 	// announced in its place: redirections and the slot map name it, and
 	// the shard's replica reaches its primary through it.
 	s0, s1 := c.Shards()[0], c.Shards()[1]
-	p := forward(t, s0.Primary().Addr())
-	require.NoError(t, c.SetAnnouncePort(ctx, s0, portOf(t, p.Addr().String())))
+	p := testproxy.New(t, s0.Primary().Addr())
+	require.NoError(t, c.SetAnnouncePort(ctx, s0, portOf(t, p.Addr())))
 	for _, srv := range c.Servers() {
-		require.Equal(t, p.Addr().String(), slotMap(t, srv)[s0.Slots()[0].First], "CLUSTER SLOTS on %s", srv.Addr())
+		require.Equal(t, p.Addr(), slotMap(t, srv)[s0.Slots()[0].First], "CLUSTER SLOTS on %s", srv.Addr())
 	}
 	key := c.KeyOn(s0, "k")
 	_, err = s1.Primary().Do(ctx, "GET", key)
-	require.EqualError(t, err, fmt.Sprintf("MOVED %d %s", redistest.KeySlot(key), p.Addr().String()))
+	require.EqualError(t, err, fmt.Sprintf("MOVED %d %s", redistest.KeySlot(key), p.Addr()))
 
 	// The setting outlives a restart of the primary.
 	require.NoError(t, s0.Primary().Restart(ctx))
 	require.NoError(t, c.WaitHealthy(ctx))
 	_, err = s1.Primary().Do(ctx, "GET", key)
-	require.EqualError(t, err, fmt.Sprintf("MOVED %d %s", redistest.KeySlot(key), p.Addr().String()))
+	require.EqualError(t, err, fmt.Sprintf("MOVED %d %s", redistest.KeySlot(key), p.Addr()))
 
 	require.NoError(t, c.SetAnnouncePort(ctx, s0, 0))
 	_, err = s1.Primary().Do(ctx, "GET", key)
@@ -317,52 +316,4 @@ func TestStartClusterRejects(t *testing.T) {
 		require.Nil(t, c)
 		require.False(t, strings.Contains(err.Error(), "panic"))
 	}
-}
-
-// forward starts a plain TCP proxy on a loopback port to upstream, closed
-// when the test ends.
-func forward(t *testing.T, upstream string) net.Listener {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var conns []net.Conn
-	closed := false
-	track := func(c net.Conn) {
-		mu.Lock()
-		if closed {
-			c.Close()
-		}
-		conns = append(conns, c)
-		mu.Unlock()
-	}
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		closed = true
-		for _, c := range conns {
-			c.Close()
-		}
-		mu.Unlock()
-		wg.Wait()
-	})
-	wg.Go(func() {
-		for {
-			down, err := l.Accept()
-			if err != nil {
-				return
-			}
-			up, err := net.Dial("tcp", upstream)
-			if err != nil {
-				down.Close()
-				continue
-			}
-			track(down)
-			track(up)
-			wg.Go(func() { io.Copy(up, down); up.Close() })
-			wg.Go(func() { io.Copy(down, up); down.Close() })
-		}
-	})
-	return l
 }
