@@ -5,7 +5,7 @@
 // ([Proxy.Accepted]).
 //
 // A Proxy belongs to one test: every goroutine it starts has ended when the
-// test's Cleanup of it returns, and no wait of it outlives that Cleanup. It
+// test's Cleanup of it (or an earlier [Proxy.Close]) returns, and no wait of it outlives that Cleanup. It
 // is internal, imported by test code alone, so it adds nothing to users'
 // builds or to the public API.
 package testproxy
@@ -50,6 +50,7 @@ type Proxy struct {
 	cfg      config
 	ctx      context.Context // ends when the test's Cleanup starts
 	cancel   context.CancelFunc
+	stopped  sync.Once
 	opened   atomic.Bool
 	accepted atomic.Int64
 	wg       sync.WaitGroup
@@ -99,7 +100,7 @@ func serve(tb testing.TB, l net.Listener, upstream string, opts []Option) *Proxy
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Proxy{l: l, upstream: upstream, cfg: cfg, ctx: ctx, cancel: cancel, conns: make(map[net.Conn]bool)}
 	p.wg.Go(p.accept)
-	tb.Cleanup(p.stop)
+	tb.Cleanup(p.Close)
 	return p
 }
 
@@ -125,7 +126,12 @@ func (p *Proxy) Drop() {
 	}
 }
 
-// stop is the test's Cleanup: no connection is accepted or kept after it.
+// Close stops the Proxy before the test ends (to look for goroutines left
+// behind, say), as the test's Cleanup does anyway: it closes the listener
+// and every connection, and returns once the Proxy's goroutines have
+// ended. A second Close does nothing.
+func (p *Proxy) Close() { p.stopped.Do(p.stop) }
+
 func (p *Proxy) stop() {
 	p.cancel()
 	p.l.Close()

@@ -175,6 +175,23 @@ func TestCleanup(t *testing.T) {
 	goleak.VerifyNone(t, ignore)
 }
 
+// Close stops the Proxy within the test, as its Cleanup does: the
+// connections end, no goroutine of the Proxy's is left, and a second Close
+// (the Cleanup's) does nothing.
+func TestClose(t *testing.T) {
+	srv := redistest.NewServer(t)
+	ignore := goleak.IgnoreCurrent()
+	p := testproxy.New(t, srv.Addr())
+	c := dial(t, p.Addr())
+	_, err := ping(c)
+	require.NoError(t, err)
+	p.Close()
+	_, err = ping(c)
+	require.True(t, closedByPeer(err), "a connection after Close: want it closed, got %v", err)
+	goleak.VerifyNone(t, ignore)
+	p.Close()
+}
+
 // Serve proxies on the caller's listener, and closes it when the test ends.
 func TestServe(t *testing.T) {
 	srv := redistest.NewServer(t)
