@@ -9,7 +9,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"slices"
 	"strings"
@@ -23,6 +22,7 @@ import (
 	"github.com/go-redlock/redlock/conformance"
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/pubsub/pubsubtest"
+	"github.com/go-redlock/redlock/internal/testproxy"
 	"github.com/go-redlock/redlock/redistest"
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -189,67 +189,6 @@ func stringer(t *testing.T, tg target) {
 	require.Equal(t, srv.Addr(), n.(fmt.Stringer).String(), "a node from New is named by its client's address")
 }
 
-// proxy forwards the connections a listener accepts to a target address.
-type proxy struct {
-	l      net.Listener
-	target string
-	wg     sync.WaitGroup
-
-	mu    sync.Mutex
-	conns map[net.Conn]bool
-}
-
-// startProxy forwards the connections l accepts to target until the test ends.
-func startProxy(t *testing.T, l net.Listener, target string) *proxy {
-	p := &proxy{l: l, target: target, conns: make(map[net.Conn]bool)}
-	p.wg.Go(p.serve)
-	t.Cleanup(p.Close)
-	return p
-}
-
-func (p *proxy) serve() {
-	for {
-		c, err := p.l.Accept()
-		if err != nil {
-			return
-		}
-		d, err := net.Dial("tcp", p.target)
-		if err != nil {
-			c.Close()
-			continue
-		}
-		p.mu.Lock()
-		p.conns[c], p.conns[d] = true, true
-		p.mu.Unlock()
-		p.wg.Go(func() { io.Copy(d, c); d.Close() })
-		p.wg.Go(func() { io.Copy(c, d); c.Close() })
-	}
-}
-
-// Drop closes the connections made so far, as a network failure would.
-func (p *proxy) Drop() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for c := range p.conns {
-		c.Close()
-		delete(p.conns, c)
-	}
-}
-
-// Close stops accepting, drops the connections and waits for the goroutines.
-func (p *proxy) Close() {
-	p.l.Close()
-	p.Drop()
-	p.wg.Wait()
-}
-
-// listenProxy starts a proxy to target on a new loopback port.
-func listenProxy(t *testing.T, target string) *proxy {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	return startProxy(t, l, target)
-}
-
 func openUnreachable(t *testing.T, tg target) {
 	addr := redistest.ClosedAddrs(t, 1)[0]
 	start := time.Now()
@@ -268,7 +207,7 @@ func openUnreachable(t *testing.T, tg target) {
 	if err != nil {
 		t.Skipf("cannot listen on %s again: %v", addr, err)
 	}
-	startProxy(t, l, srv.Addr())
+	testproxy.Serve(t, l, srv.Addr())
 	ctx := testContext(t, 10*time.Second)
 	ok, err := n.SetNX(ctx, "k", "v", time.Minute)
 	require.NoError(t, err)
@@ -445,10 +384,10 @@ func concurrentFirstUse(t *testing.T, tg target) {
 
 func reconnect(t *testing.T, tg target) {
 	srv := redistest.NewServer(t)
-	p := listenProxy(t, srv.Addr())
+	p := testproxy.New(t, srv.Addr())
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	defer p.Close()
-	n, err := tg.Driver.Open(p.l.Addr().String())
+	n, err := tg.Driver.Open(p.Addr())
 	require.NoError(t, err)
 	defer n.Close()
 
@@ -476,8 +415,8 @@ func reconnect(t *testing.T, tg target) {
 
 func reconnectToStalledServer(t *testing.T, tg target) {
 	srv := redistest.NewServer(t)
-	p := listenProxy(t, srv.Addr())
-	n := tg.open(t, p.l.Addr().String())
+	p := testproxy.New(t, srv.Addr())
+	n := tg.open(t, p.Addr())
 	ok, err := n.SetNX(testContext(t, 10*time.Second), "k", "v", time.Minute)
 	require.NoError(t, err)
 	require.True(t, ok)
@@ -555,8 +494,8 @@ func shortCallsReturn(t *testing.T, n driver.Node, calls int) {
 // return by its own deadline. newNode makes the node on an address.
 func reconnectBehindLongCall(t *testing.T, newNode func(*testing.T, string) driver.Node) {
 	srv := redistest.NewServer(t)
-	p := listenProxy(t, srv.Addr())
-	n := newNode(t, p.l.Addr().String())
+	p := testproxy.New(t, srv.Addr())
+	n := newNode(t, p.Addr())
 	ok, err := n.SetNX(testContext(t, 10*time.Second), "k", "v", time.Minute)
 	require.NoError(t, err)
 	require.True(t, ok)
