@@ -47,15 +47,7 @@ func TestWaiterTriesOnceItsLateSubscriptionsAreConfirmed(t *testing.T) {
 			redlock.WithBackoff(redlock.ConstantBackoff(time.Hour)), redlock.WithObserver(log))
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		type result struct {
-			l   *redlock.Lock
-			err error
-		}
-		returned := make(chan result, 1)
-		go func() {
-			l, err := waiter.Lock(ctx, "k")
-			returned <- result{l, err}
-		}()
+		returned := goLock(ctx, waiter, "k")
 		time.Sleep(10 * time.Millisecond)
 		synctest.Wait()
 		attempts, _ := log.since(time.Time{})

@@ -95,15 +95,7 @@ func TestWaiterTriesAgainOnceItsLeftoverKeysAreReleased(t *testing.T) {
 
 		ctx, cancel := context.WithCancel(t.Context())
 		defer cancel()
-		type result struct {
-			l   *redlock.Lock
-			err error
-		}
-		returned := make(chan result, 1)
-		go func() {
-			l, err := waiter.Lock(ctx, "k")
-			returned <- result{l, err}
-		}()
+		returned := goLock(ctx, waiter, "k")
 		time.Sleep(time.Minute) // its first attempts, then it waits, subscribed
 		synctest.Wait()
 

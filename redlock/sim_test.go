@@ -30,6 +30,24 @@ func memNodes(n int, opts ...memory.Option) ([]*memory.Node, []driver.Node) {
 	return mem, nodes
 }
 
+// lockResult is what a Lock run by goLock returned.
+type lockResult struct {
+	l   *redlock.Lock
+	err error
+}
+
+// goLock runs c.Lock(ctx, key) in a goroutine that ends when Lock
+// returns, and sends what Lock returned on the channel, whose buffer of one
+// means the goroutine never waits for a reader.
+func goLock(ctx context.Context, c *redlock.Client, key string) <-chan lockResult {
+	returned := make(chan lockResult, 1)
+	go func() {
+		l, err := c.Lock(ctx, key)
+		returned <- lockResult{l, err}
+	}()
+	return returned
+}
+
 func newClient(t *testing.T, nodes []driver.Node, opts ...redlock.Option) *redlock.Client {
 	t.Helper()
 	c, err := redlock.New(nodes, opts...)
