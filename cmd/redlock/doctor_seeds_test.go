@@ -3,7 +3,6 @@
 package main
 
 import (
-	"net"
 	"strings"
 	"testing"
 
@@ -21,12 +20,7 @@ func TestDoctorClusterSeedsOfTwoClusters(t *testing.T) {
 	t.Parallel()
 	a := redistest.NewCluster(t, 2)
 	b := redistest.NewCluster(t, 1)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := ln.Addr().String()
-	ln.Close()
+	dead := redistest.ClosedAddrs(t, 1)[0]
 
 	mixed := "redis://" + a.Seeds()[0] + "?cluster=true&addr=" + a.Seeds()[1] + "&addr=" + b.Seeds()[0]
 	rep, r := doctorJSON(t, mixed)

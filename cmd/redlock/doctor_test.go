@@ -131,12 +131,7 @@ func TestDoctorDuplicateServer(t *testing.T) {
 func TestDoctorUnreachable(t *testing.T) {
 	t.Parallel()
 	servers := redistest.NewServers(t, 2)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	down := ln.Addr().String()
-	ln.Close() // nothing listens there now
+	down := redistest.ClosedAddrs(t, 1)[0] // nothing listens there
 	addrs := strings.Join(append(redistest.Addrs(servers), down), ",")
 	rep, r := doctorJSON(t, addrs, "--timeout", "1s")
 	if r.code != exitFailure || rep.Nodes[2].Reachable {
