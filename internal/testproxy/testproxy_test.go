@@ -158,8 +158,14 @@ func TestCleanup(t *testing.T) {
 		slow := testproxy.New(t, srv.Addr(), testproxy.FirstReplyDelay(time.Hour))
 		held, err = net.Dial("tcp", slow.Addr())
 		require.NoError(t, err)
-		_, err = held.Write([]byte("PING\r\n"))
+		_, err = held.Write([]byte("SET held yes\r\n"))
 		require.NoError(t, err)
+		// The server has answered: its reply is on its way to the
+		// Proxy, which holds it back.
+		require.Eventually(t, func() bool {
+			v, err := srv.Do(t.Context(), "GET", "held")
+			return err == nil && v == "yes"
+		}, 10*time.Second, 10*time.Millisecond, "the SET through the Proxy did not reach the server")
 	})
 	defer plain.Close()
 	defer held.Close()
