@@ -3,76 +3,14 @@
 package main
 
 import (
-	"io"
 	"net"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-redlock/redlock/internal/testproxy"
 	"github.com/go-redlock/redlock/redistest"
 )
-
-// slowStartProxy forwards connections to a redis-server, holding back the
-// server's first reply on each connection until delay has passed since the
-// connection was accepted: a connection that takes delay to make (a loaded
-// machine, a far server, a slow TLS handshake), on a server that answers
-// at once once it is made.
-type slowStartProxy struct {
-	l     net.Listener
-	conns sync.WaitGroup
-}
-
-func newSlowStartProxy(t *testing.T, server string, delay time.Duration) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &slowStartProxy{l: l}
-	var mu sync.Mutex
-	var open []net.Conn
-	p.conns.Go(func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			accepted := time.Now()
-			s, err := net.Dial("tcp", server)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			mu.Lock()
-			open = append(open, c, s)
-			mu.Unlock()
-			p.conns.Go(func() { io.Copy(s, c); s.Close() })
-			p.conns.Go(func() {
-				buf := make([]byte, 32<<10)
-				n, err := s.Read(buf)
-				if err == nil {
-					time.Sleep(time.Until(accepted.Add(delay)))
-					_, err = c.Write(buf[:n])
-				}
-				if err == nil {
-					io.Copy(c, s)
-				}
-				c.Close()
-			})
-		}
-	})
-	t.Cleanup(func() {
-		l.Close()
-		mu.Lock()
-		for _, c := range open {
-			c.Close()
-		}
-		mu.Unlock()
-		p.conns.Wait()
-	})
-	return l.Addr().String()
-}
 
 // TestWaitZeroSlowConnect: run --wait 0 and hold --wait 0 make their one
 // attempt once the nodes have connected, so that a lock held elsewhere
@@ -98,7 +36,7 @@ func TestWaitZeroSlowConnect(t *testing.T) {
 		if _, err := s.Do(t.Context(), "SET", "busy", "another's", "PX", "600000"); err != nil {
 			t.Fatal(err)
 		}
-		addrs = append(addrs, newSlowStartProxy(t, s.Addr(), 1200*time.Millisecond))
+		addrs = append(addrs, testproxy.New(t, s.Addr(), testproxy.FirstReplyDelay(1200*time.Millisecond)).Addr())
 	}
 	nodes := strings.Join(addrs, ",")
 	for _, drv := range []string{"rueidis", "valkeygo"} {
@@ -141,7 +79,7 @@ func TestWaitZeroSlowConnectNodeDown(t *testing.T) {
 		if i < 2 {
 			addrs = append(addrs, s.Addr())
 		} else {
-			addrs = append(addrs, newSlowStartProxy(t, s.Addr(), 2*time.Second))
+			addrs = append(addrs, testproxy.New(t, s.Addr(), testproxy.FirstReplyDelay(2*time.Second)).Addr())
 		}
 	}
 	nodes := strings.Join(addrs, ",")
