@@ -182,6 +182,7 @@ func TestRedisConnectFindsDuplicate(t *testing.T) {
 			err = c.Connect(ctx)
 			require.ErrorContains(t, err, "reach the same server")
 			require.ErrorContains(t, err, "nodes 1 (")
+			require.ErrorIs(t, err, redlock.ErrSameServer)
 			require.False(t, errors.Is(err, redlock.ErrUnavailable), "a configuration error: %v", err)
 			_, again := c.TryLock(t.Context(), name+"/k")
 			require.Equal(t, err, again, "the acquisitions' error is Connect's")

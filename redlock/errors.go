@@ -42,12 +42,32 @@ var (
 	// by one that was in flight when Unlock ran, whatever the nodes said.
 	ErrAlreadyUnlocked = errors.New("redlock: lock already released by an earlier Unlock")
 
+	// ErrSameServer is matched by the error of Connect, TryLock, Lock and
+	// Do when two of the Client's nodes told the same identity
+	// (driver.Identifier: one server, or one Redis Cluster, under two
+	// addresses, such as localhost:6379 and 127.0.0.1:6379), which would
+	// count twice towards the quorum. The error names both nodes; every
+	// later acquisition returns it too, since retrying cannot fix it: give
+	// each server once. It does not match ErrNotObtained.
+	ErrSameServer = errors.New("redlock: two nodes reach the same server")
+
 	// ErrClosed is returned by calls on a Client after Close, and is the
 	// cause of a NodeError from a node that was closed. It is the same value
 	// as driver.ErrClosed, which drivers return, so one errors.Is test covers
 	// both.
 	ErrClosed = driver.ErrClosed
 )
+
+// sameServerError is the error of two nodes that told one identity: its
+// text names them, and it wraps ErrSameServer (so that what classifies
+// errors by their innermost one, as redlockotel's error.type does, sees the
+// sentinel, not this type).
+type sameServerError struct{ msg string }
+
+func (e *sameServerError) Error() string { return e.msg }
+
+// Unwrap returns ErrSameServer.
+func (e *sameServerError) Unwrap() error { return ErrSameServer }
 
 // NodeError is the failure of one node during a call. Errors from TryLock,
 // Lock, Do, Extend, Unlock and Lock.TTL join one NodeError for each node that

@@ -256,7 +256,8 @@ func (c *Client) askLocked() {
 	})
 }
 
-// duplicateIdentity returns an error naming two nodes that answered one ID.
+// duplicateIdentity returns an error naming two nodes that answered one ID,
+// which matches ErrSameServer.
 // id.mu is held.
 func (c *Client) duplicateIdentity() error {
 	id := &c.identities
@@ -270,7 +271,7 @@ func (c *Client) duplicateIdentity() error {
 			}
 			for _, s := range a {
 				if slices.Contains(b, s) {
-					return fmt.Errorf("redlock: nodes %d (%s) and %d (%s) reach the same server (%s): a node must be given once, or it counts twice towards the quorum", j+1, c.names[j], i+1, c.names[i], s)
+					return &sameServerError{fmt.Sprintf("redlock: nodes %d (%s) and %d (%s) reach the same server (%s): a node must be given once, or it counts twice towards the quorum", j+1, c.names[j], i+1, c.names[i], s)}
 				}
 			}
 		}

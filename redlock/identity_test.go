@@ -38,8 +38,13 @@ func TestSameServerUnderTwoAddresses(t *testing.T) {
 			require.False(t, errors.Is(err, redlock.ErrNotObtained), "a configuration error, not a lost vote: %v", err)
 			require.ErrorContains(t, err, "nodes 1 (")
 			require.ErrorContains(t, err, "reach the same server")
+			require.ErrorIs(t, err, redlock.ErrSameServer)
 			_, again := c.TryLock(t.Context(), "k")
 			require.Equal(t, err, again, "the error stays")
+			_, err = c.Lock(t.Context(), "k")
+			require.ErrorIs(t, err, redlock.ErrSameServer, "Lock stops at once")
+			err = c.Do(t.Context(), "k", func(context.Context) error { return nil })
+			require.ErrorIs(t, err, redlock.ErrSameServer, "Do stops at once")
 
 			ok, err := redlock.Open(name, redistest.Addrs(servers), slow...)
 			require.NoError(t, err)
@@ -90,6 +95,7 @@ func TestSameClusterUnderTwoSeeds(t *testing.T) {
 			defer c.Close()
 			err = duplicateFound(t, c, name+"/dup")
 			require.ErrorContains(t, err, "reach the same server (node:")
+			require.ErrorIs(t, err, redlock.ErrSameServer)
 
 			// A shard's primary given as a server beside its cluster.
 			c2, err := redlock.Open(name, []string{cl.URL(), cl.Seeds()[0], other.Addr()}, slow...)
@@ -97,6 +103,7 @@ func TestSameClusterUnderTwoSeeds(t *testing.T) {
 			defer c2.Close()
 			err = duplicateFound(t, c2, name+"/dup2")
 			require.ErrorContains(t, err, "reach the same server (node:")
+			require.ErrorIs(t, err, redlock.ErrSameServer)
 
 			// Distinct nodes, one of them a cluster, lock and unlock.
 			c3, err := redlock.Open(name, []string{cl.URL(), other.Addr(), redistest.NewServer(t).Addr()}, slow...)

@@ -9,7 +9,8 @@ const (
 	// exitFailure: an error of redlock itself (a node set that doctor
 	// finds unsafe, a failed demo, a soak that found overlaps).
 	exitFailure = 1
-	// exitUsage: bad flags or arguments, no nodes, a bad address or option.
+	// exitUsage: bad flags or arguments, no nodes, a bad address or option,
+	// two addresses of one server (redlock.ErrSameServer).
 	exitUsage = 2
 	// exitUnavailable: run or hold did not obtain the lock because too many
 	// nodes failed (errors, timeouts) for a quorum to be possible, or status

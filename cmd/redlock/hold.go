@@ -93,7 +93,8 @@ Exit codes:
   76      the lock was lost while held, or on release a majority of the
           nodes no longer held it
   128+N   signal N ended the wait for the lock
-  2       bad flags or arguments, no nodes, a bad address or option
+  2       bad flags or arguments, no nodes, a bad address or option,
+          or two addresses of one server (or of one cluster)
   1       any other error of redlock; the process that started hold
           ended while it waited for the lock
 

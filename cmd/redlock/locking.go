@@ -409,6 +409,10 @@ func notObtained(name string, o *lockFlags, err, cause error) error {
 			detail = errors.Join(detail, errors.New(strings.Join(hints, "\n")))
 		}
 		return exitWith(exitUnavailable, fmt.Errorf("%s: lock %q not obtained%s: too many nodes failed for a quorum%s:\n%w", name, o.key, within, oneAttempt, detail))
+	case errors.Is(err, redlock.ErrSameServer):
+		// A bad address, as status and doctor have it: one server given
+		// twice, which retrying cannot fix.
+		return exitWith(exitUsage, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "redlock: ")))
 	case errors.Is(err, redlock.ErrNotObtained), errors.Is(cause, errWaitOver):
 		if o.conflictCode == 0 && !o.verbose {
 			return exitWith(exitOK, nil) // a busy lock is no error, as flock -E 0 has it: nothing to say

@@ -31,9 +31,9 @@ func TestRunOneAttemptFindsSameServerTwice(t *testing.T) {
 			append(append([]string{"hold", "--for", "1ms"}, common...), "k-"+driver),
 		} {
 			r := invoke(t, "", args...)
-			if r.code != exitFailure || !strings.Contains(r.stderr, "reach the same server") || r.stdout != "" {
-				t.Errorf("redlock %s: want exit %d, nothing on stdout, and that two addresses reach the same server, got %v",
-					strings.Join(args, " "), exitFailure, r)
+			if r.code != exitUsage || !strings.Contains(r.stderr, "reach the same server") || r.stdout != "" {
+				t.Errorf("redlock %s: want exit %d (as status exits), nothing on stdout, and that two addresses reach the same server, got %v",
+					strings.Join(args, " "), exitUsage, r)
 			}
 		}
 	}

@@ -125,7 +125,8 @@ Exit codes:
   126, 127    CMD could not be executed / was not found (checked before the
               lock is taken; an exec that fails anyway releases it)
   128+N       signal N ended the wait for the lock; CMD did not run
-  2           bad flags or arguments, no nodes, a bad address or option
+  2           bad flags or arguments, no nodes, a bad address or option,
+              or two addresses of one server (or of one cluster)
   1           any other error of redlock (such as nodes that refuse the user)
 
 ` + envHelp("nodes", "ttl", "wait", "prefix", "driver", "fencing", "grace", "conflict-exit-code", "verbose"),
