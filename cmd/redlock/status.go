@@ -43,7 +43,10 @@ error. It never reads or prints a lock's value, which is the secret that
 lets its holder extend and release it.
 
 Each key gets a verdict: held (a quorum of the nodes hold it), free (a quorum
-do not: it can be acquired now), or unknown (neither: too few nodes answered).
+do not: it can be acquired now), or unknown (neither: the nodes that did not
+answer could tip it either way, or, with an even number of nodes, it is held
+on exactly half of them, a lock no one holds that blocks every acquisition
+until it expires).
 It is a snapshot: a lock may be taken or released the moment after. A key
 with a newline, a tab or another character that does not show as itself
 (or that begins with '"') is printed quoted, as Go quotes a string ("a\nb");
