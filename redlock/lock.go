@@ -325,7 +325,11 @@ func (l *Lock) setUntilLocked(u, now time.Time) {
 // until Until), and returns an error matching ErrLockLost with ctx.Err()
 // joined in, whatever else ended it. A ttl out of range (not positive, not
 // above its drift allowance, above MaxTTL) is bad input: an error that says
-// so, not ErrLockLost, with ctx.Err() joined when ctx had ended.
+// so, not ErrLockLost, with ctx.Err() joined when ctx had ended. Unlike
+// WithTTL, Extend takes a ttl at or below the Client's node timeout (to
+// shorten what is left, say): the nodes' replies decide, and an Extend whose
+// quorum answered after ttl less the drift allowance has passed leaves no
+// validity and reports the lock lost.
 func (l *Lock) Extend(ctx context.Context, ttl time.Duration) error {
 	if l.unmade() {
 		return badInput(ctx, errNilLock)
