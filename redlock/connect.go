@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/drivernode"
 )
 
 // Connect warms the Client up: it asks every node that is a
@@ -21,7 +22,21 @@ import (
 // slow handshake, on nodes that are up. After Connect the first acquisition
 // asks no node that told its identity here again: it sends its SETs only
 // (and asks the others, as it would have, a node that refused the question
-// included). Two addresses of one
+// included). A node that answered (or refused) the question is also left
+// with the connections that its first acquisition takes at once, so that it
+// dials none within its node timeout: with rueidis and valkeygo the one
+// connection the question made; with goredis (a node of its Open, on one
+// server) two, made by a PING on each after the question: at a call that
+// finds one connection idle, its node makes a spare in the background,
+// which can take that connection before the call does (redigo's pool lends
+// the acquisition the one connection the question made). That costs no I/O with the other drivers;
+// it is part of the node's question, bounded and cut as the question is
+// (below), and a PING it cut ends in the background within the driver's
+// timeouts or at Close, as a cut question does; if it fails, it fails no
+// node: the acquisition dials as it would have. An
+// acquisition that overlaps an earlier call on a node (the release an
+// Unlock leaves in flight once a quorum answered, say) may still need a
+// connection more from a pool. Two addresses of one
 // server (or one Redis Cluster) among the nodes that answered are reported
 // by Connect itself, with the error that TryLock, Lock and Do return from
 // then on.
@@ -141,6 +156,13 @@ func (c *Client) Connect(ctx context.Context) error {
 				id.mu.Lock()
 				c.recordIdentityLocked(i, ids)
 				id.mu.Unlock()
+			}
+			if w, ok := c.nodes[i].(drivernode.Warmer); ok && (err == nil || driver.CommandRefused(err)) {
+				// The node is reachable: the connections its pool
+				// lends an acquisition at once are made now. A
+				// failure fails nothing: the calls dial as they
+				// would have.
+				_ = w.Warm(qctx)
 			}
 			answers <- answer{i, err}
 		})

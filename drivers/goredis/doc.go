@@ -97,6 +97,13 @@
 // caller's cancellation), and one is made in advance when
 // a call takes the last, so that over a slow link a node timeout of twice the
 // round trip is enough for every call but the first on a fresh node.
+// redlock.Client.Connect makes that first call's connections beforehand: after
+// its identity question, the node (of Open's, on one server) leaves two
+// connections made and idle in its pool, the one its first call takes and
+// the spare kept beside it, so that the first acquisition dials none within
+// its node timeout (the spare would otherwise be made at that call, by a
+// PING that can take the pool's one idle connection before the call's SET
+// does, which then dials). A node of New's, or of a cluster, is not warmed.
 //
 // [New] wraps a client the caller configured instead, for Sentinel, custom
 // dialers, hooks or instrumentation:

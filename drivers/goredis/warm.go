@@ -2,9 +2,15 @@ package goredis
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/drivernode"
+	"github.com/go-redlock/redlock/internal/untildone"
 )
 
 // warmer makes the connections of a client that Open built outside the
@@ -97,4 +103,54 @@ func (w *warmer) stop(closeClient func() error) error {
 	err := closeClient()
 	w.wg.Wait()
 	return err
+}
+
+// warmConns is how many connections Warm leaves idle in the pool of a node
+// from Open: the one that the first call sent alone takes for the node's
+// lane, and the one that the warmer wants idle beside it (see wait), which
+// it would otherwise start to make at that call, in the background with a
+// PING that can take the pool's last idle connection before the call does,
+// so that the call dials within its own deadline.
+const warmConns = 2
+
+var _ drivernode.Warmer = (*node)(nil)
+
+// Warm leaves warmConns connections made and idle in the pool of a node
+// from Open (see drivernode.Warmer), so that its first calls after
+// redlock.Client.Connect take ready connections: it holds that many at once
+// and sends a PING on each (a reply, an error reply included, means the
+// connection is made), reusing those the pool has idle and dialing the
+// others, then gives them back to the pool. A pool that has that many idle
+// already costs nothing. It returns at ctx's end (the connections then go
+// on being made in the background, bounded by the dial and read timeouts
+// and by Close). A node over a client of the caller's (New) or a cluster
+// has no lane and no warmer, and Warm does nothing there.
+func (n *node) Warm(ctx context.Context) error {
+	if err := n.state.Err(); err != nil {
+		return err
+	}
+	c := n.lanes.client
+	if n.warm == nil || c == nil || c.PoolStats().IdleConns >= warmConns {
+		return nil
+	}
+	_, err := untildone.Do(ctx, func() (struct{}, error) {
+		var (
+			conns [warmConns]*redis.Conn
+			errs  [warmConns]error
+			wg    sync.WaitGroup
+		)
+		for i := range conns {
+			conns[i] = c.Conn() // each holds a connection of its own from its PING on
+			wg.Go(func() { errs[i] = conns[i].Ping(ctx).Err() })
+		}
+		wg.Wait()
+		for _, cn := range conns {
+			_ = cn.Close() // back to the pool, idle; a broken one is removed
+		}
+		return struct{}{}, errors.Join(errs[:]...)
+	}, nil)
+	if err != nil {
+		return fmt.Errorf("goredis: warm: %w", driver.ContextError(ctx, err))
+	}
+	return nil
 }

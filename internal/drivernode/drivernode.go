@@ -156,3 +156,16 @@ func (e nilClientError) Is(target error) bool { return target == driver.ErrNilCl
 type ChannelNotifier interface {
 	ReleaseNotifyOn(ctx context.Context, key, value, channel string) (bool, error)
 }
+
+// Warmer is implemented by the nodes of this module's Redis drivers whose
+// first calls may need more connections at once than the one an earlier
+// call left in their pool (goredis's, from Open). Warm makes those
+// connections, bounded by ctx and by the node's Close, and leaves them idle
+// in the pool, so that the calls that follow take them instead of dialing
+// within their own deadlines. redlock.Client.Connect calls it after a
+// node's identity question; its error is no node's failure (a call dials
+// as it would have). Nodes that keep one connection (rueidis, valkeygo), or
+// whose first call needs no more than one, do not implement it.
+type Warmer interface {
+	Warm(ctx context.Context) error
+}

@@ -1,0 +1,48 @@
+package goredis
+
+import (
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/redistest"
+)
+
+// Warm, after the identity question made one connection, leaves warmConns
+// connections idle in the pool of a node from Open (it dials one), does
+// nothing when they are there, and the first lone call then takes one for
+// its lane without a dial, and without the warmer making a spare; a
+// node over a caller's client is not warmed, and a closed node's Warm is
+// ErrClosed.
+func TestWarmLeavesConnectionsIdle(t *testing.T) {
+	s := redistest.NewServer(t)
+	n := openNode(t, s.Addr())
+	_, err := n.Identity(t.Context())
+	require.NoError(t, err)
+	require.EqualValues(t, 1, n.lanes.client.PoolStats().TotalConns)
+
+	require.NoError(t, n.Warm(t.Context()))
+	st := n.lanes.client.PoolStats()
+	require.EqualValues(t, warmConns, st.TotalConns, "Warm dialed the connections missing")
+	require.EqualValues(t, warmConns, st.IdleConns, "and left them idle")
+	require.NoError(t, n.Warm(t.Context()))
+	require.Equal(t, st.Misses, n.lanes.client.PoolStats().Misses, "a second Warm dialed")
+
+	ok, err := n.SetNX(lone(t.Context()), "k", "v", time.Minute)
+	require.NoError(t, err)
+	require.True(t, ok)
+	n.warm.wg.Wait() // a spare the call had the warmer make, if any
+	require.EqualValues(t, warmConns, n.lanes.client.PoolStats().TotalConns, "the first call after Warm dialed")
+
+	rdb := redis.NewClient(&redis.Options{Addr: s.Addr()})
+	defer rdb.Close()
+	theirs := New(rdb).(*node)
+	require.NoError(t, theirs.Warm(t.Context()))
+	require.Zero(t, rdb.PoolStats().TotalConns, "a caller's client was warmed")
+
+	require.NoError(t, n.Close())
+	require.ErrorIs(t, n.Warm(t.Context()), driver.ErrClosed)
+}
