@@ -63,7 +63,12 @@
 // The pool of a node from Open holds at most max(64, 10×GOMAXPROCS) connections,
 // as go-redis's does, so that a flood of calls cut short by their contexts
 // cannot open connections without limit; a call waits for a free one as long as
-// its context allows.
+// its context allows. redlock.Client.Connect's identity question leaves one
+// connection idle in it, which the first acquisition's one command to the node
+// takes (the pool's idle list is last in, first out, and nothing of the node's
+// takes a connection beside the call's), so that the node has no warm-up of
+// its own; an acquisition that overlaps an earlier call on the node (the
+// release an Unlock leaves in flight) may dial a second.
 //
 // A pool of Open's hands out a connection unused for a second or more only
 // once it has checked, without a round trip, that the server has not closed
