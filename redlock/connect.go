@@ -22,24 +22,26 @@ import (
 // slow handshake, on nodes that are up. After Connect the first acquisition
 // asks no node that told its identity here again: it sends its SETs only
 // (and asks the others, as it would have, a node that refused the question
-// included). A node that answered (or refused) the question is also left
-// with the connections that its first acquisition takes at once, so that it
-// dials none within its node timeout: with rueidis and valkeygo the one
+// included).
+//
+// A node that answered (or refused) the question is also left with the
+// connections that its first acquisition takes at once, so that it dials
+// none within its node timeout: with rueidis, valkeygo and redigo, the one
 // connection the question made; with goredis (a node of its Open, on one
-// server) two, made by a PING on each after the question: at a call that
-// finds one connection idle, its node makes a spare in the background,
-// which can take that connection before the call does (redigo's pool lends
-// the acquisition the one connection the question made). That costs no I/O with the other drivers;
-// it is part of the node's question, bounded and cut as the question is
-// (below), and a PING it cut ends in the background within the driver's
-// timeouts or at Close, as a cut question does; if it fails, it fails no
-// node: the acquisition dials as it would have. An
-// acquisition that overlaps an earlier call on a node (the release an
-// Unlock leaves in flight once a quorum answered, say) may still need a
-// connection more from a pool. Two addresses of one
-// server (or one Redis Cluster) among the nodes that answered are reported
-// by Connect itself, with the error that TryLock, Lock and Do return from
-// then on.
+// server), two, made by a PING on each after the question (at a call that
+// finds a single connection idle, a goredis node makes a spare in the
+// background, which can take that connection before the call does). The
+// other drivers send nothing more. The PINGs are part of the node's
+// question, bounded and cut as it is (below); a PING cut ends in the
+// background within the driver's timeouts or at Close, and a failed one
+// fails no node: the acquisition dials as it would have. An acquisition
+// that overlaps an earlier call on a node (the release that an Unlock
+// leaves in flight once a quorum answered, say) may still need one more
+// connection from a pool.
+//
+// Two addresses of one server (or one Redis Cluster) among the nodes that
+// answered are reported by Connect itself, with the error (matching
+// ErrSameServer) that TryLock, Lock and Do return from then on.
 //
 // Each question is bounded by ctx and by Close, not by the node timeout:
 // give ctx the deadline the connections may take. Connect returns
@@ -56,7 +58,7 @@ import (
 //   - ErrClosed when the Client is closed, or Close begins meanwhile (its
 //     questions are cut at once, so that Close, which waits for them, does
 //     not wait a node timeout);
-//   - the duplicate's error when two nodes answered one server.
+//   - an error matching ErrSameServer when two nodes answered one server.
 //
 // Its errors join ctx.Err() when ctx had ended. A node whose question is
 // refused for good (driver.CommandRefused: an ACL user without +info, INFO
