@@ -46,7 +46,9 @@ Each key gets a verdict: held (a quorum of the nodes hold it), free (a quorum
 do not: it can be acquired now), or unknown (neither: the nodes that did not
 answer could tip it either way, or, with an even number of nodes, it is held
 on exactly half of them, a lock no one holds that blocks every acquisition
-until it expires).
+until it expires). A key that a node holds without an expiry (TTL none) was
+not set by a lock, whose key always has one: the verdict line says so, as
+such a key blocks the lock until someone deletes it.
 It is a snapshot: a lock may be taken or released the moment after. A key
 with a newline, a tab or another character that does not show as itself
 (or that begins with '"') is printed quoted, as Go quotes a string ("a\nb");
@@ -326,7 +328,25 @@ func printStatus(w io.Writer, rep *statusReport) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	for _, kr := range rep.Keys {
-		fmt.Fprintf(w, "%s: %s: held on %d of %d nodes, %d answered, quorum %d\n",
-			keyText(kr.Key), kr.State, kr.HeldOn, rep.Nodes, kr.Answered, rep.Quorum)
+		fmt.Fprintf(w, "%s: %s: held on %d of %d nodes, %d answered, quorum %d%s\n",
+			keyText(kr.Key), kr.State, kr.HeldOn, rep.Nodes, kr.Answered, rep.Quorum, noExpiryNote(kr))
 	}
+}
+
+// noExpiryNote returns what the verdict line of kr adds when some node
+// holds the key without an expiry (TTL "none"), or "": a lock's key always
+// has one (its SET NX PX sets it at once), so such a key was written by
+// something else under the lock's name, and it keeps every lock of that
+// name from being taken until someone deletes it.
+func noExpiryNote(kr *keyReport) string {
+	n := 0
+	for _, nr := range kr.Nodes {
+		if nr.Error == "" && *nr.Held && *nr.TTLMillis < 0 {
+			n++
+		}
+	}
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (no expiry on %d of them: not a lock's key, which always has one; it blocks the lock until deleted)", n)
 }
