@@ -19,8 +19,12 @@
 // redlock.outcome and
 // redlock.attempt on an attempt, redlock.attempts on a Lock, redlock.ttl
 // (seconds) on an Extend, and redlock.lost (bool) on an Extend and a Do. A
-// failed call has status Error with its error recorded (an attempt, or a
-// Lock, that did not obtain the lock is one); an Extend that its caller
+// failed call has status Error with its error recorded, and error.type:
+// the redlock error it matches (same_server, unavailable, not_obtained,
+// already_unlocked, lock_lost), else its class as on redlock.node.duration
+// (timeout, canceled, closed, a Redis error code, the Go type: a Do's
+// function's error); an attempt, or a Lock, that did not obtain the lock
+// is a failed call; an Extend that its caller
 // canceled (as Do does with one in flight when its function returns) has
 // its error recorded, and no Error status, unless it found the lock lost;
 // so has an Extend that the holder's own Unlock came before (in flight when
@@ -242,13 +246,41 @@ func (o *observer) start(ctx context.Context, name, key string, attrs ...attribu
 		trace.WithAttributes(append(attrs, keyKey.String(key))...))
 }
 
-// finish sets the span's status from err and ends it.
+// finish sets the span's status and error.type from err and ends it.
 func finish(span trace.Span, err error) {
 	if err != nil {
 		span.RecordError(err)
+		span.SetAttributes(errorTypeKey.String(callErrorType(err)))
 		span.SetStatus(codes.Error, firstLine(err.Error()))
 	}
 	span.End()
+}
+
+// callErrors are the errors of the Client's calls that a failed span's
+// error.type names, in the order they are looked for: ErrUnavailable joins
+// ErrNotObtained or ErrLockLost, and ErrAlreadyUnlocked joins ErrLockLost.
+var callErrors = []struct {
+	err  error
+	name string
+}{
+	{redlock.ErrSameServer, "same_server"},
+	{redlock.ErrUnavailable, "unavailable"},
+	{redlock.ErrNotObtained, "not_obtained"},
+	{redlock.ErrAlreadyUnlocked, "already_unlocked"},
+	{redlock.ErrLockLost, "lock_lost"},
+}
+
+// callErrorType classifies the error of a call (a span's) for error.type:
+// the redlock error it matches (see callErrors), or else errorType's class
+// (timeout, canceled, closed, a Redis code, the Go type: a Do's function's
+// error, bad input).
+func callErrorType(err error) string {
+	for _, c := range callErrors {
+		if errors.Is(err, c.err) {
+			return c.name
+		}
+	}
+	return errorType(err)
 }
 
 // firstLine is the start of an error's text: errors.Join puts each error on a
