@@ -114,16 +114,35 @@ type config struct {
 
 // WithTracerProvider sets the provider of the tracer (default: the global
 // one, otel.GetTracerProvider, at the time of Instrument; a nil tp keeps the
-// default).
+// default, and so does a nil pointer in tp, such as a
+// *sdktrace.TracerProvider variable left unset).
 func WithTracerProvider(tp trace.TracerProvider) Option {
+	if isNil(tp) {
+		tp = nil // the default
+	}
 	return func(c *config) { c.tp = tp }
 }
 
 // WithMeterProvider sets the provider of the meter (default: the global one,
 // otel.GetMeterProvider, at the time of Instrument; a nil mp keeps the
-// default).
+// default, and so does a nil pointer in mp, such as a
+// *sdkmetric.MeterProvider variable left unset).
 func WithMeterProvider(mp metric.MeterProvider) Option {
+	if isNil(mp) {
+		mp = nil // the default
+	}
 	return func(c *config) { c.mp = mp }
+}
+
+// isNil reports whether v is nil or holds a nil pointer: a provider given as
+// a nil *sdktrace.TracerProvider is not a nil interface, and its Tracer
+// panics.
+func isNil(v any) bool {
+	if v == nil {
+		return true
+	}
+	r := reflect.ValueOf(v)
+	return r.Kind() == reflect.Pointer && r.IsNil()
 }
 
 // Instrument returns a redlock.Option that makes a Client report its spans

@@ -421,10 +421,14 @@ func TestGlobalProviders(t *testing.T) {
 	})
 	servers := redistest.NewServers(t, 3)
 	// Without options, and with nil providers, which keep the defaults
-	// (their documentation says so).
+	// (their documentation says so): also nil pointers of the SDK's
+	// provider types, as a variable of that type left unset gives
+	// (Instrument panicked on them, calling their Tracer and Meter).
 	for _, opt := range []redlock.Option{
 		redlockotel.Instrument(),
 		redlockotel.Instrument(redlockotel.WithTracerProvider(nil), redlockotel.WithMeterProvider(nil)),
+		redlockotel.Instrument(redlockotel.WithTracerProvider((*sdktrace.TracerProvider)(nil)),
+			redlockotel.WithMeterProvider((*sdkmetric.MeterProvider)(nil))),
 	} {
 		ended := len(tel.spans.Ended())
 		c := open(t, redistest.Addrs(servers), opt)
