@@ -43,4 +43,16 @@ func TestNodeErrorTypeIsRedisCode(t *testing.T) {
 	assert.Equal(t, "READONLY", types[replica.Addr()], "the replica's acquire: %v", types)
 	assert.Equal(t, "OOM", types[full.Addr()], "the full node's acquire: %v", types)
 	assert.Empty(t, types[servers[2].Addr()], "the healthy node's acquire: %v", types)
+
+	// The attempt failed for errors that retrying cannot fix: its span and
+	// its point of redlock.acquire.duration name the first node's to
+	// answer (either), not not_obtained.
+	spans := tel.spans.Ended()
+	require.Len(t, spans, 1)
+	et, _ := attr(spans[0].Attributes(), "error.type")
+	assert.Contains(t, []string{"READONLY", "OOM"}, et.AsString(), "the TryLock span")
+	for _, p := range histogram(t, tel.metrics(t)["redlock.acquire.duration"]) {
+		v, _ := p.Attributes.Value("error.type")
+		assert.Equal(t, et.AsString(), v.AsString(), "the attempt's point")
+	}
 }

@@ -20,8 +20,13 @@
 // redlock.attempt on an attempt, redlock.attempts on a Lock, redlock.ttl
 // (seconds) on an Extend, and redlock.lost (bool) on an Extend and a Do. A
 // failed call has status Error with its error recorded, and error.type:
-// the redlock error it matches (same_server, unavailable, not_obtained,
-// already_unlocked, lock_lost), else its class as on redlock.node.duration
+// on an attempt, its outcome (not_obtained, unavailable) or, for the
+// outcome error, its cause's class (as below); on the others, when so many
+// nodes answered an error that retrying cannot fix that no quorum was
+// possible, the class of the first node's error to come, as on
+// redlock.node.duration (NOPERM, READONLY, closed, ...), else the redlock
+// error it matches (same_server, already_unlocked, unavailable,
+// not_obtained, lock_lost), else its class as on redlock.node.duration
 // (timeout, canceled, closed, a Redis error code, the Go type: a Do's
 // function's error); an attempt, or a Lock, that did not obtain the lock
 // is a failed call; an Extend that its caller
@@ -45,7 +50,7 @@
 //
 //   - redlock.acquire.duration (histogram): every acquisition attempt, with
 //     redlock.outcome = granted, not_obtained, unavailable or error (see
-//     redlock.Outcome).
+//     redlock.Outcome) and, when it failed, error.type, as on its span.
 //   - redlock.hold.duration (histogram): from a grant to the end of the
 //     lock's life (Unlock, or the loss), with redlock.lost (bool).
 //   - redlock.locks.held (up-down counter): locks granted whose life has not
@@ -268,10 +273,18 @@ func (o *observer) start(ctx context.Context, name, key string, attrs ...attribu
 // finish sets the span's status and error.type from err and ends it.
 func finish(span trace.Span, err error) {
 	if err != nil {
-		span.RecordError(err)
-		span.SetAttributes(errorTypeKey.String(callErrorType(err)))
-		span.SetStatus(codes.Error, firstLine(err.Error()))
+		finishAs(span, err, callErrorType(err))
+		return
 	}
+	span.End()
+}
+
+// finishAs sets the status of span, which failed with err, and its
+// error.type, and ends it.
+func finishAs(span trace.Span, err error, errType string) {
+	span.RecordError(err)
+	span.SetAttributes(errorTypeKey.String(errType))
+	span.SetStatus(codes.Error, firstLine(err.Error()))
 	span.End()
 }
 
@@ -283,23 +296,50 @@ var callErrors = []struct {
 	name string
 }{
 	{redlock.ErrSameServer, "same_server"},
+	{redlock.ErrAlreadyUnlocked, "already_unlocked"},
 	{redlock.ErrUnavailable, "unavailable"},
 	{redlock.ErrNotObtained, "not_obtained"},
-	{redlock.ErrAlreadyUnlocked, "already_unlocked"},
 	{redlock.ErrLockLost, "lock_lost"},
 }
 
 // callErrorType classifies the error of a call (a span's) for error.type:
-// the redlock error it matches (see callErrors), or else errorType's class
-// (timeout, canceled, closed, a Redis code, the Go type: a Do's function's
-// error, bad input).
+// when so many nodes answered an error that retrying cannot fix that no
+// quorum was possible (redlock.VoteError.Permanent: NOPERM, READONLY,
+// closed, ...), the class of the first node's error, as on
+// redlock.node.duration; else the redlock error it matches (see
+// callErrors); else errorType's class (timeout, canceled, closed, a Redis
+// code, the Go type: a Do's function's error, bad input).
 func callErrorType(err error) string {
+	if errors.Is(err, redlock.ErrSameServer) {
+		return "same_server"
+	}
+	var ve *redlock.VoteError
+	if errors.As(err, &ve) && ve.Permanent > ve.Nodes-ve.Needed {
+		if ne := (*redlock.NodeError)(nil); errors.As(err, &ne) {
+			return errorType(ne.Err)
+		}
+	}
 	for _, c := range callErrors {
 		if errors.Is(err, c.err) {
 			return c.name
 		}
 	}
 	return errorType(err)
+}
+
+// attemptErrorType classifies the error of an acquisition attempt for
+// error.type: its outcome when the nodes' verdict was not_obtained or
+// unavailable; for the outcome error (bad input, a closed Client, a context
+// that ended before a verdict, errors that retrying cannot fix), the class
+// of its cause.
+func attemptErrorType(oc redlock.Outcome, err error) string {
+	if oc == redlock.OutcomeNotObtained || oc == redlock.OutcomeUnavailable {
+		return string(oc)
+	}
+	if t := callErrorType(err); t != "not_obtained" && t != "unavailable" {
+		return t
+	}
+	return errorType(err) // the context ended first
 }
 
 // firstLine is the start of an error's text: errors.Join puts each error on a
@@ -413,11 +453,18 @@ func (o *observer) Attempt(ctx context.Context, e redlock.AttemptStart) (context
 		if last, ok := parent.Value(lastVotes{}).(*redlock.Votes); up != nil && ok {
 			*last = d.Votes
 		}
-		o.acquire.Record(ctx, d.Duration.Seconds(), outcomeOption(d.Outcome))
 		if d.Outcome == redlock.OutcomeGranted {
 			o.held.Add(ctx, 1)
 		}
-		finish(span, d.Err)
+		if d.Err == nil {
+			o.acquire.Record(ctx, d.Duration.Seconds(), outcomeOption(d.Outcome))
+			span.End()
+			return
+		}
+		et := attemptErrorType(d.Outcome, d.Err)
+		o.acquire.Record(ctx, d.Duration.Seconds(), metric.WithAttributes(
+			outcomeKey.String(string(d.Outcome)), errorTypeKey.String(et)))
+		finishAs(span, d.Err, et)
 	}
 }
 
