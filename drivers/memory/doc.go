@@ -45,7 +45,9 @@
 //     that matches redlock.ErrNotObtained and redlock.ErrUnavailable.
 //   - SetStalled holds the calls, as a server stopped with SIGSTOP or behind a
 //     partition: its callers wait until the node timeout. SetLatency delays each
-//     call, as a slow network. SetLoseReplies applies the calls and loses their
+//     call, as a slow network (on the RealClock, in a synctest bubble if
+//     virtual; on a FakeClock each call's delay advances the clock in
+//     turn, so the delays of concurrent calls add up: see SetLatency). SetLoseReplies applies the calls and loses their
 //     replies.
 //   - SetConnDown and SetConnStalled act on one Conn only, as a partition
 //     between one client and the server: the store keeps its keys and its

@@ -409,7 +409,15 @@ func (n *Node) SetLoseReplies(lose bool) {
 }
 
 // SetLatency makes each call wait d on the node's clock before it is applied.
-// With a FakeClock the wait advances the clock instead of taking real time.
+// With a FakeClock the wait advances the clock instead of taking real time,
+// by d for every call, one after the other, concurrent calls included: on
+// a FakeClock that several nodes share, a Client's round over three nodes
+// moves it 3d, not d, and a key set early in the round has lost up to 2d of
+// its TTL by its end (TTL 250ms, d 100ms: PTTLs such as 150, 250 and 50ms,
+// as the calls interleave).
+// That is no slow network, whose delays overlap; for one, run the test in a
+// testing/synctest bubble on the RealClock, where the waits are virtual
+// and overlap.
 func (n *Node) SetLatency(d time.Duration) {
 	s := n.store()
 	s.mu.Lock()
