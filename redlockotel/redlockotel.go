@@ -10,7 +10,7 @@
 // a Lock), redlock.Lock (the parent of its attempts), redlock.Extend,
 // redlock.Unlock, and redlock.Do (the parent of its Lock, of the Extends that
 // keep the lock, of its Unlock, and of whatever its function starts on the
-// context it gets). Their attributes: redlock.key, redlock.quorum and
+// context it gets). Their attributes: redlock.key (unless WithoutKey), redlock.quorum and
 // redlock.nodes.granted (the votes of the call's round; on a Lock, those of
 // its last attempt; on a Do, those of the attempt that obtained its lock;
 // absent when no round was sent, as for bad input or an Extend after Unlock),
@@ -35,7 +35,7 @@
 // so has an Extend that the holder's own Unlock came before (in flight when
 // Unlock ran, or called after it: redlock.ErrAlreadyUnlocked). A
 // lost lock is an event,
-// redlock.lock.lost (with redlock.key, redlock.lost.how and redlock.held, in
+// redlock.lock.lost (with redlock.key unless WithoutKey, redlock.lost.how and redlock.held, in
 // seconds, and, when redlock.LockEnd.Err says why it was lost, error.type as
 // on the redlock.lock.lost counter and exception.message, the cause's text,
 // with the nodes' errors), on the span of the call that found it (an Extend, an Unlock,
@@ -113,8 +113,17 @@ const ScopeName = "github.com/go-redlock/redlock/redlockotel"
 type Option func(*config)
 
 type config struct {
-	tp trace.TracerProvider
-	mp metric.MeterProvider
+	tp    trace.TracerProvider
+	mp    metric.MeterProvider
+	noKey bool
+}
+
+// WithoutKey leaves the lock's key out of the spans and of the
+// redlock.lock.lost event (redlock.key), for keys that name what should not
+// leave the process (a customer, a document). The metrics never carry it,
+// with or without this option, nor do the errors recorded.
+func WithoutKey() Option {
+	return func(c *config) { c.noKey = true }
 }
 
 // WithTracerProvider sets the provider of the tracer (default: the global
@@ -174,7 +183,7 @@ func NewObserver(opts ...Option) redlock.Observer {
 		cfg.mp = otel.GetMeterProvider()
 	}
 	meter := cfg.mp.Meter(ScopeName)
-	o := &observer{tracer: cfg.tp.Tracer(ScopeName)}
+	o := &observer{tracer: cfg.tp.Tracer(ScopeName), noKey: cfg.noKey}
 	var err, errs error
 	o.acquire, err = meter.Float64Histogram("redlock.acquire.duration", metric.WithUnit("s"),
 		metric.WithDescription("Duration of lock acquisition attempts."),
@@ -237,6 +246,7 @@ type observer struct {
 	redlock.NopObserver // for the methods Observer may gain
 
 	tracer  trace.Tracer
+	noKey   bool // WithoutKey
 	acquire metric.Float64Histogram
 	hold    metric.Float64Histogram
 	held    metric.Int64UpDownCounter
@@ -266,8 +276,11 @@ const maxNodeAttrs = 1024
 type nodeOp struct{ node, op string }
 
 func (o *observer) start(ctx context.Context, name, key string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
+	if !o.noKey {
+		attrs = append(attrs, keyKey.String(key))
+	}
 	return o.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal),
-		trace.WithAttributes(append(attrs, keyKey.String(key))...))
+		trace.WithAttributes(attrs...))
 }
 
 // finish sets the span's status and error.type from err and ends it.
@@ -523,7 +536,10 @@ func (o *observer) LockEnd(ctx context.Context, e redlock.LockEnd) {
 		return
 	}
 	o.hold.Record(ctx, e.Held.Seconds(), heldLost)
-	attrs := []attribute.KeyValue{keyKey.String(e.Key), lostHowKey.String(e.How), attribute.Float64("redlock.held", e.Held.Seconds())}
+	attrs := []attribute.KeyValue{lostHowKey.String(e.How), attribute.Float64("redlock.held", e.Held.Seconds())}
+	if !o.noKey {
+		attrs = append(attrs, keyKey.String(e.Key))
+	}
 	if e.Err == nil {
 		o.lost.Add(ctx, 1, metric.WithAttributes(lostHowKey.String(e.How)))
 	} else {
