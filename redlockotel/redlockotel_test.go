@@ -43,8 +43,9 @@ func newTelemetry(t *testing.T) *telemetry {
 	return tel
 }
 
-func (tel *telemetry) option() redlock.Option {
-	return redlockotel.Instrument(redlockotel.WithTracerProvider(tel.tp), redlockotel.WithMeterProvider(tel.mp))
+// option instruments a Client with tel's providers, and opts.
+func (tel *telemetry) option(opts ...redlockotel.Option) redlock.Option {
+	return redlockotel.Instrument(append([]redlockotel.Option{redlockotel.WithTracerProvider(tel.tp), redlockotel.WithMeterProvider(tel.mp)}, opts...)...)
 }
 
 // metrics collects the metrics, by name.

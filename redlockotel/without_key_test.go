@@ -19,8 +19,7 @@ import (
 func TestWithoutKey(t *testing.T) {
 	servers := redistest.NewServers(t, 3)
 	tel := newTelemetry(t)
-	c := open(t, redistest.Addrs(servers), redlockotel.Instrument(redlockotel.WithTracerProvider(tel.tp),
-		redlockotel.WithMeterProvider(tel.mp), redlockotel.WithoutKey()), redlock.WithExtendInterval(50*time.Millisecond))
+	c := open(t, redistest.Addrs(servers), tel.option(redlockotel.WithoutKey()), redlock.WithExtendInterval(50*time.Millisecond))
 	ctx := t.Context()
 	const key = "secret-customer-42"
 
