@@ -323,9 +323,6 @@ var callErrors = []struct {
 // callErrors); else errorType's class (timeout, canceled, closed, a Redis
 // code, the Go type: a Do's function's error, bad input).
 func callErrorType(err error) string {
-	if errors.Is(err, redlock.ErrSameServer) {
-		return "same_server"
-	}
 	var ve *redlock.VoteError
 	if errors.As(err, &ve) && ve.Permanent > ve.Nodes-ve.Needed {
 		if ne := (*redlock.NodeError)(nil); errors.As(err, &ne) {
