@@ -78,7 +78,8 @@ import (
 // (concurrent calls, and an acquisition's first questions made meanwhile,
 // may each ask a node). Every question it starts has ended when it
 // returns (the goroutine that made it may still be finishing its
-// bookkeeping, which Close waits for). Connect does not retry a node that failed: call it again.
+// bookkeeping, which Close waits for). Connect does not retry a node that
+// failed: call it again.
 func (c *Client) Connect(ctx context.Context) error {
 	switch {
 	case c.unmade():
