@@ -564,7 +564,8 @@ func minTime(a, b time.Time) time.Time {
 // "not held" but whose acquisition SET failed: that SET may still wait in
 // the node's socket, and be applied after the first release. So
 // Unlock releases once: a later call returns ErrAlreadyUnlocked at once,
-// without a call to the nodes, whatever the first one returned.
+// without a call to the nodes, whatever the first one returned (with
+// ctx.Err() joined in when ctx has ended).
 func (l *Lock) Unlock(ctx context.Context) error {
 	if l.unmade() {
 		return badInput(ctx, errNilLock)
@@ -582,7 +583,8 @@ func (l *Lock) unlock(ctx context.Context) (*round, bool, error) {
 	l.mu.Lock()
 	if l.unlocked {
 		l.mu.Unlock()
-		return nil, false, ErrAlreadyUnlocked
+		// ctx.Err() joined when ctx has ended, as in every call's error.
+		return nil, false, ended(ctx, ErrAlreadyUnlocked)
 	}
 	l.unlocked = true
 	// A lock whose validity passed before Unlock, though nobody noticed
