@@ -57,8 +57,12 @@ import (
 // and makes the next attempts on its own goroutine, as Lock does.
 //
 // On every exit of fn, a panic and runtime.Goexit included, Do stops
-// extending and releases the lock on the nodes, bounded by the node timeout;
-// a panic then goes on with its original value.
+// extending and releases the lock on the nodes, as Lock.Unlock does and
+// within its bounds: the node timeout on nodes that answer at once; but a
+// release waits first for its turn among the Client's 512 at once, and on a
+// node that queues commands under load (driver.Queuer: the Redis drivers'
+// nodes) in its queue, up to a node timeout past the key's end there. A
+// panic then goes on with its original value.
 //
 // Do returns fn's error (nil when the lock was held until fn returned and a
 // quorum confirmed its release), joined with:
