@@ -328,7 +328,7 @@ func (a *actor) do(key string) {
 		defer func() { p = recover() }()
 		err = a.c.Do(ctx, key, func(fctx context.Context) error {
 			started = true
-			g = a.sm.grantedDo(a.name, key)
+			g = a.sm.grantedDo(a.name, key, fctx)
 			stop := context.AfterFunc(fctx, func() { a.sm.canceled(g) })
 			defer stop()
 			defer a.sm.ended(g)

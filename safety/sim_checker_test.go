@@ -1,6 +1,7 @@
 package safety_test
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"slices"
@@ -161,14 +162,19 @@ func (sm *sim) granted(who, via string, l *redlock.Lock) *simGrant {
 	return g
 }
 
-// grantedDo records the start of a Do's fn.
-func (sm *sim) grantedDo(who, key string) *simGrant {
-	g := &simGrant{key: key, who: who, via: "Do", start: time.Now(), until: forever}
+// grantedDo records the start of a Do's fn, with the fencing token its
+// context gives (redlock.TokenFrom), checked as a Lock's is.
+func (sm *sim) grantedDo(who, key string, fctx context.Context) *simGrant {
+	token, _ := redlock.TokenFrom(fctx)
+	g := &simGrant{key: key, who: who, via: "Do", start: time.Now(), until: forever, token: token}
 	sm.mu.Lock()
 	g.id = len(sm.grants) + 1
 	sm.grants = append(sm.grants, g)
 	sm.mu.Unlock()
-	sm.logf(who, key, "Do fn starts: grant #%d", g.id)
+	sm.logf(who, key, "Do fn starts: grant #%d token %d", g.id, g.token)
+	if sm.s.fencing && g.token == 0 {
+		sm.violate(vTokenMissing, g.key, "#%d (Do) has no fencing token in fn's context", g.id)
+	}
 	return g
 }
 
