@@ -23,6 +23,11 @@ const (
 
 func (c unsafeClass) String() string { return strings.Fields(unsafeClassString)[c] }
 
+// keepsCounters says whether the nodes keep their fencing counters through
+// the class's fault: a stepped clock or an evicted lock key leaves them (they
+// never expire), a restart without persistence loses them.
+func (c unsafeClass) keepsCounters() bool { return c != restartNoPersist }
+
 // schedule is everything about one simulated run that is drawn from its seed
 // before it starts; the actors and the fault injector draw the rest from
 // generators seeded from it too.
