@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/redistest"
+	"github.com/go-redlock/redlock/redlock"
 )
 
 // stallBound is how long a call on a stalled server may take beyond its
@@ -121,6 +122,7 @@ func RunRedis(t *testing.T, d driver.Driver, opts ...RedisOption) {
 		{"Reconnects", reconnects},
 		{"Reconnects/AfterIdle", reconnectsAfterIdle},
 		{"Reconnects/RightAfterKill", reconnectsRightAfterKill},
+		{"Reconnects/RightAfterKillNodeTimeout", reconnectsRightAfterKillNodeTimeout},
 		{"Scripts/Concurrent", scriptsConcurrent},
 		{"Commands/Atomic", commandsAtomic},
 		{"Notifier/ReleaseWithoutSPUBLISH", releaseWithoutSPublish},
@@ -843,6 +845,61 @@ func reconnectsRightAfterKill(t *testing.T, ctx context.Context, s *redisSuite) 
 		})
 	}
 	wg.Wait()
+}
+
+// reconnectsRightAfterKill's rule holds for calls sent as a redlock.Client
+// sends them, too: alone, each bounded by the default node timeout
+// (redlock.MaxNodeTimeout, TTL/10 at most), which is short enough that a
+// driver may send such a call on a path of its own (a connection kept for
+// lone calls, read on the caller's goroutine) rather than the one calls with
+// longer contexts take. A lone call is made just before each kill, so that
+// the node's connection for such calls was used less than a second before.
+// A call that ends by its deadline proves nothing (a loaded machine may take
+// that long) and the round is made again, with a fresh key; five such rounds
+// in a row fail the test.
+func reconnectsRightAfterKillNodeTimeout(t *testing.T, ctx context.Context, s *redisSuite) {
+	srv := redistest.NewServer(t)
+	n := s.open(t, hostAddr(t, srv))
+	const rule = "no call may fail because the server closed the node's connections just after it used them; a Node must send it again on a live connection, also when the call's deadline is as near as a redlock.Client's node timeout"
+	const rounds = 5
+	v := value()
+	check := func(name string, call func(ctx context.Context, k string) (bool, error)) {
+		t.Helper()
+		for range rounds {
+			k := key(t)
+			lctx, cancel := context.WithTimeout(ctx, redlock.MaxNodeTimeout)
+			_, err := n.SetNX(lctx, k, v, time.Minute) // the lone call that uses the node's connection
+			cancel()
+			if err != nil {
+				continue // its deadline on a loaded machine, say: not the rule's
+			}
+			if _, err := srv.Do(ctx, "CLIENT", "KILL", "TYPE", "normal"); err != nil {
+				t.Fatal(err)
+			}
+			cctx, cancel := context.WithTimeout(ctx, redlock.MaxNodeTimeout)
+			ok, err := call(cctx, k)
+			ended := cctx.Err() != nil
+			cancel()
+			switch {
+			case err != nil && ended && errors.Is(err, context.DeadlineExceeded):
+				continue // its deadline: proves nothing
+			case err != nil || !ok:
+				t.Errorf("%s alone, with a %v deadline, right after the kill = %v, %v; want true: %s", name, redlock.MaxNodeTimeout, ok, err, rule)
+			}
+			return
+		}
+		t.Errorf("%s alone, with a %v deadline, right after the kill: %d rounds ended by their deadlines, none proved anything", name, redlock.MaxNodeTimeout, rounds)
+	}
+	check("Extend", func(ctx context.Context, k string) (bool, error) { return n.Extend(ctx, k, v, time.Minute) })
+	check("EvalRelease", func(ctx context.Context, k string) (bool, error) { return n.EvalRelease(ctx, k, v) })
+	check("SetNX", func(ctx context.Context, k string) (bool, error) { return n.SetNX(ctx, k+"-set", v, time.Minute) })
+	if f, isFencer := n.(driver.Fencer); isFencer {
+		check("SetNXFence", func(ctx context.Context, k string) (bool, error) {
+			k += "-fenced"
+			ok, _, err := f.SetNXFence(ctx, k, v, time.Minute, driver.FenceKey(k))
+			return ok, err
+		})
+	}
 }
 
 // openACLUser checks that redis://user:password@ authenticates as that ACL

@@ -154,9 +154,12 @@
 // late reply or be one go-redis marked bad, and the next lone call takes
 // another connection from the pool; a lane unused for a second goes back to the pool, so that a
 // connection the server closed meanwhile is found by the pool's check
-// rather than by a call. A connection the server closes within that second
-// fails the next lone call on it (a failed vote), where the pool would have
-// found it first. A call in a pipeline still returns as soon as its own
+// rather than by a call. A call that a connection the server closed within
+// that second (a restart, CLIENT KILL) fails before any reply goes again,
+// once, within its context, through the pool, which finds the closed
+// connections by its check: a SET NX as driver.SetNXAgainScript, which
+// counts as set a key that already holds the call's value (its first send
+// may have set it), the scripts as they are. A call in a pipeline still returns as soon as its own
 // context ends; a call still waiting when its context ends is never sent.
 //
 // A call returns when its context's deadline passes, with an error matching

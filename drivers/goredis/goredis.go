@@ -17,6 +17,7 @@ import (
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/batch"
 	"github.com/go-redlock/redlock/internal/clusterseeds"
+	"github.com/go-redlock/redlock/internal/connalive"
 	"github.com/go-redlock/redlock/internal/drivernode"
 	"github.com/go-redlock/redlock/internal/goredispipe"
 	"github.com/go-redlock/redlock/internal/pubsub"
@@ -623,7 +624,27 @@ func (n *node) onLane(ctx context.Context, c *batch.Call[rediscmd.Cmd, rediscmd.
 		return
 	}
 	c.Res, c.Err = n.one(ctx, l.conn, &c.Cmd)
-	n.lanes.give(l, true, c.Err)
+	// A lane that answered an earlier call is not checked before it is
+	// used again within laneIdle: a server that closed its connection
+	// meanwhile (a restart, CLIENT KILL, its idle timeout) fails the call
+	// before any reply, with end of file or a reset. The call goes again,
+	// once, at once, within the same ctx, through the pool, which checks
+	// its idle connections (and so finds the others the server closed with
+	// it) or dials, as rediscmd.Cmd.Again says (a SET NX as
+	// driver.SetNXAgainScript, which counts the key its first send may have
+	// set as set; the scripts as they are), as the redigo, rueidis and
+	// valkeygo drivers send theirs: without it, a release right after a
+	// server restart failed on the lane, and the key stayed for its TTL.
+	// A repeated release that deletes nothing is no answer
+	// (rediscmd.Cmd.Repeated).
+	stale := l.sent && connalive.Broken(c.Err)
+	n.lanes.give(l, true, c.Err) // a failed call closes the lane
+	if !stale || ctx.Err() != nil || c.Ctx().Err() != nil {
+		return
+	}
+	first, again := c.Err, c.Cmd.Again()
+	r, err := n.one(ctx, n.client, &again)
+	c.Res, c.Err = c.Cmd.Repeated(r, err, first)
 }
 
 // one sends cmd alone on s, the node's client or its lane.
