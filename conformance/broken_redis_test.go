@@ -60,6 +60,8 @@ func (d brokenDriver) Open(addr string) (driver.Node, error) {
 //   - swallow-replies: an error reply to EvalRelease or Extend is (false, nil).
 //   - flat-replies: an error reply to any call but SetNX becomes an error
 //     that does not wrap it.
+//   - busy-refuses: SetNX reads the server's BUSY reply (a script runs too
+//     long) as a key held by another, (false, nil).
 //   - ex-seconds: TTLs are rounded up to whole seconds.
 //   - value-in-error: errors name the lock value.
 //   - leaky-close: Close forgets to close the connections.
@@ -117,6 +119,8 @@ func (n *brokenRedis) err(ctx context.Context, call, value string, ok bool, err 
 		return false, nil
 	case n.kind == "flat-replies" && reply && call != "SetNX":
 		return false, errors.New("brokendriver: " + call + " failed: " + err.Error())
+	case n.kind == "busy-refuses" && call == "SetNX" && strings.Contains(err.Error(), ": BUSY "):
+		return false, nil
 	}
 	return ok, err
 }

@@ -229,6 +229,8 @@ var brokenKinds = map[string]struct {
 		want: `EvalRelease as the ACL user on a key outside its pattern: error = <nil> (driver.PermanentCode ""), want one for which driver.PermanentCode is "NOPERM"`},
 	"flat-replies": {redis: "Open/ACLUser",
 		want: `Extend as the ACL user on a key outside its pattern: error = brokendriver: Extend failed: `},
+	"busy-refuses": {redis: "Replies/Busy",
+		want: "SetNX while a script runs too long: = false, nil; want the server's BUSY reply as an error: a Node must never turn an error reply into a verdict"},
 	"ex-seconds": {redis: "TTL/Milliseconds",
 		want: "SetNX(ttl=2.5s): the server's PTTL of the key right after = "},
 	"value-in-error": {redis: "Open/Password",

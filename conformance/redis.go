@@ -36,6 +36,20 @@ const stallBound = 2 * time.Second
 // stalled server returns from Close at once and ends them; one that queues
 // its calls (driver.Queuer) sends none of those queued (see QueuedAtClose).
 //
+// It makes the error replies a lock's commands meet in production with a
+// real server in the state that gives each, and wants the same verdict from
+// every driver, for calls with a long context and alone with redlock's
+// default node timeout: READONLY on a node that became a read-only replica,
+// OOM out of memory (where Extend and EvalRelease of the node's own key
+// still succeed: Redis runs PEXPIRE and DEL then), WRONGTYPE for a key of
+// another type (SetNX then answers false), BUSY while a script runs too
+// long, LOADING while the server loads its dataset, and WRONGPASS after the
+// user's password changed: each an error with the reply in its chain, for
+// which driver.PermanentCode is the reply's code (BUSY and LOADING: ""),
+// never a verdict; and the node works again once the server does. A call
+// right after the server closed the node's connections must succeed, with
+// a long context and alone with the node timeout.
+//
 // Every script is also run by many goroutines at once on a server that has
 // none loaded, as after a restart or SCRIPT FLUSH: whether a driver sends
 // commands one by one or pipelines them, each must fall back to EVAL and
@@ -123,6 +137,12 @@ func RunRedis(t *testing.T, d driver.Driver, opts ...RedisOption) {
 		{"Reconnects/AfterIdle", reconnectsAfterIdle},
 		{"Reconnects/RightAfterKill", reconnectsRightAfterKill},
 		{"Reconnects/RightAfterKillNodeTimeout", reconnectsRightAfterKillNodeTimeout},
+		{"Replies/ReadOnly", repliesReadOnly},
+		{"Replies/OutOfMemory", repliesOutOfMemory},
+		{"Replies/WrongType", repliesWrongType},
+		{"Replies/Busy", repliesBusy},
+		{"Replies/Loading", repliesLoading},
+		{"Replies/PasswordChanged", repliesPasswordChanged},
 		{"Scripts/Concurrent", scriptsConcurrent},
 		{"Commands/Atomic", commandsAtomic},
 		{"Notifier/ReleaseWithoutSPUBLISH", releaseWithoutSPublish},
