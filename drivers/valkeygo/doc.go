@@ -38,7 +38,9 @@
 // (a restart, CLIENT KILL) only when it reads its end, which a call sent
 // just then fails with, and a release right after the servers dropped the
 // connections would otherwise fail on every node, and a TryLock with them.
-// The repeat goes on a new connection, the scripts (release, extend, TTL,
+// The repeat goes on a new connection, once more if the one it was sent on
+// had been closed too (a node of one server has two, its client's and its
+// lane's, and a server that closes them closes both), the scripts (release, extend, TTL,
 // fencing) as they are, since they compare the lock's value first, and a
 // SET NX as driver.SetNXAgainScript, which also counts as set a key that
 // already holds the call's value: a plain SET NX repeated after a first that

@@ -847,8 +847,8 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 		return rediscmd.Result{}, cmd.Failed(ctx, n.lib.Name, errCrossSlot)
 	}
 	// again: a call of Open's that failed because the server had closed
-	// or reset the connection (see connalive.Broken) goes again, once, at
-	// once, within ctx, as rediscmd.Cmd.Again says (a SET NX as
+	// or reset the connection (see connalive.Broken) goes again, at once,
+	// within ctx (once per connection: see below), as rediscmd.Cmd.Again says (a SET NX as
 	// driver.SetNXAgainScript, which counts the key its first send may have
 	// set as set; the scripts as they are). The library finds out that the
 	// server closed its connection (a restart, CLIENT KILL, its idle
@@ -857,14 +857,23 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 	// dropped the connections failed on every node, and the key stayed for
 	// its TTL when the Client closed next, and a TryLock failed. The repeat
 	// goes on a new connection (the client asks to redial: see lost and
-	// dial), and only once: a server that stays down fails it at the dial,
-	// within ctx. A repeated release that deletes nothing is no answer
+	// dial): a server that stays down fails it at the dial, within ctx. A repeated release that deletes nothing is no answer
 	// (rediscmd.Cmd.Repeated). A client of New's is the caller's, with its
 	// own retries, and a cluster client resends nothing (see README,
 	// clusters): both left alone.
+	//
+	// The repeat is once per connection: a node's lane and its client each
+	// have one (see lane), and the server closes both at once. A call that
+	// failed on the lane goes again through the client, whose reader may
+	// not have read the end of its connection yet, so that the repeat is
+	// written on it and fails the same way (about a lone call in four right after a
+	// CLIENT KILL, Reconnects/RightAfterKillNodeTimeout): it then goes
+	// again once more, and the client, which has read the end by then, asks
+	// to redial (see lost). Two repeats at most.
 	again := n.direct()
-	orig := cmd     // what the caller asked for: its name in errors
-	var first error // the error of the send that a repeat follows
+	var brokeOn [2]bool // a repeat followed a send that failed so: [1] on the lane, [0] on the client
+	orig := cmd         // what the caller asked for: its name in errors
+	var first error     // the error of the send that the repeats follow
 	for retry := true; ; {
 		s, err := n.state(ctx)
 		if errors.Is(err, errConnecting) {
@@ -873,13 +882,16 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 		if err != nil {
 			return rediscmd.Result{}, driver.ContextError(ctx, err)
 		}
-		reply, err := n.call(ctx, s, &cmd)
+		reply, laned, err := n.call(ctx, s, &cmd)
 		if retry && n.lost(s, err) {
 			retry = false
 			continue
 		}
-		if err != nil && again && connalive.Broken(err) && ctx.Err() == nil {
-			again, retry, first = false, true, err // the repeat may find the client lost
+		if err != nil && again && !brokeOn[b2i(laned)] && connalive.Broken(err) && ctx.Err() == nil {
+			brokeOn[b2i(laned)], retry = true, true // the repeat may find the client lost
+			if first == nil {
+				first = err
+			}
 			cmd = orig.Again()
 			continue
 		}
@@ -903,6 +915,14 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 		}
 		return r, nil
 	}
+}
+
+// b2i is 1 for true, 0 for false: an index.
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // onShard returns err, which a call on key failed with, naming on a cluster
@@ -940,13 +960,13 @@ func (n *node[C, D, R, L]) clientClosed(ctx context.Context, c C, err error) boo
 // within batch.CancelLag, and is lone: no call is in flight on s's client,
 // nor was one with another in the last laneCooldown. Otherwise it sends cmd
 // on s's client, once the gate lets it in (see Pending). It returns the
-// reply. The call is bounded on the network by ctx's deadline, or by its
+// reply, and whether cmd went on the lane (laned). The call is bounded on the network by ctx's deadline, or by its
 // network timeout from when it is sent if that is sooner
 // (driver.WithNetworkTimeout); its wait at the gate by ctx alone. It returns
 // as soon as ctx is canceled, except a call due within batch.CancelLag (on
 // the lane, or with such a network timeout), which returns by its deadline,
 // as the goredis and redigo drivers' calls do.
-func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.Cmd) (any, error) {
+func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.Cmd) (reply any, laned bool, err error) {
 	now := time.Now()
 	dl, bounded := ctx.Deadline()
 	d, hasNet := driver.NetworkTimeout(ctx)
@@ -964,7 +984,7 @@ func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.
 			l, busy := n.takeLane(s, now)
 			if l != nil {
 				if reply, sent, err := n.onLane(ctx, s, l, cmd, now, dl); sent {
-					return reply, err
+					return reply, true, err
 				}
 			}
 			if busy {
@@ -974,13 +994,13 @@ func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.
 		wantLane = s.lane.Load() == nil
 	}
 	if err := n.gate.Enter(ctx); err != nil {
-		return nil, err // not sent
+		return nil, false, err // not sent
 	}
 	if c := n.cur.Load(); c != nil && c.closed() {
 		// Closed while the call waited at the gate: never sent, also
 		// through a client the user made (New), which Close leaves open.
 		n.gate.Exit(batch.CutShort, time.Time{})
-		return nil, driver.ErrClosed
+		return nil, false, driver.ErrClosed
 	}
 	entered := n.gate.Start() // zero once the server is known near
 	cctx, cancel := ctx, context.CancelFunc(nil)
@@ -994,10 +1014,6 @@ func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.
 	if n.sending.Add(1) > 1 {
 		n.crowd(now) // other calls are in flight
 	}
-	var (
-		reply any
-		err   error
-	)
 	if n.direct() {
 		// As bounded does, without its closure, which would cost
 		// allocations on every call (cmd's with it: it would escape).
@@ -1050,7 +1066,7 @@ func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.
 	if wantLane && (err == nil || n.lib.IsNil(err)) {
 		n.startLane(s) // the client works: a lane may too
 	}
-	return reply, err
+	return reply, false, err
 }
 
 // crowd records that a call at now met another: the node's calls go through
