@@ -213,69 +213,56 @@ func repliesWrongType(t *testing.T, ctx context.Context, s *redisSuite) {
 
 func repliesBusy(t *testing.T, ctx context.Context, s *redisSuite) {
 	srv := redistest.NewServer(t)
-	n := s.open(t, hostAddr(t, srv))
-	v := value()
-	held := heldKey(t, ctx, n, v)
 	serverDo(t, ctx, srv, "CONFIG", "SET", "lua-time-limit", "10") // busy-reply-threshold, in milliseconds
-	sctx, stop := context.WithCancel(ctx)
-	defer stop()
-	ran := make(chan error, 1)
-	go func() {
-		_, err := srv.Do(sctx, "EVAL", "while true do end", "0") // until SCRIPT KILL
-		ran <- err
-	}()
-	killed := false
-	kill := func() {
-		if !killed {
-			killed = true
-			_, _ = srv.Do(ctx, "SCRIPT", "KILL")
-			<-ran // SCRIPT KILL ends it, or else stop
-		}
-	}
-	defer kill()
-	defer stop()
-	waitReply(t, ctx, srv, "BUSY")
-	const what = " while a script runs too long"
-	busy := failsWith("BUSY", "")
-	checkBounds(t, ctx, "SetNX"+what, func(ctx context.Context) (bool, error) { return n.SetNX(ctx, key(t), value(), time.Minute) }, busy)
-	checkBounds(t, ctx, "Extend of the node's own key"+what, func(ctx context.Context) (bool, error) { return n.Extend(ctx, held, v, time.Minute) }, busy)
-	checkBounds(t, ctx, "EvalRelease of the node's own key"+what, func(ctx context.Context) (bool, error) { return n.EvalRelease(ctx, held, v) }, busy)
-	kill()
-	releases(t, ctx, n, held, v, "once the script was killed (SCRIPT KILL)")
+	repliesWhile(t, ctx, s, srv, "BUSY", " while a script runs too long", "once the script was killed (SCRIPT KILL)",
+		[]string{"EVAL", "while true do end", "0"}, // until SCRIPT KILL
+		func() { _, _ = srv.Do(ctx, "SCRIPT", "KILL") })
 }
 
 func repliesLoading(t *testing.T, ctx context.Context, s *redisSuite) {
 	srv := redistest.NewServer(t, redistest.WithConfig("enable-debug-command", "yes"),
 		redistest.WithConfig("loading-process-events-interval-bytes", "1024")) // answers LOADING while it loads
+	serverDo(t, ctx, srv, "DEBUG", "POPULATE", "20000", "conformance-loading")
+	serverDo(t, ctx, srv, "CONFIG", "SET", "key-load-delay", "500") // microseconds per key: ten seconds
+	repliesWhile(t, ctx, s, srv, "LOADING", " while the server loads its dataset", "once the dataset is loaded",
+		[]string{"DEBUG", "RELOAD"}, // saves, then loads again, the node's key too
+		func() { _, _ = srv.Do(ctx, "CONFIG", "SET", "key-load-delay", "0") })
+}
+
+// repliesWhile opens a node on srv, and sends srv the command block from
+// another connection, in the background: while it runs, srv answers every
+// other command with the error reply whose code is code, which retrying may
+// fix. SetNX, and Extend and EvalRelease of the node's own key, must fail
+// with it (driver.PermanentCode ""); then end ends block, and the node must
+// release its key (after). what says when the calls are made.
+func repliesWhile(t *testing.T, ctx context.Context, s *redisSuite, srv *redistest.Server, code, what, after string, block []string, end func()) {
+	t.Helper()
 	n := s.open(t, hostAddr(t, srv))
 	v := value()
 	held := heldKey(t, ctx, n, v)
-	serverDo(t, ctx, srv, "DEBUG", "POPULATE", "20000", "conformance-loading")
-	serverDo(t, ctx, srv, "CONFIG", "SET", "key-load-delay", "500") // microseconds per key: ten seconds
-	loaded := make(chan error, 1)
+	ran := make(chan error, 1)
 	go func() {
-		_, err := srv.Do(ctx, "DEBUG", "RELOAD") // saves, then loads again
-		loaded <- err
+		_, err := srv.Do(ctx, block...)
+		ran <- err
 	}()
-	done := false
+	ended := false
 	finish := func() {
-		if !done {
-			done = true
-			_, _ = srv.Do(ctx, "CONFIG", "SET", "key-load-delay", "0")
-			if err := <-loaded; err != nil {
-				t.Errorf("DEBUG RELOAD: %v", err)
+		if !ended {
+			ended = true
+			end()
+			if err := <-ran; err != nil {
+				t.Logf("%s: %v", block[0], err) // a killed script's error, say
 			}
 		}
 	}
 	defer finish()
-	waitReply(t, ctx, srv, "LOADING")
-	const what = " while the server loads its dataset"
-	loading := failsWith("LOADING", "")
-	checkBounds(t, ctx, "SetNX"+what, func(ctx context.Context) (bool, error) { return n.SetNX(ctx, key(t), value(), time.Minute) }, loading)
-	checkBounds(t, ctx, "Extend of the node's own key"+what, func(ctx context.Context) (bool, error) { return n.Extend(ctx, held, v, time.Minute) }, loading)
-	checkBounds(t, ctx, "EvalRelease of the node's own key"+what, func(ctx context.Context) (bool, error) { return n.EvalRelease(ctx, held, v) }, loading)
+	waitReply(t, ctx, srv, code)
+	judge := failsWith(code, "")
+	checkBounds(t, ctx, "SetNX"+what, func(ctx context.Context) (bool, error) { return n.SetNX(ctx, key(t), value(), time.Minute) }, judge)
+	checkBounds(t, ctx, "Extend of the node's own key"+what, func(ctx context.Context) (bool, error) { return n.Extend(ctx, held, v, time.Minute) }, judge)
+	checkBounds(t, ctx, "EvalRelease of the node's own key"+what, func(ctx context.Context) (bool, error) { return n.EvalRelease(ctx, held, v) }, judge)
 	finish()
-	releases(t, ctx, n, held, v, "once the dataset is loaded")
+	releases(t, ctx, n, held, v, after)
 }
 
 func repliesPasswordChanged(t *testing.T, ctx context.Context, s *redisSuite) {
