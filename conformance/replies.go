@@ -133,6 +133,20 @@ func releases(t *testing.T, ctx context.Context, n driver.Node, k, v, after stri
 	}
 }
 
+// setsFail checks SetNX of a fresh key, and SetNXFence for a driver.Fencer,
+// with checkBounds and judge: the calls that write a key that is not there.
+func setsFail(t *testing.T, ctx context.Context, n driver.Node, what string, judge func(bool, error) string) {
+	t.Helper()
+	checkBounds(t, ctx, "SetNX"+what, func(ctx context.Context) (bool, error) { return n.SetNX(ctx, key(t), value(), time.Minute) }, judge)
+	if f, ok := n.(driver.Fencer); ok {
+		checkBounds(t, ctx, "SetNXFence"+what, func(ctx context.Context) (bool, error) {
+			k := key(t)
+			ok, _, err := f.SetNXFence(ctx, k, value(), time.Minute, driver.FenceKey(k))
+			return ok, err
+		}, judge)
+	}
+}
+
 func repliesReadOnly(t *testing.T, ctx context.Context, s *redisSuite) {
 	srv := redistest.NewServer(t)
 	n := s.open(t, hostAddr(t, srv))
@@ -142,16 +156,9 @@ func repliesReadOnly(t *testing.T, ctx context.Context, s *redisSuite) {
 	serverDo(t, ctx, srv, "REPLICAOF", dead.Host, dead.Port) // a replica of no master that answers: read-only, its data kept
 	const what = " on a node that became a read-only replica (REPLICAOF)"
 	readOnly := failsWith("READONLY", "READONLY")
-	checkBounds(t, ctx, "SetNX"+what, func(ctx context.Context) (bool, error) { return n.SetNX(ctx, key(t), value(), time.Minute) }, readOnly)
+	setsFail(t, ctx, n, what, readOnly)
 	checkBounds(t, ctx, "Extend of the node's own key"+what, func(ctx context.Context) (bool, error) { return n.Extend(ctx, held, v, time.Minute) }, readOnly)
 	checkBounds(t, ctx, "EvalRelease of the node's own key"+what, func(ctx context.Context) (bool, error) { return n.EvalRelease(ctx, held, v) }, readOnly)
-	if f, ok := n.(driver.Fencer); ok {
-		checkBounds(t, ctx, "SetNXFence"+what, func(ctx context.Context) (bool, error) {
-			k := key(t)
-			ok, _, err := f.SetNXFence(ctx, k, value(), time.Minute, driver.FenceKey(k))
-			return ok, err
-		}, readOnly)
-	}
 	serverDo(t, ctx, srv, "REPLICAOF", "NO", "ONE")
 	releases(t, ctx, n, held, v, "once the node is a primary again (REPLICAOF NO ONE)")
 }
@@ -167,14 +174,7 @@ func repliesOutOfMemory(t *testing.T, ctx context.Context, s *redisSuite) {
 	defer maxmemory("0")
 	const what = " on a server out of memory (maxmemory, noeviction)"
 	oom := failsWith("OOM", "OOM")
-	checkBounds(t, ctx, "SetNX"+what, func(ctx context.Context) (bool, error) { return n.SetNX(ctx, key(t), value(), time.Minute) }, oom)
-	if f, ok := n.(driver.Fencer); ok {
-		checkBounds(t, ctx, "SetNXFence"+what, func(ctx context.Context) (bool, error) {
-			k := key(t)
-			ok, _, err := f.SetNXFence(ctx, k, value(), time.Minute, driver.FenceKey(k))
-			return ok, err
-		}, oom)
-	}
+	setsFail(t, ctx, n, what, oom)
 	// Redis runs PEXPIRE and DEL (in a script too) out of memory: a lock's
 	// holder extends and releases it still, and a release frees memory.
 	const rule = "Redis runs the scripts' PEXPIRE and DEL out of memory, and a Node must let it"
