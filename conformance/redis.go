@@ -130,6 +130,7 @@ func RunRedis(t *testing.T, d driver.Driver, opts ...RedisOption) {
 		{"Stalled/CloseDoesNotWait", stalledClose},
 		{"Stalled/CloseSendsNoQueuedCall", stalledCloseQueued},
 		{"Close/ReleasesConnections", closeReleasesConnections},
+		{"Close/Concurrent", closeConcurrent},
 		{"TTL/Milliseconds", ttlMilliseconds},
 		{"TTLer/NoExpiry", ttlNoExpiry},
 		{"Identifier/NamesServer", identityNamesServer},
@@ -587,6 +588,83 @@ func boundedCall(ctx context.Context, call func(context.Context) error, wait tim
 		return time.Since(start), true, err
 	case <-timer.C:
 		return time.Since(start), false, nil
+	}
+}
+
+// closeConcurrent closes a node three times at once while calls are in
+// flight on a server that answers: every Close returns nil, and so does a
+// fourth after them; every call returns; a SetNX of a fresh key answers
+// true or fails, never (false, nil); one that failed with an error matching
+// driver.ErrClosed was never sent (its key is not set); and a call after
+// Close matches driver.ErrClosed. Run with -race, it also finds a Close that
+// races with itself or with the calls.
+func closeConcurrent(t *testing.T, ctx context.Context, s *redisSuite) {
+	srv := redistest.NewServer(t)
+	n := s.open(t, hostAddr(t, srv))
+	must(t, "SetNX before Close")(n.SetNX(ctx, key(t), value(), time.Minute))
+	const callers, calls = 16, 20
+	prefix := key(t)
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		notOK []string // keys whose SetNX failed with ErrClosed
+	)
+	start := make(chan struct{})
+	answered := make(chan struct{}) // closed once a call has returned: Close comes amid the others
+	var once sync.Once
+	for g := range callers {
+		wg.Go(func() {
+			<-start
+			for i := range calls {
+				k := fmt.Sprintf("%s-%d-%d", prefix, g, i)
+				ok, err := n.SetNX(ctx, k, value(), time.Minute)
+				once.Do(func() { close(answered) })
+				switch {
+				case err == nil && !ok:
+					t.Errorf("SetNX(%s, a fresh key) while the node closed = false, nil; want true or an error: a Node must never say held for a key nobody holds", k)
+				case errors.Is(err, driver.ErrClosed):
+					mu.Lock()
+					notOK = append(notOK, k)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	close(start)
+	select {
+	case <-answered:
+	case <-ctx.Done():
+		t.Fatalf("no SetNX had returned by the end of the test's context")
+	}
+	var closes sync.WaitGroup
+	for range 3 {
+		closes.Go(func() {
+			if err := n.Close(); err != nil {
+				t.Errorf("Close() at once with two others, calls in flight = %v, want nil", err)
+			}
+		})
+	}
+	closes.Wait()
+	ended := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(ended)
+	}()
+	select {
+	case <-ended:
+	case <-ctx.Done():
+		t.Fatalf("calls in flight at Close had not returned by the end of the test's context")
+	}
+	if err := n.Close(); err != nil {
+		t.Errorf("Close() after three = %v, want nil", err)
+	}
+	if ok, err := n.SetNX(ctx, key(t), value(), time.Minute); !errors.Is(err, driver.ErrClosed) {
+		t.Errorf("SetNX after Close = %v, %v; want an error matching driver.ErrClosed", ok, err)
+	}
+	for _, k := range notOK {
+		if got := serverDo(t, ctx, srv, "EXISTS", k); got != int64(0) {
+			t.Errorf("SetNX(%s) failed with an error matching driver.ErrClosed, but the key is set: ErrClosed says that a call was never sent", k)
+		}
 	}
 }
 
