@@ -34,7 +34,10 @@ const stallBound = 2 * time.Second
 // server does. A
 // node closed with calls in flight on a
 // stalled server returns from Close at once and ends them; one that queues
-// its calls (driver.Queuer) sends none of those queued (see QueuedAtClose).
+// its calls (driver.Queuer) sends none of those queued (see QueuedAtClose);
+// one closed three times at once amid calls on a server that answers
+// returns nil from each Close and never sends a call that failed with
+// driver.ErrClosed.
 //
 // It makes the error replies a lock's commands meet in production with a
 // real server in the state that gives each, and wants the same verdict from
