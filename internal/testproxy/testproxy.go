@@ -1,7 +1,7 @@
 // Package testproxy is a loopback TCP proxy for tests, put in front of a
 // redis-server to make it a node that is down and then up ([Gated]), slow to
-// make a connection ([FirstReplyDelay]), or whose connections break
-// ([Proxy.Drop]), and to count the connections a client makes
+// make a connection ([FirstReplyDelay]), far ([ReplyDelay]), or whose
+// connections break ([Proxy.Drop]), and to count the connections a client makes
 // ([Proxy.Accepted]).
 //
 // A Proxy belongs to one test: every goroutine it starts has ended when the
@@ -25,7 +25,8 @@ type Option func(*config)
 
 type config struct {
 	gated bool
-	delay time.Duration
+	delay time.Duration // FirstReplyDelay's
+	every time.Duration // ReplyDelay's
 }
 
 // Gated makes the Proxy start closed: until [Proxy.Open], it closes each
@@ -41,6 +42,13 @@ func Gated() Option { return func(c *config) { c.gated = true } }
 // made. A reply held back when the test ends is dropped with its
 // connection. d must not be negative.
 func FirstReplyDelay(d time.Duration) Option { return func(c *config) { c.delay = d } }
+
+// ReplyDelay holds back every reply of the upstream, on each connection,
+// until d has passed since the Proxy read it: a link whose round trip is d
+// longer (a far server), on made connections as on new ones. With
+// [FirstReplyDelay], a connection's first reply goes at the later of the
+// two. d must not be negative.
+func ReplyDelay(d time.Duration) Option { return func(c *config) { c.every = d } }
 
 // A Proxy forwards each connection it accepts on a loopback address to its
 // upstream address, each way, until either side closes it.
@@ -96,6 +104,9 @@ func serve(tb testing.TB, l net.Listener, upstream string, opts []Option) *Proxy
 	case cfg.delay < 0:
 		l.Close()
 		tb.Fatalf("testproxy: FirstReplyDelay(%v): a delay cannot be negative", cfg.delay)
+	case cfg.every < 0:
+		l.Close()
+		tb.Fatalf("testproxy: ReplyDelay(%v): a delay cannot be negative", cfg.every)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	p := &Proxy{l: l, upstream: upstream, cfg: cfg, ctx: ctx, cancel: cancel, conns: make(map[net.Conn]bool)}
@@ -194,25 +205,37 @@ func (p *Proxy) close(c net.Conn) {
 	p.mu.Unlock()
 }
 
-// reply copies s's replies to c, the first no sooner than the delay after
-// accepted.
+// reply copies s's replies to c, the first no sooner than the first reply's
+// delay after accepted, each no sooner than the reply delay after it was
+// read.
 func (p *Proxy) reply(c, s net.Conn, accepted time.Time) {
-	if p.cfg.delay > 0 {
-		buf := make([]byte, 32<<10)
+	if p.cfg.delay == 0 && p.cfg.every == 0 {
+		io.Copy(c, s)
+		return
+	}
+	buf := make([]byte, 32<<10)
+	due := accepted.Add(p.cfg.delay)
+	for {
 		n, err := s.Read(buf)
 		if err != nil {
 			return
 		}
-		t := time.NewTimer(time.Until(accepted.Add(p.cfg.delay)))
-		defer t.Stop()
+		if at := time.Now().Add(p.cfg.every); at.After(due) {
+			due = at
+		}
+		t := time.NewTimer(time.Until(due))
 		select {
 		case <-t.C:
 		case <-p.ctx.Done():
+			t.Stop()
 			return
 		}
 		if _, err := c.Write(buf[:n]); err != nil {
 			return
 		}
+		if p.cfg.every == 0 { // only the first reply is held back
+			io.Copy(c, s)
+			return
+		}
 	}
-	io.Copy(c, s)
 }

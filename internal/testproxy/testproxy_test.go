@@ -116,6 +116,41 @@ func TestFirstReplyDelay(t *testing.T) {
 	}
 }
 
+// ReplyDelay: every reply comes no sooner than the delay after its command
+// was sent (a lower bound, which load only makes later), on a connection's
+// later commands as on its first; with FirstReplyDelay, the first reply
+// comes no sooner than the longer delay; the replies are those of the
+// server.
+func TestReplyDelay(t *testing.T) {
+	srv := redistest.NewServer(t)
+	const first, every = 300 * time.Millisecond, 100 * time.Millisecond
+	for _, tc := range []struct {
+		name  string
+		opts  []testproxy.Option
+		first time.Duration
+	}{
+		{"Alone", []testproxy.Option{testproxy.ReplyDelay(every)}, every},
+		{"WithFirstReplyDelay", []testproxy.Option{testproxy.ReplyDelay(every), testproxy.FirstReplyDelay(first)}, first},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := testproxy.New(t, srv.Addr(), tc.opts...)
+			start := time.Now()
+			c := dial(t, p.Addr())
+			for i := range 3 {
+				got, err := ping(c)
+				require.NoError(t, err)
+				require.Equal(t, "+PONG", got)
+				want := every
+				if i == 0 {
+					want = tc.first
+				}
+				require.GreaterOrEqual(t, time.Since(start), want, "reply %d came before its delay", i)
+				start = time.Now()
+			}
+		})
+	}
+}
+
 // Drop closes every connection open through the Proxy; it goes on
 // forwarding new ones.
 func TestDrop(t *testing.T) {
@@ -252,6 +287,7 @@ func TestBadInput(t *testing.T) {
 	}{
 		{"NoUpstream", "", nil, "no upstream address"},
 		{"NegativeDelay", "127.0.0.1:1", []testproxy.Option{testproxy.FirstReplyDelay(-time.Second)}, "FirstReplyDelay(-1s): a delay cannot be negative"},
+		{"NegativeReplyDelay", "127.0.0.1:1", []testproxy.Option{testproxy.ReplyDelay(-time.Second)}, "ReplyDelay(-1s): a delay cannot be negative"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			l, err := net.Listen("tcp", "127.0.0.1:0")
