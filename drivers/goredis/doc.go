@@ -94,16 +94,18 @@
 // the background, bounded by the dial timeout (5s) rather than by the node
 // timeout of the call that needed it: a call that finds no idle connection
 // waits for it as long as its context allows (until its network deadline or its
-// caller's cancellation), and one is made in advance when
-// a call takes the last, so that over a slow link a node timeout of twice the
-// round trip is enough for every call but the first on a fresh node.
-// redlock.Client.Connect makes that first call's connections beforehand: after
-// its identity question, the node (of Open's, on one server) leaves two
-// connections made and idle in its pool, the one its first call takes and
-// the spare kept beside it, so that the first acquisition dials none within
-// its node timeout (the spare would otherwise be made at that call, by a
-// PING that can take the pool's one idle connection before the call's SET
-// does, which then dials). A node of New's, or of a cluster, is not warmed.
+// caller's cancellation), and one is made after a call that took the last,
+// once its command is done, if the pool has none idle then (made meanwhile,
+// by a PING through the pool, it could take that very connection before the
+// call's command did, which then dialed), so that over a slow link a node
+// timeout of twice the round trip is enough for every call but the first on
+// a fresh node. redlock.Client.Connect makes that first call's connections
+// beforehand: after its identity question, the node (of Open's, on one
+// server) leaves two connections made and idle in its pool, the one its
+// first call takes and the spare kept beside it, so that neither the first
+// acquisition nor a call made while it is on its connection dials within its
+// node timeout (the spare would otherwise be made once that first call is
+// done). A node of New's, or of a cluster, is not warmed.
 //
 // [New] wraps a client the caller configured instead, for Sentinel, custom
 // dialers, hooks or instrumentation:

@@ -520,8 +520,9 @@ func (n *node) clientClosed(ctx context.Context) bool {
 	return errors.Is(err, redis.ErrClosed)
 }
 
-// exec is the node's batch.Exec: one command on the caller's goroutine
-// (watched, see direct), or several as one pipeline.
+// exec is the node's batch.Exec: a lone call on the node's lane if it can
+// (see lanes), else the calls through the pool (see pooled), once the
+// warmer has a connection ready for them (see warmer).
 func (n *node) exec(ctx context.Context, calls []*batch.Call[rediscmd.Cmd, rediscmd.Result]) {
 	if err := n.state.Err(); err != nil {
 		// Closed while the calls waited in the queue: never sent, as
@@ -538,6 +539,7 @@ func (n *node) exec(ctx context.Context, calls []*batch.Call[rediscmd.Cmd, redis
 			return
 		}
 	}
+	var last bool // the calls take the pool's one idle connection
 	if n.warm != nil {
 		// A lone call's ctx may be a deadline shared by calls (see
 		// batch.ShareDeadlines): its caller's cancellation ends the wait too.
@@ -545,13 +547,24 @@ func (n *node) exec(ctx context.Context, calls []*batch.Call[rediscmd.Cmd, redis
 		if len(calls) == 1 {
 			caller = calls[0].Ctx()
 		}
-		if err := n.warm.wait(ctx, caller); err != nil {
+		var err error
+		if last, err = n.warm.wait(ctx, caller); err != nil {
 			for _, c := range calls {
 				c.Err = err // not sent
 			}
 			return
 		}
 	}
+	n.pooled(ctx, calls)
+	if last {
+		n.warm.refill() // see warmer.refill
+	}
+}
+
+// pooled sends calls through the node's client, which takes a connection
+// from its pool: one command on the caller's goroutine (watched, see
+// direct), or several as one pipeline.
+func (n *node) pooled(ctx context.Context, calls []*batch.Call[rediscmd.Cmd, rediscmd.Result]) {
 	if len(calls) == 1 {
 		c := calls[0]
 		if err := ctx.Err(); err != nil {
@@ -605,11 +618,13 @@ type sender interface {
 
 // onLane sends c, a call sent alone, on the node's lane l (see lanes); a
 // fresh lane's first command takes a connection from the pool, for which it
-// waits as any call does (see warmer).
+// waits as any call does, and after which it has the pool refilled (see
+// warmer).
 func (n *node) onLane(ctx context.Context, c *batch.Call[rediscmd.Cmd, rediscmd.Result], l *lane, fresh bool) {
+	var last bool // the lane takes the pool's one idle connection
 	switch {
 	case fresh && n.warm != nil:
-		c.Err = n.warm.wait(ctx, c.Ctx())
+		last, c.Err = n.warm.wait(ctx, c.Ctx())
 		if c.Err == nil {
 			c.Err = ctx.Err()
 		}
@@ -639,12 +654,14 @@ func (n *node) onLane(ctx context.Context, c *batch.Call[rediscmd.Cmd, rediscmd.
 	// (rediscmd.Cmd.Repeated).
 	stale := l.sent && connalive.Broken(c.Err)
 	n.lanes.give(l, true, c.Err) // a failed call closes the lane
-	if !stale || ctx.Err() != nil || c.Ctx().Err() != nil {
-		return
+	if stale && ctx.Err() == nil && c.Ctx().Err() == nil {
+		first, again := c.Err, c.Cmd.Again()
+		r, err := n.one(ctx, n.client, &again)
+		c.Res, c.Err = c.Cmd.Repeated(r, err, first)
 	}
-	first, again := c.Err, c.Cmd.Again()
-	r, err := n.one(ctx, n.client, &again)
-	c.Res, c.Err = c.Cmd.Repeated(r, err, first)
+	if last {
+		n.warm.refill() // see warmer.refill; after the repeat, which the spare's PING would race for an idle connection
+	}
 }
 
 // one sends cmd alone on s, the node's client or its lane.

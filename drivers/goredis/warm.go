@@ -23,7 +23,16 @@ import (
 // connection in the pool has one made in the background, bounded by the dial
 // timeout and ended by Close, and waits for it as long as its own context
 // allows; the command then goes out on a ready connection, and the
-// connection stays in the pool for the next call when this one gave up.
+// connection stays in the pool for the next call when this one gave up. A
+// call that finds one idle connection takes it, and has the next one made
+// once its command is done, if the pool has none idle then (see refill):
+// the spare is made by a command through the pool (a PING), whose pool Get
+// takes an idle connection when there is one, as the call's does, and
+// go-redis gives no public way to have a Get dial instead (MinIdleConns'
+// connections are dialed in the background but run their handshake at
+// their first Get, in the call's goroutine); made meanwhile, the spare
+// could take the call's connection before the call did, which then dialed
+// within its own deadline.
 type warmer struct {
 	client  *redis.Client
 	closing context.Context // done once Close is called
@@ -32,6 +41,10 @@ type warmer struct {
 
 	mu      sync.Mutex
 	pending chan struct{} // closed when the connection being made is ready or failed; nil if none is
+
+	// goOn, set by tests alone, is called by wait when the call goes on to
+	// take the pool's one idle connection, before it returns.
+	goOn func()
 }
 
 func newWarmer(c *redis.Client) *warmer {
@@ -43,46 +56,78 @@ func newWarmer(c *redis.Client) *warmer {
 // ended (ready or failed), or ctx or caller is done, with its error then:
 // ctx bounds the call (its network deadline, which may be shared by calls,
 // see batch.ShareDeadlines), caller is the context of the call's caller,
-// whose cancellation ends the wait too. When the
-// call takes the last idle connection, the next one is made meanwhile, so
-// that a connection that a call loses (its reply late, its context done) is
-// replaced before the next call needs it.
-func (w *warmer) wait(ctx, caller context.Context) error {
+// whose cancellation ends the wait too. It reports last when the pool has
+// one idle connection, which the call is to take: the caller then calls
+// refill once its command is done (or given up), so that a connection the
+// call holds on to (a lane's) or loses (its reply late, its context done)
+// is replaced before the next call needs it, and never by a spare that
+// takes the call's own connection first.
+func (w *warmer) wait(ctx, caller context.Context) (last bool, err error) {
 	idle := w.client.PoolStats().IdleConns
 	if idle > 1 {
-		return nil
+		return false, nil
 	}
-	w.mu.Lock()
-	ch := w.pending
-	if ch == nil && w.closing.Err() == nil {
-		ch = make(chan struct{})
-		w.pending = ch
-		w.wg.Add(1)
-		go w.connect(ch)
+	if idle == 1 {
+		if w.goOn != nil {
+			w.goOn()
+		}
+		return true, nil
 	}
-	w.mu.Unlock()
-	if ch == nil || idle > 0 {
-		return nil // closed (the command fails with the client's error), or one left
+	ch := w.start()
+	if ch == nil {
+		return false, nil // closed: the command fails with the client's error
 	}
 	select {
 	case <-ch:
-		return nil
+		return false, nil
 	case <-ctx.Done():
-		return ctx.Err()
+		return false, ctx.Err()
 	case <-caller.Done():
-		return caller.Err()
+		return false, caller.Err()
 	}
+}
+
+// refill has a connection made in the background after a call that found
+// the pool's one idle connection (see wait), if the pool has none idle
+// now: the call's connection is held (by the node's lane, or by its
+// command, which goes on after a call that gave up) or was removed. It
+// does not wait for it.
+func (w *warmer) refill() {
+	if w.client.PoolStats().IdleConns == 0 {
+		w.start()
+	}
+}
+
+// start has a connection made in the background unless one is being made
+// already or Close was called, and returns the channel closed once the
+// one being made is ready or failed; nil once Close was called and none is
+// being made.
+func (w *warmer) start() chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.pending == nil && w.closing.Err() == nil {
+		w.pending = make(chan struct{})
+		w.wg.Add(1)
+		go w.connect(w.pending)
+	}
+	return w.pending
 }
 
 // connect has the pool make a connection and run its handshake, bounded by
 // the dial timeout (and Close): a PING takes a connection from the pool,
-// dialing it, and puts it back idle once answered. If it fails, the command
-// that waited dials as it would have without the warmer.
+// dialing it, and puts it back idle once answered. It sends none if the
+// pool has an idle connection by then (one given back since start): that
+// PING would take it instead of dialing, maybe before a call that found it
+// idle (one given back between that look and the PING's Get can still be
+// taken so; go-redis has no public Get that dials). If it fails, the
+// command that waited dials as it would have without the warmer.
 func (w *warmer) connect(ch chan struct{}) {
 	defer w.wg.Done()
 	ctx, cancel := context.WithTimeout(w.closing, dialTimeout)
 	defer cancel()
-	w.client.Ping(ctx)
+	if w.client.PoolStats().IdleConns == 0 {
+		w.client.Ping(ctx)
+	}
 	w.mu.Lock()
 	w.pending = nil
 	w.mu.Unlock()
@@ -107,10 +152,10 @@ func (w *warmer) stop(closeClient func() error) error {
 
 // warmConns is how many connections Warm leaves idle in the pool of a node
 // from Open: the one that the first call sent alone takes for the node's
-// lane, and the one that the warmer wants idle beside it (see wait), which
-// it would otherwise start to make at that call, in the background with a
-// PING that can take the pool's last idle connection before the call does,
-// so that the call dials within its own deadline.
+// lane, and the one that the warmer wants idle beside it, which it would
+// otherwise make only once that call is done (see refill), so that a call
+// made meanwhile (while the first is on the lane, or several calls sent
+// together) would wait for it within its own deadline.
 const warmConns = 2
 
 var _ drivernode.Warmer = (*node)(nil)

@@ -1,6 +1,7 @@
 package goredis
 
 import (
+	"context"
 	"fmt"
 	"sync"
 	"testing"
@@ -81,5 +82,92 @@ func TestWarmFirstCallDialsNot(t *testing.T) {
 	wg.Wait()
 	for i, err := range errs {
 		require.NoError(t, err, "node %d", i)
+	}
+}
+
+// A call that meets the pool of a node from Open with one idle connection
+// takes it and dials none within its node timeout, also when the warmer
+// makes a spare: over a link whose every reply takes 60ms
+// (testproxy.ReplyDelay) and whose new connections answer 1.5s after they
+// were made (testproxy.FirstReplyDelay), with a node timeout above a round
+// trip and below a dial and its handshake: 240ms, which sends a lone call
+// on the node's lane (Lane: the lane keeps the connection, and the warmer
+// makes a spare after the call), or 800ms, which sends it through the pool
+// (Pool: the connection goes back to it, no spare is needed). The pool
+// meets that state after the identity question (FirstCall, without Warm),
+// and after Warm when a call on the lane timed out, which removed the
+// lane's connection (AfterTimeout: a later call, which Warm does not
+// cover). The warmer's seam goOn lets a spare being made take the idle
+// connection first, if one is: its PING then holds it for a round trip,
+// and the call, which before the fix met that case every time, dialed and
+// failed with its deadline.
+func TestWarmOneIdleCallDialsNot(t *testing.T) {
+	t.Parallel()
+	srv := redistest.NewServer(t)
+	const onLane = 240 * time.Millisecond // at most batch.CancelLag: a lone call goes on the lane
+	for _, path := range []struct {
+		name    string
+		timeout time.Duration
+		spare   int // connections the warmer makes after the call
+	}{
+		{"Lane", onLane, 1},
+		{"Pool", 800 * time.Millisecond, 0},
+	} {
+		for _, state := range []struct {
+			name    string
+			prepare func(t *testing.T, n *node)
+		}{
+			{"FirstCall", func(*testing.T, *node) {}},
+			{"AfterTimeout", func(t *testing.T, n *node) {
+				require.NoError(t, n.Warm(t.Context()))
+				ok, err := n.SetNX(driver.WithNetworkTimeout(t.Context(), onLane), t.Name()+"/lane", "v", time.Minute)
+				require.NoError(t, err)
+				require.True(t, ok)
+				_, err = n.SetNX(driver.WithNetworkTimeout(t.Context(), 30*time.Millisecond), t.Name()+"/timeout", "v", time.Minute)
+				require.ErrorIs(t, err, context.DeadlineExceeded, "the call on the lane did not time out")
+			}},
+		} {
+			t.Run(path.name+"/"+state.name, func(t *testing.T) {
+				t.Parallel()
+				p := testproxy.New(t, srv.Addr(), testproxy.FirstReplyDelay(1500*time.Millisecond), testproxy.ReplyDelay(60*time.Millisecond))
+				n := openNode(t, p.Addr())
+				_, err := n.Identity(t.Context())
+				require.NoError(t, err)
+				state.prepare(t, n)
+				n.warm.wg.Wait() // a spare being made, if any
+				c := n.lanes.client
+				st := c.PoolStats()
+				require.EqualValues(t, 1, st.IdleConns, "the pool's idle connections before the call")
+				require.EqualValues(t, 1, st.TotalConns, "the pool's connections before the call")
+
+				hits := st.Hits
+				n.warm.goOn = func() {
+					n.warm.mu.Lock()
+					spare := n.warm.pending
+					n.warm.mu.Unlock()
+					if spare == nil {
+						return // none being made: nothing takes the connection
+					}
+					tick := time.NewTicker(time.Millisecond)
+					defer tick.Stop()
+					for c.PoolStats().Hits == hits { // until the spare takes a connection, or ends
+						select {
+						case <-spare:
+							return
+						case <-tick.C:
+						}
+					}
+				}
+				accepted := p.Accepted()
+				ok, err := n.SetNX(driver.WithNetworkTimeout(t.Context(), path.timeout), t.Name(), "v", time.Minute)
+				require.NoError(t, err, "the call dialed within its node timeout")
+				require.True(t, ok)
+				n.warm.wg.Wait()
+				require.Equal(t, accepted+int64(path.spare), p.Accepted(), "connections made: the spare alone, after the call")
+				st = c.PoolStats()
+				require.EqualValues(t, 1+path.spare, st.TotalConns, "the pool's connections after the call")
+				require.EqualValues(t, 1, st.IdleConns, "the pool's idle connections after the call")
+			})
+		}
 	}
 }
