@@ -122,14 +122,16 @@ var optionHint = map[optionSet]string{
 	optExtend:      ", which does not extend the lock (only Do does)",
 }
 
-// checkExtendInterval checks a given extension interval of Do against the
-// TTL, as newConfig does: an extension sent every interval, taking up to the
-// node timeout, must land before the lock's validity (the TTL less the drift
-// allowance) ends.
+// checkExtendInterval checks an extension interval of Do given to New, Open
+// (newConfig) or a call: at least minExtendInterval, and short enough for the
+// TTL: an extension sent every interval, taking up to the node timeout, must
+// land before the lock's validity (the TTL less the drift allowance) ends.
 func checkExtendInterval(every, ttl, drift, nodeTimeout time.Duration) error {
 	switch {
 	case every <= 0:
 		return fmt.Errorf("extend interval %v is not positive", every)
+	case every < minExtendInterval:
+		return fmt.Errorf("extend interval %v is shorter than %v: Do would extend its lock without a pause", every, minExtendInterval)
 	case every >= extendRoom(ttl, drift, nodeTimeout):
 		return fmt.Errorf("extend interval %v leaves no room for an extension: with the node timeout %v it must stay below the TTL %v minus the drift allowance %v", every, nodeTimeout, ttl, drift)
 	}

@@ -197,10 +197,10 @@ func WithMaxAttempts(n int) Option {
 // WithExtendInterval sets how often Do extends the lock it holds: the next
 // extension starts at most d after the previous one ended (sooner after a
 // failed one). It must leave room for an extension inside the validity: d +
-// the node timeout < TTL - drift (ttl*driftFactor + 2ms); New and Open reject
-// any other d. The default is TTL/3, or less when the node timeout needs it:
-// (TTL - drift - node timeout)/2, but at least 1ms, so that Do never extends
-// without a pause. (A node timeout of TTL - drift or more leaves no room for
+// the node timeout < TTL - drift (ttl*driftFactor + 2ms), and it must be at
+// least 1ms, so that Do never extends without a pause; New and Open reject
+// any other d (as Do rejects it given to the call). The default is TTL/3, or less when the node timeout needs it:
+// (TTL - drift - node timeout)/2, but at least 1ms. (A node timeout of TTL - drift or more leaves no room for
 // any interval; New accepts it without WithExtendInterval, for TryLock and
 // Lock, and Do then extends every TTL/3, or every (TTL - drift)/2 when that
 // is shorter, so that an extension starts before the validity ends, and
@@ -220,11 +220,11 @@ func newConfig(opts []Option) (config, error) {
 	if !c.nodeTimeoutSet {
 		c.nodeTimeout = min(c.ttl/10, MaxNodeTimeout)
 	}
-	// The validity left for Do's extensions: one must fit within it, with
-	// the node timeout that its round may take.
-	room := extendRoom(c.ttl, drift(c.ttl, c.driftFactor), c.nodeTimeout)
+	var extendErr error // of an interval given: see checkExtendInterval
 	if c.set&optExtend == 0 {
 		c.extendEvery = defaultExtendInterval(c.ttl, drift(c.ttl, c.driftFactor), c.nodeTimeout)
+	} else {
+		extendErr = checkExtendInterval(c.extendEvery, c.ttl, drift(c.ttl, c.driftFactor), c.nodeTimeout)
 	}
 	switch {
 	case len(c.errs) > 0:
@@ -241,10 +241,8 @@ func newConfig(opts []Option) (config, error) {
 		return c, fmt.Errorf("redlock: node timeout %v is not positive", c.nodeTimeout)
 	case c.nodeTimeout >= c.ttl:
 		return c, fmt.Errorf("redlock: node timeout %v is not smaller than the TTL %v", c.nodeTimeout, c.ttl)
-	case c.extendEvery <= 0:
-		return c, fmt.Errorf("redlock: extend interval %v is not positive", c.extendEvery)
-	case c.set&optExtend != 0 && c.extendEvery >= room:
-		return c, fmt.Errorf("redlock: extend interval %v leaves no room for an extension: with the node timeout %v it must stay below the TTL %v minus the drift allowance %v", c.extendEvery, c.nodeTimeout, c.ttl, drift(c.ttl, c.driftFactor))
+	case extendErr != nil:
+		return c, fmt.Errorf("redlock: %w", extendErr)
 	case c.backoff == nil:
 		return c, errors.New("redlock: nil Backoff")
 	case c.set&optMaxAttempts != 0 && c.maxAttempts < 1:
@@ -261,9 +259,10 @@ func extendRoom(ttl, drift, nodeTimeout time.Duration) time.Duration {
 	return ttl - drift - nodeTimeout
 }
 
-// minExtendInterval is the shortest default extension interval of Do: half
-// the room left by a node timeout just below the TTL less the drift would
-// otherwise be a few nanoseconds, or 0, and Do would extend without pause.
+// minExtendInterval is the shortest extension interval of Do, given or by
+// default: half the room left by a node timeout just below the TTL less the
+// drift would otherwise be a few nanoseconds, or 0, and an interval given
+// below it (1ns) had Do extend back to back, without pause.
 const minExtendInterval = time.Millisecond
 
 // defaultExtendInterval is Do's extension interval when none is given: TTL/3,
