@@ -5,8 +5,34 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 )
+
+// maxPEMFile is the most TLSConfig reads of a CA, certificate or key file:
+// far more than a CA bundle (Debian's, of every public CA, is about 220 KB),
+// and a bound when the path names something without an end (/dev/zero, a
+// pipe a program writes into forever), which would otherwise be read until
+// the process runs out of memory.
+const maxPEMFile = 8 << 20
+
+// readPEMFile reads the file at path, of the address's parameter param, up
+// to maxPEMFile bytes: a longer one is an error that says so.
+func readPEMFile(param, path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", param, err)
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, maxPEMFile+1))
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("%s %s: %w", param, path, err)
+	case len(b) > maxPEMFile:
+		return nil, fmt.Errorf("%s %s: longer than %d MiB: no certificate or key file is", param, path, maxPEMFile>>20)
+	}
+	return b, nil
+}
 
 // TLSConfig returns the TLS configuration for connecting to a: nil when a is
 // not rediss:// and base is nil (a plain TCP connection); otherwise a copy of
@@ -24,9 +50,9 @@ func (a Addr) TLSConfig(base *tls.Config) (*tls.Config, error) {
 		cfg = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
 	if a.TLSCAFile != "" {
-		pem, err := os.ReadFile(a.TLSCAFile)
+		pem, err := readPEMFile("tls_ca_file", a.TLSCAFile)
 		if err != nil {
-			return nil, fmt.Errorf("tls_ca_file: %w", err)
+			return nil, err
 		}
 		pool := x509.NewCertPool()
 		if !pool.AppendCertsFromPEM(pem) {
@@ -35,7 +61,15 @@ func (a Addr) TLSConfig(base *tls.Config) (*tls.Config, error) {
 		cfg.RootCAs = pool
 	}
 	if a.TLSCertFile != "" {
-		cert, err := tls.LoadX509KeyPair(a.TLSCertFile, a.TLSKeyFile)
+		certPEM, err := readPEMFile("tls_cert_file", a.TLSCertFile)
+		if err != nil {
+			return nil, err
+		}
+		keyPEM, err := readPEMFile("tls_key_file", a.TLSKeyFile)
+		if err != nil {
+			return nil, err
+		}
+		cert, err := tls.X509KeyPair(certPEM, keyPEM)
 		if err != nil {
 			return nil, fmt.Errorf("tls_cert_file/tls_key_file: %w", err)
 		}
