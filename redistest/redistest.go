@@ -116,7 +116,8 @@ func WithIPv6() Option { return redisserver.WithIPv6() }
 // "save" "" and "appendonly" "no"), so they override them; use the option
 // several times for several directives. The directives port, bind, dir,
 // logfile, daemonize, requirepass and tls-port are managed by redistest and make
-// [Start] fail.
+// [Start] fail, as does a value after the first that starts with "--", which
+// redis-server would read as the name of another directive.
 func WithConfig(directive ...string) Option { return redisserver.WithConfig(directive...) }
 
 // WithTLS makes the server accept only TLS connections on its port (it is

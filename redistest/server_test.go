@@ -220,3 +220,32 @@ func serverDir(t *testing.T, s *redistest.Server) string {
 	require.NotEqual(t, os.TempDir(), dir)
 	return dir
 }
+
+// A value after a directive's first that starts with "--" is refused:
+// redis-server reads it as the name of another directive, which would set a
+// managed one (here requirepass, bind, dir) past WithConfig's check. A first
+// value that starts with "--" is a value to redis-server, and still accepted.
+func TestWithConfigValueNamesDirective(t *testing.T) {
+	t.Parallel()
+	ctx := t.Context()
+	for _, opt := range []redistest.Option{
+		redistest.WithConfig("appendonly", "yes", "--requirepass", "x"),
+		redistest.WithConfig("save", "60", "1", "--bind", "::1"),
+		redistest.WithConfig("masterauth", "x", "--dir", "/"),
+	} {
+		s, err := redistest.Start(ctx, opt)
+		if s != nil {
+			s.Close()
+		}
+		require.Error(t, err)
+		require.Nil(t, s)
+		require.Contains(t, err.Error(), "WithConfig")
+		require.Contains(t, err.Error(), `starts with "--"`)
+	}
+	s := redistest.NewServer(t, redistest.WithConfig("masterauth", "--x"), redistest.WithPassword("--pw"))
+	for name, want := range map[string]string{"masterauth": "--x", "requirepass": "--pw"} {
+		v, err := s.Do(ctx, "CONFIG", "GET", name)
+		require.NoError(t, err)
+		require.Equal(t, []any{name, want}, v, name)
+	}
+}

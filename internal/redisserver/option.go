@@ -61,7 +61,8 @@ func (c *config) host() string {
 // "save" "" and "appendonly" "no"), so they override them; use the option
 // several times for several directives. The directives port, bind, dir,
 // logfile, daemonize, requirepass and tls-port are managed by redistest and make
-// [Start] fail.
+// [Start] fail, as does a value after the first that starts with "--", which
+// redis-server would read as the name of another directive.
 func WithConfig(directive ...string) Option {
 	err := checkDirective(directive)
 	var d []string // read-only once built: options may be applied concurrently
@@ -89,6 +90,16 @@ func checkDirective(d []string) error {
 	}
 	if why, ok := managed[strings.ToLower(name)]; ok {
 		return fmt.Errorf("redistest: WithConfig cannot set %q: %s", name, why)
+	}
+	for _, v := range d[min(2, len(d)):] {
+		// After a directive's first value, redis-server reads such an
+		// argument as the next directive's name, which would set a managed
+		// directive (--port, --bind) past the check above. (It takes the
+		// first value as it is: WithPassword("--pw") gives requirepass
+		// "--pw".)
+		if strings.HasPrefix(v, "--") {
+			return fmt.Errorf("redistest: WithConfig(%q, ...): value %q starts with \"--\", which redis-server reads after a first value as the next directive's name; give each directive its own WithConfig", name, v)
+		}
 	}
 	return nil
 }
