@@ -11,9 +11,13 @@ import (
 // to listeners held open until all n were taken, then closed, so that no
 // two are the same; nothing else on the machine is then listening on them,
 // though a later listener may take one again. It fails the test if it
-// cannot listen.
+// cannot listen, or if n is negative.
 func ClosedAddrs(tb testing.TB, n int) []string {
 	tb.Helper()
+	if n < 0 {
+		tb.Fatalf("redistest: ClosedAddrs: n = %d < 0", n)
+		return nil
+	}
 	addrs := make([]string, 0, n)
 	var ls []net.Listener
 	defer func() {
