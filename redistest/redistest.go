@@ -115,9 +115,10 @@ func WithIPv6() Option { return redisserver.WithIPv6() }
 // "--save 60 1". Directives are applied after the defaults (including
 // "save" "" and "appendonly" "no"), so they override them; use the option
 // several times for several directives. The directives port, bind, dir,
-// logfile, daemonize, requirepass and tls-port are managed by redistest and make
-// [Start] fail, as does a value after the first that starts with "--", which
-// redis-server would read as the name of another directive.
+// logfile, daemonize, requirepass and tls-port are managed by redistest and
+// make [Start] fail, as do include (the file's directives could set them) and
+// a value after the first that starts with "--", which redis-server would read
+// as the name of another directive.
 func WithConfig(directive ...string) Option { return redisserver.WithConfig(directive...) }
 
 // WithTLS makes the server accept only TLS connections on its port (it is

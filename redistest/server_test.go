@@ -2,7 +2,10 @@ package redistest_test
 
 import (
 	"context"
+	"net"
 	"os"
+	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -247,5 +250,29 @@ func TestWithConfigValueNamesDirective(t *testing.T) {
 		v, err := s.Do(ctx, "CONFIG", "GET", name)
 		require.NoError(t, err)
 		require.Equal(t, []any{name, want}, v, name)
+	}
+}
+
+// WithConfig refuses include: the included file's directives would be read
+// after redistest's own, and could set the managed ones (here port; the
+// system's redis.conf sets port 6379 and daemonize yes, whose daemon would
+// outlive the test).
+func TestWithConfigInclude(t *testing.T) {
+	t.Parallel()
+	conf := filepath.Join(t.TempDir(), "extra.conf")
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	port := l.Addr().(*net.TCPAddr).Port
+	require.NoError(t, l.Close())
+	require.NoError(t, os.WriteFile(conf, []byte("port "+strconv.Itoa(port)+"\n"), 0o600))
+	for _, name := range []string{"include", "INCLUDE"} {
+		s, err := redistest.Start(t.Context(), redistest.WithConfig(name, conf))
+		if s != nil {
+			s.Close()
+		}
+		require.Error(t, err)
+		require.Nil(t, s)
+		require.Contains(t, err.Error(), "WithConfig")
+		require.Contains(t, err.Error(), name)
 	}
 }

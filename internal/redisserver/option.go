@@ -28,6 +28,7 @@ var managed = map[string]string{
 	"daemonize":   "redistest must own the server process",
 	"requirepass": "use WithPassword, so that Do and URL know the password",
 	"tls-port":    "use WithTLS, which serves TLS on the port redistest picks",
+	"include":     "an included file could set the directives above (a system redis.conf sets port 6379 and daemonize yes); give its directives with WithConfig",
 }
 
 // WithPassword sets the server's password (the requirepass directive). [Server.Do]
@@ -60,9 +61,10 @@ func (c *config) host() string {
 // "--save 60 1". Directives are applied after the defaults (including
 // "save" "" and "appendonly" "no"), so they override them; use the option
 // several times for several directives. The directives port, bind, dir,
-// logfile, daemonize, requirepass and tls-port are managed by redistest and make
-// [Start] fail, as does a value after the first that starts with "--", which
-// redis-server would read as the name of another directive.
+// logfile, daemonize, requirepass and tls-port are managed by redistest and
+// make [Start] fail, as do include (the file's directives could set them) and
+// a value after the first that starts with "--", which redis-server would read
+// as the name of another directive.
 func WithConfig(directive ...string) Option {
 	err := checkDirective(directive)
 	var d []string // read-only once built: options may be applied concurrently
