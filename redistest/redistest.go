@@ -192,7 +192,8 @@ func (s *Server) Restart(ctx context.Context) error {
 // listener that resets every connection at once, so that no other server or
 // proxy of the test binary can take the port meanwhile; to a client the
 // server is as unreachable as a dead one. If ctx ends or the server is
-// closed during the wait, the server stays down and the error says so.
+// closed during the wait, RestartAfter returns then, the server stays down
+// and the error says so.
 func (s *Server) RestartAfter(ctx context.Context, down time.Duration) error {
 	return (*redisserver.Server)(s).RestartAfter(ctx, down)
 }

@@ -189,3 +189,23 @@ func TestUnreadAfterClientClosed(t *testing.T) {
 		return err == nil && v == "v"
 	}, 5*time.Second, time.Millisecond, "the resumed server executes the request of the client that left")
 }
+
+// Close during RestartAfter's down time ends the wait: RestartAfter returns
+// that the server is closed, not once the down time has passed (an hour
+// here), with a context that never ends.
+func TestRestartAfterClosedDuringDownTime(t *testing.T) {
+	t.Parallel()
+	s := redistest.NewServer(t)
+	done := make(chan error, 1)
+	go func() { done <- s.RestartAfter(context.Background(), time.Hour) }()
+	require.Eventually(t, func() bool { return !s.Running() }, time.Minute, time.Millisecond, "RestartAfter kills the server first")
+	require.NoError(t, s.Close())
+	select {
+	case err := <-done:
+		require.ErrorContains(t, err, "server is closed")
+		require.ErrorContains(t, err, "stays down")
+	case <-time.After(time.Minute): // a bound, far below the hour of down time
+		t.Fatal("RestartAfter still waits out its down time after Close")
+	}
+	require.False(t, s.Running())
+}

@@ -35,7 +35,8 @@ func (s *Server) Restart(ctx context.Context) error { return s.RestartAfter(ctx,
 // listener that resets every connection at once, so that no other server or
 // proxy of the test binary can take the port meanwhile; to a client the
 // server is as unreachable as a dead one. If ctx ends or the server is
-// closed during the wait, the server stays down and the error says so.
+// closed during the wait, RestartAfter returns then, the server stays down
+// and the error says so.
 func (s *Server) RestartAfter(ctx context.Context, down time.Duration) error {
 	if ctx == nil { // before the kill: the server stays up
 		return errNilContext
@@ -50,6 +51,9 @@ func (s *Server) RestartAfter(ctx context.Context, down time.Duration) error {
 		case <-ctx.Done():
 			t.Stop()
 			return fmt.Errorf("redistest: restart server %s: %w (the server stays down)", s.addr, ctx.Err())
+		case <-s.closing:
+			t.Stop()
+			return fmt.Errorf("redistest: restart server %s: server is closed (it stays down)", s.addr)
 		}
 	}
 	s.mu.Lock()

@@ -45,6 +45,9 @@ type Server struct {
 	addr string   // "127.0.0.1:port"
 	dir  string   // --dir; also holds the log files
 	lock *os.File // holds dir locked until Close; nil where unsupported
+	// closing is closed by Close, ending RestartAfter's down time; nil in a
+	// Server made without Start, on which nothing waits for it.
+	closing chan struct{}
 
 	mu       sync.Mutex
 	proc     *process // the running process; nil once killed or closed
@@ -102,12 +105,13 @@ func tryStart(ctx context.Context, bin string, cfg config) (*Server, error) {
 		return nil, fmt.Errorf("redistest: lock server directory: %w", err)
 	}
 	s := &Server{
-		bin:  bin,
-		cfg:  cfg,
-		port: port,
-		addr: net.JoinHostPort(cfg.host(), strconv.Itoa(port)),
-		dir:  dir,
-		lock: lock,
+		bin:     bin,
+		cfg:     cfg,
+		port:    port,
+		addr:    net.JoinHostPort(cfg.host(), strconv.Itoa(port)),
+		dir:     dir,
+		lock:    lock,
+		closing: make(chan struct{}),
 	}
 	s.mu.Lock()
 	err = s.launchLocked(ctx)
@@ -236,6 +240,9 @@ func (s *Server) Close() error {
 		return s.closeErr
 	}
 	s.closed = true
+	if s.closing != nil {
+		close(s.closing)
+	}
 	s.releasePortLocked()
 	var errs []error
 	if s.proc != nil {
