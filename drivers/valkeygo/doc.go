@@ -31,8 +31,8 @@
 // The client is a plain single-node client (ForceSingleClient) over one
 // pipelined connection, without client-side caching, and never retries a command on its own: a
 // retried SET NX whose first reply was lost would look like a lock held by
-// someone else. The node itself sends a call again, once and at once within
-// its context, only when it failed because the server had closed or reset
+// someone else. The node itself sends a call again, at once, within its
+// context and the network timeout its first send had (driver.Queuer), only when it failed because the server had closed or reset
 // the connection (end of file, a reset, a broken pipe; not a timeout, not
 // an error reply): the client learns that the server closed its connection
 // (a restart, CLIENT KILL) only when it reads its end, which a call sent

@@ -848,7 +848,8 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 	}
 	// again: a call of Open's that failed because the server had closed
 	// or reset the connection (see connalive.Broken) goes again, at once,
-	// within ctx (once per connection: see below), as rediscmd.Cmd.Again says (a SET NX as
+	// within ctx and its first send's network deadline (once per
+	// connection: see below), as rediscmd.Cmd.Again says (a SET NX as
 	// driver.SetNXAgainScript, which counts the key its first send may have
 	// set as set; the scripts as they are). The library finds out that the
 	// server closed its connection (a restart, CLIENT KILL, its idle
@@ -882,7 +883,7 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 		if err != nil {
 			return rediscmd.Result{}, driver.ContextError(ctx, err)
 		}
-		reply, laned, err := n.call(ctx, s, &cmd)
+		reply, laned, due, err := n.call(ctx, s, &cmd)
 		if retry && n.lost(s, err) {
 			retry = false
 			continue
@@ -891,6 +892,17 @@ func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.R
 			brokeOn[b2i(laned)], retry = true, true // the repeat may find the client lost
 			if first == nil {
 				first = err
+				if _, hasNet := driver.NetworkTimeout(ctx); hasNet && !due.IsZero() {
+					// The repeats end by the first send's network
+					// deadline, as one call (driver.Queuer): each
+					// would otherwise have a network timeout of its
+					// own, its connection's creation too, and a lone
+					// call due in the node timeout took more than
+					// twice that.
+					var cancel context.CancelFunc
+					ctx, cancel = context.WithDeadline(ctx, due)
+					defer cancel()
+				}
 			}
 			cmd = orig.Again()
 			continue
@@ -960,13 +972,14 @@ func (n *node[C, D, R, L]) clientClosed(ctx context.Context, c C, err error) boo
 // within batch.CancelLag, and is lone: no call is in flight on s's client,
 // nor was one with another in the last laneCooldown. Otherwise it sends cmd
 // on s's client, once the gate lets it in (see Pending). It returns the
-// reply, and whether cmd went on the lane (laned). The call is bounded on the network by ctx's deadline, or by its
+// reply, whether cmd went on the lane (laned), and the deadline it had on
+// the network once sent (due; zero if it was not). The call is bounded on the network by ctx's deadline, or by its
 // network timeout from when it is sent if that is sooner
 // (driver.WithNetworkTimeout); its wait at the gate by ctx alone. It returns
 // as soon as ctx is canceled, except a call due within batch.CancelLag (on
 // the lane, or with such a network timeout), which returns by its deadline,
 // as the goredis and redigo drivers' calls do.
-func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.Cmd) (reply any, laned bool, err error) {
+func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.Cmd) (reply any, laned bool, due time.Time, err error) {
 	now := time.Now()
 	dl, bounded := ctx.Deadline()
 	d, hasNet := driver.NetworkTimeout(ctx)
@@ -984,7 +997,7 @@ func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.
 			l, busy := n.takeLane(s, now)
 			if l != nil {
 				if reply, sent, err := n.onLane(ctx, s, l, cmd, now, dl); sent {
-					return reply, true, err
+					return reply, true, dl, err
 				}
 			}
 			if busy {
@@ -994,13 +1007,13 @@ func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.
 		wantLane = s.lane.Load() == nil
 	}
 	if err := n.gate.Enter(ctx); err != nil {
-		return nil, false, err // not sent
+		return nil, false, time.Time{}, err // not sent
 	}
 	if c := n.cur.Load(); c != nil && c.closed() {
 		// Closed while the call waited at the gate: never sent, also
 		// through a client the user made (New), which Close leaves open.
 		n.gate.Exit(batch.CutShort, time.Time{})
-		return nil, false, driver.ErrClosed
+		return nil, false, time.Time{}, driver.ErrClosed
 	}
 	entered := n.gate.Start() // zero once the server is known near
 	cctx, cancel := ctx, context.CancelFunc(nil)
@@ -1011,6 +1024,7 @@ func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.
 		// deadline at the latest (see batch.Deadlines.Bound).
 		cctx, cancel = n.due.Bound(ctx, d, n.owned)
 	}
+	due, _ = cctx.Deadline()
 	if n.sending.Add(1) > 1 {
 		n.crowd(now) // other calls are in flight
 	}
@@ -1066,7 +1080,7 @@ func (n *node[C, D, R, L]) call(ctx context.Context, s *state[C], cmd *rediscmd.
 	if wantLane && (err == nil || n.lib.IsNil(err)) {
 		n.startLane(s) // the client works: a lane may too
 	}
-	return reply, false, err
+	return reply, false, due, err
 }
 
 // crowd records that a call at now met another: the node's calls go through

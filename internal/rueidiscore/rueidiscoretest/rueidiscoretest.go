@@ -90,6 +90,7 @@ func Run[C interface {
 		{"ConcurrentFirstUse", concurrentFirstUse},
 		{"Reconnect", reconnect},
 		{"ReconnectToStalledServer", reconnectToStalledServer},
+		{"Reconnect/RepeatWithinNetworkTimeout", repeatWithinNetworkTimeout},
 		{"ReconnectBehindLongCall/Open", func(t *testing.T, tg target) { reconnectBehindLongCall(t, tg.open) }},
 		{"ReconnectBehindLongCall/New", func(t *testing.T, tg target) { reconnectBehindLongCall(t, tg.newNode) }},
 		{"Lane/LoneCalls", laneLoneCalls},
