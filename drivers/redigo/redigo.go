@@ -391,7 +391,7 @@ func (n *node) exec(ctx context.Context, calls []*batch.Call[rediscmd.Cmd, redis
 	}()
 	if c, err = n.conn(ctx, caller); err != nil {
 		for i, call := range calls {
-			call.Err = errors.Join(first[i], err)
+			call.Res, call.Err = orig[i].Repeated(rediscmd.Result{}, err, first[i])
 		}
 		return
 	}

@@ -195,10 +195,15 @@ func (c *Cmd) Again() Cmd {
 // Repeated returns the outcome of c sent again (as Again) after its
 // first send failed with first: r and err, but for a release that deleted
 // nothing, which the first send may have caused: first then, its outcome
-// unknown, as a failed call's.
+// unknown, as a failed call's. When the repeat failed too, its error tells
+// both, first's then the repeat's (errors.Is finds either): the repeat's
+// alone (a refused dial, say) would hide why the call was sent again.
 func (c *Cmd) Repeated(r Result, err, first error) (Result, error) {
-	if err == nil && !r.OK && (c.Op == OpRelease || c.Op == OpReleaseNotify) {
+	switch {
+	case err == nil && !r.OK && (c.Op == OpRelease || c.Op == OpReleaseNotify):
 		return Result{}, first
+	case err != nil && first != nil:
+		return r, fmt.Errorf("%w; sent again: %w", first, err)
 	}
 	return r, err
 }

@@ -2,7 +2,9 @@ package rediscmd_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"testing"
 	"time"
@@ -144,4 +146,29 @@ func TestOnShard(t *testing.T) {
 	err = rediscmd.OnShard("{user1}:lock", "", context.Canceled)
 	require.EqualError(t, err, fmt.Sprintf("slot %d: context canceled", driver.HashSlot("user1")))
 	require.ErrorIs(t, err, context.Canceled)
+}
+
+// A repeat that fails too tells both errors, the first send's (why the call
+// went again) and the repeat's, and errors.Is finds each; a repeat that
+// answers gives its answer, but a release that deleted nothing, which the
+// first send may have done, gives the first send's error.
+func TestRepeatedTellsBothErrors(t *testing.T) {
+	first := fmt.Errorf("goredis: release: %w", io.EOF)
+	refused := errors.New("dial tcp 127.0.0.1:1: connect: connection refused")
+	for _, op := range []rediscmd.Op{rediscmd.OpSetNX, rediscmd.OpRelease, rediscmd.OpExtend} {
+		c := rediscmd.Cmd{Op: op, Key: "k", Value: "v"}
+		_, err := c.Repeated(rediscmd.Result{}, refused, first)
+		require.ErrorIs(t, err, io.EOF, "op %v", op)
+		require.ErrorIs(t, err, refused, "op %v", op)
+		require.Equal(t, first.Error()+"; sent again: "+refused.Error(), err.Error())
+
+		r, err := c.Repeated(rediscmd.Result{OK: true}, nil, first)
+		require.NoError(t, err, "op %v: the repeat answered", op)
+		require.True(t, r.OK)
+	}
+	_, err := (&rediscmd.Cmd{Op: rediscmd.OpRelease}).Repeated(rediscmd.Result{}, nil, first)
+	require.Equal(t, first, err, "a repeated release that deleted nothing is no answer")
+	r, err := (&rediscmd.Cmd{Op: rediscmd.OpSetNX}).Repeated(rediscmd.Result{}, nil, first)
+	require.NoError(t, err, "a repeated SET NX that found the key held is a refusal")
+	require.False(t, r.OK)
 }
