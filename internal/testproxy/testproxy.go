@@ -44,8 +44,11 @@ func Gated() Option { return func(c *config) { c.gated = true } }
 func FirstReplyDelay(d time.Duration) Option { return func(c *config) { c.delay = d } }
 
 // ReplyDelay holds back every reply of the upstream, on each connection,
-// until d has passed since the Proxy read it: a link whose round trip is d
-// longer (a far server), on made connections as on new ones. With
+// until d has passed since the Proxy read it: for calls sent one at a time,
+// a link whose round trip is d longer (a far server), on made connections
+// as on new ones. The Proxy reads a connection's next replies only once it
+// has written those it held, so replies that come while others are held
+// wait behind them: pipelined calls get theirs d apart, not all d late. With
 // [FirstReplyDelay], a connection's first reply goes at the later of the
 // two. d must not be negative.
 func ReplyDelay(d time.Duration) Option { return func(c *config) { c.every = d } }
