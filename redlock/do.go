@@ -616,6 +616,12 @@ func (e *kept) finish() (lost bool, uerr error) {
 		uerr = e.closeErr
 	default:
 		uerr = errNotReleased
+		if e.l.c.obs != nil {
+			// No Unlock reports its end (EndClosed, from give, or
+			// an expiry before it): reported here, as an Unlock's
+			// would have been, before the Do's own end.
+			e.l.reportEnd(e.ectx)
+		}
 	}
 	if !lost && e.l.overAtUnlock() { // its validity passed between the two
 		lost = true
