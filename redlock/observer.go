@@ -217,14 +217,19 @@ type Votes struct {
 
 // AttemptDone describes an acquisition attempt that ended.
 type AttemptDone struct {
-	Key      string        // the lock's key, without the Client's prefix
-	Attempt  int           // as in AttemptStart: 1 for a TryLock and a Lock's first
-	Outcome  Outcome       // how the attempt ended: one of the Outcome constants
-	Votes    Votes         // the SET round's; zero when none was sent: bad input, or another attempt of the Client in flight on the key (Err says so)
-	Duration time.Duration // from the start of the attempt to its verdict
-	Token    uint64        // the fencing token when granted with WithFencing
-	Until    time.Time     // the lock's validity when granted
-	Err      error         // nil when granted
+	Key     string  // the lock's key, without the Client's prefix
+	Attempt int     // as in AttemptStart: 1 for a TryLock and a Lock's first
+	Outcome Outcome // how the attempt ended: one of the Outcome constants
+	Votes   Votes   // the SET round's; zero when none was sent: bad input, or another attempt of the Client in flight on the key (Err says so)
+	// Duration is from the start of the attempt to its end, as its caller
+	// waits for it: past the verdict, a failed attempt waits for the
+	// first release of its key on the nodes that granted it, so that the
+	// key is free there when it returns (one round trip more, up to the
+	// node timeout on a node that stalls), as TryLock does.
+	Duration time.Duration
+	Token    uint64    // the fencing token when granted with WithFencing
+	Until    time.Time // the lock's validity when granted
+	Err      error     // nil when granted
 }
 
 // ExtendStart describes an Extend that starts.

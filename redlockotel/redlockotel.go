@@ -48,9 +48,12 @@
 // Durations are in seconds; no metric has the key as an attribute, since keys
 // are unbounded.
 //
-//   - redlock.acquire.duration (histogram): every acquisition attempt, with
-//     redlock.outcome = granted, not_obtained, unavailable or error (see
-//     redlock.Outcome) and, when it failed, error.type, as on its span.
+//   - redlock.acquire.duration (histogram): every acquisition attempt, as
+//     its caller waited for it (redlock.AttemptDone.Duration: a failed
+//     attempt's includes the release of its key on the nodes that granted
+//     it), with redlock.outcome = granted, not_obtained, unavailable or
+//     error (see redlock.Outcome) and, when it failed, error.type, as on
+//     its span.
 //   - redlock.hold.duration (histogram): from a grant to the end of the
 //     lock's life (Unlock, or the loss), with redlock.lost (bool).
 //   - redlock.locks.held (up-down counter): locks granted whose life has not
