@@ -7,11 +7,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/redlock"
 )
 
@@ -42,32 +40,10 @@ func (o *grantCounter) Attempt(ctx context.Context, _ redlock.AttemptStart) (con
 // neither redlock.lock.lost nor the log told the loss.
 func TestCloseDoGrantedAfterCloseLockEnd(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		_, watch, _ := closeWatchNodes(3, 0)
-		unblock := make(chan struct{})
-		nodes := make([]driver.Node, len(watch))
-		for i, w := range watch {
-			nodes[i] = heldSetNode{w, unblock}
-		}
 		obs := &grantCounter{}
 		var logs bytes.Buffer
 		logger := slog.New(slog.NewTextHandler(&logs, nil)) // Info and above
-		c, err := redlock.New(nodes, redlock.WithTTL(time.Hour), redlock.WithNodeTimeout(100*time.Millisecond),
-			redlock.WithObserver(obs), redlock.WithLogger(logger))
-		require.NoError(t, err)
-		result := make(chan error, 1)
-		go func() {
-			result <- c.Do(context.Background(), "k", func(ctx context.Context) error {
-				<-ctx.Done()
-				return nil
-			})
-		}()
-		synctest.Wait() // the SETs wait
-		go func() {
-			time.Sleep(150 * time.Millisecond) // past Close's first wait, as in TestCloseDoGrantedAfterCloseTells
-			close(unblock)
-		}()
-		require.NoError(t, c.Close())
-		err = <-result
+		err, _, _ := doGrantedAfterClose(t, redlock.WithObserver(obs), redlock.WithLogger(logger))
 		require.ErrorIs(t, err, redlock.ErrLockLost)
 		require.ErrorIs(t, err, redlock.ErrClosed, "the lock was not released")
 		synctest.Wait()

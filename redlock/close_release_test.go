@@ -180,34 +180,7 @@ func (n heldSetNode) SetNX(ctx context.Context, key, value string, ttl time.Dura
 // ErrLockLost and ErrClosed.
 func TestCloseDoGrantedAfterCloseTells(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		_, watch, _ := closeWatchNodes(3, 0)
-		unblock := make(chan struct{})
-		nodes := make([]driver.Node, len(watch))
-		for i, w := range watch {
-			nodes[i] = heldSetNode{w, unblock}
-		}
-		c, err := redlock.New(nodes, redlock.WithTTL(time.Hour), redlock.WithNodeTimeout(100*time.Millisecond))
-		require.NoError(t, err)
-		result := make(chan error, 1)
-		ran := false
-		go func() {
-			result <- c.Do(context.Background(), "k", func(ctx context.Context) error {
-				ran = true
-				<-ctx.Done()
-				return nil
-			})
-		}()
-		synctest.Wait() // the SETs wait
-		go func() {
-			// Close waits a node timeout (100ms) for the calls in
-			// flight, releases the locks of Do, then waits up to a node
-			// timeout again for the calls in flight: the SETs return in
-			// that second wait, the nodes still open.
-			time.Sleep(150 * time.Millisecond)
-			close(unblock)
-		}()
-		require.NoError(t, c.Close())
-		err = <-result
+		err, ran, watch := doGrantedAfterClose(t)
 		require.True(t, ran, "fn ran: the lock was granted; Do: %v", err)
 		require.ErrorIs(t, err, redlock.ErrLockLost)
 		require.ErrorIs(t, err, redlock.ErrClosed, "the lock was not released")
@@ -218,4 +191,40 @@ func TestCloseDoGrantedAfterCloseTells(t *testing.T) {
 			}
 		}
 	})
+}
+
+// doGrantedAfterClose runs, in a synctest bubble, a Do (on a Client with
+// opts) whose SETs are held up until Close has released the locks of Do,
+// closes the Client, and returns what Do returned, whether its function
+// ran, and the nodes.
+func doGrantedAfterClose(t *testing.T, opts ...redlock.Option) (err error, ran bool, watch []*closeWatchNode) {
+	t.Helper()
+	_, watch, _ = closeWatchNodes(3, 0)
+	unblock := make(chan struct{})
+	nodes := make([]driver.Node, len(watch))
+	for i, w := range watch {
+		nodes[i] = heldSetNode{w, unblock}
+	}
+	c, err := redlock.New(nodes, append([]redlock.Option{redlock.WithTTL(time.Hour), redlock.WithNodeTimeout(100 * time.Millisecond)}, opts...)...)
+	require.NoError(t, err)
+	result := make(chan error, 1)
+	go func() {
+		result <- c.Do(context.Background(), "k", func(ctx context.Context) error {
+			ran = true
+			<-ctx.Done()
+			return nil
+		})
+	}()
+	synctest.Wait() // the SETs wait
+	go func() {
+		// Close waits a node timeout (100ms) for the calls in
+		// flight, releases the locks of Do, then waits up to a node
+		// timeout again for the calls in flight: the SETs return in
+		// that second wait, the nodes still open.
+		time.Sleep(150 * time.Millisecond)
+		close(unblock)
+	}()
+	require.NoError(t, c.Close())
+	err = <-result
+	return err, ran, watch
 }
