@@ -466,15 +466,17 @@ func (l *Lock) finishExtend(ctx context.Context, r *round, ok bool, start time.T
 		l.endHow = endLostExtend
 	}
 	l.extending--
-	// Why a quorum's extension did not count: the holder's Unlock ran
-	// while it was in flight, or the lock ended otherwise (found lost by
-	// another call) with validity left, or its validity is over.
+	// Why a quorum's extension did not count, or why a failed one does not
+	// leave the lock held: the holder's Unlock ran while it was in flight,
+	// or the lock ended otherwise before it was judged (found lost by
+	// another call, ended by Close) with validity left; or, for a quorum's,
+	// its validity is over.
 	unlocked, ended := l.unlocked, over && now.Before(l.until)
 	err := r.err(ctx, ErrLockLost)
 	switch {
 	case unlocked:
 		err = errors.Join(err, ErrAlreadyUnlocked)
-	case ok && ended:
+	case ended:
 		err = errors.Join(err, errOver)
 	case ok:
 		err = errors.Join(err, fmt.Errorf("no validity left: extending took %v of the %v TTL", now.Sub(start), ttl))
