@@ -63,8 +63,9 @@ import (
 // Its errors join ctx.Err() when ctx had ended. A node whose question is
 // refused for good (driver.CommandRefused: an ACL user without +info, INFO
 // renamed away) answered, for Connect: it is reachable, and its locks work,
-// but its identity stays unknown and later acquisitions ask it again, as
-// they do without Connect. A node that is not a driver.Identifier (the
+// but its identity stays unknown, and neither later acquisitions nor a later
+// Connect ask it again (as when an acquisition's question was refused): a
+// +info granted later is checked by a new Client. A node that is not a driver.Identifier (the
 // memory driver's, or a driver of your own without it) counts as answered
 // without a call: over such nodes only, Connect returns nil, and makes no
 // I/O. The observers hear each failed question (NodeCall, OpIdentity), as
@@ -155,7 +156,10 @@ func (c *Client) Connect(ctx context.Context) error {
 			if err != nil && c.obs != nil && !cut.Load() && !cutByContext(ctx, err) {
 				c.observeNode(qctx, i, OpIdentity, "", began, false, err)
 			}
-			if err == nil {
+			if refused := driver.CommandRefused(err); err == nil || refused {
+				if refused {
+					ids = nil // refused for good: not asked again (see recordIdentityLocked)
+				}
 				id.mu.Lock()
 				c.recordIdentityLocked(i, ids)
 				id.mu.Unlock()

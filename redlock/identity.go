@@ -81,7 +81,13 @@ func (c *Client) initIdentitiesLocked() {
 // others' (a duplicate fails every acquisition from then on), marks the
 // identities done once every driver.Identifier answered, and wakes the
 // acquisitions that wait for answers (checkAnswered). It returns the
-// duplicate found, if any. id.mu is held.
+// duplicate found, if any. ids is nil for a node that refused the question
+// for good (driver.CommandRefused: an ACL user without +info, INFO renamed
+// away): it answered, with nothing to compare, and is taken as distinct and
+// never asked again by this Client, so that its refusal is told once (one
+// failed NodeCall, one Warn of WithLogger), not at every acquisition once
+// per identityRetry for as long as the Client lives, each with an INFO
+// sent. id.mu is held.
 func (c *Client) recordIdentityLocked(i int, ids []string) error {
 	id := &c.identities
 	id.ids[i], id.told[i] = ids, true
@@ -139,7 +145,8 @@ const identityGrace = 10 * time.Millisecond
 // another address of a server that answered is found. A node whose question
 // failed (or that is not a driver.Identifier) is taken as distinct; a
 // duplicate among nodes that had not answered is found when they do (asked
-// again, in the background, every identityRetry), and fails the acquisitions
+// again, in the background, every identityRetry, unless it refused the
+// question for good: see recordIdentityLocked), and fails the acquisitions
 // from then on.
 func (c *Client) checkAnswered(ctx context.Context, r *round, start time.Time, all bool) error {
 	id := &c.identities
@@ -238,9 +245,12 @@ func (c *Client) askLocked() {
 				id.mu.Lock()
 				defer id.mu.Unlock()
 				id.asked[i] = false
-				if err == nil {
+				switch {
+				case err == nil:
 					c.recordIdentityLocked(i, ids)
-				} else {
+				case driver.CommandRefused(err):
+					c.recordIdentityLocked(i, nil) // refused for good: not asked again
+				default:
 					c.identityChangedLocked()
 				}
 			})
