@@ -39,8 +39,10 @@
 // concurrent commands are pipelined shard by shard, each shard's queue and
 // connections bounded as a single server's are (below), so that a shard
 // whose primary hangs holds up the calls on its own keys alone, however
-// many of them wait, and the other shards' keys are locked meanwhile, also
-// on the node's first use: until the client has its slot map, a call first
+// many of them wait, and the other shards' keys are locked meanwhile (as
+// long as the servers serve them: under Redis' default
+// cluster-require-full-coverage, not once the cluster marked the shard
+// failed, see the README), also on the node's first use: until the client has its slot map, a call first
 // has it read (CLUSTER SLOTS, which go-redis asks of the seeds one after
 // the other, in random order), two calls at a time, each read bounded by
 // its call's context and network timeout, while the other calls wait for

@@ -121,7 +121,9 @@
 // the node's so that one waiting for that dial returns by its context, and a
 // call's probe that gets no answer breaks the connections to the primary of
 // the call's slot alone: the other shards' calls go on while one shard's
-// primary is down or hung. [New] takes a cluster client too. A node of one
+// primary is down or hung (as long as the servers serve them: under Redis'
+// default cluster-require-full-coverage, not once the cluster marked the
+// shard failed, see the README). [New] takes a cluster client too. A node of one
 // server (an address without cluster=true, or [New] over a client that is
 // not a cluster client) follows no redirection: a server of a Redis Cluster
 // of several shards given so answers MOVED (ASK) for the keys of its other
