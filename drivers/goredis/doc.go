@@ -83,7 +83,9 @@
 // Release notifications use sharded pub/sub, a connection per shard,
 // following a channel whose slot moves, or whose shard's primary a failover
 // replaced; a shard whose connection breaks is reconnected without waiting
-// for a Subscribe.
+// for a Subscribe. A pub/sub connection on which nothing came for 3s is sent
+// a PING, and taken as broken when nothing comes within 5s after it: a hung
+// primary keeps its connections open, and a failover promotes its replica.
 //
 // [Driver.Open] builds and owns a *redis.Client configured for Redlock: each
 // command is bounded by its context's deadline (ContextTimeoutEnabled), go-redis

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strings"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -124,8 +126,29 @@ func (c pubSubConn) Unsubscribe(ctx context.Context, channels ...string) error {
 	return c.ps.SUnsubscribe(markPubSub(ctx), channels...)
 }
 
+// Receive returns the connection's next event. A connection on which nothing
+// came for pubSubIdle is sent a PING, and if nothing comes within pubSubPong
+// after it, Receive fails: a server that hangs (a paused process, a frozen
+// host) or a network that drops its packets leaves the connection open, and
+// neither go-redis, which sets no read deadline and sends no PING on it, nor
+// the hub would ever see that it was lost; on a cluster the router learns
+// of the failover that promotes the shard's replica from that failure (see
+// pubsub.Router), and a hub of one server reconnects. (The rueidis and
+// valkey-go clients PING their connections themselves.)
 func (c pubSubConn) Receive(ctx context.Context) (pubsub.Event, error) {
-	msg, err := c.ps.Receive(markPubSub(ctx))
+	ctx = markPubSub(ctx)
+	msg, err := c.ps.ReceiveTimeout(ctx, pubSubIdle)
+	if isTimeout(err) && ctx.Err() == nil {
+		pctx, cancel := context.WithTimeout(ctx, pubSubPong)
+		err = c.ps.Ping(pctx)
+		cancel()
+		if err == nil {
+			msg, err = c.ps.ReceiveTimeout(ctx, pubSubPong)
+			if isTimeout(err) && ctx.Err() == nil {
+				err = fmt.Errorf("goredis: nothing received %v after a PING, sent after %v without a message (the server hangs?): %w", pubSubPong, pubSubIdle, err)
+			}
+		}
+	}
 	if err != nil {
 		return pubsub.Event{}, err
 	}
@@ -139,6 +162,21 @@ func (c pubSubConn) Receive(ctx context.Context) (pubsub.Event, error) {
 }
 
 func (c pubSubConn) Close() error { return c.ps.Close() }
+
+// A pub/sub connection idle for pubSubIdle is sent a PING, and is taken as
+// lost when nothing comes within pubSubPong after it (see
+// pubSubConn.Receive): a hung server is found within their sum.
+const (
+	pubSubIdle = 3 * time.Second
+	pubSubPong = 5 * time.Second
+)
+
+// isTimeout reports whether err is a network timeout: a read deadline
+// passed.
+func isTimeout(err error) bool {
+	var ne net.Error
+	return errors.As(err, &ne) && ne.Timeout()
+}
 
 var _ driver.Identifier = (*node)(nil)
 

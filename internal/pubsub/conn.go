@@ -27,7 +27,13 @@ type Conn interface {
 	// Receive returns the next event the server sent, in the order sent. It
 	// returns an error once the connection is broken or closed, after which
 	// the hub drops the connection; or a MOVED reply (see above), after
-	// which the hub calls Receive again.
+	// which the hub calls Receive again. A server that stops answering (a
+	// hung process, a network that drops its packets) leaves the connection
+	// open: Receive must find that out and fail too, within seconds (the
+	// goredis driver's sends a PING on a connection idle for a while; the
+	// rueidis and valkey-go clients PING their connections themselves), or a
+	// Router would never move the subscriptions of a shard whose hung
+	// primary a failover replaced.
 	Receive(ctx context.Context) (Event, error)
 
 	// Close closes the connection. The hub calls it once.
