@@ -322,7 +322,8 @@ func (r *Router) lost(shard string) {
 // the route learn the slot map again (refresh) and moves the followers at
 // shard whose channels are served elsewhere now (see rehome); while some
 // are still served by shard, it reconnects shard's hub, which subscribes
-// them again. It ends once shard has no follower left or its hub is
+// them again, waiting for that at most followTimeout per round (see
+// reconnect). It ends once shard has no follower left or its hub is
 // connected, every follower it moved has its subscription, and no
 // connection was lost since; or when the router closes.
 func (r *Router) recover(shard string) {
@@ -343,7 +344,7 @@ func (r *Router) recover(shard string) {
 			r.refresh(r.ctx)
 		}
 		stay, retry := r.rehome(shard)
-		if stay && h.Reconnect(r.ctx) != nil {
+		if stay && r.reconnect(h) != nil {
 			continue // still served by shard, which does not answer
 		}
 		if retry {
@@ -357,6 +358,18 @@ func (r *Router) recover(shard string) {
 		}
 		r.mu.Unlock()
 	}
+}
+
+// reconnect reconnects h, a shard's hub, for at most followTimeout: the dial
+// of a primary that hangs may wait as long as its context lasts (the
+// server takes the connection and never answers the handshake, and a client
+// without read timeouts waits for it), and recover must go on to learn the
+// slot map again, which names the replica that a failover promoted. A dial
+// cut short so goes on in the hub until it ends or the router closes.
+func (r *Router) reconnect(h *Hub) error {
+	ctx, cancel := context.WithTimeout(r.ctx, followTimeout)
+	defer cancel()
+	return h.Reconnect(ctx)
 }
 
 // rehome subscribes the followers at shard whose channels the route now

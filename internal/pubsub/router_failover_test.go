@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/internal/pubsub"
 )
 
 var errRefused = errors.New("connection refused")
@@ -121,6 +123,39 @@ func TestRouterRetriesFailedMove(t *testing.T) {
 	expectDial(t, s.dialers["B"]) // the move, which fails
 	s.dialers["B"].conns <- b     // then it can be reached
 	resubscribedOn(t, b, "ch", notify, "no notification after the failed move was tried again")
+
+	res.cancel()
+	b.expect(t, "UNSUBSCRIBE ch")
+}
+
+// A failover of a primary that hangs: its connection was found lost (the
+// driver's Conn failed it: nothing answered its PING), and dialing it again
+// hangs (the server takes the connection and never answers the handshake,
+// which a client without read timeouts waits for as long as its context
+// lasts). The router's reconnection of the shard must not wait for that
+// dial for ever: once the route gives the promoted replica, the
+// subscription moves there.
+func TestRouterFollowsFailoverWhileDialHangs(t *testing.T) {
+	s := newShards()
+	r := newRouter(t, s)
+	a, b := newFakeConn(), newFakeConn()
+	s.dialers["A"].conns <- a
+	s.dialers["B"].conns <- b
+
+	notify := make(chan struct{}, 1)
+	res := subscribed(t, r, s.dialers["A"], a, "ch", notify)
+
+	a.Close()                     // lost: the primary hangs
+	expectDial(t, s.dialers["A"]) // the router reconnects A: the dial hangs (nothing to take)
+	s.move("ch", "B")             // the promotion, which a refresh learns
+	select {
+	case got := <-b.cmds:
+		require.Equal(t, "SUBSCRIBE ch", got)
+	case <-time.After(15 * time.Second):
+		t.Fatal("the subscription did not move to the promoted replica while the dial of the hung primary hung")
+	}
+	b.emit(t, pubsub.Subscribed, "ch")
+	heard(t, notify, "no notification once subscribed on the promoted replica")
 
 	res.cancel()
 	b.expect(t, "UNSUBSCRIBE ch")
