@@ -29,11 +29,13 @@ type Conn interface {
 	// the hub drops the connection; or a MOVED reply (see above), after
 	// which the hub calls Receive again. A server that stops answering (a
 	// hung process, a network that drops its packets) leaves the connection
-	// open: Receive must find that out and fail too, within seconds (the
-	// goredis driver's sends a PING on a connection idle for a while; the
-	// rueidis and valkey-go clients PING their connections themselves), or a
-	// Router would never move the subscriptions of a shard whose hung
-	// primary a failover replaced.
+	// open: Receive should find that out and fail too, within seconds, since
+	// a Router moves the subscriptions of a shard whose hung primary a
+	// failover replaced only once its connection failed. The goredis
+	// driver's sends a PING on a connection idle for a while, and the
+	// rueidis and valkey-go clients PING their connections themselves; the
+	// redigo driver's (single servers only, no Router) leaves it to TCP
+	// keep-alive, minutes, while its waiters poll.
 	Receive(ctx context.Context) (Event, error)
 
 	// Close closes the connection. The hub calls it once.
