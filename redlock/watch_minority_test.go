@@ -53,6 +53,13 @@ func TestWaiterSubscribedOnAMinoritySubscribesAgain(t *testing.T) {
 				holder := newClient(t, nodes, redlock.WithTTL(time.Minute))
 				l, err := holder.TryLock(t.Context(), "k")
 				require.NoError(t, err)
+				// TryLock returned once three nodes had answered: the
+				// other SETs land before the waiter's first attempt, so
+				// that the holder holds every node, as the release
+				// below needs (else the waiter's SET could take a node
+				// first, and the release, failed on node 0 and refused
+				// there, end with ErrLockLost).
+				synctest.Wait()
 				c := newClient(t, nodes, redlock.WithBackoff(redlock.ConstantBackoff(time.Hour)))
 				got := make(chan time.Time, 1)
 				go func() {
