@@ -53,9 +53,19 @@ func TestVerboseTellsNodeFailingAndBack(t *testing.T) {
 	t.Parallel()
 	servers, nodeList := nodes(t, 3)
 	key := "failing-and-back"
-	// Extended every 500ms.
-	b, _ := startHold(t, "-v", "--ttl", "1500ms", "--nodes", nodeList, key)
+	// Extended every 2s, each call bounded by 1s: with the node killed the
+	// lock has no node to spare, and a TTL of 1500ms (extended every 500ms,
+	// a node timeout of 150ms) is what lost such a lock on a loaded machine
+	// in TestVerboseTellsNodeRefusingExtension.
+	b, _ := startHold(t, "-v", "--ttl", "6s", "--node-timeout", "1s", "--nodes", nodeList, key)
 	defer b.cmd.Process.Signal(syscall.SIGTERM)
+	// The premise: the node is killed once it holds the key. hold prints
+	// its line once a quorum granted the lock, and a kill that came before
+	// the last SET answered failed the acquisition there, which -v told
+	// ("failed to acquire"), and no extension's failure after it (a node is
+	// told once until it answers again): the wait for "failed to extend"
+	// failed (1 of 8 runs beside four CPU-spinning processes).
+	waitHeldEverywhere(t, servers, key, 10*time.Second)
 	addr := servers[1].Addr()
 	if err := servers[1].Kill(); err != nil {
 		t.Fatal(err)
