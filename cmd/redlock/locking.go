@@ -327,8 +327,10 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 //     "redlock: lock lost" on a line of its own would tell a loss;
 //   - the context.Canceled that the library joins to a wait that --wait
 //     ended (the wait's context is canceled with errWaitOver as its
-//     cause), which would end the message with "context canceled", as if
-//     something had canceled run; the message says "within --wait";
+//     cause), at any depth: Lock joins it to its error, and an attempt
+//     judged after the wait ended has it in its own verdict, which Lock's
+//     error joins; it would end the message with "context canceled", as
+//     if something had canceled run; the message says "within --wait";
 //   - ErrNotObtained, at any depth (its own line, "redlock: lock not
 //     obtained", after the command's "lock KEY not obtained"): the votes
 //     and the nodes' errors are what is left to say.
@@ -392,7 +394,7 @@ func notObtained(name string, o *lockFlags, err, cause error) error {
 	}
 	detail := attemptcap.Without(err)
 	if errors.Is(cause, errWaitOver) {
-		detail = cmp.Or(withoutJoined(detail, isCanceled, false), detail)
+		detail = cmp.Or(withoutJoined(detail, isCanceled, true), detail)
 	}
 	detail = cmp.Or(withoutJoined(detail, isNotObtained, true), detail)
 	var votes *redlock.VoteError
