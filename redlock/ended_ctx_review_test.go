@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -17,7 +18,15 @@ import (
 // other error of Extend and of TryLock's bad input. Before, TTL after Unlock
 // or after Until returned ErrLockLost without it, and Extend(ctx, 0) only
 // "TTL 0s is not positive".
+//
+// It runs in a bubble (testing/synctest): on the real clock its node timeout
+// of 20ms (below the 50ms TTL of the second lock) failed the TryLocks on a
+// loaded machine.
 func TestReviewEndedContextJoinedByTTLAndBadExtend(t *testing.T) {
+	synctest.Test(t, endedContextJoinedByTTLAndBadExtend)
+}
+
+func endedContextJoinedByTTLAndBadExtend(t *testing.T) {
 	_, nodes := memNodes(3)
 	c := newClient(t, nodes, redlock.WithTTL(time.Second), redlock.WithNodeTimeout(20*time.Millisecond))
 	ended, cancel := context.WithCancel(t.Context())
