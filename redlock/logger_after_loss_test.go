@@ -27,7 +27,10 @@ func TestLoggerExtendAfterLossIsNoWarning(t *testing.T) {
 			var out syncBuffer
 			logger := slog.New(slog.NewTextHandler(&out, nil)) // Info
 			mems := []*memory.Node{memory.New(), memory.New(), memory.New()}
-			c, err := redlock.New([]driver.Node{mems[0], mems[1], mems[2]}, redlock.WithLogger(logger), redlock.WithTTL(time.Minute))
+			// liveNodeTimeout: with the default 200ms, on the real
+			// clock, the TryLock failed on a loaded machine.
+			c, err := redlock.New([]driver.Node{mems[0], mems[1], mems[2]}, redlock.WithLogger(logger), redlock.WithTTL(time.Minute),
+				redlock.WithNodeTimeout(liveNodeTimeout))
 			require.NoError(t, err)
 			defer c.Close()
 			ctx := t.Context()
