@@ -146,7 +146,9 @@ func TestLockEndWhenBackoffPanics(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			_, nodes := memNodes(3)
 			r := &recorder{id: "r"}
-			c := newClient(t, nodes, redlock.WithObserver(r))
+			// liveNodeTimeout: with the default 200ms, on the real
+			// clock, the first TryLock failed on a loaded machine.
+			c := newClient(t, nodes, redlock.WithObserver(r), redlock.WithNodeTimeout(liveNodeTimeout))
 			held, err := c.TryLock(t.Context(), "k")
 			require.NoError(t, err)
 			defer held.Unlock(t.Context())
