@@ -125,7 +125,10 @@ func TestCallOptionsRefused(t *testing.T) {
 
 func TestCallTTL(t *testing.T) {
 	mem, nodes := memNodes(3)
-	c := newClient(t, nodes) // TTL 10s
+	// TTL 10s; liveNodeTimeout: the default 200ms node timeout, on the
+	// real clock, failed a call on a machine that stalled the test that
+	// long (at nice 19 beside CPU hogs).
+	c := newClient(t, nodes, redlock.WithNodeTimeout(liveNodeTimeout))
 	ctx := t.Context()
 	start := time.Now()
 	l, err := c.TryLock(ctx, "k", redlock.WithTTL(time.Minute))

@@ -200,7 +200,11 @@ func TestValidityArithmetic(t *testing.T) {
 			for _, m := range mem {
 				m.SetLatency(tc.latency)
 			}
-			c := newClient(t, nodes, redlock.WithTTL(tc.ttl), redlock.WithDriftFactor(tc.driftFactor))
+			// liveNodeTimeout: the latency is on the fake clock, the
+			// node timeout on the real one, where the default 200ms
+			// failed a call on a machine that stalled the test that
+			// long (at nice 19 beside CPU hogs).
+			c := newClient(t, nodes, redlock.WithTTL(tc.ttl), redlock.WithDriftFactor(tc.driftFactor), redlock.WithNodeTimeout(liveNodeTimeout))
 			redlock.SetClock(c, clock.Now)
 			l, err := c.TryLock(ctx, "k")
 			if tc.wantUntil == 0 {
