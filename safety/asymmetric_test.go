@@ -338,7 +338,10 @@ func TestAsymmetricReleaseHeldUp(t *testing.T) {
 				select {
 				case r := <-got:
 					require.NoError(t, r.err)
-					require.NoError(t, r.l.Unlock(t.Context()))
+					// B's release, over healthy links, only ends the
+					// test's lock: on a loaded machine it may outlast
+					// the 200ms node timeout (see unlockSlow).
+					unlockSlow(t, r.l)
 					if r.granted.Before(unlocked) {
 						violations = append(violations, fmt.Sprintf("B granted %v before A's Unlock began", unlocked.Sub(r.granted)))
 					}
