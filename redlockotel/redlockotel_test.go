@@ -497,6 +497,22 @@ func depthOn(c *redlock.Client, addr string) int64 {
 	return 0
 }
 
+// connectAll makes c's connections while every node answers, with Connect,
+// which returns once every node answered its question (none is left in
+// flight), for the tests that then stop a node and look at its queue. A
+// warm-up lock would not do: its Unlock returns once a quorum confirmed the
+// release, which may still be in flight to the node about to be stopped,
+// answered before the pause but read after it. That call holds one of the
+// node's two senders; when it returns, that sender sends every command
+// queued meanwhile as one pipeline, so that the queue lasts a moment
+// instead of the node timeout, and no read sees it (the stopped node's
+// depth was 0 right after 32 TryLocks in 36 rounds of 2400 with such a
+// lock, 0 of 1200 once its release was awaited, 0 of 2400 with Connect).
+func connectAll(t *testing.T, c *redlock.Client) {
+	t.Helper()
+	require.NoError(t, c.Connect(t.Context()))
+}
+
 // The nodes' local queues are gauges: a stopped node's commands queue up
 // behind the ones on the network, and redlock.node.pending and
 // redlock.node.pending.wait show it, for that node only, with its address
@@ -513,9 +529,9 @@ func TestNodeQueueGauges(t *testing.T) {
 	require.NoError(t, err)
 	defer c.Close()
 	ctx := t.Context()
-	l, err := c.TryLock(ctx, "otel-queue-warm") // connections made while every node answers
-	require.NoError(t, err)
-	require.NoError(t, l.Unlock(ctx))
+	// Connections made while every node answers, and no call left in
+	// flight (see connectAll).
+	connectAll(t, c)
 
 	stopped := servers[0]
 	require.NoError(t, stopped.Pause())
@@ -528,28 +544,47 @@ func TestNodeQueueGauges(t *testing.T) {
 			}
 		})
 	}
+	// Read while the calls wait: the stopped node's queue lasts until the
+	// first of its two sends times out (the node timeout), and is then
+	// sent at once; a single read after the TryLocks returned could come
+	// after that on a loaded machine. Both gauges from one collection.
+	stoppedURL := "redis://" + stopped.Addr()
+	var (
+		depth map[string]int64
+		wait  float64
+	)
+	for start := time.Now(); time.Since(start) < 10*time.Second; time.Sleep(10 * time.Millisecond) {
+		ms := tel.metrics(t)
+		depth = map[string]int64{}
+		for _, p := range gauge[int64](t, ms["redlock.node.pending"]) {
+			node, _ := p.Attributes.Value("redlock.node")
+			depth[node.AsString()] = p.Value
+		}
+		wait = 0
+		for _, p := range gauge[float64](t, ms["redlock.node.pending.wait"]) {
+			if node, _ := p.Attributes.Value("redlock.node"); node.AsString() == stoppedURL {
+				wait = p.Value
+			}
+		}
+		if depth[stoppedURL] > 0 && wait > 0 {
+			break
+		}
+	}
 	wg.Wait() // the two other nodes are a quorum: the calls to the stopped one wait
 
-	depth := map[string]int64{}
-	for _, p := range gauge[int64](t, tel.metrics(t)["redlock.node.pending"]) {
-		node, _ := p.Attributes.Value("redlock.node")
-		depth[node.AsString()] = p.Value
-	}
 	require.Len(t, depth, 3, "one point per node: %v", depth)
 	for k := range depth {
 		assert.NotContains(t, k, password)
 	}
-	assert.Positive(t, depth["redis://"+stopped.Addr()], "the stopped node's queue: %v", depth)
-	for _, s := range servers[1:] {
-		assert.Zero(t, depth["redis://"+s.Addr()], "a node that answers has nothing queued: %v", depth)
-	}
-	var wait float64
-	for _, p := range gauge[float64](t, tel.metrics(t)["redlock.node.pending.wait"]) {
-		if node, _ := p.Attributes.Value("redlock.node"); node.AsString() == "redis://"+stopped.Addr() {
-			wait = p.Value
+	assert.Positive(t, depth[stoppedURL], "the stopped node's queue: %v", depth)
+	assert.Positive(t, wait, "the oldest queued command's wait, in seconds")
+	// Once the TryLocks and Unlocks returned, a quorum of the nodes that
+	// answer, which is both, has answered each of their calls.
+	for _, p := range gauge[int64](t, tel.metrics(t)["redlock.node.pending"]) {
+		if node, _ := p.Attributes.Value("redlock.node"); node.AsString() != stoppedURL {
+			assert.Zero(t, p.Value, "a node that answers has nothing queued: %s", node.AsString())
 		}
 	}
-	assert.Positive(t, wait, "the oldest queued command's wait, in seconds")
 
 	require.NoError(t, stopped.Resume())
 	require.NoError(t, c.Close())
