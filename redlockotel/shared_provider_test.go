@@ -25,9 +25,7 @@ func TestNodeQueueGaugesAddUpAcrossObservers(t *testing.T) {
 			redlock.WithTTL(20*time.Second), redlock.WithNodeTimeout(3*time.Second))
 		require.NoError(t, err)
 		defer c.Close()
-		l, err := c.TryLock(t.Context(), "warm")
-		require.NoError(t, err)
-		require.NoError(t, l.Unlock(t.Context()))
+		connectAll(t, c)
 		clients = append(clients, c)
 	}
 	stopped := servers[0]
