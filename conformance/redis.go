@@ -979,7 +979,7 @@ func reconnectsRightAfterKillNodeTimeout(t *testing.T, ctx context.Context, s *r
 			}
 			cctx, cancel := context.WithTimeout(ctx, redlock.MaxNodeTimeout)
 			ok, err := call(cctx, k)
-			ended := cctx.Err() != nil
+			ended := deadlinePassed(cctx)
 			cancel()
 			switch {
 			case err != nil && ended && errors.Is(err, context.DeadlineExceeded):

@@ -44,12 +44,8 @@ func checkBounds(t *testing.T, ctx context.Context, what string, round func(ctx 
 	}
 	for range replyRounds {
 		cctx, cancel := context.WithTimeout(ctx, redlock.MaxNodeTimeout)
-		deadline, _ := cctx.Deadline()
 		ok, err := round(cctx)
-		// By its deadline, also when the context's timer has not run
-		// yet: a socket deadline at the same instant can end the call
-		// first (driver.ContextError then says DeadlineExceeded too).
-		ended := cctx.Err() != nil || !time.Now().Before(deadline)
+		ended := deadlinePassed(cctx)
 		cancel()
 		if err != nil && ended && errors.Is(err, context.DeadlineExceeded) {
 			continue
@@ -60,6 +56,19 @@ func checkBounds(t *testing.T, ctx context.Context, what string, round func(ctx 
 		return
 	}
 	t.Errorf("%s, alone with a %v deadline: %d rounds ended by their deadlines, none proved anything", what, redlock.MaxNodeTimeout, replyRounds)
+}
+
+// deadlinePassed reports whether ctx has ended or its deadline has passed:
+// a call can end by a socket deadline set at the context's deadline before
+// the context's timer has run (time.AfterFunc's cancel runs on a goroutine
+// of its own), driver.ContextError then saying context.DeadlineExceeded
+// already, while ctx.Err() is still nil.
+func deadlinePassed(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	d, ok := ctx.Deadline()
+	return ok && !time.Now().Before(d)
 }
 
 // failsWith returns a judge for checkBounds: the call must fail with the
