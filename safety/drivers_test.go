@@ -179,8 +179,9 @@ func goroutineStacks() []string {
 // has no handshake at all, missed three locks of ten there under a load
 // average of 15): with 20 ms of slack, half the locks must be obtained (before
 // the fix, goredis got none); with 60 ms and more, every one, a call that
-// failed while the test's process was held up being tried again (see
-// watchStalls).
+// failed while the test's process was held up (see watchStalls), or right
+// after an Unlock that failed (its connections gone with it), being tried
+// again.
 func TestDriversSlowLink(t *testing.T) {
 	if testing.Short() {
 		t.Skip("slow link: seconds per driver")
@@ -226,10 +227,13 @@ func TestDriversSlowLink(t *testing.T) {
 				// trips. It is not what this test is about; they are
 				// counted.
 				unlockFailed := 0
+				lastFailed := false // the last Unlock failed
 				unlock := func(l *redlock.Lock) {
+					lastFailed = false
 					if err := l.Unlock(ctx); err != nil {
 						t.Logf("unlock: %v", err)
 						unlockFailed++
+						lastFailed = true
 					}
 				}
 				unlock(first)
@@ -245,6 +249,15 @@ func TestDriversSlowLink(t *testing.T) {
 				if nodeTimeout == 0 {
 					nodeTimeout = redlock.MaxNodeTimeout // TTL/10 of the default TTL, capped
 				}
+				// So is one right after an Unlock that failed: its
+				// releases that timed out took their connections with
+				// them (a connection whose reply did not come is not used
+				// again), and this TryLock then makes one within its node
+				// timeout, a handshake's round trip and the SET's, which
+				// 60 ms of slack does not hold: the connections are not
+				// made, which is what the test is about (lock 9 missed
+				// so, after lock 8's Unlock timed out on the same two
+				// nodes, 1 run of 3 of the package at load 12).
 				stalls := watchStalls(t)
 				got, retried := 0, 0
 				for i := range locks {
@@ -252,16 +265,19 @@ func TestDriversSlowLink(t *testing.T) {
 						l   *redlock.Lock
 						err error
 					)
+					afterFailedUnlock := lastFailed
+					lastFailed = false
 					for try := 0; ; try++ {
 						stalls.reset()
 						// A key of its own: the failed try's SETs may
 						// hold the last one until their release.
 						l, err = c.TryLock(ctx, fmt.Sprintf("%s/%d/%d", name, i, try))
 						held := stalls.worst()
-						if err == nil || try == 3 || held < (nodeTimeout-tc.rtt)/4 {
+						redial := try == 0 && afterFailedUnlock
+						if err == nil || try == 3 || held < (nodeTimeout-tc.rtt)/4 && !redial {
 							break
 						}
-						t.Logf("lock %d, held up %v: %v", i, held, err)
+						t.Logf("lock %d, held up %v, right after a failed Unlock: %v: %v", i, held, redial, err)
 						retried++
 					}
 					if err != nil {
@@ -271,7 +287,7 @@ func TestDriversSlowLink(t *testing.T) {
 					got++
 					unlock(l)
 				}
-				measured(t, "slow link, %s: first TryLock on a fresh client obtained: %v; then %d of %d TryLocks (failed unlocks: %d; tried again after this process was held up: %d)", name, firstOK, got, locks, unlockFailed, retried)
+				measured(t, "slow link, %s: first TryLock on a fresh client obtained: %v; then %d of %d TryLocks (failed unlocks: %d; tried again after this process was held up or an Unlock failed: %d)", name, firstOK, got, locks, unlockFailed, retried)
 				require.GreaterOrEqual(t, got, locks-tc.misses, "every lock is obtained once the connections are made")
 			})
 		}
