@@ -65,7 +65,9 @@ import (
 // renamed away) answered, for Connect: it is reachable, and its locks work,
 // but its identity stays unknown, and neither later acquisitions nor a later
 // Connect ask it again (as when an acquisition's question was refused): a
-// +info granted later is checked by a new Client. A node that is not a driver.Identifier (the
+// +info granted later is checked by a new Client. A refusal that comes as
+// Connect cuts the question (below) is not kept: the next acquisition asks
+// the node again, and the observers hear the refusal then. A node that is not a driver.Identifier (the
 // memory driver's, or a driver of your own without it) counts as answered
 // without a call: over such nodes only, Connect returns nil, and makes no
 // I/O. The observers hear each failed question (NodeCall, OpIdentity), as
@@ -153,10 +155,16 @@ func (c *Client) Connect(ctx context.Context) error {
 			ids, err := c.nodes[i].(driver.Identifier).Identity(qctx)
 			// A question cut by ctx's end failed nothing (see
 			// cutByContext), as for Connect's count.
-			if err != nil && c.obs != nil && !cut.Load() && !cutByContext(ctx, err) {
+			heard := err != nil && !cut.Load() && !cutByContext(ctx, err)
+			if heard && c.obs != nil {
 				c.observeNode(qctx, i, OpIdentity, "", began, false, err)
 			}
-			if refused := driver.CommandRefused(err); err == nil || refused {
+			// A refusal is recorded (never asked again) only when the
+			// observers heard it: one that came as the question was cut
+			// (driver.ContextError keeps the reply that came as its
+			// context ended) is asked again by an acquisition, which
+			// tells it, as for any question Connect cut.
+			if refused := heard && driver.CommandRefused(err); err == nil || refused {
 				if refused {
 					ids = nil // refused for good: not asked again (see recordIdentityLocked)
 				}
