@@ -164,7 +164,7 @@ func (c *Client) Connect(ctx context.Context) error {
 			// (driver.ContextError keeps the reply that came as its
 			// context ended) is asked again by an acquisition, which
 			// tells it, as for any question Connect cut.
-			if refused := heard && driver.CommandRefused(err); err == nil || refused {
+			if refused := heard && refusedForGood(err); err == nil || refused {
 				if refused {
 					ids = nil // refused for good: not asked again (see recordIdentityLocked)
 				}

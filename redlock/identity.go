@@ -248,8 +248,8 @@ func (c *Client) askLocked() {
 				switch {
 				case err == nil:
 					c.recordIdentityLocked(i, ids)
-				case driver.CommandRefused(err):
-					c.recordIdentityLocked(i, nil) // refused for good: not asked again
+				case refusedForGood(err):
+					c.recordIdentityLocked(i, nil) // not asked again
 				default:
 					c.identityChangedLocked()
 				}
@@ -297,4 +297,31 @@ func countIdentifiers(nodes []driver.Node) int {
 		}
 	}
 	return n
+}
+
+// refusedForGood reports whether err, the error of a node's identity
+// question, refuses it for good (driver.CommandRefused) and says nothing
+// else: every error of every join in its chain is such a refusal. A
+// refusal joined with another failure is not: a cluster node's question
+// asks its primaries in turn (rueidis, valkey-go), whose ACLs are each
+// server's own, and one primary's NOPERM beside another's timeout leaves
+// the second to be asked again; nor is a reply that came as the question's
+// context ended (driver.ContextError joins the two), which is asked again
+// too.
+func refusedForGood(err error) bool {
+	if !driver.CommandRefused(err) {
+		return false
+	}
+	for err != nil {
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			for _, e := range j.Unwrap() {
+				if !refusedForGood(e) {
+					return false
+				}
+			}
+			return true
+		}
+		err = errors.Unwrap(err)
+	}
+	return true
 }

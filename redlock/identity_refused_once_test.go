@@ -2,15 +2,19 @@ package redlock_test
 
 import (
 	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-redlock/redlock/drivers/memory"
 	"github.com/go-redlock/redlock/redlock"
 )
 
@@ -58,4 +62,59 @@ func TestIdentityRefusedAskedOnce(t *testing.T) {
 func firstLines(s string, n int) string {
 	lines := bytes.SplitN([]byte(s), []byte("\n"), n+1)
 	return string(bytes.Join(lines[:min(n, len(lines))], []byte("\n")))
+}
+
+// laterIDNode refuses or fails its first identity question with first, and
+// tells id from the second on.
+type laterIDNode struct {
+	*memory.Node
+	id    string
+	first error
+	asked atomic.Int32
+}
+
+func (n *laterIDNode) Identity(context.Context) ([]string, error) {
+	if n.asked.Add(1) == 1 {
+		return nil, n.first
+	}
+	return []string{n.id}, nil
+}
+
+// A refusal of the identity question joined with another failure is not a
+// refusal for good: a cluster node asks its primaries in turn (rueidis,
+// valkey-go) and joins their errors, and one primary's NOPERM beside
+// another's timeout must leave the node to be asked again, as must a
+// refusal that came as the question's context ended (driver.ContextError
+// joins the two). Here the node, asked again, turns out to be another
+// address of node 1's server: the duplicate is found (ErrSameServer).
+// Before, any error matching driver.CommandRefused was kept for good, and
+// the duplicate was never found (the locks granted on two addresses of one
+// server). In a bubble (testing/synctest).
+func TestIdentityRefusalJoinedAskedAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		first error
+	}{
+		{"joined with a timeout", errors.Join(errNoInfo, context.DeadlineExceeded)},
+		{"as the context ended", fmt.Errorf("%w: %w", context.Canceled, errNoInfo)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				ids, nodes := countedIDNodes(2)
+				later := &laterIDNode{Node: memory.New(), id: ids[1].id, first: tc.first}
+				nodes = append(nodes, later)
+				c := newClient(t, nodes)
+				var err error
+				for i := 0; i < 5 && err == nil; i++ {
+					var l *redlock.Lock
+					if l, err = c.TryLock(t.Context(), fmt.Sprint("k", i)); err == nil {
+						require.NoError(t, l.Unlock(t.Context()))
+					}
+					time.Sleep(2 * time.Second)
+				}
+				require.ErrorIs(t, err, redlock.ErrSameServer, "the node asked again tells it is node 2's server")
+				require.EqualValues(t, 2, later.asked.Load(), "questions to the node")
+			})
+		})
+	}
 }
