@@ -97,13 +97,14 @@ func TestWarmFirstCallDialsNot(t *testing.T) {
 // meets that state after the identity question (FirstCall, without Warm),
 // and after Warm when a call on the lane timed out, which removed the
 // lane's connection (AfterTimeout: a later call, which Warm does not
-// cover). The warmer's seam goOn lets a spare being made take the idle
-// connection first, if one is: its PING then holds it for a round trip,
-// and the call, which before the fix met that case every time, dialed and
-// failed with its deadline.
+// cover; the server is paused while that call waits, so that it times out
+// whatever the load). The warmer's seam goOn lets a spare being made take
+// the idle connection first, if one is: its PING then holds it for a round
+// trip, and the call, which before the fix met that case every time,
+// dialed and failed with its deadline. Each subtest has a server of its
+// own, which AfterTimeout pauses.
 func TestWarmOneIdleCallDialsNot(t *testing.T) {
 	t.Parallel()
-	srv := redistest.NewServer(t)
 	const onLane = 240 * time.Millisecond // at most batch.CancelLag: a lone call goes on the lane
 	for _, path := range []struct {
 		name    string
@@ -115,25 +116,39 @@ func TestWarmOneIdleCallDialsNot(t *testing.T) {
 	} {
 		for _, state := range []struct {
 			name    string
-			prepare func(t *testing.T, n *node)
+			prepare func(t *testing.T, n *node, srv *redistest.Server)
 		}{
-			{"FirstCall", func(*testing.T, *node) {}},
-			{"AfterTimeout", func(t *testing.T, n *node) {
+			{"FirstCall", func(*testing.T, *node, *redistest.Server) {}},
+			{"AfterTimeout", func(t *testing.T, n *node, srv *redistest.Server) {
 				require.NoError(t, n.Warm(t.Context()))
 				ok, err := n.SetNX(driver.WithNetworkTimeout(t.Context(), onLane), t.Name()+"/lane", "v", time.Minute)
 				require.NoError(t, err)
 				require.True(t, ok)
+				// The server answers the call only once it returned. A
+				// reply that the proxy merely holds back longer than the
+				// call's deadline can still be read as answered: Go ends
+				// a read at its deadline by a timer of the runtime's, run
+				// by the thread of the P that set it, and the proxy, in
+				// this process, may write the reply and the poller wake
+				// the read on the other P while that thread is held (the
+				// likely cause of this call's one failure with no error,
+				// a reply held 60ms against a deadline of 30ms, under
+				// load 14). A reply already waiting on the lane would
+				// still be read as this call's, and fail the ErrorIs.
+				require.NoError(t, srv.Pause())
 				_, err = n.SetNX(driver.WithNetworkTimeout(t.Context(), 30*time.Millisecond), t.Name()+"/timeout", "v", time.Minute)
+				require.NoError(t, srv.Resume())
 				require.ErrorIs(t, err, context.DeadlineExceeded, "the call on the lane did not time out")
 			}},
 		} {
 			t.Run(path.name+"/"+state.name, func(t *testing.T) {
 				t.Parallel()
+				srv := redistest.NewServer(t)
 				p := testproxy.New(t, srv.Addr(), testproxy.FirstReplyDelay(1500*time.Millisecond), testproxy.ReplyDelay(60*time.Millisecond))
 				n := openNode(t, p.Addr())
 				_, err := n.Identity(t.Context())
 				require.NoError(t, err)
-				state.prepare(t, n)
+				state.prepare(t, n, srv)
 				n.warm.wg.Wait() // a spare being made, if any
 				c := n.lanes.client
 				st := c.PoolStats()
