@@ -82,8 +82,8 @@ func (c *Client) initIdentitiesLocked() {
 // identities done once every driver.Identifier answered, and wakes the
 // acquisitions that wait for answers (checkAnswered). It returns the
 // duplicate found, if any. ids is nil for a node that refused the question
-// for good (driver.CommandRefused: an ACL user without +info, INFO renamed
-// away): it answered, with nothing to compare, and is taken as distinct and
+// for good (refusedForGood: an ACL user without +info, INFO renamed away,
+// with no other failure joined): it answered, with nothing to compare, and is taken as distinct and
 // never asked again by this Client, so that its refusal is told once (one
 // failed NodeCall, one Warn of WithLogger), not at every acquisition once
 // per identityRetry for as long as the Client lives, each with an INFO
