@@ -15,6 +15,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/connalive"
 	"github.com/go-redlock/redlock/internal/keystatus"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 )
@@ -244,7 +245,7 @@ func seedsInPlaintext(ctx context.Context, a redisaddr.Node, errs []error, timeo
 	}
 	var wg sync.WaitGroup
 	for i, seed := range a.Seeds {
-		if i >= len(errs) || errs[i] == nil || !isTimeout(errs[i]) {
+		if i >= len(errs) || errs[i] == nil || !connalive.Timeout(errs[i]) {
 			continue
 		}
 		sa, err := seedAddr(a, seed)

@@ -13,6 +13,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/connalive"
 	"github.com/go-redlock/redlock/internal/keystatus"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 )
@@ -49,7 +50,7 @@ func probeNode(ctx context.Context, a redisaddr.Addr, o doctorOptions, served fu
 				// network.
 				n.down = "authentication refused"
 				n.add("reachable", statusFail, "authentication refused: give the node's user and password in its address, redis://USER:PASSWORD@HOST:PORT, in REDLOCK_NODES (the server says: %v)", err)
-			} else if isTimeout(err) {
+			} else if connalive.Timeout(err) {
 				// Over TLS to a server without it, the handshake
 				// gets no answer: a timeout, and no more.
 				if said := plaintextAnswer(ctx, a, o.timeout); said != "" {

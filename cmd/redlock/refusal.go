@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/connalive"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/internal/tlsdial"
 	"github.com/go-redlock/redlock/redlock"
@@ -56,13 +57,6 @@ func refusalOnConnect(ctx context.Context, a redisaddr.Addr, timeout time.Durati
 		return q // a byte that would not show as itself
 	}
 	return s
-}
-
-// isTimeout reports whether err is the end of a deadline: a server that did
-// not answer, rather than one that refused.
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // plaintextAnswer returns what the server at a, a rediss:// address, answers
@@ -159,7 +153,7 @@ func tlsHints(ctx context.Context, addrs []string, err error) []string {
 			}
 			return
 		}
-		if !errors.As(err, &ne) || !isTimeout(ne.Err) || seen[ne.Addr] {
+		if !errors.As(err, &ne) || !connalive.Timeout(ne.Err) || seen[ne.Addr] {
 			return
 		}
 		a, ok := byName[ne.Addr]

@@ -9,6 +9,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/connalive"
 	"github.com/go-redlock/redlock/internal/keystatus"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 )
@@ -181,7 +182,7 @@ func (r *keyReader) read(ctx context.Context, key string) (keystatus.Key, string
 // once whether the server answers in plaintext, as run, hold and doctor do
 // (see tlsHints): a server without TLS never answers the handshake.
 func (r *keyReader) checkStalled(ctx context.Context, hostPort string, err error) {
-	if err != nil && isTimeout(err) {
+	if err != nil && connalive.Timeout(err) {
 		if _, ok := r.stalled[hostPort]; !ok {
 			r.stalled[hostPort] = err
 			if sa, aerr := seedAddr(r.node, hostPort); aerr == nil {
@@ -213,10 +214,10 @@ func (r *keyReader) stalledErr(hostPort string) error {
 // that the server answers in plaintext, when checkStalled found it so.
 func (r *keyReader) explain(ctx context.Context, hostPort string, err error) error {
 	var reply redis.Error
-	if err != nil && isTimeout(err) && r.notTLS[hostPort] != "" {
+	if err != nil && connalive.Timeout(err) && r.notTLS[hostPort] != "" {
 		return fmt.Errorf("%w: %s", err, r.notTLS[hostPort])
 	}
-	if err == nil || isTimeout(err) || errors.As(err, &reply) {
+	if err == nil || connalive.Timeout(err) || errors.As(err, &reply) {
 		return err
 	}
 	said, ok := r.refusals[hostPort]

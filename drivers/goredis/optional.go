@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/connalive"
 	"github.com/go-redlock/redlock/internal/drivernode"
 	"github.com/go-redlock/redlock/internal/pubsub"
 	"github.com/go-redlock/redlock/internal/untildone"
@@ -138,13 +138,13 @@ func (c pubSubConn) Unsubscribe(ctx context.Context, channels ...string) error {
 func (c pubSubConn) Receive(ctx context.Context) (pubsub.Event, error) {
 	ctx = markPubSub(ctx)
 	msg, err := c.ps.ReceiveTimeout(ctx, pubSubIdle)
-	if isTimeout(err) && ctx.Err() == nil {
+	if connalive.Timeout(err) && ctx.Err() == nil {
 		pctx, cancel := context.WithTimeout(ctx, pubSubPong)
 		err = c.ps.Ping(pctx)
 		cancel()
 		if err == nil {
 			msg, err = c.ps.ReceiveTimeout(ctx, pubSubPong)
-			if isTimeout(err) && ctx.Err() == nil {
+			if connalive.Timeout(err) && ctx.Err() == nil {
 				err = fmt.Errorf("goredis: nothing received %v after a PING, sent after %v without a message (the server hangs?): %w", pubSubPong, pubSubIdle, err)
 			}
 		}
@@ -170,13 +170,6 @@ const (
 	pubSubIdle = 3 * time.Second
 	pubSubPong = 5 * time.Second
 )
-
-// isTimeout reports whether err is a network timeout: a read deadline
-// passed.
-func isTimeout(err error) bool {
-	var ne net.Error
-	return errors.As(err, &ne) && ne.Timeout()
-}
 
 var _ driver.Identifier = (*node)(nil)
 

@@ -25,12 +25,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/connalive"
 )
 
 // Settings the Redis drivers share.
@@ -210,7 +210,7 @@ func (b *Batcher[C, R]) Do(ctx context.Context, cmd C) (R, error) {
 		switch {
 		case c.Err != nil && ctx.Err() != nil: // cut short by its caller
 			timeout = CutShort
-		case !isTimeout(c.Err): // answered
+		case !connalive.Timeout(c.Err): // answered
 		case hasNet:
 			timeout = d
 		default:
@@ -278,7 +278,7 @@ var errStalled = fmt.Errorf("not sent: the server did not answer the commands se
 // context.DeadlineExceeded when it timed out, as when a context's deadline
 // bounds the call.
 func networkError(ctx context.Context, err error) error {
-	if _, ok := driver.NetworkTimeout(ctx); ok && isTimeout(err) && !errors.Is(err, context.DeadlineExceeded) {
+	if _, ok := driver.NetworkTimeout(ctx); ok && connalive.Timeout(err) && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("%w (%w)", err, context.DeadlineExceeded)
 	}
 	return err
@@ -333,15 +333,6 @@ func (b *Batcher[C, R]) failQueuedLocked() {
 			c.done <- struct{}{}
 		}
 	}
-}
-
-// isTimeout reports whether err is a timeout on the network or a deadline.
-func isTimeout(err error) bool {
-	if err == nil {
-		return false // before ne, which escapes: no allocation for an answer
-	}
-	var ne net.Error
-	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
 }
 
 // drain sends the queued commands, batch after batch, until none is left or
@@ -423,7 +414,7 @@ func (b *Batcher[C, R]) send(batch []*Call[C, R]) (timeout time.Duration, replie
 		replied = replied && c.Err == nil
 	}
 	for _, c := range live {
-		if !isTimeout(c.Err) { // answered
+		if !connalive.Timeout(c.Err) { // answered
 			timeout = 0
 			break
 		}
