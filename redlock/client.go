@@ -431,9 +431,14 @@ func (c *Client) checkKey(key string) error {
 // failed, or had not answered) gets the release again in the background until
 // it answers, for at most a TTL after its outcome became unknown, or until
 // Close. When so many nodes failed that no quorum was possible, the error
-// matches ErrUnavailable too. Bad input (an empty or too long key, a closed
-// Client, an option TryLock does not take, a nil ctx) gives an error that
-// does not match ErrNotObtained (with ctx.Err() joined when ctx had ended).
+// matches ErrUnavailable too. An attempt that failed with an error retrying
+// cannot fix among its replies (NOPERM, say: see Lock) waits for the nodes
+// that had not answered, within the node timeout, when they could make
+// such errors more than len(nodes)-Quorum, so that its *VoteError counts
+// them (Permanent) and its error says whether retrying can help. Bad input
+// (an empty or too long key, a closed Client, an option TryLock does not
+// take, a nil ctx) gives an error that does not match ErrNotObtained (with
+// ctx.Err() joined when ctx had ended).
 //
 // Only one attempt per key is in flight in a Client at a time, so that
 // concurrent callers never split the nodes' votes among themselves: a
@@ -563,6 +568,9 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 	ok := r.wait(ctx)
 	if !ok && r.decided && had != 0 {
 		ok = r.waitPastOwn(ctx, had)
+	}
+	if !ok && r.decided {
+		r.waitRefusals(ctx) // whether retrying can help (outcome.permanent)
 	}
 	var (
 		token   uint64

@@ -33,7 +33,10 @@ import (
 // than being retried until the validity ends: the cause is then the
 // extension's error, which matches ErrLockLost and joins the nodes' errors
 // (and Do returns it in place of ErrLockLost: see below), Done is closed, and the
-// observers hear EndRefused. A transient failure (a timeout, a node down)
+// observers hear EndRefused. Such an extension, decided by a node down
+// and one refusal, say, waits for the other nodes' replies (within the node
+// timeout) when they could be refusals too, as Lock's attempts do. A
+// transient failure (a timeout, a node down)
 // is retried while the validity lasts. A
 // loss on the nodes (a key evicted or expired early, a node restarted empty)
 // is therefore noticed within one extension interval plus the time of the

@@ -30,7 +30,11 @@
 // lock is held when a quorum of the N nodes (N/2+1) set the key and time is
 // left: validity = ttl - elapsed - (ttl*driftFactor + 2ms), with elapsed
 // measured on the monotonic clock. The client decides as soon as the outcome is
-// known and never waits for a slow node after that. When an attempt fails, the
+// known and never waits for a slow node after that, but for one case: an
+// attempt that failed with an error retrying cannot fix among its replies
+// (see Errors) waits for the replies still out, within the node timeout, when
+// they could tell that no quorum is possible until someone fixes those
+// errors. When an attempt fails, the
 // key is released on every node but those that refused it, including those that
 // failed or did not answer, because a SET may have been applied with its reply
 // lost (a refusal is definite: a node answers false only for another's key). Release and
@@ -63,7 +67,14 @@
 // Redis Cluster's server given as one server that redirects the key to
 // another node of its cluster: see driver.PermanentCode; a node made over a
 // nil client, driver.ErrNilClient; or ErrClosed, from nodes closed or over clients
-// their user closed) that no quorum is possible.
+// their user closed) that no quorum is possible. An attempt decides as soon as
+// a quorum is out of reach, so one that failed with such an error among its
+// replies waits for the nodes that had not answered, within the node timeout,
+// when their replies could make such errors more than len(nodes)-Quorum: a
+// node that is down, failing at once, does not hide the other nodes'
+// refusals. Nodes down or timing out (errors retrying may fix) are retried,
+// however many: only such errors, when they alone leave too few nodes for a
+// quorum, stop Lock at once.
 //
 // # Per-call options
 //

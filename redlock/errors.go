@@ -115,7 +115,10 @@ type VoteError struct {
 	// node given as one server, a node made over a nil client
 	// (driver.ErrNilClient; see driver.PermanentCode), or ErrClosed (the
 	// node was closed, or the client under it). When more than
-	// Nodes-Needed did, Lock and Do stop retrying.
+	// Nodes-Needed did, Lock and Do stop retrying. An acquisition (or an
+	// extension of Do's) that failed with at least one of them waits for
+	// the nodes that had not answered, within the node timeout, when they
+	// could make more than Nodes-Needed, so that they are counted here.
 	Permanent int
 
 	code string // the first permanent error's code, such as "WRONGPASS"

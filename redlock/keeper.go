@@ -611,7 +611,10 @@ func (k *keeper) extend(group []*kept) {
 		j := &jobs[v.job]
 		if !j.done {
 			j.r.record(reply{node: v.node, ok: v.ok, err: v.err})
-			if j.r.yes >= q || j.r.no > n-q {
+			// A failure with an error retrying cannot fix waits for the
+			// votes that may make it a quorum's (see round.refusalsOut),
+			// unless the lock is known lost.
+			if j.r.yes >= q || j.r.no > n-q && (j.r.lost() || !j.r.refusalsOut()) {
 				j.done, j.r.decided = true, true
 				decided[v.job].Store(true)
 				k.finish(j.e, j.r, j.r.yes >= q, start, j.octx, j.end, j.began)
@@ -707,7 +710,11 @@ func (c *callCtx) Value(key any) any {
 // at once (EndRefused), as Lock stops at such errors, rather than retry
 // until its validity ends: its Do's context is canceled with the
 // extension's error as its cause, which matches ErrLockLost and names the
-// nodes' errors. A transient failure is retried while the validity lasts.
+// nodes' errors. An extension that failed with such an error is judged
+// only once the votes still out could not make them a quorum's refusal
+// (round.refusalsOut), unless the lock is known lost: a node down that
+// fails at once does not hide the others' refusals. A transient failure
+// is retried while the validity lasts.
 func (k *keeper) finish(e *kept, r *round, ok bool, start time.Time, octx context.Context, end func(ExtendDone), began time.Time) {
 	err := e.l.finishExtend(octx, r, ok, start, e.ttl)
 	refused := false

@@ -459,6 +459,57 @@ func (r *round) lost() bool { return r.refused > len(r.state)-r.c.quorum }
 // retrying cannot fix that no quorum is possible until someone fixes them.
 func (r *round) permanentFailure() bool { return r.permanent > len(r.state)-r.c.quorum }
 
+// refusalsOut reports whether the replies still out may yet make the
+// round's errors that retrying cannot fix (permanent) a permanentFailure,
+// when some came already and do not make one yet: a round decides as soon
+// as a quorum is out of reach, and a node down that fails at once, with
+// one refusal (NOPERM, say), decides a round of three nodes before the
+// third node's refusal, which would say that no quorum is possible until
+// someone fixes them. Without such an error so far, it is false: a round
+// that failed otherwise waits for nothing more.
+func (r *round) refusalsOut() bool {
+	spare := len(r.state) - r.c.quorum
+	return r.permanent > 0 && r.permanent <= spare && r.permanent+r.pendingCount() > spare
+}
+
+// waitRefusals goes on collecting the replies of the round, which wait
+// found decided without a quorum, while they may make its errors that
+// retrying cannot fix a permanentFailure (refusalsOut), until ctx ends, or
+// for at most a node timeout: so that Lock and Do stop at once when the
+// refusals alone leave no quorum possible, rather than retry for ever
+// because the round decided before it heard them all. A call is bounded
+// by the node timeout from the round's start, which the timer's bound
+// never cuts short, but for a node that queues (driver.Queuer), whose
+// call may wait in its queue until the validity's end: a reply later than
+// that timer is not waited for, and the attempt is judged without it, as
+// before. The verdict stays: no quorum can grant a round already decided
+// without one. The timer is made only when a reply must be waited for.
+func (r *round) waitRefusals(ctx context.Context) {
+	var timer *time.Timer
+	defer func() {
+		if timer != nil {
+			timer.Stop()
+		}
+	}()
+	for r.refusalsOut() {
+		if rep, ok := r.ready(); ok {
+			r.record(rep)
+			continue
+		}
+		if timer == nil {
+			timer = time.NewTimer(r.c.nodeTimeout)
+		}
+		select {
+		case v := <-r.replies:
+			r.record(r.take(v))
+		case <-ctx.Done():
+			return
+		case <-timer.C:
+			return
+		}
+	}
+}
+
 // votes returns the round's votes so far.
 func (r *round) votes() *VoteError {
 	return &VoteError{

@@ -41,7 +41,16 @@ func wakeWindow(took time.Duration) time.Duration {
 // have, a Redis Cluster's redirection to a node given as one server; and
 // ErrClosed: a node closed, or the client under it, such as a
 // client or pool closed by its user under a node of a driver's New); the
-// error names the cause. It stops too when
+// error names the cause, with each node's error (a *NodeError). An attempt
+// is decided as soon as a quorum is out of reach: one that failed with such
+// an error among its replies waits for the replies still out (for at most
+// a node timeout more; each call is bounded by one), when they could make
+// such errors more than len(nodes)-Quorum, so that a node that is down and
+// fails at once does not decide it before the other refusals come (three
+// nodes, one down, two refusing: Lock stops at its first attempt); an
+// attempt that saw no such error waits for nothing more. Nodes that are down or time out, errors
+// retrying may fix, are retried however many they are (two refusing and
+// three down of five: Lock retries). It stops too when
 // Close begins while it waits between attempts: the error then matches
 // ErrClosed, with the last attempt's error joined in (and ctx.Err() when
 // ctx has ended too).
