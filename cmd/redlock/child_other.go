@@ -25,7 +25,10 @@ func terminate(p *os.Process) error { return p.Kill() }
 func signalExitCode(os.Signal) int { return exitSignalBase + 2 }
 
 // signaledStatus reports no signal: processes here are not killed by one.
-func signaledStatus(*os.ProcessState) (int, bool) { return 0, false }
+func signaledStatus(*os.ProcessState) (int, syscall.Signal, bool) { return 0, 0, false }
+
+// dieBySignal returns: there are no signals to end a process by.
+func dieBySignal(os.Signal) {}
 
 // execFormat reports false: there is no shell to fall back on.
 func execFormat(error) bool { return false }

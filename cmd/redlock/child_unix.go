@@ -9,8 +9,10 @@ import (
 	"io/fs"
 	"os"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
+	"time"
 )
 
 // forwardedSignals are the signals run passes on to its command.
@@ -35,13 +37,44 @@ func signalExitCode(sig os.Signal) int {
 	return exitFailure
 }
 
-// signaledStatus returns 128 + N when a signal N killed the process.
-func signaledStatus(ps *os.ProcessState) (int, bool) {
+// signaledStatus returns 128 + N and N when a signal N killed the process.
+func signaledStatus(ps *os.ProcessState) (int, syscall.Signal, bool) {
 	ws, ok := ps.Sys().(syscall.WaitStatus)
 	if !ok || !ws.Signaled() {
-		return 0, false
+		return 0, 0, false
 	}
-	return exitSignalBase + int(ws.Signal()), true
+	return exitSignalBase + int(ws.Signal()), ws.Signal(), true
+}
+
+// dieSignals are the signals by which run ends itself, once the lock is
+// released, when one of them ended its wait for the lock or killed CMD,
+// rather than exit with 128 + N: callers read how a command ended, not only
+// the status a shell shows for it. bash stops a script on Ctrl-C only when
+// the command it waited for died of SIGINT too (one that exits, with 130 or
+// else, is taken to have handled it, and the script goes on), as it does
+// at flock(1), which SIGINT kills; systemd counts a main process that
+// SIGTERM, SIGINT or SIGHUP ended as stopped cleanly, and one that exited
+// with 143 as failed. These are the signals that end a Go program by the
+// signal itself once they are no longer caught (SIGQUIT would dump its
+// goroutines, and the others are ignored).
+var dieSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
+
+// dieBySignal ends the process by sig, one of dieSignals, and returns when
+// it cannot: sig is another, or ignored (as it was when run started: it
+// stays so).
+func dieBySignal(sig os.Signal) {
+	s, ok := sig.(syscall.Signal)
+	if !ok || !slices.Contains(dieSignals, sig) || signal.Ignored(sig) {
+		return
+	}
+	signal.Reset(sig)
+	if syscall.Kill(os.Getpid(), s) != nil {
+		return
+	}
+	// A signal a process sends itself is delivered before kill(2)
+	// returns to a thread that does not block it, as Go's threads do not;
+	// should it not end the process, main exits with 128 + N.
+	time.Sleep(time.Second)
 }
 
 // execFormat reports whether err is the kernel's refusal to execute a file

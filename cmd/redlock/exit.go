@@ -1,6 +1,9 @@
 package main
 
-import "fmt"
+import (
+	"fmt"
+	"os"
+)
 
 // Exit codes of the command. run also exits with its command's own status.
 const (
@@ -38,6 +41,10 @@ const (
 type exitError struct {
 	code int
 	err  error
+	// signal, when not nil, is the signal that ended run: it ended the
+	// wait for the lock, or killed CMD. main then ends the process by it
+	// (see dieBySignal), which a shell reports as code too.
+	signal os.Signal
 }
 
 func (e *exitError) Error() string {
@@ -52,6 +59,13 @@ func (e *exitError) Unwrap() error { return e.err }
 // exitWith returns an error that makes the command exit with code, printing
 // err unless it is nil.
 func exitWith(code int, err error) error { return &exitError{code: code, err: err} }
+
+// exitBySignal returns an error that makes the command end by sig, as one
+// that sig killed (where it can: see dieBySignal), or else exit with 128 +
+// its number, printing err unless it is nil.
+func exitBySignal(sig os.Signal, err error) error {
+	return &exitError{code: signalExitCode(sig), err: err, signal: sig}
+}
 
 // usageErrorf returns an error that makes the command exit with exitUsage.
 func usageErrorf(format string, args ...any) error {

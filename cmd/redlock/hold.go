@@ -82,7 +82,8 @@ that can refuse a stale one; for one command that must be stopped when the
 lock is lost, use run.
 A signal while hold still waits for the lock ends the wait: it exits with
 128 + the signal's number, with no line on stdout (on stderr, that the lock
-was not held).
+was not held); SIGINT, SIGTERM and SIGHUP end it by the signal itself, which
+shells show as 128+N, so that Ctrl-C stops a script that waits at hold.
 
 Exit codes:
   0       held, then released after a signal, --for or the end of the
@@ -92,7 +93,8 @@ Exit codes:
   69      too many nodes failed (errors, timeouts) for a quorum
   76      the lock was lost while held, or on release a majority of the
           nodes no longer held it
-  128+N   signal N ended the wait for the lock
+  128+N   signal N ended the wait for the lock (SIGINT, SIGTERM and SIGHUP
+          end hold by the signal, which shells show as 128+N)
   2       bad flags or arguments, no nodes, a bad address or option,
           or two addresses of one server (or of one cluster)
   1       any other error of redlock; the process that started hold

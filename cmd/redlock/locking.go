@@ -128,8 +128,8 @@ func (e signalError) Error() string { return "received " + e.sig.String() }
 // for messages.
 //
 // It returns nil or an *exitError: the conflict code when the key is held
-// elsewhere, exitUnavailable when too many nodes failed, 128+N for a signal
-// that ended the wait, exitLockLost when the lock was lost while fn ran or
+// elsewhere, exitUnavailable when too many nodes failed, 128+N and the
+// signal (exitError.signal) for a signal that ended the wait, exitLockLost when the lock was lost while fn ran or
 // found gone by a quorum at the release (with run's command's exit status,
 // 0 included, or that it did not run, in the message then), fn's error
 // otherwise.
@@ -379,7 +379,7 @@ func isNotObtained(err error) bool { return err == redlock.ErrNotObtained }
 func notObtained(name string, o *lockFlags, err, cause error) error {
 	var serr signalError
 	if errors.As(cause, &serr) || errors.As(err, &serr) {
-		return exitWith(signalExitCode(serr.sig), fmt.Errorf("%s: %v while waiting for the lock %q; it was not held", name, serr.sig, o.key))
+		return exitBySignal(serr.sig, fmt.Errorf("%s: %v while waiting for the lock %q; it was not held", name, serr.sig, o.key))
 	}
 	// --wait 0 is one attempt, which the library's cap (WithMaxAttempts)
 	// makes so: the message says --wait 0, not the option, whose line

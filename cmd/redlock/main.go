@@ -31,11 +31,17 @@ func main() {
 	// goredis driver and doctor; the command reports errors itself.
 	redis.SetLogger(quietLogger{})
 	catchSIGPIPE()
-	os.Exit(execute(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	code, sig := execute(context.Background(), os.Args[1:], os.Stdout, os.Stderr)
+	if sig != nil {
+		dieBySignal(sig) // returns if sig cannot end the process
+	}
+	os.Exit(code)
 }
 
-// execute runs the command line args and returns the process's exit code.
-func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+// execute runs the command line args and returns the process's exit code,
+// and the signal that should end it instead when not nil (see
+// exitError.signal).
+func execute(ctx context.Context, args []string, stdout, stderr io.Writer) (int, os.Signal) {
 	// Every message goes out with its terminal controls escaped: they
 	// carry the servers' text (see messageWriter).
 	stderr = messageWriter{stderr}
@@ -45,12 +51,13 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	root.SetErr(stderr)
 	cmd, err := root.ExecuteContextC(ctx)
 	if err == nil {
-		return exitOK
+		return exitOK, nil
 	}
 	code := exitFailure
+	var sig os.Signal
 	var ee *exitError
 	if errors.As(err, &ee) {
-		code = ee.code
+		code, sig = ee.code, ee.signal
 		err = ee.err
 	}
 	if err != nil {
@@ -65,7 +72,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintln(stderr, msg)
 	}
-	return code
+	return code, sig
 }
 
 func rootCommand() *cobra.Command {

@@ -35,6 +35,8 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 		os.Exit(countSIGINT())
+	case "exec-default-signals":
+		os.Exit(execDefaultSignals(os.Args[1:]))
 	}
 	os.Exit(buildAndRun(m))
 }
@@ -158,7 +160,7 @@ func invokeEnv(t *testing.T, env []string, stdin string, args ...string) result 
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee):
-		r.code = ee.ExitCode()
+		r.code = shellStatus(ee)
 	case err != nil:
 		t.Fatalf("redlock %s: %v", strings.Join(args, " "), err)
 	}
@@ -214,7 +216,7 @@ func startEnv(t *testing.T, env []string, args ...string) *background {
 		pw.Close()
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
-			b.code = ee.ExitCode()
+			b.code = shellStatus(ee)
 		} else if err != nil {
 			b.code = -1
 		}
@@ -225,6 +227,16 @@ func startEnv(t *testing.T, env []string, args ...string) *background {
 		<-b.done
 	})
 	return b
+}
+
+// shellStatus is the status of the binary as a shell reports it: its exit
+// code, or 128 + N when signal N ended it (as run ends by the SIGINT,
+// SIGTERM or SIGHUP that ended its wait or killed its command).
+func shellStatus(ee *exec.ExitError) int {
+	if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return exitSignalBase + int(ws.Signal())
+	}
+	return ee.ExitCode()
 }
 
 // syncBuffer is a bytes.Buffer safe for concurrent use.

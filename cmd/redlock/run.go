@@ -61,7 +61,12 @@ without --foreground, kill -- -PGID, a shell's kill %JOB, systemd's default
 KillMode=control-group. Signal run alone (timeout --foreground,
 KillMode=mixed) for a CMD that quits at once on a second SIGTERM.
 A signal while run still waits for the lock ends the wait: CMD never starts
-and run exits with 128 + the signal's number. CMD's own exit status 69, 75
+and run exits with 128 + the signal's number. When SIGINT, SIGTERM or SIGHUP
+ends the wait or kills CMD, run ends by that signal itself, once the lock is
+released, as flock(1) (which they kill) does: a shell shows 128+N all the
+same, but bash stops a script on Ctrl-C only at a command that died of
+SIGINT, and systemd takes a service that SIGTERM ended as stopped cleanly,
+one that exited with 143 as failed. CMD's own exit status 69, 75
 or 76 reads as run's own (see Exit codes below): --conflict-exit-code moves
 75. A file without a #! line runs
 with /bin/sh, as execvp(3) has it.
@@ -115,7 +120,8 @@ extension (NOPERM, READONLY), one that no longer holds KEY, which it held,
 or one that does not tell which server it is (see redlock doctor).
 
 Exit codes:
-  CMD's own   CMD ran under the lock and exited (128+N if a signal N killed it)
+  CMD's own   CMD ran under the lock and exited (128+N if a signal N killed
+              it; run ends by SIGINT, SIGTERM and SIGHUP then, see above)
   75          the lock is held elsewhere: not obtained within --wait
               (--conflict-exit-code replaces 75, as flock -E)
   69          too many nodes failed (errors, timeouts) for a quorum
@@ -124,7 +130,8 @@ Exit codes:
               held it; the line that says so gives CMD's exit status
   126, 127    CMD could not be executed / was not found (checked before the
               lock is taken; an exec that fails anyway releases it)
-  128+N       signal N ended the wait for the lock; CMD did not run
+  128+N       signal N ended the wait for the lock; CMD did not run (run
+              ends by SIGINT, SIGTERM and SIGHUP, which shells show as 128+N)
   2           bad flags or arguments, no nodes, a bad address or option,
               or two addresses of one server (or of one cluster)
   1           any other error of redlock (such as nodes that refuse the user)
@@ -270,7 +277,8 @@ func supervise(ctx context.Context, l heldLock, o runOptions, path string, argv 
 	} else {
 		go func() {
 			err := child.Wait()
-			exited <- cmdExit{status: exitStatus(child.ProcessState, err)}
+			status, sig := exitStatus(child.ProcessState, err)
+			exited <- cmdExit{status: status, signal: sig}
 		}()
 	}
 	var exit cmdExit
@@ -300,16 +308,23 @@ loop:
 	} else if gone != nil {
 		<-gone // at once: no child is left
 	}
-	if exit.status != 0 {
+	switch {
+	case exit.signal != 0:
+		// Killed by it: run ends by it too, where it can (see
+		// dieSignals).
+		return &exitError{code: exit.status, signal: exit.signal}
+	case exit.status != 0:
 		return exitWith(exit.status, nil)
 	}
 	return nil
 }
 
-// cmdExit is how CMD ended: its exit status as a shell reports it, and
-// whether processes it started still run (Linux: see reap).
+// cmdExit is how CMD ended: its exit status as a shell reports it, the
+// signal that killed it (0 if it exited), and whether processes it started
+// still run (Linux: see reap).
 type cmdExit struct {
 	status    int
+	signal    syscall.Signal
 	leftovers bool
 }
 
@@ -458,19 +473,19 @@ func childEnv(environ []string, fencing bool, token uint64) []string {
 }
 
 // exitStatus returns the exit status of a command as a shell reports it:
-// its exit code, or 128 + N when signal N killed it.
-func exitStatus(ps *os.ProcessState, waitErr error) int {
+// its exit code, or 128 + N when signal N killed it, and then N.
+func exitStatus(ps *os.ProcessState, waitErr error) (int, syscall.Signal) {
 	if ps == nil {
 		if waitErr != nil {
-			return exitFailure
+			return exitFailure, 0
 		}
-		return exitOK
+		return exitOK, 0
 	}
-	if code, ok := signaledStatus(ps); ok {
-		return code
+	if code, sig, ok := signaledStatus(ps); ok {
+		return code, sig
 	}
 	if code := ps.ExitCode(); code >= 0 {
-		return code
+		return code, 0
 	}
-	return exitFailure
+	return exitFailure, 0
 }

@@ -210,7 +210,11 @@ func reap(pid int, exited chan<- cmdExit, gone chan<- struct{}) {
 			return
 		}
 		if p == pid {
-			exited <- cmdExit{status: waitStatusCode(ws), leftovers: hasChildren()}
+			var sig syscall.Signal
+			if ws.Signaled() {
+				sig = ws.Signal()
+			}
+			exited <- cmdExit{status: waitStatusCode(ws), signal: sig, leftovers: hasChildren()}
 		}
 	}
 }
