@@ -146,7 +146,7 @@ func TestRunCtrlCStopsScript(t *testing.T) {
 
 // systemctl stop (KillMode=mixed: SIGTERM to run alone, which forwards it)
 // of a service run by run: CMD dies of SIGTERM, and so does run, once it
-// has released the lock. systemd counts a main process that SIGTERM ended
+// has released the lock (so too for SIGHUP). systemd counts a main process that SIGTERM ended
 // as a clean stop; one that exited with 143 as a failure, as it would not
 // count CMD run by itself.
 func TestRunEndsByCMDsSignal(t *testing.T) {
@@ -155,13 +155,18 @@ func TestRunEndsByCMDsSignal(t *testing.T) {
 	dir := t.TempDir()
 	for i, tc := range []struct {
 		script string // CMD's, that touches $0 once it runs
-		sig    syscall.Signal
-		code   int
+		send   syscall.Signal
+		sig    syscall.Signal // that ends run, or 0
+		code   int            // run's exit code, without sig
 	}{
-		{`touch "$0"; exec sleep 60`, syscall.SIGTERM, 143},
+		{`touch "$0"; exec sleep 60`, syscall.SIGTERM, syscall.SIGTERM, 0},
+		{`touch "$0"; exec sleep 60`, syscall.SIGHUP, syscall.SIGHUP, 0},
 		// A CMD that handles SIGTERM and exits with 143 itself is no
 		// signal's death: run exits with 143.
-		{`trap 'exit 143' TERM; touch "$0"; sleep 60 & wait`, 0, 143},
+		{`trap 'exit 143' TERM; touch "$0"; sleep 60 & wait`, syscall.SIGTERM, 0, 143},
+		// SIGUSR1 would not end run (Go ignores it once not caught):
+		// 128 + its number.
+		{`touch "$0"; exec sleep 60`, syscall.SIGUSR1, 0, exitSignalBase + int(syscall.SIGUSR1)},
 	} {
 		ready := filepath.Join(dir, strconv.Itoa(i))
 		c := command(context.Background(), "run", "--nodes", addrs, "--node-timeout", "2s", "svc", "--", "sh", "-c", tc.script, ready)
@@ -173,11 +178,11 @@ func TestRunEndsByCMDsSignal(t *testing.T) {
 		}
 		t.Cleanup(func() { syscall.Kill(-c.Process.Pid, syscall.SIGKILL) })
 		waitFile(t, ready, &stderr)
-		if err := c.Process.Signal(syscall.SIGTERM); err != nil {
+		if err := c.Process.Signal(tc.send); err != nil {
 			t.Fatal(err)
 		}
 		if sig := endedBy(t, c); sig != tc.sig || (sig == 0 && c.ProcessState.ExitCode() != tc.code) {
-			t.Errorf("run of %q sent SIGTERM: want it ended by signal %d or else exit %d, got %v; stderr:\n%s", tc.script, tc.sig, tc.code, c.ProcessState, stderr.String())
+			t.Errorf("run of %q sent %v: want it ended by signal %d or else exit %d, got %v; stderr:\n%s", tc.script, tc.send, tc.sig, tc.code, c.ProcessState, stderr.String())
 		}
 		heldNowhere(t, servers, "svc")
 	}
