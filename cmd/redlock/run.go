@@ -63,10 +63,11 @@ KillMode=mixed) for a CMD that quits at once on a second SIGTERM.
 A signal while run still waits for the lock ends the wait: CMD never starts
 and run exits with 128 + the signal's number. When SIGINT, SIGTERM or SIGHUP
 ends the wait or kills CMD, run ends by that signal itself, once the lock is
-released, as flock(1) (which they kill) does: a shell shows 128+N all the
-same, but bash stops a script on Ctrl-C only at a command that died of
-SIGINT, and systemd takes a service that SIGTERM ended as stopped cleanly,
-one that exited with 143 as failed. CMD's own exit status 69, 75
+released, as timeout(1) does, and flock(1) when the signal reaches it too
+(it does not catch them): a shell shows 128+N all the same, but bash stops
+a script on Ctrl-C only at a command that died of SIGINT, and systemd takes
+a service that SIGTERM ended as stopped cleanly, one that exited with 143
+as failed. CMD's own exit status 69, 75
 or 76 reads as run's own (see Exit codes below): --conflict-exit-code moves
 75. A file without a #! line runs
 with /bin/sh, as execvp(3) has it.
