@@ -18,7 +18,12 @@ import (
 )
 
 // Algorithm tests on in-process nodes: deterministic faults and, where time
-// matters, a fake clock.
+// matters, a fake clock. Most run in a bubble (testing/synctest), whose clock
+// moves only when every goroutine in it waits: on the real clock, a machine
+// that stalls the test past the default 200ms node timeout (-race beside
+// other packages on a loaded CI machine) fails a live node's call, and with
+// it a TryLock or an Unlock that the test needs ("1 of 5 nodes agreed ...
+// context deadline exceeded").
 
 func memNodes(n int, opts ...memory.Option) ([]*memory.Node, []driver.Node) {
 	mem := make([]*memory.Node, n)
@@ -67,116 +72,130 @@ func holders(mem []*memory.Node, key string) int {
 }
 
 func TestLockExcludesAndUnlockFrees(t *testing.T) {
-	ctx := t.Context()
-	mem, nodes := memNodes(5)
-	c := newClient(t, nodes)
-	l, err := c.TryLock(ctx, "k")
-	require.NoError(t, err)
-	assert.Equal(t, "k", l.Key())
-	// TryLock returns once a quorum granted; the rest land in the background.
-	require.Eventually(t, func() bool { return holders(mem, "k") == 5 }, 5*time.Second, time.Millisecond)
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		mem, nodes := memNodes(5)
+		c := newClient(t, nodes)
+		l, err := c.TryLock(ctx, "k")
+		require.NoError(t, err)
+		assert.Equal(t, "k", l.Key())
+		// TryLock returns once a quorum granted; the rest land in the background.
+		synctest.Wait()
+		require.Equal(t, 5, holders(mem, "k"))
 
-	_, err = c.TryLock(ctx, "k")
-	require.ErrorIs(t, err, redlock.ErrNotObtained)
-	assert.Equal(t, 5, holders(mem, "k"), "a failed attempt must not release another's lock")
+		_, err = c.TryLock(ctx, "k")
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		assert.Equal(t, 5, holders(mem, "k"), "a failed attempt must not release another's lock")
 
-	require.NoError(t, l.Unlock(ctx))
-	require.Eventually(t, func() bool { return holders(mem, "k") == 0 }, 5*time.Second, time.Millisecond)
-	err = l.Unlock(ctx)
-	require.ErrorIs(t, err, redlock.ErrAlreadyUnlocked, "a second Unlock says the lock was released")
-	assert.NotErrorIs(t, err, redlock.ErrLockLost, "a second Unlock did not lose the lock")
+		require.NoError(t, l.Unlock(ctx))
+		synctest.Wait()
+		require.Zero(t, holders(mem, "k"))
+		err = l.Unlock(ctx)
+		require.ErrorIs(t, err, redlock.ErrAlreadyUnlocked, "a second Unlock says the lock was released")
+		assert.NotErrorIs(t, err, redlock.ErrLockLost, "a second Unlock did not lose the lock")
 
-	l2, err := c.Lock(ctx, "k")
-	require.NoError(t, err)
-	require.NoError(t, l2.Unlock(ctx))
+		l2, err := c.Lock(ctx, "k")
+		require.NoError(t, err)
+		require.NoError(t, l2.Unlock(ctx))
+	})
 }
 
 func TestMinorityDown(t *testing.T) {
-	ctx := t.Context()
-	mem, nodes := memNodes(5)
-	mem[0].SetDown(true)
-	mem[4].SetDown(true)
-	c := newClient(t, nodes)
-	l, err := c.TryLock(ctx, "k")
-	require.NoError(t, err, "3 of 5 nodes are a quorum")
-	require.NoError(t, l.Extend(ctx, time.Minute))
-	require.NoError(t, l.Unlock(ctx))
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		mem, nodes := memNodes(5)
+		mem[0].SetDown(true)
+		mem[4].SetDown(true)
+		c := newClient(t, nodes)
+		l, err := c.TryLock(ctx, "k")
+		require.NoError(t, err, "3 of 5 nodes are a quorum")
+		require.NoError(t, l.Extend(ctx, time.Minute))
+		require.NoError(t, l.Unlock(ctx))
+	})
 }
 
 func TestMajorityDown(t *testing.T) {
-	ctx := t.Context()
-	mem, nodes := memNodes(5)
-	for _, m := range mem[:3] {
-		m.SetDown(true)
-	}
-	c := newClient(t, nodes)
-	_, err := c.TryLock(ctx, "k")
-	require.ErrorIs(t, err, redlock.ErrNotObtained)
-	require.ErrorIs(t, err, memory.ErrDown)
-	var ne *redlock.NodeError
-	require.ErrorAs(t, err, &ne)
-	assert.Contains(t, ne.Addr, "memory-")
-	// The live minority may answer after the outcome is decided; its keys are
-	// released as soon as it does.
-	require.Eventually(t, func() bool { return holders(mem, "k") == 0 }, 5*time.Second, time.Millisecond,
-		"the keys set on the live minority must be released")
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		mem, nodes := memNodes(5)
+		for _, m := range mem[:3] {
+			m.SetDown(true)
+		}
+		c := newClient(t, nodes)
+		_, err := c.TryLock(ctx, "k")
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		require.ErrorIs(t, err, memory.ErrDown)
+		var ne *redlock.NodeError
+		require.ErrorAs(t, err, &ne)
+		assert.Contains(t, ne.Addr, "memory-")
+		// The live minority may answer after the outcome is decided; its keys are
+		// released as soon as it does.
+		synctest.Wait()
+		require.Zero(t, holders(mem, "k"), "the keys set on the live minority must be released")
+	})
 }
 
 func TestStalledMinorityCostsNothing(t *testing.T) {
-	ctx := t.Context()
-	mem, nodes := memNodes(5)
-	mem[1].SetStalled(true)
-	mem[3].SetStalled(true)
-	defer mem[1].SetStalled(false)
-	defer mem[3].SetStalled(false)
-	const nodeTimeout = 10 * time.Second
-	c := newClient(t, nodes, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(nodeTimeout))
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		mem, nodes := memNodes(5)
+		mem[1].SetStalled(true)
+		mem[3].SetStalled(true)
+		defer mem[1].SetStalled(false)
+		defer mem[3].SetStalled(false)
+		const nodeTimeout = 10 * time.Second
+		c := newClient(t, nodes, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(nodeTimeout))
 
-	start := time.Now()
-	l, err := c.TryLock(ctx, "k")
-	require.NoError(t, err)
-	require.NoError(t, l.Extend(ctx, time.Minute))
-	require.NoError(t, l.Unlock(ctx))
-	// Waiting for a stalled node would take the whole node timeout.
-	assert.Less(t, time.Since(start), nodeTimeout/4, "TryLock, Extend and Unlock must not wait for a stalled minority")
+		start := time.Now()
+		l, err := c.TryLock(ctx, "k")
+		require.NoError(t, err)
+		require.NoError(t, l.Extend(ctx, time.Minute))
+		require.NoError(t, l.Unlock(ctx))
+		// Waiting for a stalled node would take the whole node timeout.
+		assert.Less(t, time.Since(start), nodeTimeout/4, "TryLock, Extend and Unlock must not wait for a stalled minority")
+	})
 }
 
 func TestStalledMajorityFailsWithinNodeTimeout(t *testing.T) {
-	ctx := t.Context()
-	mem, nodes := memNodes(5)
-	for _, m := range mem[:3] {
-		m.SetStalled(true)
-		defer m.SetStalled(false)
-	}
-	c := newClient(t, nodes, redlock.WithNodeTimeout(50*time.Millisecond))
-	start := time.Now()
-	_, err := c.TryLock(ctx, "k")
-	require.ErrorIs(t, err, redlock.ErrNotObtained)
-	require.ErrorIs(t, err, context.DeadlineExceeded, "the stalled nodes' timeouts are the causes")
-	assert.Less(t, time.Since(start), 5*time.Second)
-	assert.Equal(t, 0, holders(mem, "k"))
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		mem, nodes := memNodes(5)
+		for _, m := range mem[:3] {
+			m.SetStalled(true)
+			defer m.SetStalled(false)
+		}
+		c := newClient(t, nodes, redlock.WithNodeTimeout(50*time.Millisecond))
+		start := time.Now()
+		_, err := c.TryLock(ctx, "k")
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		require.ErrorIs(t, err, context.DeadlineExceeded, "the stalled nodes' timeouts are the causes")
+		assert.Less(t, time.Since(start), 5*time.Second)
+		assert.Equal(t, 0, holders(mem, "k"))
+	})
 }
 
 func TestReleaseOnAllAfterLostReplies(t *testing.T) {
-	ctx := t.Context()
-	mem, nodes := memNodes(5)
-	for _, m := range mem[:3] {
-		m.SetLoseReplies(true) // the SET is applied, its reply lost
-	}
-	c := newClient(t, nodes)
-	_, err := c.TryLock(ctx, "k")
-	require.ErrorIs(t, err, redlock.ErrNotObtained)
-	require.ErrorIs(t, err, memory.ErrReplyLost)
-	// The releases to the lost-reply nodes are applied too (their replies are
-	// lost as well); they go in the background, so wait for them.
-	require.Eventually(t, func() bool { return holders(mem, "k") == 0 }, 5*time.Second, time.Millisecond,
-		"a failed attempt must release on every node, also where the SET's reply was lost")
-	for _, m := range mem[:3] {
-		m.SetLoseReplies(false)
-	}
-	l, err := c.TryLock(ctx, "k")
-	require.NoError(t, err, "another attempt must not wait for the TTL")
-	require.NoError(t, l.Unlock(ctx))
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		mem, nodes := memNodes(5)
+		for _, m := range mem[:3] {
+			m.SetLoseReplies(true) // the SET is applied, its reply lost
+		}
+		c := newClient(t, nodes)
+		_, err := c.TryLock(ctx, "k")
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		require.ErrorIs(t, err, memory.ErrReplyLost)
+		// The releases to the lost-reply nodes are applied too (their replies are
+		// lost as well); they go in the background, so wait for them.
+		synctest.Wait()
+		require.Zero(t, holders(mem, "k"), "a failed attempt must release on every node, also where the SET's reply was lost")
+		for _, m := range mem[:3] {
+			m.SetLoseReplies(false)
+		}
+		l, err := c.TryLock(ctx, "k")
+		require.NoError(t, err, "another attempt must not wait for the TTL")
+		require.NoError(t, l.Unlock(ctx))
+	})
 }
 
 func TestValidityArithmetic(t *testing.T) {
@@ -260,60 +279,65 @@ func TestExtend(t *testing.T) {
 }
 
 func TestContextEnds(t *testing.T) {
-	mem, nodes := memNodes(3)
-	c := newClient(t, nodes)
+	synctest.Test(t, func(t *testing.T) {
+		mem, nodes := memNodes(3)
+		c := newClient(t, nodes)
 
-	canceled, cancel := context.WithCancel(t.Context())
-	cancel()
-	_, err := c.TryLock(canceled, "k")
-	require.ErrorIs(t, err, redlock.ErrNotObtained)
-	require.ErrorIs(t, err, context.Canceled)
+		canceled, cancel := context.WithCancel(t.Context())
+		cancel()
+		_, err := c.TryLock(canceled, "k")
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		require.ErrorIs(t, err, context.Canceled)
 
-	l, err := c.TryLock(t.Context(), "k")
-	require.NoError(t, err)
-	ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
-	defer cancel()
-	_, err = c.Lock(ctx, "k")
-	require.ErrorIs(t, err, redlock.ErrNotObtained)
-	require.ErrorIs(t, err, context.DeadlineExceeded, "Lock must say that its context ended")
+		l, err := c.TryLock(t.Context(), "k")
+		require.NoError(t, err)
+		ctx, cancel := context.WithTimeout(t.Context(), 100*time.Millisecond)
+		defer cancel()
+		_, err = c.Lock(ctx, "k")
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		require.ErrorIs(t, err, context.DeadlineExceeded, "Lock must say that its context ended")
 
-	// Unlock releases whatever its context says.
-	require.NoError(t, l.Unlock(canceled))
-	require.ErrorIs(t, l.Unlock(canceled), redlock.ErrAlreadyUnlocked, "a second Unlock calls no node")
+		// Unlock releases whatever its context says.
+		require.NoError(t, l.Unlock(canceled))
+		require.ErrorIs(t, l.Unlock(canceled), redlock.ErrAlreadyUnlocked, "a second Unlock calls no node")
 
-	l, err = c.TryLock(t.Context(), "k2")
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { return holders(mem, "k2") == 3 }, 5*time.Second, time.Millisecond)
-	for _, m := range mem {
-		m.Delete("k2")
-	}
-	err = l.Unlock(canceled)
-	require.ErrorIs(t, err, redlock.ErrLockLost, "nothing left to release")
-	require.ErrorIs(t, err, context.Canceled, "the ended context is joined when no quorum confirmed")
-	require.ErrorIs(t, l.Unlock(canceled), redlock.ErrAlreadyUnlocked, "a second Unlock makes no call")
+		l, err = c.TryLock(t.Context(), "k2")
+		require.NoError(t, err)
+		synctest.Wait()
+		require.Equal(t, 3, holders(mem, "k2"))
+		for _, m := range mem {
+			m.Delete("k2")
+		}
+		err = l.Unlock(canceled)
+		require.ErrorIs(t, err, redlock.ErrLockLost, "nothing left to release")
+		require.ErrorIs(t, err, context.Canceled, "the ended context is joined when no quorum confirmed")
+		require.ErrorIs(t, l.Unlock(canceled), redlock.ErrAlreadyUnlocked, "a second Unlock makes no call")
+	})
 }
 
 func TestLockWaitsForRelease(t *testing.T) {
-	ctx := t.Context()
-	_, nodes := memNodes(3)
-	c := newClient(t, nodes, redlock.WithBackoff(redlock.ConstantBackoff(time.Millisecond)))
-	l, err := c.TryLock(ctx, "k")
-	require.NoError(t, err)
-	got := make(chan error, 1)
-	go func() {
-		l2, err := c.Lock(ctx, "k")
-		if err == nil {
-			err = l2.Unlock(ctx)
+	synctest.Test(t, func(t *testing.T) {
+		ctx := t.Context()
+		_, nodes := memNodes(3)
+		c := newClient(t, nodes, redlock.WithBackoff(redlock.ConstantBackoff(time.Millisecond)))
+		l, err := c.TryLock(ctx, "k")
+		require.NoError(t, err)
+		got := make(chan error, 1)
+		go func() {
+			l2, err := c.Lock(ctx, "k")
+			if err == nil {
+				err = l2.Unlock(ctx)
+			}
+			got <- err
+		}()
+		select {
+		case err := <-got:
+			t.Fatalf("Lock returned %v while the lock was held", err)
+		case <-time.After(20 * time.Millisecond):
 		}
-		got <- err
-	}()
-	select {
-	case err := <-got:
-		t.Fatalf("Lock returned %v while the lock was held", err)
-	case <-time.After(20 * time.Millisecond):
-	}
-	require.NoError(t, l.Unlock(ctx))
-	require.NoError(t, <-got)
+		require.NoError(t, l.Unlock(ctx))
+		require.NoError(t, <-got)
+	})
 }
 
 // Eight goroutines take and free one key 25 times each through one Client:
@@ -355,16 +379,18 @@ func TestNeverTwoHolders(t *testing.T) {
 }
 
 func TestEvenNodeCount(t *testing.T) {
-	mem, nodes := memNodes(4)
-	c := newClient(t, nodes)
-	assert.Equal(t, 3, c.Quorum())
-	mem[0].SetDown(true)
-	l, err := c.TryLock(t.Context(), "k")
-	require.NoError(t, err)
-	require.NoError(t, l.Unlock(t.Context()))
-	mem[1].SetDown(true)
-	_, err = c.TryLock(t.Context(), "k")
-	require.ErrorIs(t, err, redlock.ErrNotObtained, "2 of 4 is not a quorum")
+	synctest.Test(t, func(t *testing.T) {
+		mem, nodes := memNodes(4)
+		c := newClient(t, nodes)
+		assert.Equal(t, 3, c.Quorum())
+		mem[0].SetDown(true)
+		l, err := c.TryLock(t.Context(), "k")
+		require.NoError(t, err)
+		require.NoError(t, l.Unlock(t.Context()))
+		mem[1].SetDown(true)
+		_, err = c.TryLock(t.Context(), "k")
+		require.ErrorIs(t, err, redlock.ErrNotObtained, "2 of 4 is not a quorum")
+	})
 }
 
 func TestClosedClient(t *testing.T) {
