@@ -177,31 +177,39 @@ func TestDoCallTTLExtends(t *testing.T) {
 	})
 }
 
+// In a bubble (testing/synctest): on the real clock, a machine that stalls
+// the test past the node timeout (200ms by default) fails a live node's
+// call, and with it the TryLock (or Unlock) the test needs.
 func TestMaxAttempts(t *testing.T) {
-	cs, nodes := countingNodes(3)
-	c := newClient(t, nodes, redlock.WithBackoff(redlock.ConstantBackoff(time.Millisecond)), redlock.WithMaxAttempts(2))
-	ctx := t.Context() // no deadline: only the cap ends the wait
-	held, err := c.TryLock(ctx, "k")
-	require.NoError(t, err)
-	require.Eventually(t, func() bool { return cs[0].Holds("k") && cs[1].Holds("k") && cs[2].Holds("k") }, 5*time.Second, time.Millisecond)
-	before := cs[0].setNX.Load()
+	synctest.Test(t, func(t *testing.T) {
+		cs, nodes := countingNodes(3)
+		c := newClient(t, nodes, redlock.WithBackoff(redlock.ConstantBackoff(time.Millisecond)), redlock.WithMaxAttempts(2))
+		ctx := t.Context() // no deadline: only the cap ends the wait
+		held, err := c.TryLock(ctx, "k")
+		require.NoError(t, err)
+		synctest.Wait()
+		require.True(t, cs[0].Holds("k") && cs[1].Holds("k") && cs[2].Holds("k"))
+		before := cs[0].setNX.Load()
 
-	_, err = c.Lock(ctx, "k", redlock.WithMaxAttempts(5))
-	require.ErrorIs(t, err, redlock.ErrNotObtained)
-	assert.ErrorContains(t, err, "gave up after 5 attempts")
-	assert.NotErrorIs(t, err, redlock.ErrUnavailable, "the key is held: the nodes answered")
-	require.Eventually(t, func() bool { return cs[0].setNX.Load()-before == 5 }, 5*time.Second, time.Millisecond, "a SET per attempt")
+		_, err = c.Lock(ctx, "k", redlock.WithMaxAttempts(5))
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		assert.ErrorContains(t, err, "gave up after 5 attempts")
+		assert.NotErrorIs(t, err, redlock.ErrUnavailable, "the key is held: the nodes answered")
+		synctest.Wait()
+		require.EqualValues(t, 5, cs[0].setNX.Load()-before, "a SET per attempt")
 
-	before = cs[0].setNX.Load()
-	err = c.Do(ctx, "k", func(context.Context) error { return errors.New("must not run") })
-	require.ErrorIs(t, err, redlock.ErrNotObtained)
-	assert.ErrorContains(t, err, "gave up after 2 attempts", "the Client's cap")
-	require.Eventually(t, func() bool { return cs[0].setNX.Load()-before == 2 }, 5*time.Second, time.Millisecond)
+		before = cs[0].setNX.Load()
+		err = c.Do(ctx, "k", func(context.Context) error { return errors.New("must not run") })
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		assert.ErrorContains(t, err, "gave up after 2 attempts", "the Client's cap")
+		synctest.Wait()
+		require.EqualValues(t, 2, cs[0].setNX.Load()-before)
 
-	_, err = c.Lock(ctx, "k", redlock.WithMaxAttempts(1))
-	require.ErrorIs(t, err, redlock.ErrNotObtained)
-	assert.ErrorContains(t, err, "gave up after 1 attempt (WithMaxAttempts)", "one attempt, not 1 attempts")
-	require.NoError(t, held.Unlock(ctx))
+		_, err = c.Lock(ctx, "k", redlock.WithMaxAttempts(1))
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		assert.ErrorContains(t, err, "gave up after 1 attempt (WithMaxAttempts)", "one attempt, not 1 attempts")
+		require.NoError(t, held.Unlock(ctx))
+	})
 }
 
 // It runs in a bubble (testing/synctest): its Locks' 100 ms deadlines on the
@@ -269,37 +277,42 @@ func TestUnavailable(t *testing.T) {
 // a SET of it may still be on its way (the second attempt's, right after the
 // first, on a node that was down, decided by the other two), and landing
 // after the nodes are back it refused the TryLock below (6 runs in 1800
-// under load: "1 of 3 nodes agreed, 2 needed (2 refused)").
+// under load: "1 of 3 nodes agreed, 2 needed (2 refused)"). In a bubble
+// (testing/synctest): on the real clock, a machine that stalls the test
+// past the default 200ms node timeout fails the TryLock made in the
+// Backoff, or the Unlock.
 func TestLockVerdictIsLastAttempt(t *testing.T) {
-	mem, nodes := memNodes(3)
-	o := &setCalls{}
-	c := newClient(t, nodes, redlock.WithBackoff(redlock.ConstantBackoff(5*time.Millisecond)), redlock.WithMaxAttempts(3), redlock.WithObserver(o))
-	ctx := t.Context()
-	mem[0].SetDown(true)
-	mem[1].SetDown(true)
-	attempts := 0
-	var held *redlock.Lock
-	_, err := c.Lock(ctx, "k", redlock.WithBackoff(func(int) time.Duration {
-		attempts++
-		if attempts == 1 { // before the third attempt: the nodes are back, the key held
-			for _, m := range mem {
-				m.SetDown(false)
+	synctest.Test(t, func(t *testing.T) {
+		mem, nodes := memNodes(3)
+		o := &setCalls{}
+		c := newClient(t, nodes, redlock.WithBackoff(redlock.ConstantBackoff(5*time.Millisecond)), redlock.WithMaxAttempts(3), redlock.WithObserver(o))
+		ctx := t.Context()
+		mem[0].SetDown(true)
+		mem[1].SetDown(true)
+		attempts := 0
+		var held *redlock.Lock
+		_, err := c.Lock(ctx, "k", redlock.WithBackoff(func(int) time.Duration {
+			attempts++
+			if attempts == 1 { // before the third attempt: the nodes are back, the key held
+				for _, m := range mem {
+					m.SetDown(false)
+				}
+				if !assert.Eventually(t, func() bool { return o.settled() && holders(mem, "k") == 0 }, 5*time.Second, time.Millisecond,
+					"every SET of Lock's attempts answered, and its key released") {
+					return time.Millisecond
+				}
+				var err error
+				if held, err = c.TryLock(ctx, "k"); err != nil {
+					t.Error(err)
+				}
 			}
-			if !assert.Eventually(t, func() bool { return o.settled() && holders(mem, "k") == 0 }, 5*time.Second, time.Millisecond,
-				"every SET of Lock's attempts answered, and its key released") {
-				return time.Millisecond
-			}
-			var err error
-			if held, err = c.TryLock(ctx, "k"); err != nil {
-				t.Error(err)
-			}
-		}
-		return time.Millisecond
-	}))
-	require.ErrorIs(t, err, redlock.ErrNotObtained)
-	assert.NotErrorIs(t, err, redlock.ErrUnavailable, "the last attempt found the key held")
-	require.NotNil(t, held)
-	require.NoError(t, held.Unlock(ctx))
+			return time.Millisecond
+		}))
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		assert.NotErrorIs(t, err, redlock.ErrUnavailable, "the last attempt found the key held")
+		require.NotNil(t, held)
+		require.NoError(t, held.Unlock(ctx))
+	})
 }
 
 // setCalls counts the acquisition attempts of a Client of three nodes and
@@ -324,21 +337,27 @@ func (o *setCalls) NodeCall(_ context.Context, e redlock.NodeCall) {
 // has answered.
 func (o *setCalls) settled() bool { return o.answered.Load() == 3*o.attempts.Load() }
 
+// In a bubble (testing/synctest): on the real clock, a machine that stalls
+// the test past the node timeout (200ms by default) fails a live node's
+// call, and with it the TryLock (or Unlock) the test needs.
 func TestUnlockTwice(t *testing.T) {
-	cs, nodes := countingNodes(3)
-	c := newClient(t, nodes)
-	l, err := c.TryLock(t.Context(), "k")
-	require.NoError(t, err)
-	require.NoError(t, l.Unlock(t.Context()))
-	require.Eventually(t, func() bool { return cs[0].release.Load()+cs[1].release.Load()+cs[2].release.Load() == 3 }, 5*time.Second, time.Millisecond)
-	for range 2 {
-		err = l.Unlock(t.Context())
-		require.ErrorIs(t, err, redlock.ErrAlreadyUnlocked)
-		assert.NotErrorIs(t, err, redlock.ErrLockLost)
-	}
-	assert.Equal(t, int32(3), cs[0].release.Load()+cs[1].release.Load()+cs[2].release.Load(), "a second Unlock calls no node")
-	_, err = l.TTL(t.Context())
-	require.ErrorIs(t, err, redlock.ErrLockLost, "TTL after Unlock")
+	synctest.Test(t, func(t *testing.T) {
+		cs, nodes := countingNodes(3)
+		c := newClient(t, nodes)
+		l, err := c.TryLock(t.Context(), "k")
+		require.NoError(t, err)
+		require.NoError(t, l.Unlock(t.Context()))
+		synctest.Wait()
+		require.EqualValues(t, 3, cs[0].release.Load()+cs[1].release.Load()+cs[2].release.Load())
+		for range 2 {
+			err = l.Unlock(t.Context())
+			require.ErrorIs(t, err, redlock.ErrAlreadyUnlocked)
+			assert.NotErrorIs(t, err, redlock.ErrLockLost)
+		}
+		assert.Equal(t, int32(3), cs[0].release.Load()+cs[1].release.Load()+cs[2].release.Load(), "a second Unlock calls no node")
+		_, err = l.TTL(t.Context())
+		require.ErrorIs(t, err, redlock.ErrLockLost, "TTL after Unlock")
+	})
 }
 
 // shortened is a memory node whose TTL answers d less than the truth.
@@ -414,14 +433,18 @@ func TestLockTTL(t *testing.T) {
 	})
 }
 
+// In a bubble (testing/synctest): on the real clock, a machine that stalls
+// the test past shortTTL's 500ms node timeout fails the TryLock.
 func TestLockTTLAfterUntil(t *testing.T) {
-	_, nodes := memNodes(3)
-	c := newClient(t, nodes, shortTTL...)
-	l, err := c.TryLock(t.Context(), "k")
-	require.NoError(t, err)
-	time.Sleep(time.Until(l.Until()) + 10*time.Millisecond)
-	_, err = l.TTL(t.Context())
-	require.ErrorIs(t, err, redlock.ErrLockLost, "Until has passed")
+	synctest.Test(t, func(t *testing.T) {
+		_, nodes := memNodes(3)
+		c := newClient(t, nodes, shortTTL...)
+		l, err := c.TryLock(t.Context(), "k")
+		require.NoError(t, err)
+		time.Sleep(time.Until(l.Until()) + 10*time.Millisecond)
+		_, err = l.TTL(t.Context())
+		require.ErrorIs(t, err, redlock.ErrLockLost, "Until has passed")
+	})
 }
 
 // failing answers every SetNX with err.
@@ -474,29 +497,34 @@ func TestPermanentErrorsFailFast(t *testing.T) {
 			assert.Equal(t, int32(2), bad[0].calls.Load(), "Do made one attempt: %v", err)
 		})
 	}
-	// A transient error is retried. The third node grants every SET and
-	// keeps nothing: an attempt decided by the two errors before its SET
-	// answered releases it there in the background, and the next attempt
-	// might find it still set (refused, not unavailable).
-	bad := []*failing{{Node: memory.New(), err: errors.New("ERR connection reset")}, {Node: memory.New(), err: errors.New("LOADING Redis is loading the dataset in memory")}}
-	c := newClient(t, []driver.Node{bad[0], bad[1], grantsAll{memory.New()}}, redlock.WithBackoff(redlock.ConstantBackoff(time.Millisecond)), redlock.WithMaxAttempts(3))
-	_, err := c.Lock(t.Context(), "k")
-	require.ErrorIs(t, err, redlock.ErrUnavailable)
-	assert.Equal(t, int32(3), bad[0].calls.Load(), "transient errors are retried")
-	// A minority of permanent errors leaves a quorum possible: retried too.
-	one := &failing{Node: memory.New(), err: errors.New("WRONGPASS invalid")}
-	mem, _ := memNodes(2)
-	held, err := newClient(t, []driver.Node{mem[0], mem[1]}).TryLock(t.Context(), "k")
-	require.NoError(t, err)
-	defer held.Unlock(t.Context())
-	c = newClient(t, []driver.Node{one, mem[0], mem[1]}, redlock.WithBackoff(redlock.ConstantBackoff(time.Millisecond)), redlock.WithMaxAttempts(3))
-	_, err = c.Lock(t.Context(), "k")
-	require.ErrorIs(t, err, redlock.ErrNotObtained)
-	// Each attempt was decided by the two refusals, maybe before its call
-	// to the failing node had started on a worker: Close waits for the
-	// calls in flight, so that all three have been made.
-	require.NoError(t, c.Close())
-	assert.Equal(t, int32(3), one.calls.Load(), "a quorum was still possible")
+	// In a bubble (testing/synctest): on the real clock, a machine that
+	// stalls the test past the default 200ms node timeout fails the TryLock
+	// that holds the key.
+	synctest.Test(t, func(t *testing.T) {
+		// A transient error is retried. The third node grants every SET and
+		// keeps nothing: an attempt decided by the two errors before its SET
+		// answered releases it there in the background, and the next attempt
+		// might find it still set (refused, not unavailable).
+		bad := []*failing{{Node: memory.New(), err: errors.New("ERR connection reset")}, {Node: memory.New(), err: errors.New("LOADING Redis is loading the dataset in memory")}}
+		c := newClient(t, []driver.Node{bad[0], bad[1], grantsAll{memory.New()}}, redlock.WithBackoff(redlock.ConstantBackoff(time.Millisecond)), redlock.WithMaxAttempts(3))
+		_, err := c.Lock(t.Context(), "k")
+		require.ErrorIs(t, err, redlock.ErrUnavailable)
+		assert.Equal(t, int32(3), bad[0].calls.Load(), "transient errors are retried")
+		// A minority of permanent errors leaves a quorum possible: retried too.
+		one := &failing{Node: memory.New(), err: errors.New("WRONGPASS invalid")}
+		mem, _ := memNodes(2)
+		held, err := newClient(t, []driver.Node{mem[0], mem[1]}).TryLock(t.Context(), "k")
+		require.NoError(t, err)
+		defer held.Unlock(t.Context())
+		c = newClient(t, []driver.Node{one, mem[0], mem[1]}, redlock.WithBackoff(redlock.ConstantBackoff(time.Millisecond)), redlock.WithMaxAttempts(3))
+		_, err = c.Lock(t.Context(), "k")
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		// Each attempt was decided by the two refusals, maybe before its call
+		// to the failing node had started on a worker: Close waits for the
+		// calls in flight, so that all three have been made.
+		require.NoError(t, c.Close())
+		assert.Equal(t, int32(3), one.calls.Load(), "a quorum was still possible")
+	})
 }
 
 // The path without options costs no allocation for them.
