@@ -20,21 +20,23 @@ import (
 // and returned nil or context.Canceled, whichever its select took first,
 // for nodes that answer at once.
 func TestConnectEndedContextAsksNothing(t *testing.T) {
-	for i := range 50 {
-		ids, nodes := countedIDNodes(3)
-		c := newClient(t, nodes)
-		ctx, cancel := context.WithCancel(t.Context())
-		cancel()
-		err := c.Connect(ctx)
-		require.ErrorIs(t, err, context.Canceled, "try %d", i)
-		require.Equal(t, []int32{0, 0, 0}, askedTimes(ids), "try %d: asked with an ended context", i)
-		// A quorum told already: nil, as when ctx ends once a quorum
-		// answered; the node left is not asked.
-		ids[2].stall = true
-		require.NoError(t, c.Connect(t.Context()), "try %d", i)
-		require.NoError(t, c.Connect(ctx), "try %d", i)
-		require.Equal(t, []int32{1, 1, 1}, askedTimes(ids), "try %d", i)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		for i := range 50 {
+			ids, nodes := countedIDNodes(3)
+			c := newClient(t, nodes)
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			err := c.Connect(ctx)
+			require.ErrorIs(t, err, context.Canceled, "try %d", i)
+			require.Equal(t, []int32{0, 0, 0}, askedTimes(ids), "try %d: asked with an ended context", i)
+			// A quorum told already: nil, as when ctx ends once a quorum
+			// answered; the node left is not asked.
+			ids[2].stall = true
+			require.NoError(t, c.Connect(t.Context()), "try %d", i)
+			require.NoError(t, c.Connect(ctx), "try %d", i)
+			require.Equal(t, []int32{1, 1, 1}, askedTimes(ids), "try %d", i)
+		}
+	})
 }
 
 // The first acquisition waits in checkAnswered for the identity of a node
@@ -118,20 +120,22 @@ func TestConnectContextCutNotObserved(t *testing.T) {
 // that did not answer, with a --node-timeout of ten minutes: the drivers'
 // own bounds). The next acquisition still begins the first round.
 func TestAcquisitionWithEndedContextAsksNoIdentity(t *testing.T) {
-	ids, nodes := countedIDNodes(3)
-	c := newClient(t, nodes)
-	ctx, cancel := context.WithCancel(t.Context())
-	cancel()
-	_, err := c.TryLock(ctx, "k")
-	require.ErrorIs(t, err, context.Canceled)
-	_, err = c.Lock(ctx, "k")
-	require.ErrorIs(t, err, context.Canceled)
-	require.ErrorIs(t, c.Do(ctx, "k", func(context.Context) error { return nil }), context.Canceled)
-	redlock.WaitIdle(c)
-	require.Equal(t, []int32{0, 0, 0}, askedTimes(ids), "asked with an ended context")
-	l, err := c.TryLock(t.Context(), "k")
-	require.NoError(t, err)
-	require.NoError(t, l.Unlock(t.Context()))
-	redlock.WaitIdle(c)
-	require.Equal(t, []int32{1, 1, 1}, askedTimes(ids), "the first acquisition with a live context asks")
+	synctest.Test(t, func(t *testing.T) {
+		ids, nodes := countedIDNodes(3)
+		c := newClient(t, nodes)
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		_, err := c.TryLock(ctx, "k")
+		require.ErrorIs(t, err, context.Canceled)
+		_, err = c.Lock(ctx, "k")
+		require.ErrorIs(t, err, context.Canceled)
+		require.ErrorIs(t, c.Do(ctx, "k", func(context.Context) error { return nil }), context.Canceled)
+		redlock.WaitIdle(c)
+		require.Equal(t, []int32{0, 0, 0}, askedTimes(ids), "asked with an ended context")
+		l, err := c.TryLock(t.Context(), "k")
+		require.NoError(t, err)
+		require.NoError(t, l.Unlock(t.Context()))
+		redlock.WaitIdle(c)
+		require.Equal(t, []int32{1, 1, 1}, askedTimes(ids), "the first acquisition with a live context asks")
+	})
 }

@@ -19,6 +19,11 @@ import (
 
 // countedIDNode tells its identity as idNode does, counting the questions
 // and those in flight; with stall, a question waits for its context's end.
+//
+// The tests over these nodes run in a bubble (testing/synctest), whose clock
+// moves only when every goroutine in it waits: on the real clock, a machine
+// that stalls the test past the default 200ms node timeout fails a question
+// or a SET that the test needs answered.
 type countedIDNode struct {
 	*memory.Node
 	id       string
@@ -63,18 +68,20 @@ func askedTimes(ids []*countedIDNode) []int32 {
 // Connect asks every node its identity once, and the acquisitions after it
 // ask none again; a second Connect asks nothing either.
 func TestConnectRecordsIdentities(t *testing.T) {
-	ids, nodes := countedIDNodes(3)
-	c := newClient(t, nodes)
-	require.NoError(t, c.Connect(t.Context()))
-	require.Equal(t, []int32{1, 1, 1}, askedTimes(ids), "one question per node")
-	l, err := c.TryLock(t.Context(), "k")
-	require.NoError(t, err)
-	require.NoError(t, l.Unlock(t.Context()))
-	l, err = c.Lock(t.Context(), "k2")
-	require.NoError(t, err)
-	require.NoError(t, l.Unlock(t.Context()))
-	require.NoError(t, c.Connect(t.Context()))
-	require.Equal(t, []int32{1, 1, 1}, askedTimes(ids), "asked again after Connect")
+	synctest.Test(t, func(t *testing.T) {
+		ids, nodes := countedIDNodes(3)
+		c := newClient(t, nodes)
+		require.NoError(t, c.Connect(t.Context()))
+		require.Equal(t, []int32{1, 1, 1}, askedTimes(ids), "one question per node")
+		l, err := c.TryLock(t.Context(), "k")
+		require.NoError(t, err)
+		require.NoError(t, l.Unlock(t.Context()))
+		l, err = c.Lock(t.Context(), "k2")
+		require.NoError(t, err)
+		require.NoError(t, l.Unlock(t.Context()))
+		require.NoError(t, c.Connect(t.Context()))
+		require.Equal(t, []int32{1, 1, 1}, askedTimes(ids), "asked again after Connect")
+	})
 }
 
 // A node that is stalled does not hold Connect up once a quorum answered:
@@ -108,35 +115,39 @@ func TestConnectStalledMinority(t *testing.T) {
 // Too many nodes failed for a quorum: ErrUnavailable with each failed
 // node's *NodeError, at once; the observers heard each failure.
 func TestConnectTooManyFailed(t *testing.T) {
-	ids, nodes := countedIDNodes(3)
-	down := errors.New("connection refused")
-	ids[0].fail, ids[1].fail = down, down
-	rec := &identityCalls{}
-	c := newClient(t, nodes, redlock.WithObserver(rec))
-	err := c.Connect(t.Context())
-	require.ErrorIs(t, err, redlock.ErrUnavailable)
-	require.ErrorIs(t, err, down)
-	var ne *redlock.NodeError
-	require.ErrorAs(t, err, &ne)
-	require.NotErrorIs(t, err, context.Canceled)
-	rec.mu.Lock()
-	defer rec.mu.Unlock()
-	require.Len(t, rec.calls, 2, "the observers heard each failed question before Connect returned")
-	for _, e := range rec.calls {
-		require.ErrorIs(t, e.Err, down)
-	}
+	synctest.Test(t, func(t *testing.T) {
+		ids, nodes := countedIDNodes(3)
+		down := errors.New("connection refused")
+		ids[0].fail, ids[1].fail = down, down
+		rec := &identityCalls{}
+		c := newClient(t, nodes, redlock.WithObserver(rec))
+		err := c.Connect(t.Context())
+		require.ErrorIs(t, err, redlock.ErrUnavailable)
+		require.ErrorIs(t, err, down)
+		var ne *redlock.NodeError
+		require.ErrorAs(t, err, &ne)
+		require.NotErrorIs(t, err, context.Canceled)
+		rec.mu.Lock()
+		defer rec.mu.Unlock()
+		require.Len(t, rec.calls, 2, "the observers heard each failed question before Connect returned")
+		for _, e := range rec.calls {
+			require.ErrorIs(t, e.Err, down)
+		}
+	})
 }
 
 // A node that refuses the question for good (NOPERM) is up: it counts as
 // answered, and the observers hear the refusal.
 func TestConnectRefusedQuestionCountsAsAnswered(t *testing.T) {
-	nodes := []driver.Node{noInfoNode{memory.New()}, noInfoNode{memory.New()}, noInfoNode{memory.New()}}
-	rec := &identityCalls{}
-	c := newClient(t, nodes, redlock.WithObserver(rec))
-	require.NoError(t, c.Connect(t.Context()))
-	rec.mu.Lock()
-	require.Len(t, rec.calls, 3)
-	rec.mu.Unlock()
+	synctest.Test(t, func(t *testing.T) {
+		nodes := []driver.Node{noInfoNode{memory.New()}, noInfoNode{memory.New()}, noInfoNode{memory.New()}}
+		rec := &identityCalls{}
+		c := newClient(t, nodes, redlock.WithObserver(rec))
+		require.NoError(t, c.Connect(t.Context()))
+		rec.mu.Lock()
+		require.Len(t, rec.calls, 3)
+		rec.mu.Unlock()
+	})
 }
 
 // The context's end cuts every question: Connect returns ctx.Err() (not
@@ -164,16 +175,18 @@ func TestConnectContextEnds(t *testing.T) {
 // Two nodes that tell one identity: Connect reports it, and the
 // acquisitions fail with the same error without asking again.
 func TestConnectFindsDuplicate(t *testing.T) {
-	ids, nodes := countedIDNodes(3)
-	ids[2].id = "server0"
-	c := newClient(t, nodes)
-	err := c.Connect(t.Context())
-	require.ErrorContains(t, err, "reach the same server (server0)")
-	require.NotErrorIs(t, err, redlock.ErrUnavailable)
-	_, again := c.TryLock(t.Context(), "k")
-	require.Equal(t, err, again, "the acquisitions' error is Connect's")
-	require.Equal(t, err, c.Connect(t.Context()), "and a later Connect's")
-	require.Equal(t, []int32{1, 1, 1}, askedTimes(ids))
+	synctest.Test(t, func(t *testing.T) {
+		ids, nodes := countedIDNodes(3)
+		ids[2].id = "server0"
+		c := newClient(t, nodes)
+		err := c.Connect(t.Context())
+		require.ErrorContains(t, err, "reach the same server (server0)")
+		require.NotErrorIs(t, err, redlock.ErrUnavailable)
+		_, again := c.TryLock(t.Context(), "k")
+		require.Equal(t, err, again, "the acquisitions' error is Connect's")
+		require.Equal(t, err, c.Connect(t.Context()), "and a later Connect's")
+		require.Equal(t, []int32{1, 1, 1}, askedTimes(ids))
+	})
 }
 
 // Close during Connect cuts its questions: Connect returns ErrClosed, and

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/require"
@@ -37,38 +38,45 @@ func (n sameServer) Identity(context.Context) ([]string, error) { return []strin
 // The errors that TryLock returns as it returns bad input's, since retrying
 // cannot fix them (a fencing counter at its largest value, two nodes that
 // reach one server), include ctx.Err() when the context had ended, as every
-// call's error does; they did not.
+// call's error does; they did not. Each case runs in a bubble
+// (testing/synctest): on the real clock, a machine that stalls the test past
+// the default 200ms node timeout fails the SET (or the identity question)
+// whose answer makes the error the test checks.
 func TestUnretryableErrorsIncludeContextErr(t *testing.T) {
 	t.Run("fence exhausted", func(t *testing.T) {
-		m := memory.New()
-		fk := driver.FenceKey("k")
-		ok, err := m.SetNX(t.Context(), "setter", "v", time.Minute)
-		require.True(t, ok)
-		require.NoError(t, err)
-		ok, err = m.RaiseFence(t.Context(), "setter", "v", fk, math.MaxUint64)
-		require.True(t, ok)
-		require.NoError(t, err)
-		ctx, cancel := context.WithCancel(t.Context())
-		defer cancel()
-		// One node: its call runs on the caller's goroutine, and its reply
-		// is taken before the context is looked at.
-		c, err := redlock.New([]driver.Node{cancelingFencer{m, cancel}}, redlock.WithFencing())
-		require.NoError(t, err)
-		defer c.Close()
-		_, err = c.TryLock(ctx, "k")
-		require.ErrorContains(t, err, "fencing counter")
-		require.ErrorIs(t, err, context.Canceled, "the context ended during the call")
+		synctest.Test(t, func(t *testing.T) {
+			m := memory.New()
+			fk := driver.FenceKey("k")
+			ok, err := m.SetNX(t.Context(), "setter", "v", time.Minute)
+			require.True(t, ok)
+			require.NoError(t, err)
+			ok, err = m.RaiseFence(t.Context(), "setter", "v", fk, math.MaxUint64)
+			require.True(t, ok)
+			require.NoError(t, err)
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			// One node: its call runs on the caller's goroutine, and its reply
+			// is taken before the context is looked at.
+			c, err := redlock.New([]driver.Node{cancelingFencer{m, cancel}}, redlock.WithFencing())
+			require.NoError(t, err)
+			defer c.Close()
+			_, err = c.TryLock(ctx, "k")
+			require.ErrorContains(t, err, "fencing counter")
+			require.ErrorIs(t, err, context.Canceled, "the context ended during the call")
+		})
 	})
 	t.Run("duplicate node", func(t *testing.T) {
-		c, err := redlock.New([]driver.Node{sameServer{memory.New(), "a"}, sameServer{memory.New(), "a"}, sameServer{memory.New(), "b"}})
-		require.NoError(t, err)
-		defer c.Close()
-		_, err = c.TryLock(t.Context(), "k")
-		require.ErrorContains(t, err, "reach the same server")
-		ctx, cancel := context.WithCancel(t.Context())
-		cancel()
-		_, err = c.TryLock(ctx, "k")
-		require.ErrorContains(t, err, "reach the same server")
-		require.ErrorIs(t, err, context.Canceled, "the context had ended")
+		synctest.Test(t, func(t *testing.T) {
+			c, err := redlock.New([]driver.Node{sameServer{memory.New(), "a"}, sameServer{memory.New(), "a"}, sameServer{memory.New(), "b"}})
+			require.NoError(t, err)
+			defer c.Close()
+			_, err = c.TryLock(t.Context(), "k")
+			require.ErrorContains(t, err, "reach the same server")
+			ctx, cancel := context.WithCancel(t.Context())
+			cancel()
+			_, err = c.TryLock(ctx, "k")
+			require.ErrorContains(t, err, "reach the same server")
+			require.ErrorIs(t, err, context.Canceled, "the context had ended")
+		})
 	})
 }
