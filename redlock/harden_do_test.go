@@ -18,53 +18,61 @@ import (
 var errBoom = errors.New("boom")
 
 // Defect 1: when fn panics or calls runtime.Goexit, Do stops extending and
-// releases the lock before the panic goes on, with its original value.
+// releases the lock before the panic goes on, with its original value. Each
+// case runs in a bubble (testing/synctest): on the real clock, a machine that
+// stalls the test past the 200ms node timeout fails the rival's TryLock, or
+// an extension (and Do's lock with it) while fn sleeps.
 func TestDoReleasesOnPanic(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	mem, nodes := memNodes(3)
-	opts := []redlock.Option{redlock.WithTTL(time.Second), redlock.WithNodeTimeout(200 * time.Millisecond), redlock.WithExtendInterval(20 * time.Millisecond)}
-	c, err := redlock.New(nodes, opts...)
-	require.NoError(t, err)
-	defer c.Close()
-	rival, err := redlock.New(nodes, opts...)
-	require.NoError(t, err)
-	defer rival.Close()
-
-	check := func(t *testing.T) {
-		t.Helper()
-		require.Eventually(t, func() bool { return holders(mem, "k") == 0 }, 5*time.Second, time.Millisecond,
-			"Do released the lock on every node")
-		time.Sleep(100 * time.Millisecond) // several extension intervals: nothing extends it again
-		rl, err := rival.TryLock(t.Context(), "k")
-		require.NoError(t, err, "the lock is free after fn's exit")
-		require.NoError(t, rl.Unlock(t.Context()))
+	// inBubble runs do with a Client c whose lock of "k" do leaves in a
+	// panic or a Goexit, then checks that the lock is free.
+	inBubble := func(t *testing.T, do func(t *testing.T, c *redlock.Client)) {
+		synctest.Test(t, func(t *testing.T) {
+			mem, nodes := memNodes(3)
+			opts := []redlock.Option{redlock.WithTTL(time.Second), redlock.WithNodeTimeout(200 * time.Millisecond), redlock.WithExtendInterval(20 * time.Millisecond)}
+			c, err := redlock.New(nodes, opts...)
+			require.NoError(t, err)
+			defer c.Close()
+			rival, err := redlock.New(nodes, opts...)
+			require.NoError(t, err)
+			defer rival.Close()
+			do(t, c)
+			synctest.Wait()
+			require.Zero(t, holders(mem, "k"), "Do released the lock on every node")
+			time.Sleep(100 * time.Millisecond) // several extension intervals: nothing extends it again
+			rl, err := rival.TryLock(t.Context(), "k")
+			require.NoError(t, err, "the lock is free after fn's exit")
+			require.NoError(t, rl.Unlock(t.Context()))
+		})
 	}
 	t.Run("panic", func(t *testing.T) {
-		var got any
-		func() {
-			defer func() { got = recover() }() // as net/http does for a handler
-			_ = c.Do(t.Context(), "k", func(ctx context.Context) error {
-				time.Sleep(50 * time.Millisecond) // extended meanwhile
-				panic(errBoom)
-			})
-		}()
-		require.Equal(t, errBoom, got, "Do re-panics with fn's value")
-		check(t)
+		inBubble(t, func(t *testing.T, c *redlock.Client) {
+			var got any
+			func() {
+				defer func() { got = recover() }() // as net/http does for a handler
+				_ = c.Do(t.Context(), "k", func(ctx context.Context) error {
+					time.Sleep(50 * time.Millisecond) // extended meanwhile
+					panic(errBoom)
+				})
+			}()
+			require.Equal(t, errBoom, got, "Do re-panics with fn's value")
+		})
 	})
 	t.Run("Goexit", func(t *testing.T) {
-		exited := make(chan struct{})
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-		defer cancel()
-		go func() {
-			defer close(exited)
-			_ = c.Do(ctx, "k", func(ctx context.Context) error {
-				time.Sleep(50 * time.Millisecond)
-				runtime.Goexit()
-				return nil
-			})
-		}()
-		<-exited
-		check(t)
+		inBubble(t, func(t *testing.T, c *redlock.Client) {
+			exited := make(chan struct{})
+			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			defer cancel()
+			go func() {
+				defer close(exited)
+				_ = c.Do(ctx, "k", func(ctx context.Context) error {
+					time.Sleep(50 * time.Millisecond)
+					runtime.Goexit()
+					return nil
+				})
+			}()
+			<-exited
+		})
 	})
 }
 

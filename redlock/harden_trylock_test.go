@@ -19,39 +19,45 @@ import (
 )
 
 // Defect 13: concurrent TryLocks of one free key in one Client never all
-// lose to a split vote: exactly one of them wins.
+// lose to a split vote: exactly one of them wins. In a bubble
+// (testing/synctest): on the real clock, a machine that stalls the test past
+// the default 200ms node timeout fails every TryLock of a round, and the
+// Unlock of its winner.
 func TestConcurrentTryLocksOneWins(t *testing.T) {
-	mem, nodes := memNodes(5)
-	for _, m := range mem {
-		m.SetLatency(time.Millisecond) // calls land on each node in their own order
-	}
-	c := newClient(t, nodes)
-	for round := range 10 {
-		var (
-			wg    sync.WaitGroup
-			start = make(chan struct{})
-			mu    sync.Mutex
-			won   []*redlock.Lock
-		)
-		for range 50 {
-			wg.Go(func() {
-				<-start
-				l, err := c.TryLock(t.Context(), "k")
-				if err != nil {
-					assert.ErrorIs(t, err, redlock.ErrNotObtained)
-					return
-				}
-				mu.Lock()
-				won = append(won, l)
-				mu.Unlock()
-			})
+	synctest.Test(t, func(t *testing.T) {
+		mem, nodes := memNodes(5)
+		for _, m := range mem {
+			m.SetLatency(time.Millisecond) // calls land on each node in their own order
 		}
-		close(start)
-		wg.Wait()
-		require.Len(t, won, 1, "round %d: winners of 50 concurrent TryLocks of a free key", round)
-		require.NoError(t, won[0].Unlock(t.Context()))
-		require.Eventually(t, func() bool { return holders(mem, "k") == 0 }, 5*time.Second, time.Millisecond)
-	}
+		c := newClient(t, nodes)
+		for round := range 10 {
+			var (
+				wg    sync.WaitGroup
+				start = make(chan struct{})
+				mu    sync.Mutex
+				won   []*redlock.Lock
+			)
+			for range 50 {
+				wg.Go(func() {
+					<-start
+					l, err := c.TryLock(t.Context(), "k")
+					if err != nil {
+						assert.ErrorIs(t, err, redlock.ErrNotObtained)
+						return
+					}
+					mu.Lock()
+					won = append(won, l)
+					mu.Unlock()
+				})
+			}
+			close(start)
+			wg.Wait()
+			require.Len(t, won, 1, "round %d: winners of 50 concurrent TryLocks of a free key", round)
+			require.NoError(t, won[0].Unlock(t.Context()))
+			synctest.Wait()
+			require.Zero(t, holders(mem, "k"))
+		}
+	})
 }
 
 // Defects 11 and 12: the releases of a failed attempt are repeated in the
@@ -167,36 +173,40 @@ func (c countRelease) EvalRelease(ctx context.Context, key, value string) (bool,
 
 // The repeated releases of many failed attempts cost one call per node timeout
 // to a node that does not answer, not one per attempt: they wait in one queue
-// per node.
+// per node. In a bubble (testing/synctest): the releases are counted over a
+// window of the bubble's clock, which a machine that stalls the test cannot
+// stretch or shrink.
 func TestRepeatedReleasesShareANode(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	const nodeTimeout = 50 * time.Millisecond
-	mem, _ := memNodes(5)
-	var calls atomic.Int64
-	nodes := make([]driver.Node, len(mem))
-	for i, m := range mem {
-		nodes[i] = opaque{m}
-	}
-	nodes[0] = countRelease{mem[0], &calls}
-	for _, m := range mem[:3] {
-		m.SetDown(true) // fails at once: the releases never get an answer
-	}
-	c, err := redlock.New(nodes, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(nodeTimeout))
-	require.NoError(t, err)
-	const attempts = 200
-	for i := range attempts {
-		_, err := c.TryLock(t.Context(), fmt.Sprint("k", i))
-		require.ErrorIs(t, err, redlock.ErrNotObtained)
-	}
-	calls.Store(0)
-	const window = 10 * nodeTimeout
-	time.Sleep(window)
-	n := calls.Load()
-	t.Logf("%d releases reached the down node in %v, for %d failed attempts", n, window, attempts)
-	assert.LessOrEqual(t, n, int64(window/nodeTimeout)+5, "one release per node timeout while the node does not answer")
-	assert.Positive(t, n, "the releases are still repeated")
-	for _, m := range mem[:3] {
-		m.SetDown(false)
-	}
-	require.NoError(t, c.Close())
+	synctest.Test(t, func(t *testing.T) {
+		const nodeTimeout = 50 * time.Millisecond
+		mem, _ := memNodes(5)
+		var calls atomic.Int64
+		nodes := make([]driver.Node, len(mem))
+		for i, m := range mem {
+			nodes[i] = opaque{m}
+		}
+		nodes[0] = countRelease{mem[0], &calls}
+		for _, m := range mem[:3] {
+			m.SetDown(true) // fails at once: the releases never get an answer
+		}
+		c, err := redlock.New(nodes, redlock.WithTTL(time.Minute), redlock.WithNodeTimeout(nodeTimeout))
+		require.NoError(t, err)
+		const attempts = 200
+		for i := range attempts {
+			_, err := c.TryLock(t.Context(), fmt.Sprint("k", i))
+			require.ErrorIs(t, err, redlock.ErrNotObtained)
+		}
+		calls.Store(0)
+		const window = 10 * nodeTimeout
+		time.Sleep(window)
+		n := calls.Load()
+		t.Logf("%d releases reached the down node in %v, for %d failed attempts", n, window, attempts)
+		assert.LessOrEqual(t, n, int64(window/nodeTimeout)+5, "one release per node timeout while the node does not answer")
+		assert.Positive(t, n, "the releases are still repeated")
+		for _, m := range mem[:3] {
+			m.SetDown(false)
+		}
+		require.NoError(t, c.Close())
+	})
 }
