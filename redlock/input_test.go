@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -26,10 +27,13 @@ func TestRegistry(t *testing.T) {
 	_, err := redlock.Open("nope", []string{"a"})
 	require.EqualError(t, err, `redlock: unknown driver "nope" (forgotten import?)`)
 
-	c, err := redlock.Open("memory", []string{"registry-a", "registry-b", "registry-c"})
+	// liveNodeTimeout: with the default 200ms, on the real clock, a machine
+	// that stalls the test that long fails the TryLock. Not in a bubble:
+	// the stores opened by address are the process's.
+	c, err := redlock.Open("memory", []string{"registry-a", "registry-b", "registry-c"}, redlock.WithNodeTimeout(liveNodeTimeout))
 	require.NoError(t, err)
 	defer c.Close()
-	c2, err := redlock.Open("memory", []string{"registry-a", "registry-b", "registry-c"})
+	c2, err := redlock.Open("memory", []string{"registry-a", "registry-b", "registry-c"}, redlock.WithNodeTimeout(liveNodeTimeout))
 	require.NoError(t, err)
 	defer c2.Close()
 	l, err := c.TryLock(t.Context(), "k")
@@ -114,63 +118,78 @@ func TestNodeTimeout(t *testing.T) {
 	}
 }
 
+// In a bubble (testing/synctest): on the real clock, a machine that stalls
+// the test past the default 200ms node timeout fails the acquisition (or the
+// release) the test needs.
 func TestDefaults(t *testing.T) {
-	c := newClient(t, []driver.Node{memory.New()})
-	assert.Equal(t, redlock.DefaultTTL, c.TTL())
-	assert.Equal(t, redlock.MaxNodeTimeout, c.NodeTimeout(), "TTL/10, at most MaxNodeTimeout")
-	assert.Equal(t, 1, c.Quorum())
-	before := time.Now()
-	l, err := c.TryLock(t.Context(), "k")
-	require.NoError(t, err)
-	after := time.Now()
-	const want = 10*time.Second - 100*time.Millisecond - 2*time.Millisecond // ttl - (ttl*0.01 + 2ms)
-	assert.GreaterOrEqual(t, l.Until().Sub(before), want, "the validity is counted from the start of the attempt")
-	assert.LessOrEqual(t, l.Until().Sub(after), want)
+	synctest.Test(t, func(t *testing.T) {
+		c := newClient(t, []driver.Node{memory.New()})
+		assert.Equal(t, redlock.DefaultTTL, c.TTL())
+		assert.Equal(t, redlock.MaxNodeTimeout, c.NodeTimeout(), "TTL/10, at most MaxNodeTimeout")
+		assert.Equal(t, 1, c.Quorum())
+		before := time.Now()
+		l, err := c.TryLock(t.Context(), "k")
+		require.NoError(t, err)
+		after := time.Now()
+		const want = 10*time.Second - 100*time.Millisecond - 2*time.Millisecond // ttl - (ttl*0.01 + 2ms)
+		assert.GreaterOrEqual(t, l.Until().Sub(before), want, "the validity is counted from the start of the attempt")
+		assert.LessOrEqual(t, l.Until().Sub(after), want)
+	})
 }
 
+// In a bubble (testing/synctest): on the real clock, a machine that stalls
+// the test past the default 200ms node timeout fails the acquisition (or the
+// release) the test needs.
 func TestKeyPrefix(t *testing.T) {
-	mem, nodes := memNodes(3)
-	c := newClient(t, nodes, redlock.WithKeyPrefix("lock:"), redlock.WithFencing())
-	l, err := c.TryLock(t.Context(), "orders")
-	require.NoError(t, err)
-	assert.Equal(t, "orders", l.Key(), "Key is the name the caller gave")
-	require.Eventually(t, func() bool { return holders(mem, "lock:orders") == 3 }, 5*time.Second, time.Millisecond)
-	assert.Equal(t, 0, holders(mem, "orders"))
-	// TryLock returns once the token is written to a quorum; the third
-	// node's write may still be on its way, or refused there if it came
-	// before that node's SET. mem[0] may be that node.
-	fenced := 0
-	for _, m := range mem {
-		if m.Fence(driver.FenceKey("lock:orders")) == 1 {
-			fenced++
+	synctest.Test(t, func(t *testing.T) {
+		mem, nodes := memNodes(3)
+		c := newClient(t, nodes, redlock.WithKeyPrefix("lock:"), redlock.WithFencing())
+		l, err := c.TryLock(t.Context(), "orders")
+		require.NoError(t, err)
+		assert.Equal(t, "orders", l.Key(), "Key is the name the caller gave")
+		require.Eventually(t, func() bool { return holders(mem, "lock:orders") == 3 }, 5*time.Second, time.Millisecond)
+		assert.Equal(t, 0, holders(mem, "orders"))
+		// TryLock returns once the token is written to a quorum; the third
+		// node's write may still be on its way, or refused there if it came
+		// before that node's SET. mem[0] may be that node.
+		fenced := 0
+		for _, m := range mem {
+			if m.Fence(driver.FenceKey("lock:orders")) == 1 {
+				fenced++
+			}
+			if driver.FenceKey("orders") != driver.FenceKey("lock:orders") {
+				assert.Zero(t, m.Fence(driver.FenceKey("orders")), "no counter outside the prefix")
+			}
 		}
-		if driver.FenceKey("orders") != driver.FenceKey("lock:orders") {
-			assert.Zero(t, m.Fence(driver.FenceKey("orders")), "no counter outside the prefix")
-		}
-	}
-	assert.GreaterOrEqual(t, fenced, 2, "the fencing counter is that of the prefixed key, on a quorum")
-	require.NoError(t, l.Unlock(t.Context()))
+		assert.GreaterOrEqual(t, fenced, 2, "the fencing counter is that of the prefixed key, on a quorum")
+		require.NoError(t, l.Unlock(t.Context()))
 
-	_, err = c.TryLock(t.Context(), strings.Repeat("k", redlock.MaxKeyLen-len("lock:")+1))
-	require.ErrorContains(t, err, "with the prefix")
+		_, err = c.TryLock(t.Context(), strings.Repeat("k", redlock.MaxKeyLen-len("lock:")+1))
+		require.ErrorContains(t, err, "with the prefix")
+	})
 }
 
+// In a bubble (testing/synctest): on the real clock, a machine that stalls
+// the test past the default 200ms node timeout fails the acquisition (or the
+// release) the test needs.
 func TestLimits(t *testing.T) {
-	many := make([]driver.Node, redlock.MaxNodes+1)
-	for i := range many {
-		many[i] = memory.New()
-	}
-	_, err := redlock.New(many)
-	require.ErrorContains(t, err, "more than 64")
-	_, err = redlock.New(many[:3], redlock.WithTTL(redlock.MaxTTL+time.Second))
-	require.ErrorContains(t, err, "longer than 24h0m0s")
-	_, err = redlock.New(many[:3], redlock.WithKeyPrefix(strings.Repeat("p", redlock.MaxKeyLen)))
-	require.ErrorContains(t, err, "leaves no room")
-	c := newClient(t, many[:3])
-	l, err := c.TryLock(t.Context(), "k")
-	require.NoError(t, err)
-	require.ErrorContains(t, l.Extend(t.Context(), redlock.MaxTTL+time.Second), "longer than 24h0m0s")
-	require.NoError(t, l.Unlock(t.Context()))
+	synctest.Test(t, func(t *testing.T) {
+		many := make([]driver.Node, redlock.MaxNodes+1)
+		for i := range many {
+			many[i] = memory.New()
+		}
+		_, err := redlock.New(many)
+		require.ErrorContains(t, err, "more than 64")
+		_, err = redlock.New(many[:3], redlock.WithTTL(redlock.MaxTTL+time.Second))
+		require.ErrorContains(t, err, "longer than 24h0m0s")
+		_, err = redlock.New(many[:3], redlock.WithKeyPrefix(strings.Repeat("p", redlock.MaxKeyLen)))
+		require.ErrorContains(t, err, "leaves no room")
+		c := newClient(t, many[:3])
+		l, err := c.TryLock(t.Context(), "k")
+		require.NoError(t, err)
+		require.ErrorContains(t, l.Extend(t.Context(), redlock.MaxTTL+time.Second), "longer than 24h0m0s")
+		require.NoError(t, l.Unlock(t.Context()))
+	})
 }
 
 // FuzzInput feeds arbitrary options and keys to New and TryLock: the result is

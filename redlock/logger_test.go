@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -166,60 +167,70 @@ func TestLoggerInfoLevel(t *testing.T) {
 // A waiter woken by a release is logged at Debug, with its key, as
 // "redlock: woken to try again" (a wake may also come from the end of
 // another attempt of its Client: the message claims no cause).
+// In a bubble (testing/synctest): on the real clock, a machine that stalls
+// the test past the default 200ms node timeout fails the acquisition (or the
+// release) the test needs.
 func TestLoggerWake(t *testing.T) {
-	var out syncBuffer
-	logger := slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	_, nodes := memNodes(3)
-	holder := newClient(t, nodes)
-	waiter := newClient(t, nodes, redlock.WithLogger(logger), redlock.WithBackoff(redlock.ConstantBackoff(time.Minute)))
-	held, err := holder.TryLock(t.Context(), "woken")
-	require.NoError(t, err)
-	got := make(chan error, 1)
-	go func() {
-		l, err := waiter.Lock(t.Context(), "woken")
-		if err == nil {
-			err = l.Unlock(t.Context())
-		}
-		got <- err
-	}()
-	// Its first attempt, then the one after it subscribed: it waits.
-	require.Eventually(t, func() bool { return strings.Count(out.String(), `"msg":"redlock: attempt"`) >= 2 },
-		5*time.Second, time.Millisecond, "the waiter did not make its first two attempts")
-	time.Sleep(50 * time.Millisecond)
-	require.NoError(t, held.Unlock(t.Context()))
-	select {
-	case err := <-got:
+	synctest.Test(t, func(t *testing.T) {
+		var out syncBuffer
+		logger := slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))
+		_, nodes := memNodes(3)
+		holder := newClient(t, nodes)
+		waiter := newClient(t, nodes, redlock.WithLogger(logger), redlock.WithBackoff(redlock.ConstantBackoff(time.Minute)))
+		held, err := holder.TryLock(t.Context(), "woken")
 		require.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("the waiter was not woken by the release")
-	}
-	var wake map[string]any
-	for line := range strings.SplitSeq(strings.TrimSpace(out.String()), "\n") {
-		var rec map[string]any
-		require.NoError(t, json.Unmarshal([]byte(line), &rec))
-		if rec["msg"] == "redlock: woken to try again" {
-			wake = rec
+		got := make(chan error, 1)
+		go func() {
+			l, err := waiter.Lock(t.Context(), "woken")
+			if err == nil {
+				err = l.Unlock(t.Context())
+			}
+			got <- err
+		}()
+		// Its first attempt, then the one after it subscribed: it waits.
+		require.Eventually(t, func() bool { return strings.Count(out.String(), `"msg":"redlock: attempt"`) >= 2 },
+			5*time.Second, time.Millisecond, "the waiter did not make its first two attempts")
+		time.Sleep(50 * time.Millisecond)
+		require.NoError(t, held.Unlock(t.Context()))
+		select {
+		case err := <-got:
+			require.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("the waiter was not woken by the release")
 		}
-	}
-	require.NotNil(t, wake, "no wake record in:\n%s", out.String())
-	require.Equal(t, "DEBUG", wake["level"])
-	require.Equal(t, "woken", wake["key"])
+		var wake map[string]any
+		for line := range strings.SplitSeq(strings.TrimSpace(out.String()), "\n") {
+			var rec map[string]any
+			require.NoError(t, json.Unmarshal([]byte(line), &rec))
+			if rec["msg"] == "redlock: woken to try again" {
+				wake = rec
+			}
+		}
+		require.NotNil(t, wake, "no wake record in:\n%s", out.String())
+		require.Equal(t, "DEBUG", wake["level"])
+		require.Equal(t, "woken", wake["key"])
+	})
 }
 
 // A node that refuses for good to tell which server it is (INFO for an ACL
 // user without +info) is a warning: the check that no two addresses are one
 // server takes it as distinct, and one server would count twice, unseen. It
 // was not logged at all, at any level.
+// In a bubble (testing/synctest): on the real clock, a machine that stalls
+// the test past the default 200ms node timeout fails the acquisition (or the
+// release) the test needs.
 func TestLoggerIdentityRefused(t *testing.T) {
-	var out syncBuffer
-	logger := slog.New(slog.NewTextHandler(&out, nil))
-	nodes := []driver.Node{noInfoNode{memory.New()}, noInfoNode{memory.New()}, noInfoNode{memory.New()}}
-	c, err := redlock.New(nodes, redlock.WithLogger(logger))
-	require.NoError(t, err)
-	defer c.Close()
-	l, err := c.TryLock(t.Context(), "k")
-	require.NoError(t, err)
-	require.NoError(t, l.Unlock(t.Context()))
-	assert.Equal(t, len(nodes), strings.Count(out.String(), `level=WARN msg="redlock: node does not tell which server it is"`), out.String())
-	assert.Contains(t, out.String(), "NOPERM")
+	synctest.Test(t, func(t *testing.T) {
+		var out syncBuffer
+		logger := slog.New(slog.NewTextHandler(&out, nil))
+		nodes := []driver.Node{noInfoNode{memory.New()}, noInfoNode{memory.New()}, noInfoNode{memory.New()}}
+		c, err := redlock.New(nodes, redlock.WithLogger(logger))
+		require.NoError(t, err)
+		defer c.Close()
+		l, err := c.TryLock(t.Context(), "k")
+		require.NoError(t, err)
+		require.NoError(t, l.Unlock(t.Context()))
+		assert.Equal(t, len(nodes), strings.Count(out.String(), `level=WARN msg="redlock: node does not tell which server it is"`), out.String())
+		assert.Contains(t, out.String(), "NOPERM")
+	})
 }

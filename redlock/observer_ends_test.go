@@ -61,6 +61,9 @@ func (panicAttemptStartObs) Attempt(context.Context, redlock.AttemptStart) (cont
 // A Do that does not return (its function panics or calls runtime.Goexit,
 // or another observer panics in its Lock's end or its Unlock's start) has
 // its end reported all the same, once, after its lock is released.
+// In a bubble (testing/synctest): on the real clock, a machine that stalls
+// the test past the default 200ms node timeout fails the acquisition (or the
+// release) the test needs.
 func TestDoEndReportedWhenDoDoesNotReturn(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
@@ -73,28 +76,30 @@ func TestDoEndReportedWhenDoDoesNotReturn(t *testing.T) {
 		{"Unlock's start panics", panicUnlockStartObs{}, func(context.Context) error { return nil }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			mem, nodes := memNodes(3)
-			r := &recorder{id: "r"}
-			opts := []redlock.Option{redlock.WithObserver(r)}
-			if tc.other != nil {
-				opts = append(opts, redlock.WithObserver(tc.other))
-			}
-			c := newClient(t, nodes, opts...)
-			done := make(chan struct{})
-			go func() {
-				defer close(done)
-				defer func() { _ = recover() }()
-				_ = c.Do(t.Context(), "k", tc.fn)
-			}()
-			<-done
-			assert.Equal(t, 1, r.count("start /do"))
-			assert.Equal(t, 1, r.count("end /do"), "the Do's end, once: %v", r.snapshot())
-			dos := r.dosDone()
-			require.Len(t, dos, 1)
-			assert.Error(t, dos[0].Err, "a Do that did not return has an error")
-			assert.False(t, dos[0].Lost)
-			assert.Equal(t, "k", dos[0].Key)
-			assert.Eventually(t, func() bool { return holders(mem, "k") == 0 }, 5*time.Second, time.Millisecond, "the lock is released")
+			synctest.Test(t, func(t *testing.T) {
+				mem, nodes := memNodes(3)
+				r := &recorder{id: "r"}
+				opts := []redlock.Option{redlock.WithObserver(r)}
+				if tc.other != nil {
+					opts = append(opts, redlock.WithObserver(tc.other))
+				}
+				c := newClient(t, nodes, opts...)
+				done := make(chan struct{})
+				go func() {
+					defer close(done)
+					defer func() { _ = recover() }()
+					_ = c.Do(t.Context(), "k", tc.fn)
+				}()
+				<-done
+				assert.Equal(t, 1, r.count("start /do"))
+				assert.Equal(t, 1, r.count("end /do"), "the Do's end, once: %v", r.snapshot())
+				dos := r.dosDone()
+				require.Len(t, dos, 1)
+				assert.Error(t, dos[0].Err, "a Do that did not return has an error")
+				assert.False(t, dos[0].Lost)
+				assert.Equal(t, "k", dos[0].Key)
+				assert.Eventually(t, func() bool { return holders(mem, "k") == 0 }, 5*time.Second, time.Millisecond, "the lock is released")
+			})
 		})
 	}
 }
@@ -264,49 +269,59 @@ func (panicLockEndEvent) LockEnd(context.Context, redlock.LockEnd) { panic("brok
 
 // Another observer's LockEnd that panics in Unlock or Extend, on the caller's
 // goroutine, leaves no Unlock or Extend start without its end.
+// In a bubble (testing/synctest): on the real clock, a machine that stalls
+// the test past the default 200ms node timeout fails the acquisition (or the
+// release) the test needs.
 func TestLockEndPanicEndsUnlockAndExtend(t *testing.T) {
 	for _, op := range []string{"unlock", "extend"} {
 		t.Run(op, func(t *testing.T) {
-			mem, nodes := memNodes(3)
-			r := &recorder{id: "r"}
-			c := newClient(t, nodes, redlock.WithObserver(r), redlock.WithObserver(panicLockEndEvent{}))
-			l, err := c.TryLock(t.Context(), "k")
-			require.NoError(t, err)
-			var pv any
-			func() {
-				defer func() { pv = recover() }()
-				if op == "unlock" {
-					_ = l.Unlock(t.Context())
-					return
-				}
-				for _, m := range mem {
-					m.Delete("k") // the Extend finds the lock lost: a LockEnd
-				}
-				_ = l.Extend(t.Context(), time.Second)
-			}()
-			assert.Equal(t, "broken LockEnd", pv)
-			assert.Equal(t, 1, r.count("end /"+op), "%v", r.snapshot())
+			synctest.Test(t, func(t *testing.T) {
+				mem, nodes := memNodes(3)
+				r := &recorder{id: "r"}
+				c := newClient(t, nodes, redlock.WithObserver(r), redlock.WithObserver(panicLockEndEvent{}))
+				l, err := c.TryLock(t.Context(), "k")
+				require.NoError(t, err)
+				var pv any
+				func() {
+					defer func() { pv = recover() }()
+					if op == "unlock" {
+						_ = l.Unlock(t.Context())
+						return
+					}
+					for _, m := range mem {
+						m.Delete("k") // the Extend finds the lock lost: a LockEnd
+					}
+					_ = l.Extend(t.Context(), time.Second)
+				}()
+				assert.Equal(t, "broken LockEnd", pv)
+				assert.Equal(t, 1, r.count("end /"+op), "%v", r.snapshot())
+			})
 		})
 	}
 }
 
 // An Extend after the holder's own Unlock says so (ErrAlreadyUnlocked,
 // beside ErrLockLost, as TTL), and the logger does not warn of it.
+// In a bubble (testing/synctest): on the real clock, a machine that stalls
+// the test past the default 200ms node timeout fails the acquisition (or the
+// release) the test needs.
 func TestExtendAfterUnlock(t *testing.T) {
-	_, nodes := memNodes(3)
-	var buf bytes.Buffer
-	var mu sync.Mutex
-	lg := slog.New(slog.NewTextHandler(&syncWriter{w: &buf, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	c := newClient(t, nodes, redlock.WithLogger(lg))
-	l, err := c.TryLock(t.Context(), "k")
-	require.NoError(t, err)
-	require.NoError(t, l.Unlock(t.Context()))
-	err = l.Extend(t.Context(), time.Second)
-	assert.ErrorIs(t, err, redlock.ErrAlreadyUnlocked)
-	assert.ErrorIs(t, err, redlock.ErrLockLost)
-	mu.Lock()
-	defer mu.Unlock()
-	assert.Empty(t, buf.String(), "no warning for an Extend after the holder's Unlock")
+	synctest.Test(t, func(t *testing.T) {
+		_, nodes := memNodes(3)
+		var buf bytes.Buffer
+		var mu sync.Mutex
+		lg := slog.New(slog.NewTextHandler(&syncWriter{w: &buf, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		c := newClient(t, nodes, redlock.WithLogger(lg))
+		l, err := c.TryLock(t.Context(), "k")
+		require.NoError(t, err)
+		require.NoError(t, l.Unlock(t.Context()))
+		err = l.Extend(t.Context(), time.Second)
+		assert.ErrorIs(t, err, redlock.ErrAlreadyUnlocked)
+		assert.ErrorIs(t, err, redlock.ErrLockLost)
+		mu.Lock()
+		defer mu.Unlock()
+		assert.Empty(t, buf.String(), "no warning for an Extend after the holder's Unlock")
+	})
 }
 
 // syncWriter serializes writes to w.
@@ -410,18 +425,23 @@ func TestKeeperNodeCallDuration(t *testing.T) {
 
 // An Extend whose context had ended (a deadline passed) sent nothing and
 // changed nothing: the logger does not warn of it.
+// In a bubble (testing/synctest): on the real clock, a machine that stalls
+// the test past the default 200ms node timeout fails the acquisition (or the
+// release) the test needs.
 func TestExtendNotSentIsNotWarned(t *testing.T) {
-	_, nodes := memNodes(3)
-	var buf bytes.Buffer
-	var mu sync.Mutex
-	lg := slog.New(slog.NewTextHandler(&syncWriter{w: &buf, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	c := newClient(t, nodes, redlock.WithLogger(lg))
-	l, err := c.TryLock(t.Context(), "k")
-	require.NoError(t, err)
-	ended, cancel := context.WithDeadline(t.Context(), time.Now().Add(-time.Second))
-	defer cancel()
-	require.ErrorIs(t, l.Extend(ended, time.Second), context.DeadlineExceeded)
-	mu.Lock()
-	defer mu.Unlock()
-	assert.Empty(t, buf.String())
+	synctest.Test(t, func(t *testing.T) {
+		_, nodes := memNodes(3)
+		var buf bytes.Buffer
+		var mu sync.Mutex
+		lg := slog.New(slog.NewTextHandler(&syncWriter{w: &buf, mu: &mu}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+		c := newClient(t, nodes, redlock.WithLogger(lg))
+		l, err := c.TryLock(t.Context(), "k")
+		require.NoError(t, err)
+		ended, cancel := context.WithDeadline(t.Context(), time.Now().Add(-time.Second))
+		defer cancel()
+		require.ErrorIs(t, l.Extend(ended, time.Second), context.DeadlineExceeded)
+		mu.Lock()
+		defer mu.Unlock()
+		assert.Empty(t, buf.String())
+	})
 }

@@ -111,71 +111,76 @@ func TestDoObserverPanicReachesCaller(t *testing.T) {
 // on stalled nodes, Do's first attempts on workers among them) and while
 // others wait for a busy key: each returns
 // ErrClosed once the attempts in flight give their slots back, fn never
-// runs, and no goroutine is left.
+// runs, and no goroutine is left. In a bubble (testing/synctest): on the
+// real clock, a machine that stalls the test past the 200ms node timeout
+// fails the TryLock of "busy", and the sleeps that let the calls take their
+// slots, then queue, before Close are only as long as the machine allows.
 func TestCloseWhileDoQueued(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
-	mem, nodes := memNodes(3)
-	const nodeTimeout = 200 * time.Millisecond
-	c, err := redlock.New(nodes, redlock.WithNodeTimeout(nodeTimeout))
-	require.NoError(t, err)
-	busy, err := c.TryLock(t.Context(), "busy")
-	require.NoError(t, err)
-	_ = busy // expires with its TTL
-	for _, m := range mem {
-		m.SetStalled(true)
-		defer m.SetStalled(false)
-	}
-	var (
-		wg    sync.WaitGroup
-		ran   atomic.Int32
-		herrs = make([]error, 512)
-	)
-	for i := range herrs {
-		if i%2 == 0 {
-			wg.Go(func() { _, _ = c.TryLock(t.Context(), fmt.Sprint("hold", i)) })
-			continue
+	synctest.Test(t, func(t *testing.T) {
+		mem, nodes := memNodes(3)
+		const nodeTimeout = 200 * time.Millisecond
+		c, err := redlock.New(nodes, redlock.WithNodeTimeout(nodeTimeout))
+		require.NoError(t, err)
+		busy, err := c.TryLock(t.Context(), "busy")
+		require.NoError(t, err)
+		_ = busy // expires with its TTL
+		for _, m := range mem {
+			m.SetStalled(true)
+			defer m.SetStalled(false)
 		}
-		wg.Go(func() { // its first attempt, on a worker, holds a slot
-			herrs[i] = c.Do(t.Context(), fmt.Sprint("hold", i), func(context.Context) error {
-				ran.Add(1)
-				return nil
-			})
-		})
-	}
-	time.Sleep(nodeTimeout / 4) // they hold the slots
-	errs := make([]error, 300)
-	for i := range errs {
-		key := fmt.Sprint("queued", i)
-		if i%3 == 0 {
-			key = "busy"
-		}
-		wg.Go(func() {
-			ctx := t.Context()
+		var (
+			wg    sync.WaitGroup
+			ran   atomic.Int32
+			herrs = make([]error, 512)
+		)
+		for i := range herrs {
 			if i%2 == 0 {
-				ctx = context.Background() // nothing but Close ends its wait
+				wg.Go(func() { _, _ = c.TryLock(t.Context(), fmt.Sprint("hold", i)) })
+				continue
 			}
-			errs[i] = c.Do(ctx, key, func(context.Context) error {
-				ran.Add(1)
-				return nil
+			wg.Go(func() { // its first attempt, on a worker, holds a slot
+				herrs[i] = c.Do(t.Context(), fmt.Sprint("hold", i), func(context.Context) error {
+					ran.Add(1)
+					return nil
+				})
 			})
-		})
-	}
-	time.Sleep(nodeTimeout / 4)
-	require.NoError(t, c.Close())
-	done := make(chan struct{})
-	go func() { wg.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		t.Fatal("Do's still wait 30s after Close")
-	}
-	require.Zero(t, ran.Load(), "no fn ran")
-	for i, err := range errs {
-		require.ErrorIs(t, err, redlock.ErrClosed, "Do %d", i)
-	}
-	for i := 1; i < len(herrs); i += 2 {
-		require.ErrorIs(t, herrs[i], redlock.ErrClosed, "Do %d, whose first attempt ran at Close", i)
-	}
+		}
+		time.Sleep(nodeTimeout / 4) // they hold the slots
+		errs := make([]error, 300)
+		for i := range errs {
+			key := fmt.Sprint("queued", i)
+			if i%3 == 0 {
+				key = "busy"
+			}
+			wg.Go(func() {
+				ctx := t.Context()
+				if i%2 == 0 {
+					ctx = context.Background() // nothing but Close ends its wait
+				}
+				errs[i] = c.Do(ctx, key, func(context.Context) error {
+					ran.Add(1)
+					return nil
+				})
+			})
+		}
+		time.Sleep(nodeTimeout / 4)
+		require.NoError(t, c.Close())
+		done := make(chan struct{})
+		go func() { wg.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("Do's still wait 30s after Close")
+		}
+		require.Zero(t, ran.Load(), "no fn ran")
+		for i, err := range errs {
+			require.ErrorIs(t, err, redlock.ErrClosed, "Do %d", i)
+		}
+		for i := 1; i < len(herrs); i += 2 {
+			require.ErrorIs(t, herrs[i], redlock.ErrClosed, "Do %d, whose first attempt ran at Close", i)
+		}
+	})
 }
 
 // Do's and TryLocks queued for a slot whose context ends at the very instant

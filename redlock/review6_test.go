@@ -125,15 +125,20 @@ func TestFailedExtendDoesNotCapItsOwnTTL(t *testing.T) {
 	})
 }
 
+// TTL with a nil context is an error, not a panic. In a bubble
+// (testing/synctest): on the real clock, a machine that stalls the test past
+// the default 200ms node timeout fails the TryLock.
 func TestTTLNilContextIsAnError(t *testing.T) {
-	_, nodes := memNodes(3)
-	c := newClient(t, nodes)
-	l, err := c.TryLock(t.Context(), "k")
-	require.NoError(t, err)
-	defer l.Unlock(t.Context())
-	var nilCtx context.Context
-	require.NotPanics(t, func() { _, err = l.TTL(nilCtx) })
-	require.ErrorContains(t, err, "nil context")
+	synctest.Test(t, func(t *testing.T) {
+		_, nodes := memNodes(3)
+		c := newClient(t, nodes)
+		l, err := c.TryLock(t.Context(), "k")
+		require.NoError(t, err)
+		defer l.Unlock(t.Context())
+		var nilCtx context.Context
+		require.NotPanics(t, func() { _, err = l.TTL(nilCtx) })
+		require.ErrorContains(t, err, "nil context")
+	})
 }
 
 // grantPanics is an observer whose end of a granted attempt, or of a Lock
@@ -168,6 +173,9 @@ func (o grantPanics) Lock(ctx context.Context, _ redlock.LockStart) (context.Con
 // An observer's end that panics after a grant, before the lock reaches its
 // holder, does not leave the lock held: it is released, and the panic goes
 // on to the caller.
+// In a bubble (testing/synctest): on the real clock, a machine that stalls
+// the test past the default 200ms node timeout fails the acquisition (or the
+// release) the test needs.
 func TestObserverPanicAfterGrantReleases(t *testing.T) {
 	calls := map[string]func(context.Context, *redlock.Client) error{
 		"TryLock": func(ctx context.Context, c *redlock.Client) error { _, err := c.TryLock(ctx, "k"); return err },
@@ -182,21 +190,23 @@ func TestObserverPanicAfterGrantReleases(t *testing.T) {
 				continue // TryLock reports no Lock
 			}
 			t.Run(fmt.Sprintf("%s/attempt=%v", name, attempt), func(t *testing.T) {
-				mem, nodes := memNodes(3)
-				c := newClient(t, nodes, redlock.WithTTL(10*time.Second), redlock.WithObserver(grantPanics{attempt: attempt}))
-				var recovered any
-				func() {
-					defer func() { recovered = recover() }()
-					call(t.Context(), c)
-				}()
-				require.Equal(t, "observer bug", recovered, "the observer's panic goes on to the caller")
-				require.Eventually(t, func() bool { return holders(mem, "k") == 0 }, 5*time.Second, time.Millisecond,
-					"the key is still held on %d nodes", holders(mem, "k"))
-				// And the key is free for the next holder.
-				c2 := newClient(t, []driver.Node{sameStore{mem[0]}, sameStore{mem[1]}, sameStore{mem[2]}})
-				l, err := c2.TryLock(t.Context(), "k")
-				require.NoError(t, err)
-				l.Unlock(t.Context())
+				synctest.Test(t, func(t *testing.T) {
+					mem, nodes := memNodes(3)
+					c := newClient(t, nodes, redlock.WithTTL(10*time.Second), redlock.WithObserver(grantPanics{attempt: attempt}))
+					var recovered any
+					func() {
+						defer func() { recovered = recover() }()
+						call(t.Context(), c)
+					}()
+					require.Equal(t, "observer bug", recovered, "the observer's panic goes on to the caller")
+					require.Eventually(t, func() bool { return holders(mem, "k") == 0 }, 5*time.Second, time.Millisecond,
+						"the key is still held on %d nodes", holders(mem, "k"))
+					// And the key is free for the next holder.
+					c2 := newClient(t, []driver.Node{sameStore{mem[0]}, sameStore{mem[1]}, sameStore{mem[2]}})
+					l, err := c2.TryLock(t.Context(), "k")
+					require.NoError(t, err)
+					l.Unlock(t.Context())
+				})
 			})
 		}
 	}
