@@ -69,10 +69,14 @@ func TestZeroBackoffDoesNotSpin(t *testing.T) {
 		func(int) time.Duration { return -time.Second },
 		redlock.ExponentialBackoff(0, 0),
 	} {
-		holder := newClient(t, nodes)
+		// liveNodeTimeout: with the default 200ms, on the real clock, a
+		// machine that stalls the test that long fails the holder's TryLock
+		// or Unlock. The real clock stays: in a bubble, a Lock that spun
+		// would never let its deadline come, and hang rather than fail.
+		holder := newClient(t, nodes, redlock.WithNodeTimeout(liveNodeTimeout))
 		l, err := holder.TryLock(t.Context(), "k")
 		require.NoError(t, err)
-		c := newClient(t, nodes, redlock.WithBackoff(b))
+		c := newClient(t, nodes, redlock.WithBackoff(b), redlock.WithNodeTimeout(liveNodeTimeout))
 		sets.Store(0)
 		const wait = 100 * time.Millisecond
 		ctx, cancel := context.WithTimeout(t.Context(), wait)
