@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"runtime"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -529,12 +530,37 @@ func TestNoObserverNoAllocs(t *testing.T) {
 		t.Skip("the race detector's instrumentation changes allocation counts")
 	}
 	_, nodes := memNodes(5)
-	c := newClient(t, nodes)
+	// liveNodeTimeout: with the default 200ms, on the real clock, a machine
+	// that stalls the test that long fails a round, and the test with it.
+	c := newClient(t, nodes, redlock.WithNodeTimeout(liveNodeTimeout))
 	ctx := context.Background()
 	keys := make([]string, 64)
 	for i := range keys {
 		keys[i] = fmt.Sprint("alloc-", i)
 	}
+	// mallocsPerRun is testing.AllocsPerRun without its truncation: the
+	// mean count of allocations of f over runs calls, after one to warm
+	// up, on one P. AllocsPerRun truncates: a call that allocates exactly
+	// 22 times makes 2,200 allocations in 100 runs, and one fewer (2,199)
+	// made it 21, a public call measured at 22 then "allocated more" than
+	// the core. One allocation more or fewer in a measure happens on a
+	// loaded machine (a measure of 100 rounds read 21, each round whole
+	// and the collector off; an exact count came out at 2,201), so the
+	// counts are compared exactly, with half an allocation per call to
+	// spare: a call that allocated once more than the core would be 100
+	// allocations more per measure, never within it.
+	mallocsPerRun := func(runs int, f func()) float64 {
+		defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+		f()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for range runs {
+			f()
+		}
+		runtime.ReadMemStats(&after)
+		return float64(after.Mallocs-before.Mallocs) / float64(runs)
+	}
+	const spare = 0.5
 	// Workers started for calls that found none idle only add allocations,
 	// and more of them while the machine is loaded: measure the public call
 	// and the core alternately, a few times, and compare the least of each.
@@ -543,14 +569,19 @@ func TestNoObserverNoAllocs(t *testing.T) {
 	leastPair := func(core, public func()) (float64, float64) {
 		c, p := math.Inf(1), math.Inf(1)
 		for range 10 {
-			c = min(c, testing.AllocsPerRun(100, core))
-			p = min(p, testing.AllocsPerRun(100, public))
-			if p <= c {
+			c = min(c, mallocsPerRun(100, core))
+			p = min(p, mallocsPerRun(100, public))
+			if p <= c+spare {
 				break
 			}
 		}
 		return c, p
 	}
+	// Each round is measured whole: Unlock (and Extend) return at a
+	// quorum, and the calls still running allocate too (see
+	// TestNopObserverAllocs); and the collector does not run while they
+	// are counted.
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
 	round := func(lock func(string) (*redlock.Lock, error), unlock func(*redlock.Lock) error) func() {
 		i := 0
 		return func() {
@@ -562,6 +593,7 @@ func TestNoObserverNoAllocs(t *testing.T) {
 			if err := unlock(l); err != nil {
 				t.Fatal(err)
 			}
+			redlock.WaitIdle(c)
 		}
 	}
 	coreRound := round(func(k string) (*redlock.Lock, error) { return redlock.TryLockCore(c, ctx, k) },
@@ -571,14 +603,15 @@ func TestNoObserverNoAllocs(t *testing.T) {
 	core2, lock := leastPair(coreRound, round(func(k string) (*redlock.Lock, error) { return c.Lock(ctx, k) },
 		func(l *redlock.Lock) error { return l.Unlock(ctx) }))
 	t.Logf("allocations per TryLock+Unlock: core %v, public %v; per Lock+Unlock: core %v, public %v", core, public, core2, lock)
-	assert.LessOrEqual(t, public, core, "TryLock and Unlock without observers allocate nothing beyond the algorithm")
-	assert.LessOrEqual(t, lock, core2, "Lock without observers allocates nothing beyond its first attempt")
+	assert.LessOrEqual(t, public, core+spare, "TryLock and Unlock without observers allocate nothing beyond the algorithm")
+	assert.LessOrEqual(t, lock, core2+spare, "Lock without observers allocates nothing beyond its first attempt")
 
 	l, err := c.TryLock(ctx, "extend")
 	require.NoError(t, err)
-	coreExt, pubExt := leastPair(func() { redlock.ExtendCore(l, ctx, time.Minute) }, func() { l.Extend(ctx, time.Minute) })
+	coreExt, pubExt := leastPair(func() { redlock.ExtendCore(l, ctx, time.Minute); redlock.WaitIdle(c) },
+		func() { l.Extend(ctx, time.Minute); redlock.WaitIdle(c) })
 	t.Logf("allocations per Extend: core %v, public %v", coreExt, pubExt)
-	assert.LessOrEqual(t, pubExt, coreExt, "Extend without observers allocates nothing beyond the algorithm")
+	assert.LessOrEqual(t, pubExt, coreExt+spare, "Extend without observers allocates nothing beyond the algorithm")
 }
 
 // A no-op observer costs one allocation per round of node calls (the
