@@ -3,6 +3,7 @@ package redlock_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -29,6 +30,71 @@ func (unreachableRelease) ReleaseNotify(context.Context, string, string) (bool, 
 	return false, errUnreachable
 }
 
+// landedNotices is a failFirstSubscribe node whose subscriptions pass on a
+// release's notice only once the holder's releases have landed on every
+// node that publishes them (landed is closed once ReleaseNotify, on any of
+// the nodes that share it, has freed the key four times), or when the test
+// ends. A notice wakes the waiter as soon as the node that published it has
+// released; the other nodes' releases, sent at the same moment, can still
+// be on their way, and the attempt it wakes be refused there (and its
+// retries meet the keys it took itself, released in the background without
+// a notice), which Lock's contract allows: a missed notice may cost a poll,
+// here an hour. 2 runs of 6000 failed so (the 10s case: "did not hear the
+// release"). Held until every release landed, a notice still has to reach
+// the waiter through the subscriptions it made again, which is what the
+// test is about; its first attempt then finds nodes 1-4 free.
+type landedNotices struct {
+	failFirstSubscribe
+	released *atomic.Int32
+	landed   chan struct{}
+	end      <-chan struct{}
+}
+
+func (n landedNotices) ReleaseNotify(ctx context.Context, key, value string) (bool, error) {
+	ok, err := n.failFirstSubscribe.ReleaseNotify(ctx, key, value)
+	if ok && err == nil && n.released.Add(1) == 4 {
+		close(n.landed)
+	}
+	return ok, err
+}
+
+func (n landedNotices) Subscribe(ctx context.Context, key string, notify chan<- struct{}) (func(), error) {
+	heard := make(chan struct{}, 1)
+	stop, err := n.failFirstSubscribe.Subscribe(ctx, key, heard)
+	if err != nil {
+		return nil, err
+	}
+	quit := make(chan struct{})
+	// Ends when the subscription is cancelled, or with the test.
+	go func() {
+		for {
+			select {
+			case <-heard:
+			case <-quit:
+				return
+			case <-n.end:
+				return
+			}
+			select {
+			case <-n.landed:
+			case <-quit:
+				return
+			case <-n.end:
+				return
+			}
+			select {
+			case notify <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	var once sync.Once
+	return func() {
+		stop()
+		once.Do(func() { close(quit) })
+	}, nil
+}
+
 // A waiter whose first subscriptions failed on four of five nodes (slower
 // than the node timeout, say) stands subscribed on one node only. A release
 // that reaches a quorum is published on the nodes it reached, which need not
@@ -47,8 +113,9 @@ func TestWaiterSubscribedOnAMinoritySubscribesAgain(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				nodes := make([]driver.Node, 5)
 				nodes[0] = unreachableRelease{memory.New()}
+				released, landed := new(atomic.Int32), make(chan struct{})
 				for i := 1; i < len(nodes); i++ {
-					nodes[i] = failFirstSubscribe{memory.New(), new(atomic.Bool)}
+					nodes[i] = landedNotices{failFirstSubscribe{memory.New(), new(atomic.Bool)}, released, landed, t.Context().Done()}
 				}
 				holder := newClient(t, nodes, redlock.WithTTL(time.Minute))
 				l, err := holder.TryLock(t.Context(), "k")
