@@ -23,7 +23,7 @@
 // on an attempt, its outcome (not_obtained, unavailable) or, for the
 // outcome error, its cause's class (as below); on the others, when so many
 // nodes answered an error that retrying cannot fix that no quorum was
-// possible, the class of the first node's error to come, as on
+// possible, the class of the first of those errors to come, as on
 // redlock.node.duration (NOPERM, READONLY, closed, ...), else the redlock
 // error it matches (same_server, already_unlocked, unavailable,
 // not_obtained, lock_lost), else its class as on redlock.node.duration
@@ -62,7 +62,8 @@
 //   - redlock.lock.lost (counter): locks lost, with redlock.lost.how =
 //     lost_extend, expired, lost_unlock, lost_ttl, closed or
 //     refused_extend (see redlock.LockEnd) and, when redlock.LockEnd.Err
-//     says why, error.type: the class of the first node's error in it, as
+//     says why, error.type: the class of the first node's error in it (of
+//     the first error retrying cannot fix, for refused_extend), as
 //     on redlock.node.duration (the code of its Redis error reply, timeout,
 //     canceled, closed, or the error's Go type), *redlock.VoteError when no
 //     node failed (the nodes no longer held the lock), or the class of the
@@ -321,16 +322,13 @@ var callErrors = []struct {
 // callErrorType classifies the error of a call (a span's) for error.type:
 // when so many nodes answered an error that retrying cannot fix that no
 // quorum was possible (redlock.VoteError.Permanent: NOPERM, READONLY,
-// closed, ...), the class of the first node's error, as on
-// redlock.node.duration; else the redlock error it matches (see
-// callErrors); else errorType's class (timeout, canceled, closed, a Redis
-// code, the Go type: a Do's function's error, bad input).
+// closed, ...), the class of the first of those errors, as on
+// redlock.node.duration (see permanentNodeError); else the redlock error
+// it matches (see callErrors); else errorType's class (timeout, canceled,
+// closed, a Redis code, the Go type: a Do's function's error, bad input).
 func callErrorType(err error) string {
-	var ve *redlock.VoteError
-	if errors.As(err, &ve) && ve.Permanent > ve.Nodes-ve.Needed {
-		if ne := (*redlock.NodeError)(nil); errors.As(err, &ne) {
-			return errorType(ne.Err)
-		}
+	if ne := permanentNodeError(err); ne != nil {
+		return errorType(ne.Err)
 	}
 	for _, c := range callErrors {
 		if errors.Is(err, c.err) {
@@ -338,6 +336,50 @@ func callErrorType(err error) string {
 		}
 	}
 	return errorType(err)
+}
+
+// permanentNodeError returns, when err's votes (a *redlock.VoteError) say
+// that so many nodes answered an error that retrying cannot fix that no
+// quorum was possible, the first *redlock.NodeError in err whose error is
+// one of those (driver.PermanentCode's, or redlock.ErrClosed, as redlock
+// counts them); else nil. Not merely the first node's error: an attempt
+// or an extension that such errors decided may have a node's other error
+// (a node down, failing at once) before them, since it waits for the
+// replies that tell whether they leave a quorum possible (see
+// redlock.VoteError.Permanent).
+func permanentNodeError(err error) *redlock.NodeError {
+	var ve *redlock.VoteError
+	if !errors.As(err, &ve) || ve.Permanent <= ve.Nodes-ve.Needed {
+		return nil
+	}
+	var walk func(err error) *redlock.NodeError
+	walk = func(err error) *redlock.NodeError {
+		switch e := err.(type) {
+		case nil:
+			return nil
+		case *redlock.NodeError:
+			if driver.PermanentCode(e.Err) != "" || errors.Is(e.Err, redlock.ErrClosed) {
+				return e
+			}
+			return nil
+		case interface{ Unwrap() []error }:
+			for _, c := range e.Unwrap() {
+				if ne := walk(c); ne != nil {
+					return ne
+				}
+			}
+			return nil
+		}
+		return walk(errors.Unwrap(err))
+	}
+	if ne := walk(err); ne != nil {
+		return ne
+	}
+	var ne *redlock.NodeError // counted otherwise than here: the first node's
+	if errors.As(err, &ne) {
+		return ne
+	}
+	return nil
 }
 
 // attemptErrorType classifies the error of an acquisition attempt for
@@ -557,9 +599,14 @@ const exceptionMessageKey = attribute.Key("exception.message")
 // lostErrorType classifies the cause of a lost lock (redlock.LockEnd.Err) for
 // the error.type attribute, with as few values as errorType: the class of
 // the first node's error in it (a *redlock.NodeError), as on
-// redlock.node.duration; else *redlock.VoteError when the nodes answered
+// redlock.node.duration, or of the first error retrying cannot fix when
+// such errors left no quorum possible (an extension refused: see
+// permanentNodeError); else *redlock.VoteError when the nodes answered
 // that they no longer held the lock; else errorType's class of the error.
 func lostErrorType(err error) string {
+	if ne := permanentNodeError(err); ne != nil {
+		return errorType(ne.Err)
+	}
 	var ne *redlock.NodeError
 	if errors.As(err, &ne) {
 		return errorType(ne.Err)
