@@ -34,8 +34,14 @@ import (
 // extension's error, which matches ErrLockLost and joins the nodes' errors
 // (and Do returns it in place of ErrLockLost: see below), Done is closed, and the
 // observers hear EndRefused. Such an extension, decided by a node down
-// and one refusal, say, waits for the other nodes' replies (within the node
-// timeout) when they could be refusals too, as Lock's attempts do. A
+// and one refusal, say, waits for the other nodes' replies when they could
+// be refusals too, as Lock's attempts do: each call is bounded by the node
+// timeout from when it is sent, but a call to a node that queues may wait
+// in its queue (see below), and a node gets at most 64 of the calls of
+// the extensions due together at once, so that on a slow node the others
+// wait their turn: the verdict may come some node timeouts later (130 locks
+// due together, a node timeout of 1s, a node that answers in 0.9s: up to
+// 2.7s), at the latest when the validity ends. A
 // transient failure (a timeout, a node down)
 // is retried while the validity lasts. A
 // loss on the nodes (a key evicted or expired early, a node restarted empty)

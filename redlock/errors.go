@@ -117,8 +117,10 @@ type VoteError struct {
 	// node was closed, or the client under it). When more than
 	// Nodes-Needed did, Lock and Do stop retrying. An acquisition (or an
 	// extension of Do's) that failed with at least one of them waits for
-	// the nodes that had not answered, within the node timeout, when they
-	// could make more than Nodes-Needed, so that they are counted here.
+	// the nodes that had not answered (an acquisition within the node
+	// timeout; an extension as long as its calls take: see Client.Do),
+	// when they could make more than Nodes-Needed, so that they are
+	// counted here.
 	Permanent int
 
 	code string // the first permanent error's code, such as "WRONGPASS"
