@@ -67,8 +67,8 @@
 // Redis Cluster's server given as one server that redirects the key to
 // another node of its cluster: see driver.PermanentCode; a node made over a
 // nil client, driver.ErrNilClient; or ErrClosed, from nodes closed or over clients
-// their user closed) that no quorum is possible. An attempt decides as soon as
-// a quorum is out of reach, so one that failed with such an error among its
+// their user closed) that no quorum is possible. An attempt (or an Extend)
+// decides as soon as a quorum is out of reach, so one that failed with such an error among its
 // replies waits for the nodes that had not answered, within the node timeout,
 // when their replies could make such errors more than len(nodes)-Quorum: a
 // node that is down, failing at once, does not hide the other nodes'

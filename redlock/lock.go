@@ -312,7 +312,12 @@ func (l *Lock) setUntilLocked(u, now time.Time) {
 // never cap one another.
 // Otherwise it returns an error matching
 // ErrLockLost, with the per-node causes joined in; when so many nodes said
-// they no longer hold it that no quorum can, Done is closed too.
+// they no longer hold it that no quorum can, Done is closed too. As
+// TryLock's, a failed Extend with an error retrying cannot fix (NOPERM,
+// say) among its replies waits, within the node timeout, for the replies
+// still out when they could make such errors leave no quorum possible: its
+// *VoteError counts them (Permanent), and its error then says that
+// retrying cannot fix them.
 //
 // Once the lock is over (Until has passed, Done is closed, or Unlock ran),
 // Extend sends nothing, closes Done, leaves Until alone and returns an error
@@ -375,6 +380,11 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (*round, error) {
 		return n.Extend(ctx, l.key, l.value, ttl)
 	}, func(r *round) { l.extendReturned(ttl, r.callFailed()) })
 	ok := r.wait(ctx)
+	if !ok && r.decided {
+		// As an acquisition's: its *VoteError counts the refusals still
+		// out, so that it says whether retrying can help.
+		r.waitRefusals(ctx)
+	}
 	return r, l.finishExtend(ctx, r, ok, start, ttl)
 }
 

@@ -267,3 +267,36 @@ func TestKeeperRefusalsOutDecide(t *testing.T) {
 		require.Equal(t, []string{redlock.EndRefused}, o.ends)
 	})
 }
+
+// A caller's Extend follows the same rule as an acquisition: one that a
+// node down (failing at once) and one refusal decided counted one error
+// retrying cannot fix (VoteError.Permanent 1, no "retrying cannot fix"),
+// where TryLock's, in the same state of the nodes, counts both (found by
+// the outside review V5): a caller's loop of Extends could not tell.
+func TestExtendRefusalsOutDecide(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		rc := newRefusalCluster(t, "ok", "ok", "ok")
+		nodes := []driver.Node{
+			rc.mem[0],
+			refusingAfter{Node: rc.mem[1], on: rc.on[1], delay: time.Millisecond, refusals: rc.refusals[1]},
+			refusingAfter{Node: rc.mem[2], on: rc.on[2], delay: 2 * time.Millisecond, refusals: rc.refusals[2]},
+		}
+		c := newClient(t, nodes, redlock.WithNodeTimeout(time.Second))
+		l, err := c.Lock(t.Context(), "k")
+		require.NoError(t, err)
+		synctest.Wait() // the grant's last SET answered, before the faults
+		rc.mem[0].SetDown(true)
+		rc.on[1].Store(true)
+		rc.on[2].Store(true)
+		start := time.Now()
+		err = l.Extend(t.Context(), 30*time.Second)
+		require.Equal(t, 2*time.Millisecond, time.Since(start), "Extend returned %v after it began, want at the second refusal", time.Since(start))
+		require.ErrorIs(t, err, redlock.ErrLockLost)
+		require.ErrorContains(t, err, "NOPERM, which retrying cannot fix")
+		var v *redlock.VoteError
+		require.ErrorAs(t, err, &v)
+		require.Equal(t, 2, v.Permanent, "%v", err)
+		require.Equal(t, 2, nodeRefusals(err), "a *NodeError per refusing node:\n%v", err)
+		l.Unlock(t.Context())
+	})
+}
