@@ -5,8 +5,8 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
-	"io"
 	"os"
+	"time"
 )
 
 // maxPEMFile is the most TLSConfig reads of a CA, certificate or key file:
@@ -16,16 +16,28 @@ import (
 // the process runs out of memory.
 const maxPEMFile = 8 << 20
 
+// pipeWait bounds the read of a CA, certificate or key file that is not a
+// regular file: a pipe (a FIFO, or bash's process substitution <(cmd)) may
+// have no writer yet, or one that never writes, and Open has no context to
+// bound it by. A variable for the tests.
+var pipeWait = 10 * time.Second
+
 // readPEMFile reads the file at path, of the address's parameter param, up
-// to maxPEMFile bytes: a longer one is an error that says so.
+// to maxPEMFile bytes: a longer one is an error that says so. A regular file
+// is read as it is; on unix anything else (a pipe, a device) is opened
+// without waiting for a writer and read for at most pipeWait (see
+// pemfile_unix.go).
 func readPEMFile(param, path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
+	b, err := readFile(path, maxPEMFile+1, pipeWait)
+	var pe *os.PathError
+	if errors.As(err, &pe) && pe.Op == "open" {
 		return nil, fmt.Errorf("%s: %w", param, err)
 	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxPEMFile+1))
 	switch {
+	case errors.Is(err, os.ErrDeadlineExceeded) && len(b) == 0:
+		return nil, fmt.Errorf("%s %s: nothing to read after %v (a pipe with no writer?)", param, path, pipeWait)
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		return nil, fmt.Errorf("%s %s: no end of file after %v (%d bytes read)", param, path, pipeWait, len(b))
 	case err != nil:
 		return nil, fmt.Errorf("%s %s: %w", param, path, err)
 	case len(b) > maxPEMFile:
