@@ -162,14 +162,9 @@ func TestPEMFileFIFO(t *testing.T) {
 	// A pipe as bash's process substitution <(cat ca.pem) gives it: a
 	// /dev/fd path of a pipe with a writer.
 	t.Run("ProcessSubstitution", func(t *testing.T) {
-		r, w, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
+		r, w, path := pipe(t)
 		errs := make(chan error, 1)
 		go writeAll(w, errs)
-		path := "/dev/fd/" + strconv.Itoa(int(r.Fd()))
 		if err := parseTLSBounded(t, "rediss://h:1?tls_ca_file="+path, func() { r.Close() }); err != nil {
 			t.Errorf("ParseTLS with %s, a pipe with a writer: %v", path, err)
 		}
@@ -181,20 +176,27 @@ func TestPEMFileFIFO(t *testing.T) {
 	// A writer that writes the CA but never closes its end: the file has
 	// no end, and the read stops at pipeWait.
 	t.Run("WriterNeverCloses", func(t *testing.T) {
-		r, w, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer r.Close()
+		_, w, path := pipe(t)
 		defer w.Close()
 		if _, err := w.Write(caPEM); err != nil {
 			t.Fatal(err)
 		}
-		path := "/dev/fd/" + strconv.Itoa(int(r.Fd()))
-		err = parseTLSBounded(t, "rediss://h:1?tls_ca_file="+path, func() { w.Close() })
+		err := parseTLSBounded(t, "rediss://h:1?tls_ca_file="+path, func() { w.Close() })
 		want := "tls_ca_file " + path + ": no end of file after 200ms (" + strconv.Itoa(len(caPEM)) + " bytes read)"
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("ParseTLS with a pipe whose writer never closes: error %v, want one with %q", err, want)
 		}
 	})
+}
+
+// pipe returns a pipe, its read end closed at the end of the test, and the
+// /dev/fd path of its read end, as bash's process substitution gives one.
+func pipe(t *testing.T) (r, w *os.File, path string) {
+	t.Helper()
+	r, w, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return r, w, "/dev/fd/" + strconv.Itoa(int(r.Fd()))
 }
