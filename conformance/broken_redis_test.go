@@ -5,6 +5,7 @@ import (
 	"crypto/sha1"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -81,6 +82,9 @@ func (d brokenDriver) Open(addr string) (driver.Node, error) {
 //     (driver.WithNetworkTimeout) it is given.
 //   - close-waits-calls: a node without a queue (not a driver.Queuer; see
 //     unqueued) whose Close waits for the calls in flight to end.
+//   - refusal-unnamed: the error of a call refused by a server at its
+//     maxclients limit is an end of file, without the server's reason, as
+//     rueidis reports it.
 //   - waits-without-deadline: a call whose context has no deadline is sent
 //     again, on contexts of its own, until the server answers, as redigo's
 //     pipelines read their replies without any deadline then.
@@ -121,6 +125,8 @@ func (n *brokenRedis) err(ctx context.Context, call, value string, ok bool, err 
 		return false, errors.New("brokendriver: " + call + " failed: " + err.Error())
 	case n.kind == "busy-refuses" && call == "SetNX" && strings.Contains(err.Error(), ": BUSY "):
 		return false, nil
+	case n.kind == "refusal-unnamed" && strings.Contains(err.Error(), "max number of clients reached"):
+		return false, fmt.Errorf("brokendriver: %s: %w", call, io.EOF)
 	}
 	return ok, err
 }

@@ -253,6 +253,8 @@ var brokenKinds = map[string]struct {
 		want: "must bound a command's time on the network by the network timeout it is given"},
 	"close-waits-calls": {redis: "Stalled/CloseSendsNoQueuedCall",
 		want: "Close of a node with calls waiting on a server that does not answer"},
+	"refusal-unnamed": {redis: "Refused/MaxClients",
+		want: `want one that says "max number of clients reached": a server that refuses a connection with an error reply`},
 	"waits-without-deadline": {redis: "Stalled/NoDeadlineCallsEnd",
 		want: "a node must bound by its own timeouts what a context does not"},
 }

@@ -71,6 +71,12 @@ const stallBound = 2 * time.Second
 // for which driver.PermanentCode is "NOPERM", and no error may show a
 // password or the lock value passed to the call.
 //
+// A server at its maxclients limit, which answers a new connection with
+// "-ERR max number of clients reached" and closes it, must fail every call
+// with an error that says so (over TLS, where the server refuses without a
+// word, one that names maxclients as the likely cause), and the node must
+// work once the server takes clients again.
+//
 // It also checks TLS: Run again over rediss:// addresses whose tls_ca_file,
 // tls_cert_file and tls_key_file parameters name a CA and a client
 // certificate generated for the test (the servers require client
@@ -125,6 +131,7 @@ func RunRedis(t *testing.T, d driver.Driver, opts ...RedisOption) {
 		{"Open/RefusedConcurrentCalls", openRefusedConcurrent},
 		{"Open/MalformedHidesPassword", openMalformed},
 		{"Down/NeitherFailsNorBlocks", downNeitherFailsNorBlocks},
+		{"Refused/MaxClients", refusedMaxClients},
 		{"Stalled/DeadlineBoundsCalls", stalledDeadline},
 		{"Stalled/CancelBoundsCalls", stalledCancel},
 		{"Stalled/NetworkTimeoutBoundsCalls", stalledNetworkTimeout},

@@ -20,6 +20,7 @@ import (
 	"github.com/go-redlock/redlock/internal/connalive"
 	"github.com/go-redlock/redlock/internal/drivernode"
 	"github.com/go-redlock/redlock/internal/goredispipe"
+	"github.com/go-redlock/redlock/internal/lastwords"
 	"github.com/go-redlock/redlock/internal/pubsub"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/internal/rediscmd"
@@ -80,8 +81,10 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 		}
 	}
 	// Replies that announce more than the process can hold break the
-	// connection (see package respguard).
-	guarded := respguard.Dialer(dial)
+	// connection (see package respguard); a server that refuses the
+	// connection with an error reply is named in the error (see package
+	// lastwords).
+	guarded := respguard.Dialer(dial, lastwords.Wrap)
 	var seeds *clusterseeds.Checker // nil but on a cluster of several seeds
 	if a.Cluster {
 		seeds = clusterseeds.New(a.Seeds, dialTimeout, askSlots(a, tlsConfig, guarded))

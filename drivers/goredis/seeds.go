@@ -14,6 +14,7 @@ import (
 	"github.com/redis/go-redis/v9/maintnotifications"
 
 	"github.com/go-redlock/redlock/internal/clusterseeds"
+	"github.com/go-redlock/redlock/internal/lastwords"
 	"github.com/go-redlock/redlock/internal/pubsub"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/internal/respguard"
@@ -50,7 +51,7 @@ func askSlotsOf(o *redis.ClusterOptions) clusterseeds.Ask {
 		StreamingCredentialsProvider: o.StreamingCredentialsProvider,
 		Protocol:                     o.Protocol,
 		TLSConfig:                    o.TLSConfig,
-		Dialer:                       respguard.Dialer(dial),
+		Dialer:                       respguard.Dialer(dial, lastwords.Wrap),
 	})
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/batch"
 	"github.com/go-redlock/redlock/internal/drivernode"
+	"github.com/go-redlock/redlock/internal/lastwords"
 	"github.com/go-redlock/redlock/internal/pubsub"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/internal/rediscmd"
@@ -113,8 +114,10 @@ func open(addr string, base *tls.Config) (driver.Node, error) {
 		}
 	}
 	// Replies that announce more than the process can hold break the
-	// connection (see package respguard).
-	dial = respguard.Dialer(dial)
+	// connection (see package respguard); a server that refuses the
+	// connection with an error reply is named in the error (see package
+	// lastwords).
+	dial = respguard.Dialer(dial, lastwords.Wrap)
 	idle := newIdleChecker()
 	pool := &redis.Pool{
 		DialContext:  dialer(a.HostPort(), dial, opts),

@@ -60,14 +60,19 @@ func Wrap(conn net.Conn) net.Conn {
 }
 
 // Dialer returns dial with a guard on every connection it makes (see
-// Wrap), for the clients configured with a dial function.
-func Dialer(dial func(ctx context.Context, network, addr string) (net.Conn, error)) func(ctx context.Context, network, addr string) (net.Conn, error) {
+// Wrap), for the clients configured with a dial function; each of then, in
+// order, wraps the guarded connection in turn (lastwords.Wrap, say).
+func Dialer(dial func(ctx context.Context, network, addr string) (net.Conn, error), then ...func(net.Conn) net.Conn) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	return func(ctx context.Context, network, addr string) (net.Conn, error) {
 		conn, err := dial(ctx, network, addr)
 		if err != nil {
 			return nil, err
 		}
-		return Wrap(conn), nil
+		conn = Wrap(conn)
+		for _, wrap := range then {
+			conn = wrap(conn)
+		}
+		return conn, nil
 	}
 }
 

@@ -18,6 +18,7 @@ import (
 	"github.com/go-redlock/redlock/internal/clusterseeds"
 	"github.com/go-redlock/redlock/internal/connalive"
 	"github.com/go-redlock/redlock/internal/drivernode"
+	"github.com/go-redlock/redlock/internal/lastwords"
 	"github.com/go-redlock/redlock/internal/pubsub"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/internal/rediscmd"
@@ -672,7 +673,8 @@ func (n *node[C, D, R, L]) dial(ctx context.Context, a *attempt[C], addr string,
 
 // dialConn connects to addr, with TLS if tc is set, bounded by ctx, and
 // guards the connection against replies that announce more than the process
-// can hold (see package respguard).
+// can hold (see package respguard); a server that refuses the connection
+// with an error reply is named in the error (see package lastwords).
 func dialConn(ctx context.Context, d *net.Dialer, addr string, tc *tls.Config) (net.Conn, error) {
 	var (
 		conn net.Conn
@@ -686,7 +688,7 @@ func dialConn(ctx context.Context, d *net.Dialer, addr string, tc *tls.Config) (
 	if err != nil {
 		return nil, err
 	}
-	return respguard.Wrap(conn), nil
+	return lastwords.Wrap(respguard.Wrap(conn)), nil
 }
 
 // askSlots is the node's clusterseeds.Ask: CLUSTER SLOTS on a client of the

@@ -9,15 +9,20 @@
 // sees a reset connection or an end of file, often before the server's
 // "certificate required" alert. When the server asked for a certificate and
 // the client had none, the connection's read and write errors say so, until
-// the server first answers.
+// the server first answers. A handshake that the server ends by closing the
+// connection, without an alert, says so too, and names the likely cause: a
+// Redis server at its maxclients limit, which refuses a TLS connection
+// without a word.
 package tlsdial
 
 import (
 	"context"
 	"crypto/tls"
-	"fmt"
 	"net"
 	"sync/atomic"
+
+	"github.com/go-redlock/redlock/internal/connalive"
+	"github.com/go-redlock/redlock/internal/lastwords"
 )
 
 // NoClientCertHint is appended to the errors of a connection on which the
@@ -26,6 +31,15 @@ import (
 const NoClientCertHint = "the server asked for a client certificate and none was given " +
 	"(tls_cert_file and tls_key_file, or the tls.Config's Certificates): " +
 	"a server that requires one closes the connection"
+
+// ClosedInHandshakeHint is appended to the error of a TLS handshake that
+// the server ended by closing or resetting the connection, without a TLS
+// alert: the error alone says "EOF" or "connection reset by peer". A Redis
+// server at its maxclients limit does so, as it refuses a TLS connection
+// before its handshake and writes it nothing (over plain TCP it writes
+// "-ERR max number of clients reached", which package lastwords names).
+const ClosedInHandshakeHint = "the server closed the connection during the TLS handshake, without a TLS alert; " +
+	"a Redis server that has reached its maxclients limit does so"
 
 // Dial connects to addr over network with d and runs the TLS handshake with
 // cfg, whose ServerName must be set; ctx bounds both, and so does d's
@@ -41,6 +55,12 @@ func Dial(ctx context.Context, d *net.Dialer, network, addr string, cfg *tls.Con
 	}
 	td := tls.Dialer{NetDialer: d, Config: cfg}
 	conn, err := td.DialContext(ctx, network, addr)
+	if connalive.Broken(err) {
+		// The connection was made (a refused or unreachable one is
+		// neither an end of file nor a reset): the server closed it in
+		// the handshake without an alert.
+		return nil, lastwords.Hint(err, ClosedInHandshakeHint)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -58,26 +78,6 @@ type noCertConn struct {
 	answered atomic.Bool
 }
 
-// hintError is an error with NoClientCertHint; it unwraps to the
-// connection's own error.
-type hintError struct{ err error }
-
-func (e *hintError) Error() string { return fmt.Sprintf("%v (%s)", e.err, NoClientCertHint) }
-
-// Unwrap returns the connection's own error, for errors.Is and errors.As. It
-// returns a slice, so that errors.Unwrap returns nil: go-redis unwraps once
-// the error of a connection's handshake (HELLO), which would drop the hint.
-func (e *hintError) Unwrap() []error { return []error{e.err} }
-
-// Timeout keeps a deadline's error a net.Error timeout, as clients expect.
-func (e *hintError) Timeout() bool {
-	t, ok := e.err.(interface{ Timeout() bool })
-	return ok && t.Timeout()
-}
-
-// Temporary is false: the connection is lost.
-func (e *hintError) Temporary() bool { return false }
-
 func (c *noCertConn) explain(err error) error {
 	if err == nil || c.answered.Load() {
 		return err
@@ -85,7 +85,7 @@ func (c *noCertConn) explain(err error) error {
 	if t, ok := err.(interface{ Timeout() bool }); ok && t.Timeout() {
 		return err // a deadline, not a refusal
 	}
-	return &hintError{err}
+	return lastwords.Hint(err, NoClientCertHint)
 }
 
 func (c *noCertConn) Read(b []byte) (int, error) {
