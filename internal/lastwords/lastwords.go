@@ -13,16 +13,18 @@
 // the reason is lost: the client read it and dropped it, so that nothing is
 // left on the socket to read when the error comes.
 //
-// [Wrap] watches what the client reads on a connection until the server
-// first answers with other than an error reply, keeps the last error reply
-// read, and adds it to the error of a read or write that finds the
-// connection closed or reset (an end of file, ECONNRESET, EPIPE):
+// [Wrap] watches what the client reads on a connection: when the server's
+// first reply is an error, and nothing has come after it, it adds that
+// reply to the error of a read or write that finds the connection closed
+// or reset (an end of file, ECONNRESET, EPIPE):
 //
 //	write tcp 127.0.0.1:50160->127.0.0.1:39295: write: broken pipe (the server replied "ERR max number of clients reached" and closed the connection)
 //
-// It reads nothing itself, so it adds no wait and no system call: on a
-// connection that works it looks at the first byte of the server's first
-// reply, and from then on costs an atomic load per read and write.
+// A later reply ends the watch, so that a connection that broke later (a
+// restart, after NOPERM for its first command) is not blamed on its first
+// reply. Wrap reads nothing itself, so it adds no wait and no system call:
+// on a connection that works it looks at the first byte of the server's
+// first reply, and from then on costs an atomic load per read and write.
 //
 // Over TLS a Redis server at maxclients writes nothing: it refuses the
 // connection before the TLS handshake, which then fails with an end of file
@@ -62,14 +64,15 @@ func Wrap(conn net.Conn) net.Conn {
 	return w
 }
 
-// watched is a connection whose server has not yet answered with other
-// than an error reply.
+// watched is a connection whose server has sent nothing yet, or one error
+// reply.
 type watched struct {
 	net.Conn
-	// watching is true until the server's first reply that is not an
-	// error: from then on the connection is passed through.
+	// watching is true until the server's first reply if it is not an
+	// error, else until its second: from then on the connection is
+	// passed through.
 	watching atomic.Bool
-	said     atomic.Pointer[string] // the last error reply read, complete
+	said     atomic.Pointer[string] // the first reply, an error, once read whole
 
 	mu     sync.Mutex // the scan's state; reads are not concurrent, but cheap to guard
 	inLine bool       // within an error reply's line
@@ -99,14 +102,15 @@ func (w *watched) Write(b []byte) (int, error) {
 // NetConn returns the connection watched.
 func (w *watched) NetConn() net.Conn { return w.Conn }
 
-// scan follows the replies in b: error replies ("-...\r\n") are kept, and
-// the first byte of any other reply ends the watch.
+// scan follows the replies in b: a first reply that is an error
+// ("-...\r\n") is kept, and the first byte of any other reply, the
+// second included, ends the watch.
 func (w *watched) scan(b []byte) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, c := range b {
 		if !w.inLine {
-			if c != '-' {
+			if c != '-' || w.said.Load() != nil {
 				w.watching.Store(false)
 				w.said.Store(nil)
 				w.line = nil
