@@ -61,10 +61,17 @@ var dieSignals = []os.Signal{syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP}
 
 // dieBySignal ends the process by sig, one of dieSignals, and returns when
 // it cannot: sig is another, or ignored (as it was when run started: it
-// stays so).
+// stays so), or the process is the first of its PID namespace (PID 1: a
+// container's entrypoint without an init of its own). The kernel drops a
+// signal left at its default action that reaches such a process from
+// inside its namespace, its own included; and Go's runtime, whose handler
+// stays installed after signal.Reset and so gets it, then exits with 2,
+// the status of bad arguments (docker stop of a container whose first
+// process was run made it exit with 2). main exits with 128 + N instead,
+// as timeout(1) does as PID 1.
 func dieBySignal(sig os.Signal) {
 	s, ok := sig.(syscall.Signal)
-	if !ok || !slices.Contains(dieSignals, sig) || signal.Ignored(sig) {
+	if !ok || !slices.Contains(dieSignals, sig) || signal.Ignored(sig) || os.Getpid() == 1 {
 		return
 	}
 	signal.Reset(sig)

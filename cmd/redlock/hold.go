@@ -83,7 +83,8 @@ lock is lost, use run.
 A signal while hold still waits for the lock ends the wait: it exits with
 128 + the signal's number, with no line on stdout (on stderr, that the lock
 was not held); SIGINT, SIGTERM and SIGHUP end it by the signal itself, which
-shells show as 128+N, so that Ctrl-C stops a script that waits at hold.
+shells show as 128+N, so that Ctrl-C stops a script that waits at hold
+(as PID 1, a container's first process, it exits with 128+N).
 
 Exit codes:
   0       held, then released after a signal, --for or the end of the

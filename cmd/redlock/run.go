@@ -67,7 +67,8 @@ released, as timeout(1) does, and flock(1) when the signal reaches it too
 (it does not catch them): a shell shows 128+N all the same, but bash stops
 a script on Ctrl-C only at a command that died of SIGINT, and systemd takes
 a service that SIGTERM ended as stopped cleanly, one that exited with 143
-as failed. CMD's own exit status 69, 75
+as failed. As PID 1 (a container's first process, which the kernel keeps
+from dying of its own signal) run exits with 128+N. CMD's own exit status 69, 75
 or 76 reads as run's own (see Exit codes below): --conflict-exit-code moves
 75. A file without a #! line runs
 with /bin/sh, as execvp(3) has it.
