@@ -87,6 +87,7 @@ type lockEvents struct {
 	refusedExtend     []redlock.NodeCall
 	refusedExtendTold map[string]bool
 	endHow            string
+	endErr            error // LockEnd.Err of the loss: its votes say how it was found
 	causeTold         bool
 	// firstDone, made by withLock, is closed when the first attempt to
 	// obtain the lock has ended; firstGranted says whether it obtained it.
@@ -513,7 +514,7 @@ func (e *lockEvents) LockEnd(_ context.Context, d redlock.LockEnd) {
 		return
 	}
 	e.mu.Lock()
-	e.lost, e.endHow = true, d.How
+	e.lost, e.endHow, e.endErr = true, d.How, d.Err
 	if d.How == redlock.EndLostUnlock {
 		// Also when nodes failed to answer rather than said the lock
 		// was gone: Unlock's end, which comes next and has the votes,
@@ -534,8 +535,22 @@ func (e *lockEvents) sayLost(d redlock.LockEnd) {
 	e.say("lost %s after holding it for %v", keyText(d.Key), roundWait(d.Held))
 }
 
-// lostHow says what a LockEnd.How of a lost lock means.
-func lostHow(how string) string {
+// lostHow says what a LockEnd.How of a lost lock means; err is the
+// LockEnd's Err, whose votes (*redlock.VoteError) tell whether the nodes
+// proved the key gone (more than Nodes-Needed said they no longer held it:
+// no quorum can) or the call only could not confirm that a quorum still
+// held it (some nodes failed to answer). Told "found it gone" for a release
+// that one of three nodes failed and one refused (it never had the key),
+// the user read a loss the nodes never reported.
+func lostHow(how string, err error) string {
+	found := map[string]string{
+		redlock.EndLostExtend: "an extension",
+		redlock.EndLostUnlock: "the release",
+	}[how]
+	var ve *redlock.VoteError
+	if found != "" && errors.As(err, &ve) && ve.Refused <= ve.Nodes-ve.Needed {
+		return fmt.Sprintf("%s could not confirm that a quorum of the nodes still held it (%d of %d nodes agreed, %d needed; %d said they no longer held it, %d failed)", found, ve.Granted, ve.Nodes, ve.Needed, ve.Refused, ve.Failed)
+	}
 	if s := map[string]string{
 		redlock.EndLostExtend: "an extension found it gone from a quorum of the nodes",
 		redlock.EndExpired:    "its validity ran out before an extension succeeded",
@@ -566,7 +581,7 @@ func (e *lockEvents) lossCause() string {
 	e.causeTold = true
 	var parts []string
 	if e.endHow != "" {
-		parts = append(parts, lostHow(e.endHow))
+		parts = append(parts, lostHow(e.endHow, e.endErr))
 	}
 	type group struct {
 		msg, code string

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -84,6 +85,37 @@ func TestVerboseReleaseUnavailableIsNoLoss(t *testing.T) {
 		// How, once: on the command's line of the loss, not on -v's too.
 		if all := s + err.Error(); strings.Count(all, "the release found it gone from a quorum of the nodes") != 1 {
 			t.Errorf("how the lock was lost is not told once:\n%s%v", s, err)
+		}
+	})
+	t.Run("Unconfirmed", func(t *testing.T) {
+		// The key deleted from one node, the other down: no quorum
+		// confirmed the release (exit 76), but one node only said the
+		// key was gone and one failed, which proves it gone from no
+		// quorum. So it went with a node timeout too short for any
+		// reply (--node-timeout 1ns): the release timed out on one of
+		// the two nodes that held the key, and the third had refused
+		// the lock's SET.
+		faults := 0
+		err, s := run(t, 2, func(n *memory.Node) {
+			if faults++; faults == 1 {
+				n.Delete("k")
+			} else {
+				n.SetDown(true)
+			}
+		})
+		var ee *exitError
+		if !errors.As(err, &ee) || ee.code != exitLockLost {
+			t.Fatalf("run whose release one node refused and one failed: want exit %d, got %v; stderr:\n%s", exitLockLost, err, s)
+		}
+		all := s + err.Error()
+		if strings.Contains(all, "gone from a quorum") {
+			t.Errorf("the loss is told as the key found gone from a quorum, which 1 refusal of 3 nodes does not show:\n%s%v", s, err)
+		}
+		// The node that still holds the key may not have answered when
+		// the other two decided it: it agreed, or counts in none.
+		how := regexp.MustCompile(`the release could not confirm that a quorum of the nodes still held it \([01] of 3 nodes agreed, 2 needed; 1 said they no longer held it, 1 failed\)`)
+		if n := len(how.FindAllString(all, -1)); n != 1 {
+			t.Errorf("how the lock was lost is told %d times as %q, want once:\n%s%v", n, how, s, err)
 		}
 	})
 }
