@@ -67,6 +67,13 @@ func TestBadInput(t *testing.T) {
 			return redlock.New(three(), redlock.WithTTL(time.Second), redlock.WithNodeTimeout(time.Second))
 		}, "not smaller than the TTL"},
 		{"zero node timeout", func() (*redlock.Client, error) { return redlock.New(three(), redlock.WithNodeTimeout(0)) }, "node timeout 0s is not positive"},
+		// A node timeout no reply meets: every call's outcome unknown,
+		// the keys of failed attempts kept till their TTL (releases time
+		// out too), refusing the next attempts (--node-timeout 1ns).
+		{"1ns node timeout", func() (*redlock.Client, error) { return redlock.New(three(), redlock.WithNodeTimeout(time.Nanosecond)) }, "node timeout 1ns is shorter than 100µs (MinNodeTimeout)"},
+		{"node timeout just below the least", func() (*redlock.Client, error) {
+			return redlock.Open("memory", []string{"nt-a"}, redlock.WithNodeTimeout(redlock.MinNodeTimeout-1))
+		}, "node timeout 99.999µs is shorter than 100µs"},
 		{"NaN drift", func() (*redlock.Client, error) { return redlock.New(three(), redlock.WithDriftFactor(math.NaN())) }, "drift factor NaN"},
 		{"drift 1", func() (*redlock.Client, error) { return redlock.New(three(), redlock.WithDriftFactor(1)) }, "drift factor 1 is not in [0, 1)"},
 		{"nil backoff", func() (*redlock.Client, error) { return redlock.New(three(), redlock.WithBackoff(nil)) }, "nil Backoff"},
@@ -112,6 +119,10 @@ func TestNodeTimeout(t *testing.T) {
 		{[]redlock.Option{redlock.WithTTL(time.Second)}, 100 * time.Millisecond},
 		{[]redlock.Option{redlock.WithTTL(time.Minute)}, redlock.MaxNodeTimeout},
 		{[]redlock.Option{redlock.WithTTL(time.Second), redlock.WithNodeTimeout(300 * time.Millisecond)}, 300 * time.Millisecond},
+		{[]redlock.Option{redlock.WithNodeTimeout(redlock.MinNodeTimeout)}, redlock.MinNodeTimeout},
+		// Near the shortest TTL (above its 2ms of drift, with no drift
+		// factor): the default stays above MinNodeTimeout, never refused.
+		{[]redlock.Option{redlock.WithTTL(2100 * time.Microsecond), redlock.WithDriftFactor(0)}, 210 * time.Microsecond},
 	} {
 		c := newClient(t, []driver.Node{memory.New()}, tc.opts...)
 		assert.Equal(t, tc.want, c.NodeTimeout())

@@ -16,6 +16,17 @@ const (
 	DefaultDriftFactor = 0.01
 	// MaxNodeTimeout caps the default node timeout, which is TTL/10.
 	MaxNodeTimeout = 200 * time.Millisecond
+	// MinNodeTimeout is the shortest node timeout accepted. Below it no
+	// Redis reply comes in time even over an idle loopback (1ns, 1µs and
+	// 10µs were tried): a call that times out leaves its outcome unknown,
+	// so an acquisition's SETs land unconfirmed and the releases meant to
+	// remove them time out too; the keys stay until their TTL and refuse
+	// the caller's next attempts as if another held the lock, and the
+	// release of a lock granted at last is not confirmed. A node timeout
+	// near the nodes' round trip under load does the same, less often:
+	// keep it well above. No default is shorter (TTL/10 of the shortest
+	// TTL is over 200µs).
+	MinNodeTimeout = 100 * time.Microsecond
 	// MaxKeyLen is the longest key accepted, in bytes, key prefix included.
 	MaxKeyLen = 4096
 	// MaxTTL is the longest TTL accepted, by WithTTL and Extend. A longer one
@@ -97,9 +108,11 @@ func WithTTL(ttl time.Duration) Option {
 	return func(c *config) { c.ttl, c.set = ttl, c.set|optTTL }
 }
 
-// WithNodeTimeout bounds each call to one node. It must be positive and
-// smaller than the TTL; keep it much smaller, since a slow node eats into the
-// lock's validity. The default is TTL/10, at most 200ms.
+// WithNodeTimeout bounds each call to one node. It must be at least
+// MinNodeTimeout (100µs) and smaller than the TTL; keep it much smaller,
+// since a slow node eats into the lock's validity, and well above the
+// nodes' round trip, since a call that times out leaves its outcome
+// unknown. The default is TTL/10, at most 200ms.
 //
 // A node that queues commands under load and pipelines them
 // (driver.Queuer, as the nodes of every Redis driver here do) is given it
@@ -239,6 +252,8 @@ func newConfig(opts []Option) (config, error) {
 		return c, fmt.Errorf("redlock: TTL %v is too small: the drift allowance alone is %v", c.ttl, drift(c.ttl, c.driftFactor))
 	case c.nodeTimeout <= 0:
 		return c, fmt.Errorf("redlock: node timeout %v is not positive", c.nodeTimeout)
+	case c.nodeTimeout < MinNodeTimeout:
+		return c, fmt.Errorf("redlock: node timeout %v is shorter than %v (MinNodeTimeout): no node answers that fast, and a call that times out leaves its outcome unknown", c.nodeTimeout, MinNodeTimeout)
 	case c.nodeTimeout >= c.ttl:
 		return c, fmt.Errorf("redlock: node timeout %v is not smaller than the TTL %v", c.nodeTimeout, c.ttl)
 	case extendErr != nil:

@@ -26,6 +26,8 @@ func TestUsageErrorsNameSubcommand(t *testing.T) {
 		{[]string{"run", "--nodes", "127.0.0.1:1", "--ttl", "25h", "k", "--", "true"}, "run: --ttl 25h0m0s is longer than 24h0m0s"},
 		{[]string{"run", "--nodes", "127.0.0.1:1", "--ttl", "1ms", "k", "--", "true"}, "run: TTL 1ms is too small"},
 		{[]string{"run", "--nodes", "127.0.0.1:1", "--node-timeout", "-1s", "k", "--", "true"}, "run: --node-timeout -1s is negative"},
+		{[]string{"run", "--nodes", "127.0.0.1:1", "--node-timeout", "1ns", "k", "--", "true"}, "run: --node-timeout 1ns is shorter than 100µs: no node answers that fast"},
+		{[]string{"hold", "--nodes", "127.0.0.1:1", "--node-timeout", "10us", "k"}, "hold: --node-timeout 10µs is shorter than 100µs"},
 		{[]string{"hold", "--nodes", "127.0.0.1:1", "--node-timeout", "20s", "k"}, "hold: --node-timeout 20s is not smaller than --ttl 10s"},
 		{[]string{"run", "--nodes", "bad:addr:x", "k", "--", "true"}, "run: address 1: "},
 		{[]string{"hold", "--nodes", "127.0.0.1:1,127.0.0.1:1", "k"}, "hold: nodes 1 and 2 are both 127.0.0.1:1"},
