@@ -484,6 +484,9 @@ type outcome struct {
 	// callConfig.waits); nil for TryLock.
 	left *leftovers
 	r    *round // the SET round, for the observers; nil when none was sent
+	// had is the nodes where the caller's own key of an earlier attempt
+	// may still have been set when this one began (see leftovers.nodes).
+	had uint64
 }
 
 // tryLock makes one attempt. admitted says that the caller holds one of the
@@ -632,7 +635,7 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 	default:
 		errs = append(errs, r.err(ctx, ErrNotObtained))
 	}
-	return nil, outcome{finished: r.decided, permanent: r.permanentFailure(), clearWake: clearWake, left: left, r: r}, errors.Join(errs...)
+	return nil, outcome{finished: r.decided, permanent: r.permanentFailure(), clearWake: clearWake, left: left, r: r, had: had}, errors.Join(errs...)
 }
 
 // errNilContext is the error of the calls given a nil context.Context.

@@ -117,12 +117,7 @@ func (cc *callConfig) leftovers(nodes int) *leftovers {
 func (r *round) waitPastOwn(ctx context.Context, had uint64) bool {
 	n, q := len(r.state), r.c.quorum
 	for r.yes < q && r.pendingCount() > 0 {
-		own := 0
-		for i, s := range r.state {
-			if s == refused && had&(1<<i) != 0 {
-				own++
-			}
-		}
+		own := r.ownRefusals(had)
 		if own == 0 || r.no-own > n-q {
 			break
 		}
@@ -147,4 +142,17 @@ func (r *round) waitPastOwn(ctx context.Context, had uint64) bool {
 		r.decided = false
 	}
 	return r.yes >= q
+}
+
+// ownRefusals counts the nodes that refused r among had, those where the
+// waiter's own key of an earlier attempt may still have been set (see
+// leftovers.nodes).
+func (r *round) ownRefusals(had uint64) int {
+	n := 0
+	for i, s := range r.state {
+		if s == refused && had&(1<<i) != 0 {
+			n++
+		}
+	}
+	return n
 }

@@ -144,6 +144,7 @@ func (c *Client) attempt(ctx context.Context, key string, cc callConfig, n int, 
 		d := AttemptDone{Key: key, Attempt: n, Outcome: classify(o, l, err), Duration: time.Since(start), Err: err}
 		if o.r != nil {
 			d.Votes = o.r.counts()
+			d.Votes.Own = o.r.ownRefusals(o.had)
 		}
 		if l != nil {
 			d.Token, d.Until = l.token, l.until

@@ -213,6 +213,13 @@ type Votes struct {
 	Granted int // nodes that said yes, when the verdict was reached
 	Refused int // nodes that said no
 	Failed  int // nodes that failed (error or timeout)
+	// Own is how many of the Refused nodes (of an acquisition) may have
+	// refused it with the caller's own key: a key of an earlier attempt
+	// of the same Lock or Do, whose outcome was unknown there (its SET
+	// failed, often a node timeout too short for the round trip) and whose
+	// release was not confirmed yet. Such a refusal need not mean that
+	// another holds the lock.
+	Own int
 }
 
 // AttemptDone describes an acquisition attempt that ended.

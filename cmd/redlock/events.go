@@ -163,7 +163,12 @@ func (e *lockEvents) Attempt(ctx context.Context, _ redlock.AttemptStart) (conte
 			}
 			e.told[d.Outcome] = true
 			v := d.Votes
-			if d.Outcome == redlock.OutcomeNotObtained {
+			if d.Outcome == redlock.OutcomeNotObtained && v.Own > 0 {
+				// Its own keys may be what refused it, not another
+				// holder's (--node-timeout 1ns: "held elsewhere: 3 of
+				// 3 nodes refused" with no other client).
+				e.say("waiting for %s (%d of %d nodes refused, %d granted, %d needed; %d of the refusals may be by this command's own key of an earlier attempt, whose SET failed there and whose release is not confirmed yet: a node timeout too short for the nodes leaves such keys until their TTL)", keyText(d.Key), v.Refused, v.Nodes, v.Granted, v.Quorum, v.Own)
+			} else if d.Outcome == redlock.OutcomeNotObtained {
 				e.say("waiting for %s (held elsewhere: %d of %d nodes refused, %d granted, %d needed)", keyText(d.Key), v.Refused, v.Nodes, v.Granted, v.Quorum)
 			} else if e.verbose || e.warnUnavailable {
 				// Without the nodes' errors that nodeFailed told

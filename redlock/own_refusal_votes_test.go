@@ -1,0 +1,93 @@
+package redlock_test
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/drivers/memory"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// unconfirmedNode is a node whose calls time out after it applied them, as
+// with a node timeout shorter than its round trip: a SET while lose is set
+// is applied and fails, and a release always fails, unapplied (it timed out
+// before the node read it).
+type unconfirmedNode struct {
+	n    *memory.Node
+	lose *atomic.Bool
+}
+
+func (u unconfirmedNode) SetNX(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	ok, err := u.n.SetNX(ctx, key, value, ttl)
+	if u.lose.Load() {
+		return false, context.DeadlineExceeded
+	}
+	return ok, err
+}
+
+func (u unconfirmedNode) EvalRelease(context.Context, string, string) (bool, error) {
+	return false, context.DeadlineExceeded
+}
+
+func (u unconfirmedNode) Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error) {
+	return u.n.Extend(ctx, key, value, ttl)
+}
+
+func (u unconfirmedNode) Close() error { return u.n.Close() }
+
+// attemptVotes records the votes of each acquisition attempt, and calls
+// ended (if not nil) after each.
+type attemptVotes struct {
+	redlock.NopObserver
+	mu    sync.Mutex
+	votes []redlock.Votes
+	ended func()
+}
+
+func (o *attemptVotes) Attempt(ctx context.Context, _ redlock.AttemptStart) (context.Context, func(redlock.AttemptDone)) {
+	return ctx, func(d redlock.AttemptDone) {
+		o.mu.Lock()
+		o.votes = append(o.votes, d.Votes)
+		o.mu.Unlock()
+		if o.ended != nil {
+			o.ended()
+		}
+	}
+}
+
+// A waiter's attempt refused by its own key of an earlier attempt (a SET
+// that timed out after it was applied, its release timed out too) says so
+// in Votes.Own: with --node-timeout 1ns, run told "held elsewhere: 3 of 3
+// nodes refused" with no other client, the refusals all its own keys.
+func TestVotesOwnCountsRefusalsByOwnKeys(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var lose atomic.Bool
+		lose.Store(true)
+		a, b := memory.New(), memory.New()
+		nodes := []driver.Node{unconfirmedNode{a, &lose}, unconfirmedNode{b, &lose}, memory.New()}
+		// The second attempt's SETs answer: the nodes' keys are the
+		// first's.
+		obs := &attemptVotes{ended: func() { lose.Store(false) }}
+		c, err := redlock.New(nodes, redlock.WithTTL(time.Second), redlock.WithObserver(obs), redlock.WithMaxAttempts(2),
+			redlock.WithBackoff(redlock.ConstantBackoff(10*time.Millisecond)))
+		require.NoError(t, err)
+		defer c.Close()
+		_, err = c.Lock(t.Context(), "k")
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		require.True(t, a.Holds("k") && b.Holds("k"), "the first attempt's keys stay: their releases timed out")
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		require.Len(t, obs.votes, 2)
+		require.Equal(t, 0, obs.votes[0].Own, "the first attempt: no earlier key of its own")
+		v := obs.votes[1]
+		require.Equal(t, 2, v.Refused, "%+v", v)
+		require.Equal(t, 2, v.Own, "the second attempt's refusals are by the first's keys: %+v", v)
+	})
+}
