@@ -20,11 +20,13 @@
 //
 //	write tcp 127.0.0.1:50160->127.0.0.1:39295: write: broken pipe (the server replied "ERR max number of clients reached" and closed the connection)
 //
-// A later reply ends the watch, so that a connection that broke later (a
-// restart, after NOPERM for its first command) is not blamed on its first
-// reply. Wrap reads nothing itself, so it adds no wait and no system call:
-// on a connection that works it looks at the first byte of the server's
-// first reply, and from then on costs an atomic load per read and write.
+// A later reply ends the watch, and so does a first reply whose code is
+// not one a server refuses a connection with (ERR or DENIED), so that a
+// connection that broke later (a restart, after NOPERM for its first
+// command, even during the second) is not blamed on its first reply. Wrap
+// reads nothing itself, so it adds no wait and no system call: on a
+// connection that works it looks at the first byte of the server's first
+// reply, and from then on costs an atomic load per read and write.
 //
 // Over TLS a Redis server at maxclients writes nothing: it refuses the
 // connection before the TLS handshake, which then fails with an end of file
@@ -68,9 +70,9 @@ func Wrap(conn net.Conn) net.Conn {
 // reply.
 type watched struct {
 	net.Conn
-	// watching is true until the server's first reply if it is not an
-	// error, else until its second: from then on the connection is
-	// passed through.
+	// watching is true until the server's first reply if it is not a
+	// refusal (an ERR or DENIED error reply), else until its second: from
+	// then on the connection is passed through.
 	watching atomic.Bool
 	said     atomic.Pointer[string] // the first reply, an error, once read whole
 
@@ -102,9 +104,9 @@ func (w *watched) Write(b []byte) (int, error) {
 // NetConn returns the connection watched.
 func (w *watched) NetConn() net.Conn { return w.Conn }
 
-// scan follows the replies in b: a first reply that is an error
-// ("-...\r\n") is kept, and the first byte of any other reply, the
-// second included, ends the watch.
+// scan follows the replies in b: a first reply that is a refusal
+// ("-ERR ...\r\n", "-DENIED ...\r\n") is kept; any other first reply, and
+// the first byte of a second, ends the watch.
 func (w *watched) scan(b []byte) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -121,6 +123,13 @@ func (w *watched) scan(b []byte) {
 		}
 		if c == '\n' && w.cr {
 			said := strings.TrimSuffix(string(w.line), "\r")
+			if !refusal(said) {
+				// A reply to a command (NOPERM, READONLY, ...):
+				// a later break is not its doing.
+				w.watching.Store(false)
+				w.line = nil
+				return
+			}
 			said, _, _ = strings.Cut(said, echoed)
 			w.said.Store(&said)
 			w.inLine = false
@@ -131,6 +140,18 @@ func (w *watched) scan(b []byte) {
 			w.line = append(w.line, c)
 		}
 	}
+}
+
+// refusal reports whether said, an error reply without its "-", has a code
+// a server refuses a connection with as it closes it: ERR ("ERR max number of
+// clients reached", "ERR Protocol error: ...") or DENIED (protected mode).
+// The other codes (NOPERM, READONLY, LOADING, NOSCRIPT, ...) answer a
+// command, which is the first reply on a connection without a handshake
+// (redigo's without a password or a database): a break during the next
+// command, a restart, is not that reply's doing.
+func refusal(said string) bool {
+	code, _, _ := strings.Cut(said, " ")
+	return code == "ERR" || code == "DENIED"
 }
 
 // explain adds the server's last error reply to err when err says that the

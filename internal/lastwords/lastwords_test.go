@@ -2,6 +2,7 @@ package lastwords_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
@@ -102,6 +103,42 @@ func TestOnlyRefusalsNamed(t *testing.T) {
 	conn = lastwords.Wrap(&script{err: io.EOF})
 	if err := readAll(conn); err != io.EOF {
 		t.Errorf("end of file with nothing read: error %v, want io.EOF as it is", err)
+	}
+}
+
+// A first reply that answers a command, never a server's refusal of the
+// connection (NOPERM, READONLY, LOADING, NOSCRIPT: the codes of replies to
+// what a client asked), is not named when the connection breaks before the
+// next reply: the client that sends no handshake (redigo without a password
+// or a database) reads its first command's reply first, and a restart during
+// its second command would be blamed on that reply. A server refuses a
+// connection with ERR (maxclients, a protocol error) or DENIED (protected
+// mode), which are named.
+func TestCommandRepliesNotNamed(t *testing.T) {
+	for _, reply := range []string{
+		"-NOPERM User u has no permissions to access the 'k' key\r\n",
+		"-READONLY You can't write against a read only replica.\r\n",
+		"-LOADING Redis is loading the dataset in memory\r\n",
+		"-NOSCRIPT No matching script. Please use EVAL.\r\n",
+		"-WRONGTYPE Operation against a key holding the wrong kind of value\r\n",
+	} {
+		conn := lastwords.Wrap(&script{chunks: []string{reply}, err: io.EOF, werr: syscall.EPIPE})
+		if err := readAll(conn); err != io.EOF {
+			t.Errorf("end of file after the first reply %q: error %v, want io.EOF as it is: the reply answered a command", reply, err)
+		}
+		if _, err := conn.Write([]byte("PING\r\n")); err != syscall.EPIPE {
+			t.Errorf("broken pipe after the first reply %q: error %v, want EPIPE as it is: the reply answered a command", reply, err)
+		}
+	}
+	for _, reply := range []string{
+		"-DENIED Redis is running in protected mode because protected mode is enabled\r\n",
+		"-ERR Protocol error: invalid multibulk length\r\n",
+	} {
+		conn := lastwords.Wrap(&script{chunks: []string{reply}, err: io.EOF})
+		want := fmt.Sprintf("(the server replied %q and closed the connection)", strings.TrimSuffix(reply[1:], "\r\n"))
+		if err := readAll(conn); !errors.Is(err, io.EOF) || !strings.Contains(err.Error(), want) {
+			t.Errorf("end of file after the first reply %q: error %v, want io.EOF with %s", reply, err, want)
+		}
 	}
 }
 
