@@ -173,6 +173,35 @@ func TestPEMFileFIFO(t *testing.T) {
 		}
 	})
 
+	// A pipe whose writer wrote the CA in pieces and closed it before the
+	// reader came: read whole, its end of file seen by a read (kqueue
+	// gives no event for it on darwin, which readPipe does not wait for).
+	t.Run("WriterClosedBefore", func(t *testing.T) {
+		_, w, path := pipe(t)
+		half := len(caPEM) / 2
+		for _, part := range [][]byte{caPEM[:half], caPEM[half:]} {
+			if _, err := w.Write(part); err != nil {
+				t.Fatal(err)
+			}
+		}
+		w.Close()
+		if err := parseTLSBounded(t, "rediss://h:1?tls_ca_file="+path, func() {}); err != nil {
+			t.Errorf("ParseTLS with %s, a pipe written and closed: %v", path, err)
+		}
+	})
+
+	// A pipe whose writer closed it without writing (an empty <(cmd)) reads
+	// as a FIFO with no writer yet: the error, at pipeWait, says both.
+	t.Run("ClosedEmpty", func(t *testing.T) {
+		_, w, path := pipe(t)
+		w.Close()
+		err := parseTLSBounded(t, "rediss://h:1?tls_ca_file="+path, func() {})
+		want := "tls_ca_file " + path + ": nothing to read after 200ms (a pipe with no writer, or one its writer closed empty?)"
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("ParseTLS with a pipe closed empty: error %v, want one with %q", err, want)
+		}
+	})
+
 	// A writer that writes the CA but never closes its end: the file has
 	// no end, and the read stops at pipeWait.
 	t.Run("WriterNeverCloses", func(t *testing.T) {

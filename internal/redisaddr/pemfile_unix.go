@@ -14,10 +14,9 @@ import (
 // it without waiting: a FIFO opened for reading blocks in open(2) until a
 // writer opens it, forever if none does, so it is opened with O_NONBLOCK,
 // which returns at once. A regular file (or a directory) is then read as
-// os.Open reads it, with blocking reads, which end; anything else stays
-// non-blocking, registered with Go's poller (kqueue too, for a FIFO on
-// darwin, which os.OpenFile would not register), and is read by readPipe for
-// at most wait.
+// os.Open reads it, with blocking reads, which end; anything else (a FIFO,
+// a pipe, a device) stays non-blocking and is read by readPipe for at most
+// wait.
 func readFile(path string, limit int, wait time.Duration) ([]byte, error) {
 	var (
 		fd  int
@@ -47,62 +46,59 @@ func readFile(path string, limit int, wait time.Duration) ([]byte, error) {
 		defer f.Close()
 		return io.ReadAll(io.LimitReader(f, int64(limit)))
 	}
-	f := os.NewFile(uintptr(fd), path)
-	defer f.Close()
-	return readPipe(f, st.Mode&syscall.S_IFMT == syscall.S_IFIFO, limit, wait)
+	defer syscall.Close(fd)
+	return readPipe(fd, st.Mode&syscall.S_IFMT == syscall.S_IFIFO, limit, wait)
 }
 
 // fifoAwaitsWriter, when set (by a test), is called each time readPipe finds
 // a FIFO empty with no writer and waits for one.
 var fifoAwaitsWriter func()
 
-// readPipe reads f, opened non-blocking by readFile, until its
-// end or limit bytes, for at most wait: the error then matches
-// os.ErrDeadlineExceeded. An end of file before any byte from a FIFO means
-// that no writer has opened it yet (a FIFO with none reads as empty), so
-// readPipe waits for one to write; one that opens it and writes nothing
-// leaves readPipe to its bound. A file the poller does not take (a device)
-// is read as it comes, without a wait.
-func readPipe(f *os.File, fifo bool, limit int, wait time.Duration) ([]byte, error) {
-	if err := f.SetReadDeadline(time.Now().Add(wait)); err != nil && !errors.Is(err, os.ErrNoDeadline) {
-		return nil, err
-	}
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	var (
-		b    []byte
-		buf  = make([]byte, 32<<10)
-		rerr error
-	)
-	err = rc.Read(func(fd uintptr) bool {
-		for {
-			n, err := syscall.Read(int(fd), buf)
-			switch {
-			case n > 0:
-				b = append(b, buf[:n]...)
-				if len(b) >= limit {
-					return true
-				}
-			case errors.Is(err, syscall.EINTR):
-			case errors.Is(err, syscall.EAGAIN):
-				return false // wait until readable, or the deadline
-			case err != nil:
-				rerr = err
-				return true
-			case fifo && len(b) == 0:
-				if fifoAwaitsWriter != nil {
-					fifoAwaitsWriter()
-				}
-				return false // no writer yet: wait for one
-			default:
-				return true // the end of the file
+// pipePoll is how long readPipe sleeps when the file has nothing to read
+// yet.
+const pipePoll = 10 * time.Millisecond
+
+// readPipe reads fd, opened non-blocking by readFile, until its end or
+// limit bytes, for at most wait: the error then matches
+// os.ErrDeadlineExceeded. When there is nothing to read yet it sleeps
+// pipePoll and reads again, rather than wait for the poller: on darwin
+// kqueue tells no reader of a FIFO that its last writer closed it (Go's os
+// package leaves FIFOs out of the poller there for that), and a read is
+// the one way to learn it everywhere. An end of file before any byte from
+// a FIFO means that no writer has opened it yet (a FIFO with none reads
+// as empty), so readPipe waits for one to write; one that opens it and
+// writes nothing, or a pipe whose writer closed it empty, leaves readPipe
+// to its bound.
+func readPipe(fd int, fifo bool, limit int, wait time.Duration) ([]byte, error) {
+	deadline := time.Now().Add(wait)
+	var b []byte
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := syscall.Read(fd, buf)
+		switch {
+		case n > 0:
+			b = append(b, buf[:n]...)
+			if len(b) >= limit {
+				return b, nil
+			}
+			continue
+		case errors.Is(err, syscall.EINTR):
+			continue
+		case errors.Is(err, syscall.EAGAIN):
+			// Nothing to read yet: sleep and read again.
+		case err != nil:
+			return b, err
+		case !fifo || len(b) > 0:
+			return b, nil // the end of the file
+		default:
+			// No writer yet.
+			if fifoAwaitsWriter != nil {
+				fifoAwaitsWriter()
 			}
 		}
-	})
-	if err == nil {
-		err = rerr
+		if !time.Now().Before(deadline) {
+			return b, os.ErrDeadlineExceeded
+		}
+		time.Sleep(min(pipePoll, time.Until(deadline)))
 	}
-	return b, err
 }

@@ -35,7 +35,7 @@ func readPEMFile(param, path string) ([]byte, error) {
 	}
 	switch {
 	case errors.Is(err, os.ErrDeadlineExceeded) && len(b) == 0:
-		return nil, fmt.Errorf("%s %s: nothing to read after %v (a pipe with no writer?)", param, path, pipeWait)
+		return nil, fmt.Errorf("%s %s: nothing to read after %v (a pipe with no writer, or one its writer closed empty?)", param, path, pipeWait)
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		return nil, fmt.Errorf("%s %s: no end of file after %v (%d bytes read)", param, path, pipeWait, len(b))
 	case err != nil:
