@@ -154,19 +154,28 @@ func (e *lockEvents) Attempt(ctx context.Context, _ redlock.AttemptStart) (conte
 			e.token, e.until = d.Token, d.Until
 			e.tellBroken()
 		case redlock.OutcomeNotObtained, redlock.OutcomeUnavailable:
+			v := d.Votes
+			// Its own keys may be what refused it, not another
+			// holder's (--node-timeout 1ns: "held elsewhere: 3 of 3
+			// nodes refused" with no other client), when the other
+			// nodes' refusals alone leave a quorum possible (as
+			// redlock's mayWin judges it); otherwise another holds it,
+			// whatever its own keys do.
+			reason := d.Outcome
+			if d.Outcome == redlock.OutcomeNotObtained && v.Own > 0 && v.Refused-v.Own <= v.Nodes-v.Quorum {
+				reason = refusedByOwn
+			}
 			// Once each: the verdicts of a long wait can alternate.
-			if e.told[d.Outcome] || e.oneAttempt {
+			// A wait refused by its own keys first is still told when
+			// another holds the lock.
+			if e.told[reason] || e.oneAttempt {
 				return
 			}
 			if e.told == nil {
 				e.told = map[redlock.Outcome]bool{}
 			}
-			e.told[d.Outcome] = true
-			v := d.Votes
-			if d.Outcome == redlock.OutcomeNotObtained && v.Own > 0 {
-				// Its own keys may be what refused it, not another
-				// holder's (--node-timeout 1ns: "held elsewhere: 3 of
-				// 3 nodes refused" with no other client).
+			e.told[reason] = true
+			if reason == refusedByOwn {
 				e.say("waiting for %s (%d of %d nodes refused, %d granted, %d needed; %d of the refusals may be by this command's own key of an earlier attempt, whose SET failed there and whose release is not confirmed yet: a node timeout too short for the nodes leaves such keys until their TTL)", keyText(d.Key), v.Refused, v.Nodes, v.Granted, v.Quorum, v.Own)
 			} else if d.Outcome == redlock.OutcomeNotObtained {
 				e.say("waiting for %s (held elsewhere: %d of %d nodes refused, %d granted, %d needed)", keyText(d.Key), v.Refused, v.Nodes, v.Granted, v.Quorum)
@@ -539,6 +548,11 @@ func (e *lockEvents) LockEnd(_ context.Context, d redlock.LockEnd) {
 func (e *lockEvents) sayLost(d redlock.LockEnd) {
 	e.say("lost %s after holding it for %v", keyText(d.Key), roundWait(d.Held))
 }
+
+// refusedByOwn is the reason to wait that -v tells of an attempt whose
+// refusals may be by the command's own keys of earlier attempts
+// (redlock.Votes.Own), beside the Outcomes, in lockEvents.told.
+const refusedByOwn redlock.Outcome = "refused_by_own"
 
 // lostHow says what a LockEnd.How of a lost lock means; err is the
 // LockEnd's Err, whose votes (*redlock.VoteError) tell whether the nodes
