@@ -92,8 +92,9 @@ Exit codes:
   75      the lock is held elsewhere: not obtained within --wait
           (--conflict-exit-code replaces 75)
   69      too many nodes failed (errors, timeouts) for a quorum
-  76      the lock was lost while held, or on release a majority of the
-          nodes no longer held it
+  76      the lock was lost while held, or on release no quorum of the
+          nodes confirmed that they still held it (a majority said they no
+          longer did, or some did and the others failed to answer)
   128+N   signal N ended the wait for the lock (SIGINT, SIGTERM and SIGHUP
           end hold by the signal, which shells show as 128+N)
   2       bad flags or arguments, no nodes, a bad address or option,
