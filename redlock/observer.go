@@ -215,10 +215,10 @@ type Votes struct {
 	Failed  int // nodes that failed (error or timeout)
 	// Own is how many of the Refused nodes (of an acquisition) may have
 	// refused it with the caller's own key: a key of an earlier attempt
-	// of the same Lock or Do, whose outcome was unknown there (its SET
-	// failed, often a node timeout too short for the round trip) and whose
-	// release was not confirmed yet. Such a refusal need not mean that
-	// another holds the lock.
+	// of the same Lock or Do, whose SET there failed (its outcome unknown,
+	// often a node timeout too short for the round trip) or was granted,
+	// and whose release there was not confirmed yet (it failed, or had not
+	// answered). Such a refusal need not mean that another holds the lock.
 	Own int
 }
 

@@ -91,3 +91,37 @@ func TestVotesOwnCountsRefusalsByOwnKeys(t *testing.T) {
 		require.Equal(t, 2, v.Own, "the second attempt's refusals are by the first's keys: %+v", v)
 	})
 }
+
+// Own counts too a node that granted the earlier attempt, whose release
+// there failed: its SET was no unknown outcome, but its key stays as well.
+func TestVotesOwnCountsGrantedUnreleased(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var lose atomic.Bool // SETs answer; only releases fail
+		a, b, c := memory.New(), memory.New(), memory.New()
+		for _, n := range []*memory.Node{b, c} {
+			ok, err := n.SetNX(t.Context(), "k", "another's", time.Minute)
+			require.True(t, ok)
+			require.NoError(t, err)
+			// b and c answer after a, whose grant (then its refusal)
+			// is so recorded before b's and c's refusals decide.
+			n.SetLatency(time.Millisecond)
+		}
+		nodes := []driver.Node{unconfirmedNode{a, &lose}, b, c}
+		obs := &attemptVotes{}
+		cl, err := redlock.New(nodes, redlock.WithTTL(time.Second), redlock.WithObserver(obs), redlock.WithMaxAttempts(2),
+			redlock.WithBackoff(redlock.ConstantBackoff(10*time.Millisecond)))
+		require.NoError(t, err)
+		defer cl.Close()
+		_, err = cl.Lock(t.Context(), "k")
+		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		obs.mu.Lock()
+		defer obs.mu.Unlock()
+		require.Len(t, obs.votes, 2)
+		// a granted the first attempt (before or after the others'
+		// refusals decided it), and its release there failed.
+		require.True(t, a.Holds("k"), "the first attempt's key stays on a")
+		v := obs.votes[1]
+		require.Equal(t, 3, v.Refused, "%+v", v)
+		require.Equal(t, 1, v.Own, "a refused with the first attempt's key, which its SET had set: %+v", v)
+	})
+}

@@ -176,7 +176,7 @@ func (e *lockEvents) Attempt(ctx context.Context, _ redlock.AttemptStart) (conte
 			}
 			e.told[reason] = true
 			if reason == refusedByOwn {
-				e.say("waiting for %s (%d of %d nodes refused, %d granted, %d needed; %d of the refusals may be by this command's own key of an earlier attempt, whose SET failed there and whose release is not confirmed yet: a node timeout too short for the nodes leaves such keys until their TTL)", keyText(d.Key), v.Refused, v.Nodes, v.Granted, v.Quorum, v.Own)
+				e.say("waiting for %s (%d of %d nodes refused, %d granted, %d needed; %d of the refusals may be by this command's own key of an earlier attempt, whose SET or release there failed and whose release is not confirmed yet: a node timeout too short for the nodes leaves such keys until their TTL)", keyText(d.Key), v.Refused, v.Nodes, v.Granted, v.Quorum, v.Own)
 			} else if d.Outcome == redlock.OutcomeNotObtained {
 				e.say("waiting for %s (held elsewhere: %d of %d nodes refused, %d granted, %d needed)", keyText(d.Key), v.Refused, v.Nodes, v.Granted, v.Quorum)
 			} else if e.verbose || e.warnUnavailable {

@@ -21,7 +21,7 @@ func TestVerboseOwnRefusalsNotHeldElsewhere(t *testing.T) {
 		want string
 	}{
 		{0, "redlock: waiting for k (held elsewhere: 3 of 3 nodes refused, 0 granted, 2 needed)\n"},
-		{3, "redlock: waiting for k (3 of 3 nodes refused, 0 granted, 2 needed; 3 of the refusals may be by this command's own key of an earlier attempt, whose SET failed there and whose release is not confirmed yet: a node timeout too short for the nodes leaves such keys until their TTL)\n"},
+		{3, "redlock: waiting for k (3 of 3 nodes refused, 0 granted, 2 needed; 3 of the refusals may be by this command's own key of an earlier attempt, whose SET or release there failed and whose release is not confirmed yet: a node timeout too short for the nodes leaves such keys until their TTL)\n"},
 	} {
 		var stderr bytes.Buffer
 		e := &lockEvents{verbose: true, stderr: &stderr, firstDone: make(chan struct{})}
