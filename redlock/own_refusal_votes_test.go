@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -84,18 +85,10 @@ func TestVotesOwnCountsRefusalsByOwnKeys(t *testing.T) {
 		// The second attempt's SETs answer: the nodes' keys are the
 		// first's.
 		obs := &attemptVotes{ended: func() { lose.Store(false) }}
-		c, err := redlock.New(nodes, redlock.WithTTL(time.Second), redlock.WithObserver(obs), redlock.WithMaxAttempts(2),
-			redlock.WithBackoff(redlock.ConstantBackoff(10*time.Millisecond)))
-		require.NoError(t, err)
-		defer c.Close()
-		_, err = c.Lock(t.Context(), "k")
-		require.ErrorIs(t, err, redlock.ErrNotObtained)
+		votes := twoAttempts(t, nodes, obs)
 		require.True(t, a.Holds("k") && b.Holds("k"), "the first attempt's keys stay: their releases timed out")
-		obs.mu.Lock()
-		defer obs.mu.Unlock()
-		require.Len(t, obs.votes, 2)
-		require.Equal(t, 0, obs.votes[0].Own, "the first attempt: no earlier key of its own")
-		v := obs.votes[1]
+		require.Equal(t, 0, votes[0].Own, "the first attempt: no earlier key of its own")
+		v := votes[1]
 		require.Equal(t, 2, v.Refused, "%+v", v)
 		require.Equal(t, 2, v.Own, "the second attempt's refusals are by the first's keys: %+v", v)
 	})
@@ -116,21 +109,28 @@ func TestVotesOwnCountsGrantedUnreleased(t *testing.T) {
 			n.SetLatency(time.Millisecond)
 		}
 		nodes := []driver.Node{unconfirmedNode{a, &lose}, b, c}
-		obs := &attemptVotes{}
-		cl, err := redlock.New(nodes, redlock.WithTTL(time.Second), redlock.WithObserver(obs), redlock.WithMaxAttempts(2),
-			redlock.WithBackoff(redlock.ConstantBackoff(10*time.Millisecond)))
-		require.NoError(t, err)
-		defer cl.Close()
-		_, err = cl.Lock(t.Context(), "k")
-		require.ErrorIs(t, err, redlock.ErrNotObtained)
-		obs.mu.Lock()
-		defer obs.mu.Unlock()
-		require.Len(t, obs.votes, 2)
+		votes := twoAttempts(t, nodes, &attemptVotes{})
 		// a granted the first attempt (before or after the others'
 		// refusals decided it), and its release there failed.
 		require.True(t, a.Holds("k"), "the first attempt's key stays on a")
-		v := obs.votes[1]
+		v := votes[1]
 		require.Equal(t, 3, v.Refused, "%+v", v)
 		require.Equal(t, 1, v.Own, "a refused with the first attempt's key, which its SET had set: %+v", v)
 	})
+}
+
+// twoAttempts makes a Lock of "k" on nodes, of two attempts, which must
+// both fail, and returns the votes obs recorded of them.
+func twoAttempts(t *testing.T, nodes []driver.Node, obs *attemptVotes) []redlock.Votes {
+	t.Helper()
+	c, err := redlock.New(nodes, redlock.WithTTL(time.Second), redlock.WithObserver(obs), redlock.WithMaxAttempts(2),
+		redlock.WithBackoff(redlock.ConstantBackoff(10*time.Millisecond)))
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Lock(t.Context(), "k")
+	require.ErrorIs(t, err, redlock.ErrNotObtained)
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	require.Len(t, obs.votes, 2)
+	return slices.Clone(obs.votes)
 }
