@@ -70,4 +70,8 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		_, err := chaos.Run(context.Background(), c)
 		require.Error(t, err, "%+v", c)
 	}
+	// A node timeout the library refuses is refused by the configuration's
+	// check, before any server starts, as every other bad setting is.
+	_, err := chaos.Run(context.Background(), chaos.Config{Drivers: []string{"goredis"}, NodeTimeout: time.Microsecond})
+	require.ErrorContains(t, err, "chaos: node timeout 1µs is shorter than 100µs")
 }

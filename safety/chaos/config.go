@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/go-redlock/redlock/redlock"
 )
 
 // Fault is a kind of fault that Run applies to one node at a time.
@@ -125,6 +127,8 @@ func (c Config) withDefaults() (Config, error) {
 		return c, fmt.Errorf("chaos: %d nodes: at least 3 are needed for a fault to hit a minority", c.Nodes)
 	case c.Contenders < 0 || c.Duration < 0 || c.TTL < 0 || c.NodeTimeout < 0 || c.Hold < 0 || c.FaultEvery < 0 || c.FaultFor < 0:
 		return c, errors.New("chaos: negative count or duration")
+	case c.NodeTimeout < redlock.MinNodeTimeout:
+		return c, fmt.Errorf("chaos: node timeout %v is shorter than %v (redlock.MinNodeTimeout)", c.NodeTimeout, redlock.MinNodeTimeout)
 	case c.NodeTimeout >= c.TTL:
 		return c, fmt.Errorf("chaos: node timeout %v is not below the TTL %v", c.NodeTimeout, c.TTL)
 	}
