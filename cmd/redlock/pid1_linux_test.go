@@ -14,17 +14,25 @@ import (
 
 // unshareInit returns the command that runs argv as the first process (PID
 // 1) of a new PID namespace, as a container's entrypoint runs, skipping the
-// test where unshare(1) is missing or may not make one (not root).
+// test where unshare(1) is missing or may not make one (not root), or where
+// initOf cannot find that process.
 func unshareInit(t *testing.T, argv ...string) *exec.Cmd {
 	t.Helper()
 	unshare, err := exec.LookPath("unshare")
 	if err != nil {
 		t.Skip("no unshare(1)")
 	}
-	if out, err := exec.Command(unshare, "--pid", "--fork", "--mount-proc", "true").CombinedOutput(); err != nil {
-		t.Skipf("unshare --pid --fork --mount-proc: %v %s", err, out)
+	// Any error skips: EPERM without CAP_SYS_ADMIN (a container, not
+	// root), a /proc that may not be mounted again, an unshare(1) that
+	// lacks a flag.
+	flags := []string{"--pid", "--fork", "--mount-proc", "--kill-child"}
+	if out, err := exec.Command(unshare, append(flags, "true")...).CombinedOutput(); err != nil {
+		t.Skipf("unshare %s: %v %s", strings.Join(flags, " "), err, out)
 	}
-	c := command(context.Background(), append([]string{"--pid", "--fork", "--mount-proc", "--kill-child"}, argv...)...)
+	if _, err := os.Stat("/proc/thread-self/children"); err != nil { // initOf reads it
+		t.Skipf("no /proc/PID/task/TID/children (a kernel without CONFIG_PROC_CHILDREN): %v", err)
+	}
+	c := command(context.Background(), append(flags, argv...)...)
 	c.Path, c.Args[0] = unshare, unshare
 	return c
 }
@@ -58,20 +66,27 @@ func initOf(t *testing.T, pid int) int {
 func TestRunAsPID1ExitsWith128PlusN(t *testing.T) {
 	t.Parallel()
 	servers, addrs := nodes(t, 3)
-	holder := start(t, "run", "--nodes", addrs, "--key", "pid1-busy", "--", "sh", "-c", "echo held; exec sleep 120")
-	holder.waitLine("held", 30*time.Second)
 	for _, tc := range []struct {
 		name string
 		args []string
-		busy bool // waits for pid1-busy: the test sends SIGTERM to it
+		busy string // a key held elsewhere, which it waits for: the test sends SIGTERM to it
 	}{
 		// CMD dies of SIGTERM, which it sent itself.
-		{"cmd", []string{"run", "--nodes", addrs, "pid1", "--", "sh", "-c", "kill -TERM $$"}, false},
+		{"cmd", []string{"run", "--nodes", addrs, "pid1", "--", "sh", "-c", "kill -TERM $$"}, ""},
 		// docker stop: SIGTERM to run, which forwards it to CMD.
-		{"run", []string{"run", "--nodes", addrs, "pid1", "--", "sh", "-c", "kill -TERM 1; exec sleep 60"}, false},
-		{"run-waiting", []string{"run", "--nodes", addrs, "pid1-busy", "--", "true"}, true},
-		{"hold-waiting", []string{"hold", "--nodes", addrs, "pid1-busy"}, true},
+		{"run", []string{"run", "--nodes", addrs, "pid1", "--", "sh", "-c", "kill -TERM 1; exec sleep 60"}, ""},
+		// A busy key each: on a key of an earlier case, waitForWaiter
+		// could find that case's waiter still subscribed (its server
+		// not yet past the close of its connection) and the SIGTERM
+		// come before this one caught it, which PID 1 drops, or which
+		// makes Go's runtime exit with 2.
+		{"run-waiting", []string{"run", "--nodes", addrs, "pid1-busy-run", "--", "true"}, "pid1-busy-run"},
+		{"hold-waiting", []string{"hold", "--nodes", addrs, "pid1-busy-hold"}, "pid1-busy-hold"},
 	} {
+		if tc.busy != "" {
+			holder := start(t, "run", "--nodes", addrs, "--key", tc.busy, "--", "sh", "-c", "echo held; exec sleep 120")
+			holder.waitLine("held", 30*time.Second)
+		}
 		c := unshareInit(t, append([]string{binary}, tc.args...)...)
 		var stderr syncBuffer
 		c.Stderr = &stderr
@@ -79,8 +94,8 @@ func TestRunAsPID1ExitsWith128PlusN(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { c.Process.Kill() })
-		if tc.busy {
-			waitForWaiter(t, servers, "pid1-busy")
+		if tc.busy != "" {
+			waitForWaiter(t, servers, tc.busy)
 			if err := syscall.Kill(initOf(t, c.Process.Pid), syscall.SIGTERM); err != nil {
 				t.Fatal(err)
 			}
@@ -89,7 +104,7 @@ func TestRunAsPID1ExitsWith128PlusN(t *testing.T) {
 		if code := c.ProcessState.ExitCode(); sig != 0 || code != exitSignalBase+int(syscall.SIGTERM) {
 			t.Errorf("%s: redlock %s as PID 1, ended by SIGTERM: %v, want exit status 143; stderr:\n%s", tc.name, strings.Join(tc.args, " "), c.ProcessState, stderr.String())
 		}
-		if !tc.busy {
+		if tc.busy == "" {
 			heldNowhere(t, servers, "pid1")
 		}
 	}
