@@ -335,7 +335,7 @@ func openMalformed(t *testing.T, _ context.Context, s *redisSuite) {
 // deadAddr returns a loopback address on which nothing listens.
 func deadAddr(t *testing.T) Addr {
 	t.Helper()
-	host, port, err := net.SplitHostPort(redistest.ClosedAddrs(t, 1)[0])
+	host, port, err := net.SplitHostPort(redistest.DownAddrs(t, 1)[0])
 	if err != nil {
 		t.Fatal(err)
 	}

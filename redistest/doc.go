@@ -22,7 +22,9 @@
 // redis-server: a loopback TCP listener that accepts connections, reads what
 // they send and never answers, counting the connections it accepted.
 // [ClosedAddrs] gives distinct loopback addresses on which nothing listens,
-// nodes that are down (connection refused).
+// nodes that are down (connection refused); [DownAddrs] gives ones that stay
+// down for the whole test, their ports held so that no server started
+// meanwhile can take them.
 //
 // Network faults (latency, cut connections, lost replies) are the business of
 // the fault proxy in the repository's safety module, which keeps its heavy

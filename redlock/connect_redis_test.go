@@ -98,7 +98,7 @@ func TestRedisConnectThenLockAsksNoIdentity(t *testing.T) {
 // ErrUnavailable, with a *NodeError naming a down node, not the context's.
 func TestRedisConnectNodesDown(t *testing.T) {
 	servers := redistest.NewServers(t, 2)
-	down := redistest.ClosedAddrs(t, 2)
+	down := redistest.DownAddrs(t, 2)
 	for _, name := range redisDrivers {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)

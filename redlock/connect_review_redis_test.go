@@ -80,7 +80,7 @@ func TestRedisConnectUserWithoutInfo(t *testing.T) {
 func TestRedisConnectLeavesNoGoroutine(t *testing.T) {
 	servers := redistest.NewServers(t, 2)
 	silent := []string{redistest.NewSilent(t).Addr(), redistest.NewSilent(t).Addr(), redistest.NewSilent(t).Addr()}
-	down := redistest.ClosedAddrs(t, 2)
+	down := redistest.DownAddrs(t, 2)
 	opts := []redlock.Option{redlock.WithTTL(20 * time.Minute), redlock.WithNodeTimeout(2 * time.Second)}
 	settled := func(t *testing.T) {
 		t.Helper()

@@ -98,7 +98,7 @@ func TestTryLockOnDroppingServersFailsPromptly(t *testing.T) {
 				// once, as a server that drops its clients would, and
 				// count them: gated proxies never opened, which never
 				// dial their upstream.
-				nowhere := redistest.ClosedAddrs(t, 1)[0]
+				nowhere := redistest.DownAddrs(t, 1)[0]
 				closing := []*testproxy.Proxy{
 					testproxy.New(t, nowhere, testproxy.Gated()),
 					testproxy.New(t, nowhere, testproxy.Gated()),

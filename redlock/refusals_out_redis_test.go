@@ -29,7 +29,7 @@ func TestRedisRefusalsOutDecide(t *testing.T) {
 		require.NoError(t, err)
 	}
 	far := testproxy.New(t, servers[1].Addr(), testproxy.ReplyDelay(50*time.Millisecond))
-	addrs := append(redistest.ClosedAddrs(t, 1), servers[0].Addr(), far.Addr())
+	addrs := append(redistest.DownAddrs(t, 1), servers[0].Addr(), far.Addr())
 	for i, a := range addrs {
 		addrs[i] = (&url.URL{Scheme: "redis", Host: a, User: url.UserPassword("limited", password)}).String()
 	}

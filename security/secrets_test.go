@@ -152,7 +152,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	certs := redistest.NewCerts(t)
 	tlsSrv := redistest.NewServers(t, 3, redistest.WithTLS(certs, redistest.ClientCertsRequired), redistest.WithPassword(secretPassword))
 	otherCA := redistest.NewCerts(t).CAFile
-	dead := redistest.ClosedAddrs(t, 3)
+	dead := redistest.DownAddrs(t, 3)
 	paused := redistest.NewServers(t, 3, redistest.WithPassword(secretPassword))
 	for _, s := range paused {
 		require.NoError(t, s.Pause())

@@ -223,7 +223,7 @@ func TestStatusCluster(t *testing.T) {
 // was ""), but one given twice is still one address.
 func TestDoctorUnreachableClustersDistinct(t *testing.T) {
 	t.Parallel()
-	down := []string{refusingAddr(t), refusingAddr(t), refusingAddr(t)}
+	down := redistest.DownAddrs(t, 3)
 	var nodes []string
 	for _, a := range down {
 		nodes = append(nodes, "redis://"+a+"?cluster=true")

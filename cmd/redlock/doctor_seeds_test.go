@@ -20,7 +20,7 @@ func TestDoctorClusterSeedsOfTwoClusters(t *testing.T) {
 	t.Parallel()
 	a := redistest.NewCluster(t, 2)
 	b := redistest.NewCluster(t, 1)
-	dead := refusingAddr(t)
+	dead := redistest.DownAddrs(t, 1)[0]
 
 	mixed := "redis://" + a.Seeds()[0] + "?cluster=true&addr=" + a.Seeds()[1] + "&addr=" + b.Seeds()[0]
 	rep, r := doctorJSON(t, mixed)

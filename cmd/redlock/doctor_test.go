@@ -131,7 +131,7 @@ func TestDoctorDuplicateServer(t *testing.T) {
 func TestDoctorUnreachable(t *testing.T) {
 	t.Parallel()
 	servers := redistest.NewServers(t, 2)
-	down := refusingAddr(t) // nothing listens there
+	down := redistest.DownAddrs(t, 1)[0] // nothing listens there
 	addrs := strings.Join(append(redistest.Addrs(servers), down), ",")
 	rep, r := doctorJSON(t, addrs, "--timeout", "1s")
 	if r.code != exitFailure || rep.Nodes[2].Reachable {

@@ -13,7 +13,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -386,34 +385,4 @@ func TestUsageErrors(t *testing.T) {
 func fileExists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
-}
-
-// refusingAddr returns a loopback address whose port is bound, until the
-// test ends, by a socket that never listens: a connection to it is refused
-// at once, as to a node that is down, and no server started meanwhile, by
-// this test binary or by another, can take the port. One of
-// redistest.ClosedAddrs is free once it returns: a redis-server that
-// another test binary started took it during
-// TestRunStopsAtRefusalsBesideNodeDown (1 of 100 runs, two test binaries at
-// once under a load of about 13), and the "down" node answered WRONGPASS.
-func refusingAddr(t *testing.T) string {
-	t.Helper()
-	syscall.ForkLock.RLock() // no command started meanwhile inherits it
-	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM, 0)
-	if err == nil {
-		syscall.CloseOnExec(fd)
-	}
-	syscall.ForkLock.RUnlock()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { syscall.Close(fd) })
-	if err := syscall.Bind(fd, &syscall.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err != nil {
-		t.Fatal(err)
-	}
-	sa, err := syscall.Getsockname(fd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return "127.0.0.1:" + strconv.Itoa(sa.(*syscall.SockaddrInet4).Port)
 }

@@ -8,11 +8,12 @@ import (
 	"time"
 
 	"github.com/go-redlock/redlock/internal/testproxy"
+	"github.com/go-redlock/redlock/redistest"
 )
 
 // TestRunStopsAtRefusalsBesideNodeDown runs run as an ACL user that may not
 // touch the key, on three nodes of which one is down (its port closed: the
-// connection is refused at once: refusingAddr) and one far (its replies 50ms late, through
+// connection is refused at once: redistest.DownAddrs) and one far (its replies 50ms late, through
 // a proxy). The down node's error and the near node's NOPERM decided each
 // attempt before the far node's NOPERM came, so run waited until --wait
 // ended and exited 69, "too many nodes failed for a quorum", with --wait 0
@@ -33,7 +34,7 @@ func TestRunStopsAtRefusalsBesideNodeDown(t *testing.T) {
 	urls := setUser(t, servers, "nokey", password, "resetkeys", "~other:*")
 	far := testproxy.New(t, servers[1].Addr(), testproxy.ReplyDelay(50*time.Millisecond))
 	urls = []string{
-		"redis://nokey:" + password + "@" + refusingAddr(t),
+		"redis://nokey:" + password + "@" + redistest.DownAddrs(t, 1)[0],
 		urls[0],
 		strings.Replace(urls[1], servers[1].Addr(), far.Addr(), 1),
 	}

@@ -23,7 +23,7 @@ import (
 // asks the down seed before it connects to it.
 func TestSeedGateOneFunctionPerClient(t *testing.T) {
 	c := redistest.NewCluster(t, 2)
-	down := redistest.ClosedAddrs(t, 1)[0]
+	down := redistest.DownAddrs(t, 1)[0]
 	var mu sync.Mutex
 	dials := map[string]int{}
 	dial := func(ctx context.Context, network, addr string) (net.Conn, error) {

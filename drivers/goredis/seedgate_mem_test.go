@@ -36,7 +36,7 @@ func registered() (clients, gates int) {
 // collected (runtime.AddCleanup): the registry does not grow.
 func TestSeedGatesNoGrowth(t *testing.T) {
 	c := redistest.NewCluster(t, 1)
-	down := redistest.ClosedAddrs(t, 1)[0]
+	down := redistest.DownAddrs(t, 1)[0]
 	dial := refusingDial(down)
 	newClient := func() *redis.ClusterClient {
 		return redis.NewClusterClient(&redis.ClusterOptions{Addrs: append(c.Seeds(), down), Dialer: dial,
@@ -94,7 +94,7 @@ func TestSeedGatesNoGrowth(t *testing.T) {
 // admit and close).
 func TestSeedGatesConcurrentNodes(t *testing.T) {
 	c := redistest.NewCluster(t, 1)
-	down := redistest.ClosedAddrs(t, 1)[0]
+	down := redistest.DownAddrs(t, 1)[0]
 	dial := refusingDial(down)
 	cc := redis.NewClusterClient(&redis.ClusterOptions{Addrs: append(c.Seeds(), down), Dialer: dial,
 		ContextTimeoutEnabled: true, MaxRetries: -1})
