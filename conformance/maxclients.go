@@ -56,20 +56,8 @@ func refusedMaxClients(t *testing.T, ctx context.Context, s *redisSuite) {
 			}
 			// The server takes clients again: the node works.
 			holder.Close()
-			rctx, rcancel := context.WithTimeout(ctx, 10*time.Second)
-			defer rcancel()
-			for {
-				_, err := n.SetNX(rctx, key(t), value(), time.Minute)
-				if err == nil {
-					break
-				}
-				if rctx.Err() != nil {
-					t.Fatalf("SetNX once the server takes clients again: %v: a node must recover when its server does", err)
-				}
-				select {
-				case <-rctx.Done():
-				case <-time.After(20 * time.Millisecond):
-				}
+			if !eventually(ctx, n, key(t), 10*time.Second) {
+				t.Fatal("SetNX once the server takes clients again: still failing after 10s: a node must recover when its server does")
 			}
 		})
 	}

@@ -558,7 +558,7 @@ func stalledRecovers(t *testing.T, ctx context.Context, s *redisSuite) {
 	if err := srv.Resume(); err != nil {
 		t.Fatal(err)
 	}
-	if !eventually(ctx, n, key(t)) {
+	if !eventually(ctx, n, key(t), 5*time.Second) {
 		t.Fatal("SetNX after the server resumed: still failing after 5s: a node must recover when its server does")
 	}
 }
@@ -821,9 +821,10 @@ func identityNamesServer(t *testing.T, ctx context.Context, s *redisSuite) {
 	}
 }
 
-// eventually reports whether SetNX on k succeeds within 5s of retries.
-func eventually(ctx context.Context, n driver.Node, k string) bool {
-	deadline := time.Now().Add(5 * time.Second)
+// eventually reports whether SetNX on k succeeds within the given time of
+// retries.
+func eventually(ctx context.Context, n driver.Node, k string, within time.Duration) bool {
+	deadline := time.Now().Add(within)
 	for time.Now().Before(deadline) {
 		cctx, cancel := context.WithTimeout(ctx, time.Second)
 		ok, err := n.SetNX(cctx, k, value(), time.Minute)
@@ -843,7 +844,7 @@ func reconnects(t *testing.T, ctx context.Context, s *redisSuite) {
 	if _, err := srv.Do(ctx, "CLIENT", "KILL", "TYPE", "normal"); err != nil {
 		t.Fatal(err)
 	}
-	if !eventually(ctx, n, key(t)) {
+	if !eventually(ctx, n, key(t), 5*time.Second) {
 		t.Fatal("SetNX after the server closed every connection: still failing after 5s: a node must reconnect")
 	}
 }
