@@ -79,6 +79,12 @@ type NodeError struct {
 	Err error
 }
 
+// Permanent reports whether the node's error is one that retrying cannot
+// fix, as VoteError.Permanent counts them: a Redis error such as NOPERM or
+// WRONGPASS (driver.PermanentCode), or ErrClosed. An observer uses it to
+// tell which node's error decided a call that stopped for such errors.
+func (e *NodeError) Permanent() bool { return permanentCode(e.Err) != "" }
+
 // Error returns the node's address and the cause.
 func (e *NodeError) Error() string {
 	return fmt.Sprintf("redlock: node %s: %v", e.Addr, e.Err)

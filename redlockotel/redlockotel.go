@@ -341,12 +341,11 @@ func callErrorType(err error) string {
 // permanentNodeError returns, when err's votes (a *redlock.VoteError) say
 // that so many nodes answered an error that retrying cannot fix that no
 // quorum was possible, the first *redlock.NodeError in err whose error is
-// one of those (driver.PermanentCode's, or redlock.ErrClosed, as redlock
-// counts them); else nil. Not merely the first node's error: an attempt
-// or an extension that such errors decided may have a node's other error
-// (a node down, failing at once) before them, since it waits for the
-// replies that tell whether they leave a quorum possible (see
-// redlock.VoteError.Permanent).
+// one of those (redlock.NodeError.Permanent); else nil. Not merely the
+// first node's error: an attempt or an extension that such errors decided
+// may have a node's other error (a node down, failing at once) before
+// them, since it waits for the replies that tell whether they leave a
+// quorum possible (see redlock.VoteError.Permanent).
 func permanentNodeError(err error) *redlock.NodeError {
 	var ve *redlock.VoteError
 	if !errors.As(err, &ve) || ve.Permanent <= ve.Nodes-ve.Needed {
@@ -358,7 +357,7 @@ func permanentNodeError(err error) *redlock.NodeError {
 		case nil:
 			return nil
 		case *redlock.NodeError:
-			if driver.PermanentCode(e.Err) != "" || errors.Is(e.Err, redlock.ErrClosed) {
+			if e.Permanent() {
 				return e
 			}
 			return nil
