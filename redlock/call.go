@@ -21,6 +21,11 @@ type callConfig struct {
 	// its first failed attempt makes left (see tryLock), so that the next
 	// attempts know where their own earlier keys may still be set.
 	waits bool
+	// bad is the error of the call's options (see callOptions), for a
+	// Client with observers: the call's attempt fails with it, as bad
+	// input, without sending anything, so that the observers see it as
+	// they see an attempt on an empty key (OutcomeError).
+	bad error
 }
 
 // The options each method accepts.

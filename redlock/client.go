@@ -464,7 +464,9 @@ func (c *Client) TryLock(ctx context.Context, key string, opts ...Option) (*Lock
 	}
 	cc, err := c.callOptions("TryLock", tryLockOptions, opts)
 	if err != nil {
-		return nil, badInput(ctx, err)
+		if cc.bad = badInput(ctx, err); c.obs == nil {
+			return nil, cc.bad
+		}
 	}
 	l, _, err := c.attempt(ctx, key, cc, 1, false)
 	return l, err
@@ -493,6 +495,9 @@ type outcome struct {
 // Client's slots for it, which it gives back itself (see doCall.first);
 // otherwise tryLock waits for one, and gives it back.
 func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitted bool) (*Lock, outcome, error) {
+	if cc.bad != nil { // bad options, observed (see callConfig.bad)
+		return nil, outcome{}, cc.bad
+	}
 	if err := c.checkKey(key); err != nil {
 		if cerr := ctx.Err(); cerr != nil {
 			err = errors.Join(err, cerr) // the context's end is part of every call's error

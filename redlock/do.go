@@ -209,7 +209,9 @@ func (c *Client) newDoCall(key string) *doCall {
 }
 
 // prepare applies Do's options to d and reports the start of the Do to the
-// observers. It returns false, with d.err set, on bad options.
+// observers. It returns false, with d.err set, on bad options, unless the
+// Client has observers: the Do's attempt then fails with that error, which
+// they see (see callConfig.bad).
 //
 //go:noinline
 func (d *doCall) prepare() bool {
@@ -218,7 +220,10 @@ func (d *doCall) prepare() bool {
 		d.opts = nil
 		if d.err != nil {
 			d.err = badInput(d.ctx, d.err)
-			return false
+			if d.c.obs == nil {
+				return false
+			}
+			d.a.cc.bad, d.err = d.err, nil
 		}
 	}
 	if d.c.obs != nil {

@@ -199,8 +199,9 @@ const (
 	// OutcomeUnavailable: so many nodes failed (errors or timeouts, more than
 	// nodes minus quorum) that no quorum was possible.
 	OutcomeUnavailable Outcome = "unavailable"
-	// OutcomeError: bad input, a closed Client, a context that ended
-	// before a verdict, or errors that retrying cannot fix from more than
+	// OutcomeError: bad input (a bad key, or a bad option given to the
+	// call: its Lock and Do are observed too, and fail with it), a closed
+	// Client, a context that ended before a verdict, or errors that retrying cannot fix from more than
 	// nodes minus quorum nodes (VoteError.Permanent: driver.PermanentCode's,
 	// or ErrClosed from closed nodes or clients), which end Lock and Do.
 	OutcomeError Outcome = "error"

@@ -127,7 +127,9 @@ func (c *Client) Lock(ctx context.Context, key string, opts ...Option) (*Lock, e
 	}
 	cc, err := c.callOptions("Lock", lockOptions, opts)
 	if err != nil {
-		return nil, badInput(ctx, err)
+		if cc.bad = badInput(ctx, err); c.obs == nil {
+			return nil, cc.bad
+		}
 	}
 	return c.observedLock(ctx, key, cc)
 }

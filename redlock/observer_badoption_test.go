@@ -1,0 +1,87 @@
+package redlock_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/redistest"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// TestObserverSeesBadCallOptions: a call given a bad option (a per-call TTL
+// out of range, a Client-only option, one that means nothing for the method)
+// is bad input, as an empty key is: its attempt is observed with the outcome
+// OutcomeError (see Outcome), inside its Lock and Do as they are, and nothing
+// is sent to the nodes. Before, such a call returned its error unobserved,
+// while the same call with an empty key was an attempt of OutcomeError: a
+// per-call option error did not reach redlockotel's acquire.duration nor the
+// logger.
+func TestObserverSeesBadCallOptions(t *testing.T) {
+	servers := redistest.NewServers(t, 3)
+	rec := &recorder{id: "r"}
+	c := openRedis(t, "goredis", servers, redlock.WithObserver(rec), redlock.WithNodeTimeout(liveNodeTimeout))
+	ctx := t.Context()
+	for _, tc := range []struct {
+		name string
+		call func(context.Context) error
+		log  []string
+	}{
+		{"TryLock with a negative TTL", func(ctx context.Context) error {
+			_, err := c.TryLock(ctx, "k", redlock.WithTTL(-time.Second))
+			return err
+		}, []string{"start /attempt", "end /attempt"}},
+		{"TryLock with a backoff", func(ctx context.Context) error {
+			_, err := c.TryLock(ctx, "k", redlock.WithBackoff(redlock.DefaultBackoff))
+			return err
+		}, []string{"start /attempt", "end /attempt"}},
+		{"Lock with a Client-only option", func(ctx context.Context) error {
+			_, err := c.Lock(ctx, "k", redlock.WithFencing())
+			return err
+		}, []string{"start /lock", "start /lock/attempt", "end /lock/attempt", "end /lock"}},
+		{"Lock with no attempts", func(ctx context.Context) error {
+			_, err := c.Lock(ctx, "k", redlock.WithMaxAttempts(0))
+			return err
+		}, []string{"start /lock", "start /lock/attempt", "end /lock/attempt", "end /lock"}},
+		{"Do with an impossible interval", func(ctx context.Context) error {
+			return c.Do(ctx, "k", func(context.Context) error {
+				t.Error("Do ran its function with a bad option")
+				return nil
+			}, redlock.WithTTL(time.Second), redlock.WithExtendInterval(time.Second))
+		}, []string{"start /do", "start /do/lock", "start /do/lock/attempt", "end /do/lock/attempt", "end /do/lock", "end /do"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := len(rec.snapshot())
+			nodesBefore, _ := rec.nodeCalls()
+			attemptsBefore := len(rec.attempts)
+			err := tc.call(ctx)
+			require.Error(t, err)
+			assert.NotErrorIs(t, err, redlock.ErrNotObtained, "bad input is not a refusal")
+			assert.Equal(t, tc.log, rec.snapshot()[before:])
+			require.Len(t, rec.attempts, attemptsBefore+1)
+			a := rec.attempts[attemptsBefore]
+			assert.Equal(t, redlock.OutcomeError, a.Outcome)
+			assert.Equal(t, "k", a.Key)
+			assert.Equal(t, 1, a.Attempt)
+			assert.Equal(t, redlock.Votes{}, a.Votes, "nothing sent")
+			assert.Equal(t, err.Error(), a.Err.Error(), "the attempt's error is the call's")
+			nodesAfter, _ := rec.nodeCalls()
+			assert.Len(t, nodesAfter, len(nodesBefore), "no node call")
+		})
+	}
+	require.Len(t, rec.dos, 1)
+	assert.Error(t, rec.dos[0].Err)
+	assert.Empty(t, rec.lockEnds())
+	for _, l := range rec.locks {
+		assert.Equal(t, 1, l.Attempts)
+		assert.Error(t, l.Err)
+	}
+	for _, s := range servers {
+		n, err := s.Do(ctx, "EXISTS", "k")
+		require.NoError(t, err)
+		assert.Equal(t, int64(0), n, "no key set")
+	}
+}
