@@ -46,7 +46,8 @@ var DefaultBackoff = ExponentialBackoff(10*time.Millisecond, 250*time.Millisecon
 //
 // TryLock, Lock and Do take options too, which apply to that call only, over
 // the Client's: WithTTL (all three), WithBackoff and WithMaxAttempts (Lock and
-// Do) and WithExtendInterval (Do). A call checks them as Open does, and
+// Do) and WithExtendInterval (Do). A call checks them as Open does (against
+// the Client's node timeout, which a call's TTL does not change), and
 // returns an error that names an option that applies to the Client only
 // (WithTLSConfig, WithKeyPrefix, WithFencing, WithNodeTimeout,
 // WithDriftFactor, WithObserver, WithLogger) or that means nothing for the method (WithBackoff on
