@@ -33,7 +33,11 @@ var (
 	// possible even had every other node agreed, rather than refused because
 	// the key is held by someone else. The *VoteError in the same chain
 	// has the counts. For Lock and Do, it is the verdict of the last attempt
-	// that finished.
+	// that finished. The failures are those heard when the call decided,
+	// which an acquisition does as soon as a quorum is out of reach:
+	// refusals by the nodes that answer first (the key held there) decide
+	// it before nodes that are down or stalled have all failed, and it then
+	// matches ErrNotObtained alone (see VoteError).
 	ErrUnavailable = errors.New("redlock: too many nodes unavailable for a quorum")
 
 	// ErrAlreadyUnlocked is returned by an Unlock of a lock that Unlock was
