@@ -861,6 +861,13 @@ func TestPermanentNodeError(t *testing.T) {
 	if strings.Contains(r.stdout+r.stderr, "wrong-Pa55") {
 		t.Errorf("run printed the password:\n%v", r)
 	}
+	r = invoke(t, "", "hold", "--nodes", strings.Join(addrs, ","), "k")
+	if r.code != exitFailure || !strings.Contains(r.stderr, "retrying cannot fix") || r.stdout != "" {
+		t.Errorf("hold with a wrong password: want exit 1, the permanent error and no line on stdout, got %v", r)
+	}
+	if strings.Contains(r.stdout+r.stderr, "wrong-Pa55") {
+		t.Errorf("hold printed the password:\n%v", r)
+	}
 }
 
 // TestDatabaseOutOfRange names a database the servers do not have: retrying

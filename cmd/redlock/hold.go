@@ -99,8 +99,9 @@ Exit codes:
           end hold by the signal, which shells show as 128+N)
   2       bad flags or arguments, no nodes, a bad address or option,
           or two addresses of one server (or of one cluster)
-  1       any other error of redlock; the process that started hold
-          ended while it waited for the lock
+  1       any other error of redlock (such as nodes that refuse the
+          user: a wrong password, a missing ACL permission); the process
+          that started hold ended while it waited for the lock
 
 ` + envHelp("nodes", "ttl", "wait", "prefix", "for", "fencing", "conflict-exit-code", "verbose", "outlive-parent"),
 		Example: `  # hold the lock across the steps of a script
