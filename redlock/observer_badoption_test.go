@@ -2,6 +2,7 @@ package redlock_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
@@ -83,5 +84,46 @@ func TestObserverSeesBadCallOptions(t *testing.T) {
 		n, err := s.Do(ctx, "EXISTS", "k")
 		require.NoError(t, err)
 		assert.Equal(t, int64(0), n, "no key set")
+	}
+}
+
+// TestBadCallOptionsSameErrorObserved: observers change nothing in the error
+// of a call given a bad option, with a context that had ended and on a
+// closed Client too: it names the option, with ctx.Err() joined, and never
+// matches ErrNotObtained (the Do's attempt, observed, waits for no slot nor
+// the context's verdict first).
+func TestBadCallOptionsSameErrorObserved(t *testing.T) {
+	servers := redistest.NewServers(t, 3)
+	plain := openRedis(t, "goredis", servers)
+	observed := openRedis(t, "goredis", servers, redlock.WithObserver(&recorder{id: "r"}))
+	ended, cancel := context.WithCancel(t.Context())
+	cancel()
+	bad := redlock.WithTTL(-time.Second)
+	fn := func(context.Context) error {
+		t.Error("Do ran its function with a bad option")
+		return nil
+	}
+	calls := map[string]func(*redlock.Client, context.Context) error{
+		"TryLock": func(c *redlock.Client, ctx context.Context) error { _, err := c.TryLock(ctx, "k", bad); return err },
+		"Lock":    func(c *redlock.Client, ctx context.Context) error { _, err := c.Lock(ctx, "k", bad); return err },
+		"Do":      func(c *redlock.Client, ctx context.Context) error { return c.Do(ctx, "k", fn, bad) },
+	}
+	check := func(name string, ctx context.Context, call func(*redlock.Client, context.Context) error) {
+		t.Helper()
+		want, got := call(plain, ctx), call(observed, ctx)
+		require.Error(t, want, name)
+		require.Error(t, got, name)
+		assert.Equal(t, want.Error(), got.Error(), name)
+		assert.Contains(t, got.Error(), "TTL -1s is not positive", name)
+		assert.NotErrorIs(t, got, redlock.ErrNotObtained, name)
+		assert.Equal(t, errors.Is(want, context.Canceled), errors.Is(got, context.Canceled), name)
+	}
+	for name, call := range calls {
+		check(name+" with an ended context", ended, call)
+	}
+	require.NoError(t, plain.Close())
+	require.NoError(t, observed.Close())
+	for name, call := range calls {
+		check(name+" on a closed Client", t.Context(), call)
 	}
 }
