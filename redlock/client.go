@@ -433,9 +433,13 @@ func (c *Client) checkKey(key string) error {
 // Close. When so many nodes failed that no quorum was possible, the error
 // matches ErrUnavailable too. An attempt that failed with an error retrying
 // cannot fix among its replies (NOPERM, say: see Lock) waits for the nodes
-// that had not answered, within the node timeout, when they could make
-// such errors more than len(nodes)-Quorum, so that its *VoteError counts
-// them (Permanent) and its error says whether retrying can help. Bad input
+// that had not answered, for up to twice the node timeout, when they could
+// make such errors more than len(nodes)-Quorum, so that its *VoteError
+// counts them (Permanent) and its error says whether retrying can help;
+// one that failed with a node's failure (an error, a timeout) among its
+// replies waits so when they could make failures more than
+// len(nodes)-Quorum (ErrUnavailable), so that a key held elsewhere on the
+// nodes that answer first does not hide nodes down or stalled. Bad input
 // (an empty or too long key, a closed Client, an option TryLock does not
 // take, a nil ctx) gives an error that does not match ErrNotObtained (with
 // ctx.Err() joined when ctx had ended).
@@ -578,7 +582,7 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 		ok = r.waitPastOwn(ctx, had)
 	}
 	if !ok && r.decided {
-		r.waitRefusals(ctx) // whether retrying can help (outcome.permanent)
+		r.waitVerdict(ctx) // whether retrying can help (outcome.permanent), ErrUnavailable
 	}
 	var (
 		token   uint64

@@ -31,10 +31,11 @@
 // left: validity = ttl - elapsed - (ttl*driftFactor + 2ms), with elapsed
 // measured on the monotonic clock. The client decides as soon as the outcome is
 // known and never waits for a slow node after that, but for one case: an
-// attempt that failed with an error retrying cannot fix among its replies
-// (see Errors) waits for the replies still out, within the node timeout, when
-// they could tell that no quorum is possible until someone fixes those
-// errors. When an attempt fails, the
+// attempt that failed with an error retrying cannot fix, or a node's failure,
+// among its replies (see Errors) waits for the replies still out, for up to
+// twice the node timeout, when they could tell that no quorum is possible
+// until someone fixes those errors, or that too many nodes failed
+// (ErrUnavailable). When an attempt fails, the
 // key is released on every node but those that refused it, including those that
 // failed or did not answer, because a SET may have been applied with its reply
 // lost (a refusal is definite: a node answers false only for another's key). Release and
@@ -69,8 +70,8 @@
 // nil client, driver.ErrNilClient; or ErrClosed, from nodes closed or over clients
 // their user closed) that no quorum is possible. An attempt (or an Extend)
 // decides as soon as a quorum is out of reach, so one that failed with such an error among its
-// replies waits for the nodes that had not answered, within the node timeout,
-// when their replies could make such errors more than len(nodes)-Quorum: a
+// replies waits for the nodes that had not answered, for up to twice the node
+// timeout, when their replies could make such errors more than len(nodes)-Quorum: a
 // node that is down, failing at once, does not hide the other nodes'
 // refusals. Nodes down or timing out (errors retrying may fix) are retried,
 // however many: only such errors, when they alone leave too few nodes for a

@@ -33,11 +33,12 @@ var (
 	// possible even had every other node agreed, rather than refused because
 	// the key is held by someone else. The *VoteError in the same chain
 	// has the counts. For Lock and Do, it is the verdict of the last attempt
-	// that finished. The failures are those heard when the call decided,
-	// which an acquisition does as soon as a quorum is out of reach:
-	// refusals by the nodes that answer first (the key held there) decide
-	// it before nodes that are down or stalled have all failed, and it then
-	// matches ErrNotObtained alone (see VoteError).
+	// that finished. An acquisition, or a caller's Extend, decides as soon
+	// as a quorum is out of reach; one that failed with a node's failure
+	// among its replies waits for the nodes that had not answered (up to
+	// twice the node timeout) when their failures could make more than
+	// len(nodes)-Quorum, so that a key held elsewhere on the nodes that
+	// answer first does not hide nodes down or stalled (see VoteError).
 	ErrUnavailable = errors.New("redlock: too many nodes unavailable for a quorum")
 
 	// ErrAlreadyUnlocked is returned by an Unlock of a lock that Unlock was
@@ -127,10 +128,11 @@ type VoteError struct {
 	// node was closed, or the client under it). When more than
 	// Nodes-Needed did, Lock and Do stop retrying. An acquisition (or an
 	// extension of Do's) that failed with at least one of them waits for
-	// the nodes that had not answered (an acquisition within the node
+	// the nodes that had not answered (an acquisition up to twice the node
 	// timeout; an extension as long as its calls take: see Client.Do),
 	// when they could make more than Nodes-Needed, so that they are
-	// counted here.
+	// counted here. So does an acquisition, or a caller's Extend, that
+	// failed with a Failed node, for the Failed count (ErrUnavailable).
 	Permanent int
 
 	code string // the first permanent error's code, such as "WRONGPASS"

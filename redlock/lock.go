@@ -314,10 +314,12 @@ func (l *Lock) setUntilLocked(u, now time.Time) {
 // ErrLockLost, with the per-node causes joined in; when so many nodes said
 // they no longer hold it that no quorum can, Done is closed too. As
 // TryLock's, a failed Extend with an error retrying cannot fix (NOPERM,
-// say) among its replies waits, within the node timeout, for the replies
-// still out when they could make such errors leave no quorum possible: its
-// *VoteError counts them (Permanent), and its error then says that
-// retrying cannot fix them.
+// say) among its replies waits, for up to twice the node timeout, for the
+// replies still out when they could make such errors leave no quorum
+// possible: its *VoteError counts them (Permanent), and its error then says
+// that retrying cannot fix them; and one with a node's failure among its
+// replies, when theirs could make failures more than len(nodes)-Quorum
+// (ErrUnavailable).
 //
 // Once the lock is over (Until has passed, Done is closed, or Unlock ran),
 // Extend sends nothing, closes Done, leaves Until alone and returns an error
@@ -381,9 +383,10 @@ func (l *Lock) extend(ctx context.Context, ttl time.Duration) (*round, error) {
 	}, func(r *round) { l.extendReturned(ttl, r.callFailed()) })
 	ok := r.wait(ctx)
 	if !ok && r.decided {
-		// As an acquisition's: its *VoteError counts the refusals still
-		// out, so that it says whether retrying can help.
-		r.waitRefusals(ctx)
+		// As an acquisition's: its *VoteError counts the refusals and
+		// failures still out, so that it says whether retrying can help
+		// and whether too many nodes failed (ErrUnavailable).
+		r.waitVerdict(ctx)
 	}
 	return r, l.finishExtend(ctx, r, ok, start, ttl)
 }

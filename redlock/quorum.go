@@ -472,32 +472,52 @@ func (r *round) refusalsOut() bool {
 	return r.permanent > 0 && r.permanent <= spare && r.permanent+r.pendingCount() > spare
 }
 
-// waitRefusals goes on collecting the replies of the round, which wait
-// found decided without a quorum, while they may make its errors that
-// retrying cannot fix a permanentFailure (refusalsOut), until ctx ends, or
-// for at most a node timeout: so that Lock and Do stop at once when the
-// refusals alone leave no quorum possible, rather than retry for ever
-// because the round decided before it heard them all. A call is bounded
-// by the node timeout from the round's start, which the timer's bound
-// never cuts short, but for a node that queues (driver.Queuer), whose
-// call may wait in its queue until the validity's end: a reply later than
-// that timer is not waited for, and the attempt is judged without it, as
-// before. The verdict stays: no quorum can grant a round already decided
-// without one. The timer is made only when a reply must be waited for.
-func (r *round) waitRefusals(ctx context.Context) {
+// failuresOut reports whether the replies still out may yet make the
+// round's failures (errors, timeouts: r.failed) more than N − quorum, the
+// verdict ErrUnavailable, when some came already and do not make it yet:
+// with the key held on the nodes that answer first, their refusals beside
+// one node's failure decide a round before the nodes stalled or down have
+// all failed, and the verdict would say the key is held elsewhere (busy)
+// where no quorum was possible even had every other node agreed. Without a
+// failure so far, it is false: refusals alone decided the round, the key
+// held elsewhere on more than N − quorum of the nodes that answered.
+func (r *round) failuresOut() bool {
+	spare := len(r.state) - r.c.quorum
+	return r.failed > 0 && r.failed <= spare && r.failed+r.pendingCount() > spare
+}
+
+// waitVerdict goes on collecting the replies of the round, which wait
+// found decided without a quorum, while they may change what its verdict
+// says: that its errors retrying cannot fix leave no quorum possible
+// (refusalsOut: Lock and Do then stop at once, rather than retry for ever
+// because the round decided before it heard them all), or that too many
+// nodes failed for a quorum (failuresOut: ErrUnavailable, not a key held
+// elsewhere); until ctx ends, or for at most twice the node timeout. A
+// call is bounded by the node timeout from the round's start, before this
+// wait began; the second node timeout lets the reply of a call that timed
+// out at its bound arrive on a loaded machine (with a bound of one node
+// timeout, the timer and the calls' own timeouts ended together, and the
+// timer could win). A node that queues (driver.Queuer) may keep a call in
+// its queue until the validity's end: a reply later than the timer is not
+// waited for, and the attempt is judged without it. The round stays
+// failed: no quorum can grant a round already decided without one. The
+// timer is made only when a reply must be waited for; a round that failed
+// with no error among its replies (the key held on a quorum) waits for
+// nothing.
+func (r *round) waitVerdict(ctx context.Context) {
 	var timer *time.Timer
 	defer func() {
 		if timer != nil {
 			timer.Stop()
 		}
 	}()
-	for r.refusalsOut() {
+	for r.refusalsOut() || r.failuresOut() {
 		if rep, ok := r.ready(); ok {
 			r.record(rep)
 			continue
 		}
 		if timer == nil {
-			timer = time.NewTimer(r.c.nodeTimeout)
+			timer = time.NewTimer(2 * r.c.nodeTimeout)
 		}
 		select {
 		case v := <-r.replies:

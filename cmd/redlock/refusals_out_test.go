@@ -22,7 +22,7 @@ import (
 // NOPERM, whatever --wait.
 //
 // The far node's refusal counts only if it comes within the node timeout:
-// an attempt waits that long for the replies still out (waitRefusals), and
+// an attempt waits that long for the replies still out (waitVerdict), and
 // a node slower than that counts as failed, which is no refusal. So
 // --node-timeout is 2s, well above the proxy's 50ms on a loaded machine:
 // with the default (200ms), --wait 0 exited 69 in 2 of 120 runs with -race
