@@ -42,17 +42,12 @@ import (
 	"syscall"
 
 	"github.com/go-redlock/redlock/internal/connalive"
+	"github.com/go-redlock/redlock/internal/replyerr"
 )
 
 // maxSaid is the most bytes of the server's error reply kept: a refusal is
 // one short line.
 const maxSaid = 200
-
-// echoed starts the part of Redis's reply to an unknown command that echoes
-// the command's arguments ("ERR unknown command 'HELLO', with args
-// beginning with: '3' 'AUTH' 'user' 'password'", from a server older than
-// HELLO): it is cut off, so that no error shows a password.
-const echoed = ", with args beginning with"
 
 // Wrap returns conn watching for the server's last words (see the package's
 // doc). The returned connection implements syscall.Conn when conn does, and
@@ -130,7 +125,11 @@ func (w *watched) scan(b []byte) {
 				w.line = nil
 				return
 			}
-			said, _, _ = strings.Cut(said, echoed)
+			// Redis's reply to an unknown command echoes its arguments
+			// ("ERR unknown command 'HELLO', with args beginning with: '3'
+			// 'AUTH' 'user' 'password'", from a server older than HELLO):
+			// they are cut off, so that no error shows a password.
+			said = replyerr.CutEcho(said)
 			w.said.Store(&said)
 			w.inLine = false
 			continue

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/replyerr"
 )
 
 // Op is one of the commands a Redis node runs for the lock.
@@ -134,9 +135,13 @@ func OKCounter(r Result, err error) (bool, uint64, error) { return r.OK, r.Count
 
 // Failed returns the error of a driver whose command failed with err: it
 // names the driver and the command, and matches ctx's error when ctx is done
-// (see driver.ContextError).
+// (see driver.ContextError). A server's reply that echoes the command's
+// arguments, the lock's value among them ("ERR unknown command 'SET', with
+// args beginning with: 'key' 'VALUE' ...", from a server whose redis.conf
+// renamed the command away), is cut before them (replyerr.Unechoed): the
+// value lets its holder release the lock, and no error may show it.
 func (c *Cmd) Failed(ctx context.Context, driverName string, err error) error {
-	return fmt.Errorf("%s: %s: %w", driverName, c.Op, driver.ContextError(ctx, err))
+	return fmt.Errorf("%s: %s: %w", driverName, c.Op, driver.ContextError(ctx, replyerr.Unechoed(err)))
 }
 
 // OnShard returns err, with which a cluster node's call on key failed,
