@@ -16,6 +16,7 @@ import (
 	"github.com/go-redlock/redlock/internal/connalive"
 	"github.com/go-redlock/redlock/internal/keystatus"
 	"github.com/go-redlock/redlock/internal/redisaddr"
+	"github.com/go-redlock/redlock/internal/replyerr"
 )
 
 // pings is how many PINGs measure a node's round trip.
@@ -561,7 +562,9 @@ func writeRefusal(err error) string {
 	return ""
 }
 
-// redisErrorText shortens a Redis error for the report.
+// redisErrorText shortens a Redis error for the report, without the
+// arguments that a reply to an unknown command echoes (a scratch lock's
+// value among them: see replyerr.CutEcho).
 func redisErrorText(err error) string {
 	var rerr redis.Error
 	if errors.As(err, &rerr) {
@@ -569,9 +572,9 @@ func redisErrorText(err error) string {
 		if i := strings.Index(msg, " script:"); i > 0 {
 			msg = msg[:i]
 		}
-		return msg
+		return replyerr.CutEcho(msg)
 	}
-	return err.Error()
+	return replyerr.CutEcho(err.Error())
 }
 
 // signed formats d with its sign: "+1.2ms", "-300µs".
