@@ -16,10 +16,11 @@
 //
 // RunRedis starts its servers with package redistest, which skips a test
 // when redis-server is not installed, unless the CI environment variable is
-// set, when it fails the test. Without redis-server, then, every subtest of
-// RunRedis is skipped and go test reports ok: a driver's author must see that
-// the subtests ran. Run with -v (a skipped subtest says SKIP), and set CI=1
-// where a missing redis-server must be a failure. -short skips them too.
+// set (to anything but "false" or "0"), when it fails the test. Without
+// redis-server, then, every subtest of RunRedis is skipped and go test reports
+// ok: a driver's author must see that the subtests ran. Run with -v (a
+// skipped subtest says SKIP), and set CI=1 where a missing redis-server must
+// be a failure. -short skips them too.
 //
 // Run the suite with -race. A Node must be safe for concurrent use, and the
 // suite calls it from many goroutines at once, but a data race (a map or a

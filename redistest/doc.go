@@ -5,10 +5,10 @@
 // [WithIPv6]), on a free port picked at start (never
 // 6379), with its own temporary directory, no RDB snapshots and no AOF unless
 // asked for. Tests use [NewServer] or [NewServers], which register the cleanup
-// and skip (or, when the CI environment variable is set, fail) if redis-server
-// is not installed, and skip under go test -short (a fast loop without
-// servers); other code, such as a demo command, uses [Start] and
-// [Server.Close].
+// and skip (or, when the CI environment variable is set to anything but
+// "false" or "0", fail) if redis-server is not installed, and skip under go
+// test -short (a fast loop without servers); other code, such as a demo
+// command, uses [Start] and [Server.Close].
 //
 // A [Server] can be stopped ([Server.Kill]) or frozen ([Server.Pause],
 // [Server.Resume]) to inject faults, and started again on the same port and
