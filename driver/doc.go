@@ -41,7 +41,9 @@
 //     invalid UTF-8 included.
 //   - Every call honours its context: when ctx is done the call returns promptly
 //     with an error for which errors.Is(err, ctx.Err()) is true. [ContextError]
-//     makes a client's error (a socket timeout, say) into one.
+//     makes a client's error (a socket timeout, say) into one. A call whose
+//     context has no deadline must still end on a server that never answers,
+//     by the node's own timeouts (a read timeout), also a call it pipelines.
 //   - Methods are safe for concurrent use by multiple goroutines. (The
 //     conformance suite calls them at once; run it with -race, since only the
 //     race detector reports a data race.)
@@ -75,7 +77,10 @@
 //   - Close releases the node's connections. Calls after Close return
 //     [ErrClosed] or an error wrapping it, and so do the calls still waiting
 //     in the node's local queue (see [Queuer]), which are never sent, also
-//     when the node's client is the user's and stays open.
+//     when the node's client is the user's and stays open. An error that
+//     matches ErrClosed says the call was never sent: a call already sent
+//     when Close cut its connection has an unknown outcome, and its error
+//     must not match ErrClosed.
 //   - The optional interfaces obey the same rules. [Fencer]'s SetNXFence and
 //     RaiseFence and [Notifier]'s ReleaseNotify run [SetNXFenceScript],
 //     [RaiseFenceScript] and [ReleaseNotifyScript] as above, and [TTLer]'s TTL

@@ -13,7 +13,9 @@ import (
 // errors.Is. A node over a client of the user's should return it too once
 // that client is closed, when the client says so unambiguously (the goredis,
 // redigo, rueidis and valkeygo drivers do): no retry opens it again, and redlock's Lock and Do
-// stop at once when too many nodes answer it for a quorum.
+// stop at once when too many nodes answer it for a quorum. A Node's error
+// matches it only for a call that was never sent: a call that Close cut in
+// flight has an unknown outcome, and an error that does not match it.
 var ErrClosed = errors.New("redlock: closed")
 
 // ContextError returns err so that errors.Is(result, ctx.Err()) holds when
