@@ -405,3 +405,45 @@ func TestRun(t *testing.T) {
 		t.Errorf("the kept section is not at the end once, after one report:\n%s", now)
 	}
 }
+
+// TestModulesNameEveryClient checks that a report gives the version of every
+// client and peer the benchmarks are built with (the issue: "RESULTS.md with
+// the date, CPU, Go, Redis and client versions"): every module the bench
+// module requires directly, but this repository's own and OpenTelemetry's
+// (the no-op providers of the Observe case).
+func TestModulesNameEveryClient(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("the go command is not on PATH")
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	benchDir := filepath.Join(wd, "..")
+	cmd := exec.CommandContext(t.Context(), "go", "list", "-m", "-f", "{{if not .Indirect}}{{.Path}}{{end}}", "all")
+	cmd.Dir = benchDir
+	cmd.Env = append(os.Environ(), "GOWORK=off") // the bench module's own requirements, not the workspace's
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -m all: %v", err)
+	}
+	var direct []string
+	for line := range strings.Lines(string(out)) {
+		path := strings.TrimSpace(line)
+		if path == "" || strings.HasPrefix(path, "github.com/go-redlock/") || strings.HasPrefix(path, "go.opentelemetry.io/") {
+			continue
+		}
+		direct = append(direct, path)
+	}
+	if len(direct) == 0 {
+		t.Fatalf("go list -m all in %s listed no direct requirement:\n%s", benchDir, out)
+	}
+	e := newEnv(benchDir)
+	e.addModules(t.Context(), benchDir)
+	md := (&Report{Env: e}).Markdown()
+	for _, path := range direct {
+		if e.Modules[path] == "" || !strings.Contains(md, path+" ") {
+			t.Errorf("the report does not give the version of %s, which the benchmarks are built with", path)
+		}
+	}
+}

@@ -44,6 +44,8 @@ var reportedModules = []string{
 	"github.com/redis/go-redis/v9",
 	"github.com/gomodule/redigo",
 	"github.com/redis/rueidis",
+	"github.com/valkey-io/valkey-go",
+	"github.com/redis/rueidis/rueidiscompat",
 	"github.com/go-redsync/redsync/v4",
 	"github.com/bsm/redislock",
 }
