@@ -18,10 +18,13 @@
 //     A non-nil error: the outcome is unknown; the command may or may not have been
 //     applied (a reply lost on the way back looks like this). Never return
 //     (false, nil) for a failure you cannot explain, nor from SetNX for a key
-//     that holds the caller's value: redlock takes a refusal as definite (it
-//     sends no release to a node that refused an attempt), so a SET NX whose
-//     reply was lost is never sent again as it was (it would find the caller's
-//     own key and answer false), only as [SetNXAgainScript] (see below).
+//     that holds the caller's value because the same call set it (a resend of
+//     its own): redlock takes a refusal as definite (it sends no release to a
+//     node that refused an attempt), so a SET NX whose reply was lost is never
+//     sent again as it was (it would find the caller's own key and answer
+//     false), only as [SetNXAgainScript] (see below). (redlock sends each value
+//     in one SetNX per node: a plain SET NX, which answers false for a key that
+//     an earlier call set to the same value, is right for a call on its own.)
 //   - SetNX is one atomic command, SET key value NX PX ttl. Never SETNX followed by
 //     EXPIRE: a crash between the two leaves a key that never expires.
 //   - EvalRelease and Extend run the scripts in this package ([ReleaseScript],
