@@ -332,7 +332,9 @@ func Far(b *testing.B, c Contender) {
 // processes are stopped (SIGSTOP), so they accept connections and answer
 // nothing. The Locker is opened and warmed up while all five answer, so that it
 // holds connections to every node, as it would when servers stall in
-// production. Each operation is bounded by a context of 1s. Sub-benchmarks:
+// production. Each operation is given a context of 1s (redsync over redigo,
+// whose commands take no context, ends its operations at the pool's 3s read
+// timeout instead). Sub-benchmarks:
 // nodes=5 × lockers=1,64, to compare with the same sub-benchmarks of Lock.
 // Contenders limited to fewer nodes skip it.
 func Stalled(b *testing.B, c Contender) {

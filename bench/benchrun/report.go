@@ -333,7 +333,9 @@ const methodNotes = `## How these figures are made
   the Lock and floor runs at one node, one after the other, moved between 53 and 180 µs p50 from run
   to run on this shared machine. allocs/op and B/op are not shown: they would count both.
 - **Stalled:** two of five nodes are redis-server processes stopped with SIGSTOP after the client
-  connected to them; every operation is bounded by a 1s context. **failed/op**, when shown, is the
+  connected to them; every operation is given a 1s context, which bounds it for every contender but
+  redsync over redigo: its commands take no context, so its operations end at the redigo pool's 3s
+  read timeout. **failed/op**, when shown, is the
   share of operations that returned an error (the run goes on; a benchmark fails only above 10%).
 - **Observe:** the Lock case for the memory driver (the library alone, no network) and rueidis,
   each without observers, with a no-op ` + "`redlock.Observer`" + ` ("+observer"), and with
