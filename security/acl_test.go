@@ -9,9 +9,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/rueidis"
 	"github.com/stretchr/testify/require"
+	"github.com/valkey-io/valkey-go"
 
 	"github.com/go-redlock/redlock/driver"
+	redlockrueidis "github.com/go-redlock/redlock/drivers/rueidis"
+	"github.com/go-redlock/redlock/drivers/valkeygo"
 	"github.com/go-redlock/redlock/internal/keystatus"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/redistest"
@@ -262,5 +266,58 @@ func TestACLLeastPrivilegeCluster(t *testing.T) {
 	}
 	for _, s := range c.Servers() {
 		require.Empty(t, aclLog(t, s), "ACL LOG of %s: the README's rule for a cluster node must allow everything the drivers send", s.Addr())
+	}
+}
+
+// The README's rule for a cluster node lets the cluster clients of rueidis
+// and valkey-go read the slot map with CLUSTER SHARDS, which they send
+// instead of CLUSTER SLOTS to servers of version 8 and later (Redis 8,
+// Valkey 8) and, as here, to Redis 7 when PreferClusterShards is set. The
+// rule named +cluster|slots alone: every command of those clients then
+// failed with NOPERM for 'cluster|shards' on such servers.
+func TestACLLeastPrivilegeClusterShards(t *testing.T) {
+	rule := readmeClusterRule(t)
+	c := redistest.NewCluster(t, 2, redistest.WithServerOptions(redistest.WithPassword(adminPass)))
+	for _, s := range c.Servers() {
+		_, err := s.Do(t.Context(), append([]string{"ACL", "SETUSER", aclUser}, rule...)...)
+		require.NoError(t, err, "ACL SETUSER %s %s", aclUser, strings.Join(rule, " "))
+	}
+	for _, d := range []struct {
+		name string
+		node func(t *testing.T) driver.Node
+	}{
+		{"rueidis", func(t *testing.T) driver.Node {
+			cl, err := rueidis.NewClient(rueidis.ClientOption{
+				InitAddress: c.Seeds(), Username: aclUser, Password: aclPassword,
+				DisableCache: true, DisableRetry: true,
+				ClusterOption: rueidis.ClusterOption{PreferClusterShards: true},
+			})
+			require.NoError(t, err, "rueidis.NewClient with CLUSTER SHARDS")
+			t.Cleanup(cl.Close)
+			return redlockrueidis.New(cl)
+		}},
+		{"valkeygo", func(t *testing.T) driver.Node {
+			cl, err := valkey.NewClient(valkey.ClientOption{
+				InitAddress: c.Seeds(), Username: aclUser, Password: aclPassword,
+				DisableCache: true, DisableRetry: true,
+				ClusterOption: valkey.ClusterOption{PreferClusterShards: true},
+			})
+			require.NoError(t, err, "valkey.NewClient with CLUSTER SHARDS")
+			t.Cleanup(cl.Close)
+			return valkeygo.New(cl)
+		}},
+	} {
+		t.Run(d.name, func(t *testing.T) {
+			shard := c.SlotShard(redistest.KeySlot(driver.ReleaseChannel(aclPrefix + "exercise-" + t.Name())))
+			exercise(t, []*redistest.Server{shard.Primary()}, aclPrefix, func(opts ...redlock.Option) *redlock.Client {
+				rc, err := redlock.New([]driver.Node{d.node(t)}, append(opts, redlock.WithKeyPrefix(aclPrefix))...)
+				require.NoError(t, err)
+				t.Cleanup(func() { rc.Close() })
+				return rc
+			})
+		})
+	}
+	for _, s := range c.Servers() {
+		require.Empty(t, aclLog(t, s), "ACL LOG of %s: the README's rule for a cluster node must allow CLUSTER SHARDS", s.Addr())
 	}
 }
