@@ -50,6 +50,14 @@ test: redis-server vet deps
 		pkgs=./...; if [ "$$m" = . ]; then pkgs="$(ROOT_TEST_PKGS)"; fi; \
 		(cd $$m && $(GO) test -race -count=1 -timeout 20m $$pkgs); \
 	done
+	@echo "== go test, without -race: $(NORACE_TESTS)"
+	@$(GO) test -count=1 -timeout 5m -run '$(NORACE_TESTS)' ./drivers/goredis/
+
+# The tests that -race leaves out, run without it: the goredis driver's slot
+# migrations of the conformance suite on a cluster (drivers/goredis/race_test.go
+# says why: a data race inside go-redis v9.23.0's ClusterClient). Neither the
+# race-enabled run above nor make check (-short skips the clusters) ran them.
+NORACE_TESTS := ^TestRedisConformance$$/^Cluster$$/^Migration$$
 
 # Under -short the order differs: the packages that wait in real time longest
 # (redlock, conformance: about 30s each) first, so that they do not start

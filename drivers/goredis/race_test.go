@@ -12,7 +12,8 @@ import "github.com/go-redlock/redlock/conformance"
 // nodes. The driver's commands are NoRetry, which skips that requeuing, and
 // the race was not seen in 12 runs of the migrations under -race; they are
 // still left out here so that a race inside go-redis cannot fail the suite.
-// Without -race (norace_test.go) they run.
+// Without -race (norace_test.go) they run: make test runs them so after
+// its race-enabled tests (NORACE_TESTS in the Makefile).
 var clusterOptions = []conformance.RedisOption{
 	conformance.WithCluster(),
 	conformance.SkipClusterMigration("go-redis v9.23.0 can race in ClusterClient pipelines that meet TRYAGAIN with ASK or MOVED; the migrations run without -race"),
