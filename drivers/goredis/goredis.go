@@ -49,9 +49,13 @@ type Driver struct{}
 // "rediss://" for TLS, whose query parameters tls_ca_file, tls_cert_file,
 // tls_key_file and tls_server_name set the CAs to trust (default: the
 // system's), a client certificate and its key, and the name to verify the
-// server's certificate against (default: the host). It does not connect: the
-// client dials on first use. Open fails only for a malformed address or TLS
-// files it cannot load, and its error never contains the password.
+// server's certificate against (default: the host); or a new
+// *redis.ClusterClient for a Redis Cluster,
+// "redis[s]://[user:password@]host:port?cluster=true&addr=host2:port2" (the
+// URL's host and every addr are seeds; see the package documentation). It
+// does not connect: the client dials on first use. Open fails only for a
+// malformed address or TLS files it cannot load, and its error never
+// contains the password.
 func (Driver) Open(addr string) (driver.Node, error) { return open(addr, nil) }
 
 // OpenConfig is Open with a driver.Config: with cfg.TLS set, the node

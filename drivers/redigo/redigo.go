@@ -60,7 +60,9 @@ type Driver struct{}
 // TLS, whose query parameters tls_ca_file, tls_cert_file, tls_key_file and
 // tls_server_name set the CAs to trust (default: the system's), a client
 // certificate and its key, and the name to verify the server's certificate
-// against (default: the host). The node has a connection pool of its own that
+// against (default: the host). redigo has no Redis Cluster client: a
+// cluster's address (cluster=true) is an error that names the drivers that
+// open one. The node has a connection pool of its own that
 // its Close closes. It does not connect: the node dials on use, so Open fails
 // only for a malformed address or TLS files it cannot load, and its error
 // never contains the password.

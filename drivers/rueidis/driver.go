@@ -26,10 +26,13 @@ var (
 // TLS, whose query parameters tls_ca_file, tls_cert_file, tls_key_file and
 // tls_server_name set the CAs to trust (default: the system's), a client
 // certificate and its key, and the name to verify the server's certificate
-// against (default: the host). It does not connect: the node creates its
-// rueidis client on first use, and again on the next use after an attempt
-// failed. Open fails only for a malformed address or TLS files it cannot load,
-// and its error never contains the password. The node owns its client and
+// against (default: the host); or a Redis Cluster,
+// "redis[s]://[user:password@]host:port?cluster=true&addr=host2:port2" (the
+// URL's host and every addr are seeds), for which the node opens a cluster
+// client (see the package documentation). It does not connect: the node
+// creates its rueidis client on first use, and again on the next use after
+// an attempt failed. Open fails only for a malformed address or TLS files it
+// cannot load, and its error never contains the password. The node owns its client and
 // closes it on Close.
 func (Driver) Open(addr string) (driver.Node, error) { return rueidiscore.Open(library, addr, nil) }
 
