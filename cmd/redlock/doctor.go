@@ -137,7 +137,9 @@ checks each node and the set:
                 fencing counters, release notifications and the reads of
                 status and Lock.TTL (PTTL) are warnings; on a cluster's
                 primaries, CLUSTER SLOTS too (every cluster client reads
-                the slot map first)
+                the slot map first), and CLUSTER SHARDS as a warning
+                (rueidis' and valkeygo's read the map with it from
+                servers of version 8 and later)
   writes        a lock taken and released on a scratch key beside --key
                 (SET NX PX, then the release script): a server that
                 refuses writes whoever sends them fails, with the reason

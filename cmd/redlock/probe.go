@@ -406,6 +406,11 @@ func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, subscribe fun
 			if d, err := dry(reads); err == nil && len(d) > 0 {
 				n.add("permissions", statusWarn, "user %s may not read the TTL of %q or its fencing counter, so redlock status and Lock.TTL fail: %s", user, o.key, strings.Join(d, "; "))
 			}
+			if served != nil {
+				if d, err := dry([]permission{{"CLUSTER SHARDS", []any{"CLUSTER", "SHARDS"}}}); err == nil && len(d) > 0 {
+					n.add("permissions", statusWarn, "user %s %s: %s", user, clusterShardsDenied, strings.Join(d, "; "))
+				}
+			}
 			return len(denied) > 0
 		}
 	}
@@ -487,7 +492,17 @@ func checkOptionalScratch(n *nodeReport, call func(...any) *redis.Cmd, subscribe
 	if err := call("PTTL", key).Err(); refused(err) {
 		n.add("permissions", statusWarn, "the user may not read the TTL of %q, so redlock status and Lock.TTL fail: %v", key, redisErrorText(err))
 	}
+	if cluster {
+		if err := call("CLUSTER", "SHARDS").Err(); refused(err) {
+			n.add("permissions", statusWarn, "the user %s: %v", clusterShardsDenied, redisErrorText(err))
+		}
+	}
 }
+
+// clusterShardsDenied says what a user who may not run CLUSTER SHARDS on a
+// cluster's primary cannot do: a warning, since goredis never sends it, nor
+// rueidis and valkey-go to servers before version 8.
+const clusterShardsDenied = "may not run CLUSTER SHARDS, from which the cluster clients of rueidis and valkeygo read the slot map on servers of version 8 and later (Redis 8, Valkey 8): there, with those drivers, no lock can be taken on this node"
 
 // anys returns ss as a []any.
 func anys(ss []string) []any {
