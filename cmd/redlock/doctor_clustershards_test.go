@@ -3,12 +3,8 @@
 package main
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/go-redlock/redlock/redistest"
 )
 
 // doctor on a cluster node whose user may run CLUSTER SLOTS but not CLUSTER
@@ -21,20 +17,11 @@ import (
 func TestDoctorClusterShardsPermission(t *testing.T) {
 	t.Parallel()
 	const password = "s3cret-Shards-Passw0rd"
-	c := redistest.NewCluster(t, 2)
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	for _, s := range c.Servers() {
-		for _, acl := range [][]string{
-			{"ACL", "SETUSER", "dryrun", "on", ">" + password, "~*", "&*", "+@all", "-cluster|shards"},
-			{"ACL", "SETUSER", "scratch", "on", ">" + password, "~*", "&*", "+@all", "-cluster|shards", "-acl"},
-			{"ACL", "SETUSER", "allowed", "on", ">" + password, "~*", "&*", "+@all"},
-		} {
-			if _, err := s.Do(ctx, acl...); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	c := clusterWithUsers(t, password, map[string][]string{
+		"dryrun":  {"-cluster|shards"},
+		"scratch": {"-cluster|shards", "-acl"},
+		"allowed": nil,
+	})
 	seeds := c.Seeds()
 	for _, user := range []string{"dryrun", "scratch", "allowed"} {
 		t.Run(user, func(t *testing.T) {

@@ -20,19 +20,10 @@ import (
 func TestDoctorClusterSlotsPermission(t *testing.T) {
 	t.Parallel()
 	const password = "s3cret-Cluster-Passw0rd"
-	c := redistest.NewCluster(t, 2)
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	for _, s := range c.Servers() {
-		for _, acl := range [][]string{
-			{"ACL", "SETUSER", "dryrun", "on", ">" + password, "~*", "&*", "+@all", "-cluster|slots"},
-			{"ACL", "SETUSER", "scratch", "on", ">" + password, "~*", "&*", "+@all", "-cluster|slots", "-acl"},
-		} {
-			if _, err := s.Do(ctx, acl...); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	c := clusterWithUsers(t, password, map[string][]string{
+		"dryrun":  {"-cluster|slots"},
+		"scratch": {"-cluster|slots", "-acl"},
+	})
 	seeds := c.Seeds()
 	for _, user := range []string{"dryrun", "scratch"} {
 		t.Run(user, func(t *testing.T) {
@@ -56,4 +47,23 @@ func TestDoctorClusterSlotsPermission(t *testing.T) {
 			}
 		})
 	}
+}
+
+// clusterWithUsers starts a cluster of two shards on every server of which
+// each user of users may run every command and key but what its rules then
+// take away, with password.
+func clusterWithUsers(t *testing.T, password string, users map[string][]string) *redistest.Cluster {
+	t.Helper()
+	c := redistest.NewCluster(t, 2)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	for _, s := range c.Servers() {
+		for user, rules := range users {
+			acl := append([]string{"ACL", "SETUSER", user, "on", ">" + password, "~*", "&*", "+@all"}, rules...)
+			if _, err := s.Do(ctx, acl...); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return c
 }
