@@ -77,6 +77,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "chaos: -duration %v is not positive\n", cfg.Duration)
 		return 2
 	}
+	// chaos.Config reads a zero as its own default, not this command's:
+	// a zero given here is refused rather than run another soak.
+	for _, z := range []struct {
+		flag string
+		zero bool
+	}{
+		{"-nodes", cfg.Nodes == 0}, {"-contenders", cfg.Contenders == 0}, {"-ttl", cfg.TTL == 0},
+		{"-node-timeout", cfg.NodeTimeout == 0}, {"-fault-every", cfg.FaultEvery == 0},
+	} {
+		if z.zero {
+			fmt.Fprintf(stderr, "chaos: %s 0 is not positive\n", z.flag)
+			return 2
+		}
+	}
 	cfg.Drivers = splitList(drivers)
 	for _, d := range cfg.Drivers {
 		if d == "memory" || !slices.Contains(redlock.Drivers(), d) {
@@ -91,8 +105,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cfg.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
 	}
 	rep, err := chaos.Run(ctx, cfg)
+	// chaos.Run's errors begin with "chaos: " already.
 	if rep.Config.Drivers == nil && err != nil {
-		fmt.Fprintln(stderr, "chaos:", err)
+		fmt.Fprintln(stderr, err)
 		if errors.Is(err, redistest.ErrNotInstalled) {
 			return 1
 		}
@@ -101,7 +116,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprint(stdout, rep.String())
 	switch {
 	case err != nil:
-		fmt.Fprintln(stderr, "chaos:", err)
+		fmt.Fprintln(stderr, err)
 		return 1
 	case !rep.Safe():
 		fmt.Fprintf(stderr, "chaos: %d overlaps: two holders at once\n", len(rep.Overlaps))
