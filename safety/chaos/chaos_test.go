@@ -64,6 +64,7 @@ func TestRunRejectsBadConfig(t *testing.T) {
 		{Drivers: []string{"goredis"}, Nodes: 2},
 		{Drivers: []string{"goredis"}, TTL: time.Second, NodeTimeout: time.Second},
 		{Drivers: []string{"goredis"}, Duration: -time.Second},
+		{Drivers: []string{"goredis"}, ProgressEvery: -time.Second},
 		{Drivers: []string{"goredis"}, Faults: []chaos.Fault{"meteor"}},
 		{Drivers: []string{"no-such-driver"}},
 	} {

@@ -3,6 +3,7 @@ package chaos
 import (
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"time"
 
@@ -80,6 +81,12 @@ type Config struct {
 	Key string
 	// Logf, if set, is called for every fault applied and healed.
 	Logf func(format string, args ...any)
+	// Progress, if set, receives a line every ProgressEvery while the
+	// contenders compete: the time they have run, and the grants, faults
+	// and overlaps so far.
+	Progress io.Writer
+	// ProgressEvery is how often Progress gets a line (default 5s).
+	ProgressEvery time.Duration
 }
 
 // withDefaults returns c with its defaults filled in, or an error naming a bad
@@ -109,6 +116,9 @@ func (c Config) withDefaults() (Config, error) {
 	if c.FaultFor == 0 {
 		c.FaultFor = c.TTL / 2
 	}
+	if c.ProgressEvery == 0 {
+		c.ProgressEvery = 5 * time.Second
+	}
 	if c.Faults == nil {
 		c.Faults = AllFaults
 	}
@@ -125,7 +135,7 @@ func (c Config) withDefaults() (Config, error) {
 		return c, errors.New("chaos: no drivers")
 	case c.Nodes < 3:
 		return c, fmt.Errorf("chaos: %d nodes: at least 3 are needed for a fault to hit a minority", c.Nodes)
-	case c.Contenders < 0 || c.Duration < 0 || c.TTL < 0 || c.NodeTimeout < 0 || c.Hold < 0 || c.FaultEvery < 0 || c.FaultFor < 0:
+	case c.Contenders < 0 || c.Duration < 0 || c.TTL < 0 || c.NodeTimeout < 0 || c.Hold < 0 || c.FaultEvery < 0 || c.FaultFor < 0 || c.ProgressEvery < 0:
 		return c, errors.New("chaos: negative count or duration")
 	case c.NodeTimeout < redlock.MinNodeTimeout:
 		return c, fmt.Errorf("chaos: node timeout %v is shorter than %v (redlock.MinNodeTimeout)", c.NodeTimeout, redlock.MinNodeTimeout)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -17,6 +18,9 @@ type scheduler struct {
 	rng    *rand.Rand // used by run's goroutine only
 	order  []Fault    // the current cycle through cfg.Faults
 	counts map[Fault]int
+	// applied counts the faults applied so far, for the progress lines,
+	// which read it while run's goroutine writes counts.
+	applied atomic.Int64
 
 	mu     sync.Mutex
 	faulty []bool // per node: a fault is applied or being healed
@@ -54,6 +58,7 @@ func (s *scheduler) run(ctx context.Context) {
 		}
 		kind := s.next()
 		s.counts[kind]++
+		s.applied.Add(1)
 		// Parameters are drawn here, on run's goroutine, which owns rng.
 		d := randDuration(s.rng, s.cfg.FaultFor/10, s.cfg.FaultFor)
 		lat := [2]time.Duration{

@@ -92,6 +92,9 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		rng := rand.New(rand.NewPCG(cfg.Seed, uint64(i)+1))
 		wg.Go(func() { contend(runCtx, cfg, c.holder, c.client, rng, &st) })
 	}
+	if cfg.Progress != nil {
+		wg.Go(func() { reportProgress(runCtx, cfg, start, &st, sched) })
+	}
 	wg.Wait()
 	<-schedDone // every fault healed and every killed node back (or down for good if ctx ended)
 	rep.Elapsed = time.Since(start)
@@ -101,6 +104,26 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	rep.Unexpected, rep.UnexpectedCount = st.unexpected, st.unexpectedCount
 	rep.Overlaps = Overlaps(rep.Grants)
 	return rep, errors.Join(sched.errs...)
+}
+
+// reportProgress writes a line to cfg.Progress every cfg.ProgressEvery until
+// ctx ends: how long the contenders have run, and the grants, faults and
+// overlaps so far.
+func reportProgress(ctx context.Context, cfg Config, start time.Time, st *stats, sched *scheduler) {
+	t := time.NewTicker(cfg.ProgressEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		st.mu.Lock()
+		grants := slices.Clone(st.grants)
+		st.mu.Unlock()
+		fmt.Fprintf(cfg.Progress, "chaos: %v of %v: %d grants, %d faults, %d overlaps so far\n",
+			time.Since(start).Round(100*time.Millisecond), cfg.Duration, len(grants), sched.applied.Load(), len(Overlaps(grants)))
+	}
 }
 
 // stats collects what the contenders saw.

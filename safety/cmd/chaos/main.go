@@ -8,10 +8,11 @@
 // and kill with a delayed restart. Every grant is recorded as the interval in
 // which its holder may act; at the end, every pair is checked.
 //
-// It prints grants by driver, faults by kind and overlaps (two holders at
-// once), and exits with 1 if there was any overlap or the harness failed, 2
-// for bad flags, 0 otherwise. Interrupt it to stop early: the report covers
-// what ran. It needs redis-server. From the safety module:
+// While it runs, a line on standard error every -progress (5s) tells the
+// grants, faults and overlaps so far. At the end it prints grants by driver,
+// faults by kind and overlaps (two holders at once), and exits with 1 if
+// there was any overlap or the harness failed, 2 for bad flags, 0 otherwise.
+// Interrupt it to stop early: the report covers what ran. It needs redis-server. From the safety module:
 //
 //	go run ./cmd/chaos -duration 30s
 //	go run ./cmd/chaos -duration 5m -drivers rueidis -contenders 4 -v
@@ -65,6 +66,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	f.DurationVar(&cfg.FaultEvery, "fault-every", 100*time.Millisecond, "mean time between the starts of two faults")
 	f.StringVar(&faults, "faults", "", fmt.Sprintf("comma-separated kinds of fault (default all: %v)", chaos.AllFaults))
 	f.Uint64Var(&cfg.Seed, "seed", 0, "seed of the random schedule; 0 picks one, which the report shows")
+	f.DurationVar(&cfg.ProgressEvery, "progress", 5*time.Second, "how often a line on stderr tells the grants, faults and overlaps so far")
 	f.BoolVar(&verbose, "v", false, "print every fault as it is applied and healed")
 	if err := f.Parse(args); err != nil {
 		return 2
@@ -84,7 +86,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		zero bool
 	}{
 		{"-nodes", cfg.Nodes == 0}, {"-contenders", cfg.Contenders == 0}, {"-ttl", cfg.TTL == 0},
-		{"-node-timeout", cfg.NodeTimeout == 0}, {"-fault-every", cfg.FaultEvery == 0},
+		{"-node-timeout", cfg.NodeTimeout == 0}, {"-fault-every", cfg.FaultEvery == 0}, {"-progress", cfg.ProgressEvery == 0},
 	} {
 		if z.zero {
 			fmt.Fprintf(stderr, "chaos: %s 0 is not positive\n", z.flag)
@@ -101,6 +103,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	for _, s := range splitList(faults) {
 		cfg.Faults = append(cfg.Faults, chaos.Fault(s))
 	}
+	cfg.Progress = stderr
 	if verbose {
 		cfg.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
 	}

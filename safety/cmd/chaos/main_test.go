@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -36,7 +37,7 @@ func TestChaosBadFlags(t *testing.T) {
 func TestChaosZeroFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"-nodes", "0"}, {"-contenders", "0"}, {"-ttl", "0"}, {"-node-timeout", "0"}, {"-fault-every", "0"},
-		{"-nodes", "2"}, {"-contenders", "-1"}, {"-node-timeout", "1h"},
+		{"-progress", "0"}, {"-nodes", "2"}, {"-contenders", "-1"}, {"-node-timeout", "1h"}, {"-progress", "-1s"},
 	} {
 		var stdout, stderr bytes.Buffer
 		// A short soak, should a bad flag be taken: the test fails, not hangs.
@@ -47,5 +48,25 @@ func TestChaosZeroFlags(t *testing.T) {
 		if strings.Contains(stderr.String(), "chaos: chaos:") {
 			t.Errorf("chaos %q: the message is prefixed twice: %q", args, &stderr)
 		}
+	}
+}
+
+// TestChaosProgress: the soak tells how far it is while it runs (issue 6's
+// "with progress"), on stderr, so that a long soak is not silent until its
+// report: a line per -progress interval with the grants, faults and
+// overlaps so far.
+func TestChaosProgress(t *testing.T) {
+	redistest.NewServer(t) // skips, or fails in CI, without redis-server
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"-duration", "2s", "-nodes", "3", "-progress", "500ms"}, &stdout, &stderr)
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, &stdout, &stderr)
+	}
+	lines := regexp.MustCompile(`(?m)^chaos: [0-9.]+m?s of 2s: [0-9]+ grants, [0-9]+ faults, 0 overlaps so far$`).FindAllString(stderr.String(), -1)
+	if len(lines) < 2 {
+		t.Errorf("%d progress lines on stderr, want one per 500ms of the 2s soak\nstderr:\n%s", len(lines), &stderr)
+	}
+	if strings.Contains(stdout.String(), "so far") {
+		t.Errorf("progress on stdout, which holds the report:\n%s", &stdout)
 	}
 }
