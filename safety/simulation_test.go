@@ -41,7 +41,10 @@ var (
 // a shortened trace. To replay a schedule, run its seed alone, a few times:
 // -schedules=1 -seed=S -sim.repeat=20.
 func TestSimulation(t *testing.T) {
-	n := *simSchedules * max(*simRepeat, 1)
+	if *simSchedules < 1 || *simRepeat < 1 {
+		t.Fatalf("-schedules=%d -sim.repeat=%d: each must be at least 1, or the run checks nothing", *simSchedules, *simRepeat)
+	}
+	n := *simSchedules * *simRepeat
 	workers := *simWorkers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
@@ -60,7 +63,7 @@ func TestSimulation(t *testing.T) {
 					if i >= int64(n) {
 						return
 					}
-					tot.add(t, runSchedule(t, *simSeed+uint64(i)/uint64(max(*simRepeat, 1))))
+					tot.add(t, runSchedule(t, *simSeed+uint64(i)/uint64(*simRepeat)))
 				}
 			})
 		}
