@@ -58,13 +58,13 @@ func TestChaosZeroFlags(t *testing.T) {
 func TestChaosProgress(t *testing.T) {
 	redistest.NewServer(t) // skips, or fails in CI, without redis-server
 	var stdout, stderr bytes.Buffer
-	code := run(t.Context(), []string{"-duration", "2s", "-nodes", "3", "-progress", "500ms"}, &stdout, &stderr)
+	code := run(t.Context(), []string{"-duration", "2s", "-nodes", "3", "-progress", "250ms"}, &stdout, &stderr)
 	if code != 0 {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, &stdout, &stderr)
 	}
 	lines := regexp.MustCompile(`(?m)^chaos: [0-9.]+m?s of 2s: [0-9]+ grants, [0-9]+ faults, 0 overlaps so far$`).FindAllString(stderr.String(), -1)
 	if len(lines) < 2 {
-		t.Errorf("%d progress lines on stderr, want one per 500ms of the 2s soak\nstderr:\n%s", len(lines), &stderr)
+		t.Errorf("%d progress lines on stderr, want one per 250ms of the 2s soak\nstderr:\n%s", len(lines), &stderr)
 	}
 	if strings.Contains(stdout.String(), "so far") {
 		t.Errorf("progress on stdout, which holds the report:\n%s", &stdout)
