@@ -46,6 +46,13 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	// carry the servers' text (see messageWriter).
 	stderr = messageWriter{stderr}
 	root := rootCommand()
+	if len(args) > 0 {
+		if where, ok := movedCommands[args[0]]; ok {
+			// Before cobra, which would refuse the tool's own flags first.
+			fmt.Fprintf(stderr, "redlock: unknown command %q: the developers' %s is not part of the user's command; from a checkout of the repository: %s\n", args[0], args[0], where)
+			return exitUsage, nil
+		}
+	}
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
@@ -185,3 +192,11 @@ func subcommand(cmd *cobra.Command) string {
 type quietLogger struct{}
 
 func (quietLogger) Printf(context.Context, string, ...any) {}
+
+// movedCommands are the developers' tools that earlier versions of the
+// command held, and where they are now: the tooling modules of the
+// repository, which users of the library and the command never download.
+var movedCommands = map[string]string{
+	"bench": "cd bench && go run ./cmd/benchrun",
+	"chaos": "cd safety && go run ./cmd/chaos -duration D",
+}

@@ -345,6 +345,8 @@ func TestUsageErrors(t *testing.T) {
 		want string
 	}{
 		{"unknown command", []string{"frobnicate"}, "unknown command"},
+		{"bench, moved to the bench module", []string{"bench"}, "cd bench && go run ./cmd/benchrun"},
+		{"chaos, moved to the safety module", []string{"chaos", "--duration", "1s"}, "cd safety && go run ./cmd/chaos"},
 		{"unknown help topic", []string{"help", "frobnicate"}, "unknown help topic"},
 		{"help topic with an extra word", []string{"help", "run", "extra"}, `unknown help topic "run extra"`},
 		{"help topic with an extra word after a subcommand's", []string{"help", "completion", "bash", "extra"}, `unknown help topic "completion bash extra"`},
