@@ -1,7 +1,10 @@
 package driver
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
+	"net"
 	"strings"
 
 	"github.com/go-redlock/redlock/internal/replyerr"
@@ -52,6 +55,55 @@ var ErrSeedsOfTwoClusters = errors.New("seeds of two clusters")
 // PermanentCode returns "nil client" for it.
 var ErrNilClient = errors.New("nil client")
 
+// The codes PermanentCode returns for a TLS handshake that failed on a
+// certificate: the client did not trust the server's (an unknown CA, another
+// host name, expired: a tls_ca_file or tls_server_name to fix, or the
+// server's certificate), or the server refused the client's (none given, or
+// one its CA did not sign: tls_cert_file and tls_key_file to fix). No retry
+// makes either pass until someone changes a certificate or the
+// configuration, as no retry makes a wrong password right.
+const (
+	tlsServerCertificate = "TLS: the server's certificate is not trusted"
+	tlsClientCertificate = "TLS: the server refused the client's certificate"
+)
+
+// certificateAlerts are the TLS alerts (crypto/tls's texts) by which a
+// server refuses the client's certificate during the handshake.
+var certificateAlerts = [...]string{
+	"bad certificate", "unsupported certificate", "revoked certificate", "expired certificate",
+	"unknown certificate", "unknown certificate authority", "certificate required", "access denied",
+}
+
+// tlsCertificateCode returns tlsServerCertificate or tlsClientCertificate
+// when err says that a TLS handshake failed on a certificate, or "".
+func tlsCertificateCode(err error) string {
+	var (
+		cv *tls.CertificateVerificationError
+		ua x509.UnknownAuthorityError
+		he x509.HostnameError
+		ci x509.CertificateInvalidError
+	)
+	if errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &he) || errors.As(err, &ci) {
+		return tlsServerCertificate
+	}
+	// crypto/tls gives a peer's alert as a *net.OpError of Op "remote
+	// error" whose Err is the alert, "tls: bad certificate", say.
+	var oe *net.OpError
+	if !errors.As(err, &oe) || oe.Op != "remote error" || oe.Err == nil {
+		return ""
+	}
+	alert, ok := strings.CutPrefix(oe.Err.Error(), "tls: ")
+	if !ok {
+		return ""
+	}
+	for _, a := range certificateAlerts {
+		if alert == a {
+			return tlsClientCertificate
+		}
+	}
+	return ""
+}
+
 // PermanentCode returns the code of a Redis error reply found in err's chain
 // (errors.Unwrap, including joined errors) that retrying cannot fix —
 // "NOAUTH", "WRONGPASS", "NOPERM", "WRONGTYPE", "OOM" or "READONLY" — and ""
@@ -75,7 +127,16 @@ var ErrNilClient = errors.New("nil client")
 // For an error that matches ErrSeedsOfTwoClusters (errors.Is), a driver's
 // refusal of a cluster node whose seeds are of two clusters, it returns
 // that error's message, "seeds of two clusters"; for one that matches
-// ErrNilClient, a node made over a nil client, "nil client".
+// ErrNilClient, a node made over a nil client, "nil client". For a TLS
+// handshake that failed on a certificate it returns "TLS: the server's
+// certificate is not trusted" (a *tls.CertificateVerificationError or an
+// x509 UnknownAuthorityError, HostnameError or CertificateInvalidError in
+// the chain) or "TLS: the server refused the client's certificate" (the
+// server's certificate alert: "remote error: tls: bad certificate",
+// "certificate required", "unknown certificate authority", ...). A client
+// that hears of the refusal only as a connection reset (rueidis and
+// valkey-go, of a client certificate a TLS 1.3 server refused after the
+// client's side of the handshake ended) gives no such error.
 //
 // Package redlock uses it to stop retrying when so many nodes answer such
 // errors that no quorum is possible. A driver needs nothing more than to keep
@@ -87,6 +148,12 @@ func PermanentCode(err error) string {
 	}
 	if errors.Is(err, ErrNilClient) {
 		return ErrNilClient.Error()
+	}
+	if err == nil {
+		return ""
+	}
+	if code := tlsCertificateCode(err); code != "" {
+		return code
 	}
 	var code string
 	replyerr.Find(err, func(msg string) bool {

@@ -2,8 +2,11 @@ package driver_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"testing"
 
 	"github.com/go-redlock/redlock/driver"
@@ -141,5 +144,38 @@ func TestPermanentCodeNilClient(t *testing.T) {
 	}
 	if got := driver.PermanentCode(errors.New("goredis: New was given a nil client")); got != "" {
 		t.Fatalf("PermanentCode of a text alike = %q, want \"\": only the error matching ErrNilClient counts", got)
+	}
+}
+
+// A TLS handshake that failed on a certificate is an error retrying cannot
+// fix, as a wrong password is: the server's certificate not trusted (the
+// client's verification: an unknown CA, another host name, expired), or
+// the client's refused by the server (its alert). Other TLS and network
+// failures are not.
+func TestPermanentCodeTLSCertificate(t *testing.T) {
+	const server, client = "TLS: the server's certificate is not trusted", "TLS: the server refused the client's certificate"
+	for _, tc := range []struct {
+		name string
+		err  error
+		want string
+	}{
+		{"verification, unknown CA", fmt.Errorf("goredis: SET NX: %w", &tls.CertificateVerificationError{Err: x509.UnknownAuthorityError{}}), server},
+		{"unknown CA alone", fmt.Errorf("redigo: dial: %w", x509.UnknownAuthorityError{}), server},
+		{"host name", errors.Join(context.DeadlineExceeded, x509.HostnameError{Host: "redis.example"}), server},
+		{"expired", &tls.CertificateVerificationError{Err: x509.CertificateInvalidError{Reason: x509.Expired}}, server},
+		{"client certificate required", fmt.Errorf("goredis: SET NX: %w", &net.OpError{Op: "remote error", Err: errors.New("tls: certificate required")}), client},
+		{"client certificate of another CA", fmt.Errorf("redigo: SET NX: %w", &net.OpError{Op: "remote error", Err: errors.New("tls: unknown certificate authority")}), client},
+		{"bad client certificate", &net.OpError{Op: "remote error", Err: errors.New("tls: bad certificate")}, client},
+		{"another alert", &net.OpError{Op: "remote error", Err: errors.New("tls: handshake failure")}, ""},
+		{"an alert's name extended", &net.OpError{Op: "remote error", Err: errors.New("tls: unknown certificates")}, ""},
+		{"plaintext server", errors.New("tls: first record does not look like a TLS handshake"), ""},
+		{"reset", errors.New("read tcp 127.0.0.1:1->127.0.0.1:2: read: connection reset by peer"), ""},
+		{"a reply that quotes the words", replyError("ERR remote error: tls: bad certificate"), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := driver.PermanentCode(tc.err); got != tc.want {
+				t.Errorf("PermanentCode(%v) = %q, want %q", tc.err, got, tc.want)
+			}
+		})
 	}
 }

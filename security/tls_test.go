@@ -1,6 +1,7 @@
 package security_test
 
 import (
+	"context"
 	"crypto/x509"
 	"errors"
 	"net/url"
@@ -112,6 +113,17 @@ func TestTLSRefused(t *testing.T) {
 					var ne *redlock.NodeError
 					require.ErrorAs(t, err, &ne)
 					require.Contains(t, ne.Addr, "rediss://:xxxxx@")
+					if tc.name == "UnknownCA" {
+						// A certificate no retry makes trusted: Lock
+						// stops at once, as for a wrong password,
+						// rather than retry until its context ends.
+						ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+						defer cancel()
+						_, err := c.Lock(ctx, "refused-"+d.name)
+						require.NoError(t, ctx.Err(), "Lock retried until its context ended: %v", err)
+						require.ErrorContains(t, err, "TLS: the server's certificate is not trusted, which retrying cannot fix")
+						require.True(t, tc.want(err), "Lock error %v: the TLS error must stay in the chain", err)
+					}
 				})
 			}
 			// The same servers accept the client certificate.
