@@ -37,8 +37,10 @@ func TestRedisUnavailableOutDecide(t *testing.T) {
 				require.ErrorIs(t, err, redlock.ErrUnavailable, "%v", err)
 				var v *redlock.VoteError
 				require.ErrorAs(t, err, &v)
-				require.Equal(t, 1, v.Refused, "%v", err)
-				require.Equal(t, 2, v.Failed, "%v", err)
+				// 1 refused, 2 failed; or 3 failed on a machine so loaded
+				// that the holder's node took longer than the node timeout.
+				require.GreaterOrEqual(t, v.Failed, 2, "%v", err)
+				require.Equal(t, 3, v.Refused+v.Failed, "%v", err)
 			}
 		})
 	}
