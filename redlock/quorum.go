@@ -492,7 +492,8 @@ func (r *round) failuresOut() bool {
 // (refusalsOut: Lock and Do then stop at once, rather than retry for ever
 // because the round decided before it heard them all), or that too many
 // nodes failed for a quorum (failuresOut: ErrUnavailable, not a key held
-// elsewhere); until ctx ends, or for at most twice the node timeout. A
+// elsewhere); until ctx ends (the round is then no verdict: r.decided is
+// false), or for at most twice the node timeout. A
 // call is bounded by the node timeout from the round's start, before this
 // wait began; the second node timeout lets the reply of a call that timed
 // out at its bound arrive on a loaded machine (with a bound of one node
@@ -523,6 +524,11 @@ func (r *round) waitVerdict(ctx context.Context) {
 		case v := <-r.replies:
 			r.record(r.take(v))
 		case <-ctx.Done():
+			// Cut short: not a verdict (see outcome.finished), as in
+			// waitPastOwn; Lock and Do keep that of their last attempt
+			// that finished, which its partial votes ("2 refused, 1
+			// failed") would have replaced, ErrUnavailable lost.
+			r.decided = false
 			return
 		case <-timer.C:
 			return
