@@ -234,10 +234,11 @@ type AttemptDone struct {
 	// first release of its key on the nodes that granted it, so that the
 	// key is free there when it returns (one round trip more, up to the
 	// node timeout on a node that stalls), as TryLock does; and one that
-	// failed with an error retrying cannot fix (NOPERM, say) among its
-	// replies first waits, within the node timeout, for the replies still
-	// out when they could make such errors leave no quorum possible (see
-	// TryLock).
+	// failed with an error retrying cannot fix (NOPERM, say), or with a
+	// node's failure (an error, a timeout), among its replies first waits,
+	// for up to twice the node timeout, for the replies still out when
+	// they could make such errors leave no quorum possible, or failures
+	// more than len(nodes)-Quorum (ErrUnavailable) (see TryLock).
 	Duration time.Duration
 	Token    uint64    // the fencing token when granted with WithFencing
 	Until    time.Time // the lock's validity when granted

@@ -149,7 +149,7 @@ func nodeRefusals(err error) int {
 // the down node's error and the first refusal, saw one error retrying
 // cannot fix, and Lock and Do retried until their context ended (found by
 // an outside review). A round that failed with such an error now waits for
-// the replies still out, within the node timeout, when they could make
+// the replies still out, for up to twice the node timeout, when they could make
 // such errors a quorum's, before it says whether retrying can help. Also
 // with five nodes (two down, three refusing: stop; two refusing, three
 // timing out: retry, since the down nodes may come back) and with a node

@@ -20,7 +20,7 @@ import (
 // refused, 1 failed", ErrNotObtained alone, where three of five failed
 // (found by an outside check of issue 12, on real servers). An attempt, or
 // a caller's Extend, that failed with a failure among its replies now waits
-// for the replies still out, within the node timeout, when they could make
+// for the replies still out, for up to twice the node timeout, when they could make
 // the failures more than N − quorum; when they cannot (the key held on a
 // quorum's worth of the nodes that answer), it waits for nothing more.
 func TestUnavailableOutDecide(t *testing.T) {

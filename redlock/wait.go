@@ -43,8 +43,9 @@ func wakeWindow(took time.Duration) time.Duration {
 // client or pool closed by its user under a node of a driver's New); the
 // error names the cause, with each node's error (a *NodeError). An attempt
 // is decided as soon as a quorum is out of reach: one that failed with such
-// an error among its replies waits for the replies still out (for at most
-// a node timeout more; each call is bounded by one), when they could make
+// an error among its replies waits for the replies still out (for up to
+// twice the node timeout; each call is bounded by one from the attempt's
+// start, a call to a node that queues by the timer), when they could make
 // such errors more than len(nodes)-Quorum, so that a node that is down and
 // fails at once does not decide it before the other refusals come (three
 // nodes, one down, two refusing: Lock stops at its first attempt); an
