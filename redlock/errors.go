@@ -39,6 +39,8 @@ var (
 	// twice the node timeout) when their failures could make more than
 	// len(nodes)-Quorum, so that a key held elsewhere on the nodes that
 	// answer first does not hide nodes down or stalled (see VoteError).
+	// Unlock, Lock.TTL and Do's extensions do not wait so: their verdict
+	// counts the failures heard when a quorum was out of reach.
 	ErrUnavailable = errors.New("redlock: too many nodes unavailable for a quorum")
 
 	// ErrAlreadyUnlocked is returned by an Unlock of a lock that Unlock was
