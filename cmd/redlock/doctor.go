@@ -400,7 +400,11 @@ func printDoctor(w io.Writer, rep *doctorReport) {
 		tw.Flush()
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "%s  the set of %d nodes\n", label[setStatus(rep)], len(rep.Nodes))
+	nodes := "nodes"
+	if len(rep.Nodes) == 1 {
+		nodes = "node"
+	}
+	fmt.Fprintf(w, "%s  the set of %d %s\n", label[setStatus(rep)], len(rep.Nodes), nodes)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, c := range rep.Checks {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", label[c.Status], c.Name, escapeUnprintable(c.Message))

@@ -357,3 +357,13 @@ func TestDoctorRDBSnapshots(t *testing.T) {
 		}
 	}
 }
+
+// The report's summary line counts one node as one node.
+func TestDoctorOneNodeSummary(t *testing.T) {
+	t.Parallel()
+	_, addrs := nodes(t, 1)
+	r := invoke(t, "", "doctor", "--nodes", addrs)
+	if !strings.Contains(r.stdout, "the set of 1 node\n") {
+		t.Errorf("doctor on one node: want \"the set of 1 node\", got %v", r)
+	}
+}

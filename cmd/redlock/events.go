@@ -666,9 +666,13 @@ func extendCause(err error) string {
 	return strings.Join(parts, "; ")
 }
 
-// roundWait rounds a duration for a message: to the millisecond below ten
-// seconds, else to the tenth of a second.
+// roundWait rounds a duration for a message: to the microsecond below a
+// millisecond, to the millisecond below ten seconds, else to the tenth of a
+// second.
 func roundWait(d time.Duration) time.Duration {
+	if d < time.Millisecond {
+		return d.Round(time.Microsecond) // not "0s" for an acquisition at once
+	}
 	if d < 10*time.Second {
 		return d.Round(time.Millisecond)
 	}
