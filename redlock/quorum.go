@@ -467,10 +467,7 @@ func (r *round) permanentFailure() bool { return r.permanent > len(r.state)-r.c.
 // third node's refusal, which would say that no quorum is possible until
 // someone fixes them. Without such an error so far, it is false: a round
 // that failed otherwise waits for nothing more.
-func (r *round) refusalsOut() bool {
-	spare := len(r.state) - r.c.quorum
-	return r.permanent > 0 && r.permanent <= spare && r.permanent+r.pendingCount() > spare
-}
+func (r *round) refusalsOut() bool { return r.mayTip(r.permanent) }
 
 // failuresOut reports whether the replies still out may yet make the
 // round's failures (errors, timeouts: r.failed) more than N − quorum, the
@@ -481,9 +478,14 @@ func (r *round) refusalsOut() bool {
 // where no quorum was possible even had every other node agreed. Without a
 // failure so far, it is false: refusals alone decided the round, the key
 // held elsewhere on more than N − quorum of the nodes that answered.
-func (r *round) failuresOut() bool {
+func (r *round) failuresOut() bool { return r.mayTip(r.failed) }
+
+// mayTip reports whether n nodes of a kind (errors retrying cannot fix,
+// failures), some already and not yet more than N − quorum, may become more
+// than N − quorum with the replies still out.
+func (r *round) mayTip(n int) bool {
 	spare := len(r.state) - r.c.quorum
-	return r.failed > 0 && r.failed <= spare && r.failed+r.pendingCount() > spare
+	return n > 0 && n <= spare && n+r.pendingCount() > spare
 }
 
 // waitVerdict goes on collecting the replies of the round, which wait
