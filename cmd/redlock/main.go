@@ -46,17 +46,19 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) (int,
 	// carry the servers' text (see messageWriter).
 	stderr = messageWriter{stderr}
 	root := rootCommand()
-	if len(args) > 0 {
-		if where, ok := movedCommands[args[0]]; ok {
-			// Before cobra, which would refuse the tool's own flags first.
-			fmt.Fprintf(stderr, "redlock: unknown command %q: the developers' %s is not part of the user's command; from a checkout of the repository: %s\n", args[0], args[0], where)
-			return exitUsage, nil
-		}
-	}
 	root.SetArgs(args)
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	cmd, err := root.ExecuteContextC(ctx)
+	var (
+		cmd *cobra.Command
+		err error
+	)
+	if where, ok := movedCommand(args); ok {
+		// Before cobra, which would refuse the tool's own flags first.
+		err = usageErrorf("unknown command %q: the developers' %s is not part of the user's command; from a checkout of the repository: %s", args[0], args[0], where)
+	} else {
+		cmd, err = root.ExecuteContextC(ctx)
+	}
 	if err == nil {
 		return exitOK, nil
 	}
@@ -199,4 +201,14 @@ func (quietLogger) Printf(context.Context, string, ...any) {}
 var movedCommands = map[string]string{
 	"bench": "cd bench && go run ./cmd/benchrun",
 	"chaos": "cd safety && go run ./cmd/chaos -duration D",
+}
+
+// movedCommand returns where the tool named by args' first word is now, if
+// it is one of movedCommands.
+func movedCommand(args []string) (string, bool) {
+	if len(args) == 0 {
+		return "", false
+	}
+	where, ok := movedCommands[args[0]]
+	return where, ok
 }
