@@ -12,7 +12,9 @@
 // grants, faults and overlaps so far. At the end it prints grants by driver,
 // faults by kind and overlaps (two holders at once), and exits with 1 if
 // there was any overlap or the harness failed, 2 for bad flags, 0 otherwise.
-// Interrupt it to stop early: the report covers what ran. It needs redis-server. From the safety module:
+// Interrupt it (Ctrl-C, or SIGTERM as from kill or a CI job's timeout) to stop
+// early: the report covers what ran; a second signal ends it at once. It
+// needs redis-server. From the safety module:
 //
 //	go run ./cmd/chaos -duration 30s
 //	go run ./cmd/chaos -duration 5m -drivers rueidis -contenders 4 -v
@@ -29,6 +31,7 @@ import (
 	"os/signal"
 	"slices"
 	"strings"
+	"syscall"
 	"time"
 
 	_ "github.com/go-redlock/redlock/drivers/goredis"
@@ -41,10 +44,24 @@ import (
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	ctx, stop := stopContext()
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
+}
+
+// stopSignals end a soak early, with its report: an interrupt (Ctrl-C) and a
+// termination request (kill's default, and what a CI job or a container
+// stop sends first).
+var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM}
+
+// stopContext returns a context that ends at the first of stopSignals. Once
+// it has ended, the signals' default action is back: a second one ends the
+// process at once, as a second Ctrl-C does for most commands.
+func stopContext() (context.Context, context.CancelFunc) {
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
+	context.AfterFunc(ctx, stop)
+	return ctx, stop
 }
 
 // run parses args, runs the soak and returns the exit code.

@@ -1,0 +1,77 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock/redistest"
+)
+
+// TestChaosTerminated: a soak stopped by SIGTERM (kill's default, a CI
+// job's timeout, a container's stop) prints the report of what ran, as an
+// interrupt does, rather than die without one. The test sends SIGTERM to its
+// own process while the soak runs under main's stopContext: without
+// SIGTERM among stopSignals the test binary dies of it.
+func TestChaosTerminated(t *testing.T) {
+	redistest.NewServer(t) // skips, or fails in CI, without redis-server
+	ctx, stop := stopContext()
+	defer stop()
+	var stdout bytes.Buffer
+	stderr := &progressWriter{started: make(chan struct{})}
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"-duration", "1m", "-nodes", "3", "-progress", "100ms"}, &stdout, stderr)
+	}()
+	// Once the soak runs (its first progress line), terminate it.
+	select {
+	case <-stderr.started:
+	case code := <-done:
+		t.Fatalf("chaos ended before its first progress line: exit %d\nstdout:\n%s\nstderr:\n%s", code, &stdout, stderr)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no progress line 30s after the start\nstderr:\n%s", stderr)
+	}
+	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != 0 || !strings.Contains(stdout.String(), "grants: ") || !strings.Contains(stdout.String(), "overlaps: 0") {
+			t.Fatalf("chaos after SIGTERM: exit %d, want 0 and the report\nstdout:\n%s\nstderr:\n%s", code, &stdout, stderr)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("chaos still running 30s after SIGTERM")
+	}
+	if ctx.Err() == nil {
+		t.Error("stopContext's context still open after SIGTERM")
+	}
+}
+
+// progressWriter is the soak's stderr, written by its goroutines and read by
+// the test: it closes started at the first progress line.
+type progressWriter struct {
+	mu      sync.Mutex
+	buf     bytes.Buffer
+	started chan struct{}
+	once    sync.Once
+}
+
+func (w *progressWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if bytes.Contains(p, []byte("so far")) {
+		w.once.Do(func() { close(w.started) })
+	}
+	return w.buf.Write(p)
+}
+
+func (w *progressWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
