@@ -103,6 +103,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/go-redlock/redlock/driver"
@@ -166,7 +167,9 @@ func isNil(v any) bool {
 // Instrument returns a redlock.Option that makes a Client report its spans
 // and metrics. It can stand beside other observers (redlock.WithObserver,
 // redlock.WithLogger). An instrument that cannot be created is reported to
-// otel.Handle and records nothing; the others still work.
+// otel.Handle; the others still work, and so does the Client: when the
+// provider returned no instrument with its error, nothing is recorded in its
+// place (what it returned with the error, if anything, is used as it is).
 func Instrument(opts ...Option) redlock.Option {
 	return redlock.WithObserver(NewObserver(opts...))
 }
@@ -213,6 +216,23 @@ func NewObserver(opts ...Option) redlock.Observer {
 	o.pendingWait, err = meter.Float64ObservableGauge("redlock.node.pending.wait", metric.WithUnit("s"),
 		metric.WithDescription("How long the oldest command in a node's local queue has waited."))
 	errs = errors.Join(errs, err)
+	// A provider may return no instrument beside its error: one that
+	// records nothing stands in, so that the calls that report to it work.
+	if o.acquire == nil {
+		o.acquire = noop.Float64Histogram{}
+	}
+	if o.hold == nil {
+		o.hold = noop.Float64Histogram{}
+	}
+	if o.held == nil {
+		o.held = noop.Int64UpDownCounter{}
+	}
+	if o.lost == nil {
+		o.lost = noop.Int64Counter{}
+	}
+	if o.node == nil {
+		o.node = noop.Float64Histogram{}
+	}
 	if o.pending == nil || o.pendingWait == nil {
 		o.pending, o.pendingWait = nil, nil
 	}
