@@ -10,6 +10,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/go-redlock/redlock/internal/goredispipe"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/internal/respguard"
+	"github.com/go-redlock/redlock/internal/tlsdial"
 )
 
 // Key is what one node holds for a lock key.
@@ -141,10 +143,21 @@ func NewClient(a redisaddr.Addr, timeout time.Duration) (*redis.Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", a, err)
 	}
+	dial := redis.NewDialer(&redis.Options{DialTimeout: timeout})
+	if tlsCfg != nil {
+		// As the drivers dial (see package tlsdial): the handshake bounded
+		// by the context, and a server that refuses the connection for
+		// want of a client certificate, often seen only as a reset
+		// connection, named as such.
+		d := &net.Dialer{Timeout: timeout}
+		dial = func(ctx context.Context, network, addr string) (net.Conn, error) {
+			return tlsdial.Dial(ctx, d, network, addr, tlsCfg)
+		}
+	}
 	// Replies that announce more than the process can hold break the
 	// connection (see package respguard).
 	return redis.NewClient(&redis.Options{
-		Dialer:                respguard.Dialer(redis.NewDialer(&redis.Options{DialTimeout: timeout, TLSConfig: tlsCfg})),
+		Dialer:                respguard.Dialer(dial),
 		Addr:                  a.HostPort(),
 		Username:              a.Username,
 		Password:              a.Password,

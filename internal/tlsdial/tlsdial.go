@@ -1,4 +1,5 @@
-// Package tlsdial dials the TLS connections of the Redis drivers.
+// Package tlsdial dials the TLS connections of the Redis drivers (and of the
+// redlock command's status and doctor, through package keystatus).
 //
 // The TLS handshake is bounded by the dial's context, unlike the handshakes
 // of go-redis's and redigo's own dialers, so that a stalled server holds no
