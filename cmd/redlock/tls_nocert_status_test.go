@@ -37,37 +37,26 @@ func TestStatusDoctorSayClientCertMissing(t *testing.T) {
 		urls = append(urls, u.String())
 	}
 	nodeList := strings.Join(urls, ",")
-	saysCert := func(line string) bool {
-		return strings.Contains(line, "client certificate") || strings.Contains(line, "certificate required")
+	// check wants r, cmd's run, to exit with code and to have one line containing
+	// marker for each of the 3 nodes, each naming the certificate.
+	check := func(cmd string, r result, marker string, code int) {
+		t.Helper()
+		lines := 0
+		for line := range strings.Lines(r.stdout) {
+			if !strings.Contains(line, marker) {
+				continue
+			}
+			lines++
+			if !strings.Contains(line, "client certificate") && !strings.Contains(line, "certificate required") {
+				t.Errorf("%s without a client certificate: a node's error does not name it: %q\n%v", cmd, line, r)
+			}
+		}
+		if lines != 3 || r.code != code {
+			t.Errorf("%s: want exit %d and a line with %q for each of the 3 nodes, got %d lines:\n%v", cmd, code, marker, lines, r)
+		}
 	}
 	for range 3 {
-		r := invoke(t, "", "status", "--timeout", "2s", "--nodes", nodeList, "k")
-		rows := 0
-		for line := range strings.Lines(r.stdout) {
-			if !strings.Contains(line, "rediss://") {
-				continue
-			}
-			rows++
-			if !saysCert(line) {
-				t.Errorf("status without a client certificate: a node's error does not name it: %q\n%v", line, r)
-			}
-		}
-		if rows != 3 || r.code != 69 {
-			t.Errorf("status: want exit 69 and a row for each of the 3 nodes, got %d rows:\n%v", rows, r)
-		}
-		r = invoke(t, "", "doctor", "--timeout", "2s", "--nodes", nodeList)
-		failed := 0
-		for line := range strings.Lines(r.stdout) {
-			if !strings.Contains(line, "PING failed") {
-				continue
-			}
-			failed++
-			if !saysCert(line) {
-				t.Errorf("doctor without a client certificate: a node's error does not name it: %q\n%v", line, r)
-			}
-		}
-		if failed != 3 || r.code != 1 {
-			t.Errorf("doctor: want exit 1 and PING failed on each of the 3 nodes, got %d:\n%v", failed, r)
-		}
+		check("status", invoke(t, "", "status", "--timeout", "2s", "--nodes", nodeList, "k"), "rediss://", 69)
+		check("doctor", invoke(t, "", "doctor", "--timeout", "2s", "--nodes", nodeList), "PING failed", 1)
 	}
 }
