@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"sync"
@@ -28,20 +27,35 @@ func newNodeLatencies() *nodeLatencies {
 }
 
 // NodeCall records one call.
-func (n *nodeLatencies) NodeCall(_ context.Context, e redlock.NodeCall) {
+func (n *nodeLatencies) NodeCall(ctx context.Context, e redlock.NodeCall) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if _, seen := n.calls[e.Node]; !seen {
 		n.order = append(n.order, e.Node)
 	}
 	n.calls[e.Node] = append(n.calls[e.Node], e.Duration)
-	if e.Err != nil && !errors.Is(e.Err, context.Canceled) { // the end of the part cancels
+	// A call cut by its caller's end is not the node's error: the part ends
+	// its clients' calls by its deadline, and those in flight then fail
+	// with "context deadline exceeded", as a node slower than the node
+	// timeout does, whose call's caller is still waiting.
+	if e.Err != nil && !callerEnded(ctx) {
 		n.errs[e.Node]++
 	}
 }
 
-// print writes a row per node. Errors do not count the calls canceled when
-// the part ended.
+// callerEnded reports whether ctx, the context of a node call's caller, has
+// ended or reached its deadline: a call cut by that deadline can report
+// before the context's own timer has ended it.
+func callerEnded(ctx context.Context) bool {
+	if ctx.Err() != nil {
+		return true
+	}
+	deadline, ok := ctx.Deadline()
+	return ok && !time.Now().Before(deadline)
+}
+
+// print writes a row per node. Errors do not count the calls cut when the
+// part ended.
 func (n *nodeLatencies) print(w io.Writer) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
