@@ -13,8 +13,9 @@ import (
 // Do waits for the lock named key as Lock does, runs fn while holding it, and
 // unlocks when fn returns. While fn runs, the lock is extended in the
 // background to the TTL: each extension starts at most one
-// WithExtendInterval (default TTL/3) after the previous one ended, and a
-// quarter of it after a failed one.
+// WithExtendInterval (default TTL/3, or less when the node timeout needs it:
+// see WithExtendInterval) after the previous one ended, and a quarter of it
+// after a failed one.
 //
 // The extensions are the Client's work, not the call's: one scheduler per
 // Client keeps the locks held through Do in a heap, sends the extensions due
@@ -114,11 +115,13 @@ import (
 // TokenFrom, to pass to the protected resource with every write (see
 // Lock.Token).
 //
-// opts apply to this call only: WithTTL (which also sets the default
-// extension interval to a third of it, unless the Client was given
+// opts apply to this call only: WithTTL (from which the default extension
+// interval then follows, as New derives it from the Client's TTL: TTL/3, or
+// less when the Client's node timeout needs it, unless the Client was given
 // WithExtendInterval), WithBackoff, WithMaxAttempts and WithExtendInterval.
-// The extension interval plus the node timeout must be shorter than the TTL
-// less the drift allowance.
+// An interval given (to the call or the Client) plus the Client's node timeout
+// must be shorter than the TTL less the drift allowance; the default need
+// not be (see WithExtendInterval).
 func (c *Client) Do(ctx context.Context, key string, fn func(ctx context.Context) error, opts ...Option) error {
 	switch {
 	case c.unmade():
