@@ -264,7 +264,8 @@ func (c *Client) Quorum() int {
 	return c.quorum
 }
 
-// TTL returns the time to live of new locks.
+// TTL returns the time to live of new locks: WithTTL's given to New or Open,
+// or DefaultTTL. A TryLock, Lock or Do given WithTTL uses its own instead.
 func (c *Client) TTL() time.Duration {
 	if c == nil {
 		return 0
