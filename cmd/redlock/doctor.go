@@ -298,11 +298,7 @@ func checkSet(rep *doctorReport, o doctorOptions) {
 	case n < 3:
 		rep.add("count", statusWarn, "%d nodes: use 3 or 5 independent nodes", n)
 	default:
-		failed := "nodes"
-		if n-rep.Quorum == 1 {
-			failed = "node"
-		}
-		rep.add("count", statusOK, "%d nodes, quorum %d: tolerates %d failed %s", n, rep.Quorum, n-rep.Quorum, failed)
+		rep.add("count", statusOK, "%d nodes, quorum %d: tolerates %d failed %s", n, rep.Quorum, n-rep.Quorum, nodesWord(n-rep.Quorum))
 	}
 
 	dup := false
@@ -400,11 +396,7 @@ func printDoctor(w io.Writer, rep *doctorReport) {
 		tw.Flush()
 		fmt.Fprintln(w)
 	}
-	nodes := "nodes"
-	if len(rep.Nodes) == 1 {
-		nodes = "node"
-	}
-	fmt.Fprintf(w, "%s  the set of %d %s\n", label[setStatus(rep)], len(rep.Nodes), nodes)
+	fmt.Fprintf(w, "%s  the set of %d %s\n", label[setStatus(rep)], len(rep.Nodes), nodesWord(len(rep.Nodes)))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, c := range rep.Checks {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", label[c.Status], c.Name, escapeUnprintable(c.Message))

@@ -241,8 +241,8 @@ func (e *lockEvents) Extend(ctx context.Context, _ redlock.ExtendStart) (context
 			e.extendFails++
 			e.refusedExtend = nil // extendCause tells them (-v); the next success, again
 			if left := time.Until(d.Until); e.extendFails == 1 && left > 0 {
-				e.say("extending %s failed (%d of %d nodes agreed, %d needed); retrying while its validity lasts (%v): %s",
-					keyText(d.Key), d.Votes.Granted, d.Votes.Nodes, d.Votes.Quorum, roundWait(left), extendCause(d.Err))
+				e.say("extending %s failed (%d of %d %s agreed, %d needed); retrying while its validity lasts (%v): %s",
+					keyText(d.Key), d.Votes.Granted, d.Votes.Nodes, nodesWord(d.Votes.Nodes), d.Votes.Quorum, roundWait(left), extendCause(d.Err))
 			}
 		}
 	}
@@ -568,7 +568,7 @@ func lostHow(how string, err error) string {
 	}[how]
 	var ve *redlock.VoteError
 	if found != "" && errors.As(err, &ve) && ve.Refused <= ve.Nodes-ve.Needed {
-		return fmt.Sprintf("%s could not confirm that a quorum of the nodes still held it (%d of %d nodes agreed, %d needed; %d said they no longer held it, %d failed)", found, ve.Granted, ve.Nodes, ve.Needed, ve.Refused, ve.Failed)
+		return fmt.Sprintf("%s could not confirm that a quorum of the nodes still held it (%d of %d %s agreed, %d needed; %d said they no longer held it, %d failed)", found, ve.Granted, ve.Nodes, nodesWord(ve.Nodes), ve.Needed, ve.Refused, ve.Failed)
 	}
 	if s := map[string]string{
 		redlock.EndLostExtend: "an extension found it gone from a quorum of the nodes",
@@ -690,4 +690,12 @@ func firstTime(seen *map[string]bool, node string) bool {
 	}
 	(*seen)[node] = true
 	return true
+}
+
+// nodesWord is "node" for one node, "nodes" for any other number.
+func nodesWord(n int) string {
+	if n == 1 {
+		return "node"
+	}
+	return "nodes"
 }
