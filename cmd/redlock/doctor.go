@@ -224,6 +224,8 @@ func runDoctor(ctx context.Context, w io.Writer, o doctorOptions) error {
 		return usageErrorf("doctor: --max-skew %v is negative", o.maxSkew)
 	case o.key == "":
 		return usageErrorf("doctor: --key is empty")
+	case len(o.key) > redlock.MaxKeyLen: // a key no lock can take: run, hold and status refuse it too
+		return usageErrorf("doctor: --key of %d bytes is longer than %d, the longest key a lock can have", len(o.key), redlock.MaxKeyLen)
 	}
 	raw, err := o.addrs("doctor")
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/go-redlock/redlock/redistest"
+	"github.com/go-redlock/redlock/redlock"
 )
 
 // binary is the redlock command built once for the tests, which drive it as
@@ -371,6 +372,9 @@ func TestUsageErrors(t *testing.T) {
 		{"bad ttl", []string{"run", "--ttl", "-1s", "--nodes", "127.0.0.1:1", "--key", "k", "--", "true"}, "run: --ttl -1s is not positive"},
 		{"doctor without nodes", []string{"doctor"}, "no nodes"},
 		{"doctor bad address", []string{"doctor", "--nodes", "redis://u:hunter2@[::1"}, "malformed"},
+		// run, hold and status refuse a key no lock can take; doctor
+		// reported its permissions and writes on it as ok.
+		{"doctor --key longer than a lock's key", []string{"doctor", "--nodes", "127.0.0.1:1", "--key", strings.Repeat("k", redlock.MaxKeyLen+1)}, "doctor: --key of 4097 bytes is longer than 4096, the longest key a lock can have"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := invoke(t, "", tc.args...)
