@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-redlock/redlock/internal/keystatus"
 	"github.com/go-redlock/redlock/internal/redisaddr"
+	"github.com/go-redlock/redlock/redlock"
 )
 
 type statusOptions struct {
@@ -70,9 +71,10 @@ costs one timeout, not one for each key.
 Exit codes:
   0    every key was asked of a quorum of the nodes
   69   fewer than a quorum of the nodes answered for some key
-  2    bad flags or arguments, no nodes, a bad address, or two addresses
-       of one server (the same run_id in INFO) or of one cluster (a node
-       ID in both, a shard's primary beside its cluster included)
+  2    bad flags or arguments, no nodes, more than 64, a bad address, or
+       two addresses of one server (the same run_id in INFO) or of one
+       cluster (a node ID in both, a shard's primary beside its cluster
+       included)
 
 ` + envHelp("nodes", "prefix", "timeout", "json"),
 		Example: `  redlock status --nodes 10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379 nightly-report
@@ -168,6 +170,9 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string)
 	raw, err := o.addrs("status")
 	if err != nil {
 		return err
+	}
+	if len(raw) > redlock.MaxNodes { // no lock can be held on them: run and hold refuse them too
+		return usageErrorf("status: %d nodes are more than %d, the most a Client takes (redlock.MaxNodes)", len(raw), redlock.MaxNodes)
 	}
 	addrs := make([]redisaddr.Node, len(raw))
 	seen := make(map[string]int, len(raw)) // address -> its number
