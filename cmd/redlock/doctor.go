@@ -98,6 +98,7 @@ func (r *doctorReport) add(name string, st status, format string, args ...any) {
 type doctorOptions struct {
 	nodeFlags
 	key     string
+	prefix  string // put before key, as run and hold put it before KEY
 	ttl     time.Duration
 	timeout time.Duration
 	maxSkew time.Duration
@@ -131,7 +132,8 @@ checks each node and the set:
                 --fencing a token can repeat) or to set appendfsync always;
                 without appendonly, the RDB snapshots (save) are named
   clock         the node's clock (TIME) against this machine's
-  permissions   that the user may run what the drivers send on --key: SET,
+  permissions   that the user may run what the drivers send on --key (after
+                --prefix, as run and hold put it before KEY): SET,
                 EVAL, EVALSHA and, inside the scripts, GET, PEXPIRE and DEL
                 (with ACL DRYRUN, or else on a scratch key beside --key);
                 fencing counters, release notifications and the reads of
@@ -167,9 +169,9 @@ It exits with 1 when any check fails (unsafe, or a node that cannot be
 reached or used), with 0 otherwise (warnings included), and with 2 for bad
 flags or no nodes. Passwords are never printed.
 
-` + envHelp("nodes", "key", "ttl", "timeout", "max-skew", "json"),
+` + envHelp("nodes", "key", "prefix", "ttl", "timeout", "max-skew", "json"),
 		Example: `  redlock doctor --nodes 10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379
-  REDLOCK_NODES=redis://locker:secret@10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379 redlock doctor --key jobs:nightly
+  REDLOCK_NODES=redis://locker:secret@10.0.0.1:6379,10.0.0.2:6379,10.0.0.3:6379 redlock doctor --prefix lock: --key jobs:nightly
   redlock doctor --json | jq '.nodes[] | {addr, status}'`,
 		Args: noArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -179,6 +181,7 @@ flags or no nodes. Passwords are never printed.
 	f := cmd.Flags()
 	o.addNodes(cmd)
 	f.StringVar(&o.key, "key", "redlock:doctor", "a lock key (or one like it) on which to check the user's permissions")
+	f.StringVar(&o.prefix, "prefix", "", "the --prefix that run and hold are given: put before --key on the nodes, so that the permissions are checked in the namespace of their locks")
 	f.DurationVar(&o.ttl, "ttl", redlock.DefaultTTL, "the TTL your locks use: sizes the round-trip and persistence advice")
 	f.DurationVar(&o.timeout, "timeout", 2*time.Second, "bounds the connection and each command to one node")
 	f.DurationVar(&o.maxSkew, "max-skew", time.Second, "warn when clocks differ by more than this")
@@ -224,9 +227,11 @@ func runDoctor(ctx context.Context, w io.Writer, o doctorOptions) error {
 		return usageErrorf("doctor: --max-skew %v is negative", o.maxSkew)
 	case o.key == "":
 		return usageErrorf("doctor: --key is empty")
-	case len(o.key) > redlock.MaxKeyLen: // a key no lock can take: run, hold and status refuse it too
-		return usageErrorf("doctor: --key of %d bytes is longer than %d, the longest key a lock can have", len(o.key), redlock.MaxKeyLen)
 	}
+	if err := keyLenError("doctor", o.prefix, o.key); err != nil {
+		return err // a key no lock can take: run, hold and status refuse it too
+	}
+	o.key = o.prefix + o.key // the key on the nodes, as the drivers get it
 	raw, err := o.addrs("doctor")
 	if err != nil {
 		return err

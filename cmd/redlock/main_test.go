@@ -375,7 +375,7 @@ func TestUsageErrors(t *testing.T) {
 		// run, hold and status refuse a key no lock can take; doctor
 		// reported its permissions and writes on it as ok.
 		{"status over more nodes than a Client takes", []string{"status", "--timeout", "200ms", "--nodes", strings.Join(redistest.ClosedAddrs(t, redlock.MaxNodes+1), ","), "k"}, "status: 65 nodes are more than 64"},
-		{"doctor --key longer than a lock's key", []string{"doctor", "--nodes", "127.0.0.1:1", "--key", strings.Repeat("k", redlock.MaxKeyLen+1)}, "doctor: --key of 4097 bytes is longer than 4096, the longest key a lock can have"},
+		{"doctor --key longer than a lock's key", []string{"doctor", "--nodes", "127.0.0.1:1", "--key", strings.Repeat("k", redlock.MaxKeyLen+1)}, "doctor: key of 4097 bytes (prefix included) is longer than 4096"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := invoke(t, "", tc.args...)
