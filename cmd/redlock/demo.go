@@ -50,7 +50,8 @@ func demoCommand() *cobra.Command {
 		Use:   "demo",
 		Short: "Start local nodes and show the lock at work through every driver",
 		Long: `demo starts five local nodes (redis-server processes on loopback ports when
-redis-server is on PATH, otherwise in-process memory nodes, and it says which)
+redis-server is on PATH, or REDISTEST_SERVER names the program, otherwise
+in-process memory nodes, and it says which and why)
 and shows, through every driver:
 
   1. contention: contenders through every driver compete for one key, and
@@ -137,7 +138,11 @@ func startDemoNodes(ctx context.Context, w io.Writer, o demoOptions) (*demoEnv, 
 		if !errors.Is(err, redisserver.ErrNotInstalled) {
 			return nil, err
 		}
-		fmt.Fprintf(w, "redis-server is not on PATH, so this demo uses in-process memory nodes.\n(%s)\n", redisserver.InstallHint)
+		why := "redis-server is not on PATH"
+		if name := os.Getenv(redisserver.ServerEnv); name != "" {
+			why = fmt.Sprintf("%s=%q names no program that can be run", redisserver.ServerEnv, name)
+		}
+		fmt.Fprintf(w, "%s, so this demo uses in-process memory nodes.\n(%s)\n", why, redisserver.InstallHint)
 	}
 	addrs := memoryAddrs(o.nodes)
 	fmt.Fprintf(w, "Using %d in-process memory nodes (driver %q): every client below is in this process.\n", o.nodes, "memory")

@@ -45,3 +45,17 @@ func TestDemoMemory(t *testing.T) {
 		t.Fatalf("demo --memory: %v", r)
 	}
 }
+
+// demo says why it falls back to memory nodes: with REDISTEST_SERVER naming
+// no program, it said "redis-server is not on PATH", where redis-server may
+// well be, and the variable it reads was the cause.
+func TestDemoServerEnvNamed(t *testing.T) {
+	t.Parallel()
+	r := invokeEnv(t, []string{"REDISTEST_SERVER=/nonexistent/redis-server"}, "", "demo", "--duration", "500ms")
+	if r.code != 0 || !strings.Contains(r.stdout, `REDISTEST_SERVER="/nonexistent/redis-server" names no program that can be run, so this demo uses in-process memory nodes`) {
+		t.Fatalf("demo with REDISTEST_SERVER naming no program: want exit 0 and the variable named, got %v", r)
+	}
+	if strings.Contains(r.stdout, "not on PATH") {
+		t.Errorf("demo with REDISTEST_SERVER naming no program says redis-server is not on PATH:\n%s", r.stdout)
+	}
+}

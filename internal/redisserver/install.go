@@ -11,10 +11,10 @@ import (
 const InstallHint = "install redis-server (Debian/Ubuntu: apt-get install -y redis-server; macOS: brew install redis), " +
 	"or put redis-server on PATH, or set REDISTEST_SERVER to the path of the binary"
 
-// serverEnv is the environment variable that names the redis-server binary to
+// ServerEnv is the environment variable that names the redis-server binary to
 // run, as a path or as a name looked up on PATH. When it is empty,
 // "redis-server" is looked up on PATH.
-const serverEnv = "REDISTEST_SERVER"
+const ServerEnv = "REDISTEST_SERVER"
 
 // ErrNotInstalled is returned (wrapped; test with errors.Is) by [Start] when
 // the redis-server binary cannot be found.
@@ -22,10 +22,10 @@ var ErrNotInstalled = errors.New("redistest: redis-server not found on PATH: " +
 
 // findServer returns the path of the redis-server binary to run.
 func findServer() (string, error) {
-	if name := os.Getenv(serverEnv); name != "" {
+	if name := os.Getenv(ServerEnv); name != "" {
 		path, err := exec.LookPath(name)
 		if err != nil {
-			return "", fmt.Errorf("%w (%s=%q: %v)", ErrNotInstalled, serverEnv, name, err)
+			return "", fmt.Errorf("%w (%s=%q: %v)", ErrNotInstalled, ServerEnv, name, err)
 		}
 		return path, nil
 	}
