@@ -5,7 +5,6 @@ package main
 import (
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestDemo(t *testing.T) {
@@ -32,9 +31,6 @@ func TestDemo(t *testing.T) {
 		if !strings.Contains(r.stdout, want) {
 			t.Errorf("the demo's output lacks %q:\n%s", want, r.stdout)
 		}
-	}
-	if r.took > 45*time.Second {
-		t.Errorf("the demo took %v; it should take well under a minute", r.took)
 	}
 }
 
