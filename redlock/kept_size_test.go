@@ -18,7 +18,7 @@ func TestKeptSize(t *testing.T) {
 }
 
 // TestRoundSize checks that a round fits the 512-byte size class: two per
-// lock+unlock, allocated and zeroed each time (bench/RESULTS.md, issue 15,
+// lock+unlock, allocated and zeroed each time (bench/RESULTS.md,
 // the lone call). An object above 512 bytes also takes a malloc header, and
 // the next class is 576; with its two contexts as interfaces and its flags
 // apart, a round took 544 bytes.

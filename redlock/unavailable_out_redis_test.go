@@ -52,7 +52,7 @@ func TestRedisUnavailableOutDecide(t *testing.T) {
 // find its predecessor's key there still (a refusal) and, decided by that
 // refusal and two of the down nodes' errors, said "1 refused, 2 failed",
 // ErrNotObtained alone, in 0-7 of 30 calls per driver (found by an outside
-// check of issue 2). Every one now matches ErrUnavailable.
+// check). Every one now matches ErrUnavailable.
 func TestRedisUnavailableOutOwnLeftovers(t *testing.T) {
 	servers := redistest.NewServers(t, 2)
 	addrs := append(redistest.DownAddrs(t, 3), redistest.Addrs(servers)...)

@@ -18,7 +18,7 @@ import (
 // elsewhere on the nodes that answer first, their refusals beside one
 // node's failure decided it before the nodes stalled had failed: "2
 // refused, 1 failed", ErrNotObtained alone, where three of five failed
-// (found by an outside check of issue 12, on real servers). An attempt, or
+// (found by an outside check, on real servers). An attempt, or
 // a caller's Extend, that failed with a failure among its replies now waits
 // for the replies still out, for up to twice the node timeout, when they could make
 // the failures more than N − quorum; when they cannot (the key held on a

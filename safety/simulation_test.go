@@ -20,7 +20,7 @@ import (
 )
 
 // defaultSchedules is how many schedules TestSimulation runs by default, in
-// CI too ("a few hundred", issue 11): about 2 s, 6 s with -race.
+// CI too (a few hundred): about 2 s, 6 s with -race.
 const defaultSchedules = 300
 
 var (

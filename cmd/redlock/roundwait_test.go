@@ -7,7 +7,7 @@ import (
 
 // A wait is told with the digits that say something: an acquisition at once
 // (below a millisecond) is not "after 0s" (found by an outside check of
-// issue 6).
+// the command).
 func TestRoundWait(t *testing.T) {
 	for _, tc := range []struct {
 		d    time.Duration

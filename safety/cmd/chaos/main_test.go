@@ -51,8 +51,7 @@ func TestChaosZeroFlags(t *testing.T) {
 	}
 }
 
-// TestChaosProgress: the soak tells how far it is while it runs (issue 6's
-// "with progress"), on stderr, so that a long soak is not silent until its
+// TestChaosProgress: the soak tells how far it is while it runs, on stderr, so that a long soak is not silent until its
 // report: a line per -progress interval with the grants, faults and
 // overlaps so far.
 func TestChaosProgress(t *testing.T) {
