@@ -13,47 +13,88 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/go-redlock/redlock/bench"
 	"github.com/go-redlock/redlock/bench/benchrun"
 )
 
 func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run is the command: it parses args, runs the suite (or reads -from) and
+// returns the exit code: 0, 1 when the run or a file failed, 2 for bad flags.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	var (
 		cfg       benchrun.Config
 		out       string
 		jsonOut   string
 		jsonInput string
 	)
-	flag.StringVar(&cfg.Bench, "bench", benchrun.DefaultBench, "`pattern` of the benchmarks to run, as go test -bench takes it")
-	flag.StringVar(&cfg.Benchtime, "benchtime", "1s", "go test -benchtime of each run")
-	flag.StringVar(&cfg.HandoffBenchtime, "handoff-benchtime", "100x", "go test -benchtime of each run of the Handoff and HandoffFloor cases")
-	flag.IntVar(&cfg.Rounds, "rounds", 3, "how many times each benchmark runs; the report gives medians")
-	flag.IntVar(&cfg.ScaleLocks, "scale-locks", bench.DefaultScaleLocks, "how many locks the Scale case holds at once")
-	flag.DurationVar(&cfg.ScaleFor, "scale-for", bench.DefaultScaleFor, "how long the Scale case holds them")
-	quick := flag.Bool("quick", false, "a quick look: 1 round, benchtime 200ms, Handoff 30x, Scale 5,000 locks (flags given explicitly win)")
-	flag.BoolVar(&cfg.NoPeers, "no-peers", false, "leave out the peers (package bench/peers)")
-	flag.StringVar(&cfg.Dir, "dir", "", "root of the module github.com/go-redlock/redlock (default: the one holding the working directory)")
-	flag.StringVar(&out, "out", "", "`directory` for "+benchrun.ResultsFile+" and "+benchrun.ChartFile+" (default: bench/ of the module); \"-\" writes no file")
-	flag.StringVar(&jsonOut, "json", "", "also write the report's data to `file` as JSON")
-	flag.StringVar(&jsonInput, "from", "", "run nothing: render the report from a JSON `file` written by -json")
-	flag.Usage = func() {
-		fmt.Fprintf(flag.CommandLine.Output(), "usage: cd bench && go run ./cmd/benchrun [flags]\n\n")
-		flag.PrintDefaults()
+	fs := flag.NewFlagSet("benchrun", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&cfg.Bench, "bench", benchrun.DefaultBench, "`pattern` of the benchmarks to run, as go test -bench takes it")
+	fs.StringVar(&cfg.Benchtime, "benchtime", "1s", "go test -benchtime of each run")
+	fs.StringVar(&cfg.HandoffBenchtime, "handoff-benchtime", "100x", "go test -benchtime of each run of the Handoff and HandoffFloor cases")
+	fs.IntVar(&cfg.Rounds, "rounds", 3, "how many times each benchmark runs; the report gives medians")
+	fs.IntVar(&cfg.ScaleLocks, "scale-locks", bench.DefaultScaleLocks, "how many locks the Scale case holds at once")
+	fs.DurationVar(&cfg.ScaleFor, "scale-for", bench.DefaultScaleFor, "how long the Scale case holds them")
+	quick := fs.Bool("quick", false, "a quick look: 1 round, benchtime 200ms, Handoff 30x, Scale 5,000 locks (flags given explicitly win)")
+	fs.BoolVar(&cfg.NoPeers, "no-peers", false, "leave out the peers (package bench/peers)")
+	fs.StringVar(&cfg.Dir, "dir", "", "root of the module github.com/go-redlock/redlock (default: the one holding the working directory)")
+	fs.StringVar(&out, "out", "", "`directory` for "+benchrun.ResultsFile+" and "+benchrun.ChartFile+" (default: bench/ of the module); \"-\" writes no file")
+	fs.StringVar(&jsonOut, "json", "", "also write the report's data to `file` as JSON")
+	fs.StringVar(&jsonInput, "from", "", "run nothing: render the report from a JSON `file` written by -json")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: cd bench && go run ./cmd/benchrun [flags]\n\n")
+		fs.PrintDefaults()
 	}
-	flag.Parse()
-	if flag.NArg() > 0 {
-		flag.Usage()
-		os.Exit(2)
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "benchrun: unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return 2
+	}
+	// benchrun.Config reads a zero or a negative value as its default: given
+	// on the command line, it would run something else than asked for (three
+	// rounds for -rounds 0), so it is refused.
+	const count, times = "a positive count", "a positive duration or count of runs (1s, 100x)"
+	for _, c := range []struct {
+		name, want string
+		bad        bool
+	}{
+		{"rounds", count, cfg.Rounds <= 0},
+		{"scale-locks", count, cfg.ScaleLocks <= 0},
+		{"scale-for", "a positive duration", cfg.ScaleFor <= 0},
+		{"benchtime", times, !validBenchtime(cfg.Benchtime)},
+		{"handoff-benchtime", times, !validBenchtime(cfg.HandoffBenchtime)},
+	} {
+		if c.bad {
+			fmt.Fprintf(stderr, "benchrun: -%s %s: want %s\n", c.name, fs.Lookup(c.name).Value, c.want)
+			return 2
+		}
 	}
 	if *quick {
 		set := make(map[string]bool)
-		flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		if !set["rounds"] {
 			cfg.Rounds = 1
 		}
@@ -67,10 +108,8 @@ func main() {
 			cfg.ScaleLocks = 5000
 		}
 	}
-	cfg.Progress = os.Stderr
+	cfg.Progress = stderr
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
 	var (
 		rep *benchrun.Report
 		err error
@@ -80,32 +119,50 @@ func main() {
 	} else {
 		rep, err = benchrun.Run(ctx, cfg)
 	}
-	if err == nil && jsonOut != "" {
-		err = writeReport(jsonOut, rep)
-	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "benchrun:", err)
-		os.Exit(1)
+		fmt.Fprintln(stderr, "benchrun:", err)
+		return 1
 	}
-	fmt.Print(rep.Markdown())
+	// The report is printed and its files written even when -json cannot be:
+	// a run takes half an hour.
+	code := 0
+	if jsonOut != "" {
+		if err := writeReport(jsonOut, rep); err != nil {
+			fmt.Fprintln(stderr, "benchrun: -json:", err)
+			code = 1
+		}
+	}
+	fmt.Fprint(stdout, rep.Markdown())
 	if out == "-" {
-		return
+		return code
 	}
 	if out == "" {
 		dir := rep.Config.Dir
 		if jsonInput != "" { // the report may come from another checkout
 			if dir, err = benchrun.FindModule("."); err != nil {
-				fmt.Fprintln(os.Stderr, "benchrun:", err)
-				os.Exit(1)
+				fmt.Fprintln(stderr, "benchrun:", err)
+				return 1
 			}
 		}
 		out = filepath.Join(dir, "bench")
 	}
 	if err := rep.WriteFiles(out); err != nil {
-		fmt.Fprintln(os.Stderr, "benchrun:", err)
-		os.Exit(1)
+		fmt.Fprintln(stderr, "benchrun:", err)
+		return 1
 	}
-	fmt.Fprintf(os.Stderr, "wrote %s and %s in %s (%s)\n", benchrun.ResultsFile, benchrun.ChartFile, out, rep.Elapsed.Round(1e9))
+	fmt.Fprintf(stderr, "wrote %s and %s in %s (%s)\n", benchrun.ResultsFile, benchrun.ChartFile, out, rep.Elapsed.Round(1e9))
+	return code
+}
+
+// validBenchtime reports whether s is a go test -benchtime that runs
+// something: a positive duration ("1s") or a positive count ("100x").
+func validBenchtime(s string) bool {
+	if n, ok := strings.CutSuffix(s, "x"); ok {
+		c, err := strconv.Atoi(n)
+		return err == nil && c > 0
+	}
+	d, err := time.ParseDuration(s)
+	return err == nil && d > 0
 }
 
 // writeReport writes rep to path as JSON.

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/go-redlock/redlock/bench/benchrun"
+)
+
+// TestBadFlags: benchrun.Config reads a zero or a negative value as its
+// default, so the command refuses one, naming the flag, rather than run
+// another benchmark than the one asked for (-rounds 0 ran three rounds, a
+// half-hour run), and a benchtime that go test would refuse only after the
+// servers started and the benchmarks were built. Each case also names -from
+// a file that does not exist: a flag taken for good makes the command fail
+// there (exit 1) instead of running the suite.
+func TestBadFlags(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "missing.json")
+	for _, tc := range []struct {
+		args []string
+		name string // what the message names
+	}{
+		{[]string{"-rounds", "0"}, "-rounds"}, {[]string{"-rounds", "-2"}, "-rounds"},
+		{[]string{"-scale-locks", "0"}, "-scale-locks"}, {[]string{"-scale-locks", "-5"}, "-scale-locks"},
+		{[]string{"-scale-for", "0"}, "-scale-for"}, {[]string{"-scale-for", "-1s"}, "-scale-for"},
+		{[]string{"-benchtime", "0x"}, "-benchtime"}, {[]string{"-benchtime", "bogus"}, "-benchtime"},
+		{[]string{"-benchtime", ""}, "-benchtime"}, {[]string{"-handoff-benchtime", "-1s"}, "-handoff-benchtime"},
+		{[]string{"-quick", "-rounds", "0"}, "-rounds"},
+		{[]string{"extra"}, "extra"}, {[]string{"-no-such-flag"}, "no-such-flag"},
+	} {
+		var stdout, stderr bytes.Buffer
+		code := run(context.Background(), append([]string{"-from", missing, "-out", "-"}, tc.args...), &stdout, &stderr)
+		if code != 2 || stdout.Len() != 0 || !strings.Contains(stderr.String(), tc.name) {
+			t.Errorf("benchrun %q: exit %d, stdout %q, stderr %q; want 2, a message naming %s and no report", tc.args, code, &stdout, &stderr, tc.name)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	if code := run(context.Background(), []string{"-h"}, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), "-rounds") {
+		t.Errorf("benchrun -h: exit %d, stderr %q; want 0 and the flags", code, &stderr)
+	}
+}
+
+// TestJSONFailureKeepsReport: a -json file that cannot be written fails the
+// command (exit 1), but the report is still printed and its files written:
+// a run takes half an hour, and it was lost (nothing printed, nothing
+// written) for a mistyped -json path.
+func TestJSONFailureKeepsReport(t *testing.T) {
+	dir := t.TempDir()
+	data, err := json.Marshal(&benchrun.Report{Config: benchrun.Config{Rounds: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := filepath.Join(dir, "in.json")
+	if err := os.WriteFile(from, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	if err := os.Mkdir(out, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"-from", from, "-json", filepath.Join(dir, "no-such-dir", "r.json"), "-out", out}, &stdout, &stderr)
+	if code != 1 || !strings.Contains(stderr.String(), "-json") {
+		t.Errorf("exit %d, stderr %q; want 1 and the -json error", code, &stderr)
+	}
+	if !strings.HasPrefix(stdout.String(), "# Benchmark results") {
+		t.Errorf("the report is not printed: stdout %q", &stdout)
+	}
+	for _, f := range []string{benchrun.ResultsFile, benchrun.ChartFile} {
+		if fi, err := os.Stat(filepath.Join(out, f)); err != nil || fi.Size() == 0 {
+			t.Errorf("%s not written: %v", f, err)
+		}
+	}
+}
