@@ -231,6 +231,37 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return rep, nil
 }
 
+// Command returns the command that runs what cfg says: cd bench && go run
+// ./cmd/benchrun with a flag for each field that is neither zero nor its
+// default, so that a report names the command that regenerates it.
+func (cfg Config) Command() string {
+	var args []string
+	flag := func(name, value, zero, def string) {
+		if value != zero && value != def {
+			args = append(args, "-"+name, shellQuote(value))
+		}
+	}
+	flag("bench", cfg.Bench, "", DefaultBench)
+	flag("benchtime", cfg.Benchtime, "", "1s")
+	flag("handoff-benchtime", cfg.HandoffBenchtime, "", "100x")
+	flag("rounds", strconv.Itoa(cfg.Rounds), "0", "3")
+	flag("scale-locks", strconv.Itoa(cfg.ScaleLocks), "0", strconv.Itoa(bench.DefaultScaleLocks))
+	flag("scale-for", cfg.ScaleFor.String(), "0s", bench.DefaultScaleFor.String())
+	if cfg.NoPeers {
+		args = append(args, "-no-peers")
+	}
+	return strings.Join(append([]string{"cd bench && go run ./cmd/benchrun"}, args...), " ")
+}
+
+// shellQuote returns s as one word of a POSIX shell: as it is when it holds
+// only characters no shell treats specially, else in single quotes.
+func shellQuote(s string) string {
+	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.,:/=+@%") == "" {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
 // withDefaults fills in the defaults and finds the module.
 func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Bench == "" {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-redlock/redlock/bench"
 	"github.com/go-redlock/redlock/redistest"
 )
 
@@ -445,5 +446,33 @@ func TestModulesNameEveryClient(t *testing.T) {
 		if e.Modules[path] == "" || !strings.Contains(md, path+" ") {
 			t.Errorf("the report does not give the version of %s, which the benchmarks are built with", path)
 		}
+	}
+}
+
+// TestMarkdownNamesItsCommand: a report says which command produced it, and
+// "Regenerate with the same command": a run with flags names them, so that
+// RESULTS.md written by a short run does not claim the default command.
+func TestMarkdownNamesItsCommand(t *testing.T) {
+	for _, tc := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{}, "Produced by `cd bench && go run ./cmd/benchrun` on "},
+		{Config{Bench: DefaultBench, Benchtime: "1s", HandoffBenchtime: "100x", Rounds: 3, ScaleLocks: bench.DefaultScaleLocks, ScaleFor: bench.DefaultScaleFor},
+			"Produced by `cd bench && go run ./cmd/benchrun` on "},
+		{Config{Bench: "Lock/.*/nodes=5", Benchtime: "100x", HandoffBenchtime: "10x", Rounds: 1, ScaleLocks: 500, ScaleFor: 2 * time.Second, NoPeers: true},
+			"Produced by `cd bench && go run ./cmd/benchrun -bench 'Lock/.*/nodes=5' -benchtime 100x -handoff-benchtime 10x -rounds 1 -scale-locks 500 -scale-for 2s -no-peers` on "},
+		{Config{Bench: "it's", Rounds: 5}, "`cd bench && go run ./cmd/benchrun -bench 'it'\\''s' -rounds 5` on "},
+	} {
+		rep := syntheticReport()
+		rep.Config = tc.cfg
+		if md := rep.Markdown(); !strings.Contains(md, tc.want) {
+			t.Errorf("Config %+v: the report lacks %q:\n%s", tc.cfg, tc.want, md[:min(len(md), 400)])
+		}
+	}
+	rep := syntheticReport()
+	rep.Config.Rounds = 1
+	if md := rep.Markdown(); !strings.Contains(md, ": 1 round, each benchmark") {
+		t.Errorf("one round is not said so:\n%s", md[:min(len(md), 400)])
 	}
 }

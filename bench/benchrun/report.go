@@ -68,8 +68,12 @@ func (r *Report) Markdown() string {
 	e := r.Env
 	cfg := r.Config
 	fmt.Fprintf(&b, "# Benchmark results\n\n")
-	fmt.Fprintf(&b, "Produced by `cd bench && go run ./cmd/benchrun` on %s in %s: %d rounds, each benchmark alone in its own\n",
-		e.Date.Format("2006-01-02 15:04 MST"), r.Elapsed.Round(time.Second), cfg.Rounds)
+	rounds := fmt.Sprintf("%d rounds", cfg.Rounds)
+	if cfg.Rounds == 1 {
+		rounds = "1 round"
+	}
+	fmt.Fprintf(&b, "Produced by `%s` on %s in %s: %s, each benchmark alone in its own\n",
+		cfg.Command(), e.Date.Format("2006-01-02 15:04 MST"), r.Elapsed.Round(time.Second), rounds)
 	fmt.Fprintf(&b, "process, the contenders of a case alternating (forward, then backward); every figure is the median of\n")
 	fmt.Fprintf(&b, "the rounds. Regenerate with the same command; `cd bench && go run ./cmd/benchrun -h` lists the options.\n\n")
 	fmt.Fprintf(&b, "| | |\n|---|---|\n")
