@@ -179,6 +179,41 @@ func TestTargets(t *testing.T) {
 	}
 }
 
+// TestFloorTargetCountsDelFloor: the floor is SET NX PX then DEL,
+// which the DEL floor does; a driver at 0.85× or more of the floor that
+// releases by script but below 0.85× of the DEL floor misses the target.
+func TestFloorTargetCountsDelFloor(t *testing.T) {
+	res := func(contender string, kind Kind, ops float64) *Result {
+		m := map[string]float64{OpsPerSec: ops, NsPerOp: 1e9 / ops, P50: 1e6, AllocsPerOp: 30}
+		return &Result{Case: "Lock", Params: "nodes=5/lockers=64", Contender: contender, Kind: kind, Client: "rueidis",
+			Samples: []map[string]float64{m}, Median: m}
+	}
+	for _, tc := range []struct {
+		del  float64
+		met  bool
+		figs string
+	}{
+		{9000, true, "rueidis 0.90× (0.89× the DEL floor)"},
+		{10000, false, "rueidis 0.90× (0.80× the DEL floor)"},
+		{0, true, "rueidis 0.90×"}, // no DEL floor in the run
+	} {
+		rs := []*Result{res("rueidis", KindFloor, 8889), res("rueidis", KindDriver, 8000)}
+		if tc.del > 0 {
+			rs = append(rs, res("rueidis", KindDelFloor, tc.del))
+		}
+		rep := &Report{Results: rs}
+		var got *Target
+		for _, tg := range rep.Targets() {
+			if strings.HasPrefix(tg.Name, "every driver ≥ 0.85× its client's floor") {
+				got = &tg
+			}
+		}
+		if got == nil || got.Met != tc.met || got.Figures != tc.figs {
+			t.Errorf("DEL floor %v ops/s: target %+v; want met %v, figures %q", tc.del, got, tc.met, tc.figs)
+		}
+	}
+}
+
 func TestMarkdown(t *testing.T) {
 	md := syntheticReport().Markdown()
 	for _, want := range []string{

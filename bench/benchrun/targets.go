@@ -166,13 +166,21 @@ func (r *Report) Targets() []Target {
 		return res.Median[OpsPerSec], true
 	}
 
-	add("every driver ≥ 0.85× its client's floor in throughput", func(d string) (bool, bool, string) {
+	// The floor is SET NX PX then DEL; the floor the tables divide by
+	// releases with the drivers' script, which costs the client more. The
+	// target holds against both, when the DEL floor ran.
+	add("every driver ≥ 0.85× its client's floor in throughput (the DEL floor's too)", func(d string) (bool, bool, string) {
 		v, ok1 := ops(KindDriver, d)
 		f, ok2 := ops(KindFloor, d)
 		if !ok1 || !ok2 {
 			return false, false, ""
 		}
-		return v/f >= 0.85, true, fmt.Sprintf("%s %.2f×", d, v/f)
+		ok, fig := v/f >= 0.85, fmt.Sprintf("%s %.2f×", d, v/f)
+		if del, ok3 := ops(KindDelFloor, d); ok3 {
+			ok = ok && v/del >= 0.85
+			fig += fmt.Sprintf(" (%.2f× the DEL floor)", v/del)
+		}
+		return ok, true, fig
 	})
 	add("every driver ≥ redsync over the same client in throughput; goredis ≥ 1.5× redsync-goredis", func(d string) (bool, bool, string) {
 		v, ok1 := ops(KindDriver, d)
