@@ -64,6 +64,10 @@ type RedisOption func(*redisSuite)
 // writes, for a driver whose addresses are not those of this module's drivers
 // (see Addr.URL). Open/MalformedHidesPassword then checks that Open refuses
 // addresses format writes with the port 99999. A nil format changes nothing.
+// It covers single servers only: the subtests of WithCluster and OnlyCluster
+// open their clusters with this module's cluster addresses
+// ("redis://host:port?cluster=true&addr=...", see WithCluster), which an Addr
+// cannot describe, whatever format is given.
 func WithAddress(format func(Addr) string) RedisOption {
 	return func(s *redisSuite) {
 		if format != nil {
