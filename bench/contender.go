@@ -113,8 +113,11 @@ func (l clientLocker) Do(ctx context.Context, key string, fn func(ctx context.Co
 	return l.c.Do(ctx, key, fn)
 }
 
-// Run runs every case for one driver, given as a function that opens a
-// redlock.Client over addresses, as a driver's own benchmark would:
+// Run runs the cases that need only the driver (Lock, Extend, Handoff,
+// Stalled, Scale, Far) for one driver, given as a function that opens a
+// redlock.Client over addresses, as a driver's own benchmark would; the cases
+// made in turn with a client's floor (Lone, HandoffFloor) and Observe need
+// what only this module's drivers have, and are left out:
 //
 //	func BenchmarkSuite(b *testing.B) {
 //		bench.Run(b, func(addrs []string) (*redlock.Client, error) {
