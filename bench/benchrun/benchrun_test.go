@@ -507,7 +507,10 @@ func TestMarkdownNamesItsCommand(t *testing.T) {
 	}
 	rep := syntheticReport()
 	rep.Config.Rounds = 1
-	if md := rep.Markdown(); !strings.Contains(md, ": 1 round, each benchmark") {
+	if md := rep.Markdown(); !strings.Contains(md, ": one round, each benchmark") {
 		t.Errorf("one round is not said so:\n%s", md[:min(len(md), 400)])
+	}
+	if svg := string(rep.SVG()); !strings.Contains(svg, "· one round</text>") || strings.Contains(svg, "rounds") {
+		t.Errorf("the chart does not say one round:\n%s", svg[:min(len(svg), 600)])
 	}
 }

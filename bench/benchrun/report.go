@@ -70,7 +70,7 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "# Benchmark results\n\n")
 	rounds := fmt.Sprintf("%d rounds", cfg.Rounds)
 	if cfg.Rounds == 1 {
-		rounds = "1 round"
+		rounds = "one round"
 	}
 	fmt.Fprintf(&b, "Produced by `%s` on %s in %s: %s, each benchmark alone in its own\n",
 		cfg.Command(), e.Date.Format("2006-01-02 15:04 MST"), r.Elapsed.Round(time.Second), rounds)

@@ -40,8 +40,12 @@ func (r *Report) SVG() []byte {
 	}
 	text(10, y, "start", ` font-size="16" font-weight="bold"`, "go-redlock: lock+unlock per contender")
 	y += 18
-	text(10, y, "start", ` fill="#4a5568"`, fmt.Sprintf("%s · %s, GOMAXPROCS %d · redis-server %s · median of %d rounds",
-		r.Env.Date.Format("2006-01-02"), r.Env.CPU, r.Env.GOMAXPROCS, r.Env.Redis, r.Config.Rounds))
+	rounds := "one round"
+	if r.Config.Rounds != 1 {
+		rounds = fmt.Sprintf("median of %d rounds", r.Config.Rounds)
+	}
+	text(10, y, "start", ` fill="#4a5568"`, fmt.Sprintf("%s · %s, GOMAXPROCS %d · redis-server %s · %s",
+		r.Env.Date.Format("2006-01-02"), r.Env.CPU, r.Env.GOMAXPROCS, r.Env.Redis, rounds))
 	y += 22
 	x := 10
 	for _, k := range []struct {
