@@ -38,8 +38,10 @@ const DefaultBench = "^Benchmark(Lock|Floor|FloorDel|Lone|Extend|Handoff|Handoff
 
 // Config says what to run. The zero value of each field means its default.
 type Config struct {
-	// Dir is the root of the module github.com/go-redlock/redlock; by default
-	// the module that holds the working directory.
+	// Dir is the root of the module github.com/go-redlock/redlock, or a
+	// directory inside it; by default the module that holds the working
+	// directory. Run fails, before it starts anything, when Dir is not in
+	// that module.
 	Dir string
 	// Bench is the -test.bench pattern that selects benchmarks in both test
 	// binaries (default DefaultBench). Benchmarks outside the suite's cases are
@@ -285,17 +287,25 @@ func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Progress == nil {
 		cfg.Progress = io.Discard
 	}
-	if cfg.Dir == "" {
+	// A Dir given is checked, and taken up to the module's root, before any
+	// server starts.
+	start := cfg.Dir
+	if start == "" {
 		wd, err := os.Getwd()
 		if err != nil {
-			return cfg, err
+			return cfg, fmt.Errorf("benchrun: %w", err)
 		}
-		dir, err := FindModule(wd)
-		if err != nil {
-			return cfg, err
-		}
-		cfg.Dir = dir
+		start = wd
 	}
+	abs, err := filepath.Abs(start)
+	if err != nil {
+		return cfg, fmt.Errorf("benchrun: %w", err)
+	}
+	dir, err := FindModule(abs)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Dir = dir
 	return cfg, nil
 }
 

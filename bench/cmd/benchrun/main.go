@@ -54,7 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.DurationVar(&cfg.ScaleFor, "scale-for", bench.DefaultScaleFor, "how long the Scale case holds them")
 	quick := fs.Bool("quick", false, "a quick look: 1 round, benchtime 200ms, Handoff 30x, Scale 5,000 locks (flags given explicitly win)")
 	fs.BoolVar(&cfg.NoPeers, "no-peers", false, "leave out the peers (package bench/peers)")
-	fs.StringVar(&cfg.Dir, "dir", "", "root of the module github.com/go-redlock/redlock (default: the one holding the working directory)")
+	fs.StringVar(&cfg.Dir, "dir", "", "the module github.com/go-redlock/redlock, its root or a directory inside it (default: the one holding the working directory)")
 	fs.StringVar(&out, "out", "", "`directory` for "+benchrun.ResultsFile+" and "+benchrun.ChartFile+" (default: bench/ of the module); \"-\" writes no file")
 	fs.StringVar(&jsonOut, "json", "", "also write the report's data to `file` as JSON")
 	fs.StringVar(&jsonInput, "from", "", "run nothing: render the report from a JSON `file` written by -json")
@@ -120,7 +120,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		rep, err = benchrun.Run(ctx, cfg)
 	}
 	if err != nil {
-		fmt.Fprintln(stderr, "benchrun:", err)
+		fail(stderr, err)
 		return 1
 	}
 	// The report is printed and its files written even when -json cannot be:
@@ -140,18 +140,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		dir := rep.Config.Dir
 		if jsonInput != "" { // the report may come from another checkout
 			if dir, err = benchrun.FindModule("."); err != nil {
-				fmt.Fprintln(stderr, "benchrun:", err)
+				fail(stderr, err)
 				return 1
 			}
 		}
 		out = filepath.Join(dir, "bench")
 	}
 	if err := rep.WriteFiles(out); err != nil {
-		fmt.Fprintln(stderr, "benchrun:", err)
+		fail(stderr, err)
 		return 1
 	}
 	fmt.Fprintf(stderr, "wrote %s and %s in %s (%s)\n", benchrun.ResultsFile, benchrun.ChartFile, out, rep.Elapsed.Round(1e9))
 	return code
+}
+
+// fail prints err on w prefixed by "benchrun: ", once: package benchrun's
+// errors carry the prefix already.
+func fail(w io.Writer, err error) {
+	msg := err.Error()
+	if !strings.HasPrefix(msg, "benchrun: ") {
+		msg = "benchrun: " + msg
+	}
+	fmt.Fprintln(w, msg)
 }
 
 // validBenchtime reports whether s is a go test -benchtime that runs

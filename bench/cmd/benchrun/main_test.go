@@ -77,3 +77,16 @@ func TestJSONFailureKeepsReport(t *testing.T) {
 		}
 	}
 }
+
+// TestDirNotModule: a -dir outside the module is refused before any server
+// starts, with the error prefixed once; it started five redis-server
+// processes and built nothing ("benchrun: benchrun: go test -c in
+// /tmp/bench: chdir /tmp/bench: no such file or directory").
+func TestDirNotModule(t *testing.T) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"-dir", t.TempDir(), "-out", "-"}, &stdout, &stderr)
+	msg := stderr.String()
+	if code != 1 || !strings.Contains(msg, "is not inside the module") || strings.Contains(msg, "benchrun: benchrun:") || strings.Contains(msg, "starting") {
+		t.Errorf("benchrun -dir (not the module): exit %d, stderr %q; want 1, the module not found, before any server starts, prefixed once", code, msg)
+	}
+}
