@@ -108,6 +108,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			cfg.ScaleLocks = 5000
 		}
 	}
+	// Where the report goes is checked before a run of half an hour, not
+	// after it.
+	if out != "" && out != "-" {
+		if fi, err := os.Stat(out); err != nil || !fi.IsDir() {
+			fmt.Fprintf(stderr, "benchrun: -out %s: not a directory\n", out)
+			return 2
+		}
+	}
+	if jsonOut != "" {
+		if fi, err := os.Stat(filepath.Dir(jsonOut)); err != nil || !fi.IsDir() {
+			fmt.Fprintf(stderr, "benchrun: -json %s: its directory does not exist\n", jsonOut)
+			return 2
+		}
+	}
 	cfg.Progress = stderr
 
 	var (

@@ -32,6 +32,8 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-benchtime", ""}, "-benchtime"}, {[]string{"-handoff-benchtime", "-1s"}, "-handoff-benchtime"},
 		{[]string{"-quick", "-rounds", "0"}, "-rounds"},
 		{[]string{"extra"}, "extra"}, {[]string{"-no-such-flag"}, "no-such-flag"},
+		{[]string{"-out", filepath.Join(missing, "dir")}, "-out"}, {[]string{"-out", missing}, "-out"},
+		{[]string{"-json", filepath.Join(missing, "r.json")}, "-json"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), append([]string{"-from", missing, "-out", "-"}, tc.args...), &stdout, &stderr)
@@ -48,7 +50,9 @@ func TestBadFlags(t *testing.T) {
 // TestJSONFailureKeepsReport: a -json file that cannot be written fails the
 // command (exit 1), but the report is still printed and its files written:
 // a run takes half an hour, and it was lost (nothing printed, nothing
-// written) for a mistyped -json path.
+// written) for a mistyped -json path. (A -json in a directory that does not
+// exist is refused before the run: TestBadFlags; here the file is a
+// directory.)
 func TestJSONFailureKeepsReport(t *testing.T) {
 	dir := t.TempDir()
 	data, err := json.Marshal(&benchrun.Report{Config: benchrun.Config{Rounds: 1}})
@@ -64,7 +68,7 @@ func TestJSONFailureKeepsReport(t *testing.T) {
 		t.Fatal(err)
 	}
 	var stdout, stderr bytes.Buffer
-	code := run(context.Background(), []string{"-from", from, "-json", filepath.Join(dir, "no-such-dir", "r.json"), "-out", out}, &stdout, &stderr)
+	code := run(context.Background(), []string{"-from", from, "-json", out, "-out", out}, &stdout, &stderr)
 	if code != 1 || !strings.Contains(stderr.String(), "-json") {
 		t.Errorf("exit %d, stderr %q; want 1 and the -json error", code, &stderr)
 	}
