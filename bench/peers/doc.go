@@ -9,7 +9,8 @@
 //	rueidislock
 //	        github.com/redis/rueidis/rueidislock (one node)
 //
-// It is a module of its own so that the library's go.mod never requires them.
+// It is a package of the bench module, which is a module of its own, so that
+// the library's go.mod never requires them.
 // Every peer runs with its defaults, except for the settings that make the
 // comparison like for like: the lock TTL (bench.TTL), the bare clients of
 // package bench (the same as the floors'), a retry policy for bsm/redislock,
