@@ -16,9 +16,9 @@ import (
 // end of its contention part, whose context ends by its deadline
 // (context.WithTimeout), not by a cancel as the table's filter assumed: on
 // healthy local servers every node showed errors, one per driver, "SET NX:
-// context deadline exceeded" (found by an outside check of issue 13, "redlock
-// demo shows a short per-node latency table gathered by the observation
-// point"). A call cut by its caller's end is not the node's error; a node
+// context deadline exceeded" (found by an outside check: the demo's
+// per-node latency table, gathered by the observation point, is meant to
+// show the nodes). A call cut by its caller's end is not the node's error; a node
 // slower than the node timeout is.
 func TestDemoLatencyErrors(t *testing.T) {
 	t.Parallel()

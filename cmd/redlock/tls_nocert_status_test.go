@@ -18,9 +18,9 @@ import (
 // dial with package tlsdial, which then says that the server asked for a
 // certificate and none was given; status and doctor dialed with go-redis'
 // own dialer and reported some nodes as "write: connection reset by peer"
-// and nothing more (found by an outside check of issue 7: "a server that
-// requires client certificates refuses a client without one, with a clear
-// error"). Every node's error must now name the certificate.
+// and nothing more (found by an outside check: a server that requires
+// client certificates refuses a client without one, with a clear error).
+// Every node's error must now name the certificate.
 func TestStatusDoctorSayClientCertMissing(t *testing.T) {
 	t.Parallel()
 	servers := redistest.NewServers(t, 3, redistest.WithTLS(redistest.NewCerts(t), redistest.ClientCertsRequired))
