@@ -57,8 +57,9 @@ type lockEvents struct {
 	refusedNotices map[string]bool
 	// ttl is the locks' TTL, which every extension of Do asks for.
 	ttl time.Duration
-	// holders are the nodes that said yes to an extension of the lock,
-	// each with the earliest time its key expires there; forgot, those
+	// holders are the nodes that granted the lock or said yes to an
+	// extension of it, each with the earliest time its key expires there
+	// (see acquireAnswered, extendAnswered); forgot, those
 	// that said no before that time, told once each; forgotten, those of
 	// forgot not told yet.
 	// broken are the nodes that refused an acquisition for good, not
@@ -133,7 +134,8 @@ func (e *lockEvents) warn(format string, args ...any) {
 // Attempt records the grant, and says (once for each reason) why the wait
 // goes on.
 func (e *lockEvents) Attempt(ctx context.Context, _ redlock.AttemptStart) (context.Context, func(redlock.AttemptDone)) {
-	return ctx, func(d redlock.AttemptDone) {
+	sets := new(attemptSets)
+	return context.WithValue(ctx, attemptSetsKey{}, sets), func(d redlock.AttemptDone) {
 		var unavailable string // told below, outside the lock: tlsHints asks the nodes
 		defer func() {
 			if unavailable != "" {
@@ -153,6 +155,10 @@ func (e *lockEvents) Attempt(ctx context.Context, _ redlock.AttemptStart) (conte
 		case redlock.OutcomeGranted:
 			e.token, e.until = d.Token, d.Until
 			e.tellBroken()
+			sets.granted = true
+			for node, expires := range sets.yes {
+				e.holdsUntil(node, expires)
+			}
 		case redlock.OutcomeNotObtained, redlock.OutcomeUnavailable:
 			v := d.Votes
 			// Its own keys may be what refused it, not another
@@ -285,7 +291,7 @@ func (e *lockEvents) Unlock(ctx context.Context, _ redlock.UnlockStart) (context
 // fix (NOPERM: an ACL user without SSUBSCRIBE or the channel; a server
 // without SSUBSCRIBE): the wait then polls that node, which is slower, and
 // nothing else would tell why.
-func (e *lockEvents) NodeCall(_ context.Context, c redlock.NodeCall) {
+func (e *lockEvents) NodeCall(ctx context.Context, c redlock.NodeCall) {
 	e.nodeFailed(c)
 	switch c.Operation {
 	case redlock.OpSubscribe:
@@ -296,6 +302,7 @@ func (e *lockEvents) NodeCall(_ context.Context, c redlock.NodeCall) {
 		return
 	case redlock.OpAcquire:
 		e.acquireFailed(c)
+		e.acquireAnswered(ctx, c)
 		return
 	case redlock.OpIdentity:
 		e.identityRefused(c)
@@ -369,14 +376,15 @@ var opVerb = map[string]string{
 
 // extendAnswered records, for each node that said yes to an extension of
 // the lock, when the key will expire there at the earliest (the extension's
-// TTL from the moment the round of calls began), and takes a node that says
-// no before then for one that no longer holds the key although the lock runs
-// on. Nothing but a fault removes the key there before it expires (eviction
-// under maxmemory, a DEL or FLUSHALL, a restart without the data, a clock
-// stepped forward): the lock holds while a quorum does, but on one node
-// fewer than the operator counts on, silently otherwise. A no after that
-// time proves nothing (the node may have missed extensions: down, slow), so
-// it is not told. The next extension that succeeds tells them (see Extend);
+// TTL from the moment the round of calls began), as acquireAnswered does for
+// the nodes that granted it, and takes a node that says no before then for
+// one that no longer holds the key although the lock runs on. Nothing but a
+// fault removes the key there before it expires (eviction under maxmemory,
+// a DEL or FLUSHALL, a restart without the data, a clock stepped forward):
+// the lock holds while a quorum does, but on one node fewer than the
+// operator counts on, silently otherwise. A no after that time proves
+// nothing (the node may have missed extensions: down, slow), so it is not
+// told. The next extension that succeeds tells them (see Extend);
 // one that finds the lock lost tells the loss instead. It also keeps each
 // node's error until the node answers again, for lossCause.
 func (e *lockEvents) extendAnswered(c redlock.NodeCall) {
@@ -400,12 +408,7 @@ func (e *lockEvents) extendAnswered(c redlock.NodeCall) {
 	}
 	switch {
 	case c.OK:
-		if e.holders == nil {
-			e.holders = make(map[string]time.Time)
-		}
-		if expires := now.Add(-c.Duration).Add(e.ttl); expires.After(e.holders[c.Node]) {
-			e.holders[c.Node] = expires
-		}
+		e.holdsUntil(c.Node, now.Add(-c.Duration).Add(e.ttl))
 	case c.Err == nil && !e.forgot[c.Node]:
 		// Less a margin for the node's clock rate against this one's.
 		expires, ok := e.holders[c.Node]
@@ -413,6 +416,57 @@ func (e *lockEvents) extendAnswered(c redlock.NodeCall) {
 			return
 		}
 		e.forgotten = append(e.forgotten, c.Node)
+	}
+}
+
+// attemptSets are the nodes that set the key in one acquisition attempt,
+// each with the earliest time the key expires there (the TTL from the
+// moment the round of calls began); granted says that the attempt obtained
+// the lock. The command's Attempt puts them in the attempt's context, which
+// its node calls carry. e.mu guards them.
+type attemptSets struct {
+	yes     map[string]time.Time
+	granted bool
+}
+
+// attemptSetsKey is the context key of an attempt's attemptSets.
+type attemptSetsKey struct{}
+
+// acquireAnswered records a node that set the key in an acquisition
+// attempt: once the attempt obtained the lock (at its end, or now for a
+// reply that came after the grant), the node holds the key, and a no to an
+// extension before the key could expire there says that it lost it, as
+// after a yes to an extension (see extendAnswered). Without it, a key lost
+// before the lock's first extension (evicted, deleted, flushed) went
+// untold for the lock's whole life, every extension of that node saying no.
+// The nodes of an attempt that failed are forgotten with it: its keys were
+// released.
+func (e *lockEvents) acquireAnswered(ctx context.Context, c redlock.NodeCall) {
+	sets, _ := ctx.Value(attemptSetsKey{}).(*attemptSets)
+	if !c.OK || sets == nil {
+		return
+	}
+	expires := time.Now().Add(-c.Duration).Add(e.ttl)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if sets.granted {
+		e.holdsUntil(c.Node, expires)
+		return
+	}
+	if sets.yes == nil {
+		sets.yes = make(map[string]time.Time)
+	}
+	sets.yes[c.Node] = expires
+}
+
+// holdsUntil records that node holds the key until expires at the
+// earliest, unless it was known to hold it longer. The caller holds e.mu.
+func (e *lockEvents) holdsUntil(node string, expires time.Time) {
+	if e.holders == nil {
+		e.holders = make(map[string]time.Time)
+	}
+	if expires.After(e.holders[node]) {
+		e.holders[node] = expires
 	}
 }
 

@@ -65,6 +65,51 @@ func TestHoldTellsNodeThatForgotKey(t *testing.T) {
 	}
 }
 
+// TestHoldTellsNodeThatForgotKeyBeforeAnExtension deletes a held lock's key
+// on one node of three at once after the grant, before the first extension
+// (every 2s with --ttl 6s), as an eviction would: SAFETY.md says such a loss
+// "is seen only at the holder's next extension there; redlock run and hold
+// then say so on stderr". hold knew only the nodes that had said yes to an
+// extension, not those that had granted the lock, so a key lost before the
+// first extension was never told, however long hold held the lock (that
+// node's every extension said no). It is told now, at the next extension,
+// once, without -v.
+func TestHoldTellsNodeThatForgotKeyBeforeAnExtension(t *testing.T) {
+	t.Parallel()
+	servers, addrs := nodes(t, 3)
+	holder, _ := startHold(t, "--nodes", addrs, "--ttl", "6s", "forgotten-early")
+	defer holder.term()
+	value := valueOf(t, servers, "forgotten-early")
+	victim := -1
+	for i, s := range servers {
+		if v, _ := s.Do(t.Context(), "GET", "forgotten-early"); v == value {
+			victim = i
+			break
+		}
+	}
+	if victim < 0 {
+		t.Fatal("no node holds the key")
+	}
+	if _, err := servers[victim].Do(t.Context(), "DEL", "forgotten-early"); err != nil {
+		t.Fatal(err)
+	}
+	const said = "no longer holds forgotten-early, which it held"
+	deadline := time.Now().Add(30 * time.Second)
+	for !strings.Contains(holder.stderr.String(), said) {
+		if time.Now().After(deadline) {
+			t.Fatalf("hold did not say %q within 30s (three extensions at least); stderr:\n%s", said, holder.stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	holder.term()
+	if holder.code != 0 {
+		t.Fatalf("hold: exit %d, want 0: the lock held on a quorum; stderr:\n%s", holder.code, holder.stderr.String())
+	}
+	if n := strings.Count(holder.stderr.String(), said); n != 1 || !strings.Contains(holder.stderr.String(), servers[victim].Addr()) {
+		t.Errorf("want one line naming %s, got %d:\n%s", servers[victim].Addr(), n, holder.stderr.String())
+	}
+}
+
 // TestForgottenKeyOnlyBeforeItsExpiry feeds the command's observer a node
 // that said yes to an extension, then no: told when the no came before the
 // key could expire there (ttl one hour), after the next extension that
@@ -98,6 +143,49 @@ func TestForgottenKeyOnlyBeforeItsExpiry(t *testing.T) {
 				d.Votes, d.Lost, d.Err = redlock.Votes{Nodes: 3, Quorum: 2, Refused: 3}, true, redlock.ErrLockLost
 			}
 			end(d)
+		}
+		if got := strings.Count(stderr.String(), "n1 no longer holds k"); got != tc.want {
+			t.Errorf("%s: told %d times, want %d:\n%s", tc.name, got, tc.want, stderr.String())
+		}
+	}
+}
+
+// TestForgottenKeyAfterGrant feeds the command's observer a node that set
+// the key in an attempt, then said no to extensions before the key could
+// expire there: told when that attempt obtained the lock (its yes came
+// before the grant, or after it, as a reply that comes once a quorum has
+// decided), not when it failed (its keys were released: a no then says
+// nothing).
+func TestForgottenKeyAfterGrant(t *testing.T) {
+	t.Parallel()
+	set := redlock.NodeCall{Key: "k", Node: "n1", Operation: redlock.OpAcquire, OK: true}
+	no := redlock.NodeCall{Key: "k", Node: "n1", Operation: redlock.OpExtend}
+	votes := redlock.Votes{Nodes: 3, Quorum: 2, Granted: 2, Refused: 1}
+	for _, tc := range []struct {
+		name    string
+		outcome redlock.Outcome
+		late    bool // the SET's reply comes after the attempt's end
+		want    int
+	}{
+		{"granted", redlock.OutcomeGranted, false, 1},
+		{"granted, reply after the grant", redlock.OutcomeGranted, true, 1},
+		{"not obtained", redlock.OutcomeNotObtained, false, 0},
+		{"not obtained, reply after its end", redlock.OutcomeNotObtained, true, 0},
+	} {
+		var stderr bytes.Buffer
+		e := &lockEvents{ttl: time.Hour, stderr: &stderr, firstDone: make(chan struct{})}
+		ctx, end := e.Attempt(context.Background(), redlock.AttemptStart{Key: "k", Attempt: 1})
+		if !tc.late {
+			e.NodeCall(ctx, set)
+		}
+		end(redlock.AttemptDone{Key: "k", Attempt: 1, Outcome: tc.outcome, Votes: votes})
+		if tc.late {
+			e.NodeCall(ctx, set)
+		}
+		for range 2 {
+			e.NodeCall(context.Background(), no)
+			_, end := e.Extend(context.Background(), redlock.ExtendStart{Key: "k", TTL: time.Hour})
+			end(redlock.ExtendDone{Key: "k", TTL: time.Hour, Votes: votes, Until: time.Now().Add(time.Hour)})
 		}
 		if got := strings.Count(stderr.String(), "n1 no longer holds k"); got != tc.want {
 			t.Errorf("%s: told %d times, want %d:\n%s", tc.name, got, tc.want, stderr.String())
