@@ -506,7 +506,9 @@ func (d *doCall) hold(l *Lock, err error) (*kept, error) {
 	// winds down after a cancel, and end with Do.
 	e := d.c.keeperOf().add(context.WithoutCancel(d.ctx), l, d.a.cc.ttl, d.a.cc.extendEvery, cancel)
 	e.fctx, e.obs = fctx, d.obs
-	if l.token != 0 { // WithFencing: fn reads it with TokenFrom
+	if l.token != 0 || fctx.Value(tokenKey{}) != nil {
+		// WithFencing: fn reads it with TokenFrom; without, a zero hides
+		// the token of an outer Do, whose fn's context d.ctx is made from.
 		e.fctx = context.WithValue(fctx, tokenKey{}, l.token)
 	}
 	return e, nil
