@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-redlock/redlock/redistest"
 	"github.com/go-redlock/redlock/redlock"
 )
 
@@ -46,13 +47,22 @@ func TestHoldTellsNodeThatForgotKey(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	if _, err := servers[victim].Do(ctx, "DEL", "forgotten"); err != nil {
+	deleteAndExpectTold(ctx, t, holder, servers[victim], "forgotten")
+}
+
+// deleteAndExpectTold deletes key on victim, a node that holds it for
+// holder's lock, and waits until ctx ends for holder's line that the node
+// no longer holds it; then holder must exit 0, the lock held on a quorum,
+// having told it once, naming the node.
+func deleteAndExpectTold(ctx context.Context, t *testing.T, holder *background, victim *redistest.Server, key string) {
+	t.Helper()
+	if _, err := victim.Do(ctx, "DEL", key); err != nil {
 		t.Fatal(err)
 	}
-	const said = "no longer holds forgotten, which it held"
+	said := "no longer holds " + key + ", which it held"
 	for !strings.Contains(holder.stderr.String(), said) {
 		if ctx.Err() != nil {
-			t.Fatalf("hold did not say %q within 60s; stderr:\n%s", said, holder.stderr.String())
+			t.Fatalf("hold did not say %q in time; stderr:\n%s", said, holder.stderr.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
@@ -60,8 +70,8 @@ func TestHoldTellsNodeThatForgotKey(t *testing.T) {
 	if holder.code != 0 {
 		t.Fatalf("hold: exit %d, want 0: the lock held on a quorum; stderr:\n%s", holder.code, holder.stderr.String())
 	}
-	if n := strings.Count(holder.stderr.String(), said); n != 1 || !strings.Contains(holder.stderr.String(), servers[victim].Addr()) {
-		t.Errorf("want one line naming %s, got %d:\n%s", servers[victim].Addr(), n, holder.stderr.String())
+	if n := strings.Count(holder.stderr.String(), said); n != 1 || !strings.Contains(holder.stderr.String(), victim.Addr()) {
+		t.Errorf("want one line naming %s, got %d:\n%s", victim.Addr(), n, holder.stderr.String())
 	}
 }
 
@@ -90,24 +100,9 @@ func TestHoldTellsNodeThatForgotKeyBeforeAnExtension(t *testing.T) {
 	if victim < 0 {
 		t.Fatal("no node holds the key")
 	}
-	if _, err := servers[victim].Do(t.Context(), "DEL", "forgotten-early"); err != nil {
-		t.Fatal(err)
-	}
-	const said = "no longer holds forgotten-early, which it held"
-	deadline := time.Now().Add(30 * time.Second)
-	for !strings.Contains(holder.stderr.String(), said) {
-		if time.Now().After(deadline) {
-			t.Fatalf("hold did not say %q within 30s (three extensions at least); stderr:\n%s", said, holder.stderr.String())
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	holder.term()
-	if holder.code != 0 {
-		t.Fatalf("hold: exit %d, want 0: the lock held on a quorum; stderr:\n%s", holder.code, holder.stderr.String())
-	}
-	if n := strings.Count(holder.stderr.String(), said); n != 1 || !strings.Contains(holder.stderr.String(), servers[victim].Addr()) {
-		t.Errorf("want one line naming %s, got %d:\n%s", servers[victim].Addr(), n, holder.stderr.String())
-	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second) // three extensions at least
+	defer cancel()
+	deleteAndExpectTold(ctx, t, holder, servers[victim], "forgotten-early")
 }
 
 // TestForgottenKeyOnlyBeforeItsExpiry feeds the command's observer a node
@@ -135,16 +130,11 @@ func TestForgottenKeyOnlyBeforeItsExpiry(t *testing.T) {
 		e := &lockEvents{ttl: tc.ttl, stderr: &stderr}
 		e.NodeCall(context.Background(), ok)
 		time.Sleep(time.Millisecond) // past the 1ns TTL
-		for range 2 {
-			e.NodeCall(context.Background(), no)
-			_, end := e.Extend(context.Background(), redlock.ExtendStart{Key: "k", TTL: tc.ttl})
-			d := redlock.ExtendDone{Key: "k", TTL: tc.ttl, Votes: votes, Until: time.Now().Add(tc.ttl)}
-			if tc.lost {
-				d.Votes, d.Lost, d.Err = redlock.Votes{Nodes: 3, Quorum: 2, Refused: 3}, true, redlock.ErrLockLost
-			}
-			end(d)
+		d := redlock.ExtendDone{Key: "k", TTL: tc.ttl, Votes: votes, Until: time.Now().Add(tc.ttl)}
+		if tc.lost {
+			d.Votes, d.Lost, d.Err = redlock.Votes{Nodes: 3, Quorum: 2, Refused: 3}, true, redlock.ErrLockLost
 		}
-		if got := strings.Count(stderr.String(), "n1 no longer holds k"); got != tc.want {
+		if got := noTwice(e, no, d, &stderr); got != tc.want {
 			t.Errorf("%s: told %d times, want %d:\n%s", tc.name, got, tc.want, stderr.String())
 		}
 	}
@@ -182,15 +172,23 @@ func TestForgottenKeyAfterGrant(t *testing.T) {
 		if tc.late {
 			e.NodeCall(ctx, set)
 		}
-		for range 2 {
-			e.NodeCall(context.Background(), no)
-			_, end := e.Extend(context.Background(), redlock.ExtendStart{Key: "k", TTL: time.Hour})
-			end(redlock.ExtendDone{Key: "k", TTL: time.Hour, Votes: votes, Until: time.Now().Add(time.Hour)})
-		}
-		if got := strings.Count(stderr.String(), "n1 no longer holds k"); got != tc.want {
+		d := redlock.ExtendDone{Key: "k", TTL: time.Hour, Votes: votes, Until: time.Now().Add(time.Hour)}
+		if got := noTwice(e, no, d, &stderr); got != tc.want {
 			t.Errorf("%s: told %d times, want %d:\n%s", tc.name, got, tc.want, stderr.String())
 		}
 	}
+}
+
+// noTwice feeds e two extensions of the lock "k", each ending as d, of which
+// node n1 said no (the call no), and returns how many times e has told, on
+// stderr, that n1 no longer holds k.
+func noTwice(e *lockEvents, no redlock.NodeCall, d redlock.ExtendDone, stderr *bytes.Buffer) int {
+	for range 2 {
+		e.NodeCall(context.Background(), no)
+		_, end := e.Extend(context.Background(), redlock.ExtendStart{Key: d.Key, TTL: d.TTL})
+		end(d)
+	}
+	return strings.Count(stderr.String(), "n1 no longer holds k")
 }
 
 // TestHoldTellsNodeThatRefusesLocks holds a lock on three nodes of which
