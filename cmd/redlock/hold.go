@@ -69,9 +69,9 @@ yourself then, or bound it with --for.
 An EXIT trap that kills hold, as in the first example, still releases the
 lock before the script has exited rather than after, and on Windows too.
 
-If the lock is lost meanwhile (an extension finds it gone from a majority of
-the nodes, or a majority refuses it with an error retrying cannot fix, such
-as NOPERM for a user without +pexpire, which is not retried, or its validity
+If the lock is lost meanwhile (an extension finds it gone from too many of
+the nodes for a quorum, or too many refuse it with an error retrying cannot
+fix, such as NOPERM for a user without +pexpire, which is not retried, or its validity
 runs out because they could not be reached), hold exits with 76 at once, naming on stderr how it was lost and
 each node whose last extension failed, with its error: whatever the script does under the lock must stop.
 hold cannot stop it: unlike run, it does not know the script's steps, and a
@@ -93,8 +93,9 @@ Exit codes:
           (--conflict-exit-code replaces 75)
   69      too many nodes failed (errors, timeouts) for a quorum
   76      the lock was lost while held, or on release no quorum of the
-          nodes confirmed that they still held it (a majority said they no
-          longer did, or some did and the others failed to answer)
+          nodes confirmed that they still held it (too many said they no
+          longer did for a quorum, or some did and the others failed to
+          answer)
   128+N   signal N ended the wait for the lock (SIGINT, SIGTERM and SIGHUP
           end hold by the signal, which shells show as 128+N)
   2       bad flags or arguments, no nodes, a bad address or option,

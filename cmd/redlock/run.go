@@ -129,9 +129,9 @@ Exit codes:
   69          too many nodes failed (errors, timeouts) for a quorum
   76          the lock was lost while CMD (or what it left) ran (they were
               terminated), or on release no quorum of the nodes confirmed
-              that they still held it (a majority said they no longer did,
-              or some did and the others failed to answer); the line that
-              says so gives CMD's exit status
+              that they still held it (too many said they no longer did
+              for a quorum, or some did and the others failed to answer);
+              the line that says so gives CMD's exit status
   126, 127    CMD could not be executed / was not found (checked before the
               lock is taken; an exec that fails anyway releases it)
   128+N       signal N ended the wait for the lock; CMD did not run (run
