@@ -48,9 +48,12 @@ func TestSimulation(t *testing.T) {
 	if *simSchedules < 1 || *simRepeat < 1 {
 		t.Fatalf("-schedules=%d -sim.repeat=%d: each must be at least 1, or the run checks nothing", *simSchedules, *simRepeat)
 	}
+	if *simWorkers < 0 || *simReports < 0 {
+		t.Fatalf("-sim.workers=%d -sim.reports=%d: neither may be negative (-sim.workers=0: GOMAXPROCS)", *simWorkers, *simReports)
+	}
 	n := *simSchedules * *simRepeat
 	workers := *simWorkers
-	if workers <= 0 {
+	if workers == 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	tot := &totals{first: map[string]uint64{}, kinds: map[string]int{}, reported: map[string]int{}}
