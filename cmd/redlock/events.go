@@ -625,9 +625,9 @@ func lostHow(how string, err error) string {
 		return fmt.Sprintf("%s could not confirm that a quorum of the nodes still held it (%d of %d %s agreed, %d needed; %d said they no longer held it, %d failed)", found, ve.Granted, ve.Nodes, nodesWord(ve.Nodes), ve.Needed, ve.Refused, ve.Failed)
 	}
 	if s := map[string]string{
-		redlock.EndLostExtend: "an extension found it gone from a quorum of the nodes",
+		redlock.EndLostExtend: "an extension found it gone from too many nodes for a quorum",
 		redlock.EndExpired:    "its validity ran out before an extension succeeded",
-		redlock.EndLostUnlock: "the release found it gone from a quorum of the nodes",
+		redlock.EndLostUnlock: "the release found it gone from too many nodes for a quorum",
 		redlock.EndRefused:    "an extension was refused by so many nodes with an error retrying cannot fix that no quorum could extend it, so it was given up at once",
 	}[how]; s != "" {
 		return s

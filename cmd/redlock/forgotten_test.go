@@ -105,6 +105,29 @@ func TestHoldTellsNodeThatForgotKeyBeforeAnExtension(t *testing.T) {
 	deleteAndExpectTold(ctx, t, holder, servers[victim], "forgotten-early")
 }
 
+// TestHoldLostOnHalfOfFourNodes deletes a held lock's key on two nodes of
+// four (quorum 3): the next extension finds it lost, and hold exits 76. Its
+// line said "an extension found it gone from a quorum of the nodes", which
+// two of four are not; it says now what the rule is: too many nodes for a
+// quorum (more than N - quorum).
+func TestHoldLostOnHalfOfFourNodes(t *testing.T) {
+	t.Parallel()
+	servers, addrs := nodes(t, 4)
+	holder, _ := startHold(t, "--nodes", addrs, "--ttl", "3s", "half")
+	defer holder.term()
+	for _, s := range servers[:2] {
+		if _, err := s.Do(t.Context(), "DEL", "half"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if code := holder.wait(30 * time.Second); code != 76 {
+		t.Fatalf("hold: exit %d, want 76; stderr:\n%s", code, holder.stderr.String())
+	}
+	if s := holder.stderr.String(); !strings.Contains(s, "an extension found it gone from too many nodes for a quorum") || strings.Contains(s, "a quorum of the nodes") {
+		t.Errorf("want the loss told as the key gone from too many nodes for a quorum:\n%s", s)
+	}
+}
+
 // TestForgottenKeyOnlyBeforeItsExpiry feeds the command's observer a node
 // that said yes to an extension, then no: told when the no came before the
 // key could expire there (ttl one hour), after the next extension that

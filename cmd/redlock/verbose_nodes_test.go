@@ -140,7 +140,7 @@ func TestVerboseLossCauseOnce(t *testing.T) {
 			if n := strings.Count(out, "lost "+key+" after holding it for "); n != 1 {
 				t.Errorf("-v told the loss %d times, want once:\n%s", n, out)
 			}
-			if n := strings.Count(out, "an extension found it gone from a quorum of the nodes"); n != 1 {
+			if n := strings.Count(out, "an extension found it gone from too many nodes for a quorum"); n != 1 {
 				t.Errorf("how the lock was lost told %d times, want once:\n%s", n, out)
 			}
 		})

@@ -60,7 +60,7 @@ func TestVerboseReleaseUnavailableIsNoLoss(t *testing.T) {
 		if err != nil {
 			t.Fatalf("run whose release found 2 of 3 nodes down: want exit 0, got %v; stderr:\n%s", err, s)
 		}
-		if strings.Contains(s, "lost k") || strings.Contains(s, "gone from a quorum") {
+		if strings.Contains(s, "lost k") || strings.Contains(s, "gone from too many nodes") {
 			t.Errorf("-v tells a loss that the nodes never reported (they failed; run exits 0):\n%s", s)
 		}
 		if !strings.Contains(s, "releasing k failed (2 of 3 nodes failed)") {
@@ -83,7 +83,7 @@ func TestVerboseReleaseUnavailableIsNoLoss(t *testing.T) {
 			t.Errorf("-v does not tell the loss at the release, once:\n%s", s)
 		}
 		// How, once: on the command's line of the loss, not on -v's too.
-		if all := s + err.Error(); strings.Count(all, "the release found it gone from a quorum of the nodes") != 1 {
+		if all := s + err.Error(); strings.Count(all, "the release found it gone from too many nodes for a quorum") != 1 {
 			t.Errorf("how the lock was lost is not told once:\n%s%v", s, err)
 		}
 	})
@@ -108,8 +108,8 @@ func TestVerboseReleaseUnavailableIsNoLoss(t *testing.T) {
 			t.Fatalf("run whose release one node refused and one failed: want exit %d, got %v; stderr:\n%s", exitLockLost, err, s)
 		}
 		all := s + err.Error()
-		if strings.Contains(all, "gone from a quorum") {
-			t.Errorf("the loss is told as the key found gone from a quorum, which 1 refusal of 3 nodes does not show:\n%s%v", s, err)
+		if strings.Contains(all, "gone from too many nodes") {
+			t.Errorf("the loss is told as the key found gone from too many nodes for a quorum, which 1 refusal of 3 nodes does not show:\n%s%v", s, err)
 		}
 		// The node that still holds the key may not have answered when
 		// the other two decided it: it agreed, or counts in none.
