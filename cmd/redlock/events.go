@@ -154,6 +154,7 @@ func (e *lockEvents) Attempt(ctx context.Context, _ redlock.AttemptStart) (conte
 		switch d.Outcome {
 		case redlock.OutcomeGranted:
 			e.token, e.until = d.Token, d.Until
+			e.grantedDespite(sets.yes)
 			e.tellBroken()
 			sets.granted = true
 			for node, expires := range sets.yes {
@@ -510,6 +511,20 @@ func (e *lockEvents) identityRefused(c redlock.NodeCall) {
 		return
 	}
 	e.warn("node %s does not tell which server it is, so two addresses of one server would count twice towards the quorum, unseen (give the user +info; see redlock doctor): %v", c.Node, c.Err)
+}
+
+// grantedDespite forgets, untold, the refusals of the nodes that set the key
+// in the attempt that obtained the lock (granted): an earlier attempt's
+// error that retrying could not fix (OOM under maxmemory, say) was fixed,
+// and such a node holds the lock with the others. The caller holds e.mu.
+func (e *lockEvents) grantedDespite(granted map[string]time.Time) {
+	e.broken = slices.DeleteFunc(e.broken, func(c redlock.NodeCall) bool {
+		_, ok := granted[c.Node]
+		if ok {
+			delete(e.brokenTold, c.Node)
+		}
+		return ok
+	})
 }
 
 // tellBroken tells, once a node and even without --verbose, the nodes that
