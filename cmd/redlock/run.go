@@ -79,8 +79,8 @@ shorter than one attempt still lets that attempt end. With --fencing, CMD finds 
 number that rises with every grant of KEY; give it to the resource you
 protect and have it refuse tokens lower than the highest it has seen.
 
-If the lock is lost while CMD runs (an extension finds it gone from a
-majority of the nodes, or a majority refuses it with an error retrying cannot
+If the lock is lost while CMD runs (an extension finds it gone from too many
+of the nodes for a quorum, or too many refuse it with an error retrying cannot
 fix, at once: a user without +pexpire, a node turned into a replica; or its
 validity runs out because the nodes could not be reached), CMD gets SIGTERM, then SIGKILL if it is still running after --grace,
 and run exits with 76; the line that says so names how it was lost and each
