@@ -345,7 +345,7 @@ func checkSet(rep *doctorReport, o doctorOptions) {
 		}
 	}
 	if reachable < rep.Quorum {
-		rep.add("quorum", statusFail, "only %d of %d nodes reachable: no lock can be granted (quorum %d)", reachable, n, rep.Quorum)
+		rep.add("quorum", statusFail, "only %d of %d %s reachable: no lock can be granted (quorum %d)", reachable, n, nodesWord(n), rep.Quorum)
 	}
 
 	var lo, hi *nodeReport

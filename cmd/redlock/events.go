@@ -183,9 +183,9 @@ func (e *lockEvents) Attempt(ctx context.Context, _ redlock.AttemptStart) (conte
 			}
 			e.told[reason] = true
 			if reason == refusedByOwn {
-				e.say("waiting for %s (%d of %d nodes refused, %d granted, %d needed; %d of the refusals may be by this command's own key of an earlier attempt, whose SET or release there failed and whose release is not confirmed yet: a node timeout too short for the nodes leaves such keys until their TTL)", keyText(d.Key), v.Refused, v.Nodes, v.Granted, v.Quorum, v.Own)
+				e.say("waiting for %s (%d of %d %s refused, %d granted, %d needed; %d of the refusals may be by this command's own key of an earlier attempt, whose SET or release there failed and whose release is not confirmed yet: a node timeout too short for the nodes leaves such keys until their TTL)", keyText(d.Key), v.Refused, v.Nodes, nodesWord(v.Nodes), v.Granted, v.Quorum, v.Own)
 			} else if d.Outcome == redlock.OutcomeNotObtained {
-				e.say("waiting for %s (held elsewhere: %d of %d nodes refused, %d granted, %d needed)", keyText(d.Key), v.Refused, v.Nodes, v.Granted, v.Quorum)
+				e.say("waiting for %s (held elsewhere: %d of %d %s refused, %d granted, %d needed)", keyText(d.Key), v.Refused, v.Nodes, nodesWord(v.Nodes), v.Granted, v.Quorum)
 			} else if e.verbose || e.warnUnavailable {
 				// Without the nodes' errors that nodeFailed told
 				// already (-v), each on its line before this one.
@@ -194,7 +194,7 @@ func (e *lockEvents) Attempt(ctx context.Context, _ redlock.AttemptStart) (conte
 					return ok && ne.Err != nil && e.failedWith[ne.Addr] == ne.Err.Error()
 				}
 				drop := func(err error) bool { return isNotObtained(err) || told(err) }
-				unavailable = fmt.Sprintf("waiting for %s (%d of %d nodes failed, %d needed: no quorum possible):\n%v", keyText(d.Key), v.Failed, v.Nodes, v.Quorum, cmp.Or(withoutJoined(d.Err, drop, true), d.Err))
+				unavailable = fmt.Sprintf("waiting for %s (%d of %d %s failed, %d needed: no quorum possible):\n%v", keyText(d.Key), v.Failed, v.Nodes, nodesWord(v.Nodes), v.Quorum, cmp.Or(withoutJoined(d.Err, drop, true), d.Err))
 			}
 		}
 	}
@@ -277,11 +277,11 @@ func (e *lockEvents) Unlock(ctx context.Context, _ redlock.UnlockStart) (context
 			// prints the error itself, with or without -v.
 			// The Client repeats the failed releases in the background
 			// until it closes: withLock tells how that ended.
-			e.say("releasing %s failed (%d of %d nodes failed); repeating it until exit", keyText(d.Key), d.Votes.Failed, d.Votes.Nodes)
+			e.say("releasing %s failed (%d of %d %s failed); repeating it until exit", keyText(d.Key), d.Votes.Failed, d.Votes.Nodes, nodesWord(d.Votes.Nodes))
 		case e.lostAtUnlock != nil:
 			e.sayLost(*e.lostAtUnlock)
 		case !e.lost: // else LockEnd told already
-			e.say("releasing %s found it no longer held by a quorum (%d of %d nodes released it, %d needed): %v", keyText(d.Key), d.Votes.Granted, d.Votes.Nodes, d.Votes.Quorum, d.Err)
+			e.say("releasing %s found it no longer held by a quorum (%d of %d %s released it, %d needed): %v", keyText(d.Key), d.Votes.Granted, d.Votes.Nodes, nodesWord(d.Votes.Nodes), d.Votes.Quorum, d.Err)
 		}
 	}
 }

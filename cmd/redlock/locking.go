@@ -293,9 +293,9 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 				uerr = rest
 			}
 			if released, nodes := events.releasedNodes(); nodes > 0 && released == nodes {
-				fmt.Fprintf(stderr, "redlock: %s: releasing the lock %q failed at first, then its repeat released it on all %d nodes:\n%v\n", name, o.key, nodes, uerr)
+				fmt.Fprintf(stderr, "redlock: %s: releasing the lock %q failed at first, then its repeat released it on all %d %s:\n%v\n", name, o.key, nodes, nodesWord(nodes), uerr)
 			} else {
-				fmt.Fprintf(stderr, "redlock: %s: releasing the lock %q failed (%d of %d nodes released it, its repeat included); it expires by itself within its TTL on the others:\n%v\n", name, o.key, released, nodes, uerr)
+				fmt.Fprintf(stderr, "redlock: %s: releasing the lock %q failed (%d of %d %s released it, its repeat included); it expires by itself within its TTL on the others:\n%v\n", name, o.key, released, nodes, nodesWord(nodes), uerr)
 			}
 			err = withoutJoined(err, isLockLost, false)
 			if err == nil {

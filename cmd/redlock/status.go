@@ -292,7 +292,7 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string)
 		printStatus(w, rep)
 	}
 	if unavailable {
-		return exitWith(exitUnavailable, fmt.Errorf("status: fewer than a quorum (%d) of the %d nodes answered", rep.Quorum, rep.Nodes))
+		return exitWith(exitUnavailable, fmt.Errorf("status: fewer than a quorum (%d) of the %d %s answered", rep.Quorum, rep.Nodes, nodesWord(rep.Nodes)))
 	}
 	return nil
 }
@@ -333,8 +333,8 @@ func printStatus(w io.Writer, rep *statusReport) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	for _, kr := range rep.Keys {
-		fmt.Fprintf(w, "%s: %s: held on %d of %d nodes, %d answered, quorum %d%s\n",
-			keyText(kr.Key), kr.State, kr.HeldOn, rep.Nodes, kr.Answered, rep.Quorum, noExpiryNote(kr))
+		fmt.Fprintf(w, "%s: %s: held on %d of %d %s, %d answered, quorum %d%s\n",
+			keyText(kr.Key), kr.State, kr.HeldOn, rep.Nodes, nodesWord(rep.Nodes), kr.Answered, rep.Quorum, noExpiryNote(kr))
 	}
 }
 
