@@ -41,7 +41,9 @@ the larger of the two and both follow it, as "42 (slot 42, per-key 41)"
 ("slot -" when the slot has no counter yet; --json: fence_slot and
 fence_legacy). status prints the nodes that could not be asked with their
 error. It never reads or prints a lock's value, which is the secret that
-lets its holder extend and release it.
+lets its holder extend and release it (but for a lock named as a fencing
+counter, redlock:fence:{TAG} or {KEY}:fence, whose value status reads as
+KEY's counter: it says the counter is not a number, never what it holds).
 
 Each key gets a verdict: held (a quorum of the nodes hold it), free (a quorum
 do not: it can be acquired now), or unknown (neither: the nodes that did not

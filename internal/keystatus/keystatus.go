@@ -126,10 +126,9 @@ func counter(get *redis.StringCmd, what, name string) (uint64, bool, error) {
 	}
 	n, perr := strconv.ParseUint(s, 10, 64)
 	if perr != nil {
-		if len(s) > 40 {
-			s = s[:40] + "..."
-		}
-		return 0, false, fmt.Errorf("the %s %s is not a number: %q", what, name, s)
+		// What it holds is not shown: a lock whose key is the counter's
+		// name (which the README warns of) holds its secret value there.
+		return 0, false, fmt.Errorf("the %s %s is not a number (%d bytes, not shown: a lock of that name would hold its value there)", what, name, len(s))
 	}
 	return n, true, nil
 }
