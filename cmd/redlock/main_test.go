@@ -357,6 +357,10 @@ func TestUsageErrors(t *testing.T) {
 		{"no key", []string{"run", "--nodes", "127.0.0.1:1"}, "no key"},
 		{"flag after KEY", []string{"run", "--nodes", "127.0.0.1:1", "k", "--wait", "0", "--", "true"}, `"--wait" after KEY: run's flags go before KEY`},
 		{"empty key", []string{"run", "--nodes", "127.0.0.1:1", "", "--", "true"}, `run: the key is empty ("")`},
+		// The "--" meant for CMD before KEY: CMD's first word would be the
+		// key, and "sudo ./job" would run ./job without sudo.
+		{"-- before KEY", []string{"run", "--nodes", "127.0.0.1:1", "--", "sh", "-c", "echo hi"}, `run: no KEY before --: "sh" would be taken for the key`},
+		{"-- before KEY, one word", []string{"run", "--nodes", "127.0.0.1:1", "--", "true"}, `run: no KEY before --: "true"`},
 		{"hold with an empty key", []string{"hold", "--nodes", "127.0.0.1:1", ""}, `hold: the key is empty ("")`},
 		{"hold without a key", []string{"hold", "--nodes", "127.0.0.1:1"}, "one key"},
 		{"hold with two keys", []string{"hold", "--nodes", "127.0.0.1:1", "a", "b"}, "one key"},

@@ -161,6 +161,13 @@ Exit codes:
 			if o.key == "" && len(args) == 0 {
 				return usageErrorf("run: no key and no command: give them as in: redlock run KEY -- CMD [ARGS...]")
 			}
+			if o.key == "" && cmd.ArgsLenAtDash() == 0 && !slices.Contains(args[1:], "--") {
+				// run -- sh -c '...': the "--" meant for CMD came before
+				// KEY, so CMD's first word would be the key and CMD run
+				// without it (run -- sudo ./job: ./job, without sudo).
+				// A KEY that begins with "-" still can: run -- -KEY -- CMD.
+				return usageErrorf("run: no KEY before --: %q would be taken for the key and the rest for CMD; give them as in: redlock run KEY -- CMD [ARGS...]", args[0])
+			}
 			if o.key == "" && len(args) > 1 && strings.HasPrefix(args[1], "-") && args[1] != "--" &&
 				(slices.Contains(args[2:], "--") || isFlagOf(cmd, args[1])) {
 				// run KEY --wait 0 -- CMD, or run KEY --wait 0 CMD: the flag
