@@ -44,7 +44,7 @@ func withEnv(cmd *cobra.Command) *cobra.Command {
 // applyEnv sets every flag of cmd not given on the command line from its
 // environment variable, when that is set and not empty, if cmd was made
 // withEnv. A value the flag does not accept is a usage error that names the
-// variable.
+// subcommand and the variable.
 func applyEnv(cmd *cobra.Command) error {
 	if cmd.Annotations[envAnnotation] == "" {
 		return nil
@@ -60,7 +60,7 @@ func applyEnv(cmd *cobra.Command) error {
 			return
 		}
 		if serr := cmd.Flags().Set(f.Name, v); serr != nil {
-			err = usageErrorf("%s=%q: not a valid value for --%s: %v", name, v, f.Name, cleanFlagError(serr))
+			err = usageErrorf("%s: %s=%q: not a valid value for --%s: %v", subcommand(cmd), name, v, f.Name, cleanFlagError(serr))
 			return
 		}
 		err = cmd.Flags().SetAnnotation(f.Name, envSet, []string{name})

@@ -54,3 +54,26 @@ func TestUsageErrorsNameSubcommand(t *testing.T) {
 		}
 	}
 }
+
+// TestEnvUsageErrorsNameSubcommand: a REDLOCK_ variable the flag does not
+// accept is a usage error that begins with the subcommand's name, as every
+// other usage error of the subcommand does (TestUsageErrorsNameSubcommand),
+// not with the variable's alone.
+func TestEnvUsageErrorsNameSubcommand(t *testing.T) {
+	t.Parallel()
+	for _, c := range []struct {
+		env  string
+		args []string
+		want string
+	}{
+		{"REDLOCK_VERBOSE=yes", []string{"run", "--nodes", "127.0.0.1:1", "k", "--", "true"}, `run: REDLOCK_VERBOSE="yes": not a valid value for --verbose`},
+		{"REDLOCK_FENCING=maybe", []string{"hold", "--nodes", "127.0.0.1:1", "k"}, `hold: REDLOCK_FENCING="maybe": not a valid value for --fencing`},
+		{"REDLOCK_JSON=maybe", []string{"status", "--nodes", "127.0.0.1:1", "k"}, `status: REDLOCK_JSON="maybe": not a valid value for --json`},
+		{"REDLOCK_MAX_SKEW=1", []string{"doctor", "--nodes", "127.0.0.1:1"}, `doctor: REDLOCK_MAX_SKEW="1": not a valid value for --max-skew`},
+	} {
+		r := invokeEnv(t, []string{c.env}, "", c.args...)
+		if want := "redlock: " + c.want; r.code != exitUsage || !strings.HasPrefix(r.stderr, want) {
+			t.Errorf("%s redlock %s: want exit 2 and stderr beginning %q, got %v", c.env, strings.Join(c.args, " "), want, r)
+		}
+	}
+}
