@@ -361,7 +361,8 @@ func splitHostPort(s string) (host, port string, err error) {
 
 // Redact returns s with the user information of an address removed, for
 // messages about an address that may not parse: everything up to its last
-// '@' (after the scheme, if it has one). A malformed address may have a
+// '@' (after the scheme, if it begins with one: letters, digits, '+', '-'
+// or '.' before "://"). A malformed address may have a
 // password with '/', '?' or '#' in it, which a URL's user information cannot
 // hold; so an '@' in a path or query hides more than needed, never less.
 // The values of query parameters other than the known ones (cluster, addr,
@@ -369,7 +370,7 @@ func splitHostPort(s string) (host, port string, err error) {
 // password as ?password=..., which this package refuses, naming it.
 func Redact(s string) string {
 	scheme, rest := "", s
-	if i := strings.Index(s, "://"); i >= 0 {
+	if i := strings.Index(s, "://"); i >= 0 && isScheme(s[:i]) {
 		scheme, rest = s[:i+3], s[i+3:]
 	}
 	if at := strings.LastIndex(rest, "@"); at >= 0 {
@@ -383,6 +384,22 @@ func Redact(s string) string {
 		}
 	}
 	return shorten(scheme + redactQuery(rest))
+}
+
+// isScheme reports whether s is a URL scheme as RFC 3986 has it (a letter,
+// then letters, digits, '+', '-' or '.'): what comes before a "://" that is
+// not one, such as "u:pw@h:1 redis" of an address given with white space
+// before another, is user information and a host, which Redact must hide.
+func isScheme(s string) bool {
+	for i, r := range s {
+		switch {
+		case 'a' <= r && r <= 'z', 'A' <= r && r <= 'Z':
+		case i > 0 && ('0' <= r && r <= '9' || r == '+' || r == '-' || r == '.'):
+		default:
+			return false
+		}
+	}
+	return s != ""
 }
 
 // maxShown is how much of an address an error shows: the rest is cut off,

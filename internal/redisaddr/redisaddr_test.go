@@ -436,3 +436,24 @@ func TestRedactLongAddressShortened(t *testing.T) {
 		t.Errorf("Redact(%q) = %q, want it whole", short, Redact(short))
 	}
 }
+
+// An '@' before the first "://" is user information all the same: a "://"
+// after it (a second address given with white space rather than a comma, or
+// a path) is no scheme of the address's, and Redact hides everything up to
+// its last '@', as it does for an address without a scheme.
+func TestRedactUserInfoBeforeScheme(t *testing.T) {
+	for in, want := range map[string]string{
+		"u:s3cret@h:1 redis://h2:2":  "xxxxx@h:1 redis://h2:2",
+		":s3cret@h:1/redis://x":      "xxxxx@h:1/redis://x",
+		"u:s3cret@h:1,rediss://h2:2": "xxxxx@h:1,rediss://h2:2",
+		"redis://u:s3cret@h:1":       "redis://xxxxx@h:1",
+		"s3cret://h:1":               "s3cret://h:1", // a scheme, though unknown: no user information
+	} {
+		if got := Redact(in); got != want {
+			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
+		}
+		if _, err := ParseNode(in); err != nil && strings.Contains(err.Error(), "s3cret") && !strings.HasPrefix(in, "s3cret") {
+			t.Errorf("ParseNode(%q): the error shows the password: %v", in, err)
+		}
+	}
+}
