@@ -65,10 +65,20 @@ func FuzzParse(f *testing.F) {
 		"127.0.0.1:6379", "redis://u:p@h:1/2", "[::1]:1", "redis://u:p@[::1]:2/0",
 		"redis://u:p4ss@h:1?cluster=true&addr=h:2&addr=[::1]:3", "rediss://:p4ss@h:1/0?cluster=1&addr=h2&tls_server_name=x",
 		"redis://h:1?cluster=false", "redis://h:1?addr=h:2", "redis://h:1/3?cluster=true",
+		"u:p4ss@h:1 redis://h2:2",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
+		// Redact masks everything up to the last '@', but a scheme:
+		// nothing of the user information shows, whatever follows it.
+		if strings.Contains(s, "@") && len(s) < maxShown {
+			r := Redact(s)
+			i := strings.Index(r, "xxxxx@")
+			if i < 0 || (i > 0 && (!strings.HasSuffix(r[:i], "://") || !isScheme(r[:i-len("://")]))) {
+				t.Errorf("Redact(%q) = %q: the user information shows", s, r)
+			}
+		}
 		n, nerr := ParseNode(s)
 		a, err := Parse(s)
 		switch {
