@@ -29,6 +29,7 @@ func TestOneNodeWords(t *testing.T) {
 		{[]string{"status", "--nodes", addr, "busy"}, "held on 1 of 1 node, 1 answered"},
 		{[]string{"status", "--timeout", "500ms", "--nodes", down, "busy"}, "fewer than a quorum (1) of the 1 node answered"},
 		{[]string{"run", "-v", "--wait", "300ms", "--nodes", down, "free", "--", "true"}, "(1 of 1 node failed, 1 needed"},
+		{[]string{"run", "-v", "--wait", "300ms", "--nodes", addr, "busy", "--", "true"}, "(held elsewhere: 1 of 1 node refused, 0 granted, 1 needed)"},
 		{[]string{"doctor", "--nodes", down}, "only 0 of 1 node reachable"},
 	} {
 		r := invoke(t, "", c.args...)
