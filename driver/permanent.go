@@ -67,6 +67,20 @@ const (
 	tlsClientCertificate = "TLS: the server refused the client's certificate"
 )
 
+// tlsVersion is the code PermanentCode returns for a TLS handshake that
+// failed because the client and the server accept no common protocol
+// version (the client's tls.Config MinVersion and MaxVersion, the server's
+// tls-protocols): a configuration to fix, as a certificate is.
+const tlsVersion = "TLS: no protocol version both sides accept"
+
+// tlsNoVersions is crypto/tls's error for a client's tls.Config whose
+// MinVersion and MaxVersion leave no version it supports, and
+// tlsVersionAlert the alert of a server that accepts none the client offers.
+const (
+	tlsNoVersions   = "tls: no supported versions satisfy MinVersion and MaxVersion"
+	tlsVersionAlert = "protocol version not supported"
+)
+
 // certificateAlerts are the TLS alerts (crypto/tls's texts) by which a
 // server refuses the client's certificate during the handshake.
 var certificateAlerts = [...]string{
@@ -75,7 +89,8 @@ var certificateAlerts = [...]string{
 }
 
 // tlsCertificateCode returns tlsServerCertificate or tlsClientCertificate
-// when err says that a TLS handshake failed on a certificate, or "".
+// when err says that a TLS handshake failed on a certificate, tlsVersion
+// when it failed for want of a common protocol version, or "".
 func tlsCertificateCode(err error) string {
 	var (
 		cv *tls.CertificateVerificationError
@@ -88,6 +103,9 @@ func tlsCertificateCode(err error) string {
 	}
 	// crypto/tls gives a peer's alert as a *net.OpError of Op "remote
 	// error" whose Err is the alert, "tls: bad certificate", say.
+	if replyerr.Find(err, func(msg string) bool { return msg == tlsNoVersions }) {
+		return tlsVersion
+	}
 	var oe *net.OpError
 	if !errors.As(err, &oe) || oe.Op != "remote error" || oe.Err == nil {
 		return ""
@@ -95,6 +113,9 @@ func tlsCertificateCode(err error) string {
 	alert, ok := strings.CutPrefix(oe.Err.Error(), "tls: ")
 	if !ok {
 		return ""
+	}
+	if alert == tlsVersionAlert {
+		return tlsVersion
 	}
 	for _, a := range certificateAlerts {
 		if alert == a {
@@ -136,7 +157,11 @@ func tlsCertificateCode(err error) string {
 // "certificate required", "unknown certificate authority", ...). A client
 // that hears of the refusal only as a connection reset (rueidis and
 // valkey-go, of a client certificate a TLS 1.3 server refused after the
-// client's side of the handshake ended) gives no such error.
+// client's side of the handshake ended) gives no such error. For a
+// handshake that failed for want of a TLS version both sides accept it
+// returns "TLS: no protocol version both sides accept" (crypto/tls's "tls:
+// no supported versions satisfy MinVersion and MaxVersion" of the client's
+// tls.Config, or the server's alert "protocol version not supported").
 //
 // Package redlock uses it to stop retrying when so many nodes answer such
 // errors that no quorum is possible. A driver needs nothing more than to keep

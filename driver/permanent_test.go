@@ -154,6 +154,7 @@ func TestPermanentCodeNilClient(t *testing.T) {
 // failures are not.
 func TestPermanentCodeTLSCertificate(t *testing.T) {
 	const server, client = "TLS: the server's certificate is not trusted", "TLS: the server refused the client's certificate"
+	const version = "TLS: no protocol version both sides accept"
 	for _, tc := range []struct {
 		name string
 		err  error
@@ -167,6 +168,9 @@ func TestPermanentCodeTLSCertificate(t *testing.T) {
 		{"client certificate of another CA", fmt.Errorf("redigo: SET NX: %w", &net.OpError{Op: "remote error", Err: errors.New("tls: unknown certificate authority")}), client},
 		{"bad client certificate", &net.OpError{Op: "remote error", Err: errors.New("tls: bad certificate")}, client},
 		{"another alert", &net.OpError{Op: "remote error", Err: errors.New("tls: handshake failure")}, ""},
+		{"no version the client's MinVersion and MaxVersion allow", fmt.Errorf("rueidis: SET NX: %w", errors.New("tls: no supported versions satisfy MinVersion and MaxVersion")), version},
+		{"no version the server accepts", fmt.Errorf("goredis: dial: %w", &net.OpError{Op: "remote error", Err: errors.New("tls: protocol version not supported")}), version},
+		{"the words inside a longer message", errors.New("x: tls: no supported versions satisfy MinVersion and MaxVersion"), ""},
 		{"an alert's name extended", &net.OpError{Op: "remote error", Err: errors.New("tls: unknown certificates")}, ""},
 		{"plaintext server", errors.New("tls: first record does not look like a TLS handshake"), ""},
 		{"reset", errors.New("read tcp 127.0.0.1:1->127.0.0.1:2: read: connection reset by peer"), ""},
