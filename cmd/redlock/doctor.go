@@ -331,9 +331,12 @@ func checkSet(rep *doctorReport, o doctorOptions) {
 				unknown++
 			}
 		}
-		if unknown == 0 {
+		switch {
+		case unknown == 0 && n == 1:
+			rep.add("duplicates", statusOK, "1 distinct server (run_id)")
+		case unknown == 0:
 			rep.add("duplicates", statusOK, "%d distinct servers (run_id)", n)
-		} else {
+		default:
 			rep.add("duplicates", statusWarn, "no duplicate found, but %d node(s) gave no run_id to compare", unknown)
 		}
 	}
