@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/go-redlock/redlock/internal/replyerr"
+	"github.com/go-redlock/redlock/internal/tlsdial"
 )
 
 // permanentCodes are the Redis error codes that retrying cannot fix: the
@@ -73,6 +74,10 @@ const (
 // tls-protocols): a configuration to fix, as a certificate is.
 const tlsVersion = "TLS: no protocol version both sides accept"
 
+// noClientCert is how the drivers' TLS connections name, in their errors, a
+// server that asked for a client certificate and got none.
+const noClientCert = "(" + tlsdial.NoClientCertHint + ")"
+
 // tlsNoVersions is crypto/tls's error for a client's tls.Config whose
 // MinVersion and MaxVersion leave no version it supports, and
 // tlsVersionAlert the alert of a server that accepts none the client offers.
@@ -105,6 +110,13 @@ func tlsCertificateCode(err error) string {
 	// error" whose Err is the alert, "tls: bad certificate", say.
 	if replyerr.Find(err, func(msg string) bool { return msg == tlsNoVersions }) {
 		return tlsVersion
+	}
+	// A server that requires a client certificate and got none may close
+	// the connection before the client reads its alert: the drivers' TLS
+	// connections (package tlsdial) then add NoClientCertHint to the
+	// connection's error, a reset.
+	if replyerr.Find(err, func(msg string) bool { return strings.Contains(msg, noClientCert) }) {
+		return tlsClientCertificate
 	}
 	var oe *net.OpError
 	if !errors.As(err, &oe) || oe.Op != "remote error" || oe.Err == nil {
@@ -154,10 +166,13 @@ func tlsCertificateCode(err error) string {
 // x509 UnknownAuthorityError, HostnameError or CertificateInvalidError in
 // the chain) or "TLS: the server refused the client's certificate" (the
 // server's certificate alert: "remote error: tls: bad certificate",
-// "certificate required", "unknown certificate authority", ...). A client
-// that hears of the refusal only as a connection reset (rueidis and
-// valkey-go, of a client certificate a TLS 1.3 server refused after the
-// client's side of the handshake ended) gives no such error. For a
+// "certificate required", "unknown certificate authority", ...), or a
+// connection's error that the drivers' TLS connections marked as that of a
+// server that asked for a client certificate and got none (a TLS 1.3 server
+// refuses it after the client's side of the handshake, and may close the
+// connection before the client reads its alert: the client then hears a
+// reset). A client certificate of another CA, refused so, gives no such
+// error. For a
 // handshake that failed for want of a TLS version both sides accept it
 // returns "TLS: no protocol version both sides accept" (crypto/tls's "tls:
 // no supported versions satisfy MinVersion and MaxVersion" of the client's

@@ -168,6 +168,7 @@ func TestPermanentCodeTLSCertificate(t *testing.T) {
 		{"client certificate of another CA", fmt.Errorf("redigo: SET NX: %w", &net.OpError{Op: "remote error", Err: errors.New("tls: unknown certificate authority")}), client},
 		{"bad client certificate", &net.OpError{Op: "remote error", Err: errors.New("tls: bad certificate")}, client},
 		{"another alert", &net.OpError{Op: "remote error", Err: errors.New("tls: handshake failure")}, ""},
+		{"a reset after no client certificate was given", fmt.Errorf("rueidis: SET NX: %w", errors.New("write tcp 127.0.0.1:1->127.0.0.1:2: write: connection reset by peer (the server asked for a client certificate and none was given (tls_cert_file and tls_key_file, or the tls.Config's Certificates): a server that requires one closes the connection)")), client},
 		{"no version the client's MinVersion and MaxVersion allow", fmt.Errorf("rueidis: SET NX: %w", errors.New("tls: no supported versions satisfy MinVersion and MaxVersion")), version},
 		{"no version the server accepts", fmt.Errorf("goredis: dial: %w", &net.OpError{Op: "remote error", Err: errors.New("tls: protocol version not supported")}), version},
 		{"the words inside a longer message", errors.New("x: tls: no supported versions satisfy MinVersion and MaxVersion"), ""},

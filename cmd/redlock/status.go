@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/keystatus"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/redlock"
@@ -73,6 +74,8 @@ costs one timeout, not one for each key.
 Exit codes:
   0    every key was asked of a quorum of the nodes
   69   fewer than a quorum of the nodes answered for some key
+  1    as 69, but too many nodes for a quorum answered an error that
+       retrying cannot fix (a wrong password, NOPERM, a TLS certificate)
   2    bad flags or arguments, no nodes, more than 64, a bad address, or
        two addresses of one server (the same run_id in INFO) or of one
        cluster (a node ID in both, a shard's primary beside its cluster
@@ -154,6 +157,9 @@ type keyNodeReport struct {
 	// Shard is, for a node that is a Redis Cluster, the primary asked: the
 	// one that serves the key's slot.
 	Shard string `json:"shard,omitempty"`
+	// refused is the code of Error when retrying cannot fix it
+	// (driver.PermanentCode: WRONGPASS, NOPERM, a TLS certificate, ...).
+	refused string
 }
 
 func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string) error {
@@ -221,7 +227,7 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string)
 				nr.Shard = shard
 				switch {
 				case rerr != nil:
-					nr.Error = rerr.Error()
+					nr.Error, nr.refused = rerr.Error(), driver.PermanentCode(rerr)
 				case k.Held:
 					ttl := k.TTL.Milliseconds()
 					if k.TTL == keystatus.NoExpiry {
@@ -258,8 +264,15 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string)
 		}
 	}
 	unavailable := false
+	refused := "" // a code retrying cannot fix, from too many nodes for a quorum
 	for _, kr := range rep.Keys {
+		n := 0
 		for _, nr := range kr.Nodes {
+			if nr.refused != "" {
+				if n++; n > rep.Nodes-rep.Quorum && refused == "" {
+					refused = nr.refused
+				}
+			}
 			if nr.Error != "" {
 				continue
 			}
@@ -292,6 +305,11 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string)
 		}
 	} else {
 		printStatus(w, rep)
+	}
+	if refused != "" {
+		// As run and hold exit 1, not 69, for such nodes: a script that
+		// retries on 69 would retry a wrong password for ever.
+		return exitWith(exitFailure, fmt.Errorf("status: fewer than a quorum (%d) of the %d %s answered: too many answer an error that retrying cannot fix (%s)", rep.Quorum, rep.Nodes, nodesWord(rep.Nodes), refused))
 	}
 	if unavailable {
 		return exitWith(exitUnavailable, fmt.Errorf("status: fewer than a quorum (%d) of the %d %s answered", rep.Quorum, rep.Nodes, nodesWord(rep.Nodes)))

@@ -56,7 +56,7 @@ func TestStatusDoctorSayClientCertMissing(t *testing.T) {
 		}
 	}
 	for range 3 {
-		check("status", invoke(t, "", "status", "--timeout", "2s", "--nodes", nodeList, "k"), "rediss://", 69)
+		check("status", invoke(t, "", "status", "--timeout", "2s", "--nodes", nodeList, "k"), "rediss://", exitFailure)
 		check("doctor", invoke(t, "", "doctor", "--timeout", "2s", "--nodes", nodeList), "PING failed", 1)
 	}
 }
