@@ -62,7 +62,8 @@ const (
 const InstallHint = redisserver.InstallHint
 
 // ErrNotInstalled is returned (wrapped; test with errors.Is) by [Start] when
-// the redis-server binary cannot be found.
+// the redis-server binary cannot be found. The error that wraps it says where
+// it was looked for: on PATH, or as the REDISTEST_SERVER variable names it.
 var ErrNotInstalled = redisserver.ErrNotInstalled
 
 // Start starts a redis-server on a free port of 127.0.0.1 (of ::1 with

@@ -335,7 +335,9 @@ func FindModule(dir string) (string, error) {
 func startServers(ctx context.Context, n int) ([]*redistest.Server, error) {
 	servers, err := redistest.StartN(ctx, n)
 	if errors.Is(err, redistest.ErrNotInstalled) {
-		return nil, fmt.Errorf("benchrun: %w\n%s", redistest.ErrNotInstalled, redistest.InstallHint)
+		// err holds the install hint, and what was looked for where
+		// (REDISTEST_SERVER's value, or PATH).
+		return nil, fmt.Errorf("benchrun: %w", err)
 	}
 	return servers, err
 }

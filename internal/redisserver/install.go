@@ -17,8 +17,9 @@ const InstallHint = "install redis-server (Debian/Ubuntu: apt-get install -y red
 const ServerEnv = "REDISTEST_SERVER"
 
 // ErrNotInstalled is returned (wrapped; test with errors.Is) by [Start] when
-// the redis-server binary cannot be found.
-var ErrNotInstalled = errors.New("redistest: redis-server not found on PATH: " + InstallHint)
+// the redis-server binary cannot be found. The error that wraps it says where
+// it was looked for: on PATH, or as ServerEnv names it.
+var ErrNotInstalled = errors.New("redistest: redis-server not found: " + InstallHint)
 
 // findServer returns the path of the redis-server binary to run.
 func findServer() (string, error) {

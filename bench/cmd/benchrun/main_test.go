@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/go-redlock/redlock/bench/benchrun"
+	"github.com/go-redlock/redlock/redistest"
 )
 
 // TestBadFlags: benchrun.Config reads a zero or a negative value as its
@@ -92,5 +93,20 @@ func TestDirNotModule(t *testing.T) {
 	msg := stderr.String()
 	if code != 1 || !strings.Contains(msg, "is not inside the module") || strings.Contains(msg, "benchrun: benchrun:") || strings.Contains(msg, "starting") {
 		t.Errorf("benchrun -dir (not the module): exit %d, stderr %q; want 1, the module not found, before any server starts, prefixed once", code, msg)
+	}
+}
+
+// TestServerEnvNamed: with REDISTEST_SERVER naming no program, benchrun says
+// so, rather than only that redis-server is not on PATH (where it was), and
+// prints the install hint once: it printed the hint twice and dropped the
+// variable (it wrapped redistest.ErrNotInstalled, not the error of the start).
+func TestServerEnvNamed(t *testing.T) {
+	const bad = "/nonexistent/redis-server"
+	t.Setenv("REDISTEST_SERVER", bad)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"-out", "-", "-no-peers", "-rounds", "1", "-benchtime", "1x"}, &stdout, &stderr)
+	msg := stderr.String()
+	if code != 1 || !strings.Contains(msg, `REDISTEST_SERVER="`+bad+`"`) || strings.Count(msg, redistest.InstallHint) != 1 || strings.Contains(msg, "not found on PATH") {
+		t.Errorf("exit %d, stderr %q; want 1, the variable and its value named, the install hint once, and no 'not found on PATH'", code, msg)
 	}
 }
