@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -86,6 +87,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		{"scale-for", "a positive duration", cfg.ScaleFor <= 0},
 		{"benchtime", times, !validBenchtime(cfg.Benchtime)},
 		{"handoff-benchtime", times, !validBenchtime(cfg.HandoffBenchtime)},
+		{"bench", "a regular expression, as go test -bench takes", !validPattern(cfg.Bench)},
 	} {
 		if c.bad {
 			fmt.Fprintf(stderr, "benchrun: -%s %s: want %s\n", c.name, fs.Lookup(c.name).Value, c.want)
@@ -187,6 +189,14 @@ func validBenchtime(s string) bool {
 	}
 	d, err := time.ParseDuration(s)
 	return err == nil && d > 0
+}
+
+// validPattern reports whether s, a go test -bench pattern, compiles: go test
+// splits it at its slashes into one regular expression per level of
+// benchmark, and a pattern whose parts compile compiles whole.
+func validPattern(s string) bool {
+	_, err := regexp.Compile(s)
+	return err == nil
 }
 
 // writeReport writes rep to path as JSON.

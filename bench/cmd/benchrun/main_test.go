@@ -35,6 +35,7 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"extra"}, "extra"}, {[]string{"-no-such-flag"}, "no-such-flag"},
 		{[]string{"-out", filepath.Join(missing, "dir")}, "-out"}, {[]string{"-out", missing}, "-out"},
 		{[]string{"-json", filepath.Join(missing, "r.json")}, "-json"},
+		{[]string{"-bench", "["}, "-bench"}, {[]string{"-bench", "Lock/(nodes=5"}, "-bench"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), append([]string{"-from", missing, "-out", "-"}, tc.args...), &stdout, &stderr)
