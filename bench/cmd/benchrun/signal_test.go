@@ -1,0 +1,86 @@
+//go:build unix
+
+package main
+
+import (
+	"bytes"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock/redistest"
+)
+
+// TestTerminated: a run stopped by SIGTERM (kill's default, a CI job's
+// timeout, a container's stop) ends as an interrupt does: its test binaries
+// and servers stopped, its temporary directory (the built test binaries, 17
+// MB) removed, exit 1. With only os.Interrupt among the signals, the process
+// died of it and left the directory behind. The test sends SIGTERM to its own
+// process once the run builds the suite, under main's stopContext: without
+// SIGTERM among stopSignals the test binary dies of it.
+func TestTerminated(t *testing.T) {
+	redistest.NewServer(t) // skips, or fails in CI, without redis-server
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	ctx, stop := stopContext()
+	defer stop()
+	var stdout bytes.Buffer
+	stderr := &lineWriter{want: "building the benchmarks", seen: make(chan struct{})}
+	done := make(chan int, 1)
+	go func() {
+		done <- run(ctx, []string{"-bench", "^BenchmarkLock$", "-benchtime", "1x", "-rounds", "1", "-no-peers", "-out", "-"}, &stdout, stderr)
+	}()
+	select {
+	case <-stderr.seen:
+	case code := <-done:
+		t.Fatalf("benchrun ended before it built the suite: exit %d\nstderr:\n%s", code, stderr)
+	case <-time.After(time.Minute):
+		t.Fatalf("benchrun did not build the suite within a minute\nstderr:\n%s", stderr)
+	}
+	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case code := <-done:
+		if code != 1 {
+			t.Errorf("benchrun after SIGTERM: exit %d, want 1\nstderr:\n%s", code, stderr)
+		}
+	case <-time.After(time.Minute):
+		t.Fatal("benchrun still running a minute after SIGTERM")
+	}
+	if ctx.Err() == nil {
+		t.Error("stopContext's context still open after SIGTERM")
+	}
+	left, _ := filepath.Glob(filepath.Join(tmp, "benchrun-*"))
+	if len(left) > 0 {
+		t.Errorf("benchrun left %v after SIGTERM", left)
+	}
+}
+
+// lineWriter is the run's stderr, written by its goroutines and read by the
+// test: it closes seen once a write holds want.
+type lineWriter struct {
+	mu   sync.Mutex
+	buf  bytes.Buffer
+	want string
+	seen chan struct{}
+	once sync.Once
+}
+
+func (w *lineWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if strings.Contains(string(p), w.want) {
+		w.once.Do(func() { close(w.seen) })
+	}
+	return w.buf.Write(p)
+}
+
+func (w *lineWriter) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
+}
