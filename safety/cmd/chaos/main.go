@@ -125,7 +125,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		cfg.Logf = func(format string, args ...any) { fmt.Fprintf(stderr, format+"\n", args...) }
 	}
 	rep, err := chaos.Run(ctx, cfg)
-	// chaos.Run's errors begin with "chaos: " already.
+	// chaos.Run's errors name where they come from already ("chaos: ...",
+	// or "redistest: ..." when redis-server is missing).
 	if rep.Config.Drivers == nil && err != nil {
 		fmt.Fprintln(stderr, err)
 		if errors.Is(err, redistest.ErrNotInstalled) {
