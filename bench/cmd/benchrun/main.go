@@ -18,38 +18,22 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/go-redlock/redlock/bench"
 	"github.com/go-redlock/redlock/bench/benchrun"
+	"github.com/go-redlock/redlock/internal/stopsignal"
 )
 
 func main() {
-	ctx, stop := stopContext()
+	ctx, stop := stopsignal.Context() // Ctrl-C or SIGTERM: stop early, with what ran
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
-}
-
-// stopSignals end a run early, its servers stopped, its test binaries ended
-// and its temporary directory removed: an interrupt (Ctrl-C) and a
-// termination request (kill's default, and what a CI job or a container stop
-// sends first).
-var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM}
-
-// stopContext returns a context that ends at the first of stopSignals. Once
-// it has ended, the signals' default action is back: a second one ends the
-// process at once.
-func stopContext() (context.Context, context.CancelFunc) {
-	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
-	context.AfterFunc(ctx, stop)
-	return ctx, stop
 }
 
 // run is the command: it parses args, runs the suite (or reads -from) and

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-redlock/redlock/internal/stopsignal"
 	"github.com/go-redlock/redlock/redistest"
 )
 
@@ -19,13 +20,13 @@ import (
 // and servers stopped, its temporary directory (the built test binaries, 17
 // MB) removed, exit 1. With only os.Interrupt among the signals, the process
 // died of it and left the directory behind. The test sends SIGTERM to its own
-// process once the run builds the suite, under main's stopContext: without
-// SIGTERM among stopSignals the test binary dies of it.
+// process once the run builds the suite, under main's context (stopsignal.Context): without
+// SIGTERM among stopsignal.Signals the test binary dies of it.
 func TestTerminated(t *testing.T) {
 	redistest.NewServer(t) // skips, or fails in CI, without redis-server
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
-	ctx, stop := stopContext()
+	ctx, stop := stopsignal.Context()
 	defer stop()
 	var stdout bytes.Buffer
 	stderr := &lineWriter{want: "building the benchmarks", seen: make(chan struct{})}
@@ -52,7 +53,7 @@ func TestTerminated(t *testing.T) {
 		t.Fatal("benchrun still running a minute after SIGTERM")
 	}
 	if ctx.Err() == nil {
-		t.Error("stopContext's context still open after SIGTERM")
+		t.Error("stopsignal.Context's context still open after SIGTERM")
 	}
 	left, _ := filepath.Glob(filepath.Join(tmp, "benchrun-*"))
 	if len(left) > 0 {

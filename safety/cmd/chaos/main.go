@@ -28,40 +28,25 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	_ "github.com/go-redlock/redlock/drivers/goredis"
 	_ "github.com/go-redlock/redlock/drivers/redigo"
 	_ "github.com/go-redlock/redlock/drivers/rueidis"
 	_ "github.com/go-redlock/redlock/drivers/valkeygo"
+	"github.com/go-redlock/redlock/internal/stopsignal"
 	"github.com/go-redlock/redlock/redistest"
 	"github.com/go-redlock/redlock/redlock"
 	"github.com/go-redlock/redlock/safety/chaos"
 )
 
 func main() {
-	ctx, stop := stopContext()
+	ctx, stop := stopsignal.Context() // Ctrl-C or SIGTERM: stop early, with what ran
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
-}
-
-// stopSignals end a soak early, with its report: an interrupt (Ctrl-C) and a
-// termination request (kill's default, and what a CI job or a container
-// stop sends first).
-var stopSignals = []os.Signal{os.Interrupt, syscall.SIGTERM}
-
-// stopContext returns a context that ends at the first of stopSignals. Once
-// it has ended, the signals' default action is back: a second one ends the
-// process at once, as a second Ctrl-C does for most commands.
-func stopContext() (context.Context, context.CancelFunc) {
-	ctx, stop := signal.NotifyContext(context.Background(), stopSignals...)
-	context.AfterFunc(ctx, stop)
-	return ctx, stop
 }
 
 // run parses args, runs the soak and returns the exit code.

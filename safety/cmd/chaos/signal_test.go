@@ -10,17 +10,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-redlock/redlock/internal/stopsignal"
 	"github.com/go-redlock/redlock/redistest"
 )
 
 // TestChaosTerminated: a soak stopped by SIGTERM (kill's default, a CI
 // job's timeout, a container's stop) prints the report of what ran, as an
 // interrupt does, rather than die without one. The test sends SIGTERM to its
-// own process while the soak runs under main's stopContext: without
-// SIGTERM among stopSignals the test binary dies of it.
+// own process while the soak runs under main's context (stopsignal.Context): without
+// SIGTERM among stopsignal.Signals the test binary dies of it.
 func TestChaosTerminated(t *testing.T) {
 	redistest.NewServer(t) // skips, or fails in CI, without redis-server
-	ctx, stop := stopContext()
+	ctx, stop := stopsignal.Context()
 	defer stop()
 	var stdout bytes.Buffer
 	stderr := &progressWriter{started: make(chan struct{})}
@@ -48,7 +49,7 @@ func TestChaosTerminated(t *testing.T) {
 		t.Fatal("chaos still running 30s after SIGTERM")
 	}
 	if ctx.Err() == nil {
-		t.Error("stopContext's context still open after SIGTERM")
+		t.Error("stopsignal.Context's context still open after SIGTERM")
 	}
 }
 
