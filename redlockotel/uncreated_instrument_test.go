@@ -1,7 +1,6 @@
 package redlockotel_test
 
 import (
-	"bytes"
 	"errors"
 	"log"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/go-redlock/redlock/internal/syncbuf"
 	"github.com/go-redlock/redlock/redistest"
 	"github.com/go-redlock/redlock/redlock"
 	"github.com/go-redlock/redlock/redlockotel"
@@ -81,10 +81,9 @@ func TestInstrumentNotCreated(t *testing.T) {
 				handled = append(handled, err.Error())
 			}))
 			t.Cleanup(func() { otel.SetErrorHandler(prevHandler) })
-			var logged bytes.Buffer // the Client's report of an observer's panic on its goroutines
-			var logMu sync.Mutex
+			logged := new(syncbuf.Buffer) // the Client's report of an observer's panic on its goroutines
 			prevLog := log.Writer()
-			log.SetOutput(lockedWriter{&logMu, &logged})
+			log.SetOutput(logged)
 			t.Cleanup(func() { log.SetOutput(prevLog) })
 
 			tel := newTelemetry(t)
@@ -114,9 +113,7 @@ func TestInstrumentNotCreated(t *testing.T) {
 			}()
 			require.NoError(t, lockErr, "the calls of a Client whose %s could not be created", refuse)
 			require.NoError(t, c.Close())
-			logMu.Lock()
 			assert.Zero(t, strings.Count(logged.String(), "panic in Observer"), "times an observer's method panicked on the Client's goroutines")
-			logMu.Unlock()
 
 			mu.Lock()
 			assert.Contains(t, strings.Join(handled, "\n"), "this meter creates no instrument "+refuse, "the failure is not reported to otel.Handle")
@@ -133,19 +130,6 @@ func TestInstrumentNotCreated(t *testing.T) {
 			}
 		})
 	}
-}
-
-// lockedWriter serializes the writes of the log package from the Client's
-// goroutines with the test's read.
-type lockedWriter struct {
-	mu *sync.Mutex
-	w  *bytes.Buffer
-}
-
-func (w lockedWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.w.Write(p)
 }
 
 func panicText(r any) string {

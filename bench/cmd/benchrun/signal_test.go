@@ -5,13 +5,12 @@ package main
 import (
 	"bytes"
 	"path/filepath"
-	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-redlock/redlock/internal/stopsignal"
+	"github.com/go-redlock/redlock/internal/syncbuf"
 	"github.com/go-redlock/redlock/redistest"
 )
 
@@ -29,13 +28,14 @@ func TestTerminated(t *testing.T) {
 	ctx, stop := stopsignal.Context()
 	defer stop()
 	var stdout bytes.Buffer
-	stderr := &lineWriter{want: "building the benchmarks", seen: make(chan struct{})}
+	stderr := new(syncbuf.Buffer)
+	building := stderr.Seen("building the benchmarks")
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"-bench", "^BenchmarkLock$", "-benchtime", "1x", "-rounds", "1", "-no-peers", "-out", "-"}, &stdout, stderr)
 	}()
 	select {
-	case <-stderr.seen:
+	case <-building:
 	case code := <-done:
 		t.Fatalf("benchrun ended before it built the suite: exit %d\nstderr:\n%s", code, stderr)
 	case <-time.After(time.Minute):
@@ -59,29 +59,4 @@ func TestTerminated(t *testing.T) {
 	if len(left) > 0 {
 		t.Errorf("benchrun left %v after SIGTERM", left)
 	}
-}
-
-// lineWriter is the run's stderr, written by its goroutines and read by the
-// test: it closes seen once a write holds want.
-type lineWriter struct {
-	mu   sync.Mutex
-	buf  bytes.Buffer
-	want string
-	seen chan struct{}
-	once sync.Once
-}
-
-func (w *lineWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if strings.Contains(string(p), w.want) {
-		w.once.Do(func() { close(w.seen) })
-	}
-	return w.buf.Write(p)
-}
-
-func (w *lineWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
 }

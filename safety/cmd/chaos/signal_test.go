@@ -5,12 +5,12 @@ package main
 import (
 	"bytes"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-redlock/redlock/internal/stopsignal"
+	"github.com/go-redlock/redlock/internal/syncbuf"
 	"github.com/go-redlock/redlock/redistest"
 )
 
@@ -24,14 +24,15 @@ func TestChaosTerminated(t *testing.T) {
 	ctx, stop := stopsignal.Context()
 	defer stop()
 	var stdout bytes.Buffer
-	stderr := &progressWriter{started: make(chan struct{})}
+	stderr := new(syncbuf.Buffer)
+	started := stderr.Seen("so far") // the first progress line
 	done := make(chan int, 1)
 	go func() {
 		done <- run(ctx, []string{"-duration", "1m", "-nodes", "3", "-progress", "100ms"}, &stdout, stderr)
 	}()
 	// Once the soak runs (its first progress line), terminate it.
 	select {
-	case <-stderr.started:
+	case <-started:
 	case code := <-done:
 		t.Fatalf("chaos ended before its first progress line: exit %d\nstdout:\n%s\nstderr:\n%s", code, &stdout, stderr)
 	case <-time.After(30 * time.Second):
@@ -51,28 +52,4 @@ func TestChaosTerminated(t *testing.T) {
 	if ctx.Err() == nil {
 		t.Error("stopsignal.Context's context still open after SIGTERM")
 	}
-}
-
-// progressWriter is the soak's stderr, written by its goroutines and read by
-// the test: it closes started at the first progress line.
-type progressWriter struct {
-	mu      sync.Mutex
-	buf     bytes.Buffer
-	started chan struct{}
-	once    sync.Once
-}
-
-func (w *progressWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if bytes.Contains(p, []byte("so far")) {
-		w.once.Do(func() { close(w.started) })
-	}
-	return w.buf.Write(p)
-}
-
-func (w *progressWriter) String() string {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.buf.String()
 }
