@@ -14,7 +14,8 @@ import (
 // A set of one node is counted as "1 node", not "1 nodes", in every line the
 // command prints of it, as the votes' summary, the extension and loss lines
 // and doctor's summary count it: status's verdict line and its exit-69 error,
-// run's -v wait for a node that fails, and doctor's reachability.
+// run's -v wait for a node that fails or refuses, and doctor's reachability
+// and duplicates checks. (The release's lines: TestOneNodeReleaseLines.)
 func TestOneNodeWords(t *testing.T) {
 	t.Parallel()
 	_, addr := nodes(t, 1)
@@ -31,6 +32,7 @@ func TestOneNodeWords(t *testing.T) {
 		{[]string{"run", "-v", "--wait", "300ms", "--nodes", down, "free", "--", "true"}, "(1 of 1 node failed, 1 needed"},
 		{[]string{"run", "-v", "--wait", "300ms", "--nodes", addr, "busy", "--", "true"}, "(held elsewhere: 1 of 1 node refused, 0 granted, 1 needed)"},
 		{[]string{"doctor", "--nodes", down}, "only 0 of 1 node reachable"},
+		{[]string{"doctor", "--nodes", addr}, "1 distinct server (run_id)"},
 	} {
 		r := invoke(t, "", c.args...)
 		out := r.stdout + r.stderr
