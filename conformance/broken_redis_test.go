@@ -319,7 +319,7 @@ func (n *brokenRedis) SetNXFence(ctx context.Context, key, value string, ttl tim
 			return false, 0, err
 		}
 		var counter uint64
-		for _, fk := range driver.FenceKeys(key, fenceKey, false) {
+		for _, fk := range append([]string{fenceKey}, driver.OldFenceKeys(key, fenceKey)...) {
 			c, err := n.raw.Get(ctx, fk).Uint64()
 			if err != nil && !errors.Is(err, redis.Nil) {
 				return false, 0, err

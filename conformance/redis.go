@@ -158,6 +158,7 @@ func RunRedis(t *testing.T, d driver.Driver, opts ...RedisOption) {
 		{"Commands/Atomic", commandsAtomic},
 		{"Notifier/ReleaseWithoutSPUBLISH", releaseWithoutSPublish},
 		{"Fencer/ReadsLegacyCounter", fenceReadsLegacyCounter},
+		{"Fencer/ReadsOldCountersAsFarAsAllowed", fenceReadsOldCounters},
 		{"TLS/OpenConfig", tlsOpenConfig},
 		{"TLS/UnknownCA", tlsUnknownCA},
 		{"TLS/ClientCertRequired", tlsClientCertRequired},
@@ -1320,6 +1321,86 @@ func releaseWithoutSPublish(t *testing.T, ctx context.Context, s *redisSuite) {
 	}
 	if ok := must(t, "SetNX after the release")(n.SetNX(ctx, k, value(), time.Minute)); !ok {
 		t.Fatal("SetNX after ReleaseNotify = false, want true: the release must have deleted the key")
+	}
+}
+
+// fenceReadsOldCounters checks, with the counter of a Client with a key
+// prefix (driver.PrefixFenceKey), that SetNXFence reads the old counters
+// (driver.OldFenceKeys: the one every prefix shared, and the per-key one)
+// and takes the largest; that RaiseFence writes only the prefix's counter;
+// that an old counter which does not hold a number (a lock of that name)
+// counts as none, not as an error; and that an ACL user who may not read
+// the old counters still takes fenced locks, the old counters counting as
+// none, while one who may read them (%R~) reads them.
+func fenceReadsOldCounters(t *testing.T, ctx context.Context, s *redisSuite) {
+	srv := redistest.NewServer(t, redistest.WithPassword(password))
+	const prefix = "p:"
+	set := func(name, v string) {
+		t.Helper()
+		if _, err := srv.Do(ctx, "SET", name, v); err != nil {
+			t.Fatal(err)
+		}
+	}
+	get := func(name string) string {
+		t.Helper()
+		v, err := srv.Do(ctx, "GET", name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fmt.Sprint(v)
+	}
+	a := hostAddr(t, srv)
+	a.Password = password
+	f := as[driver.Fencer](t, s.open(t, a))
+	k := prefix + key(t)
+	fk := driver.PrefixFenceKey(prefix, k)
+	if fk != prefix+driver.FenceKey(k) {
+		t.Fatalf("PrefixFenceKey(%q, %q) = %q, want the prefix before FenceKey", prefix, k, fk)
+	}
+	set(driver.FenceKey(k), "50")
+	set(driver.LegacyFenceKey(k), "41")
+	v := value()
+	ok, counter, err := f.SetNXFence(ctx, k, v, time.Minute, fk)
+	if err != nil || !ok || counter != 50 {
+		t.Fatalf("SetNXFence with the prefix's counter absent, the shared one at 50 and the per-key one at 41 = %v, %d, %v; want true, 50: tokens must keep rising from the counters of earlier versions", ok, counter, err)
+	}
+	if ok := must(t, "RaiseFence")(f.RaiseFence(ctx, k, v, fk, 51)); !ok {
+		t.Fatal("RaiseFence of the holder = false, want true")
+	}
+	if got, shared := get(fk), get(driver.FenceKey(k)); got != "51" || shared != "50" {
+		t.Fatalf("after RaiseFence(51) the prefix's counter holds %q and the shared one %q; want 51 and 50: only the counter given is written", got, shared)
+	}
+	// An old counter that holds a lock's value is none.
+	k2 := prefix + key(t)
+	fk2 := driver.PrefixFenceKey(prefix, k2)
+	set(driver.FenceKey(k2), "a lock's value")
+	set(driver.LegacyFenceKey(k2), "7")
+	if ok, counter, err = f.SetNXFence(ctx, k2, value(), time.Minute, fk2); err != nil || !ok || counter != 7 {
+		t.Fatalf("SetNXFence with a shared counter that is not a number and a per-key one at 7 = %v, %d, %v; want true, 7", ok, counter, err)
+	}
+	// Users who may use only the prefix's keys: one without, one with
+	// the right to read the old counters.
+	for _, tc := range []struct {
+		user string
+		read []string // ACL rules of the old counters
+		want uint64
+	}{
+		{"narrow", nil, 0},
+		{"reader", []string{"%R~redlock:fence:*", "%R~{" + prefix + "*"}, 60},
+	} {
+		rule := append([]string{"ACL", "SETUSER", tc.user, "on", ">acl-" + password, "~" + prefix + "*", "+@all"}, tc.read...)
+		if _, err := srv.Do(ctx, rule...); err != nil {
+			t.Fatal(err)
+		}
+		ua := hostAddr(t, srv)
+		ua.Username, ua.Password = tc.user, "acl-"+password
+		uf := as[driver.Fencer](t, s.open(t, ua))
+		k3 := prefix + key(t)
+		set(driver.FenceKey(k3), "60")
+		ok, counter, err := uf.SetNXFence(ctx, k3, value(), time.Minute, driver.PrefixFenceKey(prefix, k3))
+		if err != nil || !ok || counter != tc.want {
+			t.Errorf("SetNXFence as user %s (%q) with the shared counter at 60 = %v, %d, %v; want true, %d", tc.user, rule[4:], ok, counter, err, tc.want)
+		}
 	}
 }
 

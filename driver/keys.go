@@ -10,32 +10,46 @@ import (
 // The redlock package, the drivers and the redlock command all use these, so
 // that each format is defined once.
 //
-// Both names are in the lock key's Redis Cluster hash slot, whatever the key's
-// shape, so that one script can touch the key and them on a cluster: each
-// carries as its hash tag the slot's tag, [SlotTag]([HashSlot](key)).
+// The fencing counter and the release channel are in the lock key's Redis
+// Cluster hash slot, whatever the key's shape, so that one script can touch
+// the key and them on a cluster: each carries as its hash tag the slot's tag,
+// [SlotTag]([HashSlot](key)).
 
 // Slots is the number of Redis Cluster hash slots.
 const Slots = 16384
 
-// FenceKey names the fencing counter of the lock key (see [Fencer]):
-// "redlock:fence:{T}", T being [SlotTag]([HashSlot](key)). There is one
-// counter per hash slot, shared by every key of the slot, so that counters
-// do not grow with the number of distinct keys; a key's tokens still rise,
-// since every token drawn from the counter is above all earlier ones.
+// FenceKey names the fencing counter of the lock key (see [Fencer]) of a
+// Client without a key prefix: "redlock:fence:{T}", T being
+// [SlotTag]([HashSlot](key)). There is one counter per hash slot, shared by
+// every key of the slot, so that counters do not grow with the number of
+// distinct keys; a key's tokens still rise, since every token drawn from the
+// counter is above all earlier ones. A Client with a key prefix keeps its
+// counters under the prefix: see [PrefixFenceKey].
 func FenceKey(key string) string { return "redlock:fence:{" + SlotTag(HashSlot(key)) + "}" }
+
+// PrefixFenceKey names the fencing counter of key, the key on the nodes
+// (prefix included), for a Client whose key prefix is prefix:
+// prefix+[FenceKey](key), in the prefix's namespace, so that an ACL rule on
+// the prefix covers it and Clients of other prefixes neither read nor write
+// it. It is FenceKey(key) when prefix is "", and also when prefix+FenceKey(key)
+// would lie in another hash slot than key, which a "{" in the prefix without
+// a hash tag of its own can cause (such as "a{}" or "a{"): a script on a
+// Redis Cluster may only touch keys of one slot. Every Client derives the
+// same name from the same prefix and key.
+func PrefixFenceKey(prefix, key string) string {
+	fk := FenceKey(key)
+	if prefix == "" {
+		return fk
+	}
+	if pk := prefix + fk; HashSlot(pk) == HashSlot(key) {
+		return pk
+	}
+	return fk
+}
 
 // LegacyFenceKey names the per-key fencing counter of versions before
 // [FenceKey] counted per slot: "{key}:fence", or "key:fence" when key
-// contains "}". The fencing scripts read it beside FenceKey(key) and take the
-// larger, so that tokens keep rising from where the old clients left them;
-// they never write it (a counter per key would grow with the keys), so an
-// old client that still runs beside new ones reads only its own counter and
-// can repeat a token: every old client must stop before the first new one
-// takes a fenced lock.
-// On a Redis Cluster, where a script may only touch keys of one slot, a
-// driver passes it only when [HashSlot] gives it the key's slot (see
-// [FenceKeys]): clusters were never supported before, so they hold no
-// other.
+// contains "}". It is one of [OldFenceKeys].
 func LegacyFenceKey(key string) string {
 	if strings.Contains(key, "}") {
 		return key + ":fence"
@@ -43,16 +57,26 @@ func LegacyFenceKey(key string) string {
 	return "{" + key + "}:fence"
 }
 
-// FenceKeys returns the keys of the fencing scripts after the lock key:
-// fenceKey, then LegacyFenceKey(key) unless cluster is set and it lies in
-// another hash slot than key. cluster says whether the node is a Redis
-// Cluster, which refuses a script whose keys are in several slots.
-func FenceKeys(key, fenceKey string, cluster bool) []string {
-	legacy := LegacyFenceKey(key)
-	if cluster && HashSlot(legacy) != HashSlot(key) {
-		return []string{fenceKey}
+// OldFenceKeys returns the fencing counters of key that earlier versions
+// kept, which the fencing scripts read beside fenceKey, the counter in use,
+// taking the largest, so that tokens keep rising from where older clients
+// left them: FenceKey(key) when fenceKey is another name (the counter shared
+// by every prefix, which Clients with a key prefix used before
+// [PrefixFenceKey]), then [LegacyFenceKey](key). The scripts never write
+// them, and read them as far as they can: a name the node's ACL user may not
+// read, one in a hash slot that another node of a Redis Cluster serves, and
+// one that does not hold a decimal number (a lock of that name, say) count
+// as absent. So an old client that still runs beside new ones reads only
+// its own counter and can repeat a token, and so can a new one whose user
+// may not read the old counters: every old client must stop before the
+// first new one takes a fenced lock, and the ACL user must be allowed to
+// read the old counters (see the README's least-privilege rule) where old
+// clients fenced.
+func OldFenceKeys(key, fenceKey string) []string {
+	if fk := FenceKey(key); fk != fenceKey {
+		return []string{fk, LegacyFenceKey(key)}
 	}
-	return []string{fenceKey, legacy}
+	return []string{LegacyFenceKey(key)}
 }
 
 // ReleaseChannel is the pub/sub channel on which releases of key are

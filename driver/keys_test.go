@@ -45,11 +45,51 @@ func TestNamesShareTheKeySlot(t *testing.T) {
 		if ch := driver.ReleaseChannel(key); !strings.HasSuffix(ch, key) || !strings.HasPrefix(ch, "redlock:released:{") {
 			t.Errorf("ReleaseChannel(%q) = %q, want redlock:released:{tag} then the key", key, ch)
 		}
-		for _, k := range driver.FenceKeys(key, driver.FenceKey(key), true) {
-			if driver.HashSlot(k) != slot {
-				t.Errorf("FenceKeys(%q, cluster) has %q in slot %d, want only the key's slot %d", key, k, driver.HashSlot(k), slot)
+	}
+}
+
+// prefixShapes are key prefixes of every shape a hash tag can take, the
+// empty one included.
+var prefixShapes = []string{"", "lock:", "{app}:", "a{}", "a{", "}", "{}", "x{y}z{", "日本:"}
+
+// A prefix's counter is in its key's slot, under the prefix wherever that
+// keeps it in the slot, and is the same for every key of a slot and prefix.
+func TestPrefixFenceKey(t *testing.T) {
+	underPrefix := 0
+	for _, prefix := range prefixShapes {
+		for _, name := range keyShapes {
+			key := prefix + name
+			fk := driver.PrefixFenceKey(prefix, key)
+			if driver.HashSlot(fk) != driver.HashSlot(key) {
+				t.Errorf("PrefixFenceKey(%q, %q) = %q in slot %d, want the key's slot %d", prefix, key, fk, driver.HashSlot(fk), driver.HashSlot(key))
+			}
+			switch {
+			case prefix == "" && fk != driver.FenceKey(key):
+				t.Errorf("PrefixFenceKey(\"\", %q) = %q, want FenceKey's %q", key, fk, driver.FenceKey(key))
+			case prefix != "" && fk == prefix+driver.FenceKey(key):
+				underPrefix++
+			case prefix != "" && fk != driver.FenceKey(key):
+				t.Errorf("PrefixFenceKey(%q, %q) = %q: neither under the prefix nor FenceKey", prefix, key, fk)
+			case prefix != "" && !strings.Contains(prefix, "{"):
+				t.Errorf("PrefixFenceKey(%q, %q) = %q, want it under the prefix: a prefix without '{' keeps the slot", prefix, key, fk)
+			}
+			if old := driver.OldFenceKeys(key, fk); fk == driver.FenceKey(key) {
+				if !slices.Equal(old, []string{driver.LegacyFenceKey(key)}) {
+					t.Errorf("OldFenceKeys(%q, %q) = %q, want only the per-key counter", key, fk, old)
+				}
+			} else if !slices.Equal(old, []string{driver.FenceKey(key), driver.LegacyFenceKey(key)}) {
+				t.Errorf("OldFenceKeys(%q, %q) = %q, want the shared counter and the per-key one", key, fk, old)
 			}
 		}
+	}
+	if underPrefix == 0 {
+		t.Error("no counter under its prefix")
+	}
+	if a, b := driver.PrefixFenceKey("lock:", "lock:{u}a"), driver.PrefixFenceKey("lock:", "lock:{u}b"); a != b || a != "lock:"+driver.FenceKey("{u}") {
+		t.Errorf("two keys of one slot and prefix have counters %q and %q, want one, lock:+FenceKey", a, b)
+	}
+	if driver.PrefixFenceKey("a:", "a:k") == driver.PrefixFenceKey("b:", "b:k") {
+		t.Error("two prefixes share a counter")
 	}
 }
 
@@ -91,20 +131,6 @@ func TestSlotTag(t *testing.T) {
 		if got := driver.SlotTag(slot); got != tag {
 			t.Errorf("SlotTag(%d) = %q, want %q", slot, got, tag)
 		}
-	}
-}
-
-func TestFenceKeys(t *testing.T) {
-	fk := driver.FenceKey("a}b")
-	if got := driver.FenceKeys("a}b", fk, false); !slices.Equal(got, []string{fk, "a}b:fence"}) {
-		t.Errorf("FenceKeys(a}b, single server) = %q, want the counter and the legacy counter", got)
-	}
-	if got := driver.FenceKeys("a}b", fk, true); !slices.Equal(got, []string{fk}) {
-		t.Errorf("FenceKeys(a}b, cluster) = %q, want the counter only: the legacy counter is in another slot", got)
-	}
-	fk = driver.FenceKey("lock:x")
-	if got := driver.FenceKeys("lock:x", fk, true); !slices.Equal(got, []string{fk, "{lock:x}:fence"}) {
-		t.Errorf("FenceKeys(lock:x, cluster) = %q, want both: same slot", got)
 	}
 }
 

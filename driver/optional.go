@@ -13,14 +13,18 @@ import (
 // Fencer is implemented by nodes that keep fencing counters, which
 // redlock.WithFencing needs. A fencing counter is a plain Redis string key
 // holding a decimal number. It never expires, and it lives in the same hash
-// slot as its lock key, at [FenceKey](key), which every key of that slot
-// shares.
+// slot as its lock key, at the name package redlock passes as fenceKey:
+// [FenceKey](key), which every key of that slot shares, or for a Client with
+// a key prefix [PrefixFenceKey](prefix, key), which the keys of that slot and
+// prefix share.
 type Fencer interface {
 	// SetNXFence is SetNX that also returns the counter stored at fenceKey (0
 	// when there is none), read in the same atomic step whether or not the key
-	// was set, by running SetNXFenceScript with the keys key and
-	// FenceKeys(key, fenceKey, cluster), cluster telling whether the node is
-	// a Redis Cluster: the larger of fenceKey's and the legacy counter's.
+	// was set. The Redis drivers run SetNXFenceScript with the keys key and
+	// fenceKey and the arguments value, the TTL and [OldFenceKeys](key,
+	// fenceKey), which it reads as far as the user may, returning the
+	// largest counter; a driver whose counters never lived in Redis has no
+	// old ones to read.
 	SetNXFence(ctx context.Context, key, value string, ttl time.Duration, fenceKey string) (ok bool, counter uint64, err error)
 
 	// RaiseFence raises the counter at fenceKey to token, never lowering it,

@@ -62,8 +62,9 @@ func ReleaseScript() Script { return releaseScript }
 func ExtendScript() Script { return extendScript }
 
 // SetNXFenceScript sets KEYS[1] to ARGV[1] with NX and PX ARGV[2] and reads
-// the fencing counter KEYS[2] in the same step, and KEYS[3] when given (the
-// legacy counter: see [FenceKeys]), taking the larger. It returns {1, counter}
+// the fencing counter KEYS[2] in the same step, and the counters named by
+// ARGV[3] and on (the old ones: see [OldFenceKeys]) as far as it may, taking
+// the largest. It returns {1, counter}
 // if the key was set and {0, counter} if not, the counter as a decimal string
 // ("0" when absent). Fencer.SetNXFence runs it.
 func SetNXFenceScript() Script { return setNXFenceScript }
@@ -93,7 +94,7 @@ func TTLScript() Script { return ttlScript }
 // first may have run: it sets KEYS[1] to ARGV[1] with NX and PX ARGV[2], and
 // a key that already holds ARGV[1] (the first send set it: the value is
 // unique to the acquisition) counts as set, its time to live left as the
-// first send set it. KEYS[2] and KEYS[3], when given, are read as
+// first send set it. KEYS[2] and ARGV[3] and on, when given, are read as
 // SetNXFenceScript reads them. It returns {1, counter} if the key holds
 // ARGV[1] and {0, counter} if not, the counter "0" without KEYS[2]. The
 // Redis drivers of this module send it (see SAFETY.md, "Connections the

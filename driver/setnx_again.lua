@@ -4,8 +4,8 @@
 -- run. SET KEYS[1] ARGV[1] NX PX ARGV[2]; if the key exists and holds
 -- ARGV[1], the lock's random value, unique to the acquisition, the first
 -- send set it: that counts as set too, and its time to live, set by the
--- first send, is left as it is. KEYS[2] and KEYS[3], when given, are the
--- fencing counters that driver.SetNXFenceScript reads, read the same way.
+-- first send, is left as it is. KEYS[2] and ARGV[3] and on, when given, are
+-- the fencing counters that driver.SetNXFenceScript reads, read the same way.
 -- Returns {1, counter} if the key holds ARGV[1] now, {0, counter}
 -- otherwise; the counter is a decimal string, "0" when there is none.
 local set = redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])
@@ -16,10 +16,11 @@ local counter = "0"
 if KEYS[2] then
 	counter = redis.call("GET", KEYS[2]) or "0"
 end
-if KEYS[3] then
-	local old = redis.call("GET", KEYS[3])
+for i = 3, #ARGV do
+	local old = redis.pcall("GET", ARGV[i])
 	-- Compare as digit strings: Lua numbers lose precision above 2^53.
-	if old and (#old > #counter or (#old == #counter and old > counter)) then
+	if type(old) == "string" and string.find(old, "^%d+$") and
+		(#old > #counter or (#old == #counter and old > counter)) then
 		counter = old
 	end
 end

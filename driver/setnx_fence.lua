@@ -1,15 +1,17 @@
 -- SET KEYS[1] ARGV[1] NX PX ARGV[2], and read the fencing counter KEYS[2] in
--- the same atomic step; KEYS[3], when given, is the counter of an earlier
--- version of the storage format (driver.LegacyFenceKey), read too, and the
--- larger of the two is returned. Returns {1, counter} if the key was set,
--- {0, counter} otherwise; the counter is a decimal string, "0" when there is
--- none.
+-- the same atomic step. ARGV[3] and on, when given, are the counters of
+-- earlier versions (driver.OldFenceKeys), read as far as the user may
+-- (redis.pcall: an ACL refusal, or a key another node of a cluster serves,
+-- counts as absent) and only when they hold a decimal number; the largest
+-- counter is returned. Returns {1, counter} if the key was set, {0, counter}
+-- otherwise; the counter is a decimal string, "0" when there is none.
 local set = redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])
 local counter = redis.call("GET", KEYS[2]) or "0"
-if KEYS[3] then
-	local old = redis.call("GET", KEYS[3])
+for i = 3, #ARGV do
+	local old = redis.pcall("GET", ARGV[i])
 	-- Compare as digit strings: Lua numbers lose precision above 2^53.
-	if old and (#old > #counter or (#old == #counter and old > counter)) then
+	if type(old) == "string" and string.find(old, "^%d+$") and
+		(#old > #counter or (#old == #counter and old > counter)) then
 		counter = old
 	end
 end

@@ -548,7 +548,7 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 		had = cc.left.nodes()
 	}
 	if c.fencers != nil {
-		counters, fk = make([]uint64, len(c.nodes)), driver.FenceKey(key)
+		counters, fk = make([]uint64, len(c.nodes)), driver.PrefixFenceKey(c.prefix, key)
 		r = c.startUntil(ctx, OpAcquire, name, bound, func(ctx context.Context, i int, _ driver.Node) (bool, error) {
 			ok, counter, err := c.fencers[i].SetNXFence(ctx, key, value, ttl, fk)
 			counters[i] = counter // read by the caller only after this reply

@@ -145,8 +145,9 @@ func WithBackoff(b Backoff) Option {
 
 // WithFencing gives every lock a fencing token (Lock.Token) that rises with
 // every grant of its key. Each node keeps a counter per hash slot, shared by
-// the keys of the slot, which never expires, at driver.FenceKey(key), which
-// says where it is. Acquiring
+// the keys of the slot, which never expires, at driver.FenceKey(key), or
+// with a key prefix under the prefix, shared by the slot's keys of that
+// prefix (driver.PrefixFenceKey says where). Acquiring
 // reads the counters with the SET in one step, takes the largest among the
 // granting nodes plus one, and writes it back to a quorum before the lock is
 // returned, at the cost of a second round trip.
@@ -167,11 +168,15 @@ func WithFencing() Option {
 }
 
 // WithKeyPrefix puts prefix before every lock key on the nodes (default none),
-// so that lock keys and their release channels stay in a namespace of their
-// own and an ACL rule can be narrow (~lock:* and &redlock:released:{*}lock:*
-// for the prefix "lock:"; the fencing counters, one per hash slot, are
-// shared by all prefixes; the README gives the whole rule). Lock.Key still
-// returns the key without the prefix.
+// and before the fencing counters of WithFencing (prefix +
+// "redlock:fence:{T}", one per hash slot: driver.PrefixFenceKey), so that
+// lock keys, counters and release channels stay in a namespace of their own
+// and an ACL rule can be narrow (~lock:* and &redlock:released:{*}lock:* for
+// the prefix "lock:"; the README gives the whole rule). Lock.Key still
+// returns the key without the prefix. Clients of versions before this one
+// kept the counters of every prefix at driver.FenceKey(key), which the
+// fencing scripts still read where the user may (see
+// driver.OldFenceKeys).
 func WithKeyPrefix(prefix string) Option {
 	return func(c *config) { c.keyPrefix, c.set = prefix, c.set|optKeyPrefix }
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/redistest"
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -236,8 +237,8 @@ func TestRedisPermanentErrorsFailFast(t *testing.T) {
 			}
 		}},
 		{name: "wrong type", code: "WRONGTYPE", opts: []redlock.Option{redlock.WithFencing()}, prepare: func(t *testing.T, servers []*redistest.Server, key string) {
-			for _, s := range servers[:2] { // the fencing counter is a list
-				_, err := s.Do(t.Context(), "RPUSH", "{"+key+"}:fence", "x")
+			for _, s := range servers[:2] { // the fencing counter is a list (an old counter that is not a number would count as none)
+				_, err := s.Do(t.Context(), "RPUSH", driver.FenceKey(key), "x")
 				require.NoError(t, err)
 			}
 		}},

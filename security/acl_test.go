@@ -111,6 +111,7 @@ func TestACLLeastPrivilegeSuffices(t *testing.T) {
 		held, fenced := 0, 0 // a quorum at least: the grant and the token's write need no more
 		for _, a := range addrs {
 			k, free := readKeyStatus(t, a, aclPrefix+"status"), readKeyStatus(t, a, aclPrefix+"status-free")
+			require.False(t, k.SharedSet || k.LegacySet, "keystatus.Read found an old counter: nothing but this version's Clients ran")
 			if k.Held && k.TTL > 0 {
 				held++
 			}
@@ -124,11 +125,21 @@ func TestACLLeastPrivilegeSuffices(t *testing.T) {
 	})
 	for _, s := range servers {
 		require.Empty(t, aclLog(t, s), "ACL LOG of %s: the README's rule must allow everything the drivers and the command send", s.Addr())
+		// The fencing counters are under the prefix, with the locks: none
+		// is outside it (in database 2, where aclAddrs put the clients).
+		keys := func(pattern string) []any {
+			v, err := s.Do(t.Context(), "EVAL", "redis.call('SELECT', 2) return redis.call('KEYS', ARGV[1])", "0", pattern)
+			require.NoError(t, err)
+			ks, _ := v.([]any)
+			return ks
+		}
+		require.Empty(t, keys("redlock:fence:*"), "fencing counters outside the prefix %q on %s", aclPrefix, s.Addr())
+		require.NotEmpty(t, keys(aclPrefix+"redlock:fence:*"), "no fencing counter under the prefix %q on %s", aclPrefix, s.Addr())
 	}
 }
 
-// readKeyStatus reads what the node at addr holds for key, as "redlock
-// status" does.
+// readKeyStatus reads what the node at addr holds for key (aclPrefix
+// included), as "redlock status --prefix" does.
 func readKeyStatus(t *testing.T, addr, key string) keystatus.Key {
 	t.Helper()
 	a, err := redisaddr.Parse(addr)
@@ -136,7 +147,7 @@ func readKeyStatus(t *testing.T, addr, key string) keystatus.Key {
 	c, err := keystatus.NewClient(a, 2*time.Second)
 	require.NoError(t, err)
 	defer c.Close()
-	k, err := keystatus.Read(t.Context(), c, key, false)
+	k, err := keystatus.Read(t.Context(), c, aclPrefix, key)
 	require.NoError(t, err, "keystatus.Read(%s) through %s", key, a)
 	return k
 }
@@ -208,7 +219,7 @@ func probe(t *testing.T, name string, srv *redistest.Server) {
 	// What "redlock status" reads.
 	if a, err := redisaddr.Parse(addrs[0]); err == nil {
 		if kc, err := keystatus.NewClient(a, time.Second); err == nil {
-			keystatus.Read(ctx, kc, aclPrefix+key, false)
+			keystatus.Read(ctx, kc, aclPrefix, aclPrefix+key)
 			kc.Close()
 		}
 	}

@@ -386,6 +386,10 @@ func TestStatusLegacyFenceCounter(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// And by a version that kept one counter per slot for every prefix.
+	if _, err := servers[0].Do(t.Context(), "SET", driver.FenceKey("app:report"), "40"); err != nil {
+		t.Fatal(err)
+	}
 	status := func() (statusReport, string) {
 		t.Helper()
 		r := invoke(t, "", "status", "--nodes", addrs, "--prefix", "app:", "--json", "report")
@@ -409,9 +413,15 @@ func TestStatusLegacyFenceCounter(t *testing.T) {
 		if got := n.Fence != nil && *n.Fence == 41 && n.FenceLegacy != nil && *n.FenceLegacy == 41 && n.FenceSlot == nil; got != want {
 			t.Errorf("status --json on node %d: %+v; want fence 41 from the per-key counter: %v", i, n, want)
 		}
+		if got := n.FenceShared != nil && *n.FenceShared == 40; got != (i == 0) {
+			t.Errorf("status --json on node %d: %+v; want the shared counter 40: %v", i, n, i == 0)
+		}
 	}
-	if c := strings.Count(text, "41 (slot -, per-key 41)"); c != 2 {
-		t.Errorf("status shows the per-key counter on %d nodes, want 2:\n%s", c, text)
+	if c := strings.Count(text, "41 (slot -, per-key 41)"); c != 1 {
+		t.Errorf("status shows the per-key counter alone on %d nodes, want 1:\n%s", c, text)
+	}
+	if c := strings.Count(text, "41 (slot -, shared 40, per-key 41)"); c != 1 {
+		t.Errorf("status shows the shared and per-key counters on %d nodes, want 1:\n%s", c, text)
 	}
 
 	holder, h := startHold(t, "--nodes", addrs, "--prefix", "app:", "--fencing", "--ttl", "30s", "report")

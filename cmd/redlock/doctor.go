@@ -136,8 +136,9 @@ checks each node and the set:
                 --prefix, as run and hold put it before KEY): SET,
                 EVAL, EVALSHA and, inside the scripts, GET, PEXPIRE and DEL
                 (with ACL DRYRUN, or else on a scratch key beside --key);
-                fencing counters, release notifications and the reads of
-                status and Lock.TTL (PTTL) are warnings; on a cluster's
+                fencing counters (and the reads of earlier versions'),
+                release notifications and the reads of status and
+                Lock.TTL (PTTL) are warnings; on a cluster's
                 primaries, CLUSTER SLOTS too (every cluster client reads
                 the slot map first), and CLUSTER SHARDS as a warning
                 (rueidis' and valkeygo's read the map with it from

@@ -337,6 +337,59 @@ func TestDoctorScratchOptionalPermissions(t *testing.T) {
 	}
 }
 
+// TestDoctorOldFenceCounters: with --prefix, the fencing counters are the
+// prefix's own (driver.PrefixFenceKey), which a user of the prefix's keys
+// keeps, so doctor says no fencing failure for a user of only those keys;
+// it warns that such a user may not read the counters of earlier versions
+// (driver.OldFenceKeys), which the README's rule lets it read (%R~), and of
+// nothing for a user of the README's rule: through ACL DRYRUN and on the
+// scratch key alike.
+func TestDoctorOldFenceCounters(t *testing.T) {
+	t.Parallel()
+	const password = "s3cret-Passw0rd"
+	s := redistest.NewServer(t)
+	base := []string{"reset", "on", ">" + password, "~lock:*", "&redlock:released:{*}lock:*",
+		"+set", "+get", "+del", "+pexpire", "+pttl", "+eval", "+evalsha", "+spublish", "+ssubscribe", "+sunsubscribe", "+ping", "+info"}
+	old := []string{"%R~redlock:fence:*", "%R~{lock:*"}
+	dry := []string{"+acl|whoami", "+acl|dryrun"}
+	users := []struct {
+		name  string
+		extra []string
+		warn  bool
+	}{
+		{"narrow", nil, true},
+		{"readme", old, false},
+		{"narrowdry", dry, true},
+		{"readmedry", append(slices.Clone(old), dry...), false},
+	}
+	var addrs []string
+	for _, u := range users {
+		if _, err := s.Do(t.Context(), append(append([]string{"ACL", "SETUSER", u.name}, base...), u.extra...)...); err != nil {
+			t.Fatal(err)
+		}
+		addrs = append(addrs, "redis://"+u.name+":"+password+"@"+s.Addr())
+	}
+	rep, r := doctorJSON(t, strings.Join(addrs, ","), "--prefix", "lock:", "--key", "jobs")
+	if len(rep.Nodes) != len(users) {
+		t.Fatalf("want %d nodes in the report, got %+v\n%v", len(users), rep, r)
+	}
+	for i, u := range users {
+		var warned []string
+		for _, c := range rep.Nodes[i].Checks {
+			if c.Name == "permissions" && c.Status == statusWarn {
+				warned = append(warned, c.Message)
+			}
+		}
+		old := slices.ContainsFunc(warned, func(m string) bool { return strings.Contains(m, "earlier versions") })
+		if old != u.warn || len(warned) != map[bool]int{false: 0, true: 1}[u.warn] {
+			t.Errorf("user %s: permissions warnings %q; want one about the counters of earlier versions: %v, and no other", u.name, warned, u.warn)
+		}
+		if slices.ContainsFunc(warned, func(m string) bool { return strings.Contains(m, "WithFencing fails") }) {
+			t.Errorf("user %s may keep the prefix's counters, but doctor says fencing fails: %q", u.name, warned)
+		}
+	}
+}
+
 // TestDoctorRDBSnapshots checks that doctor's persistence warning for a
 // node without appendonly says which RDB snapshots it takes, as CONFIG GET
 // save tells: with save "" a clean restart forgets every lock too, with

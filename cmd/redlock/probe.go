@@ -349,7 +349,7 @@ func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, subscribe fun
 	ttl := driver.MillisecondsString(o.ttl)
 	user, err := call("ACL", "WHOAMI").Text()
 	if err == nil {
-		fk, ch := driver.FenceKey(o.key), driver.ReleaseChannel(o.key)
+		fk, ch := driver.PrefixFenceKey(o.prefix, o.key), driver.ReleaseChannel(o.key)
 		required := []permission{
 			{"SET", []any{"SET", o.key, "v", "NX", "PX", ttl}},
 			{"EVAL", []any{"EVAL", driver.ReleaseScript().Source(), "1", o.key, "v"}},
@@ -367,7 +367,10 @@ func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, subscribe fun
 		fencing := []permission{
 			{"GET", []any{"GET", fk}},
 			{"SET", []any{"SET", fk, "1"}},
-			{"GET legacy", []any{"GET", driver.LegacyFenceKey(o.key)}},
+		}
+		var olds []permission
+		for _, name := range driver.OldFenceKeys(o.key, fk) {
+			olds = append(olds, permission{"GET " + strconv.Quote(name), []any{"GET", name}})
 		}
 		notify := []permission{
 			{"SPUBLISH", []any{"SPUBLISH", ch, ""}},
@@ -399,6 +402,9 @@ func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, subscribe fun
 			}
 			if d, err := dry(fencing); err == nil && len(d) > 0 {
 				n.add("permissions", statusWarn, "user %s may not keep fencing counters at %q, so --fencing / WithFencing fails: %s", user, fk, strings.Join(d, "; "))
+			}
+			if d, err := dry(olds); err == nil && len(d) > 0 {
+				n.add("permissions", statusWarn, "user %s %s: %s", user, oldCountersDenied, strings.Join(d, "; "))
 			}
 			if d, err := dry(notify); err == nil && len(d) > 0 {
 				n.add("permissions", statusWarn, "user %s may not publish or subscribe to %q, so waiters poll instead of hearing releases: %s", user, ch, strings.Join(d, "; "))
@@ -460,8 +466,13 @@ func checkPermissionsScratch(n *nodeReport, call func(...any) *redis.Cmd, subscr
 		}
 	}
 	n.add("permissions", statusOK, "SET, EVAL, EVALSHA, GET, PEXPIRE and DEL work on the scratch key %q (ACL DRYRUN was not available)", key)
-	checkOptionalScratch(n, call, subscribe, key, served != nil)
+	checkOptionalScratch(n, call, subscribe, o.prefix, key, served != nil)
 }
+
+// oldCountersDenied says what a user who may not read the fencing counters
+// of earlier versions (driver.OldFenceKeys) risks: a warning, since where
+// no earlier version fenced there are none to read.
+const oldCountersDenied = "may not read the fencing counters of earlier versions (the counter of the slot that clients of every prefix shared, and the per-key one), which --fencing / WithFencing reads to keep tokens rising from where older clients left them: where an earlier version fenced these keys, a token can repeat one it granted (see the README's least-privilege rule); where none did, nothing is lost"
 
 // checkOptionalScratch warns when the user may not use, on the scratch key
 // key, what fencing, release notifications and the reads of status and
@@ -469,14 +480,24 @@ func checkPermissionsScratch(n *nodeReport, call func(...any) *redis.Cmd, subscr
 // to a script that touches none (Redis checks a script's keys against the
 // user when it is called), and the release notice goes to key's channel, on
 // which no waiter listens.
-func checkOptionalScratch(n *nodeReport, call func(...any) *redis.Cmd, subscribe func(channel string) error, key string, cluster bool) {
+func checkOptionalScratch(n *nodeReport, call func(...any) *redis.Cmd, subscribe func(channel string) error, prefix, key string, cluster bool) {
 	// A server without a command (SPUBLISH before 7.0) is the version
 	// check's business.
 	refused := func(err error) bool { return err != nil && driver.PermanentCode(err) != "ERR unknown command" }
-	fenceKeys := driver.FenceKeys(key, driver.FenceKey(key), cluster)
-	args := append([]any{"EVAL", "return 0", strconv.Itoa(1 + len(fenceKeys)), key}, anys(fenceKeys)...)
-	if err := call(args...).Err(); refused(err) {
-		n.add("permissions", statusWarn, "the user may not keep fencing counters (%s), so --fencing / WithFencing fails: %v", strings.Join(fenceKeys, ", "), redisErrorText(err))
+	fk := driver.PrefixFenceKey(prefix, key)
+	if err := call("EVAL", "return 0", "2", key, fk).Err(); refused(err) {
+		n.add("permissions", statusWarn, "the user may not keep fencing counters (%s), so --fencing / WithFencing fails: %v", fk, redisErrorText(err))
+	}
+	var oldDenied []string
+	for _, name := range driver.OldFenceKeys(key, fk) {
+		// Read, never shown. Only a refusal counts: a name another
+		// primary of a cluster serves is not read by the script either.
+		if err := call("GET", name).Err(); err != nil && driver.PermanentCode(err) == "NOPERM" {
+			oldDenied = append(oldDenied, "GET "+strconv.Quote(name)+" ("+redisErrorText(err)+")")
+		}
+	}
+	if len(oldDenied) > 0 {
+		n.add("permissions", statusWarn, "the user %s: %s", oldCountersDenied, strings.Join(oldDenied, "; "))
 	}
 	ch := driver.ReleaseChannel(key)
 	var denied []string
@@ -503,15 +524,6 @@ func checkOptionalScratch(n *nodeReport, call func(...any) *redis.Cmd, subscribe
 // cluster's primary cannot do: a warning, since goredis never sends it, nor
 // rueidis and valkey-go to servers before version 8.
 const clusterShardsDenied = "may not run CLUSTER SHARDS, from which the cluster clients of rueidis and valkeygo read the slot map on servers of version 8 and later (Redis 8, Valkey 8): there, with those drivers, no lock can be taken on this node"
-
-// anys returns ss as a []any.
-func anys(ss []string) []any {
-	a := make([]any, len(ss))
-	for i, s := range ss {
-		a[i] = s
-	}
-	return a
-}
 
 // scratchKey returns a key beside o.key, unique to this check, on which
 // doctor may write. On a cluster's primary (served not nil) it is a key of a

@@ -61,7 +61,7 @@ func TestReviewStatusFollowsMoved(t *testing.T) {
 	// granted after 86 ms, no counter on a's shard 10 s later); the fencing
 	// needs only the quorum's. Then the test ends that hold (which releases
 	// the lock) and holds the key again, at most three times.
-	fenceKey := driver.FenceKey("app:" + key)
+	fenceKey := driver.PrefixFenceKey("app:", "app:"+key)
 	var (
 		holder *background
 		h      holdLine

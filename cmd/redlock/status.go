@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 	"sync"
 	"text/tabwriter"
 	"time"
@@ -33,18 +34,23 @@ func statusCommand() *cobra.Command {
 remaining time to live, and its fencing counter: the counter from which the
 next fenced grant (--fencing) draws its token, one above the largest among
 the granting nodes. That is the counter of the key's hash slot
-(redlock:fence:{TAG} on the nodes, TAG hashing to that slot), which the slot's keys share: on a quorum of the nodes it
-is at least the highest token granted to any of them, and a node outside a
-grant's quorum can show less. Versions before kept a counter per key
-("{KEY}:fence"), which the acquiring script still
-reads, taking the larger, but never writes: where a node has one, FENCE is
-the larger of the two and both follow it, as "42 (slot 42, per-key 41)"
-("slot -" when the slot has no counter yet; --json: fence_slot and
-fence_legacy). status prints the nodes that could not be asked with their
+(redlock:fence:{TAG} on the nodes, TAG hashing to that slot, and with
+--prefix P the prefix's own, Predlock:fence:{TAG}), which the slot's keys
+share: on a quorum of the nodes it is at least the highest token granted to
+any of them, and a node outside a grant's quorum can show less. Earlier
+versions kept other counters, which the acquiring script still reads,
+taking the largest, but never writes: with --prefix, the slot's counter
+that every prefix shared (redlock:fence:{TAG}), and the per-key one
+("{KEY}:fence"). Where a node has one, FENCE is the largest and all follow
+it, as "42 (slot 42, shared 40, per-key 41)" ("slot -" when the slot has no
+counter yet; --json: fence_slot, fence_shared and fence_legacy); an old
+counter the user may not read, or that is not a number, counts as none, as
+in the script. status prints the nodes that could not be asked with their
 error. It never reads or prints a lock's value, which is the secret that
-lets its holder extend and release it (but for a lock named as a fencing
-counter, redlock:fence:{TAG} or {KEY}:fence, whose value status reads as
-KEY's counter: it says the counter is not a number, never what it holds).
+lets its holder extend and release it (but for a lock named as KEY's
+counter, redlock:fence:{TAG} or Predlock:fence:{TAG}, whose value status
+reads as KEY's counter: it says the counter is not a number, never what it
+holds).
 
 Each key gets a verdict: held (a quorum of the nodes hold it), free (a quorum
 do not: it can be acquired now), or unknown (neither: the nodes that did not
@@ -60,9 +66,7 @@ with a newline, a tab or another character that does not show as itself
 cannot hold (its bad bytes are U+FFFD in "key"), quoted in "key_quoted" too.
 
 status talks to the nodes with go-redis whatever --driver run uses, and sends
-PTTL on the key and GET on its fencing counters (the per-key one is left out
-where the user may not read it, NOPERM: no fenced lock can be taken under
-that user either). Give the same --prefix as the
+PTTL on the key and GET on its fencing counters. Give the same --prefix as the
 clients that take the locks. On a node that is a Redis Cluster
 (redis://host:port?cluster=true&addr=host2:port2) it reads the cluster's slots
 with CLUSTER NODES from the first seed that answers, and asks each key of the
@@ -145,13 +149,16 @@ type keyNodeReport struct {
 	// without one; omitted when not held.
 	TTLMillis *int64 `json:"ttl_ms,omitempty"`
 	// Fence is the counter from which the next fenced grant draws its
-	// token on this node: the key's slot counter, or the per-key counter
-	// of earlier versions where that is larger (the acquiring script reads
-	// both and takes the larger). FenceSlot and FenceLegacy are the two,
-	// given only when the node has a per-key counter (FenceSlot only when
-	// the slot's counter exists too).
+	// token on this node: the counter of the key's slot (and prefix), or
+	// an old counter of earlier versions where that is larger (the
+	// acquiring script reads them and takes the largest): the counter of
+	// the slot that they shared between prefixes (a key with --prefix
+	// only), and the per-key counter. FenceSlot, FenceShared and
+	// FenceLegacy are the three, given only when the node has an old
+	// counter (each only when it exists).
 	Fence       *uint64 `json:"fence,omitempty"`
 	FenceSlot   *uint64 `json:"fence_slot,omitempty"`
+	FenceShared *uint64 `json:"fence_shared,omitempty"`
 	FenceLegacy *uint64 `json:"fence_legacy,omitempty"`
 	Error       string  `json:"error,omitempty"`
 	// Shard is, for a node that is a Redis Cluster, the primary asked: the
@@ -222,7 +229,7 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string)
 			for _, kr := range rep.Keys {
 				nr := keyNodeReport{Addr: a.String()}
 				cctx, cancel := context.WithTimeout(ctx, o.timeout)
-				k, shard, rerr := r.read(cctx, o.prefix+kr.Key)
+				k, shard, rerr := r.read(cctx, o.prefix, o.prefix+kr.Key)
 				cancel()
 				nr.Shard = shard
 				switch {
@@ -241,10 +248,15 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string)
 					if c, ok := k.Counter(); ok {
 						nr.Fence = &c
 					}
-					if k.LegacySet {
-						nr.FenceLegacy = &k.Legacy
+					if k.SharedSet || k.LegacySet {
 						if k.FenceSet {
 							nr.FenceSlot = &k.Fence
+						}
+						if k.SharedSet {
+							nr.FenceShared = &k.Shared
+						}
+						if k.LegacySet {
+							nr.FenceLegacy = &k.Legacy
 						}
 					}
 				}
@@ -340,12 +352,8 @@ func printStatus(w io.Writer, rep *statusReport) {
 			if nr.Fence != nil {
 				fence = fmt.Sprint(*nr.Fence)
 			}
-			if nr.FenceLegacy != nil {
-				slot := "-"
-				if nr.FenceSlot != nil {
-					slot = fmt.Sprint(*nr.FenceSlot)
-				}
-				fence += fmt.Sprintf(" (slot %s, per-key %d)", slot, *nr.FenceLegacy)
+			if nr.FenceShared != nil || nr.FenceLegacy != nil {
+				fence += " (" + fenceParts(nr) + ")"
 			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", keyText(kr.Key), nr.Addr, held, ttl, fence)
 		}
@@ -356,6 +364,23 @@ func printStatus(w io.Writer, rep *statusReport) {
 		fmt.Fprintf(w, "%s: %s: held on %d of %d %s, %d answered, quorum %d%s\n",
 			keyText(kr.Key), kr.State, kr.HeldOn, rep.Nodes, nodesWord(rep.Nodes), kr.Answered, rep.Quorum, noExpiryNote(kr))
 	}
+}
+
+// fenceParts names the counters behind a node's FENCE when it has an old
+// one: "slot 42, per-key 41", "slot -, shared 40" ("-" when the slot's
+// counter does not exist yet).
+func fenceParts(nr keyNodeReport) string {
+	parts := []string{"slot -"}
+	if nr.FenceSlot != nil {
+		parts[0] = fmt.Sprintf("slot %d", *nr.FenceSlot)
+	}
+	if nr.FenceShared != nil {
+		parts = append(parts, fmt.Sprintf("shared %d", *nr.FenceShared))
+	}
+	if nr.FenceLegacy != nil {
+		parts = append(parts, fmt.Sprintf("per-key %d", *nr.FenceLegacy))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // noExpiryNote returns what the verdict line of kr adds when some node

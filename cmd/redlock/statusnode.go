@@ -118,15 +118,15 @@ func (r *keyReader) identify(ctx context.Context) {
 	}
 }
 
-// read reads key (as named on the node, with any prefix) and returns, for a
-// cluster, the address of the primary that answered.
-func (r *keyReader) read(ctx context.Context, key string) (keystatus.Key, string, error) {
+// read reads key (as named on the node, with its prefix, prefix) and
+// returns, for a cluster, the address of the primary that answered.
+func (r *keyReader) read(ctx context.Context, prefix, key string) (keystatus.Key, string, error) {
 	if !r.node.Cluster {
 		if err := r.stalledErr(r.node.HostPort()); err != nil {
 			return keystatus.Key{}, "", err
 		}
 		c, _ := r.client(r.node.HostPort())
-		k, err := keystatus.Read(ctx, c, key, r.node.Cluster)
+		k, err := keystatus.Read(ctx, c, prefix, key)
 		r.checkStalled(ctx, r.node.HostPort(), err)
 		return k, "", r.explain(ctx, r.node.HostPort(), err)
 	}
@@ -152,7 +152,7 @@ func (r *keyReader) read(ctx context.Context, key string) (keystatus.Key, string
 		if err != nil {
 			return keystatus.Key{}, hostPort, err
 		}
-		k, err := keystatus.Read(ctx, c, key, r.node.Cluster)
+		k, err := keystatus.Read(ctx, c, prefix, key)
 		r.checkStalled(ctx, hostPort, err)
 		err = r.explain(ctx, hostPort, err)
 		if to, ok := redis.IsMovedError(err); ok && redirects < maxRedirects {

@@ -412,7 +412,6 @@ func (n *node) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error
 	if err := n.state.Err(); err != nil {
 		return rediscmd.Result{}, err
 	}
-	cmd.Cluster = cmd.Cluster || n.cluster // set by the caller for a cluster-enabled server given as one (see rediscmd.Commands)
 	var r rediscmd.Result
 	err := n.seeds.Err() // a refusal found after the map was read: see clusterseeds.Checker.Admit
 	if err == nil && n.shards != nil && !n.shards.known.Load() {

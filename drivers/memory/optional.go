@@ -47,8 +47,9 @@ func (n *Node) RaiseFence(ctx context.Context, key, value, fenceKey string, toke
 }
 
 // Fence returns the fencing counter at fenceKey, for tests. The counter of a
-// lock's key is at driver.FenceKey(key), key being the key on the node (with
-// redlock.WithKeyPrefix, the prefix and the lock's name); after a grant
+// lock's key is at driver.PrefixFenceKey(prefix, key), key being the key on
+// the node (with redlock.WithKeyPrefix, prefix and the lock's name; without,
+// prefix "" and the name: driver.FenceKey(key)); after a grant
 // with redlock.WithFencing it is the lock's Token on at least a quorum of
 // the nodes, until a later grant raises it.
 func (n *Node) Fence(fenceKey string) uint64 {

@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -32,55 +31,59 @@ type Key struct {
 	// TTL is the key's remaining time to live when Held; NoExpiry when the
 	// key has none (it was not set by a Redlock client).
 	TTL time.Duration
-	// Fence is the key's fencing counter (driver.FenceKey: the counter of
-	// its hash slot, which the keys of the slot share), 0 when it has none;
-	// FenceSet tells 0 from none.
+	// Fence is the key's fencing counter (driver.PrefixFenceKey: the
+	// counter of its hash slot, and of its key prefix when it has one, which
+	// those keys share), 0 when it has none; FenceSet tells 0 from none.
 	Fence    uint64
 	FenceSet bool
-	// Legacy is the key's per-key counter of earlier versions
-	// (driver.LegacyFenceKey), which the acquiring script reads beside
-	// Fence and takes when larger (it never writes it); LegacySet tells 0
-	// from none. It is not read on a cluster when it lies in another hash
-	// slot than the key (the script does not read it there either: see
-	// driver.FenceKeys), nor when the user may not read it (NOPERM: then no
-	// fenced lock can be taken under that user either, since a script needs
-	// access to every key it declares).
+	// Shared is, for a key with a prefix, the counter of its slot that
+	// versions before kept for every prefix (driver.FenceKey), and Legacy
+	// the per-key counter of still earlier versions (driver.LegacyFenceKey):
+	// the old counters (driver.OldFenceKeys), which the acquiring script
+	// reads beside Fence and takes when larger (it never writes them).
+	// SharedSet and LegacySet tell 0 from none. They are read as the script
+	// reads them: one the user may not read, one another node of a cluster
+	// serves, and one that does not hold a number count as none.
+	Shared    uint64
+	SharedSet bool
 	Legacy    uint64
 	LegacySet bool
 }
 
 // Counter returns the counter from which the next fenced grant draws its
-// token on this node, the larger of Fence and Legacy (the token is one more
-// than the largest Counter among the granting nodes), and whether either
-// exists.
-func (k Key) Counter() (uint64, bool) {
-	switch {
-	case k.FenceSet && k.LegacySet:
-		return max(k.Fence, k.Legacy), true
-	case k.LegacySet:
-		return k.Legacy, true
-	default:
-		return k.Fence, k.FenceSet
+// token on this node, the largest of Fence, Shared and Legacy (the token is
+// one more than the largest Counter among the granting nodes), and whether
+// any exists.
+func (k Key) Counter() (n uint64, ok bool) {
+	for _, c := range [...]struct {
+		n   uint64
+		set bool
+	}{{k.Fence, k.FenceSet}, {k.Shared, k.SharedSet}, {k.Legacy, k.LegacySet}} {
+		if c.set {
+			n, ok = max(n, c.n), true
+		}
 	}
+	return n, ok
 }
 
 // NoExpiry is the TTL of a key that exists without a time to live.
 const NoExpiry = time.Duration(-1)
 
-// Read asks c what it holds for key, as it is named on the node (with any key
-// prefix), in one round trip: PTTL key, GET of its fencing counter, and GET
-// of its legacy counter when the acquiring script reads it (cluster says
-// whether the node is a Redis Cluster: see driver.FenceKeys).
-func Read(ctx context.Context, c *redis.Client, key string, cluster bool) (Key, error) {
-	fenceKeys := driver.FenceKeys(key, driver.FenceKey(key), cluster)
+// Read asks c what it holds for key, as it is named on the node (with its
+// key prefix, prefix), in one round trip: PTTL key, and GET of its fencing
+// counter and of the old counters that the acquiring script reads
+// (driver.OldFenceKeys).
+func Read(ctx context.Context, c *redis.Client, prefix, key string) (Key, error) {
+	fk := driver.PrefixFenceKey(prefix, key)
+	names := append([]string{fk}, driver.OldFenceKeys(key, fk)...)
 	var (
 		pttl   *redis.DurationCmd
-		fences = make([]*redis.StringCmd, len(fenceKeys))
+		fences = make([]*redis.StringCmd, len(names))
 	)
 	_, perr := c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		pttl = p.PTTL(ctx, key)
-		for i, fk := range fenceKeys {
-			fences[i] = p.Get(ctx, fk)
+		for i, name := range names {
+			fences[i] = p.Get(ctx, name)
 		}
 		return nil
 	})
@@ -101,15 +104,19 @@ func Read(ctx context.Context, c *redis.Client, key string, cluster bool) (Key, 
 		k.Held, k.TTL = true, d
 	}
 	var err error
-	if k.Fence, k.FenceSet, err = counter(fences[0], "fencing counter", fenceKeys[0]); err != nil {
+	if k.Fence, k.FenceSet, err = counter(fences[0], "fencing counter", fk); err != nil {
 		return Key{}, err
 	}
-	if len(fences) > 1 {
-		if k.Legacy, k.LegacySet, err = counter(fences[1], "per-key fencing counter of earlier versions", fenceKeys[1]); err != nil {
-			var reply redis.Error
-			if !errors.As(err, &reply) || !strings.HasPrefix(reply.Error(), "NOPERM") {
-				return Key{}, err
-			}
+	for i, name := range names[1:] {
+		n, set, err := counter(fences[1+i], "old fencing counter", name)
+		switch {
+		case err != nil:
+			// As the script: an old counter it may not read, or that is
+			// not a number, is none.
+		case name == driver.LegacyFenceKey(key):
+			k.Legacy, k.LegacySet = n, set
+		default:
+			k.Shared, k.SharedSet = n, set
 		}
 	}
 	return k, nil

@@ -56,20 +56,20 @@ func TestRead(t *testing.T) {
 		{"forever", keystatus.Key{Held: true, TTL: keystatus.NoExpiry}},
 		{"released", keystatus.Key{Fence: 7, FenceSet: true}},
 	} {
-		got, err := keystatus.Read(t.Context(), c, tc.key, false)
+		got, err := keystatus.Read(t.Context(), c, "", tc.key)
 		if err != nil || got != tc.want {
 			t.Errorf("Read(%s) = %+v, %v; want %+v", tc.key, got, err, tc.want)
 		}
 	}
-	got, err := keystatus.Read(t.Context(), c, "held", false)
+	got, err := keystatus.Read(t.Context(), c, "", "held")
 	if err != nil || !got.Held || got.TTL <= 0 || got.TTL > 30*time.Second || got.Fence != 41 || !got.FenceSet {
 		t.Errorf("Read(held) = %+v, %v; want held with a TTL in (0, 30s] and fence 41", got, err)
 	}
-	if _, err := keystatus.Read(t.Context(), c, "garbled", false); err == nil {
+	if _, err := keystatus.Read(t.Context(), c, "", "garbled"); err == nil {
 		t.Error("Read of a key whose fencing counter is not a number: no error")
 	}
 	srv.Kill()
-	if _, err := keystatus.Read(t.Context(), c, "held", false); err == nil {
+	if _, err := keystatus.Read(t.Context(), c, "", "held"); err == nil {
 		t.Error("Read from a killed server: no error")
 	}
 }
@@ -83,17 +83,18 @@ func TestReadRefusedConnection(t *testing.T) {
 		"redis://:wrong@" + srv.Addr():      "WRONGPASS",
 		"redis://:pw@" + srv.Addr() + "/99": "DB index is out of range",
 	} {
-		got, err := keystatus.Read(t.Context(), client(t, addr), "k", false)
+		got, err := keystatus.Read(t.Context(), client(t, addr), "", "k")
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Read through %s = %+v, %v; want an error with %q", addr, got, err, want)
 		}
 	}
 }
 
-// Read reads the per-key counter of earlier versions where the acquiring
-// script does (driver.FenceKeys), and Counter gives the larger of the two:
-// the counter the next fenced grant draws its token from.
-func TestReadLegacyCounter(t *testing.T) {
+// Read reads the old counters where the acquiring script does
+// (driver.OldFenceKeys), as it does (one that is not a number, or that the
+// user may not read, is none), and Counter gives the largest: the counter
+// the next fenced grant draws its token from.
+func TestReadOldCounters(t *testing.T) {
 	srv := redistest.NewServer(t)
 	setUp(t, srv,
 		[]string{"SET", driver.LegacyFenceKey("old"), "41"},
@@ -101,36 +102,42 @@ func TestReadLegacyCounter(t *testing.T) {
 		[]string{"SET", driver.LegacyFenceKey("both"), "5"},
 		[]string{"SET", driver.LegacyFenceKey("a}b"), "9"}, // "a}b:fence": another slot than "a}b"
 		[]string{"SET", driver.LegacyFenceKey("garbled"), "nine"},
-		[]string{"SET", driver.LegacyFenceKey("nop"), "3"},
-		[]string{"ACL", "SETUSER", "reader", "on", ">pw", "~nop", "~redlock:fence:*", "+pttl", "+get"})
+		[]string{"SET", driver.LegacyFenceKey("p:nop"), "3"},
+		[]string{"SET", driver.FenceKey("p:nop"), "4"},
+		[]string{"SET", driver.PrefixFenceKey("p:", "p:nop"), "2"},
+		[]string{"SET", driver.FenceKey("p:all"), "12"},
+		[]string{"SET", driver.LegacyFenceKey("p:all"), "11"},
+		[]string{"SET", driver.PrefixFenceKey("p:", "p:all"), "10"},
+		[]string{"SET", driver.FenceKey("p:new"), "30"},
+		[]string{"SET", driver.PrefixFenceKey("p:", "p:new"), "31"},
+		[]string{"ACL", "SETUSER", "reader", "on", ">pw", "~p:*", "+pttl", "+get"})
 	c := client(t, srv.Addr())
 	for _, tc := range []struct {
-		key     string
-		cluster bool
-		want    keystatus.Key
-		counter uint64
+		prefix, key string
+		want        keystatus.Key
+		counter     uint64
 	}{
-		{"old", false, keystatus.Key{Legacy: 41, LegacySet: true}, 41},
-		{"both", false, keystatus.Key{Fence: 7, FenceSet: true, Legacy: 5, LegacySet: true}, 7},
-		{"a}b", false, keystatus.Key{Legacy: 9, LegacySet: true}, 9},
-		{"a}b", true, keystatus.Key{}, 0},                             // a cluster refuses a script over two slots: not read there
-		{"old", true, keystatus.Key{Legacy: 41, LegacySet: true}, 41}, // "{old}:fence" is in the slot of "old"
+		{"", "old", keystatus.Key{Legacy: 41, LegacySet: true}, 41},
+		{"", "both", keystatus.Key{Fence: 7, FenceSet: true, Legacy: 5, LegacySet: true}, 7},
+		{"", "a}b", keystatus.Key{Legacy: 9, LegacySet: true}, 9},
+		{"", "garbled", keystatus.Key{}, 0}, // as the script: not a number is none
+		{"p:", "p:all", keystatus.Key{Fence: 10, FenceSet: true, Shared: 12, SharedSet: true, Legacy: 11, LegacySet: true}, 12},
+		{"p:", "p:new", keystatus.Key{Fence: 31, FenceSet: true, Shared: 30, SharedSet: true}, 31},
+		{"p:", "p:nop", keystatus.Key{Fence: 2, FenceSet: true, Shared: 4, SharedSet: true, Legacy: 3, LegacySet: true}, 4},
+		{"", "p:all", keystatus.Key{Fence: 12, FenceSet: true, Legacy: 11, LegacySet: true}, 12}, // without the prefix: the shared counter is the one in use
 	} {
-		got, err := keystatus.Read(t.Context(), c, tc.key, tc.cluster)
+		got, err := keystatus.Read(t.Context(), c, tc.prefix, tc.key)
 		if err != nil || got != tc.want {
-			t.Errorf("Read(%s, cluster %v) = %+v, %v; want %+v", tc.key, tc.cluster, got, err, tc.want)
+			t.Errorf("Read(%q, %q) = %+v, %v; want %+v", tc.prefix, tc.key, got, err, tc.want)
 		}
-		if n, ok := got.Counter(); n != tc.counter || ok != (tc.want.FenceSet || tc.want.LegacySet) {
-			t.Errorf("Read(%s, cluster %v).Counter() = %d, %v; want %d", tc.key, tc.cluster, n, ok, tc.counter)
+		if n, ok := got.Counter(); n != tc.counter || ok != (tc.want.FenceSet || tc.want.SharedSet || tc.want.LegacySet) {
+			t.Errorf("Read(%q, %q).Counter() = %d, %v; want %d", tc.prefix, tc.key, n, ok, tc.counter)
 		}
 	}
-	if _, err := keystatus.Read(t.Context(), c, "garbled", false); err == nil || !strings.Contains(err.Error(), "not a number") {
-		t.Errorf("Read of a key whose per-key counter is not a number: %v, want an error", err)
-	}
-	// A user that may not read the per-key counter (no fenced lock can be
-	// taken under it either) gets the rest.
-	got, err := keystatus.Read(t.Context(), client(t, "redis://reader:pw@"+srv.Addr()), "nop", false)
-	if err != nil || got != (keystatus.Key{}) {
-		t.Errorf("Read(nop) as a user that may not read {nop}:fence = %+v, %v; want nothing, no error", got, err)
+	// A user that may read only the prefix's keys gets the counter in
+	// use, and the old ones count as none, as in the script.
+	got, err := keystatus.Read(t.Context(), client(t, "redis://reader:pw@"+srv.Addr()), "p:", "p:nop")
+	if want := (keystatus.Key{Fence: 2, FenceSet: true}); err != nil || got != want {
+		t.Errorf("Read(p:nop) as a user that may read only p:* = %+v, %v; want %+v, no error", got, err, want)
 	}
 }

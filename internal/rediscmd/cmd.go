@@ -25,13 +25,13 @@ type Op uint8
 // method.
 const (
 	OpSetNX         Op = iota // SET Key Value NX PX TTL
-	OpSetNXFence              // driver.SetNXFenceScript: Key, driver.FenceKeys; Value, TTL
+	OpSetNXFence              // driver.SetNXFenceScript: Key, FenceKey; Value, TTL, driver.OldFenceKeys
 	OpRelease                 // driver.ReleaseScript: Key; Value
 	OpReleaseNotify           // driver.ReleaseNotifyScript: Key; Value, Channel or driver.ReleaseChannel(Key)
 	OpExtend                  // driver.ExtendScript: Key; Value, TTL
 	OpRaiseFence              // driver.RaiseFenceScript: Key, FenceKey; Value, Token
 	OpTTL                     // driver.TTLScript: Key; Value
-	OpSetNXAgain              // driver.SetNXAgainScript: Key, driver.FenceKeys when FenceKey is set; Value, TTL (see Cmd.Again)
+	OpSetNXAgain              // driver.SetNXAgainScript: Key, and FenceKey when set; Value, TTL, and driver.OldFenceKeys when FenceKey is set (see Cmd.Again)
 )
 
 var opNames = [...]string{
@@ -64,13 +64,6 @@ type Cmd struct {
 	// Channel is ReleaseNotify's channel, driver.ReleaseChannel(Key), when
 	// the caller computed it once for all its nodes; "" has Args compute it.
 	Channel string
-	// Cluster is set by a driver whose node is a Redis Cluster, which
-	// refuses a script whose keys are in several hash slots: SetNXFence then
-	// leaves out a legacy counter of another slot (see driver.FenceKeys).
-	// Commands.SetNXFence sets it too, to send the script again to a
-	// cluster-enabled server given as one server, which refused it
-	// (CROSSSLOT); drivers keep it set.
-	Cluster bool
 }
 
 // SetNX is driver.Node's SetNX: SET key value NX PX ttl.
@@ -235,8 +228,8 @@ func (c *Cmd) Script() (driver.Script, bool) {
 	return driver.Script{}, false
 }
 
-// Keys returns the command's keys: the lock key, then for RaiseFence the
-// fencing counter, and for SetNXFence driver.FenceKeys.
+// Keys returns the command's keys: the lock key, then for RaiseFence,
+// SetNXFence and a fenced SetNXAgain the fencing counter.
 func (c *Cmd) Keys() []string {
 	keys, n := c.KeyArray()
 	return keys[:n:n]
@@ -246,24 +239,28 @@ func (c *Cmd) Keys() []string {
 // keys. A driver that passes them through a function value copies the array
 // rather than a slice, which would escape to the heap.
 func (c *Cmd) KeyArray() (keys [3]string, n int) {
-	switch c.Op {
-	case OpSetNXFence, OpSetNXAgain:
-		keys[0], n = c.Key, 1
-		if c.Op == OpSetNXAgain && c.FenceKey == "" {
-			return keys, n
-		}
-		for _, k := range driver.FenceKeys(c.Key, c.FenceKey, c.Cluster) {
-			keys[n], n = k, n+1
-		}
-		return keys, n
-	case OpRaiseFence:
+	if c.fenced() {
 		return [3]string{c.Key, c.FenceKey}, 2
 	}
 	return [3]string{c.Key}, 1
 }
 
+// fenced reports whether the command reads or writes the fencing counter
+// FenceKey.
+func (c *Cmd) fenced() bool {
+	switch c.Op {
+	case OpSetNXFence, OpRaiseFence:
+		return true
+	case OpSetNXAgain:
+		return c.FenceKey != ""
+	}
+	return false
+}
+
 // Args returns the script's arguments (ARGV), or for SetNX the arguments of
-// SET after the key: Value NX PX ms.
+// SET after the key: Value NX PX ms. A fenced SET NX's end with the old
+// counters that its script reads as far as it may (driver.OldFenceKeys): not
+// keys, which Redis would check against the user's ACL for writing.
 func (c *Cmd) Args() []string {
 	args, n := c.ArgArray()
 	return args[:n:n]
@@ -277,7 +274,13 @@ func (c *Cmd) ArgArray() (args [4]string, n int) {
 	switch c.Op {
 	case OpSetNX:
 		return [4]string{c.Value, "NX", "PX", driver.MillisecondsString(c.TTL)}, 4
-	case OpSetNXFence, OpSetNXAgain, OpExtend:
+	case OpSetNXFence, OpSetNXAgain:
+		args, n = [4]string{c.Value, driver.MillisecondsString(c.TTL)}, 2
+		if c.fenced() {
+			n += copy(args[n:], driver.OldFenceKeys(c.Key, c.FenceKey))
+		}
+		return args, n
+	case OpExtend:
 		return [4]string{c.Value, driver.MillisecondsString(c.TTL)}, 2
 	case OpRaiseFence:
 		return [4]string{c.Value, strconv.FormatUint(c.Token, 10)}, 2

@@ -53,6 +53,8 @@ func TestCmdParse(t *testing.T) {
 
 func TestCmdEncoding(t *testing.T) {
 	ttl := 1500*time.Millisecond + 1 // rounds up
+	fk, pk := driver.FenceKey("lock:k"), driver.PrefixFenceKey("lock:", "lock:k")
+	require.Equal(t, "lock:"+fk, pk)
 	for _, tc := range []struct {
 		cmd    rediscmd.Cmd
 		script driver.Script // zero for none
@@ -61,15 +63,19 @@ func TestCmdEncoding(t *testing.T) {
 		name   string
 	}{
 		{rediscmd.SetNX("k", "v", ttl), driver.Script{}, []string{"k"}, []string{"v", "NX", "PX", "1501"}, "SET NX"},
-		{rediscmd.SetNXFence("k", "v", ttl, "f"), driver.SetNXFenceScript(), []string{"k", "f", "{k}:fence"}, []string{"v", "1501"}, "SET NX fence"},
-		{onCluster(rediscmd.SetNXFence("k}", "v", ttl, "f")), driver.SetNXFenceScript(), []string{"k}", "f"}, []string{"v", "1501"}, "SET NX fence"},
+		// A prefixed counter ("lock:" + FenceKey) reads the shared one too,
+		// and every counter reads the legacy one: arguments, never keys
+		// (see Cmd.Args).
+		{rediscmd.SetNXFence("lock:k", "v", ttl, pk), driver.SetNXFenceScript(), []string{"lock:k", pk}, []string{"v", "1501", fk, "{lock:k}:fence"}, "SET NX fence"},
+		{rediscmd.SetNXFence("lock:k", "v", ttl, fk), driver.SetNXFenceScript(), []string{"lock:k", fk}, []string{"v", "1501", "{lock:k}:fence"}, "SET NX fence"},
+		{rediscmd.SetNXFence("k}", "v", ttl, driver.FenceKey("k}")), driver.SetNXFenceScript(), []string{"k}", driver.FenceKey("k}")}, []string{"v", "1501", "k}:fence"}, "SET NX fence"},
 		{rediscmd.Release("k", "v"), driver.ReleaseScript(), []string{"k"}, []string{"v"}, "release"},
 		{rediscmd.ReleaseNotify("k", "v"), driver.ReleaseNotifyScript(), []string{"k"}, []string{"v", driver.ReleaseChannel("k")}, "release"},
 		{rediscmd.Extend("k", "v", ttl), driver.ExtendScript(), []string{"k"}, []string{"v", "1501"}, "extend"},
 		{rediscmd.RaiseFence("k", "v", "f", 9), driver.RaiseFenceScript(), []string{"k", "f"}, []string{"v", "9"}, "raise fence"},
 		{again(rediscmd.SetNX("k", "v", ttl)), driver.SetNXAgainScript(), []string{"k"}, []string{"v", "1501"}, "SET NX again"},
-		{again(rediscmd.SetNXFence("k", "v", ttl, "f")), driver.SetNXAgainScript(), []string{"k", "f", "{k}:fence"}, []string{"v", "1501"}, "SET NX again"},
-		{again(onCluster(rediscmd.SetNXFence("k}", "v", ttl, "f"))), driver.SetNXAgainScript(), []string{"k}", "f"}, []string{"v", "1501"}, "SET NX again"},
+		{again(rediscmd.SetNXFence("lock:k", "v", ttl, pk)), driver.SetNXAgainScript(), []string{"lock:k", pk}, []string{"v", "1501", fk, "{lock:k}:fence"}, "SET NX again"},
+		{again(rediscmd.SetNXFence("lock:k", "v", ttl, fk)), driver.SetNXAgainScript(), []string{"lock:k", fk}, []string{"v", "1501", "{lock:k}:fence"}, "SET NX again"},
 	} {
 		s, ok := tc.cmd.Script()
 		require.Equal(t, tc.script, s, tc.name)
@@ -109,12 +115,6 @@ func TestAgain(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, rediscmd.Result{}, r)
 	}
-}
-
-// onCluster returns c as a driver sends it to a Redis Cluster.
-func onCluster(c rediscmd.Cmd) rediscmd.Cmd {
-	c.Cluster = true
-	return c
 }
 
 // TestReleaseNotifyOn checks that a release given its channel sends what one

@@ -2,11 +2,7 @@ package rediscmd
 
 import (
 	"context"
-	"strings"
 	"time"
-
-	"github.com/go-redlock/redlock/driver"
-	"github.com/go-redlock/redlock/internal/replyerr"
 )
 
 // Commands are the command methods of a Redis driver's node, one per method
@@ -37,26 +33,10 @@ func (c Commands) Extend(ctx context.Context, key, value string, ttl time.Durati
 }
 
 // SetNXFence runs driver.SetNXFenceScript: SET key value NX PX ttl, and the
-// counter at fenceKey read in the same step.
-//
-// A cluster-enabled server given as one server refuses, before running it,
-// a script whose keys are in several hash slots (CROSSSLOT): with the legacy
-// counter of a key that has a '}' but no hash tag (see
-// driver.LegacyFenceKey). The script is then sent again as to a cluster,
-// without that counter, which a cluster never held.
+// counter at fenceKey read in the same step, with the old counters
+// (driver.OldFenceKeys).
 func (c Commands) SetNXFence(ctx context.Context, key, value string, ttl time.Duration, fenceKey string) (bool, uint64, error) {
-	cmd := SetNXFence(key, value, ttl, fenceKey)
-	r, err := c.Run(ctx, cmd)
-	if err != nil && crossSlot(err) && len(driver.FenceKeys(key, fenceKey, true)) < len(driver.FenceKeys(key, fenceKey, false)) {
-		cmd.Cluster = true
-		r, err = c.Run(ctx, cmd)
-	}
-	return OKCounter(r, err)
-}
-
-// crossSlot reports whether a CROSSSLOT error reply is in err's chain.
-func crossSlot(err error) bool {
-	return replyerr.Find(err, func(msg string) bool { return strings.HasPrefix(msg, "CROSSSLOT ") })
+	return OKCounter(c.Run(ctx, SetNXFence(key, value, ttl, fenceKey)))
 }
 
 // RaiseFence runs driver.RaiseFenceScript.

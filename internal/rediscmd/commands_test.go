@@ -3,7 +3,6 @@ package rediscmd
 import (
 	"context"
 	"errors"
-	"fmt"
 	"testing"
 	"time"
 )
@@ -80,37 +79,6 @@ func TestCommands(t *testing.T) {
 					t.Errorf("TTL returned %v, want 3s", got.ttl)
 				}
 			}
-		}
-	}
-}
-
-// SetNXFence refused with CROSSSLOT (a cluster-enabled server given as one
-// server, a key whose legacy counter is in another slot) is sent again as to
-// a cluster, once; a key whose counters share its slot is not sent again.
-func TestSetNXFenceCrossSlot(t *testing.T) {
-	crossSlot := fmt.Errorf("goredis: SET NX fence: %w", errors.New("CROSSSLOT Keys in request don't hash to the same slot"))
-	for _, tc := range []struct {
-		key   string
-		sends int
-	}{{"a}b", 2}, {"plain", 1}} {
-		var sent []Cmd
-		c := Commands{Run: func(_ context.Context, cmd Cmd) (Result, error) {
-			sent = append(sent, cmd)
-			if !cmd.Cluster {
-				return Result{}, crossSlot
-			}
-			return Result{OK: true, Counter: 4}, nil
-		}}
-		ok, n, err := c.SetNXFence(context.Background(), tc.key, "v", time.Second, "f")
-		if len(sent) != tc.sends {
-			t.Fatalf("%q: sent %d times, want %d", tc.key, len(sent), tc.sends)
-		}
-		if tc.sends == 2 {
-			if !sent[1].Cluster || !ok || n != 4 || err != nil {
-				t.Errorf("%q: sent again %+v, returned %v %d %v", tc.key, sent[1], ok, n, err)
-			}
-		} else if !errors.Is(err, crossSlot) {
-			t.Errorf("%q: returned %v, want the CROSSSLOT error", tc.key, err)
 		}
 	}
 }

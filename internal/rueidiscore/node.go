@@ -840,8 +840,7 @@ func (n *node[C, D, R, L]) Close() error {
 // and names the command (and on a cluster its slot: see onShard) unless
 // there was no client to send it.
 func (n *node[C, D, R, L]) do(ctx context.Context, cmd rediscmd.Cmd) (rediscmd.Result, error) {
-	cmd.Cluster = cmd.Cluster || n.cluster // set by the caller for a cluster-enabled server given as one (see rediscmd.Commands)
-	if err := n.seeds.Err(); err != nil {  // a refusal found after the client was created: see clusterseeds.Checker.Admit
+	if err := n.seeds.Err(); err != nil { // a refusal found after the client was created: see clusterseeds.Checker.Admit
 		return rediscmd.Result{}, cmd.Failed(ctx, n.lib.Name, err)
 	}
 	if n.cluster && cmd.FenceKey != "" && driver.HashSlot(cmd.FenceKey) != driver.HashSlot(cmd.Key) {
