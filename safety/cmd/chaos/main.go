@@ -11,7 +11,8 @@
 // While it runs, a line on standard error every -progress (5s) tells the
 // grants, faults and overlaps so far. At the end it prints grants by driver,
 // faults by kind and overlaps (two holders at once), and exits with 1 if
-// there was any overlap or the harness failed, 2 for bad flags, 0 otherwise.
+// there was any overlap or the harness failed, 2 for bad flags, 0 otherwise
+// (-h included).
 // Interrupt it (Ctrl-C, or SIGTERM as from kill or a CI job's timeout) to stop
 // early: the report covers what ran; a second signal ends it at once. It
 // needs redis-server. From the safety module:
@@ -71,6 +72,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	f.DurationVar(&cfg.ProgressEvery, "progress", 5*time.Second, "how often a line on stderr tells the grants, faults and overlaps so far")
 	f.BoolVar(&verbose, "v", false, "print every fault as it is applied and healed")
 	if err := f.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) { // -h: the flags were asked for
+			return 0
+		}
 		return 2
 	}
 	if f.NArg() > 0 {

@@ -29,6 +29,18 @@ func TestChaosBadFlags(t *testing.T) {
 	}
 }
 
+// TestChaosHelp: -h (or -help) prints the flags and exits 0, as the benchmark
+// runner's does: asking for help is not a bad flag, and the command's doc
+// keeps 2 for bad flags.
+func TestChaosHelp(t *testing.T) {
+	for _, arg := range []string{"-h", "-help", "--help"} {
+		var stdout, stderr bytes.Buffer
+		if code := run(t.Context(), []string{arg}, &stdout, &stderr); code != 0 || !strings.Contains(stderr.String(), "-fault-every") {
+			t.Errorf("chaos %s: exit %d, stderr %q; want 0 and the flags", arg, code, &stderr)
+		}
+	}
+}
+
 // TestChaosZeroFlags: chaos.Config reads a zero as its own default, which is
 // not the command's (TTL 1s where -ttl shows 500ms, 5 nodes where -nodes
 // says at least 3), so a zero given on the command line is refused, as
