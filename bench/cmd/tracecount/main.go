@@ -12,6 +12,7 @@
 // runs' counts divided by n: what n more operations cost, without the
 // set-up both runs share (servers' clients, the warm-up run of one
 // operation, the proxy). The pattern must select exactly one benchmark.
+// Ctrl-C or SIGTERM stops it: its temporary directory is removed, exit 1.
 //
 // A wake is a goroutine's transition from waiting to runnable, counted by
 // why and where it had blocked: the reason the trace gives (select, chan
@@ -33,6 +34,8 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+
+	"github.com/go-redlock/redlock/internal/stopsignal"
 )
 
 // defaultBench is the Far case at one locker, goredis.
@@ -48,7 +51,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "tracecount: -n and -top must be at least 1")
 		os.Exit(2)
 	}
-	if err := run(context.Background(), *bench, *n, *testBin, *top, os.Stdout); err != nil {
+	// Ctrl-C or SIGTERM ends the builds and runs, and run removes its
+	// temporary directory (the built test binary, the traces) before the
+	// command exits 1.
+	ctx, stop := stopsignal.Context()
+	err := run(ctx, *bench, *n, *testBin, *top, os.Stdout)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "tracecount:", err)
 		os.Exit(1)
 	}
