@@ -51,6 +51,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "tracecount: -n and -top must be at least 1")
 		os.Exit(2)
 	}
+	if flag.NArg() > 0 { // a benchmark's name given without -bench, say
+		fmt.Fprintf(os.Stderr, "tracecount: unexpected argument %q (the benchmark goes in -bench)\n", flag.Arg(0))
+		os.Exit(2)
+	}
+	if _, err := regexp.Compile(*bench); err != nil { // go test -bench compiles each part between slashes; a whole that compiles has parts that do
+		fmt.Fprintf(os.Stderr, "tracecount: -bench %s: want a regular expression, as go test -bench takes: %v\n", *bench, err)
+		os.Exit(2)
+	}
 	// Ctrl-C or SIGTERM ends the builds and runs, and run removes its
 	// temporary directory (the built test binary, the traces) before the
 	// command exits 1.
