@@ -32,8 +32,11 @@ import (
 //   - Debug: every acquisition attempt (outcome, votes, duration), the wait
 //     of every Lock, every Extend, Unlock and Do, every node call that failed,
 //     and every waiter woken to try again ("redlock: woken to try again": by
-//     a release, or by the end of another attempt of its Client on the key
-//     that it found in flight; the Wake event does not say which).
+//     a release, by the end of another attempt of its Client on the key
+//     that it found in flight, by a subscription to the key's releases made
+//     again or confirmed late, or by the end of the releases of the keys its
+//     own failed attempts left: see Observer's Wake; the event does not say
+//     which).
 //
 // Every record about a lock carries its key as the attribute "key" (without
 // the Client's prefix). No record contains a lock's value or a node's password:
