@@ -18,13 +18,7 @@ import (
 // argument, such as a benchmark's name given without -bench, was ignored and
 // the default benchmark traced).
 func TestBadArgs(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the command")
-	}
-	bin := filepath.Join(t.TempDir(), "tracecount")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildCommand(t)
 	for _, tc := range []struct {
 		args []string
 		name string
@@ -46,4 +40,18 @@ func TestBadArgs(t *testing.T) {
 			t.Errorf("tracecount %q: %v, stderr %q; want exit 2 at once, naming %s", tc.args, err, &stderr, tc.name)
 		}
 	}
+}
+
+// buildCommand builds the command into a temporary directory and returns its
+// path; it skips under -short, since the tests that run it run long.
+func buildCommand(t *testing.T) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds the command and runs it")
+	}
+	bin := filepath.Join(t.TempDir(), "tracecount")
+	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	return bin
 }

@@ -22,13 +22,7 @@ import (
 // built and run as a process of its own, and signalled once its temporary
 // directory exists (it then builds the suite with go test -c).
 func TestTerminatedRemovesTemp(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the command and starts building the bench suite")
-	}
-	bin := filepath.Join(t.TempDir(), "tracecount")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	bin := buildCommand(t)
 	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
 		t.Run(sig.String(), func(t *testing.T) {
 			tmp := t.TempDir()
