@@ -514,3 +514,50 @@ func TestMarkdownNamesItsCommand(t *testing.T) {
 		t.Errorf("the chart does not say one round:\n%s", svg[:min(len(svg), 600)])
 	}
 }
+
+// TestScaleTargetHeldTooShort: the Scale target asks for no lock lost "over
+// three extension periods" (an extension every TTL/3), and the report's notes
+// say the locks were held "11s: three extension periods". A run given a
+// shorter -scale-for (1s: no extension at all) claimed the target met and
+// the 11s all the same. Now the notes give the hold the run used and the
+// periods it spans, and a hold of fewer than three periods does not meet the
+// target, whose row says why.
+func TestScaleTargetHeldTooShort(t *testing.T) {
+	scaleTarget := func(r *Report) *Target {
+		for _, tg := range r.ScaleTargets() {
+			if strings.HasPrefix(tg.Name, "Scale: every lock acquired") {
+				return &tg
+			}
+		}
+		return nil
+	}
+	r := scaleReport()
+	r.Results = slices.DeleteFunc(r.Results, func(res *Result) bool { return res.Contender == "goredis" })
+	for _, tc := range []struct {
+		hold  time.Duration
+		met   bool
+		notes string
+	}{
+		{0, true, "(11s: three extension periods)"}, // the default
+		{bench.DefaultScaleFor, true, "(11s: three extension periods)"},
+		{20 * time.Second, true, "(20s: six extension periods)"},
+		{time.Second, false, "(1s: no extension period)"},
+		{5 * time.Second, false, "(5s: one extension period)"},
+	} {
+		r.Config.ScaleFor = tc.hold
+		tg := scaleTarget(r)
+		if tg == nil {
+			t.Fatalf("hold %v: no Scale target", tc.hold)
+		}
+		if tg.Met != tc.met {
+			t.Errorf("hold %v: target %q met %v, want %v", tc.hold, tg.Name, tg.Met, tc.met)
+		}
+		if !tc.met && !strings.Contains(tg.Name, tc.hold.String()) {
+			t.Errorf("hold %v: target %q does not say how long the locks were held", tc.hold, tg.Name)
+		}
+		md := r.Markdown()
+		if !strings.Contains(md, "then for the hold time "+tc.notes) {
+			t.Errorf("hold %v: the notes lack %q", tc.hold, tc.notes)
+		}
+	}
+}

@@ -110,7 +110,8 @@ func (r *Report) Markdown() string {
 		fmt.Fprintf(&b, "### %s\n\n", title(g[0]))
 		r.table(&b, g)
 	}
-	b.WriteString(methodNotes)
+	hold, periods := r.scaleHold()
+	b.WriteString(strings.Replace(methodNotes, scaleHoldNote, fmt.Sprintf("%v: %s", hold, periodsText(periods)), 1))
 	return b.String()
 }
 
@@ -303,6 +304,11 @@ func sig3(v float64) string {
 	return strconv.FormatFloat(v, 'f', 0, 64)
 }
 
+// scaleHoldNote stands in methodNotes for the Scale case's hold time, which
+// Markdown writes there: the report's -scale-for and the extension periods
+// it spans.
+const scaleHoldNote = "SCALE-HOLD"
+
 // methodNotes close RESULTS.md.
 const methodNotes = `## How these figures are made
 
@@ -366,7 +372,7 @@ const methodNotes = `## How these figures are made
   (without a delay the proxy's work falls inside each operation, with one it falls 20ms later, in larger
   chunks: proxied=2 can be the slower of the two).
 - **Scale:** N concurrent Do calls on five nodes by one client (TTL 10s, an extension every TTL/3), each
-  fn waiting until all hold their lock and then for the hold time (11s: three extension periods);
+  fn waiting until all hold their lock and then for the hold time (` + scaleHoldNote + `);
   one run is one operation. **bytes per held lock** is the heap and stacks in use while all are held,
   less those of the same N goroutines while their fn waits, each calling fn directly rather than through
   Do (fn's own), over N; **CPU per held lock per second** is the
