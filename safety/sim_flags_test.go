@@ -13,20 +13,29 @@ import (
 // negative -sim.workers or -sim.reports, which it ran as if they had not been
 // given (GOMAXPROCS workers; no report).
 func TestSimulationRejectsBadFlags(t *testing.T) {
-	if os.Getenv("SAFETY_SIM_FLAGS_CHILD") != "" {
+	const child = "SAFETY_SIM_FLAGS_CHILD"
+	if os.Getenv(child) != "" {
 		t.Skip("the child runs TestSimulation only")
 	}
-	for _, args := range [][]string{{"-schedules=-5"}, {"-schedules=0"}, {"-sim.repeat=0"}, {"-sim.repeat=-2"}, {"-sim.workers=-1"}, {"-sim.reports=-1"}} {
-		cmd := exec.CommandContext(t.Context(), os.Args[0], append([]string{"-test.run=^TestSimulation$", "-test.count=1"}, args...)...)
-		cmd.Env = append(os.Environ(), "SAFETY_SIM_FLAGS_CHILD=1")
-		out, err := cmd.CombinedOutput()
-		if err == nil {
-			t.Errorf("TestSimulation %v passed; want a failure that names the flag\n%s", args, out)
-			continue
-		}
-		name, _, _ := strings.Cut(strings.TrimPrefix(args[0], "-"), "=")
-		if !strings.Contains(string(out), "-"+name) {
-			t.Errorf("TestSimulation %v failed without naming -%s:\n%s", args, name, out)
-		}
+	for _, arg := range []string{"-schedules=-5", "-schedules=0", "-sim.repeat=0", "-sim.repeat=-2", "-sim.workers=-1", "-sim.reports=-1"} {
+		expectFlagRefused(t, child, "TestSimulation", arg)
+	}
+}
+
+// expectFlagRefused runs this test binary again, with the environment
+// variable child set (the calling test skips there), to run test alone with
+// arg, a flag of the form -name=value: the run must fail and name -name.
+func expectFlagRefused(t *testing.T, child, test, arg string) {
+	t.Helper()
+	cmd := exec.CommandContext(t.Context(), os.Args[0], "-test.run=^"+test+"$", "-test.count=1", arg)
+	cmd.Env = append(os.Environ(), child+"=1")
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Errorf("%s %s passed; want a failure that names the flag\n%s", test, arg, out)
+		return
+	}
+	name, _, _ := strings.Cut(arg, "=")
+	if !strings.Contains(string(out), name) {
+		t.Errorf("%s %s failed without naming %s:\n%s", test, arg, name, out)
 	}
 }

@@ -32,7 +32,7 @@ func TestSoak(t *testing.T) {
 		Drivers:    redisDrivers,
 		Nodes:      5,
 		Contenders: 2,
-		Duration:   *soakFor,
+		Duration:   soakDuration(t),
 		Seed:       *soakSeed,
 	}
 	if *soakLog {
@@ -67,7 +67,7 @@ func TestSoakClusters(t *testing.T) {
 		Nodes:        5,
 		ClusterNodes: 2,
 		Contenders:   2,
-		Duration:     *soakFor,
+		Duration:     soakDuration(t),
 		Seed:         *soakSeed,
 	}
 	if *soakLog {
@@ -115,6 +115,18 @@ func soak(t *testing.T, cfg chaos.Config) chaos.Report {
 		}
 		t.Logf("run %d: no contender got the lock; another run, with a new seed", run)
 	}
+}
+
+// soakDuration returns -soak, and fails t when it is not a positive
+// duration: chaos.Config reads a zero as its own default (5s), a soak other
+// than the one asked for, and a negative one as the harness's error, which
+// names no flag.
+func soakDuration(t *testing.T) time.Duration {
+	t.Helper()
+	if *soakFor <= 0 {
+		t.Fatalf("-soak %v: want a positive duration", *soakFor)
+	}
+	return *soakFor
 }
 
 // soakRetryFor is how long soak repeats runs that had no grant.
