@@ -91,7 +91,11 @@ Exit codes:
           process that started hold
   75      the lock is held elsewhere: not obtained within --wait
           (--conflict-exit-code replaces 75)
-  69      too many nodes failed (errors, timeouts) for a quorum
+  69      too many nodes failed (errors, timeouts) for a quorum; not at
+          release: a release that so many nodes failed that no quorum
+          could confirm it, heard before any said it no longer held the
+          lock, is told on stderr and hold exits with 0 (the lock expires
+          by itself within its TTL on those nodes)
   76      the lock was lost while held, or on release no quorum of the
           nodes confirmed that they still held it (too many said they no
           longer did for a quorum, or some did and the others failed to

@@ -126,7 +126,11 @@ Exit codes:
               it; run ends by SIGINT, SIGTERM and SIGHUP then, see above)
   75          the lock is held elsewhere: not obtained within --wait
               (--conflict-exit-code replaces 75, as flock -E)
-  69          too many nodes failed (errors, timeouts) for a quorum
+  69          too many nodes failed (errors, timeouts) for a quorum; not
+              at release: a release that so many nodes failed that no
+              quorum could confirm it, heard before any said it no longer
+              held the lock, is told on stderr and leaves CMD's status
+              (the lock expires by itself within its TTL on those nodes)
   76          the lock was lost while CMD (or what it left) ran (they were
               terminated), or on release no quorum of the nodes confirmed
               that they still held it (too many said they no longer did
