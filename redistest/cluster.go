@@ -211,9 +211,12 @@ func (m *Migration) MoveKeys(ctx context.Context, n int) ([]string, error) {
 	return (*redisserver.Migration)(m).MoveKeys(ctx, n)
 }
 
-// Finish moves the keys of the slot that are left, assigns the slot to the
-// target on every primary (CLUSTER SETSLOT NODE: the target's first, then the
-// source's, then the others') and returns once every node agrees, or ctx is
+// Finish moves the keys of the slot that are left, waits until every node
+// knows every node's config epoch (so that the target takes the slot under
+// an epoch above all others, which a claim of the source's still on its way
+// cannot undo), assigns the slot to the target on every primary (CLUSTER
+// SETSLOT NODE: the target's first, then the source's, then the others')
+// and returns once every node agrees, or ctx is
 // done, or a minute has passed. From then on the source answers the slot's
 // keys with -MOVED to the target. Finish after a successful Finish does
 // nothing.

@@ -496,6 +496,7 @@ type viewEntry struct {
 	port    int
 	flags   []string
 	primary string // the primary's ID for a replica, "-" for a primary
+	epoch   uint64 // the node's config epoch, as the viewer knows it
 	slots   []SlotRange
 }
 
@@ -527,7 +528,11 @@ func parseClusterNodes(text string) (clusterView, error) {
 		if i < 0 || err != nil {
 			return nil, fmt.Errorf("redistest: CLUSTER NODES line %q: address %q", line, f[1])
 		}
-		e := viewEntry{port: port, flags: strings.Split(f[2], ","), primary: f[3]}
+		epoch, err := strconv.ParseUint(f[6], 10, 64)
+		if err != nil {
+			return nil, fmt.Errorf("redistest: CLUSTER NODES line %q: config epoch %q", line, f[6])
+		}
+		e := viewEntry{port: port, flags: strings.Split(f[2], ","), primary: f[3], epoch: epoch}
 		for _, s := range f[8:] {
 			if strings.HasPrefix(s, "[") {
 				continue // a slot being imported or migrated: "[slot->-id]", "[slot-<-id]"
@@ -561,6 +566,33 @@ func (c *Cluster) checkReplicasKnowPrimaries(ctx context.Context) error {
 		}
 		if e, ok := view[n.primary.id]; !ok || slices.Contains(e.flags, "handshake") {
 			return fmt.Errorf("replica %s does not know its primary %s yet", n.srv.addr, n.primary.srv.addr)
+		}
+	}
+	return nil
+}
+
+// checkEpochs returns nil if every node knows every node's config epoch as
+// that node has it.
+func (c *Cluster) checkEpochs(ctx context.Context) error {
+	views := make([]clusterView, len(c.nodes))
+	own := make(map[string]uint64, len(c.nodes))
+	for i, n := range c.nodes {
+		view, err := n.view(ctx)
+		if err != nil {
+			return err
+		}
+		views[i] = view
+		e, ok := view[n.id]
+		if !ok {
+			return fmt.Errorf("node %s does not list itself", n.srv.addr)
+		}
+		own[n.id] = e.epoch
+	}
+	for i, n := range c.nodes {
+		for _, m := range c.nodes {
+			if e, ok := views[i][m.id]; !ok || e.epoch != own[m.id] {
+				return fmt.Errorf("node %s knows node %s's config epoch as %d, not %d", n.srv.addr, m.srv.addr, e.epoch, own[m.id])
+			}
 		}
 	}
 	return nil
@@ -770,9 +802,12 @@ func (m *Migration) moveKeysLocked(ctx context.Context, n int) ([]string, error)
 	return keys, nil
 }
 
-// Finish moves the keys of the slot that are left, assigns the slot to the
-// target on every primary (CLUSTER SETSLOT NODE: the target's first, then the
-// source's, then the others') and returns once every node agrees, or ctx is
+// Finish moves the keys of the slot that are left, waits until every node
+// knows every node's config epoch (so that the target takes the slot under
+// an epoch above all others, which a claim of the source's still on its way
+// cannot undo), assigns the slot to the target on every primary (CLUSTER
+// SETSLOT NODE: the target's first, then the source's, then the others')
+// and returns once every node agrees, or ctx is
 // done, or a minute has passed. From then on the source answers the slot's
 // keys with -MOVED to the target. Finish after a successful Finish does
 // nothing.
@@ -797,6 +832,15 @@ func (m *Migration) Finish(ctx context.Context) error {
 		}
 	}
 	c, s := m.c, strconv.Itoa(m.slot)
+	// The target takes the slot under a config epoch above every other
+	// node's only if it knows them all (SETSLOT NODE bumps its epoch past
+	// the greatest it knows): under a lower one, a claim of the slot that
+	// the source sent before it gave the slot up, still on its way over
+	// the cluster bus, wins, and the slot goes back to the source, which no
+	// longer holds its keys.
+	if err := c.wait(ctx, "every node to know every config epoch", c.checkEpochs); err != nil {
+		return err
+	}
 	order := []*Shard{m.to, m.from}
 	for _, sh := range c.shards {
 		if sh != m.to && sh != m.from {

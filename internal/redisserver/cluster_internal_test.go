@@ -97,11 +97,11 @@ func TestParseClusterNodes(t *testing.T) {
 		"292f8b365bb7edb5e285caf0b7e6ddc7265d2f4f ::1:30002@31002 master - 0 0 2 connected 5461 5463-16383\n") // IPv6: no brackets
 	require.NoError(t, err)
 	require.Equal(t, clusterView{
-		"292f8b365bb7edb5e285caf0b7e6ddc7265d2f4f": {port: 30002, flags: []string{"master"}, primary: "-", slots: []SlotRange{{5461, 5461}, {5463, 16383}}},
-		"07c37dfeb235213a872192d90877d0cd55635b91": {port: 30004, flags: []string{"slave"}, primary: "e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca"},
-		"e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca": {port: 30001, flags: []string{"myself", "master"}, primary: "-", slots: []SlotRange{{0, 5460}, {5462, 5462}}},
+		"292f8b365bb7edb5e285caf0b7e6ddc7265d2f4f": {port: 30002, flags: []string{"master"}, primary: "-", epoch: 2, slots: []SlotRange{{5461, 5461}, {5463, 16383}}},
+		"07c37dfeb235213a872192d90877d0cd55635b91": {port: 30004, flags: []string{"slave"}, primary: "e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca", epoch: 4},
+		"e7d1eecce10fd6bb5eb35b9f99a514335d9ba9ca": {port: 30001, flags: []string{"myself", "master"}, primary: "-", epoch: 1, slots: []SlotRange{{0, 5460}, {5462, 5462}}},
 	}, view)
-	for _, bad := range []string{"a b c", "id host:x@1 master - 0 0 1 connected", "id nocolon@1 master - 0 0 1 connected", "id 127.0.0.1:1@2 master - 0 0 1 connected 5-3", "id 127.0.0.1:1@2 master - 0 0 1 connected 16384"} {
+	for _, bad := range []string{"a b c", "id host:x@1 master - 0 0 1 connected", "id nocolon@1 master - 0 0 1 connected", "id 127.0.0.1:1@2 master - 0 0 1 connected 5-3", "id 127.0.0.1:1@2 master - 0 0 1 connected 16384", "id 127.0.0.1:1@2 master - 0 0 x connected"} {
 		_, err := parseClusterNodes(bad + "\n")
 		require.Error(t, err, bad)
 	}
