@@ -45,7 +45,8 @@ func (Driver) OpenConfig(addr string, cfg driver.Config) (driver.Node, error) {
 }
 
 // New returns a node over c, a client the caller configured, for one
-// independent Redis master. The caller keeps ownership: Close on the node does
+// independent Redis master, or for a whole Redis Cluster when c is a cluster
+// client. The caller keeps ownership: Close on the node does
 // not close c, but calls on the node after Close fail. The node is
 // named (in errors, logs and the redlock.node attribute of metrics) by what c
 // connects to, without credentials: its address, or, when c has several
@@ -56,8 +57,10 @@ func (Driver) OpenConfig(addr string, cfg driver.Config) (driver.Node, error) {
 // making nodes over fresh clients adds no metric series.
 //
 // Configure c with DisableRetry, so that a command whose reply was lost is
-// reported as an error rather than retried, and prefer ForceSingleClient and
-// DisableCache. If c is nil, every call on the node, and Close, return an
+// reported as an error rather than retried, and prefer DisableCache and, for
+// one server, ForceSingleClient (a client of a Redis Cluster must leave it
+// off: with it, c talks to its first address alone, which answers MOVED for
+// the other shards' keys). If c is nil, every call on the node, and Close, return an
 // error.
 //
 // Once the caller closes c, the node's calls fail with an error matching
