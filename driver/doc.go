@@ -68,6 +68,12 @@
 //     of file: say in the error that the server asked for a certificate and
 //     none was given (tls.Config.GetClientCertificate tells whether it asked);
 //     conformance.RunRedis wants the word "certificate".
+//   - A server that refuses a new connection with an error reply and closes
+//     it (at its maxclients limit: "-ERR max number of clients reached")
+//     must be named in the call's error, not only the broken pipe or end of
+//     file the client meets next; over TLS, where a server at maxclients
+//     closes the connection without a word, the error names maxclients as
+//     the likely cause. conformance.RunRedis checks both.
 //   - Keep the client's error in the chain of the error returned (wrap it with
 //     %w): [PermanentCode] finds a server's error reply there (WRONGPASS,
 //     NOPERM, READONLY, ...), and redlock stops retrying on such errors. A
@@ -83,7 +89,12 @@
 //     when the node's client is the user's and stays open. An error that
 //     matches ErrClosed says the call was never sent: a call already sent
 //     when Close cut its connection has an unknown outcome, and its error
-//     must not match ErrClosed.
+//     must not match ErrClosed. Close may be called more than once, also
+//     from several goroutines at once amid calls: a Close that is not the
+//     first does nothing more and returns nil, and so does the first when
+//     closing went well (a client library's own Close often errs the second
+//     time; conformance.RunRedis checks it). A node over a nil client is the
+//     exception: its every Close errs (see the last rule).
 //   - The optional interfaces obey the same rules. [Fencer]'s SetNXFence and
 //     RaiseFence and [Notifier]'s ReleaseNotify run [SetNXFenceScript],
 //     [RaiseFenceScript] and [ReleaseNotifyScript] as above, and [TTLer]'s TTL

@@ -22,6 +22,8 @@ type Node interface {
 	Extend(ctx context.Context, key, value string, ttl time.Duration) (bool, error)
 
 	// Close releases the node's resources. Calls after Close return an error.
+	// Close may be called again, also concurrently: a Close that is not the
+	// first does nothing more and returns nil.
 	Close() error
 }
 
