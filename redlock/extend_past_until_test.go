@@ -42,6 +42,10 @@ func TestExtendAnsweredAfterUntilFails(t *testing.T) {
 		err = l.Extend(t.Context(), ttl)
 		require.False(t, time.Now().Before(until), "the quorum answered after Until")
 		require.ErrorIs(t, err, redlock.ErrLockLost, "an Extend judged after Until")
+		// Its quorum answered 100ms into a 1s TTL: the error says that the
+		// lock's validity ended meanwhile, not that extending took too long.
+		assert.ErrorContains(t, err, "the lock's validity ended 50ms into this Extend")
+		assert.NotContains(t, err.Error(), "extending took", "the Extend's own time left it validity")
 		assert.Equal(t, until, l.Until(), "an Extend judged after Until moved Until")
 		assert.True(t, isClosed(l.Done()), "the lock is over: Done is closed")
 		// The Extend returned once a quorum answered; the third node

@@ -491,6 +491,11 @@ func (l *Lock) finishExtend(ctx context.Context, r *round, ok bool, start time.T
 		err = errors.Join(err, ErrAlreadyUnlocked)
 	case ended:
 		err = errors.Join(err, errOver)
+	case ok && over && bound.After(now):
+		// The quorum answered within this Extend's own TTL, but after
+		// the Until it started with: not this Extend's time, the lock's
+		// end while it was in flight left no validity.
+		err = errors.Join(err, fmt.Errorf("no validity left: the lock's validity ended %v into this Extend, before a quorum extended it (after %v)", l.until.Sub(start), now.Sub(start)))
 	case ok:
 		err = errors.Join(err, fmt.Errorf("no validity left: extending took %v of the %v TTL", now.Sub(start), ttl))
 	}
