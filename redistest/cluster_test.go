@@ -298,7 +298,8 @@ func TestStartClusterRejects(t *testing.T) {
 	}{
 		{0, nil, "0 shards"},
 		{-1, nil, "-1 shards"},
-		{65, nil, "more than 64 servers"},
+		{65, nil, "65 shards of 1 server each is more than 64 servers"},
+		{33, []redistest.ClusterOption{redistest.WithReplicas(1)}, "33 shards of 2 servers each is more than 64 servers"},
 		{1, []redistest.ClusterOption{redistest.WithReplicas(-1)}, "WithReplicas(-1)"},
 		{2, []redistest.ClusterOption{redistest.WithReplicas(40)}, "more than 64 servers"},
 		// shards*(1+replicas) overflows int to 0: still too many servers

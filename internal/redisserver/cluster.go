@@ -142,7 +142,11 @@ func StartCluster(ctx context.Context, shards int, opts ...ClusterOption) (*Clus
 	case shards < 1:
 		return nil, fmt.Errorf("redistest: StartCluster: %d shards, want at least 1", shards)
 	case shards > maxClusterServers/(1+cfg.replicas): // shards*(1+replicas) could overflow
-		return nil, fmt.Errorf("redistest: StartCluster: %d shards of %d servers each is more than %d servers", shards, 1+cfg.replicas, maxClusterServers)
+		per := "1 server"
+		if cfg.replicas > 0 {
+			per = fmt.Sprintf("%d servers", 1+cfg.replicas)
+		}
+		return nil, fmt.Errorf("redistest: StartCluster: %d shards of %s each is more than %d servers", shards, per, maxClusterServers)
 	}
 	var probe config
 	for _, opt := range cfg.opts {
