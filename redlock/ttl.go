@@ -14,6 +14,11 @@ import (
 // driver.TTLer.
 var errNoTTLer = errors.New("the node cannot tell a key's time to live (no driver.TTLer)")
 
+// errTTLNotAsked is TTL's error, beside ErrLockLost and ctx.Err(), when its
+// context had ended before it asked anything: as Extend's errNotSent, no
+// votes, which would read as nodes that held nothing.
+var errTTLNotAsked = errors.New("redlock: TTL asked nothing: its context had ended")
+
 // TTL asks the nodes how long they still hold the lock: a quorum guarantees
 // it for the quorum-th largest remaining time to live among the nodes that
 // still hold this lock's value, less the time the call took and the drift
@@ -39,8 +44,10 @@ var errNoTTLer = errors.New("the node cannot tell a key's time to live (no drive
 // the votes (*VoteError) joined in when the nodes were asked; the error
 // matches ErrUnavailable too when so many nodes failed that no quorum could
 // answer. When so many nodes said they no longer hold it that no quorum can,
-// Done is closed. When ctx had ended, ctx.Err() is in every error. After
-// the Client's Close, the error matches ErrClosed too: a lock that has
+// Done is closed. When ctx had ended, ctx.Err() is in every error. With a
+// context that has ended already, TTL asks nothing and changes nothing (the
+// lock is still held until Until), and returns an error matching ErrLockLost
+// with ctx.Err() joined in, as Extend does. After the Client's Close, the error matches ErrClosed too: a lock that has
 // ended says so at once, and the closed nodes that a lock still held asks
 // answer ErrClosed.
 //
@@ -77,6 +84,8 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 		return 0, errors.Join(ErrLockLost, ErrAlreadyUnlocked, closedErr, ctx.Err())
 	case over:
 		return 0, errors.Join(ErrLockLost, errOver, closedErr, ctx.Err())
+	case ctx.Err() != nil:
+		return 0, errors.Join(ErrLockLost, errTTLNotAsked, closedErr, ctx.Err())
 	}
 	left := make([]time.Duration, len(c.nodes)) // by node, read once it replied
 	r := c.start(ctx, OpTTL, l.name, func(ctx context.Context, i int, n driver.Node) (bool, error) {

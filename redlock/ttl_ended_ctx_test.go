@@ -1,0 +1,76 @@
+package redlock_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/redlock"
+)
+
+// ttlCounting is a node whose TTL calls are counted.
+type ttlCounting struct {
+	driver.Node
+	calls *atomic.Int64
+}
+
+func (n ttlCounting) TTL(ctx context.Context, key, value string) (time.Duration, bool, error) {
+	n.calls.Add(1)
+	return n.Node.(driver.TTLer).TTL(ctx, key, value)
+}
+
+// TestTTLWithEndedContextAsksNothing: Lock.TTL with a context that has
+// ended already asks no node, leaves the lock as it was (Done open, Until
+// unchanged), and returns ErrLockLost with ctx.Err() and a message that
+// says it asked nothing, as Extend does with errNotSent. Before, it
+// returned a *VoteError of an empty vote ("0 of 3 nodes agreed, 2 needed
+// (0 refused, 0 failed)"), which reads as nodes that no longer hold the
+// lock, while a quorum held it; and TTL's doc left the ended context out
+// of the cases that give ErrLockLost.
+func TestTTLWithEndedContextAsksNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		_, mem := memNodes(3)
+		var calls atomic.Int64
+		nodes := make([]driver.Node, len(mem))
+		for i, n := range mem {
+			nodes[i] = ttlCounting{n, &calls}
+		}
+		c := newClient(t, nodes, redlock.WithTTL(10*time.Second))
+		l, err := c.TryLock(t.Context(), "k")
+		require.NoError(t, err)
+		until := l.Until()
+		for _, end := range []func() (context.Context, context.CancelFunc){
+			func() (context.Context, context.CancelFunc) {
+				ctx, cancel := context.WithCancel(t.Context())
+				cancel()
+				return ctx, cancel
+			},
+			func() (context.Context, context.CancelFunc) {
+				return context.WithDeadline(t.Context(), time.Now().Add(-time.Second))
+			},
+		} {
+			ctx, cancel := end()
+			_, err := l.TTL(ctx)
+			cancel()
+			require.ErrorIs(t, err, redlock.ErrLockLost)
+			require.ErrorIs(t, err, ctx.Err())
+			assert.ErrorContains(t, err, "TTL asked nothing: its context had ended")
+			var votes *redlock.VoteError
+			assert.False(t, errors.As(err, &votes), "no vote was taken: %v", err)
+		}
+		assert.Zero(t, calls.Load(), "TTL calls sent with an ended context")
+		assert.False(t, isClosed(l.Done()), "the lock is still held")
+		assert.Equal(t, until, l.Until())
+		d, err := l.TTL(t.Context())
+		require.NoError(t, err)
+		assert.Positive(t, d)
+		require.NoError(t, l.Unlock(t.Context()))
+	})
+}
