@@ -3,11 +3,13 @@ package memory
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/drivernode"
+	"github.com/go-redlock/redlock/internal/redisaddr"
 )
 
 // Errors a node returns.
@@ -95,7 +97,10 @@ func WithClock(c Clock) Option {
 }
 
 // WithName sets the name the node gives in errors and String (default
-// "memory-N", N counting the nodes New made).
+// "memory-N", N counting the nodes New made). A name written as an address
+// with credentials ("redis://user:password@host:port", as a test may open
+// the addresses of its configuration) is shown with them removed, as the
+// Redis drivers show their addresses.
 func WithName(name string) Option { return func(s *store) { s.name = name } }
 
 // unnamed names the stores New made without WithName.
@@ -115,6 +120,11 @@ func newStore(opts []Option) *store {
 		if o != nil {
 			o(s)
 		}
+	}
+	if strings.ContainsAny(s.name, "@?") {
+		// User information, or a query that may hold a password: what
+		// every driver's String must leave out.
+		s.name = redisaddr.Redact(s.name)
 	}
 	return s
 }
