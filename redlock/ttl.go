@@ -158,5 +158,15 @@ collect:
 	if l.unlocked { // the holder's Unlock ran while the nodes were asked
 		return 0, errors.Join(ErrLockLost, ErrAlreadyUnlocked, ctx.Err())
 	}
+	if at.After(now) {
+		// The answers left validity: the lock had ended by then
+		// otherwise. Its Until passed while the nodes were asked (an
+		// Extend of a shorter TTL may have lowered it below what they
+		// keep), or another call found it lost.
+		if !now.Before(l.until) {
+			return 0, errors.Join(ErrLockLost, fmt.Errorf("no validity left: the lock's validity ended %v into this call, which took %v (a quorum holds the key for %v, the drift allowance is %v)", l.until.Sub(start), now.Sub(start), guaranteed, d), ctx.Err())
+		}
+		return 0, errors.Join(ErrLockLost, errOver, ctx.Err())
+	}
 	return 0, errors.Join(ErrLockLost, fmt.Errorf("no validity left: a quorum holds it for %v, the call took %v, the drift allowance is %v", guaranteed, now.Sub(start), d), ctx.Err())
 }

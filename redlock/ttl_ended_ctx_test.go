@@ -74,3 +74,38 @@ func TestTTLWithEndedContextAsksNothing(t *testing.T) {
 		require.NoError(t, l.Unlock(t.Context()))
 	})
 }
+
+// TestTTLAfterUntilLoweredSaysWhy: a Lock.TTL whose answers leave validity
+// (a quorum keeps the key for seconds) but which ends after the lock's
+// Until, which a failed Extend of a shorter TTL had lowered, fails with
+// ErrLockLost and says that the lock's validity ended during the call.
+// Before, it said "no validity left: a quorum holds it for 8.962s, the call
+// took 100ms, the drift allowance is 102ms", which contradicts itself.
+func TestTTLAfterUntilLoweredSaysWhy(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		mem, nodes := memNodes(3)
+		c := newClient(t, nodes, redlock.WithTTL(10*time.Second))
+		l, err := c.TryLock(t.Context(), "k")
+		require.NoError(t, err)
+		synctest.Wait() // every SET landed
+		mem[0].SetDown(true)
+		mem[1].SetDown(true)
+		require.ErrorIs(t, l.Extend(t.Context(), time.Second), redlock.ErrLockLost)
+		mem[0].SetDown(false)
+		mem[1].SetDown(false)
+		until := l.Until()
+		time.Sleep(time.Until(until) - 50*time.Millisecond)
+		for _, m := range mem {
+			m.SetLatency(100 * time.Millisecond)
+		}
+		_, err = l.TTL(t.Context())
+		require.ErrorIs(t, err, redlock.ErrLockLost)
+		assert.ErrorContains(t, err, "the lock's validity ended 50ms into this call")
+		assert.NotContains(t, err.Error(), "no validity left: a quorum holds it")
+		assert.True(t, isClosed(l.Done()))
+		assert.Equal(t, until, l.Until(), "TTL never raises Until")
+		for _, m := range mem {
+			m.SetLatency(0)
+		}
+	})
+}
