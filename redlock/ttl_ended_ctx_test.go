@@ -109,3 +109,44 @@ func TestTTLAfterUntilLoweredSaysWhy(t *testing.T) {
 		}
 	})
 }
+
+// TestTTLOfLockFoundLostMeanwhileSaysOver: a Lock.TTL whose answers say a
+// quorum holds the lock, judged after a concurrent Extend found it gone
+// from two of three nodes (Done closed, Until still ahead), fails with
+// ErrLockLost saying that the lock is over, not "no validity left: a quorum
+// holds it for 10s ...".
+func TestTTLOfLockFoundLostMeanwhileSaysOver(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		const lat = 40 * time.Millisecond
+		mem, nodes := memNodes(3)
+		c := newClient(t, nodes, redlock.WithTTL(10*time.Second))
+		l, err := c.TryLock(t.Context(), "k")
+		require.NoError(t, err)
+		synctest.Wait()
+		mem[0].SetLatency(lat)
+		mem[1].SetLatency(lat)
+		mem[2].SetLatency(3 * lat) // TTL waits for every node's answer
+		ttlDone := make(chan error, 1)
+		go func() {
+			_, err := l.TTL(t.Context())
+			ttlDone <- err
+		}()
+		time.Sleep(lat / 2)
+		extendDone := make(chan error, 1)
+		go func() { extendDone <- l.Extend(t.Context(), 10*time.Second) }()
+		time.Sleep(lat/2 + lat/4) // after TTL's reads on nodes 0 and 1, before the Extend's
+		for _, m := range mem {
+			m.Delete("k")
+		}
+		require.ErrorIs(t, <-extendDone, redlock.ErrLockLost)
+		require.True(t, isClosed(l.Done()), "the Extend found the lock lost")
+		require.True(t, time.Now().Before(l.Until()))
+		err = <-ttlDone
+		require.ErrorIs(t, err, redlock.ErrLockLost)
+		assert.ErrorContains(t, err, "the lock is over")
+		assert.NotContains(t, err.Error(), "no validity left")
+		for _, m := range mem {
+			m.SetLatency(0)
+		}
+	})
+}
