@@ -90,7 +90,8 @@ Exit codes:
   0       held, then released after a signal, --for or the end of the
           process that started hold
   75      the lock is held elsewhere: not obtained within --wait
-          (--conflict-exit-code replaces 75)
+          (--conflict-exit-code replaces 75, by any code but 69
+          and 76, which tell other outcomes below)
   69      too many nodes failed (errors, timeouts) for a quorum; not at
           release: a release that so many nodes failed that no quorum
           could confirm it, heard before any said it no longer held the

@@ -55,7 +55,7 @@ func (o *lockFlags) add(cmd *cobra.Command) {
 	f.DurationVar(&o.nodeTimeout, "node-timeout", 0, "bounds each call to one node; a node slower than this counts as failed (default, or 0: TTL/10, at most 200ms; else at least 100µs; the connections are made before, in up to 5s, or this if longer, or half a --wait past 0 if shorter); one over about TTL/3 makes the extensions more frequent than every TTL/3")
 	f.DurationVar(&o.wait, "wait", 0, "how long to wait for the lock; the first attempt always runs to its end; 0 tries once (default: as long as it takes)")
 	f.BoolVar(&o.fencing, "fencing", false, "give the lock a fencing token, a number that rises with every grant of the key")
-	f.IntVar(&o.conflictCode, "conflict-exit-code", exitConflict, "the exit code when the lock is held elsewhere past --wait, 0 to 255 (flock -E); with 0, nothing is printed of it without -v")
+	f.IntVar(&o.conflictCode, "conflict-exit-code", exitConflict, "the exit code when the lock is held elsewhere past --wait, 0 to 255 (flock -E) but 69 and 76, this command's own for too many nodes failed and a lost lock; with 0, nothing is printed of it without -v")
 	f.BoolVarP(&o.verbose, "verbose", "v", false, "tell on stderr what happens to the lock: the wait, the grant, failed extensions, its loss, the release")
 }
 
@@ -82,6 +82,12 @@ func (o *lockFlags) check(cmd *cobra.Command, name string) error {
 		return usageErrorf("%s: --node-timeout %v is not smaller than --ttl %v", name, o.nodeTimeout, o.ttl)
 	case o.conflictCode < 0 || o.conflictCode > 255:
 		return usageErrorf("%s: --conflict-exit-code %d is not between 0 and 255", name, o.conflictCode)
+	case o.conflictCode == exitUnavailable || o.conflictCode == exitLockLost:
+		// flock -E takes any code, but flock has no other outcome of the
+		// lock to tell: here a script could not tell a busy lock (CMD did
+		// not run) from a lost one (CMD was stopped midway).
+		return usageErrorf("%s: --conflict-exit-code %d is %s's own code for another outcome, which a busy lock must not be taken for: it exits %d when too many nodes failed for a quorum, %d when the lock was lost; give another (default %d)",
+			name, o.conflictCode, name, exitUnavailable, exitLockLost, exitConflict)
 	case o.driver == "memory":
 		return usageErrorf("%s: the memory driver keeps its locks inside one process; use goredis, redigo, rueidis or valkeygo", name)
 	case !slices.Contains(redlock.Drivers(), o.driver):

@@ -125,7 +125,8 @@ Exit codes:
   CMD's own   CMD ran under the lock and exited (128+N if a signal N killed
               it; run ends by SIGINT, SIGTERM and SIGHUP then, see above)
   75          the lock is held elsewhere: not obtained within --wait
-              (--conflict-exit-code replaces 75, as flock -E)
+              (--conflict-exit-code replaces 75, as flock -E, by any
+              code but 69 and 76, which tell other outcomes below)
   69          too many nodes failed (errors, timeouts) for a quorum; not
               at release: a release that so many nodes failed that no
               quorum could confirm it, heard before any said it no longer
