@@ -37,6 +37,9 @@ var commandDrivers = map[string]driver.Driver{
 	"memory":   memory.Driver{},
 }
 
+// defaultDemoNodes is how many nodes demo starts without --nodes.
+const defaultDemoNodes = 5
+
 type demoOptions struct {
 	nodes      int
 	contenders int
@@ -49,11 +52,11 @@ func demoCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "Start local nodes and show the lock at work through every driver",
-		Long: `demo starts five local nodes (redis-server processes on loopback ports when
-redis-server is on PATH, or REDISTEST_SERVER names the program, otherwise
-in-process memory nodes, and it says which and why)
+		Long: fmt.Sprintf(`demo starts --nodes local nodes, %d by default (redis-server processes on
+loopback ports when redis-server is on PATH, or REDISTEST_SERVER names the
+program, otherwise in-process memory nodes, and it says which and why)
 and shows, through every driver:
-
+`, defaultDemoNodes) + `
   1. contention: contenders through every driver compete for one key, and
      never two hold it at once;
   2. hand-off: a waiter takes the lock after its holder releases it, and how
@@ -89,7 +92,7 @@ then prints a table. It needs no flags and stops its nodes when it ends.`,
 		},
 	}
 	f := cmd.Flags()
-	f.IntVar(&o.nodes, "nodes", 5, fmt.Sprintf("how many local nodes to start, 1 to %d (redlock.MaxNodes)", redlock.MaxNodes))
+	f.IntVar(&o.nodes, "nodes", defaultDemoNodes, fmt.Sprintf("how many local nodes to start, 1 to %d (redlock.MaxNodes)", redlock.MaxNodes))
 	f.IntVar(&o.contenders, "contenders", 4, "contenders per driver in the contention part")
 	f.DurationVar(&o.duration, "duration", 3*time.Second, "how long the contenders compete")
 	f.BoolVar(&o.memory, "memory", false, "use in-process memory nodes even when redis-server is available")

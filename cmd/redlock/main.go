@@ -4,8 +4,9 @@
 //	redlock hold KEY         hold a lock until interrupted, for shell scripts
 //	redlock status KEY...    who holds a lock on every node: TTL and fencing counter
 //	redlock doctor           check that a set of Redis nodes is fit for Redlock
-//	redlock demo             five local nodes: contention through every driver, a hand-off,
-//	                         a lost lock detected, fencing tokens rising, a report
+//	redlock demo             local nodes (five, or --nodes N): contention through every
+//	                         driver, a hand-off, a lost lock detected, fencing tokens
+//	                         rising, a report
 //	redlock completion SHELL shell completion for bash, zsh, fish or powershell
 //
 // The nodes of run, hold, status and doctor come from --nodes host:port,...
