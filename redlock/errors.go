@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/plural"
 )
 
 var (
@@ -142,7 +143,7 @@ type VoteError struct {
 
 // Error summarizes the votes.
 func (e *VoteError) Error() string {
-	s := fmt.Sprintf("%d of %d %s agreed, %d needed (%d refused, %d failed)", e.Granted, e.Nodes, nodesWord(e.Nodes), e.Needed, e.Refused, e.Failed)
+	s := fmt.Sprintf("%d of %d %s agreed, %d needed (%d refused, %d failed)", e.Granted, e.Nodes, plural.Nodes(e.Nodes), e.Needed, e.Refused, e.Failed)
 	if e.unavailable() {
 		s += ": too many nodes failed for a quorum"
 	}
@@ -150,14 +151,6 @@ func (e *VoteError) Error() string {
 		s += fmt.Sprintf("; %d answered %s, which retrying cannot fix", e.Permanent, e.code)
 	}
 	return s
-}
-
-// nodesWord is "node" for one node, "nodes" for any other number.
-func nodesWord(n int) string {
-	if n == 1 {
-		return "node"
-	}
-	return "nodes"
 }
 
 func (e *VoteError) unavailable() bool { return e.Failed > e.Nodes-e.Needed }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/drivers/memory"
+	"github.com/go-redlock/redlock/internal/plural"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -306,7 +307,7 @@ func checkSet(rep *doctorReport, o doctorOptions) {
 	case n < 3:
 		rep.add("count", statusWarn, "%d nodes: use 3 or 5 independent nodes", n)
 	default:
-		rep.add("count", statusOK, "%d nodes, quorum %d: tolerates %d failed %s", n, rep.Quorum, n-rep.Quorum, nodesWord(n-rep.Quorum))
+		rep.add("count", statusOK, "%d nodes, quorum %d: tolerates %d failed %s", n, rep.Quorum, n-rep.Quorum, plural.Nodes(n-rep.Quorum))
 	}
 
 	dup := false
@@ -356,7 +357,7 @@ func checkSet(rep *doctorReport, o doctorOptions) {
 		}
 	}
 	if reachable < rep.Quorum {
-		rep.add("quorum", statusFail, "only %d of %d %s reachable: no lock can be granted (quorum %d)", reachable, n, nodesWord(n), rep.Quorum)
+		rep.add("quorum", statusFail, "only %d of %d %s reachable: no lock can be granted (quorum %d)", reachable, n, plural.Nodes(n), rep.Quorum)
 	}
 
 	var lo, hi *nodeReport
@@ -414,7 +415,7 @@ func printDoctor(w io.Writer, rep *doctorReport) {
 		tw.Flush()
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "%s  the set of %d %s\n", label[setStatus(rep)], len(rep.Nodes), nodesWord(len(rep.Nodes)))
+	fmt.Fprintf(w, "%s  the set of %d %s\n", label[setStatus(rep)], len(rep.Nodes), plural.Nodes(len(rep.Nodes)))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, c := range rep.Checks {
 		fmt.Fprintf(tw, "  %s\t%s\t%s\n", label[c.Status], c.Name, escapeUnprintable(c.Message))

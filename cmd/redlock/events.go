@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/plural"
 	"github.com/go-redlock/redlock/redlock"
 )
 
@@ -183,9 +184,9 @@ func (e *lockEvents) Attempt(ctx context.Context, _ redlock.AttemptStart) (conte
 			}
 			e.told[reason] = true
 			if reason == refusedByOwn {
-				e.say("waiting for %s (%d of %d %s refused, %d granted, %d needed; %d of the refusals may be by this command's own key of an earlier attempt, whose SET or release there failed and whose release is not confirmed yet: a node timeout too short for the nodes leaves such keys until their TTL)", keyText(d.Key), v.Refused, v.Nodes, nodesWord(v.Nodes), v.Granted, v.Quorum, v.Own)
+				e.say("waiting for %s (%d of %d %s refused, %d granted, %d needed; %d of the refusals may be by this command's own key of an earlier attempt, whose SET or release there failed and whose release is not confirmed yet: a node timeout too short for the nodes leaves such keys until their TTL)", keyText(d.Key), v.Refused, v.Nodes, plural.Nodes(v.Nodes), v.Granted, v.Quorum, v.Own)
 			} else if d.Outcome == redlock.OutcomeNotObtained {
-				e.say("waiting for %s (held elsewhere: %d of %d %s refused, %d granted, %d needed)", keyText(d.Key), v.Refused, v.Nodes, nodesWord(v.Nodes), v.Granted, v.Quorum)
+				e.say("waiting for %s (held elsewhere: %d of %d %s refused, %d granted, %d needed)", keyText(d.Key), v.Refused, v.Nodes, plural.Nodes(v.Nodes), v.Granted, v.Quorum)
 			} else if e.verbose || e.warnUnavailable {
 				// Without the nodes' errors that nodeFailed told
 				// already (-v), each on its line before this one.
@@ -194,7 +195,7 @@ func (e *lockEvents) Attempt(ctx context.Context, _ redlock.AttemptStart) (conte
 					return ok && ne.Err != nil && e.failedWith[ne.Addr] == ne.Err.Error()
 				}
 				drop := func(err error) bool { return isNotObtained(err) || told(err) }
-				unavailable = fmt.Sprintf("waiting for %s (%d of %d %s failed, %d needed: no quorum possible):\n%v", keyText(d.Key), v.Failed, v.Nodes, nodesWord(v.Nodes), v.Quorum, cmp.Or(withoutJoined(d.Err, drop, true), d.Err))
+				unavailable = fmt.Sprintf("waiting for %s (%d of %d %s failed, %d needed: no quorum possible):\n%v", keyText(d.Key), v.Failed, v.Nodes, plural.Nodes(v.Nodes), v.Quorum, cmp.Or(withoutJoined(d.Err, drop, true), d.Err))
 			}
 		}
 	}
@@ -249,7 +250,7 @@ func (e *lockEvents) Extend(ctx context.Context, _ redlock.ExtendStart) (context
 			e.refusedExtend = nil // extendCause tells them (-v); the next success, again
 			if left := time.Until(d.Until); e.extendFails == 1 && left > 0 {
 				e.say("extending %s failed (%d of %d %s agreed, %d needed); retrying while its validity lasts (%v): %s",
-					keyText(d.Key), d.Votes.Granted, d.Votes.Nodes, nodesWord(d.Votes.Nodes), d.Votes.Quorum, roundWait(left), extendCause(d.Err))
+					keyText(d.Key), d.Votes.Granted, d.Votes.Nodes, plural.Nodes(d.Votes.Nodes), d.Votes.Quorum, roundWait(left), extendCause(d.Err))
 			}
 		}
 	}
@@ -277,11 +278,11 @@ func (e *lockEvents) Unlock(ctx context.Context, _ redlock.UnlockStart) (context
 			// prints the error itself, with or without -v.
 			// The Client repeats the failed releases in the background
 			// until it closes: withLock tells how that ended.
-			e.say("releasing %s failed (%d of %d %s failed); repeating it until exit", keyText(d.Key), d.Votes.Failed, d.Votes.Nodes, nodesWord(d.Votes.Nodes))
+			e.say("releasing %s failed (%d of %d %s failed); repeating it until exit", keyText(d.Key), d.Votes.Failed, d.Votes.Nodes, plural.Nodes(d.Votes.Nodes))
 		case e.lostAtUnlock != nil:
 			e.sayLost(*e.lostAtUnlock)
 		case !e.lost: // else LockEnd told already
-			e.say("releasing %s found it no longer held by a quorum (%d of %d %s released it, %d needed): %v", keyText(d.Key), d.Votes.Granted, d.Votes.Nodes, nodesWord(d.Votes.Nodes), d.Votes.Quorum, d.Err)
+			e.say("releasing %s found it no longer held by a quorum (%d of %d %s released it, %d needed): %v", keyText(d.Key), d.Votes.Granted, d.Votes.Nodes, plural.Nodes(d.Votes.Nodes), d.Votes.Quorum, d.Err)
 		}
 	}
 }
@@ -637,7 +638,7 @@ func lostHow(how string, err error) string {
 	}[how]
 	var ve *redlock.VoteError
 	if found != "" && errors.As(err, &ve) && ve.Refused <= ve.Nodes-ve.Needed {
-		return fmt.Sprintf("%s could not confirm that a quorum of the nodes still held it (%d of %d %s agreed, %d needed; %d said they no longer held it, %d failed)", found, ve.Granted, ve.Nodes, nodesWord(ve.Nodes), ve.Needed, ve.Refused, ve.Failed)
+		return fmt.Sprintf("%s could not confirm that a quorum of the nodes still held it (%d of %d %s agreed, %d needed; %d said they no longer held it, %d failed)", found, ve.Granted, ve.Nodes, plural.Nodes(ve.Nodes), ve.Needed, ve.Refused, ve.Failed)
 	}
 	if s := map[string]string{
 		redlock.EndLostExtend: "an extension found it gone from too many nodes for a quorum",
@@ -759,12 +760,4 @@ func firstTime(seen *map[string]bool, node string) bool {
 	}
 	(*seen)[node] = true
 	return true
-}
-
-// nodesWord is "node" for one node, "nodes" for any other number.
-func nodesWord(n int) string {
-	if n == 1 {
-		return "node"
-	}
-	return "nodes"
 }

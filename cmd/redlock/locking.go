@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/go-redlock/redlock/internal/attemptcap"
+	"github.com/go-redlock/redlock/internal/plural"
 	"github.com/go-redlock/redlock/redlock"
 )
 
@@ -299,9 +300,9 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 				uerr = rest
 			}
 			if released, nodes := events.releasedNodes(); nodes > 0 && released == nodes {
-				fmt.Fprintf(stderr, "redlock: %s: releasing the lock %q failed at first, then its repeat released it on all %d %s:\n%v\n", name, o.key, nodes, nodesWord(nodes), uerr)
+				fmt.Fprintf(stderr, "redlock: %s: releasing the lock %q failed at first, then its repeat released it on all %d %s:\n%v\n", name, o.key, nodes, plural.Nodes(nodes), uerr)
 			} else {
-				fmt.Fprintf(stderr, "redlock: %s: releasing the lock %q failed (%d of %d %s released it, its repeat included); it expires by itself within its TTL on the others:\n%v\n", name, o.key, released, nodes, nodesWord(nodes), uerr)
+				fmt.Fprintf(stderr, "redlock: %s: releasing the lock %q failed (%d of %d %s released it, its repeat included); it expires by itself within its TTL on the others:\n%v\n", name, o.key, released, nodes, plural.Nodes(nodes), uerr)
 			}
 			err = withoutJoined(err, isLockLost, false)
 			if err == nil {

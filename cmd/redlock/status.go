@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/keystatus"
+	"github.com/go-redlock/redlock/internal/plural"
 	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -321,10 +322,10 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string)
 	if refused != "" {
 		// As run and hold exit 1, not 69, for such nodes: a script that
 		// retries on 69 would retry a wrong password for ever.
-		return exitWith(exitFailure, fmt.Errorf("status: fewer than a quorum (%d) of the %d %s answered: too many answer an error that retrying cannot fix (%s)", rep.Quorum, rep.Nodes, nodesWord(rep.Nodes), refused))
+		return exitWith(exitFailure, fmt.Errorf("status: fewer than a quorum (%d) of the %d %s answered: too many answer an error that retrying cannot fix (%s)", rep.Quorum, rep.Nodes, plural.Nodes(rep.Nodes), refused))
 	}
 	if unavailable {
-		return exitWith(exitUnavailable, fmt.Errorf("status: fewer than a quorum (%d) of the %d %s answered", rep.Quorum, rep.Nodes, nodesWord(rep.Nodes)))
+		return exitWith(exitUnavailable, fmt.Errorf("status: fewer than a quorum (%d) of the %d %s answered", rep.Quorum, rep.Nodes, plural.Nodes(rep.Nodes)))
 	}
 	return nil
 }
@@ -362,7 +363,7 @@ func printStatus(w io.Writer, rep *statusReport) {
 	fmt.Fprintln(w)
 	for _, kr := range rep.Keys {
 		fmt.Fprintf(w, "%s: %s: held on %d of %d %s, %d answered, quorum %d%s\n",
-			keyText(kr.Key), kr.State, kr.HeldOn, rep.Nodes, nodesWord(rep.Nodes), kr.Answered, rep.Quorum, noExpiryNote(kr))
+			keyText(kr.Key), kr.State, kr.HeldOn, rep.Nodes, plural.Nodes(rep.Nodes), kr.Answered, rep.Quorum, noExpiryNote(kr))
 	}
 }
 
