@@ -5,11 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/redisaddr"
 )
 
 // identityRetry is how often the Client asks again the nodes that have not
@@ -281,7 +283,13 @@ func (c *Client) duplicateIdentity() error {
 			}
 			for _, s := range a {
 				if slices.Contains(b, s) {
-					return &sameServerError{fmt.Sprintf("redlock: nodes %d (%s) and %d (%s) reach the same server (%s): a node must be given once, or it counts twice towards the quorum", j+1, c.names[j], i+1, c.names[i], s)}
+					msg := fmt.Sprintf("redlock: nodes %d (%s) and %d (%s) reach the same server (%s): a node must be given once, or it counts twice towards the quorum", j+1, c.names[j], i+1, c.names[i], s)
+					if strings.HasPrefix(s, "node:") {
+						// A cluster's node ID: both are that cluster, or
+						// one is and the other one of its servers.
+						msg += "; " + redisaddr.ClusterSeedsHint
+					}
+					return &sameServerError{msg}
 				}
 			}
 		}

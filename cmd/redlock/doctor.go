@@ -318,7 +318,7 @@ func checkSet(rep *doctorReport, o doctorOptions) {
 				rep.add("duplicates", statusFail, "%s and %s are the same address: the node would count twice towards the quorum", a.Addr, b.Addr)
 				dup = true
 			case sharesID(a.clusterIDs, b.clusterIDs) != "":
-				rep.add("duplicates", statusFail, "%s and %s are the same Redis Cluster (node %s in both): it would count twice towards the quorum", a.Addr, b.Addr, sharesID(a.clusterIDs, b.clusterIDs))
+				rep.add("duplicates", statusFail, "%s and %s are the same Redis Cluster (node %s in both): it would count twice towards the quorum; %s%s", a.Addr, b.Addr, sharesID(a.clusterIDs, b.clusterIDs), redisaddr.ClusterSeedsHint, clusterCommaNote)
 				dup = true
 			case a.RunID != "" && a.RunID == b.RunID:
 				rep.add("duplicates", statusFail, "%s and %s are the same server (run_id %s): it would count twice towards the quorum", a.Addr, b.Addr, a.RunID)

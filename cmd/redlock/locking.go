@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-redlock/redlock/internal/attemptcap"
 	"github.com/go-redlock/redlock/internal/plural"
+	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/redlock"
 )
 
@@ -423,7 +424,11 @@ func notObtained(name string, o *lockFlags, err, cause error) error {
 	case errors.Is(err, redlock.ErrSameServer):
 		// A bad address, as status and doctor have it: one server given
 		// twice, which retrying cannot fix.
-		return exitWith(exitUsage, fmt.Errorf("%s: %s", name, strings.TrimPrefix(err.Error(), "redlock: ")))
+		msg := strings.TrimPrefix(err.Error(), "redlock: ")
+		if strings.Contains(msg, redisaddr.ClusterSeedsHint) {
+			msg += clusterCommaNote
+		}
+		return exitWith(exitUsage, fmt.Errorf("%s: %s", name, msg))
 	case errors.Is(err, redlock.ErrNotObtained), errors.Is(cause, errWaitOver):
 		if o.conflictCode == 0 && !o.verbose {
 			return exitWith(exitOK, nil) // a busy lock is no error, as flock -E 0 has it: nothing to say

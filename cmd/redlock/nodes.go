@@ -14,6 +14,11 @@ import (
 // not set (see withEnv).
 var nodesEnv = envName("nodes")
 
+// clusterCommaNote follows redisaddr.ClusterSeedsHint in the errors that
+// find one Redis Cluster given as two of --nodes: seeds written
+// comma-separated are two nodes.
+const clusterCommaNote = " (a ',' in --nodes separates nodes)"
+
 // defaultDriver is the driver of run when --driver is not given.
 const defaultDriver = "rueidis"
 

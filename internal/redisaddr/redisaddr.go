@@ -23,6 +23,11 @@ import (
 	"strings"
 )
 
+// ClusterSeedsHint tells how the seeds of one Redis Cluster are written:
+// in one address. The errors that find one cluster given as two nodes end
+// with it.
+const ClusterSeedsHint = "the seeds of one Redis Cluster are one node, given in one address: redis://host:port?cluster=true&addr=host2:port2"
+
 // DefaultPort is used when an address names no port.
 const DefaultPort = "6379"
 
