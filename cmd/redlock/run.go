@@ -74,7 +74,10 @@ or 76 reads as run's own (see Exit codes below): --conflict-exit-code moves
 with /bin/sh, as execvp(3) has it.
 
 Without --wait, run waits for the lock as long as it takes; --wait 0 tries
-once, once the nodes have connected (in up to 5s: see --node-timeout); a --wait
+once, once the nodes have connected (in up to 5s: see --node-timeout), in up
+to twice the node timeout when nodes do not answer; a rediss:// node that
+timed out is then asked, in up to 0.5s, whether it answers in plaintext (a
+server without TLS), which the error says. A --wait
 shorter than one attempt still lets that attempt end. With --fencing, CMD finds the lock's fencing token in $` + tokenEnv + `: a
 number that rises with every grant of KEY; give it to the resource you
 protect and have it refuse tokens lower than the highest it has seen.
