@@ -561,3 +561,27 @@ func TestScaleTargetHeldTooShort(t *testing.T) {
 		}
 	}
 }
+
+// A run with -no-peers says in its report that the peers were left out, and
+// which target that leaves unchecked: the report showed no peer and left
+// the target out of its table without a word (an outside check).
+func TestMarkdownNoPeers(t *testing.T) {
+	rep := syntheticReport()
+	rep.Results = slices.DeleteFunc(rep.Results, func(r *Result) bool { return r.Kind == KindPeer })
+	rep.Config.NoPeers = true
+	md := rep.Markdown()
+	for _, want := range []string{"**Peers left out** (`-no-peers`)", `the target "` + peerTarget + `" has no figures and is not checked`} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown() of a -no-peers run lacks %q:\n%s", want, md[:min(len(md), 2000)])
+		}
+	}
+	for _, tg := range rep.Targets() {
+		if tg.Name == peerTarget {
+			t.Errorf("a -no-peers run checks %q: %+v", peerTarget, tg)
+		}
+	}
+	rep.Config.NoPeers = false
+	if md := rep.Markdown(); strings.Contains(md, "Peers left out") {
+		t.Errorf("a run with the peers says they were left out")
+	}
+}

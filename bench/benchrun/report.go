@@ -93,6 +93,11 @@ func (r *Report) Markdown() string {
 	fmt.Fprintf(&b, "![Throughput and p99 latency of lock+unlock per contender](%s)\n\n", ChartFile)
 
 	targetTable(&b, "Targets", "Five local nodes, 64 concurrent lockers, lock+unlock, unless the target says otherwise.\n", r.Targets())
+	if cfg.NoPeers {
+		// Not a target missed: one not measured, which the table would
+		// otherwise leave out without a word.
+		fmt.Fprintf(&b, "**Peers left out** (`-no-peers`): package bench/peers (redsync, bsm/redislock, rueidislock) was neither built nor run, so no case shows a peer, and the target \"%s\" has no figures and is not checked.\n\n", peerTarget)
+	}
 	targetTable(&b, "Targets at scale", "Ratios within this run. Lone call: the floor is the same client doing the driver's commands by hand\n"+
 		"(SET NX PX, then the drivers' release script, which also publishes the release, by EVALSHA), one operation of each\n"+
 		"in turn (the Lone case). Hand-off with one waiter: in brackets, the driver in turn with its client's waiting floor (the\n"+

@@ -163,6 +163,10 @@ func (r *Report) ScaleTargets() []Target {
 	return l.ts
 }
 
+// peerTarget is the target that compares the drivers with a peer: a run
+// without the peers (Config.NoPeers) has no figures for it.
+const peerTarget = "every driver ≥ redsync over the same client in throughput; goredis ≥ 1.5× redsync-goredis"
+
 // Targets checks the throughput, allocation and stall targets on the
 // report's medians, for the Redis drivers (those with a floor). A target with no figures in the report
 // (its case was not run) is left out.
@@ -193,7 +197,7 @@ func (r *Report) Targets() []Target {
 		}
 		return ok, true, fig
 	})
-	add("every driver ≥ redsync over the same client in throughput; goredis ≥ 1.5× redsync-goredis", func(d string) (bool, bool, string) {
+	add(peerTarget, func(d string) (bool, bool, string) {
 		v, ok1 := ops(KindDriver, d)
 		p, ok2 := ops(KindPeer, "redsync-"+d)
 		if !ok1 || !ok2 {

@@ -54,7 +54,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fs.IntVar(&cfg.ScaleLocks, "scale-locks", bench.DefaultScaleLocks, "how many locks the Scale case holds at once")
 	fs.DurationVar(&cfg.ScaleFor, "scale-for", bench.DefaultScaleFor, "how long the Scale case holds them")
 	quick := fs.Bool("quick", false, "a quick look: 1 round, benchtime 200ms, Handoff 30x, Scale 5,000 locks (flags given explicitly win)")
-	fs.BoolVar(&cfg.NoPeers, "no-peers", false, "leave out the peers (package bench/peers)")
+	fs.BoolVar(&cfg.NoPeers, "no-peers", false, "leave out the peers (package bench/peers); the report says so, and which target that leaves unchecked")
 	fs.StringVar(&cfg.Dir, "dir", "", "the module github.com/go-redlock/redlock, its root or a directory inside it (default: the one holding the working directory)")
 	fs.StringVar(&out, "out", "", "`directory` for "+benchrun.ResultsFile+" and "+benchrun.ChartFile+" (default: bench/ of the module); \"-\" writes no file")
 	fs.StringVar(&jsonOut, "json", "", "also write the report's data to `file` as JSON")
