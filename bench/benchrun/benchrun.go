@@ -192,38 +192,40 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	// The rounds: every case in turn, its contenders forward in odd rounds and
 	// backward in even ones.
 	cases := groupByCase(rep.Results)
-	total, done := len(rep.Results)*cfg.Rounds, 0
-	roundStart := time.Now()
+	var schedule []*Result // every run, in order
 	for round := 1; round <= cfg.Rounds; round++ {
 		for _, c := range cases {
 			order := slices.Clone(c)
 			if round%2 == 0 {
 				slices.Reverse(order)
 			}
-			for _, res := range order {
-				benchtime := cfg.Benchtime
-				switch res.Case {
-				case "Handoff", "HandoffFloor":
-					benchtime = cfg.HandoffBenchtime
-				case "Scale":
-					benchtime = "1x"
-				}
-				out, err := r.run(ctx, res.bin, benchPattern(res.name), benchtime)
-				if err != nil {
-					return nil, err
-				}
-				lines, _ := ParseLines(out)
-				i := slices.IndexFunc(lines, func(l Line) bool { return l.Name == res.name })
-				if i < 0 {
-					return nil, fmt.Errorf("benchrun: %s gave no result:\n%s", res.name, tail(out))
-				}
-				res.Samples = append(res.Samples, lines[i].Metrics)
-				done++
-				eta := time.Duration(float64(time.Since(roundStart)) / float64(done) * float64(total-done))
-				progress("[%3d/%d] round %d/%d  %-8s %-20s %-20s %s  (%s left)", done, total, round, cfg.Rounds,
-					res.Case, res.Params, res.Label(), summary(lines[i].Metrics), eta.Round(time.Second))
-			}
+			schedule = append(schedule, order...)
 		}
+	}
+	perRound := len(rep.Results)
+	var clk clock
+	for i, res := range schedule {
+		benchtime := cfg.Benchtime
+		switch res.Case {
+		case "Handoff", "HandoffFloor":
+			benchtime = cfg.HandoffBenchtime
+		case "Scale":
+			benchtime = "1x"
+		}
+		runStart := time.Now()
+		out, err := r.run(ctx, res.bin, benchPattern(res.name), benchtime)
+		if err != nil {
+			return nil, err
+		}
+		clk.took(res, time.Since(runStart))
+		lines, _ := ParseLines(out)
+		j := slices.IndexFunc(lines, func(l Line) bool { return l.Name == res.name })
+		if j < 0 {
+			return nil, fmt.Errorf("benchrun: %s gave no result:\n%s", res.name, tail(out))
+		}
+		res.Samples = append(res.Samples, lines[j].Metrics)
+		progress("[%3d/%d] round %d/%d  %-8s %-20s %-20s %s  (%s)", i+1, len(schedule), i/perRound+1, cfg.Rounds,
+			res.Case, res.Params, res.Label(), summary(lines[j].Metrics), clk.leftText(schedule[i+1:]))
 	}
 	for _, res := range rep.Results {
 		res.Median = medians(res.Samples)
