@@ -121,10 +121,16 @@ type Report struct {
 	Results []*Result
 	// Elapsed is how long the run took.
 	Elapsed time.Duration
+	// Incomplete, when not empty, says that the run was stopped before
+	// its end, when and why: Results are then the benchmarks that ran at
+	// least once, each with the rounds it ran.
+	Incomplete string `json:",omitempty"`
 }
 
 // Run runs the benchmarks as cfg says and returns the report; it writes no
-// file. ctx bounds the whole run.
+// file. ctx bounds the whole run: when it ends once some runs were made
+// (Ctrl-C, SIGTERM), Run returns the report of those, with Incomplete
+// saying so, and an error that includes ctx's cause.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	start := time.Now()
 	cfg, err := cfg.withDefaults()
@@ -215,6 +221,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		runStart := time.Now()
 		out, err := r.run(ctx, res.bin, benchPattern(res.name), benchtime)
 		if err != nil {
+			if ctx.Err() != nil {
+				return rep.stopped(ctx, i, len(schedule), start)
+			}
 			return nil, err
 		}
 		clk.took(res, time.Since(runStart))
@@ -227,12 +236,33 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		progress("[%3d/%d] round %d/%d  %-8s %-20s %-20s %s  (%s)", i+1, len(schedule), i/perRound+1, cfg.Rounds,
 			res.Case, res.Params, res.Label(), summary(lines[j].Metrics), clk.leftText(schedule[i+1:]))
 	}
+	rep.finish(start)
+	return rep, nil
+}
+
+// finish computes the medians and the run's end figures; start is when
+// the run started.
+func (rep *Report) finish(start time.Time) {
 	for _, res := range rep.Results {
 		res.Median = medians(res.Samples)
 	}
 	rep.Elapsed = time.Since(start)
 	rep.Env.LoadEnd = loadAvg()
-	return rep, nil
+}
+
+// stopped ends a run that ctx stopped after made of its total runs: the
+// report of the benchmarks measured, marked incomplete, with the error; no
+// report when none was.
+func (rep *Report) stopped(ctx context.Context, made, total int, start time.Time) (*Report, error) {
+	cause := context.Cause(ctx)
+	err := fmt.Errorf("benchrun: stopped after %d of %d runs: %w", made, total, cause)
+	rep.Results = slices.DeleteFunc(rep.Results, func(res *Result) bool { return len(res.Samples) == 0 })
+	if len(rep.Results) == 0 {
+		return nil, err
+	}
+	rep.finish(start)
+	rep.Incomplete = fmt.Sprintf("stopped (%v) after %d of %d runs", cause, made, total)
+	return rep, err
 }
 
 // Command returns the command that runs what cfg says: cd bench && go run

@@ -76,6 +76,10 @@ func (r *Report) Markdown() string {
 		cfg.Command(), e.Date.Format("2006-01-02 15:04 MST"), r.Elapsed.Round(time.Second), rounds)
 	fmt.Fprintf(&b, "process, the contenders of a case alternating (forward, then backward); every figure is the median of\n")
 	fmt.Fprintf(&b, "the rounds. Regenerate with the same command; `cd bench && go run ./cmd/benchrun -h` lists the options.\n\n")
+	if r.Incomplete != "" {
+		fmt.Fprintf(&b, "**Incomplete:** %s. The figures are those of the runs made: each benchmark's median is over the rounds\n", r.Incomplete)
+		fmt.Fprintf(&b, "it ran, which may be fewer than asked, and a benchmark that did not run is not listed.\n\n")
+	}
 	fmt.Fprintf(&b, "| | |\n|---|---|\n")
 	fmt.Fprintf(&b, "| CPU | %s, %d logical CPUs, GOMAXPROCS %d, %s/%s |\n", e.CPU, e.CPUs, e.GOMAXPROCS, e.OS, e.Arch)
 	fmt.Fprintf(&b, "| Load average | %s at the start, %s at the end (1, 5, 15 minutes) |\n", e.LoadStart, e.LoadEnd)

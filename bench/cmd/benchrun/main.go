@@ -7,6 +7,9 @@
 //	cd bench && go run ./cmd/benchrun -quick            # a first look in a few minutes
 //
 // Progress goes to standard error, the markdown report to standard output.
+// Stopped by Ctrl-C or SIGTERM once some runs were made, it prints their
+// report marked incomplete, writes it to -json and to an -out directory
+// given (not over bench/RESULTS.md), and exits 1.
 // See package benchrun for how it runs.
 package main
 
@@ -135,13 +138,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	} else {
 		rep, err = benchrun.Run(ctx, cfg)
 	}
+	code := 0
 	if err != nil {
 		fail(stderr, err)
-		return 1
+		if rep == nil {
+			return 1
+		}
+		// Stopped (Ctrl-C, SIGTERM) after some runs: what they measured is
+		// printed, and written, marked incomplete; half an hour of runs
+		// was lost otherwise.
+		fmt.Fprintln(stderr, "benchrun: the report of the runs made follows, marked incomplete")
+		code = 1
 	}
 	// The report is printed and its files written even when -json cannot be:
 	// a run takes half an hour.
-	code := 0
 	if jsonOut != "" {
 		if err := writeReport(jsonOut, rep); err != nil {
 			fmt.Fprintln(stderr, "benchrun: -json:", err)
@@ -151,6 +161,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	fmt.Fprint(stdout, rep.Markdown())
 	if out == "-" {
 		return code
+	}
+	if out == "" && rep.Incomplete != "" {
+		// Not over the full report kept in the repository.
+		fmt.Fprintf(stderr, "benchrun: the report is incomplete: printed, not written to bench/%s (give -out DIR to write it)\n", benchrun.ResultsFile)
+		return 1
 	}
 	if out == "" {
 		dir := rep.Config.Dir
