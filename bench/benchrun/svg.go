@@ -44,6 +44,9 @@ func (r *Report) SVG() []byte {
 	if r.Config.Rounds != 1 {
 		rounds = fmt.Sprintf("median of %d rounds", r.Config.Rounds)
 	}
+	if r.Incomplete != "" {
+		rounds += " · incomplete: " + r.Incomplete
+	}
 	text(10, y, "start", ` fill="#4a5568"`, fmt.Sprintf("%s · %s, GOMAXPROCS %d · redis-server %s · %s",
 		r.Env.Date.Format("2006-01-02"), r.Env.CPU, r.Env.GOMAXPROCS, r.Env.Redis, rounds))
 	y += 22

@@ -69,6 +69,9 @@ func TestTerminatedKeepsResults(t *testing.T) {
 	if written, err := os.ReadFile(filepath.Join(out, benchrun.ResultsFile)); err != nil || string(written) != md {
 		t.Errorf("-out %s: %s not written as printed (%v)", out, benchrun.ResultsFile, err)
 	}
+	if svg, err := os.ReadFile(filepath.Join(out, benchrun.ChartFile)); err != nil || !strings.Contains(string(svg), "incomplete: stopped") {
+		t.Errorf("-out %s: %s does not say the run is incomplete (%v)", out, benchrun.ChartFile, err)
+	}
 	var rep benchrun.Report
 	if data, err := os.ReadFile(jsonFile); err != nil || json.Unmarshal(data, &rep) != nil || rep.Incomplete == "" || len(rep.Results) != 1 || len(rep.Results[0].Samples) == 0 {
 		t.Errorf("-json: %v; want the measured result, marked incomplete: %+v", err, rep)
