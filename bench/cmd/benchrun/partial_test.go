@@ -3,19 +3,14 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/go-redlock/redlock/bench/benchrun"
-	"github.com/go-redlock/redlock/internal/stopsignal"
-	"github.com/go-redlock/redlock/internal/syncbuf"
-	"github.com/go-redlock/redlock/redistest"
 )
 
 // TestTerminatedKeepsResults: a run stopped by SIGTERM (or Ctrl-C) once it
@@ -24,43 +19,18 @@ import (
 // 1. Before, it printed only the error, and the runs made were lost (an
 // outside check).
 func TestTerminatedKeepsResults(t *testing.T) {
-	redistest.NewServer(t) // skips, or fails in CI, without redis-server
 	tmp := t.TempDir()
-	t.Setenv("TMPDIR", tmp)
 	out := filepath.Join(tmp, "out")
 	if err := os.Mkdir(out, 0o700); err != nil {
 		t.Fatal(err)
 	}
 	jsonFile := filepath.Join(tmp, "report.json")
-	ctx, stop := stopsignal.Context()
-	defer stop()
-	var stdout bytes.Buffer
-	stderr := new(syncbuf.Buffer)
-	measured := stderr.Seen("[  1/20]")
-	done := make(chan int, 1)
-	go func() {
-		done <- run(ctx, []string{"-bench", "^BenchmarkLock$/^rueidis$/^nodes=1$/^lockers=1$", "-benchtime", "3x", "-rounds", "20",
-			"-no-peers", "-out", out, "-json", jsonFile}, &stdout, stderr)
-	}()
-	select {
-	case <-measured:
-	case code := <-done:
-		t.Fatalf("benchrun ended before its first run: exit %d\nstderr:\n%s", code, stderr)
-	case <-time.After(2 * time.Minute):
-		t.Fatalf("benchrun made no run within two minutes\nstderr:\n%s", stderr)
+	code, md, stderr := termWhen(t, tmp, "[  1/20]", 2*time.Minute,
+		"-bench", "^BenchmarkLock$/^rueidis$/^nodes=1$/^lockers=1$", "-benchtime", "3x", "-rounds", "20",
+		"-no-peers", "-out", out, "-json", jsonFile)
+	if code != 1 {
+		t.Errorf("benchrun after SIGTERM: exit %d, want 1\nstderr:\n%s", code, stderr)
 	}
-	if err := syscall.Kill(syscall.Getpid(), syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case code := <-done:
-		if code != 1 {
-			t.Errorf("benchrun after SIGTERM: exit %d, want 1\nstderr:\n%s", code, stderr)
-		}
-	case <-time.After(time.Minute):
-		t.Fatal("benchrun still running a minute after SIGTERM")
-	}
-	md := stdout.String()
 	for _, want := range []string{"# Benchmark results", "**Incomplete:**", "of 20 runs", "| **rueidis** |"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("the report printed after SIGTERM lacks %q:\n%s\nstderr:\n%s", want, md, stderr)
