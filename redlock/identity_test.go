@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/drivers/memory"
+	"github.com/go-redlock/redlock/internal/redisaddr"
 	"github.com/go-redlock/redlock/redistest"
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -38,6 +39,7 @@ func TestSameServerUnderTwoAddresses(t *testing.T) {
 			require.False(t, errors.Is(err, redlock.ErrNotObtained), "a configuration error, not a lost vote: %v", err)
 			require.ErrorContains(t, err, "nodes 1 (")
 			require.ErrorContains(t, err, "reach the same server")
+			require.NotContains(t, err.Error(), redisaddr.ClusterSeedsHint, "one server, not a cluster")
 			require.ErrorIs(t, err, redlock.ErrSameServer)
 			_, again := c.TryLock(t.Context(), "k")
 			require.Equal(t, err, again, "the error stays")
@@ -95,6 +97,7 @@ func TestSameClusterUnderTwoSeeds(t *testing.T) {
 			defer c.Close()
 			err = duplicateFound(t, c, name+"/dup")
 			require.ErrorContains(t, err, "reach the same server (node:")
+			require.ErrorContains(t, err, "; "+redisaddr.ClusterSeedsHint) // how one cluster's seeds are given
 			require.ErrorIs(t, err, redlock.ErrSameServer)
 
 			// A shard's primary given as a server beside its cluster.
