@@ -340,7 +340,7 @@ func checkSet(rep *doctorReport, o doctorOptions) {
 		case unknown == 0 && clusters > 0:
 			// A cluster is told apart by its nodes' IDs, not by the
 			// run_id of the one server that answered first.
-			rep.add("duplicates", statusOK, "%d distinct %s (servers by run_id, Redis Clusters by node ID)", n, nodesWord(n))
+			rep.add("duplicates", statusOK, "%d distinct %s (servers by run_id, Redis Clusters by node ID)", n, plural.Nodes(n))
 		case unknown == 0 && n == 1:
 			rep.add("duplicates", statusOK, "1 distinct server (run_id)")
 		case unknown == 0:
