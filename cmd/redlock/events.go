@@ -49,7 +49,9 @@ type lockEvents struct {
 	unlockCalled bool
 	// unlocking is set when Unlock begins; from then on released records
 	// the nodes that answered a release of the key (Unlock's own, or the
-	// Client's background repeat of one that failed), of nodes in all.
+	// Client's background repeat of one that failed), of nodes in all:
+	// true for one that deleted the key, false for one that no longer held
+	// it.
 	unlocking bool
 	released  map[string]bool
 	nodes     int
@@ -321,7 +323,7 @@ func (e *lockEvents) NodeCall(ctx context.Context, c redlock.NodeCall) {
 	if e.released == nil {
 		e.released = make(map[string]bool)
 	}
-	e.released[c.Node] = true
+	e.released[c.Node] = e.released[c.Node] || c.OK
 }
 
 // nodeFailed says, with --verbose, that a node failed a call of the lock
@@ -583,12 +585,17 @@ func (e *lockEvents) subscribeFailed(c redlock.NodeCall) {
 	e.say("node %s refuses to tell when %s is released (the wait polls it instead, which is slower): %v", c.Node, keyText(c.Key), c.Err)
 }
 
-// releasedNodes returns how many nodes answered a release since Unlock
-// began, of how many.
-func (e *lockEvents) releasedNodes() (released, nodes int) {
+// releasedNodes returns how many nodes released the key since Unlock began
+// and how many answered (those that no longer held it too), of how many.
+func (e *lockEvents) releasedNodes() (released, answered, nodes int) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	return len(e.released), e.nodes
+	for _, ok := range e.released {
+		if ok {
+			released++
+		}
+	}
+	return released, len(e.released), e.nodes
 }
 
 // LockEnd records how a lost lock was found lost, and says (with --verbose)

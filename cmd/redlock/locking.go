@@ -300,11 +300,7 @@ func withLock(ctx context.Context, name string, o *lockFlags, stderr io.Writer, 
 			if rest := withoutJoined(uerr, isLockLost, false); rest != nil {
 				uerr = rest
 			}
-			if released, nodes := events.releasedNodes(); nodes > 0 && released == nodes {
-				fmt.Fprintf(stderr, "redlock: %s: releasing the lock %q failed at first, then its repeat released it on all %d %s:\n%v\n", name, o.key, nodes, plural.Nodes(nodes), uerr)
-			} else {
-				fmt.Fprintf(stderr, "redlock: %s: releasing the lock %q failed (%d of %d %s released it, its repeat included); it expires by itself within its TTL on the others:\n%v\n", name, o.key, released, nodes, plural.Nodes(nodes), uerr)
-			}
+			fmt.Fprintf(stderr, "redlock: %s: %s:\n%v\n", name, releaseFailedText(o.key, events), uerr)
 			err = withoutJoined(err, isLockLost, false)
 			if err == nil {
 				return nil
@@ -469,4 +465,23 @@ func lostMessage(name, key, cmdName string, called bool, fnErr error, cause stri
 		msg += ": " + cause
 	}
 	return msg
+}
+
+// releaseFailedText says what became of a release that Unlock could not
+// confirm (too many nodes failed), once the Client's repeats of it have
+// ended: on how many nodes the key is gone. A node that answered that it no
+// longer held the key released nothing then, but its key is gone all the
+// same: an earlier send of the release that failed may have deleted it, or
+// it was evicted, deleted or expired there; the line says "or no longer held
+// it" when a node answered so, rather than call every answer a release.
+func releaseFailedText(key string, events *lockEvents) string {
+	released, answered, nodes := events.releasedNodes()
+	did := "released it"
+	if answered > released {
+		did = "released it or no longer held it"
+	}
+	if nodes > 0 && answered == nodes {
+		return fmt.Sprintf("releasing the lock %q failed at first, then its repeat %s on all %d %s", key, strings.Replace(did, "no longer held it", "found it gone", 1), nodes, plural.Nodes(nodes))
+	}
+	return fmt.Sprintf("releasing the lock %q failed (%d of %d %s %s, its repeat included); it expires by itself within its TTL on the others", key, answered, nodes, plural.Nodes(nodes), did)
 }

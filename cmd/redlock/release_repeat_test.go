@@ -73,7 +73,9 @@ func TestReleaseRepeatTold(t *testing.T) {
 		if strings.Contains(s, "expires by itself") {
 			t.Errorf("run says the lock expires by itself, though the repeat released it on every node before exit:\n%s", s)
 		}
-		if !strings.Contains(s, "then its repeat released it on all 3 nodes") {
+		// The stalled nodes may have run the first send after its
+		// deadline: the repeat then finds the key gone.
+		if !strings.Contains(s, "then its repeat released it on all 3 nodes") && !strings.Contains(s, "then its repeat released it or found it gone on all 3 nodes") {
 			t.Errorf("run does not tell that the repeat released the lock:\n%s", s)
 		}
 		if strings.Contains(s, "lock lost") {
