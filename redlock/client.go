@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/drivernode"
+	"github.com/go-redlock/redlock/internal/redisaddr"
 )
 
 // Client acquires locks over a fixed set of independent Redis masters. It is
@@ -241,8 +242,9 @@ func nilValue(x any) bool {
 	return false
 }
 
-// nodeName is n's String, or "" when n has none; an error when String
-// panics, as a zero value's may.
+// nodeName is n's String, or "" when n has none, with any password masked
+// (redisaddr.MaskName: a driver of another module may name a node by its
+// address as given); an error when String panics, as a zero value's may.
 func nodeName(n driver.Node) (name string, err error) {
 	s, ok := n.(fmt.Stringer)
 	if !ok {
@@ -253,7 +255,7 @@ func nodeName(n driver.Node) (name string, err error) {
 			err = fmt.Errorf("its String method panicked (%v): a node must be made by its driver", v)
 		}
 	}()
-	return s.String(), nil
+	return redisaddr.MaskName(s.String()), nil
 }
 
 // Quorum returns how many nodes must agree: len(nodes)/2+1.

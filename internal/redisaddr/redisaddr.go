@@ -391,6 +391,31 @@ func Redact(s string) string {
 	return shorten(scheme + redactQuery(rest))
 }
 
+// MaskName returns the name of a node, its String, fit for messages: as it
+// is when it holds no password, as the names of this module's drivers
+// (redis://user:xxxxx@host:port, the password already masked); for a URL
+// with another password in its user information, the same URL with the
+// password replaced by "xxxxx"; for a name with an '@' that is no such URL
+// (u:pw@host:port), Redact's. A driver of another module may name its nodes
+// by their address as given, password included.
+func MaskName(name string) string {
+	if !strings.Contains(name, "@") {
+		return name
+	}
+	u, err := url.Parse(name)
+	if err != nil || u.Scheme == "" || u.Host == "" {
+		return Redact(name)
+	}
+	if u.User == nil {
+		return name // an '@' in the query: a cluster's addr=user:xxxxx@host
+	}
+	if pw, set := u.User.Password(); !set || pw == "xxxxx" {
+		return name
+	}
+	u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	return u.String()
+}
+
 // isScheme reports whether s is a URL scheme as RFC 3986 has it (a letter,
 // then letters, digits, '+', '-' or '.'): what comes before a "://" that is
 // not one, such as "u:pw@h:1 redis" of an address given with white space

@@ -467,3 +467,23 @@ func TestRedactUserInfoBeforeScheme(t *testing.T) {
 		}
 	}
 }
+
+// MaskName leaves the names of this module's drivers as they are and masks
+// a password any other name shows.
+func TestMaskName(t *testing.T) {
+	for name, want := range map[string]string{
+		"redis://u:xxxxx@h:1":                        "redis://u:xxxxx@h:1",
+		"redis://h:1?cluster=true&addr=u:xxxxx@h2:2": "redis://h:1?cluster=true&addr=u:xxxxx@h2:2",
+		"redis://u:xxxxx@h:1?cluster=true&addr=h2:2": "redis://u:xxxxx@h:1?cluster=true&addr=h2:2",
+		"h:1":                "h:1",
+		"memory-3":           "memory-3",
+		"redis://u:pw@h:1":   "redis://u:xxxxx@h:1",
+		"rediss://:pw@h:1/2": "rediss://:xxxxx@h:1/2",
+		"u:pw@h:1":           "xxxxx@h:1",
+		"redis://u@h:1":      "redis://u@h:1",
+	} {
+		if got := MaskName(name); got != want {
+			t.Errorf("MaskName(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
