@@ -18,10 +18,13 @@ if KEYS[2] then
 end
 for i = 3, #ARGV do
 	local old = redis.pcall("GET", ARGV[i])
-	-- Compare as digit strings: Lua numbers lose precision above 2^53.
-	if type(old) == "string" and string.find(old, "^%d+$") and
-		(#old > #counter or (#old == #counter and old > counter)) then
-		counter = old
+	if type(old) == "string" and string.find(old, "^%d+$") then
+		-- Compare as digit strings (Lua numbers lose precision above
+		-- 2^53), without leading zeros: the longer is then the larger.
+		old = string.gsub(old, "^0+(%d)", "%1")
+		if #old > #counter or (#old == #counter and old > counter) then
+			counter = old
+		end
 	end
 end
 if set then

@@ -1,0 +1,58 @@
+package driver_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/redistest"
+)
+
+// Both fencing scripts, run on a real server, take an old counter
+// (driver.OldFenceKeys) for its number, whatever digits it is written with:
+// the largest counter is the largest number, so that tokens keep rising. An
+// old counter with leading zeros ("0000000003", a counter written by hand)
+// was the larger by its length: with the counter in use at 5, the scripts
+// returned 3, and the next token (4) fell below one already granted (5).
+// An old counter that is not a decimal number counts as none.
+func TestScriptsReadOldCountersAsNumbers(t *testing.T) {
+	srv := redistest.NewServer(t)
+	ctx := t.Context()
+	for _, tc := range []struct {
+		old  string // the shared counter of earlier versions; "" for none
+		want string
+	}{
+		{"", "5"},
+		{"3", "5"},
+		{"7", "7"},
+		{"0000000003", "5"},
+		{"0000000007", "7"},
+		{"0000000000", "5"},
+		{"000000000000000000000000000012", "12"},
+		{" 9", "5"},
+		{"-9", "5"},
+		{"+9", "5"},
+		{"9 ", "5"},
+	} {
+		for name, script := range map[string]driver.Script{"setnx_fence": driver.SetNXFenceScript(), "setnx_again": driver.SetNXAgainScript()} {
+			key := fmt.Sprintf("p:%s:%q", name, tc.old)
+			fk := driver.PrefixFenceKey("p:", key)
+			if _, err := srv.Do(ctx, "SET", fk, "5"); err != nil {
+				t.Fatal(err)
+			}
+			if tc.old != "" {
+				if _, err := srv.Do(ctx, "SET", driver.FenceKey(key), tc.old); err != nil {
+					t.Fatal(err)
+				}
+			}
+			args := []string{"EVAL", script.Source(), "2", key, fk, "value", "60000"}
+			r, err := srv.Do(ctx, append(args, driver.OldFenceKeys(key, fk)...)...)
+			if err != nil {
+				t.Fatalf("%s, old counter %q: %v", name, tc.old, err)
+			}
+			if a, ok := r.([]any); !ok || len(a) != 2 || a[0] != int64(1) || a[1] != tc.want {
+				t.Errorf("%s with the counter in use at 5 and an old one holding %q = %v, want [1 %s]", name, tc.old, r, tc.want)
+			}
+		}
+	}
+}
