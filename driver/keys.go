@@ -35,7 +35,10 @@ func FenceKey(key string) string { return "redlock:fence:{" + SlotTag(HashSlot(k
 // would lie in another hash slot than key, which a "{" in the prefix without
 // a hash tag of its own can cause (such as "a{}" or "a{"): a script on a
 // Redis Cluster may only touch keys of one slot. Every Client derives the
-// same name from the same prefix and key.
+// same name from the same prefix and key; Clients of two prefixes that name
+// one key on the nodes (prefix "lock:" and key "lock:x", prefix "" and the
+// same key) derive two names, so that the tokens of the one need not rise
+// above those of the other.
 func PrefixFenceKey(prefix, key string) string {
 	fk := FenceKey(key)
 	if prefix == "" {

@@ -176,7 +176,11 @@ func WithFencing() Option {
 // returns the key without the prefix. Clients of versions before this one
 // kept the counters of every prefix at driver.FenceKey(key), which the
 // fencing scripts still read where the user may (see
-// driver.OldFenceKeys).
+// driver.OldFenceKeys). A key's tokens rise across the Clients of one
+// prefix: a Client of another prefix that names the same key on the nodes
+// (no prefix and "lock:x" beside the prefix "lock:" and "x") is refused
+// while the lock is held, but draws its tokens from its own prefix's
+// counter, which can be lower.
 func WithKeyPrefix(prefix string) Option {
 	return func(c *config) { c.keyPrefix, c.set = prefix, c.set|optKeyPrefix }
 }

@@ -52,7 +52,7 @@ func (o *lockFlags) add(cmd *cobra.Command) {
 	f := cmd.Flags()
 	o.addNodes(cmd)
 	o.addDriver(cmd)
-	f.StringVar(&o.prefix, "prefix", "", "put this before KEY on the nodes, for a namespace an ACL rule can name (give status and doctor the same)")
+	f.StringVar(&o.prefix, "prefix", "", "put this before KEY on the nodes, for a namespace an ACL rule can name (give status and doctor the same; with --fencing, the prefix the library's clients of the key use: each prefix draws tokens from counters of its own)")
 	f.DurationVar(&o.ttl, "ttl", redlock.DefaultTTL, "the lock's time to live; it is extended every TTL/3 while held")
 	f.DurationVar(&o.nodeTimeout, "node-timeout", 0, "bounds each call to one node; a node slower than this counts as failed (default, or 0: TTL/10, at most 200ms; else at least 100µs; the connections are made before, in up to 5s, or this if longer, or half a --wait past 0 if shorter); one over about TTL/3 makes the extensions more frequent than every TTL/3")
 	f.DurationVar(&o.wait, "wait", 0, "how long to wait for the lock; the first attempt always runs to its end; 0 tries once (default: as long as it takes)")
