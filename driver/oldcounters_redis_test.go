@@ -56,3 +56,54 @@ func TestScriptsReadOldCountersAsNumbers(t *testing.T) {
 		}
 	}
 }
+
+// The counter in use, written by hand with leading zeros ("007", when it
+// was copied onto a new node, say), is read for its number too: the
+// acquiring scripts compare it with the old counters as 7, and RaiseFence
+// raises it to 8. RaiseFence compared "007" with "8" by length first and
+// never raised it, so every grant drew token 8 again (3 grants through
+// redlock, 3 servers: tokens 8, 8, 8).
+func TestScriptsReadCounterInUseAsNumber(t *testing.T) {
+	srv := redistest.NewServer(t)
+	ctx := t.Context()
+	do := func(args ...string) any {
+		t.Helper()
+		r, err := srv.Do(ctx, args...)
+		if err != nil {
+			t.Fatalf("%q: %v", args[0], err)
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		old  string // the shared counter of earlier versions; "" for none
+		want string
+	}{{"", "7"}, {"6", "7"}, {"8", "8"}, {"10", "10"}} {
+		for name, script := range map[string]driver.Script{"setnx_fence": driver.SetNXFenceScript(), "setnx_again": driver.SetNXAgainScript()} {
+			key := fmt.Sprintf("p:inuse:%s:%q", name, tc.old)
+			fk := driver.PrefixFenceKey("p:", key)
+			do("SET", fk, "007")
+			if tc.old != "" {
+				do("SET", driver.FenceKey(key), tc.old)
+			}
+			args := []string{"EVAL", script.Source(), "2", key, fk, "value", "60000"}
+			r := do(append(args, driver.OldFenceKeys(key, fk)...)...)
+			if a, ok := r.([]any); !ok || len(a) != 2 || a[0] != int64(1) || a[1] != tc.want {
+				t.Errorf("%s with the counter in use at \"007\" and an old one holding %q = %v, want [1 %s]", name, tc.old, r, tc.want)
+			}
+		}
+	}
+	for _, tc := range []struct {
+		token, want string
+	}{{"8", "8"}, {"6", "007"}, {"7", "007"}} {
+		key := "p:raise:" + tc.token
+		fk := driver.PrefixFenceKey("p:", key)
+		do("SET", key, "value")
+		do("SET", fk, "007")
+		if r := do("EVAL", driver.RaiseFenceScript().Source(), "2", key, fk, "value", tc.token); r != int64(1) {
+			t.Fatalf("RaiseFence of the holder = %v, want 1", r)
+		}
+		if got := do("GET", fk); got != tc.want {
+			t.Errorf("RaiseFence(%s) of a counter at \"007\" left %q, want %q", tc.token, got, tc.want)
+		}
+	}
+}

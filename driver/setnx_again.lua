@@ -15,6 +15,8 @@ end
 local counter = "0"
 if KEYS[2] then
 	counter = redis.call("GET", KEYS[2]) or "0"
+	-- Without leading zeros, as in driver.SetNXFenceScript.
+	counter = string.gsub(counter, "^0+(%d)", "%1")
 end
 for i = 3, #ARGV do
 	local old = redis.pcall("GET", ARGV[i])

@@ -8,6 +8,8 @@
 -- otherwise; the counter is a decimal string, "0" when there is none.
 local set = redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])
 local counter = redis.call("GET", KEYS[2]) or "0"
+-- Without leading zeros (a counter written by hand as "007" is 7).
+counter = string.gsub(counter, "^0+(%d)", "%1")
 for i = 3, #ARGV do
 	local old = redis.pcall("GET", ARGV[i])
 	if type(old) == "string" and string.find(old, "^%d+$") then
