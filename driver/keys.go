@@ -68,13 +68,13 @@ func LegacyFenceKey(key string) string {
 // [PrefixFenceKey]), then [LegacyFenceKey](key). The scripts never write
 // them, and read them as far as they can: a name the node's ACL user may not
 // read, one in a hash slot that another node of a Redis Cluster serves, and
-// one that does not hold a decimal number (a lock of that name, say) count
-// as absent. So an old client that still runs beside new ones reads only
-// its own counter and can repeat a token, and so can a new one whose user
-// may not read the old counters: every old client must stop before the
-// first new one takes a fenced lock, and the ACL user must be allowed to
-// read the old counters (see the README's least-privilege rule) where old
-// clients fenced.
+// one that does not hold a decimal number of 64 bits (a lock of that name,
+// say) count as absent. So an old client that still runs beside new ones
+// reads only its own counter and can repeat a token, and so can a new one
+// whose user may not read the old counters: every old client must stop
+// before the first new one takes a fenced lock, and the ACL user must be
+// allowed to read the old counters (see the README's least-privilege rule)
+// where old clients fenced.
 func OldFenceKeys(key, fenceKey string) []string {
 	if fk := FenceKey(key); fk != fenceKey {
 		return []string{fk, LegacyFenceKey(key)}

@@ -33,6 +33,12 @@ func TestScriptsReadOldCountersAsNumbers(t *testing.T) {
 		{"-9", "5"},
 		{"+9", "5"},
 		{"9 ", "5"},
+		// Above 2^64-1, which no version wrote (tokens are uint64): none,
+		// as status reads it, not a reply every acquisition fails on.
+		{"18446744073709551615", "18446744073709551615"},
+		{"18446744073709551616", "5"},
+		{"99999999999999999999999", "5"},
+		{"000018446744073709551616", "5"},
 	} {
 		for name, script := range map[string]driver.Script{"setnx_fence": driver.SetNXFenceScript(), "setnx_again": driver.SetNXAgainScript()} {
 			key := fmt.Sprintf("p:%s:%q", name, tc.old)

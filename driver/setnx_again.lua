@@ -23,8 +23,11 @@ for i = 3, #ARGV do
 	if type(old) == "string" and string.find(old, "^%d+$") then
 		-- Compare as digit strings (Lua numbers lose precision above
 		-- 2^53), without leading zeros: the longer is then the larger.
+		-- One above 2^64-1, which no version wrote (tokens are uint64),
+		-- counts as none.
 		old = string.gsub(old, "^0+(%d)", "%1")
-		if #old > #counter or (#old == #counter and old > counter) then
+		if (#old < 20 or (#old == 20 and old <= "18446744073709551615")) and
+			(#old > #counter or (#old == #counter and old > counter)) then
 			counter = old
 		end
 	end
