@@ -40,7 +40,8 @@ once it holds it,
   {"key":"KEY","token":7,"until":"2026-11-30T10:00:10.000Z"}
 
 and keeps it, extended every TTL/3, until it gets SIGINT, SIGTERM, SIGHUP or SIGQUIT
-(but SIGHUP or SIGINT ignored when hold starts, as under nohup, stays ignored;
+(but SIGHUP or SIGINT ignored when hold starts, as under nohup, stays ignored,
+and no other: a SIGQUIT that a shell ignores in a background job still stops it;
 SIGUSR1 and SIGUSR2 are ignored), or --for has passed; then it releases the lock and exits with 0. (On Windows:
 Ctrl-C or Ctrl-Break, or the console's close, logoff or shutdown.) It is the
 lock around several steps of a shell script: start it in the background, wait

@@ -55,7 +55,12 @@ group: Ctrl-C and Ctrl-\ reach CMD from the terminal, once (a SIGINT sent
 to run alone then is not passed on: stop run from a program with SIGTERM).
 SIGHUP or SIGINT ignored when run starts (nohup ignores SIGHUP, a shell
 SIGINT in a job it starts in the background) stays ignored, by run and by
-CMD, as flock(1) leaves it. A signal sent to run's whole process group or
+CMD, as flock(1) leaves it. No other signal does (Go cannot tell run that
+it was ignored): CMD starts with the others at their default, where under
+flock(1) it inherits them ignored. A shell ignores SIGQUIT too in a job it
+starts in the background: run catches it and forwards it to CMD, which
+quits; a SIGTERM or SIGPIPE the caller ignores is not ignored by CMD either.
+A signal sent to run's whole process group or
 cgroup can reach CMD twice, from the sender and forwarded by run: timeout(1)
 without --foreground, kill -- -PGID, a shell's kill %JOB, systemd's default
 KillMode=control-group. Signal run alone (timeout --foreground,
