@@ -314,8 +314,13 @@ func checkSet(rep *doctorReport, o doctorOptions) {
 	for i, a := range rep.Nodes {
 		for _, b := range rep.Nodes[i+1:] {
 			switch {
-			case a.hostPort != "" && a.hostPort == b.hostPort:
+			case a.hostPort != "" && a.hostPort == b.hostPort && a.Addr == b.Addr:
 				rep.add("duplicates", statusFail, "%s and %s are the same address: the node would count twice towards the quorum", a.Addr, b.Addr)
+				dup = true
+			case a.hostPort != "" && a.hostPort == b.hostPort:
+				// Another database or user of one server: a crash takes
+				// both down.
+				rep.add("duplicates", statusFail, "%s and %s reach the same server, at %s: it would count twice towards the quorum", a.Addr, b.Addr, a.hostPort)
 				dup = true
 			case sharesID(a.clusterIDs, b.clusterIDs) != "":
 				rep.add("duplicates", statusFail, "%s and %s are the same Redis Cluster (node %s in both): it would count twice towards the quorum; %s%s", a.Addr, b.Addr, sharesID(a.clusterIDs, b.clusterIDs), redisaddr.ClusterSeedsHint, clusterCommaNote)
