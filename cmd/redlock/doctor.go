@@ -138,8 +138,9 @@ checks each node and the set:
                 EVAL, EVALSHA and, inside the scripts, GET, PEXPIRE and DEL
                 (with ACL DRYRUN, or else on a scratch key beside --key);
                 fencing counters (and the reads of earlier versions'),
-                release notifications and the reads of status and
-                Lock.TTL (PTTL) are warnings; on a cluster's
+                release notifications, the reads of status and Lock.TTL
+                (PTTL) and INFO (with ACL DRYRUN: without it, one server
+                under two addresses goes unseen) are warnings; on a cluster's
                 primaries, CLUSTER SLOTS too (every cluster client reads
                 the slot map first), and CLUSTER SHARDS as a warning
                 (rueidis' and valkeygo's read the map with it from

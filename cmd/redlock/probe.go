@@ -357,7 +357,6 @@ func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, subscribe fun
 			{"GET", []any{"GET", o.key}},
 			{"PEXPIRE", []any{"PEXPIRE", o.key, ttl}},
 			{"DEL", []any{"DEL", o.key}},
-			{"INFO", []any{"INFO", "server"}},
 		}
 		what := "SET, EVAL, EVALSHA, GET, PEXPIRE and DEL on " + strconv.Quote(o.key)
 		if served != nil {
@@ -408,6 +407,11 @@ func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, subscribe fun
 			}
 			if d, err := dry(notify); err == nil && len(d) > 0 {
 				n.add("permissions", statusWarn, "user %s may not publish or subscribe to %q, so waiters poll instead of hearing releases: %s", user, ch, strings.Join(d, "; "))
+			}
+			// Locks work without INFO; only the check that one server
+			// is not given under two addresses needs it.
+			if d, err := dry([]permission{{"INFO", []any{"INFO", "server"}}}); err == nil && len(d) > 0 {
+				n.add("permissions", statusWarn, "user %s may not run INFO, so run, hold and the library cannot tell one server given under two addresses, which would count twice towards the quorum, unseen: %s", user, strings.Join(d, "; "))
 			}
 			if d, err := dry(reads); err == nil && len(d) > 0 {
 				n.add("permissions", statusWarn, "user %s may not read the TTL of %q or its fencing counter, so redlock status and Lock.TTL fail: %s", user, o.key, strings.Join(d, "; "))

@@ -1,0 +1,55 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock/redistest"
+)
+
+// A user without +info takes locks (run and hold warn that the nodes do not
+// tell which server they are: one server under two addresses would count
+// twice, unseen), as the README's ACL rule says: "Without +info ... locks
+// still work but that check is skipped". doctor warns of it; it does not fail
+// the node for a permission "every lock needs", and its verdict is a warning
+// (exit 0), as for a user that may not run ACL DRYRUN, whose permissions are
+// checked on a scratch key, where INFO is not among them.
+func TestDoctorUserWithoutInfoWarns(t *testing.T) {
+	t.Parallel()
+	const password = "no-1nfo-Passw0rd"
+	servers := redistest.NewServers(t, 3)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	var urls []string
+	for _, s := range servers {
+		if _, err := s.Do(ctx, "ACL", "SETUSER", "noinfo", "on", ">"+password, "~*", "&*", "+@all", "-info"); err != nil {
+			t.Fatal(err)
+		}
+		urls = append(urls, "redis://noinfo:"+password+"@"+s.Addr())
+	}
+	addrs := strings.Join(urls, ",")
+
+	if r := invoke(t, "", "run", "--nodes", addrs, "--node-timeout", "2s", "k", "--", "true"); r.code != exitOK {
+		t.Fatalf("run as a user without +info: want exit 0 (locks work without INFO), got %v", r)
+	}
+
+	rep, r := doctorJSON(t, addrs)
+	if r.code != exitOK {
+		t.Errorf("doctor for a user without +info: want exit 0 (warnings), got exit %d", r.code)
+	}
+	for _, n := range rep.Nodes {
+		for _, c := range n.Checks {
+			if c.Status == statusFail {
+				t.Errorf("node %s: check %s failed for a user without +info, whose locks work: %q", n.Addr, c.Name, c.Message)
+			}
+		}
+		c, ok := findCheck(n.Checks, "permissions", statusWarn)
+		if !ok || !strings.Contains(c.Message, "INFO") || !strings.Contains(c.Message, "two addresses") {
+			t.Errorf("node %s: want a permissions warning that names INFO and what it is for (one server under two addresses), got %+v", n.Addr, n.Checks)
+		}
+	}
+}
