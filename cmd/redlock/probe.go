@@ -375,10 +375,10 @@ func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, subscribe fun
 			{"SPUBLISH", []any{"SPUBLISH", ch, ""}},
 			{"SSUBSCRIBE", []any{"SSUBSCRIBE", ch}},
 		}
-		reads := []permission{
-			{"PTTL", []any{"PTTL", o.key}},
-			{"GET", []any{"GET", fk}},
-		}
+		// Lock.TTL reads the key alone (PTTL); status reads the counter
+		// too.
+		ttlRead := []permission{{"PTTL", []any{"PTTL", o.key}}}
+		counterRead := []permission{{"GET", []any{"GET", fk}}}
 		dry := func(ps []permission) (denied []string, err error) {
 			for _, p := range ps {
 				args := append([]any{"ACL", "DRYRUN", user}, p.args...)
@@ -413,8 +413,11 @@ func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, subscribe fun
 			if d, err := dry([]permission{{"INFO", []any{"INFO", "server"}}}); err == nil && len(d) > 0 {
 				n.add("permissions", statusWarn, "user %s may not run INFO, so run, hold and the library cannot tell one server given under two addresses, which would count twice towards the quorum, unseen: %s", user, strings.Join(d, "; "))
 			}
-			if d, err := dry(reads); err == nil && len(d) > 0 {
-				n.add("permissions", statusWarn, "user %s may not read the TTL of %q or its fencing counter, so redlock status and Lock.TTL fail: %s", user, o.key, strings.Join(d, "; "))
+			if d, err := dry(ttlRead); err == nil && len(d) > 0 {
+				n.add("permissions", statusWarn, "user %s may not read the TTL of %q, so redlock status and Lock.TTL fail: %s", user, o.key, strings.Join(d, "; "))
+			}
+			if d, err := dry(counterRead); err == nil && len(d) > 0 {
+				n.add("permissions", statusWarn, "user %s may not read the fencing counter %q, which redlock status reads beside %q, so status fails (Lock.TTL does not read it): %s", user, fk, o.key, strings.Join(d, "; "))
 			}
 			if served != nil {
 				if d, err := dry([]permission{{"CLUSTER SHARDS", []any{"CLUSTER", "SHARDS"}}}); err == nil && len(d) > 0 {

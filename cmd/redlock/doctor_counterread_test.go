@@ -1,0 +1,53 @@
+//go:build unix
+
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-redlock/redlock/redistest"
+)
+
+// A user whose keys are app:* only may take locks and read their TTL
+// (Lock.TTL runs PTTL on the lock's key, in app:*), but may not read the
+// fencing counters (redlock:fence:{T}), which status reads beside the key.
+// doctor warns of the counter read for status, and does not say that
+// Lock.TTL fails, which only a refused PTTL on the key would make it do.
+func TestDoctorCounterReadDeniedSparesLockTTL(t *testing.T) {
+	t.Parallel()
+	const password = "app-0nly-Passw0rd"
+	servers := redistest.NewServers(t, 3)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	var urls []string
+	for _, s := range servers {
+		if _, err := s.Do(ctx, "ACL", "SETUSER", "apponly", "on", ">"+password, "~app:*", "&*", "+@all"); err != nil {
+			t.Fatal(err)
+		}
+		urls = append(urls, "redis://apponly:"+password+"@"+s.Addr())
+	}
+	rep, r := doctorJSON(t, strings.Join(urls, ","), "--prefix", "app:", "--key", "k")
+	if r.code != exitOK {
+		t.Errorf("doctor as a user of app:* with --prefix app:: want exit 0 (warnings), got exit %d", r.code)
+	}
+	for _, n := range rep.Nodes {
+		var counterRead bool
+		for _, c := range n.Checks {
+			if c.Name != "permissions" {
+				continue
+			}
+			if strings.Contains(c.Message, "Lock.TTL fail") {
+				t.Errorf("node %s: a user that may run PTTL on the key is told that Lock.TTL fails: %q", n.Addr, c.Message)
+			}
+			if c.Status == statusWarn && strings.Contains(c.Message, "redlock status") && strings.Contains(c.Message, "redlock:fence:") {
+				counterRead = true
+			}
+		}
+		if !counterRead {
+			t.Errorf("node %s: want a permissions warning that status cannot read the fencing counter, got %+v", n.Addr, n.Checks)
+		}
+	}
+}
