@@ -3,12 +3,8 @@
 package main
 
 import (
-	"context"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/go-redlock/redlock/redistest"
 )
 
 // A user whose keys are app:* only may take locks and read their TTL
@@ -18,18 +14,8 @@ import (
 // Lock.TTL fails, which only a refused PTTL on the key would make it do.
 func TestDoctorCounterReadDeniedSparesLockTTL(t *testing.T) {
 	t.Parallel()
-	const password = "app-0nly-Passw0rd"
-	servers := redistest.NewServers(t, 3)
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	var urls []string
-	for _, s := range servers {
-		if _, err := s.Do(ctx, "ACL", "SETUSER", "apponly", "on", ">"+password, "~app:*", "&*", "+@all"); err != nil {
-			t.Fatal(err)
-		}
-		urls = append(urls, "redis://apponly:"+password+"@"+s.Addr())
-	}
-	rep, r := doctorJSON(t, strings.Join(urls, ","), "--prefix", "app:", "--key", "k")
+	addrs := aclUserNodes(t, 3, "apponly", "app-0nly-Passw0rd", "~app:*", "&*", "+@all")
+	rep, r := doctorJSON(t, addrs, "--prefix", "app:", "--key", "k")
 	if r.code != exitOK {
 		t.Errorf("doctor as a user of app:* with --prefix app:: want exit 0 (warnings), got exit %d", r.code)
 	}

@@ -20,18 +20,7 @@ import (
 // checked on a scratch key, where INFO is not among them.
 func TestDoctorUserWithoutInfoWarns(t *testing.T) {
 	t.Parallel()
-	const password = "no-1nfo-Passw0rd"
-	servers := redistest.NewServers(t, 3)
-	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-	defer cancel()
-	var urls []string
-	for _, s := range servers {
-		if _, err := s.Do(ctx, "ACL", "SETUSER", "noinfo", "on", ">"+password, "~*", "&*", "+@all", "-info"); err != nil {
-			t.Fatal(err)
-		}
-		urls = append(urls, "redis://noinfo:"+password+"@"+s.Addr())
-	}
-	addrs := strings.Join(urls, ",")
+	addrs := aclUserNodes(t, 3, "noinfo", "no-1nfo-Passw0rd", "~*", "&*", "+@all", "-info")
 
 	if r := invoke(t, "", "run", "--nodes", addrs, "--node-timeout", "2s", "k", "--", "true"); r.code != exitOK {
 		t.Fatalf("run as a user without +info: want exit 0 (locks work without INFO), got %v", r)
@@ -52,4 +41,22 @@ func TestDoctorUserWithoutInfoWarns(t *testing.T) {
 			t.Errorf("node %s: want a permissions warning that names INFO and what it is for (one server under two addresses), got %+v", n.Addr, n.Checks)
 		}
 	}
+}
+
+// aclUserNodes starts n servers, makes on each the ACL user user with
+// password and rules, and returns their addresses as that user, joined
+// with commas as --nodes takes them.
+func aclUserNodes(t *testing.T, n int, user, password string, rules ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	var urls []string
+	for _, s := range redistest.NewServers(t, n) {
+		acl := append([]string{"ACL", "SETUSER", user, "on", ">" + password}, rules...)
+		if _, err := s.Do(ctx, acl...); err != nil {
+			t.Fatal(err)
+		}
+		urls = append(urls, "redis://"+user+":"+password+"@"+s.Addr())
+	}
+	return strings.Join(urls, ",")
 }
