@@ -209,7 +209,7 @@ func (r *Report) Targets() []Target {
 		}
 		return v/p >= want, true, fmt.Sprintf("%s %.2f× redsync-%s", d, v/p, d)
 	})
-	add("≤ 40 allocations per lock+unlock on five nodes with the rueidis driver (all three shown)", func(d string) (bool, bool, string) {
+	add("≤ 40 allocations per lock+unlock on five nodes with the rueidis driver (every driver shown)", func(d string) (bool, bool, string) {
 		res := r.find(Headline, KindDriver, d)
 		if res == nil {
 			return false, false, ""
