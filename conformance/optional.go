@@ -280,6 +280,24 @@ func notifyTwoSubscriptions(t *testing.T, ctx context.Context, newNode func(*tes
 	quiet(t, first, "Subscribe: notified after cancel returned")
 }
 
+// identityContext checks that driver.Identifier's Identity obeys its
+// context as every call does: with a context already canceled, or past its
+// deadline, it returns an error matching the context's (driver's checklist:
+// the optional interfaces obey the same rules).
+func identityContext(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
+	ider := as[driver.Identifier](t, newNode(t))
+	canceled, cancel := context.WithCancel(ctx)
+	cancel()
+	if _, err := ider.Identity(canceled); !errors.Is(err, context.Canceled) {
+		t.Errorf("Identity with a canceled context = %v, want an error matching context.Canceled", err)
+	}
+	past, cancel := context.WithDeadline(ctx, time.Now().Add(-time.Second))
+	defer cancel()
+	if _, err := ider.Identity(past); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("Identity with a context past its deadline = %v, want an error matching context.DeadlineExceeded", err)
+	}
+}
+
 // identityStable checks driver.Identifier: a node names at least one server,
 // and the same ones when asked again.
 func identityStable(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
