@@ -32,6 +32,12 @@ func TestForeignNodeNameHidesPassword(t *testing.T) {
 		{"u:" + secret + "@127.0.0.1:3", "xxxxx@127.0.0.1:3"},
 		{"redis://u:xxxxx@127.0.0.1:4", "redis://u:xxxxx@127.0.0.1:4"}, // this module's drivers: as it is
 		{"node-5", "node-5"},
+		// A password in the query, as some clients take it, and in a
+		// cluster seed's user information: the name has no password
+		// before its host, or one already masked there.
+		{"redis://127.0.0.1:6?password=" + secret, "redis://127.0.0.1:6?password=xxxxx"},
+		{"redis://u:xxxxx@127.0.0.1:7?cluster=true&addr=u:" + secret + "@127.0.0.1:8", "redis://u:xxxxx@127.0.0.1:7?cluster=true&addr=xxxxx@127.0.0.1:8"},
+		{"redis://u:" + secret + "@127.0.0.1:9/1?addr=:" + secret + "@127.0.0.1:10", "redis://u:xxxxx@127.0.0.1:9/1?addr=xxxxx@127.0.0.1:10"},
 	} {
 		down, down2 := memory.New(), memory.New()
 		down.SetDown(true)

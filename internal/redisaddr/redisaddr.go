@@ -395,25 +395,53 @@ func Redact(s string) string {
 // is when it holds no password, as the names of this module's drivers
 // (redis://user:xxxxx@host:port, the password already masked); for a URL
 // with another password in its user information, the same URL with the
-// password replaced by "xxxxx"; for a name with an '@' that is no such URL
-// (u:pw@host:port), Redact's. A driver of another module may name its nodes
-// by their address as given, password included.
+// password replaced by "xxxxx", and so for a password in its query: the
+// value of a parameter other than the known ones (some clients take
+// ?password=...), and the user information of an addr parameter (a cluster
+// seed's) unless its password is "xxxxx" already; for a name with an '@'
+// that is no such URL (u:pw@host:port), Redact's. A driver of another
+// module may name its nodes by their address as given, password included.
 func MaskName(name string) string {
-	if !strings.Contains(name, "@") {
+	if !strings.ContainsAny(name, "@?") {
 		return name
 	}
 	u, err := url.Parse(name)
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		return Redact(name)
 	}
-	if u.User == nil {
-		return name // an '@' in the query: a cluster's addr=user:xxxxx@host
+	masked := false
+	if u.User != nil {
+		if pw, set := u.User.Password(); set && pw != "xxxxx" {
+			u.User, masked = url.UserPassword(u.User.Username(), "xxxxx"), true
+		}
 	}
-	if pw, set := u.User.Password(); !set || pw == "xxxxx" {
+	if q := maskQuery(u.RawQuery); q != u.RawQuery {
+		u.RawQuery, masked = q, true
+	}
+	if !masked {
 		return name
 	}
-	u.User = url.UserPassword(u.User.Username(), "xxxxx")
 	return u.String()
+}
+
+// maskQuery is redactQuery's rule for a node's name: the query parameters
+// of query that may hold a password masked, but an addr whose user
+// information shows its password masked already ("u:xxxxx@host", as this
+// module's names have it) left as it is.
+func maskQuery(query string) string {
+	if query == "" {
+		return query
+	}
+	params := strings.Split(query, "&")
+	for i, p := range params {
+		if v, ok := strings.CutPrefix(p, "addr="); ok {
+			if at := strings.LastIndex(v, "@"); at >= 0 && strings.HasSuffix(v[:at], ":xxxxx") {
+				continue
+			}
+		}
+		params[i] = strings.TrimPrefix(redactQuery("?"+p), "?")
+	}
+	return strings.Join(params, "&")
 }
 
 // isScheme reports whether s is a URL scheme as RFC 3986 has it (a letter,

@@ -475,12 +475,16 @@ func TestMaskName(t *testing.T) {
 		"redis://u:xxxxx@h:1":                        "redis://u:xxxxx@h:1",
 		"redis://h:1?cluster=true&addr=u:xxxxx@h2:2": "redis://h:1?cluster=true&addr=u:xxxxx@h2:2",
 		"redis://u:xxxxx@h:1?cluster=true&addr=h2:2": "redis://u:xxxxx@h:1?cluster=true&addr=h2:2",
-		"h:1":                "h:1",
-		"memory-3":           "memory-3",
-		"redis://u:pw@h:1":   "redis://u:xxxxx@h:1",
-		"rediss://:pw@h:1/2": "rediss://:xxxxx@h:1/2",
-		"u:pw@h:1":           "xxxxx@h:1",
-		"redis://u@h:1":      "redis://u@h:1",
+		"h:1":                     "h:1",
+		"memory-3":                "memory-3",
+		"redis://u:pw@h:1":        "redis://u:xxxxx@h:1",
+		"rediss://:pw@h:1/2":      "rediss://:xxxxx@h:1/2",
+		"u:pw@h:1":                "xxxxx@h:1",
+		"redis://u@h:1":           "redis://u@h:1",
+		"redis://h:1?password=pw": "redis://h:1?password=xxxxx",
+		"rediss://h:1/2?tls_ca_file=/ca.pem&auth=pw": "rediss://h:1/2?tls_ca_file=/ca.pem&auth=xxxxx",
+		"redis://h:1?cluster=true&addr=u:pw@h2:2":    "redis://h:1?cluster=true&addr=xxxxx@h2:2",
+		"redis://u:pw@h:1?cluster=true&addr=u:pw@h2": "redis://u:xxxxx@h:1?cluster=true&addr=xxxxx@h2",
 	} {
 		if got := MaskName(name); got != want {
 			t.Errorf("MaskName(%q) = %q, want %q", name, got, want)
