@@ -2,6 +2,7 @@ package redisaddr
 
 import (
 	"errors"
+	"net/url"
 	"slices"
 	"strings"
 	"testing"
@@ -65,7 +66,7 @@ func FuzzParse(f *testing.F) {
 		"127.0.0.1:6379", "redis://u:p@h:1/2", "[::1]:1", "redis://u:p@[::1]:2/0",
 		"redis://u:p4ss@h:1?cluster=true&addr=h:2&addr=[::1]:3", "rediss://:p4ss@h:1/0?cluster=1&addr=h2&tls_server_name=x",
 		"redis://h:1?cluster=false", "redis://h:1?addr=h:2", "redis://h:1/3?cluster=true",
-		"u:p4ss@h:1 redis://h2:2",
+		"u:p4ss@h:1 redis://h2:2", "redis://h:1?cluster=true&addr=u:p4ss@h2:2&password=p4ss",
 	} {
 		f.Add(s)
 	}
@@ -77,6 +78,26 @@ func FuzzParse(f *testing.F) {
 			i := strings.Index(r, "xxxxx@")
 			if i < 0 || (i > 0 && (!strings.HasSuffix(r[:i], "://") || !isScheme(r[:i-len("://")]))) {
 				t.Errorf("Redact(%q) = %q: the user information shows", s, r)
+			}
+		}
+		// MaskName leaves no password but "xxxxx" in a URL's user
+		// information, nor a value but "xxxxx" in a query parameter
+		// that may hold one.
+		if u, err := url.Parse(s); err == nil && u.Scheme != "" && u.Host != "" {
+			m := MaskName(s)
+			mu, err := url.Parse(m)
+			if err != nil {
+				t.Fatalf("MaskName(%q) = %q, which does not parse: %v", s, m, err)
+			}
+			if pw, set := mu.User.Password(); set && pw != "xxxxx" {
+				t.Errorf("MaskName(%q) = %q: the password shows", s, m)
+			}
+			for name, values := range mu.Query() {
+				for _, v := range values {
+					if !knownParams[name] && v != "xxxxx" && v != "" {
+						t.Errorf("MaskName(%q) = %q: the query parameter %s shows its value", s, m, name)
+					}
+				}
 			}
 		}
 		n, nerr := ParseNode(s)
