@@ -38,6 +38,9 @@ func TestForeignNodeNameHidesPassword(t *testing.T) {
 		{"redis://127.0.0.1:6?password=" + secret, "redis://127.0.0.1:6?password=xxxxx"},
 		{"redis://u:xxxxx@127.0.0.1:7?cluster=true&addr=u:" + secret + "@127.0.0.1:8", "redis://u:xxxxx@127.0.0.1:7?cluster=true&addr=xxxxx@127.0.0.1:8"},
 		{"redis://u:" + secret + "@127.0.0.1:9/1?addr=:" + secret + "@127.0.0.1:10", "redis://u:xxxxx@127.0.0.1:9/1?addr=xxxxx@127.0.0.1:10"},
+		// A user information without ':', which redis-cli -u and redigo's
+		// DialURL take for a password.
+		{"redis://" + secret + "@127.0.0.1:11", "redis://xxxxx@127.0.0.1:11"},
 	} {
 		down, down2 := memory.New(), memory.New()
 		down.SetDown(true)

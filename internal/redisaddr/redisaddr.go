@@ -395,7 +395,9 @@ func Redact(s string) string {
 // is when it holds no password, as the names of this module's drivers
 // (redis://user:xxxxx@host:port, the password already masked); for a URL
 // with another password in its user information, the same URL with the
-// password replaced by "xxxxx", and so for a password in its query: the
+// password replaced by "xxxxx" (a user information without ':' all of it,
+// as redis-cli -u and redigo's DialURL take it for a password), and so for a
+// password in its query: the
 // value of a parameter other than the known ones (some clients take
 // ?password=...), and the user information of an addr parameter (a cluster
 // seed's) unless its password is "xxxxx" already; for a name with an '@'
@@ -411,8 +413,13 @@ func MaskName(name string) string {
 	}
 	masked := false
 	if u.User != nil {
-		if pw, set := u.User.Password(); set && pw != "xxxxx" {
+		switch pw, set := u.User.Password(); {
+		case set && pw != "xxxxx":
 			u.User, masked = url.UserPassword(u.User.Username(), "xxxxx"), true
+		case !set && u.User.Username() != "xxxxx":
+			// A user information without ':' is a password to redis-cli
+			// -u and to redigo's DialURL, as to Redact.
+			u.User, masked = url.User("xxxxx"), true
 		}
 	}
 	if q := maskQuery(u.RawQuery); q != u.RawQuery {

@@ -66,7 +66,7 @@ func FuzzParse(f *testing.F) {
 		"127.0.0.1:6379", "redis://u:p@h:1/2", "[::1]:1", "redis://u:p@[::1]:2/0",
 		"redis://u:p4ss@h:1?cluster=true&addr=h:2&addr=[::1]:3", "rediss://:p4ss@h:1/0?cluster=1&addr=h2&tls_server_name=x",
 		"redis://h:1?cluster=false", "redis://h:1?addr=h:2", "redis://h:1/3?cluster=true",
-		"u:p4ss@h:1 redis://h2:2", "redis://h:1?cluster=true&addr=u:p4ss@h2:2&password=p4ss",
+		"u:p4ss@h:1 redis://h2:2", "redis://h:1?cluster=true&addr=u:p4ss@h2:2&password=p4ss", "redis://p4ss@h:1/2",
 	} {
 		f.Add(s)
 	}
@@ -89,7 +89,7 @@ func FuzzParse(f *testing.F) {
 			if err != nil {
 				t.Fatalf("MaskName(%q) = %q, which does not parse: %v", s, m, err)
 			}
-			if pw, set := mu.User.Password(); set && pw != "xxxxx" {
+			if pw, set := mu.User.Password(); set && pw != "xxxxx" || !set && mu.User.Username() != "" && mu.User.Username() != "xxxxx" {
 				t.Errorf("MaskName(%q) = %q: the password shows", s, m)
 			}
 			for name, values := range mu.Query() {
@@ -501,7 +501,8 @@ func TestMaskName(t *testing.T) {
 		"redis://u:pw@h:1":        "redis://u:xxxxx@h:1",
 		"rediss://:pw@h:1/2":      "rediss://:xxxxx@h:1/2",
 		"u:pw@h:1":                "xxxxx@h:1",
-		"redis://u@h:1":           "redis://u@h:1",
+		"redis://pw@h:1":          "redis://xxxxx@h:1",
+		"redis://xxxxx@h:1":       "redis://xxxxx@h:1",
 		"redis://h:1?password=pw": "redis://h:1?password=xxxxx",
 		"rediss://h:1/2?tls_ca_file=/ca.pem&auth=pw": "rediss://h:1/2?tls_ca_file=/ca.pem&auth=xxxxx",
 		"redis://h:1?cluster=true&addr=u:pw@h2:2":    "redis://h:1?cluster=true&addr=xxxxx@h2:2",
