@@ -139,11 +139,13 @@ func newClient(nodes []driver.Node, cfg config) (*Client, error) {
 			return nil, fmt.Errorf("redlock: node %d (%T): %w", i+1, n, err)
 		}
 		if name != "" {
-			names[i] = name
-			if j, dup := seen[names[i]]; dup {
+			// Compared as given: masked names can be alike where the
+			// names differ (an '@' in a Unix socket's path is Redact's).
+			names[i] = redisaddr.MaskName(name)
+			if j, dup := seen[name]; dup {
 				return nil, fmt.Errorf("redlock: nodes %d and %d are both %s: a node must be given once", j+1, i+1, names[i])
 			}
-			seen[names[i]] = i
+			seen[name] = i
 		}
 		for j := range i {
 			if sameNode(nodes[j], n) {
@@ -242,9 +244,10 @@ func nilValue(x any) bool {
 	return false
 }
 
-// nodeName is n's String, or "" when n has none, with any password masked
+// nodeName is n's String, or "" when n has none; an error when String
+// panics, as a zero value's may. What shows it masks any password in it
 // (redisaddr.MaskName: a driver of another module may name a node by its
-// address as given); an error when String panics, as a zero value's may.
+// address as given).
 func nodeName(n driver.Node) (name string, err error) {
 	s, ok := n.(fmt.Stringer)
 	if !ok {
@@ -255,7 +258,7 @@ func nodeName(n driver.Node) (name string, err error) {
 			err = fmt.Errorf("its String method panicked (%v): a node must be made by its driver", v)
 		}
 	}()
-	return redisaddr.MaskName(s.String()), nil
+	return s.String(), nil
 }
 
 // Quorum returns how many nodes must agree: len(nodes)/2+1.
