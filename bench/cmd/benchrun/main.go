@@ -22,7 +22,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -206,13 +205,9 @@ func validBenchtime(s string) bool {
 	return err == nil && d > 0
 }
 
-// validPattern reports whether s, a go test -bench pattern, compiles: go test
-// splits it at its slashes into one regular expression per level of
-// benchmark, and a pattern whose parts compile compiles whole.
-func validPattern(s string) bool {
-	_, err := regexp.Compile(s)
-	return err == nil
-}
+// validPattern reports whether s is a go test -bench pattern go test takes:
+// each part between its slashes (and '|'s) compiles (benchrun.CheckPattern).
+func validPattern(s string) bool { return benchrun.CheckPattern(s) == nil }
 
 // writeReport writes rep to path as JSON.
 func writeReport(path string, rep *benchrun.Report) error {

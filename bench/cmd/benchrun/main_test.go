@@ -36,6 +36,9 @@ func TestBadFlags(t *testing.T) {
 		{[]string{"-out", filepath.Join(missing, "dir")}, "-out"}, {[]string{"-out", missing}, "-out"},
 		{[]string{"-json", filepath.Join(missing, "r.json")}, "-json"},
 		{[]string{"-bench", "["}, "-bench"}, {[]string{"-bench", "Lock/(nodes=5"}, "-bench"},
+		// Patterns that compile whole, but not each part go test splits
+		// them into ("[]" and "]"; "\Q" and "\E").
+		{[]string{"-bench", "[]/]"}, "-bench"}, {[]string{"-bench", `\Q/\E`}, "-bench"},
 	} {
 		var stdout, stderr bytes.Buffer
 		code := run(context.Background(), append([]string{"-from", missing, "-out", "-"}, tc.args...), &stdout, &stderr)

@@ -27,6 +27,7 @@ func TestBadArgs(t *testing.T) {
 		{[]string{"-n", "10", "extra"}, `"extra"`},
 		{[]string{"-bench", "["}, "-bench"},
 		{[]string{"-bench", "Far/(goredis"}, "-bench"},
+		{[]string{"-bench", "[]/]"}, "-bench"}, // compiles whole, not as go test splits it
 	} {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		cmd := exec.CommandContext(ctx, bin, tc.args...)

@@ -35,6 +35,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/go-redlock/redlock/bench/benchrun"
 	"github.com/go-redlock/redlock/internal/stopsignal"
 )
 
@@ -55,7 +56,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "tracecount: unexpected argument %q (the benchmark goes in -bench)\n", flag.Arg(0))
 		os.Exit(2)
 	}
-	if _, err := regexp.Compile(*bench); err != nil { // go test -bench compiles each part between slashes; a whole that compiles has parts that do
+	if err := benchrun.CheckPattern(*bench); err != nil { // as go test -bench compiles it: each part between slashes by itself
 		fmt.Fprintf(os.Stderr, "tracecount: -bench %s: want a regular expression, as go test -bench takes: %v\n", *bench, err)
 		os.Exit(2)
 	}
