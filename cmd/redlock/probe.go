@@ -26,7 +26,7 @@ const pings = 5
 // one server; for a primary of a cluster node, it tells the slots that the
 // primary serves, where a scratch key can be written.
 func probeNode(ctx context.Context, a redisaddr.Addr, o doctorOptions, served func(slot int) bool) *nodeReport {
-	n := &nodeReport{Addr: a.String(), hostPort: a.HostPort(), Status: statusOK}
+	n := &nodeReport{Addr: a.String(), hostPort: a.HostPort(), addr: a, Status: statusOK}
 	c, err := keystatus.NewClient(a, o.timeout) // TLS for rediss://
 	if err != nil {
 		n.add("reachable", statusFail, "%v", err)
