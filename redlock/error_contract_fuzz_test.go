@@ -20,8 +20,8 @@ import (
 // random, in synctest bubbles (half of them with WithFencing, a third with
 // Close in the middle), and
 // checks the documented shape of every error: a call whose context had
-// ended before it began, or when it returned (Do aside, which returns fn's
-// error), has ctx.Err() in its error; an error whose votes
+// ended before it began, or when it returned (Do aside when fn ran: Do
+// returns fn's error), has ctx.Err() in its error; an error whose votes
 // (*VoteError) count failed nodes carries a *NodeError; one that matches
 // ErrUnavailable has more failed nodes than a quorum allows. Do returns fn's
 // error, and its panic with its value; fn's context, while its parent is
@@ -186,7 +186,13 @@ func errorContractSchedule(t *testing.T, seed uint64) {
 								return want
 							})
 						}()
-						check("Do", ctx, before, err)
+						if ran {
+							check("Do", ctx, before, err)
+						} else {
+							// Lock's error (Do's doc), whose contract is
+							// Lock's: not fn's error, which Do returns.
+							check("Do, fn not run", ctx, before, err)
+						}
 						if ran && !boom && want != nil && !errors.Is(err, mine) && !errors.Is(err, redlock.ErrNotObtained) && !errors.Is(err, redlock.ErrLockLost) {
 							report("Do: fn returned %v, Do returned %v", want, err)
 						}
