@@ -33,6 +33,8 @@ var (
 	releaseSource string
 	//go:embed extend.lua
 	extendSource string
+	//go:embed fence_counters.lua
+	fenceCountersSource string
 	//go:embed setnx_fence.lua
 	setNXFenceSource string
 	//go:embed raise_fence.lua
@@ -46,11 +48,11 @@ var (
 
 	releaseScript       = newScript(releaseSource)
 	extendScript        = newScript(extendSource)
-	setNXFenceScript    = newScript(setNXFenceSource)
+	setNXFenceScript    = newScript(fenceCountersSource + setNXFenceSource)
 	raiseFenceScript    = newScript(raiseFenceSource)
 	releaseNotifyScript = newScript(releaseNotifySource)
 	ttlScript           = newScript(ttlSource)
-	setNXAgainScript    = newScript(setNXAgainSource)
+	setNXAgainScript    = newScript(fenceCountersSource + setNXAgainSource)
 )
 
 // ReleaseScript deletes KEYS[1] only if it holds ARGV[1] and returns 1 if it did,

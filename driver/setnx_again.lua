@@ -8,30 +8,16 @@
 -- the fencing counters that driver.SetNXFenceScript reads, read the same way.
 -- Returns {1, counter} if the key holds ARGV[1] now, {0, counter}
 -- otherwise; the counter is a decimal string, "0" when there is none.
+-- number and withOld are fence_counters.lua's, which scripts.go puts first.
 local set = redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])
 if not set and redis.call("GET", KEYS[1]) == ARGV[1] then
 	set = true
 end
 local counter = "0"
 if KEYS[2] then
-	counter = redis.call("GET", KEYS[2]) or "0"
-	-- Without leading zeros, as in driver.SetNXFenceScript.
-	counter = string.gsub(counter, "^0+(%d)", "%1")
+	counter = number(redis.call("GET", KEYS[2]) or "0")
 end
-for i = 3, #ARGV do
-	local old = redis.pcall("GET", ARGV[i])
-	if type(old) == "string" and string.find(old, "^%d+$") then
-		-- Compare as digit strings (Lua numbers lose precision above
-		-- 2^53), without leading zeros: the longer is then the larger.
-		-- One above 2^64-1, which no version wrote (tokens are uint64),
-		-- counts as none.
-		old = string.gsub(old, "^0+(%d)", "%1")
-		if (#old < 20 or (#old == 20 and old <= "18446744073709551615")) and
-			(#old > #counter or (#old == #counter and old > counter)) then
-			counter = old
-		end
-	end
-end
+counter = withOld(counter)
 if set then
 	return {1, counter}
 end
