@@ -25,7 +25,10 @@ const Slots = 16384
 // distinct keys; a key's tokens still rise, since every token drawn from the
 // counter is above all earlier ones. A Client with a key prefix keeps its
 // counters under the prefix: see [PrefixFenceKey].
-func FenceKey(key string) string { return "redlock:fence:{" + SlotTag(HashSlot(key)) + "}" }
+func FenceKey(key string) string { return slotFenceKey(HashSlot(key)) }
+
+// slotFenceKey is FenceKey of the keys of slot.
+func slotFenceKey(slot int) string { return "redlock:fence:{" + SlotTag(slot) + "}" }
 
 // PrefixFenceKey names the fencing counter of key, the key on the nodes
 // (prefix included), for a Client whose key prefix is prefix:
@@ -40,11 +43,16 @@ func FenceKey(key string) string { return "redlock:fence:{" + SlotTag(HashSlot(k
 // same key) derive two names, so that the tokens of the one need not rise
 // above those of the other.
 func PrefixFenceKey(prefix, key string) string {
-	fk := FenceKey(key)
-	if prefix == "" {
+	slot := HashSlot(key)
+	fk := slotFenceKey(slot)
+	switch {
+	case prefix == "":
 		return fk
+	case !strings.Contains(prefix, "{"):
+		// The name's hash tag is then fk's, whose slot is key's.
+		return prefix + fk
 	}
-	if pk := prefix + fk; HashSlot(pk) == HashSlot(key) {
+	if pk := prefix + fk; HashSlot(pk) == slot {
 		return pk
 	}
 	return fk
