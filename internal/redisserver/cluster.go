@@ -594,7 +594,11 @@ func (c *Cluster) checkEpochs(ctx context.Context) error {
 	}
 	for i, n := range c.nodes {
 		for _, m := range c.nodes {
-			if e, ok := views[i][m.id]; !ok || e.epoch != own[m.id] {
+			e, ok := views[i][m.id]
+			if !ok {
+				return fmt.Errorf("node %s does not know node %s", n.srv.addr, m.srv.addr)
+			}
+			if e.epoch != own[m.id] {
 				return fmt.Errorf("node %s knows node %s's config epoch as %d, not %d", n.srv.addr, m.srv.addr, e.epoch, own[m.id])
 			}
 		}
