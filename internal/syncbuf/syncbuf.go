@@ -6,7 +6,6 @@ package syncbuf
 
 import (
 	"bytes"
-	"strings"
 	"sync"
 )
 
@@ -31,10 +30,9 @@ func (b *Buffer) Write(p []byte) (int, error) {
 	defer b.mu.Unlock()
 	n, err := b.buf.Write(p)
 	if len(b.waits) > 0 {
-		s := b.buf.String()
 		kept := b.waits[:0]
 		for _, w := range b.waits {
-			if strings.Contains(s, w.text) {
+			if bytes.Contains(b.buf.Bytes(), []byte(w.text)) {
 				close(w.seen)
 			} else {
 				kept = append(kept, w)
@@ -58,7 +56,7 @@ func (b *Buffer) Seen(text string) <-chan struct{} {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	seen := make(chan struct{})
-	if strings.Contains(b.buf.String(), text) {
+	if bytes.Contains(b.buf.Bytes(), []byte(text)) {
 		close(seen)
 	} else {
 		b.waits = append(b.waits, wait{text, seen})
