@@ -89,7 +89,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		{"scale-for", "a positive duration", cfg.ScaleFor <= 0},
 		{"benchtime", times, !validBenchtime(cfg.Benchtime)},
 		{"handoff-benchtime", times, !validBenchtime(cfg.HandoffBenchtime)},
-		{"bench", "a regular expression, as go test -bench takes", !validPattern(cfg.Bench)},
+		{"bench", "a regular expression, as go test -bench takes", benchrun.CheckPattern(cfg.Bench) != nil},
 	} {
 		if c.bad {
 			fmt.Fprintf(stderr, "benchrun: -%s %s: want %s\n", c.name, fs.Lookup(c.name).Value, c.want)
@@ -204,10 +204,6 @@ func validBenchtime(s string) bool {
 	d, err := time.ParseDuration(s)
 	return err == nil && d > 0
 }
-
-// validPattern reports whether s is a go test -bench pattern go test takes:
-// each part between its slashes (and '|'s) compiles (benchrun.CheckPattern).
-func validPattern(s string) bool { return benchrun.CheckPattern(s) == nil }
 
 // writeReport writes rep to path as JSON.
 func writeReport(path string, rep *benchrun.Report) error {
