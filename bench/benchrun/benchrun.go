@@ -36,6 +36,14 @@ import (
 // DefaultBench selects the benchmarks of the suite: its cases and the floors.
 const DefaultBench = "^Benchmark(Lock|Floor|FloorDel|Lone|Extend|Handoff|HandoffFloor|Stalled|Far|Scale|Observe)$"
 
+// The defaults of Config's Benchtime, HandoffBenchtime and Rounds, which
+// the command's flags show and Config.Command leaves out.
+const (
+	DefaultBenchtime        = "1s"
+	DefaultHandoffBenchtime = "100x" // 100 hand-offs
+	DefaultRounds           = 3
+)
+
 // Config says what to run. The zero value of each field means its default.
 type Config struct {
 	// Dir is the root of the module github.com/go-redlock/redlock, or a
@@ -47,18 +55,19 @@ type Config struct {
 	// binaries (default DefaultBench). Benchmarks outside the suite's cases are
 	// ignored.
 	Bench string
-	// Benchtime is the -test.benchtime of each run (default "1s").
+	// Benchtime is the -test.benchtime of each run (default
+	// DefaultBenchtime).
 	Benchtime string
 	// HandoffBenchtime is the -test.benchtime of the Handoff and HandoffFloor
 	// cases, in which an operation takes tens of milliseconds (default
-	// "100x": 100 hand-offs).
+	// DefaultHandoffBenchtime).
 	HandoffBenchtime string
 	// ScaleLocks is how many locks the Scale case holds at once (default
 	// bench.DefaultScaleLocks), and ScaleFor for how long (default
 	// bench.DefaultScaleFor). Each run of the Scale case is one operation.
 	ScaleLocks int
 	ScaleFor   time.Duration
-	// Rounds is how many times each benchmark runs (default 3).
+	// Rounds is how many times each benchmark runs (default DefaultRounds).
 	Rounds int
 	// NoPeers leaves out the package bench/peers.
 	NoPeers bool
@@ -276,9 +285,9 @@ func (cfg Config) Command() string {
 		}
 	}
 	flag("bench", cfg.Bench, "", DefaultBench)
-	flag("benchtime", cfg.Benchtime, "", "1s")
-	flag("handoff-benchtime", cfg.HandoffBenchtime, "", "100x")
-	flag("rounds", strconv.Itoa(cfg.Rounds), "0", "3")
+	flag("benchtime", cfg.Benchtime, "", DefaultBenchtime)
+	flag("handoff-benchtime", cfg.HandoffBenchtime, "", DefaultHandoffBenchtime)
+	flag("rounds", strconv.Itoa(cfg.Rounds), "0", strconv.Itoa(DefaultRounds))
 	flag("scale-locks", strconv.Itoa(cfg.ScaleLocks), "0", strconv.Itoa(bench.DefaultScaleLocks))
 	flag("scale-for", cfg.ScaleFor.String(), "0s", bench.DefaultScaleFor.String())
 	if cfg.NoPeers {
@@ -302,13 +311,13 @@ func (cfg Config) withDefaults() (Config, error) {
 		cfg.Bench = DefaultBench
 	}
 	if cfg.Benchtime == "" {
-		cfg.Benchtime = "1s"
+		cfg.Benchtime = DefaultBenchtime
 	}
 	if cfg.HandoffBenchtime == "" {
-		cfg.HandoffBenchtime = "100x"
+		cfg.HandoffBenchtime = DefaultHandoffBenchtime
 	}
 	if cfg.Rounds <= 0 {
-		cfg.Rounds = 3
+		cfg.Rounds = DefaultRounds
 	}
 	if cfg.ScaleLocks <= 0 {
 		cfg.ScaleLocks = bench.DefaultScaleLocks
