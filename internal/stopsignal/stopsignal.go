@@ -1,8 +1,9 @@
 // Package stopsignal gives the repository's long-running tools (the
-// benchmark runner, the fault soak, bench's tracecount) the context they run under: it ends at
-// the first interrupt (Ctrl-C) or termination request (kill's default, and
-// what a CI job's timeout or a container's stop sends first), so that they
-// stop early, clean up and report what ran, rather than die without it.
+// benchmark runner, the fault soak, bench's tracecount) the context they run
+// under: it ends at the first interrupt (Ctrl-C) or termination request
+// (kill's default, and what a CI job's timeout or a container's stop sends
+// first), so that they stop early, clean up and report what ran, rather than
+// die without it.
 package stopsignal
 
 import (

@@ -63,9 +63,9 @@ func TestChaosZeroFlags(t *testing.T) {
 	}
 }
 
-// TestChaosProgress: the soak tells how far it is while it runs, on stderr, so that a long soak is not silent until its
-// report: a line per -progress interval with the grants, faults and
-// overlaps so far.
+// TestChaosProgress: the soak tells how far it is while it runs, on
+// stderr, so that a long soak is not silent until its report: a line per
+// -progress interval with the grants, faults and overlaps so far.
 func TestChaosProgress(t *testing.T) {
 	redistest.NewServer(t) // skips, or fails in CI, without redis-server
 	var stdout, stderr bytes.Buffer
