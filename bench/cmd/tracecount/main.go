@@ -65,6 +65,9 @@ func main() {
 	// command exits 1.
 	ctx, stop := stopsignal.Context()
 	err := run(ctx, *bench, *n, *testBin, *top, os.Stdout)
+	if err != nil && ctx.Err() != nil { // say why, not only what it did to go test or the benchmark
+		err = fmt.Errorf("stopped (%v): %w", context.Cause(ctx), err)
+	}
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tracecount:", err)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -58,6 +59,9 @@ func TestTerminatedRemovesTemp(t *testing.T) {
 				var ee *exec.ExitError
 				if !errors.As(err, &ee) || ee.ExitCode() != 1 {
 					t.Errorf("tracecount after %v: %v, want exit status 1\nstderr:\n%s", sig, err, stderr.String())
+				}
+				if want := "tracecount: stopped (" + sig.String() + " signal received): "; !strings.Contains(stderr.String(), want) {
+					t.Errorf("tracecount after %v: stderr does not say why it stopped (%q):\n%s", sig, want, stderr.String())
 				}
 			case <-time.After(time.Minute):
 				_ = cmd.Process.Kill()
