@@ -139,8 +139,21 @@ type Report struct {
 // Run runs the benchmarks as cfg says and returns the report; it writes no
 // file. ctx bounds the whole run: when it ends once some runs were made
 // (Ctrl-C, SIGTERM), Run returns the report of those, with Incomplete
-// saying so, and an error that includes ctx's cause.
+// saying so, and an error that includes ctx's cause; when it ends before
+// (while the servers start or the benchmarks build), the error includes
+// the cause too.
 func Run(ctx context.Context, cfg Config) (*Report, error) {
+	rep, err := runSuite(ctx, cfg)
+	if err != nil && ctx.Err() != nil && !errors.Is(err, context.Cause(ctx)) {
+		// Say why, not only what the cancelled context did to a child
+		// process ("go test -c ...: signal: killed").
+		err = fmt.Errorf("benchrun: stopped (%v) before any run was made: %w", context.Cause(ctx), err)
+	}
+	return rep, err
+}
+
+// runSuite is Run but for the cause of a stop before the first run.
+func runSuite(ctx context.Context, cfg Config) (*Report, error) {
 	start := time.Now()
 	cfg, err := cfg.withDefaults()
 	if err != nil {

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -63,6 +64,9 @@ func TestTerminated(t *testing.T) {
 		"-bench", "^BenchmarkLock$", "-benchtime", "1x", "-rounds", "1", "-no-peers", "-out", "-")
 	if code != 1 {
 		t.Errorf("benchrun after SIGTERM: exit %d, want 1\nstderr:\n%s", code, stderr)
+	}
+	if want := "benchrun: stopped (terminated signal received) before any run was made: "; !strings.Contains(stderr.String(), want) {
+		t.Errorf("benchrun after SIGTERM: stderr does not say why it stopped (%q):\n%s", want, stderr)
 	}
 	left, _ := filepath.Glob(filepath.Join(tmp, "benchrun-*"))
 	if len(left) > 0 {
