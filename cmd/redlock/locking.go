@@ -476,12 +476,17 @@ func lostMessage(name, key, cmdName string, called bool, fnErr error, cause stri
 // it" when a node answered so, rather than call every answer a release.
 func releaseFailedText(key string, events *lockEvents) string {
 	released, answered, nodes := events.releasedNodes()
-	did := "released it"
-	if answered > released {
-		did = "released it or no longer held it"
-	}
+	gone := answered > released // some node answered that it no longer held it
 	if nodes > 0 && answered == nodes {
-		return fmt.Sprintf("releasing the lock %q failed at first, then its repeat %s on all %d %s", key, strings.Replace(did, "no longer held it", "found it gone", 1), nodes, plural.Nodes(nodes))
+		did := "released it"
+		if gone {
+			did = "released it or found it gone"
+		}
+		return fmt.Sprintf("releasing the lock %q failed at first, then its repeat %s on all %d %s", key, did, nodes, plural.Nodes(nodes))
+	}
+	did := "released it"
+	if gone {
+		did = "released it or no longer held it"
 	}
 	return fmt.Sprintf("releasing the lock %q failed (%d of %d %s %s, its repeat included); it expires by itself within its TTL on the others", key, answered, nodes, plural.Nodes(nodes), did)
 }
