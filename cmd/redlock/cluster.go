@@ -276,7 +276,7 @@ func servesSlot(ranges []string, slot int) bool {
 // map. The seeds themselves are not checked as servers: a seed may be a
 // replica, to which the cluster clients send no lock command.
 func probeClusterNode(ctx context.Context, a redisaddr.Node, o doctorOptions) *nodeReport {
-	n := &nodeReport{Addr: a.String(), Status: statusOK}
+	n := &nodeReport{Addr: a.String(), addr: a.Addr, Status: statusOK}
 	nodes, seed, answered, err := readClusterView(ctx, a, o.timeout)
 	n.hostPort = seed
 	switch {

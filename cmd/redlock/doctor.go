@@ -68,7 +68,9 @@ type nodeReport struct {
 	Checks            []check  `json:"checks"`
 
 	hostPort string
-	addr     redisaddr.Addr // as given, password included: Addr masks it
+	// addr is the address as given, password included, which Addr masks;
+	// a cluster's seeds after the first are in Addr alone.
+	addr redisaddr.Addr
 	// down says why a node that did not answer PING did not, in the
 	// report's header, when it is not "unreachable": "authentication
 	// refused", "TLS handshake failed".
@@ -316,7 +318,7 @@ func checkSet(rep *doctorReport, o doctorOptions) {
 	for i, a := range rep.Nodes {
 		for _, b := range rep.Nodes[i+1:] {
 			switch {
-			case a.hostPort != "" && a.hostPort == b.hostPort && a.addr == b.addr:
+			case a.hostPort != "" && a.hostPort == b.hostPort && a.addr == b.addr && a.Addr == b.Addr:
 				rep.add("duplicates", statusFail, "%s and %s are the same address: the node would count twice towards the quorum", a.Addr, b.Addr)
 				dup = true
 			case a.hostPort != "" && a.hostPort == b.hostPort:
