@@ -53,10 +53,10 @@ func demoCommand() *cobra.Command {
 		Use:   "demo",
 		Short: "Start local nodes and show the lock at work through every driver",
 		Long: fmt.Sprintf(`demo starts --nodes local nodes, %d by default (redis-server processes on
-loopback ports when redis-server is on PATH, or REDISTEST_SERVER names the
+loopback ports when redis-server is on PATH, or %s names the
 program, otherwise in-process memory nodes, and it says which and why)
 and shows, through every driver:
-`, defaultDemoNodes) + `
+`, defaultDemoNodes, redisserver.ServerEnv) + `
   1. contention: contenders through every driver compete for one key, and
      never two hold it at once;
   2. hand-off: a waiter takes the lock after its holder releases it, and how
