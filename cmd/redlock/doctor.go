@@ -355,7 +355,7 @@ func checkSet(rep *doctorReport, o doctorOptions) {
 		case unknown == 0:
 			rep.add("duplicates", statusOK, "%d distinct servers (run_id)", n)
 		default:
-			rep.add("duplicates", statusWarn, "no duplicate found, but %d node(s) gave no run_id to compare", unknown)
+			rep.add("duplicates", statusWarn, "no duplicate found, but %d %s gave no run_id to compare", unknown, plural.Nodes(unknown))
 		}
 	}
 

@@ -60,3 +60,19 @@ func aclUserNodes(t *testing.T, n int, user, password string, rules ...string) s
 	}
 	return strings.Join(urls, ",")
 }
+
+// The duplicates warning of a set where one node gave no run_id (its user
+// may not run INFO) counts it as one node, not "1 node(s)".
+func TestDoctorNoRunIDCount(t *testing.T) {
+	t.Parallel()
+	servers := redistest.NewServers(t, 2)
+	addrs := aclUserNodes(t, 1, "noinfo", "no-1nfo-Passw0rd", "~*", "&*", "+@all", "-info") + "," + servers[0].Addr() + "," + servers[1].Addr()
+	rep, r := doctorJSON(t, addrs)
+	ch, ok := findCheck(rep.Checks, "duplicates", statusWarn)
+	if !ok || r.code != exitOK {
+		t.Fatalf("doctor with one node without INFO: want a duplicates warning and exit 0, got exit %d: %+v", r.code, rep.Checks)
+	}
+	if want := "no duplicate found, but 1 node gave no run_id to compare"; ch.Message != want {
+		t.Errorf("duplicates warning: %q, want %q", ch.Message, want)
+	}
+}
