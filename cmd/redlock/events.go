@@ -289,12 +289,15 @@ func (e *lockEvents) Unlock(ctx context.Context, _ redlock.UnlockStart) (context
 	}
 }
 
-// NodeCall records, once Unlock has begun, the nodes that answered a
-// release, and says (with --verbose, once a node) that a node refuses the
-// wait's subscription to the key's releases with an error retrying cannot
-// fix (NOPERM: an ACL user without SSUBSCRIBE or the channel; a server
-// without SSUBSCRIBE): the wait then polls that node, which is slower, and
-// nothing else would tell why.
+// NodeCall hands each node call to what records or tells it: a failed call
+// (nodeFailed, with --verbose), an acquisition's answer (acquireFailed,
+// acquireAnswered), an extension's (extendAnswered), a refused INFO
+// (identityRefused), and a subscription to the key's releases refused with
+// an error retrying cannot fix (subscribeFailed, with --verbose, once a
+// node: NOPERM, an ACL user without SSUBSCRIBE or the channel; a server
+// without SSUBSCRIBE), for the wait then polls that node, which is slower,
+// and nothing else would tell why. Once Unlock has begun, it records the
+// nodes that answered a release (see released).
 func (e *lockEvents) NodeCall(ctx context.Context, c redlock.NodeCall) {
 	e.nodeFailed(c)
 	switch c.Operation {
