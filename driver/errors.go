@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
+
+	"github.com/go-redlock/redlock/internal/ctxend"
 )
 
 // ErrClosed is the error, or the cause of the error, that a Node returns for
@@ -28,12 +29,9 @@ func ContextError(ctx context.Context, err error) error {
 	if err == nil {
 		return nil
 	}
-	cerr := ctx.Err()
+	cerr := ctxend.Err(ctx)
 	if cerr == nil {
-		if d, ok := ctx.Deadline(); !ok || time.Now().Before(d) {
-			return err
-		}
-		cerr = context.DeadlineExceeded
+		return err
 	}
 	if errors.Is(err, cerr) {
 		return err

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/ctxend"
 )
 
 // An op is one command sent to node i.
@@ -389,7 +390,7 @@ func (r *round) drain() {
 // though its timer has not fired yet: a driver whose socket deadline is the
 // context's (redigo) can fail a call at that deadline before ctx.Err says
 // so, and such a failure is the caller's, not the node's.
-func callerEnded(ctx context.Context) bool { return callerErr(ctx) != nil }
+func callerEnded(ctx context.Context) bool { return ctxend.Err(ctx) != nil }
 
 func (r *round) record(rep reply) {
 	switch {
@@ -541,27 +542,15 @@ func (r *round) votes() *VoteError {
 }
 
 // err joins sentinel, the votes (a *VoteError, which matches ErrUnavailable
-// when too many nodes failed), the nodes' errors and callerErr(ctx).
+// when too many nodes failed), the nodes' errors and ctxend.Err(ctx):
+// ctx.Err(), or DeadlineExceeded once its deadline passed, when the round
+// counted the nodes' errors at that deadline as the caller's (callerEnded).
 func (r *round) err(ctx context.Context, sentinel error) error {
 	errs := make([]error, 0, len(r.errs)+3)
 	errs = append(errs, sentinel, r.votes())
 	errs = append(errs, r.errs...)
-	if err := callerErr(ctx); err != nil {
+	if err := ctxend.Err(ctx); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
-}
-
-// callerErr is ctx.Err(), or context.DeadlineExceeded when ctx's deadline
-// has passed though its timer has not fired yet (see callerEnded): the
-// round counted the nodes' errors at that deadline as the caller's, and its
-// error must say that ctx ended, which ctx.Err() says a moment later.
-func callerErr(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if d, ok := ctx.Deadline(); ok && !time.Now().Before(d) {
-		return context.DeadlineExceeded
-	}
-	return nil
 }

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/go-redlock/redlock/internal/ctxend"
 	"github.com/go-redlock/redlock/redlock"
 )
 
@@ -38,20 +39,9 @@ func (n *nodeLatencies) NodeCall(ctx context.Context, e redlock.NodeCall) {
 	// its clients' calls by its deadline, and those in flight then fail
 	// with "context deadline exceeded", as a node slower than the node
 	// timeout does, whose call's caller is still waiting.
-	if e.Err != nil && !callerEnded(ctx) {
+	if e.Err != nil && ctxend.Err(ctx) == nil {
 		n.errs[e.Node]++
 	}
-}
-
-// callerEnded reports whether ctx, the context of a node call's caller, has
-// ended or reached its deadline: a call cut by that deadline can report
-// before the context's own timer has ended it.
-func callerEnded(ctx context.Context) bool {
-	if ctx.Err() != nil {
-		return true
-	}
-	deadline, ok := ctx.Deadline()
-	return ok && !time.Now().Before(deadline)
 }
 
 // print writes a row per node. Errors do not count the calls cut when the
