@@ -238,11 +238,11 @@ func (c *Cmd) Keys() []string {
 // KeyArray returns the command's keys as Keys does, by value: the first n of
 // keys. A driver that passes them through a function value copies the array
 // rather than a slice, which would escape to the heap.
-func (c *Cmd) KeyArray() (keys [3]string, n int) {
+func (c *Cmd) KeyArray() (keys [2]string, n int) {
 	if c.fenced() {
-		return [3]string{c.Key, c.FenceKey}, 2
+		return [2]string{c.Key, c.FenceKey}, 2
 	}
-	return [3]string{c.Key}, 1
+	return [2]string{c.Key}, 1
 }
 
 // fenced reports whether the command reads or writes the fencing counter

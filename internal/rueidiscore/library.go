@@ -60,7 +60,7 @@ type Result interface {
 // Library's Exec, a function value, costs no allocation (a slice would escape
 // to the heap).
 type Keys struct {
-	a [3]string
+	a [2]string
 	n int
 }
 
@@ -82,7 +82,7 @@ func (a *Args) Slice() []string { return a.a[:a.n] }
 // are, and for the same reason: SET key value NX PX ms, or EVALSHA sha
 // numkeys with a script's keys and arguments.
 type Words struct {
-	a [10]string
+	a [9]string
 	n int
 }
 
