@@ -106,8 +106,6 @@ func tlsCertificateCode(err error) string {
 	if errors.As(err, &cv) || errors.As(err, &ua) || errors.As(err, &he) || errors.As(err, &ci) {
 		return tlsServerCertificate
 	}
-	// crypto/tls gives a peer's alert as a *net.OpError of Op "remote
-	// error" whose Err is the alert, "tls: bad certificate", say.
 	if replyerr.Find(err, func(msg string) bool { return msg == tlsNoVersions }) {
 		return tlsVersion
 	}
@@ -118,6 +116,8 @@ func tlsCertificateCode(err error) string {
 	if replyerr.Find(err, func(msg string) bool { return strings.Contains(msg, noClientCert) }) {
 		return tlsClientCertificate
 	}
+	// crypto/tls gives a peer's alert as a *net.OpError of Op "remote
+	// error" whose Err is the alert, "tls: bad certificate", say.
 	var oe *net.OpError
 	if !errors.As(err, &oe) || oe.Op != "remote error" || oe.Err == nil {
 		return ""
@@ -172,11 +172,11 @@ func tlsCertificateCode(err error) string {
 // refuses it after the client's side of the handshake, and may close the
 // connection before the client reads its alert: the client then hears a
 // reset). A client certificate of another CA, refused so, gives no such
-// error. For a
-// handshake that failed for want of a TLS version both sides accept it
-// returns "TLS: no protocol version both sides accept" (crypto/tls's "tls:
-// no supported versions satisfy MinVersion and MaxVersion" of the client's
-// tls.Config, or the server's alert "protocol version not supported").
+// error. For a handshake that failed for want of a TLS version both sides
+// accept it returns "TLS: no protocol version both sides accept"
+// (crypto/tls's "tls: no supported versions satisfy MinVersion and
+// MaxVersion" of the client's tls.Config, or the server's alert "protocol
+// version not supported").
 //
 // Package redlock uses it to stop retrying when so many nodes answer such
 // errors that no quorum is possible. A driver needs nothing more than to keep
