@@ -431,10 +431,10 @@ func MaskName(name string) string {
 	return u.String()
 }
 
-// maskQuery is redactQuery's rule for a node's name: the query parameters
-// of query that may hold a password masked, but an addr whose user
-// information shows its password masked already ("u:xxxxx@host", as this
-// module's names have it) left as it is.
+// maskQuery is redactQuery's rule (redactParam) for a node's name: the
+// query parameters of query that may hold a password masked, but an addr
+// whose user information shows its password masked already ("u:xxxxx@host",
+// as this module's names have it) left as it is.
 func maskQuery(query string) string {
 	if query == "" {
 		return query
@@ -446,7 +446,7 @@ func maskQuery(query string) string {
 				continue
 			}
 		}
-		params[i] = strings.TrimPrefix(redactQuery("?"+p), "?")
+		params[i] = redactParam(p)
 	}
 	return strings.Join(params, "&")
 }
@@ -521,19 +521,25 @@ func redactQuery(rest string) string {
 	}
 	params := strings.Split(query, "&")
 	for i, p := range params {
-		name, value, hasValue := strings.Cut(p, "=")
-		switch {
-		case hasValue && !knownParams[name]:
-			params[i] = name + "=xxxxx"
-		case name == "addr":
-			at := strings.LastIndex(value, "@") + 1 // where the host begins
-			if pct := strings.LastIndex(strings.ToLower(value), "%40"); pct >= 0 {
-				at = max(at, pct+3)
-			}
-			if at > 0 {
-				params[i] = "addr=xxxxx@" + value[at:]
-			}
-		}
+		params[i] = redactParam(p)
 	}
 	return before + "?" + strings.Join(params, "&")
+}
+
+// redactParam is redactQuery's rule for one query parameter p, "name=value".
+func redactParam(p string) string {
+	name, value, hasValue := strings.Cut(p, "=")
+	switch {
+	case hasValue && !knownParams[name]:
+		return name + "=xxxxx"
+	case name == "addr":
+		at := strings.LastIndex(value, "@") + 1 // where the host begins
+		if pct := strings.LastIndex(strings.ToLower(value), "%40"); pct >= 0 {
+			at = max(at, pct+3)
+		}
+		if at > 0 {
+			return "addr=xxxxx@" + value[at:]
+		}
+	}
+	return p
 }
