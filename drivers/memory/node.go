@@ -3,7 +3,6 @@ package memory
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"time"
 
@@ -99,8 +98,8 @@ func WithClock(c Clock) Option {
 // WithName sets the name the node gives in errors and String (default
 // "memory-N", N counting the nodes New made). A name written as an address
 // with credentials ("redis://user:password@host:port", as a test may open
-// the addresses of its configuration) is shown with them removed, as the
-// Redis drivers show their addresses.
+// the addresses of its configuration) is shown with its password replaced
+// by "xxxxx", as the Redis drivers show their addresses.
 func WithName(name string) Option { return func(s *store) { s.name = name } }
 
 // unnamed names the stores New made without WithName.
@@ -121,11 +120,9 @@ func newStore(opts []Option) *store {
 			o(s)
 		}
 	}
-	if strings.ContainsAny(s.name, "@?") {
-		// User information, or a query that may hold a password: what
-		// every driver's String must leave out.
-		s.name = redisaddr.Redact(s.name)
-	}
+	// A password, in user information or a query: what every driver's
+	// String must leave out.
+	s.name = redisaddr.MaskName(s.name)
 	return s
 }
 
