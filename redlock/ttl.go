@@ -47,9 +47,9 @@ var errTTLNotAsked = errors.New("redlock: TTL asked nothing: its context had end
 // Done is closed. When ctx had ended, ctx.Err() is in every error. With a
 // context that has ended already, TTL asks nothing and changes nothing (the
 // lock is still held until Until), and returns an error matching ErrLockLost
-// with ctx.Err() joined in, as Extend does. After the Client's Close, the error matches ErrClosed too: a lock that has
-// ended says so at once, and the closed nodes that a lock still held asks
-// answer ErrClosed.
+// with ctx.Err() joined in, as Extend does. After the Client's Close, the
+// error matches ErrClosed too: a lock that has ended says so at once, and
+// the closed nodes that a lock still held asks answer ErrClosed.
 //
 // Nodes must implement driver.TTLer, as every driver of this module does; a
 // node that does not counts as failed.

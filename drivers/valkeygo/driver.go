@@ -60,8 +60,8 @@ func (Driver) OpenConfig(addr string, cfg driver.Config) (driver.Node, error) {
 // reported as an error rather than retried, and prefer DisableCache and, for
 // one server, ForceSingleClient (a client of a Redis Cluster must leave it
 // off: with it, c talks to its first address alone, which answers MOVED for
-// the other shards' keys). If c is nil, every call on the node, and Close, return an
-// error.
+// the other shards' keys). If c is nil, every call on the node, and Close,
+// return an error.
 //
 // Once the caller closes c, the node's calls fail with an error matching
 // driver.ErrClosed. A call that fails with valkey.ErrClosing, which c also
