@@ -23,7 +23,8 @@ type Node interface {
 
 	// Close releases the node's resources. Calls after Close return an error.
 	// Close may be called again, also concurrently: a Close that is not the
-	// first does nothing more and returns nil.
+	// first does nothing more and returns nil (but for a node over a nil
+	// client, whose every Close errs: see the package doc's checklist).
 	Close() error
 }
 
