@@ -69,13 +69,14 @@ func fenceCounts(t *testing.T, ctx context.Context, newNode func(*testing.T) dri
 
 // fenceCounterAtFenceKey checks that the counter is the one at the fenceKey
 // given, whichever lock key reads or raises it: package redlock passes
-// driver.FenceKey(key), one counter per hash slot shared by every key of the
-// slot and by every driver, and the tokens of a key rise across clients and
-// drivers only if each driver reads and writes that counter. A Node that
-// kept a counter of its own per lock key, whatever the fenceKey, passes
-// Fencer/Counts (it reads back what it wrote) and hands out tokens below those
-// of the other drivers on the same servers. The keys share a hash tag, so
-// that they are in one slot on a Redis Cluster.
+// driver.PrefixFenceKey(prefix, key) (driver.FenceKey(key) without a key
+// prefix), one counter per hash slot and prefix shared by every key of the
+// slot and prefix and by every driver, and the tokens of a key rise across
+// clients and drivers only if each driver reads and writes that counter. A
+// Node that kept a counter of its own per lock key, whatever the fenceKey,
+// passes Fencer/Counts (it reads back what it wrote) and hands out tokens
+// below those of the other drivers on the same servers. The keys share a
+// hash tag, so that they are in one slot on a Redis Cluster.
 func fenceCounterAtFenceKey(t *testing.T, ctx context.Context, newNode func(*testing.T) driver.Node) {
 	_, f := fencer(t, newNode)
 	tag := key(t)
@@ -89,7 +90,7 @@ func fenceCounterAtFenceKey(t *testing.T, ctx context.Context, newNode func(*tes
 		t.Fatal("RaiseFence(value, 7) = false, want true: the key holds the value")
 	}
 	if ok, c := setNXFence(t, ctx, f, k2, value(), fk, time.Minute); !ok || c != 7 {
-		t.Fatalf("SetNXFence(another key, the same fenceKey) after RaiseFence(key, 7) = %v, %d; want true, 7: a Node must keep the counter at the fenceKey it is given, which every key passing it shares (package redlock passes driver.FenceKey(key), one counter per hash slot, shared with the other drivers)", ok, c)
+		t.Fatalf("SetNXFence(another key, the same fenceKey) after RaiseFence(key, 7) = %v, %d; want true, 7: a Node must keep the counter at the fenceKey it is given, which every key passing it shares (package redlock passes driver.PrefixFenceKey(prefix, key), one counter per hash slot and key prefix, shared with the other drivers)", ok, c)
 	}
 	if ok, c := setNXFence(t, ctx, f, k3, value(), other, time.Minute); !ok || c != 0 {
 		t.Fatalf("SetNXFence(another key, a fenceKey never raised) = %v, %d; want true, 0: a Node must keep the counter at the fenceKey it is given, and read no other", ok, c)
