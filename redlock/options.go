@@ -222,8 +222,9 @@ func WithMaxAttempts(n int) Option {
 // failed one). It must leave room for an extension inside the validity: d +
 // the node timeout < TTL - drift (ttl*driftFactor + 2ms), and it must be at
 // least 1ms, so that Do never extends without a pause; New and Open reject
-// any other d (as Do rejects it given to the call). The default is TTL/3, or less when the node timeout needs it:
-// (TTL - drift - node timeout)/2, but at least 1ms. (A node timeout of TTL - drift or more leaves no room for
+// any other d (as Do rejects it given to the call). The default is TTL/3,
+// or less when the node timeout needs it: (TTL - drift - node timeout)/2,
+// but at least 1ms. (A node timeout of TTL - drift or more leaves no room for
 // any interval; New accepts it without WithExtendInterval, for TryLock and
 // Lock, and Do then extends every TTL/3, or every (TTL - drift)/2 when that
 // is shorter, so that an extension starts before the validity ends, and
