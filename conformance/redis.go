@@ -1335,20 +1335,8 @@ func releaseWithoutSPublish(t *testing.T, ctx context.Context, s *redisSuite) {
 func fenceReadsOldCounters(t *testing.T, ctx context.Context, s *redisSuite) {
 	srv := redistest.NewServer(t, redistest.WithPassword(password))
 	const prefix = "p:"
-	set := func(name, v string) {
-		t.Helper()
-		if _, err := srv.Do(ctx, "SET", name, v); err != nil {
-			t.Fatal(err)
-		}
-	}
-	get := func(name string) string {
-		t.Helper()
-		v, err := srv.Do(ctx, "GET", name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return fmt.Sprint(v)
-	}
+	set := func(name, v string) { serverDo(t, ctx, srv, "SET", name, v) }
+	get := func(name string) string { return fmt.Sprint(serverDo(t, ctx, srv, "GET", name)) }
 	a := hostAddr(t, srv)
 	a.Password = password
 	f := as[driver.Fencer](t, s.open(t, a))
@@ -1389,9 +1377,7 @@ func fenceReadsOldCounters(t *testing.T, ctx context.Context, s *redisSuite) {
 		{"reader", []string{"%R~redlock:fence:*", "%R~{" + prefix + "*"}, 60},
 	} {
 		rule := append([]string{"ACL", "SETUSER", tc.user, "on", ">acl-" + password, "~" + prefix + "*", "+@all"}, tc.read...)
-		if _, err := srv.Do(ctx, rule...); err != nil {
-			t.Fatal(err)
-		}
+		serverDo(t, ctx, srv, rule...)
 		ua := hostAddr(t, srv)
 		ua.Username, ua.Password = tc.user, "acl-"+password
 		uf := as[driver.Fencer](t, s.open(t, ua))
