@@ -2,6 +2,8 @@ package driver_test
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/go-redlock/redlock/driver"
@@ -16,8 +18,7 @@ import (
 // returned 3, and the next token (4) fell below one already granted (5).
 // An old counter that is not a decimal number counts as none.
 func TestScriptsReadOldCountersAsNumbers(t *testing.T) {
-	srv := redistest.NewServer(t)
-	ctx := t.Context()
+	do := serverDo(t, redistest.NewServer(t))
 	for _, tc := range []struct {
 		old  string // the shared counter of earlier versions; "" for none
 		want string
@@ -43,19 +44,12 @@ func TestScriptsReadOldCountersAsNumbers(t *testing.T) {
 		for name, script := range map[string]driver.Script{"setnx_fence": driver.SetNXFenceScript(), "setnx_again": driver.SetNXAgainScript()} {
 			key := fmt.Sprintf("p:%s:%q", name, tc.old)
 			fk := driver.PrefixFenceKey("p:", key)
-			if _, err := srv.Do(ctx, "SET", fk, "5"); err != nil {
-				t.Fatal(err)
-			}
+			do("SET", fk, "5")
 			if tc.old != "" {
-				if _, err := srv.Do(ctx, "SET", driver.FenceKey(key), tc.old); err != nil {
-					t.Fatal(err)
-				}
+				do("SET", driver.FenceKey(key), tc.old)
 			}
 			args := []string{"EVAL", script.Source(), "2", key, fk, "value", "60000"}
-			r, err := srv.Do(ctx, append(args, driver.OldFenceKeys(key, fk)...)...)
-			if err != nil {
-				t.Fatalf("%s, old counter %q: %v", name, tc.old, err)
-			}
+			r := do(append(args, driver.OldFenceKeys(key, fk)...)...)
 			if a, ok := r.([]any); !ok || len(a) != 2 || a[0] != int64(1) || a[1] != tc.want {
 				t.Errorf("%s with the counter in use at 5 and an old one holding %q = %v, want [1 %s]", name, tc.old, r, tc.want)
 			}
@@ -70,16 +64,7 @@ func TestScriptsReadOldCountersAsNumbers(t *testing.T) {
 // never raised it, so every grant drew token 8 again (3 grants through
 // redlock, 3 servers: tokens 8, 8, 8).
 func TestScriptsReadCounterInUseAsNumber(t *testing.T) {
-	srv := redistest.NewServer(t)
-	ctx := t.Context()
-	do := func(args ...string) any {
-		t.Helper()
-		r, err := srv.Do(ctx, args...)
-		if err != nil {
-			t.Fatalf("%q: %v", args[0], err)
-		}
-		return r
-	}
+	do := serverDo(t, redistest.NewServer(t))
 	for _, tc := range []struct {
 		old  string // the shared counter of earlier versions; "" for none
 		want string
@@ -111,5 +96,25 @@ func TestScriptsReadCounterInUseAsNumber(t *testing.T) {
 		if got := do("GET", fk); got != tc.want {
 			t.Errorf("RaiseFence(%s) of a counter at \"007\" left %q, want %q", tc.token, got, tc.want)
 		}
+	}
+}
+
+// serverDo returns a function that sends a command to srv and returns its
+// reply, failing the test on an error, which names the command's words (a
+// script's source as "<script>").
+func serverDo(t *testing.T, srv *redistest.Server) func(args ...string) any {
+	return func(args ...string) any {
+		t.Helper()
+		r, err := srv.Do(t.Context(), args...)
+		if err != nil {
+			shown := slices.Clone(args)
+			for i, a := range shown {
+				if strings.Contains(a, "\n") {
+					shown[i] = "<script>"
+				}
+			}
+			t.Fatalf("%q: %v", shown, err)
+		}
+		return r
 	}
 }
