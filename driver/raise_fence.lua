@@ -5,13 +5,9 @@ if redis.call("GET", KEYS[1]) ~= ARGV[1] then
 	return 0
 end
 local counter = redis.call("GET", KEYS[2])
--- Compare as digit strings (Lua numbers lose precision above 2^53), without
--- leading zeros (a counter written by hand as "007" is 7): the longer is
--- then the larger.
-if counter then
-	counter = string.gsub(counter, "^0+(%d)", "%1")
-end
-if not counter or #counter < #ARGV[2] or (#counter == #ARGV[2] and counter < ARGV[2]) then
+-- number and larger are fence_counters.lua's, which scripts.go puts first: a
+-- counter written by hand as "007" is 7.
+if not counter or larger(ARGV[2], number(counter)) then
 	redis.call("SET", KEYS[2], ARGV[2])
 end
 return 1

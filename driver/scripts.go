@@ -49,7 +49,7 @@ var (
 	releaseScript       = newScript(releaseSource)
 	extendScript        = newScript(extendSource)
 	setNXFenceScript    = newScript(fenceCountersSource + setNXFenceSource)
-	raiseFenceScript    = newScript(raiseFenceSource)
+	raiseFenceScript    = newScript(fenceCountersSource + raiseFenceSource)
 	releaseNotifyScript = newScript(releaseNotifySource)
 	ttlScript           = newScript(ttlSource)
 	setNXAgainScript    = newScript(fenceCountersSource + setNXAgainSource)
