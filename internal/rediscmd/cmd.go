@@ -58,7 +58,7 @@ type Cmd struct {
 	Op       Op
 	Key      string
 	Value    string // the lock value; never shown in an error
-	FenceKey string // for SetNXFence and RaiseFence
+	FenceKey string // for SetNXFence, RaiseFence and the SetNXAgain of a SetNXFence
 	TTL      time.Duration
 	Token    uint64 // for RaiseFence
 	// Channel is ReleaseNotify's channel, driver.ReleaseChannel(Key), when
