@@ -17,8 +17,9 @@ func Broken(err error) bool {
 	if err == nil {
 		return false
 	}
-	var ne net.Error
-	if errors.As(err, &ne) && ne.Timeout() {
+	// AsType, not As: no allocation, for the error replies it sees most
+	// (a SET NX's nil reply is an error in some client libraries).
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 		return false
 	}
 	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) ||

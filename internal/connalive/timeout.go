@@ -11,9 +11,9 @@ import (
 // dial's) or context.DeadlineExceeded. A caller that must tell its own
 // context's end from the network's checks ctx.Err() beside it.
 func Timeout(err error) bool {
-	if err == nil {
-		return false // before ne, which escapes: no allocation for an answer
+	if errors.Is(err, context.DeadlineExceeded) {
+		return true
 	}
-	var ne net.Error
-	return errors.Is(err, context.DeadlineExceeded) || errors.As(err, &ne) && ne.Timeout()
+	ne, ok := errors.AsType[net.Error](err) // not As: no allocation
+	return ok && ne.Timeout()
 }
