@@ -10,7 +10,9 @@
 // a Lock), redlock.Lock (the parent of its attempts), redlock.Extend,
 // redlock.Unlock, and redlock.Do (the parent of its Lock, of the Extends that
 // keep the lock, of its Unlock, and of whatever its function starts on the
-// context it gets). Their attributes: redlock.key (unless WithoutKey), redlock.quorum and
+// context it gets). Their attributes: redlock.key (unless WithoutKey; a
+// key's bytes that are not valid UTF-8 each as U+FFFD, since OTLP's strings
+// must be valid UTF-8), redlock.quorum and
 // redlock.nodes.granted (the votes of the call's round; on a Lock, those of
 // its last attempt; on a Do, those of the attempt that obtained its lock;
 // absent when no round was sent, as for bad input or an Extend after Unlock),
@@ -98,6 +100,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -299,9 +302,25 @@ const maxNodeAttrs = 1024
 
 type nodeOp struct{ node, op string }
 
+// keyAttr is the redlock.key attribute of key, made valid UTF-8: a key may
+// be any bytes, but OTLP's strings are protobuf strings, and one that is not
+// valid UTF-8 fails the marshalling of the whole export request, every
+// span of the batch with it. Each invalid byte becomes U+FFFD, as
+// encoding/json and slog's JSON handler write it.
+func keyAttr(key string) attribute.KeyValue {
+	if utf8.ValidString(key) {
+		return keyKey.String(key)
+	}
+	var b strings.Builder
+	for _, r := range key { // an invalid byte is one utf8.RuneError
+		b.WriteRune(r)
+	}
+	return keyKey.String(b.String())
+}
+
 func (o *observer) start(ctx context.Context, name, key string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
 	if !o.noKey {
-		attrs = append(attrs, keyKey.String(key))
+		attrs = append(attrs, keyAttr(key))
 	}
 	return o.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindInternal),
 		trace.WithAttributes(attrs...))
@@ -599,7 +618,7 @@ func (o *observer) LockEnd(ctx context.Context, e redlock.LockEnd) {
 	o.hold.Record(ctx, e.Held.Seconds(), heldLost)
 	attrs := []attribute.KeyValue{lostHowKey.String(e.How), attribute.Float64("redlock.held", e.Held.Seconds())}
 	if !o.noKey {
-		attrs = append(attrs, keyKey.String(e.Key))
+		attrs = append(attrs, keyAttr(e.Key))
 	}
 	if e.Err == nil {
 		o.lost.Add(ctx, 1, metric.WithAttributes(lostHowKey.String(e.How)))
