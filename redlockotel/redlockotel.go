@@ -60,7 +60,10 @@
 //     lock's life (Unlock, or the loss), with redlock.lost (bool).
 //   - redlock.locks.held (up-down counter): locks granted whose life has not
 //     ended. A Lock that is neither unlocked nor watched (Lock.Done, as Do
-//     does) ends only at Unlock, so it counts until then.
+//     does) ends only at its next call that finds it over (Unlock, or an
+//     Extend or TTL after its validity ran out or that found it lost: see
+//     redlock.Observer's LockEnd), so it counts until then, and for good if
+//     no such call comes.
 //   - redlock.lock.lost (counter): locks lost, with redlock.lost.how =
 //     lost_extend, expired, lost_unlock, lost_ttl, closed or
 //     refused_extend (see redlock.LockEnd) and, when redlock.LockEnd.Err
