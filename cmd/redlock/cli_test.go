@@ -702,7 +702,7 @@ func TestVerboseSubscribeRefused(t *testing.T) {
 	const password = "nosub-Passw0rd"
 	servers, addrs := nodes(t, 3)
 	urls := setUser(t, servers, "nosub", password, "-ssubscribe")
-	for _, d := range []string{"goredis", "redigo", "rueidis"} {
+	for _, d := range []string{"goredis", "redigo", "rueidis", "valkeygo"} {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
 			key := "nosub-" + d
@@ -843,7 +843,7 @@ func TestScriptNOPERMStops(t *testing.T) {
 	const password = "noget-Passw0rd"
 	servers, _ := nodes(t, 3)
 	urls := setUser(t, servers, "noget", password, "-get")
-	for _, d := range []string{"goredis", "redigo", "rueidis"} {
+	for _, d := range []string{"goredis", "redigo", "rueidis", "valkeygo"} {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
 			r := invoke(t, "", "run", "--driver", d, "--fencing", "--wait", "60s", "--nodes", strings.Join(urls, ","), "k-"+d, "--", "true")

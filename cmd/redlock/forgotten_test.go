@@ -226,7 +226,7 @@ func TestHoldTellsNodeThatRefusesLocks(t *testing.T) {
 	if _, err := servers[2].Do(t.Context(), "REPLICAOF", host, port); err != nil {
 		t.Fatal(err)
 	}
-	for _, d := range []string{"goredis", "redigo", "rueidis"} {
+	for _, d := range []string{"goredis", "redigo", "rueidis", "valkeygo"} {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
 			holder, _ := startHold(t, "--driver", d, "--nodes", addrs, "refused-"+d)
@@ -261,7 +261,7 @@ func TestRunTellsNodeWithoutIdentity(t *testing.T) {
 	urls := setUser(t, servers, "noinfo", password, "-info")
 	_, port, _ := net.SplitHostPort(servers[0].Addr())
 	addrs := strings.Join(append(urls, "redis://noinfo:"+password+"@localhost:"+port), ",")
-	for _, d := range []string{"goredis", "redigo", "rueidis"} {
+	for _, d := range []string{"goredis", "redigo", "rueidis", "valkeygo"} {
 		t.Run(d, func(t *testing.T) {
 			t.Parallel()
 			// CMD returns at once: the Client asks the nodes which server

@@ -38,7 +38,7 @@ func TestRunStopsAtRefusalsBesideNodeDown(t *testing.T) {
 		urls[0],
 		strings.Replace(urls[1], servers[1].Addr(), far.Addr(), 1),
 	}
-	for _, d := range []string{"goredis", "redigo", "rueidis"} {
+	for _, d := range []string{"goredis", "redigo", "rueidis", "valkeygo"} {
 		for _, wait := range []string{"10s", "0"} {
 			r := invoke(t, "", "run", "--driver", d, "--wait", wait, "--node-timeout", "2s", "--nodes", strings.Join(urls, ","), "k-"+d, "--", "true")
 			if r.code != exitFailure || !strings.Contains(r.stderr, "the nodes answer an error that retrying cannot fix") ||

@@ -36,7 +36,7 @@ func TestRunUnavailableKeyHeldOnOthers(t *testing.T) {
 		t.Cleanup(func() { s.Resume() })
 	}
 	addrs := strings.Join([]string{held[0].Addr(), redistest.DownAddrs(t, 1)[0], held[1].Addr(), paused[0].Addr(), paused[1].Addr()}, ",")
-	for _, d := range []string{"goredis", "redigo", "rueidis"} {
+	for _, d := range []string{"goredis", "redigo", "rueidis", "valkeygo"} {
 		r := invoke(t, "", "run", "--driver", d, "--nodes", addrs, "--node-timeout", "300ms", "--wait", "1s", "busy", "--", "true")
 		if r.code != exitUnavailable || !strings.Contains(r.stderr, "too many nodes failed") {
 			t.Errorf("run --driver %s --wait 1s, key held on 2 of 5 nodes, 1 down, 2 paused: want exit %d, got %v", d, exitUnavailable, r)
