@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
@@ -52,5 +53,28 @@ func TestNodeAttrsBounded(t *testing.T) {
 	}
 	if points != nodes || calls != nodes+2 {
 		t.Errorf("redlock.node.duration has %d series and %d calls, want %d and %d", points, calls, nodes, nodes+2)
+	}
+}
+
+// TestAddressIsValidUTF8: redlock.node carries a node's name, which may be
+// any bytes (a memory node's, another module's driver's, a host the address
+// parser took as written); one invalid byte in an attribute fails the
+// export of every metric beside it, as in redlock.key (keyAttr).
+func TestAddressIsValidUTF8(t *testing.T) {
+	for name, want := range map[string]string{
+		"node-\xff":                        "node-\uFFFD",
+		"redis://h\xfe:6379":               "redis://h%FE:6379", // escaped by url
+		"redis://u:pw@h:6379/0?x=\xff":     "redis://h:6379/0",
+		"h\xff:1?cluster=true&addr=h2:2":   "h\uFFFD:1?cluster=true&addr=h2:2",
+		"redis://h:1?cluster=1&addr=b\xff": "redis://h:1?cluster=1&addr=b\uFFFD",
+		"redis://h:6379":                   "redis://h:6379",
+	} {
+		got := address(name)
+		if !utf8.ValidString(got) {
+			t.Errorf("address(%q) = %q, not valid UTF-8", name, got)
+		}
+		if got != want {
+			t.Errorf("address(%q) = %q, want %q", name, got, want)
+		}
 	}
 }

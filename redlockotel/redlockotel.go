@@ -76,7 +76,8 @@
 //   - redlock.node.duration (histogram): every call to a node as the Client
 //     sees it (queueing included), with redlock.node (the node's address,
 //     without credentials; a Redis Cluster node's with its cluster=true and
-//     addr= seeds, as in errors), redlock.operation (redlock.OpAcquire, ...) and,
+//     addr= seeds, as in errors; bytes that are not valid UTF-8 each as
+//     U+FFFD, as in redlock.key), redlock.operation (redlock.OpAcquire, ...) and,
 //     on failure, error.type: the code of the node's error reply, alike
 //     for every driver (READONLY: a failover made the node a replica;
 //     NOPERM, OOM, CLUSTERDOWN, TRYAGAIN, ERR, ...), else timeout, canceled,
@@ -310,15 +311,19 @@ type nodeOp struct{ node, op string }
 // valid UTF-8 fails the marshalling of the whole export request, every
 // span of the batch with it. Each invalid byte becomes U+FFFD, as
 // encoding/json and slog's JSON handler write it.
-func keyAttr(key string) attribute.KeyValue {
-	if utf8.ValidString(key) {
-		return keyKey.String(key)
+func keyAttr(key string) attribute.KeyValue { return keyKey.String(validUTF8(key)) }
+
+// validUTF8 returns s with each byte that is not valid UTF-8 written as
+// U+FFFD: what an attribute may carry (see keyAttr).
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
 	}
 	var b strings.Builder
-	for _, r := range key { // an invalid byte is one utf8.RuneError
+	for _, r := range s { // an invalid byte is one utf8.RuneError
 		b.WriteRune(r)
 	}
-	return keyKey.String(b.String())
+	return b.String()
 }
 
 func (o *observer) start(ctx context.Context, name, key string, attrs ...attribute.KeyValue) (context.Context, trace.Span) {
@@ -817,11 +822,14 @@ func (o *observer) NodeCall(ctx context.Context, e redlock.NodeCall) {
 // information (already masked by the drivers) and its query, but for what
 // makes a node a whole Redis Cluster, cluster=true and its other seeds
 // (addr=), as the drivers name such a node: without them, it would be
-// named as the server of its first seed alone, one shard's primary.
+// named as the server of its first seed alone, one shard's primary. It is
+// valid UTF-8, as keyAttr's key: a node's name may be any bytes (a memory
+// node's, another module's driver's), and one invalid byte in an attribute
+// fails the whole export of the metrics beside it.
 func address(name string) string {
 	u, err := url.Parse(name)
 	if err != nil || u.Scheme == "" || u.Host == "" {
-		return name
+		return validUTF8(name)
 	}
 	var keep []string
 	if q := u.Query(); q.Get("cluster") != "" {
@@ -831,7 +839,7 @@ func address(name string) string {
 		}
 	}
 	u.User, u.RawQuery, u.Fragment = nil, strings.Join(keep, "&"), ""
-	return u.String()
+	return validUTF8(u.String())
 }
 
 // errorType classifies a node's error for the error.type attribute, with few
