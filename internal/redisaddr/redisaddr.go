@@ -199,6 +199,9 @@ func ParseNode(s string) (Node, error) {
 	if err != nil {
 		return fail("malformed query")
 	}
+	// A query with the user information's '@' in it names no parameter in
+	// an error: the names may be the end of a password (see userInQuery).
+	hideNames := userInQuery(u.RawQuery)
 	var seeds []string // of the addr parameters
 	for _, name := range slices.Sorted(maps.Keys(q)) {
 		vals := q[name]
@@ -207,6 +210,9 @@ func ParseNode(s string) (Node, error) {
 			continue
 		}
 		if len(vals) != 1 {
+			if hideNames {
+				return fail(fmt.Sprintf("a query parameter given %d times%s", len(vals), encode))
+			}
 			return fail(fmt.Sprintf("query parameter %q given %d times", name, len(vals)))
 		}
 		v := vals[0]
@@ -225,6 +231,9 @@ func ParseNode(s string) (Node, error) {
 		case "tls_server_name":
 			a.TLSServerName = v
 		default:
+			if hideNames {
+				return fail(fmt.Sprintf("unknown query parameter (known: %s)%s", strings.Join(knownParamNames, ", "), encode))
+			}
 			reason := fmt.Sprintf("unknown query parameter %q (known: %s)", name, strings.Join(knownParamNames, ", "))
 			switch strings.ToLower(name) {
 			case "password", "pass", "passwd", "user", "username", "auth", "requirepass":
@@ -303,6 +312,21 @@ func ParseNode(s string) (Node, error) {
 		n.Seeds = append(n.Seeds, hp)
 	}
 	return n, nil
+}
+
+// userInQuery reports whether rawQuery, a URL's query, has an '@' outside
+// the value of an addr parameter (a cluster seed's user information, which
+// ParseNode refuses by name): the user information's '@' of an address
+// whose password has a '?' that was not percent-encoded ("redis://u:12?34@h:1"),
+// where url.Parse ends the host and begins the query. Its parameters' names
+// and values may then be the end of the password, which Redact hides.
+func userInQuery(rawQuery string) bool {
+	for _, p := range strings.Split(rawQuery, "&") {
+		if name, _, _ := strings.Cut(p, "="); name != "addr" && strings.Contains(p, "@") {
+			return true
+		}
+	}
+	return false
 }
 
 // schemeTypo explains an address without "://" that is not host:port but a
@@ -401,7 +425,9 @@ func Redact(s string) string {
 // value of a parameter other than the known ones (some clients take
 // ?password=...), and the user information of an addr parameter (a cluster
 // seed's) unless its password is "xxxxx" already; for a name with an '@'
-// that is no such URL (u:pw@host:port), Redact's. A driver of another
+// that is no such URL (u:pw@host:port), or that is a URL with an '@' in its
+// query but in an addr parameter (a password with a '?' ended its host:
+// redis://u:12?34@host:port), Redact's. A driver of another
 // module may name its nodes by their address as given, password included.
 func MaskName(name string) string {
 	if !strings.ContainsAny(name, "@?") {
@@ -410,6 +436,14 @@ func MaskName(name string) string {
 	u, err := url.Parse(name)
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		return Redact(name)
+	}
+	if userInQuery(u.RawQuery) {
+		// Redact hides the query up to its last '@'; what follows it
+		// may make no host ("a://0?@ 0"): then the scheme alone.
+		if r, err := url.Parse(Redact(name)); err == nil && r.Host != "" {
+			return r.String()
+		}
+		return u.Scheme + "://xxxxx@"
 	}
 	masked := false
 	if u.User != nil {
