@@ -38,8 +38,16 @@ func TestParseErrorHidesPasswordAfterQuestionMark(t *testing.T) {
 	}
 }
 
+// MaskName hides so the end of a password whose '/' or '#' ended the host:
+// url.Parse reads it as the path or the fragment (ParseNode refuses both
+// without naming them).
 func TestMaskNamePasswordAfterQuestionMark(t *testing.T) {
-	for _, tc := range questionMarkPasswords {
+	for _, tc := range append(questionMarkPasswords, []struct{ addr, secret string }{
+		{"redis://u:12/s3cretpart@h:1", "s3cretpart"},
+		{"redis://s3cret/morepart@h:1", "morepart"},
+		{"redis://u:12#s3cretpart@h:1", "s3cretpart"},
+		{"redis://u:12/p4rt?tls_ca_file=s3cretpart@h:1", "p4rt"},
+	}...) {
 		if got := MaskName(tc.addr); strings.Contains(got, tc.secret) {
 			t.Errorf("MaskName(%q) = %q, which shows the password's %q", tc.addr, got, tc.secret)
 		}

@@ -426,8 +426,8 @@ func Redact(s string) string {
 // ?password=...), and the user information of an addr parameter (a cluster
 // seed's) unless its password is "xxxxx" already; for a name with an '@'
 // that is no such URL (u:pw@host:port), or that is a URL with an '@' in its
-// query but in an addr parameter (a password with a '?' ended its host:
-// redis://u:12?34@host:port), Redact's. A driver of another
+// path, fragment, or query but in an addr parameter (a password with a '/',
+// '#' or '?' ended its host: redis://u:12?34@host:port), Redact's. A driver of another
 // module may name its nodes by their address as given, password included.
 func MaskName(name string) string {
 	if !strings.ContainsAny(name, "@?") {
@@ -437,8 +437,8 @@ func MaskName(name string) string {
 	if err != nil || u.Scheme == "" || u.Host == "" {
 		return Redact(name)
 	}
-	if userInQuery(u.RawQuery) {
-		// Redact hides the query up to its last '@'; what follows it
+	if userInQuery(u.RawQuery) || strings.Contains(u.Path, "@") || strings.Contains(u.Fragment, "@") {
+		// Redact hides everything up to the last '@'; what follows it
 		// may make no host ("a://0?@ 0"): then the scheme alone.
 		if r, err := url.Parse(Redact(name)); err == nil && r.Host != "" {
 			return r.String()

@@ -67,7 +67,7 @@ func FuzzParse(f *testing.F) {
 		"redis://u:p4ss@h:1?cluster=true&addr=h:2&addr=[::1]:3", "rediss://:p4ss@h:1/0?cluster=1&addr=h2&tls_server_name=x",
 		"redis://h:1?cluster=false", "redis://h:1?addr=h:2", "redis://h:1/3?cluster=true",
 		"u:p4ss@h:1 redis://h2:2", "redis://h:1?cluster=true&addr=u:p4ss@h2:2&password=p4ss", "redis://p4ss@h:1/2",
-		"redis://u:12?p4ss@h:1",
+		"redis://u:12?p4ss@h:1", "redis://u:12/p4ss@h:1", "redis://u:12#p4ss@h:1",
 	} {
 		f.Add(s)
 	}
@@ -93,8 +93,8 @@ func FuzzParse(f *testing.F) {
 			if pw, set := mu.User.Password(); set && pw != "xxxxx" || !set && mu.User.Username() != "" && mu.User.Username() != "xxxxx" {
 				t.Errorf("MaskName(%q) = %q: the password shows", s, m)
 			}
-			if userInQuery(mu.RawQuery) {
-				t.Errorf("MaskName(%q) = %q: its query has an '@' (user information) outside an addr parameter", s, m)
+			if userInQuery(mu.RawQuery) || strings.Contains(mu.Path, "@") || strings.Contains(mu.Fragment, "@") {
+				t.Errorf("MaskName(%q) = %q: its path, fragment or query (outside an addr parameter) has an '@' (user information)", s, m)
 			}
 			for name, values := range mu.Query() {
 				for _, v := range values {
