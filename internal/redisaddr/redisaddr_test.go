@@ -67,7 +67,7 @@ func FuzzParse(f *testing.F) {
 		"redis://u:p4ss@h:1?cluster=true&addr=h:2&addr=[::1]:3", "rediss://:p4ss@h:1/0?cluster=1&addr=h2&tls_server_name=x",
 		"redis://h:1?cluster=false", "redis://h:1?addr=h:2", "redis://h:1/3?cluster=true",
 		"u:p4ss@h:1 redis://h2:2", "redis://h:1?cluster=true&addr=u:p4ss@h2:2&password=p4ss", "redis://p4ss@h:1/2",
-		"redis://u:12?p4ss@h:1", "redis://u:12/p4ss@h:1", "redis://u:12#p4ss@h:1",
+		"redis://u:12?p4ss@h:1", "redis://u:12/p4ss@h:1", "redis://u:12#p4ss@h:1", "redis://:s@0",
 	} {
 		f.Add(s)
 	}
@@ -121,9 +121,14 @@ func FuzzParse(f *testing.F) {
 		if n.Cluster && n.DB != 0 {
 			t.Fatalf("ParseNode(%q) = a cluster with database %d", s, n.DB)
 		}
-		if n.Password != "" && strings.Contains(n.String(), n.Password) && !strings.Contains("xxxxx", n.Password) {
-			if !strings.Contains(n.Username, n.Password) && !strings.Contains(strings.Join(n.Seeds, " "), n.Password) {
-				t.Errorf("String() %q reveals the password", n.String())
+		// The String does not depend on the password (but on whether
+		// there is one): a password that shows elsewhere in it, as "s"
+		// in "redis", is no failure, and any other is one.
+		if n.Password != "" {
+			other := n
+			other.Password = "pw"
+			if n.String() != other.String() {
+				t.Errorf("String() %q reveals the password (with another: %q)", n.String(), other.String())
 			}
 		}
 		if n.Cluster {
