@@ -138,7 +138,7 @@ type VoteError struct {
 	// failed with a Failed node, for the Failed count (ErrUnavailable).
 	Permanent int
 
-	code string // the first permanent error's code, such as "WRONGPASS"
+	code string // the permanent errors' codes, each once: "WRONGPASS", "WRONGPASS or NOAUTH"
 }
 
 // Error summarizes the votes.

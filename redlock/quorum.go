@@ -3,11 +3,13 @@ package redlock
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync/atomic"
 	"time"
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/ctxend"
+	"github.com/go-redlock/redlock/internal/plural"
 )
 
 // An op is one command sent to node i.
@@ -83,7 +85,8 @@ type round struct {
 	refused    int // nodes that answered false
 	failed     int // nodes that answered with an error
 	// permanent counts the nodes that answered an error retrying cannot fix
-	// (driver.PermanentCode); code is the first such error's code.
+	// (driver.PermanentCode); code is the first such error's code, and
+	// codes (see votes) are all of them.
 	permanent int
 	code      string
 	caller    context.Context // the caller's: a failure after it ended is not the node's
@@ -537,8 +540,26 @@ func (r *round) waitVerdict(ctx context.Context) {
 func (r *round) votes() *VoteError {
 	return &VoteError{
 		Granted: r.yes, Refused: r.refused, Failed: r.failed, Needed: r.c.quorum, Nodes: len(r.state),
-		Permanent: r.permanent, code: r.code,
+		Permanent: r.permanent, code: r.codes(),
 	}
+}
+
+// codes names the codes of the errors that retrying cannot fix, each once,
+// in the order the nodes answered them: "NOPERM", "WRONGPASS or NOAUTH",
+// "NOPERM, WRONGPASS or NOAUTH". The nodes need not answer the same (a
+// wrong password on one node, none given on another): the first node's
+// code alone would be told as every one's.
+func (r *round) codes() string {
+	if r.permanent < 2 {
+		return r.code
+	}
+	var codes []string
+	for _, err := range r.errs {
+		if code := permanentCode(err); code != "" && !slices.Contains(codes, code) {
+			codes = append(codes, code)
+		}
+	}
+	return plural.Or(codes)
 }
 
 // err joins sentinel, the votes (a *VoteError, which matches ErrUnavailable

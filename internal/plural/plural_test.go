@@ -9,3 +9,19 @@ func TestNodes(t *testing.T) {
 		}
 	}
 }
+
+func TestOr(t *testing.T) {
+	for _, tc := range []struct {
+		words []string
+		want  string
+	}{
+		{nil, ""},
+		{[]string{"NOPERM"}, "NOPERM"},
+		{[]string{"WRONGPASS", "NOAUTH"}, "WRONGPASS or NOAUTH"},
+		{[]string{"NOPERM", "WRONGPASS", "NOAUTH"}, "NOPERM, WRONGPASS or NOAUTH"},
+	} {
+		if got := Or(tc.words); got != tc.want {
+			t.Errorf("Or(%q) = %q, want %q", tc.words, got, tc.want)
+		}
+	}
+}
