@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"text/tabwriter"
@@ -277,15 +278,24 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string)
 		}
 	}
 	unavailable := false
-	refused := "" // a code retrying cannot fix, from too many nodes for a quorum
+	// The codes retrying cannot fix of the first key that too many nodes for
+	// a quorum answered with one, each once, in the nodes' order: they need
+	// not be the same (a wrong password on one node, none on another).
+	refused := ""
 	for _, kr := range rep.Keys {
 		n := 0
+		var codes []string
 		for _, nr := range kr.Nodes {
 			if nr.refused != "" {
-				if n++; n > rep.Nodes-rep.Quorum && refused == "" {
-					refused = nr.refused
+				if n++; !slices.Contains(codes, nr.refused) {
+					codes = append(codes, nr.refused)
 				}
 			}
+		}
+		if n > rep.Nodes-rep.Quorum && refused == "" {
+			refused = plural.Or(codes)
+		}
+		for _, nr := range kr.Nodes {
 			if nr.Error != "" {
 				continue
 			}

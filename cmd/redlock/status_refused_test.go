@@ -39,6 +39,8 @@ func TestStatusRefusedExitsOne(t *testing.T) {
 	}{
 		{"wrong password on every node", list("wrong", "wrong", "wrong"), exitFailure, "retrying cannot fix (WRONGPASS)"},
 		{"no password on two of three", list("", "", "right-Pa55"), exitFailure, "retrying cannot fix (NOAUTH)"},
+		// Each node's code, not the last one's as every node's.
+		{"a wrong password and none", list("wrong", "", "right-Pa55"), exitFailure, "retrying cannot fix (WRONGPASS or NOAUTH)"},
 		{"wrong password on one of three", list("wrong", "right-Pa55", "right-Pa55"), 0, ""},
 		{"nodes down", strings.Join(down, ","), exitUnavailable, "fewer than a quorum (2) of the 3 nodes answered"},
 	} {
