@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"slices"
 	"strings"
 
@@ -64,6 +65,17 @@ func lockDrivers() []string {
 func (f *nodeFlags) addrs(name string) ([]string, error) {
 	addrs := splitList(f.nodes)
 	if len(addrs) == 0 {
+		// Where the empty list came from: told to set REDLOCK_NODES, a
+		// user whose variable is set would not see why it went unread.
+		env := os.Getenv(nodesEnv)
+		switch {
+		case f.nodes != "" && f.nodes == env:
+			return nil, usageErrorf("%s: no nodes: %s=%q names none", name, nodesEnv, env)
+		case f.nodes != "":
+			return nil, usageErrorf("%s: no nodes: --nodes %q names none", name, f.nodes)
+		case env != "":
+			return nil, usageErrorf("%s: no nodes: --nodes is empty, and a flag on the command line wins over %s", name, nodesEnv)
+		}
 		return nil, usageErrorf("%s: no nodes: give --nodes host:port,... or set %s", name, nodesEnv)
 	}
 	if err := commaInUserinfo(name, addrs); err != nil {
