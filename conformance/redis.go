@@ -159,6 +159,7 @@ func RunRedis(t *testing.T, d driver.Driver, opts ...RedisOption) {
 		{"Notifier/ReleaseWithoutSPUBLISH", releaseWithoutSPublish},
 		{"Fencer/ReadsLegacyCounter", fenceReadsLegacyCounter},
 		{"Fencer/ReadsOldCountersAsFarAsAllowed", fenceReadsOldCounters},
+		{"Fencer/CounterNotNumberIsPermanent", fenceCounterNotNumber},
 		{"TLS/OpenConfig", tlsOpenConfig},
 		{"TLS/UnknownCA", tlsUnknownCA},
 		{"TLS/ClientCertRequired", tlsClientCertRequired},
@@ -1386,6 +1387,39 @@ func fenceReadsOldCounters(t *testing.T, ctx context.Context, s *redisSuite) {
 		ok, counter, err := uf.SetNXFence(ctx, k3, value(), time.Minute, driver.PrefixFenceKey(prefix, k3))
 		if err != nil || !ok || counter != tc.want {
 			t.Errorf("SetNXFence as user %s (%q) with the shared counter at 60 = %v, %d, %v; want true, %d", tc.user, rule[4:], ok, counter, err, tc.want)
+		}
+	}
+}
+
+// fenceCounterNotNumber checks that a counter in use that holds no decimal
+// number of 64 bits (written by hand, or a lock named as the counter) fails
+// SetNXFence and RaiseFence with an error that retrying cannot fix
+// (driver.PermanentCode), before they write anything: the key is not set
+// and the counter keeps what it holds. Read as a transient failure, it made
+// every fenced Lock of the slot retry until its context ended.
+func fenceCounterNotNumber(t *testing.T, ctx context.Context, s *redisSuite) {
+	srv := redistest.NewServer(t)
+	f := as[driver.Fencer](t, s.open(t, hostAddr(t, srv)))
+	const code = "ERR fencing counter holds no number"
+	for _, held := range []string{"a lock's value", "-1", "1.5", "", " 7", "18446744073709551616"} {
+		k := key(t)
+		fk := driver.FenceKey(k)
+		serverDo(t, ctx, srv, "SET", fk, held)
+		_, _, err := f.SetNXFence(ctx, k, value(), time.Minute, fk)
+		if got := driver.PermanentCode(err); got != code {
+			t.Errorf("SetNXFence with the counter holding %q: error %v, PermanentCode %q; want %q", held, err, got, code)
+		}
+		if got := serverDo(t, ctx, srv, "EXISTS", k); got != int64(0) {
+			t.Errorf("SetNXFence with the counter holding %q set the key (EXISTS = %v): it must write nothing", held, got)
+		}
+		v := value()
+		serverDo(t, ctx, srv, "SET", k, v)
+		_, err = f.RaiseFence(ctx, k, v, fk, 9)
+		if got := driver.PermanentCode(err); got != code {
+			t.Errorf("RaiseFence with the counter holding %q: error %v, PermanentCode %q; want %q", held, err, got, code)
+		}
+		if got := serverDo(t, ctx, srv, "GET", fk); got != held {
+			t.Errorf("RaiseFence changed a counter holding %q to %v: it must write nothing", held, got)
 		}
 	}
 }

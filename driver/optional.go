@@ -24,7 +24,10 @@ type Fencer interface {
 	// fenceKey and the arguments value, the TTL and [OldFenceKeys](key,
 	// fenceKey), which it reads as far as the user may, returning the
 	// largest counter; a driver whose counters never lived in Redis has no
-	// old ones to read.
+	// old ones to read. A counter at fenceKey that holds no decimal number
+	// of 64 bits fails SetNXFence and RaiseFence, before they write
+	// anything, with an error that [PermanentCode] takes for one retrying
+	// cannot fix.
 	SetNXFence(ctx context.Context, key, value string, ttl time.Duration, fenceKey string) (ok bool, counter uint64, err error)
 
 	// RaiseFence raises the counter at fenceKey to token, never lowering it,

@@ -37,6 +37,10 @@ var permanentERR = [...]string{
 	"ERR SELECT is not allowed in cluster mode",
 	"ERR unknown command",
 	"ERR This instance has cluster support disabled",
+	// The fencing scripts' reply when the counter in use holds no decimal
+	// number of 64 bits (set by hand, or a lock named as the counter):
+	// every fenced acquisition of its slot would fail the same way.
+	"ERR fencing counter holds no number",
 }
 
 // ErrSeedsOfTwoClusters is in the error of every call on a node given as a

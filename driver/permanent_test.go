@@ -36,6 +36,8 @@ func TestPermanentCode(t *testing.T) {
 		{fmt.Errorf("redigo: dial: %w", replyError("ERR DB index is out of range")), "ERR DB index is out of range"},
 		{replyError("ERR SELECT is not allowed in cluster mode"), "ERR SELECT is not allowed in cluster mode"},
 		{fmt.Errorf("rueidis: connect: %w", replyError("DB index is out of range")), "ERR DB index is out of range"},
+		{replyError("ERR fencing counter holds no number: lock:redlock:fence:{12}"), "ERR fencing counter holds no number"},
+		{replyError("fencing counter holds no number: redlock:fence:{0}"), "ERR fencing counter holds no number"},
 		{errors.New("ERR DB index is out"), ""},
 		{fmt.Errorf("goredis: SET NX: slot 1: %w", replyError("ERR This instance has cluster support disabled")), "ERR This instance has cluster support disabled"},
 		{errors.Join(context.DeadlineExceeded, fmt.Errorf("goredis: SET NX: %w", fmt.Errorf("%w: 127.0.0.1:1 and 127.0.0.1:2 ...", driver.ErrSeedsOfTwoClusters))), "seeds of two clusters"},

@@ -4,10 +4,14 @@
 if redis.call("GET", KEYS[1]) ~= ARGV[1] then
 	return 0
 end
-local counter = redis.call("GET", KEYS[2])
--- number and larger are fence_counters.lua's, which scripts.go puts first: a
--- counter written by hand as "007" is 7.
-if not counter or larger(ARGV[2], number(counter)) then
+-- inUse, notNumber and larger are fence_counters.lua's, which scripts.go
+-- puts first: a counter written by hand as "007" is 7, and one that holds no
+-- number fails the script, as SetNXFenceScript.
+local counter = inUse(KEYS[2])
+if not counter then
+	return redis.error_reply(notNumber .. KEYS[2])
+end
+if larger(ARGV[2], counter) then
 	redis.call("SET", KEYS[2], ARGV[2])
 end
 return 1

@@ -68,12 +68,17 @@ func ExtendScript() Script { return extendScript }
 // ARGV[3] and on (the old ones: see [OldFenceKeys]) as far as it may, taking
 // the largest. It returns {1, counter}
 // if the key was set and {0, counter} if not, the counter as a decimal string
-// ("0" when absent). Fencer.SetNXFence runs it.
+// ("0" when absent). A counter KEYS[2] that holds anything but a decimal
+// number of 64 bits fails it before it writes anything, with the error reply
+// "ERR fencing counter holds no number: " and the counter's name, which
+// [PermanentCode] takes for one retrying cannot fix. Fencer.SetNXFence runs
+// it.
 func SetNXFenceScript() Script { return setNXFenceScript }
 
 // RaiseFenceScript raises the fencing counter KEYS[2] to ARGV[2] (a decimal
 // string; it never lowers it) if KEYS[1] holds ARGV[1], and returns 1 if it
-// did hold it, 0 otherwise. Fencer.RaiseFence runs it.
+// did hold it, 0 otherwise. A counter that holds no number fails it as it
+// fails SetNXFenceScript. Fencer.RaiseFence runs it.
 func RaiseFenceScript() Script { return raiseFenceScript }
 
 // ReleaseNotifyScript is ReleaseScript that also publishes an empty message on

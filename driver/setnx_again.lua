@@ -8,14 +8,19 @@
 -- the fencing counters that driver.SetNXFenceScript reads, read the same way.
 -- Returns {1, counter} if the key holds ARGV[1] now, {0, counter}
 -- otherwise; the counter is a decimal string, "0" when there is none.
--- number and withOld are fence_counters.lua's, which scripts.go puts first.
+-- A counter in use that holds no number fails it as SetNXFenceScript.
+-- inUse, notNumber and withOld are fence_counters.lua's, which scripts.go
+-- puts first.
+local counter = "0"
+if KEYS[2] then
+	counter = inUse(KEYS[2])
+	if not counter then
+		return redis.error_reply(notNumber .. KEYS[2])
+	end
+end
 local set = redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])
 if not set and redis.call("GET", KEYS[1]) == ARGV[1] then
 	set = true
-end
-local counter = "0"
-if KEYS[2] then
-	counter = number(redis.call("GET", KEYS[2]) or "0")
 end
 counter = withOld(counter)
 if set then

@@ -5,10 +5,16 @@
 -- counts as absent) and only when they hold a decimal number of 64 bits,
 -- leading zeros aside (a number written by hand as "007" is 7); the largest
 -- counter is returned. Returns {1, counter} if the key was set, {0, counter}
--- otherwise; the counter is a decimal string, "0" when there is none.
--- number and withOld are fence_counters.lua's, which scripts.go puts first.
+-- otherwise; the counter is a decimal string, "0" when there is none. A
+-- counter in use that holds anything else fails the script before it sets
+-- the key, with notNumber's reply. inUse, notNumber and withOld are
+-- fence_counters.lua's, which scripts.go puts first.
+local counter = inUse(KEYS[2])
+if not counter then
+	return redis.error_reply(notNumber .. KEYS[2])
+end
 local set = redis.call("SET", KEYS[1], ARGV[1], "NX", "PX", ARGV[2])
-local counter = withOld(number(redis.call("GET", KEYS[2]) or "0"))
+counter = withOld(counter)
 if set then
 	return {1, counter}
 end
