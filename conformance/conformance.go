@@ -132,8 +132,16 @@ func setNXRefusesHeldKey(t *testing.T, ctx context.Context, newNode func(*testin
 	if ok := must(t, "SetNX(sameValue)")(n.SetNX(ctx, k, v, time.Minute)); ok {
 		t.Fatal("SetNX(sameValue) on a held key = true, want false: SET NX fails on any existing key")
 	}
+	// A refused SetNX with a TTL of 1ms: had it given the key its TTL
+	// (a PEXPIRE sent whatever SET NX answered), the key would be gone by
+	// the EvalRelease below, and a second holder could take it while the
+	// first believes it holds the lock.
+	if ok := must(t, "SetNX(otherValue, 1ms)")(n.SetNX(ctx, k, value(), time.Millisecond)); ok {
+		t.Fatal("SetNX(otherValue, 1ms) = true, want false: a Node must not set a key held by another value (NX)")
+	}
+	time.Sleep(20 * time.Millisecond)
 	if ok := must(t, "EvalRelease(value)")(n.EvalRelease(ctx, k, v)); !ok {
-		t.Fatal("EvalRelease(value) after refused SetNX calls = false, want true: a refused SetNX must not change the key")
+		t.Fatal("EvalRelease(value) after refused SetNX calls, the last with a TTL of 1ms, 20ms before = false, want true: a refused SetNX must not change the key, nor its time to live")
 	}
 }
 
@@ -344,8 +352,16 @@ func extendKeepsOthersKey(t *testing.T, ctx context.Context, newNode func(*testi
 	if ok := must(t, "Extend(otherValue)")(n.Extend(ctx, k, value(), time.Minute)); ok {
 		t.Fatal("Extend(otherValue) = true, want false: a Node must not extend a key held by another value")
 	}
+	// Again with a TTL of 1ms: had Extend given another's key its TTL (a
+	// PEXPIRE sent whatever the key holds), the key would be gone by the
+	// EvalRelease below: a late Extend of a former holder would cut the
+	// lock of the one holding it now.
+	if ok := must(t, "Extend(otherValue, 1ms)")(n.Extend(ctx, k, value(), time.Millisecond)); ok {
+		t.Fatal("Extend(otherValue, 1ms) = true, want false: a Node must not extend a key held by another value")
+	}
+	time.Sleep(20 * time.Millisecond)
 	if ok := must(t, "EvalRelease(value)")(n.EvalRelease(ctx, k, v)); !ok {
-		t.Fatal("EvalRelease(value) after Extend(otherValue) = false, want true: Extend(otherValue) must not change the key")
+		t.Fatal("EvalRelease(value) after Extend(otherValue) and, 20ms before, Extend(otherValue, 1ms) = false, want true: Extend(otherValue, 1ms) must not change the key, nor its time to live")
 	}
 }
 

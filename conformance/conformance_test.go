@@ -59,7 +59,35 @@ func (b broken) SetNX(ctx context.Context, key, value string, ttl time.Duration)
 		ttl = ttl.Truncate(time.Millisecond)
 	}
 	ok, err := b.Node.SetNX(ctx, b.text(key), b.text(value), ttl)
+	if b.kind == "setnx-refused-sets-ttl" || b.kind == "extend-others-ttl" {
+		b.holder(ctx, key, value, ttl, ok, err)
+	}
 	return ok, b.closedErr(err)
+}
+
+// holders are the values the "setnx-refused-sets-ttl" and
+// "extend-others-ttl" nodes set, by node and key.
+var holders = struct {
+	sync.Mutex
+	m map[*memory.Node]map[string]string
+}{m: make(map[*memory.Node]map[string]string)}
+
+// holder records the value a SetNX set, and, for "setnx-refused-sets-ttl",
+// gives the key's holder the TTL of a SetNX that the key refused, as a Node
+// that sent PEXPIRE whatever SET NX answered would.
+func (b broken) holder(ctx context.Context, key, value string, ttl time.Duration, ok bool, err error) {
+	holders.Lock()
+	defer holders.Unlock()
+	if holders.m[b.Node] == nil {
+		holders.m[b.Node] = make(map[string]string)
+	}
+	switch {
+	case err != nil:
+	case ok:
+		holders.m[b.Node][key] = value
+	case b.kind == "setnx-refused-sets-ttl":
+		b.Node.Extend(ctx, key, holders.m[b.Node][key], ttl)
+	}
 }
 
 func (b broken) EvalRelease(ctx context.Context, key, value string) (bool, error) {
@@ -84,6 +112,13 @@ func (b broken) Extend(ctx context.Context, key, value string, ttl time.Duration
 		ttl /= 2
 	}
 	ok, err := b.Node.Extend(ctx, key, value, ttl)
+	if b.kind == "extend-others-ttl" && err == nil && !ok {
+		// PEXPIRE sent whatever value the key holds, and a refusal
+		// answered for another's key: the holder's key gets this TTL.
+		holders.Lock()
+		b.Node.Extend(ctx, key, holders.m[b.Node][key], ttl)
+		holders.Unlock()
+	}
 	return ok, b.closedErr(err)
 }
 
@@ -261,6 +296,10 @@ var brokenKinds = map[string]struct {
 		want: `want one that says "max number of clients reached": a server that refuses a connection with an error reply`},
 	"waits-without-deadline": {redis: "Stalled/NoDeadlineCallsEnd",
 		want: "a node must bound by its own timeouts what a context does not"},
+	"extend-others-ttl": {
+		want: "Extend(otherValue, 1ms) must not change the key, nor its time to live"},
+	"setnx-refused-sets-ttl": {
+		want: "a refused SetNX must not change the key, nor its time to live"},
 }
 
 // TestBrokenNodeHelper runs the suite on a broken node when started by
