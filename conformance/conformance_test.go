@@ -122,6 +122,27 @@ func (b broken) Extend(ctx context.Context, key, value string, ttl time.Duration
 	return ok, b.closedErr(err)
 }
 
+// closes counts the Close calls of the "close-again-errs" nodes.
+var closes = struct {
+	sync.Mutex
+	m map[*memory.Node]int
+}{m: make(map[*memory.Node]int)}
+
+// Close fails every Close but the first, for "close-again-errs", as a
+// client library's own Close often does.
+func (b broken) Close() error {
+	err := b.Node.Close()
+	if b.kind != "close-again-errs" {
+		return err
+	}
+	closes.Lock()
+	defer closes.Unlock()
+	if closes.m[b.Node]++; closes.m[b.Node] > 1 {
+		return errors.New("brokennode: already closed")
+	}
+	return err
+}
+
 // ownFenceKey is where a Node keeps the counter of key: at fenceKey, or,
 // for "fence-own-key", at a counter of its own per lock key (the legacy
 // one), whatever fenceKey the caller gave.
@@ -300,6 +321,8 @@ var brokenKinds = map[string]struct {
 		want: "Extend(otherValue, 1ms) must not change the key, nor its time to live"},
 	"setnx-refused-sets-ttl": {
 		want: "a refused SetNX must not change the key, nor its time to live"},
+	"close-again-errs": {
+		want: "Close() again = brokennode: already closed, want nil"},
 }
 
 // TestBrokenNodeHelper runs the suite on a broken node when started by

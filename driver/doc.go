@@ -93,7 +93,8 @@
 //     from several goroutines at once amid calls: a Close that is not the
 //     first does nothing more and returns nil, and so does the first when
 //     closing went well (a client library's own Close often errs the second
-//     time; conformance.RunRedis checks it). A node over a nil client is the
+//     time; conformance.Run checks a second Close, and conformance.RunRedis
+//     three at once amid calls). A node over a nil client is the
 //     exception: its every Close errs (see the last rule).
 //   - The optional interfaces obey the same rules. [Fencer]'s SetNXFence and
 //     RaiseFence and [Notifier]'s ReleaseNotify run [SetNXFenceScript],
