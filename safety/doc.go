@@ -27,6 +27,6 @@
 //	TestSimulation                                  the real code over memory nodes in synctest bubbles: random
 //	                                                calls and faults, every grant and call checked (-schedules=N -seed=S)
 //
-// SAFETY.md at the root of the module tabulates the outcomes, the measured
+// SAFETY.md at the root of the repository (the root module's) tabulates the outcomes, the measured
 // figures, the command that reproduces each, and the mitigations.
 package safety
