@@ -59,6 +59,9 @@ func (b broken) SetNX(ctx context.Context, key, value string, ttl time.Duration)
 		ttl = ttl.Truncate(time.Millisecond)
 	}
 	ok, err := b.Node.SetNX(ctx, b.text(key), b.text(value), ttl)
+	if b.kind == "ttl-given" && ok {
+		b.given(key, ttl)
+	}
 	if b.kind == "setnx-refused-sets-ttl" || b.kind == "extend-others-ttl" {
 		b.holder(ctx, key, value, ttl, ok, err)
 	}
@@ -90,6 +93,23 @@ func (b broken) holder(ctx context.Context, key, value string, ttl time.Duration
 	}
 }
 
+// givenTTLs are the TTLs the "ttl-given" nodes last gave their keys, by
+// node and key.
+var givenTTLs = struct {
+	sync.Mutex
+	m map[*memory.Node]map[string]time.Duration
+}{m: make(map[*memory.Node]map[string]time.Duration)}
+
+// given records the TTL a SetNX or Extend gave key, for "ttl-given".
+func (b broken) given(key string, ttl time.Duration) {
+	givenTTLs.Lock()
+	defer givenTTLs.Unlock()
+	if givenTTLs.m[b.Node] == nil {
+		givenTTLs.m[b.Node] = make(map[string]time.Duration)
+	}
+	givenTTLs.m[b.Node][key] = ttl.Truncate(time.Millisecond)
+}
+
 func (b broken) EvalRelease(ctx context.Context, key, value string) (bool, error) {
 	if b.kind == "release-others" {
 		return b.Node.Delete(key), nil
@@ -112,6 +132,9 @@ func (b broken) Extend(ctx context.Context, key, value string, ttl time.Duration
 		ttl /= 2
 	}
 	ok, err := b.Node.Extend(ctx, key, value, ttl)
+	if b.kind == "ttl-given" && ok {
+		b.given(key, ttl)
+	}
 	if b.kind == "extend-others-ttl" && err == nil && !ok {
 		// PEXPIRE sent whatever value the key holds, and a refusal
 		// answered for another's key: the holder's key gets this TTL.
@@ -174,10 +197,17 @@ func (b broken) RaiseFence(ctx context.Context, key, value, fenceKey string, tok
 	return b.Node.RaiseFence(ctx, key, value, b.ownFenceKey(key, fenceKey), token)
 }
 
-// TTL reports a key held by any value as held, for "ttl-any-value", and
-// rounds the time to live up to whole seconds, for "ttl-whole-seconds".
+// TTL reports a key held by any value as held, for "ttl-any-value",
+// rounds the time to live up to whole seconds, for "ttl-whole-seconds", and
+// answers the TTL the key was last given rather than what it has left, for
+// "ttl-given".
 func (b broken) TTL(ctx context.Context, key, value string) (time.Duration, bool, error) {
 	d, held, err := b.Node.TTL(ctx, key, value)
+	if b.kind == "ttl-given" && held {
+		givenTTLs.Lock()
+		d = givenTTLs.m[b.Node][key]
+		givenTTLs.Unlock()
+	}
 	if b.kind == "ttl-whole-seconds" && held {
 		d = (d + time.Second - 1).Truncate(time.Second)
 	}
@@ -323,6 +353,8 @@ var brokenKinds = map[string]struct {
 		want: "a refused SetNX must not change the key, nor its time to live"},
 	"close-again-errs": {
 		want: "Close() again = brokennode: already closed, want nil"},
+	"ttl-given": {
+		want: "TTL must return the time the key has left (PTTL), not the TTL it was given"},
 }
 
 // TestBrokenNodeHelper runs the suite on a broken node when started by

@@ -364,6 +364,31 @@ func ttlOwnKey(t *testing.T, ctx context.Context, newNode func(*testing.T) drive
 		t.Fatalf("TTL(value) after EvalRelease = %v, %v; want 0, false", d, held)
 	}
 	ttlRoundsDown(t, ctx, n, tt)
+	ttlCountsDown(t, ctx, n, tt)
+}
+
+// ttlCountsDown sets a key, waits, and asks its TTL: what is left must have
+// gone down by the wait. A Node that answered the TTL last given (SET's or
+// PEXPIRE's) rather than the key's PTTL passes the checks above, which ask
+// at once, and would tell Lock.TTL that keys a shorter PEXPIRE reached keep
+// the time they had.
+func ttlCountsDown(t *testing.T, ctx context.Context, n driver.Node, tt driver.TTLer) {
+	t.Helper()
+	const (
+		ttl  = time.Minute
+		wait = 200 * time.Millisecond
+	)
+	k, v := key(t), value()
+	must(t, "SetNX(ttl=1m)")(n.SetNX(ctx, k, v, ttl))
+	time.Sleep(wait)
+	d, held, err := tt.TTL(ctx, k, v)
+	if err != nil {
+		t.Fatalf("TTL(value) %v after SetNX(ttl=%v): unexpected error %v", wait, ttl, err)
+	}
+	if !held || d > ttl-wait {
+		t.Fatalf("TTL(value) %v after SetNX(ttl=%v) = %v, %v; want true and at most %v: TTL must return the time the key has left (PTTL), not the TTL it was given",
+			wait, ttl, d, held, ttl-wait)
+	}
 }
 
 // ttlRoundsDown sets a key for a TTL that is not whole seconds and asks its
