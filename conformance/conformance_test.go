@@ -192,8 +192,16 @@ func (b broken) SetNXFence(ctx context.Context, key, value string, ttl time.Dura
 	return ok, counter, err
 }
 
-// RaiseFence writes the counter where SetNXFence reads it (see ownFenceKey).
+// RaiseFence writes the counter where SetNXFence reads it (see ownFenceKey),
+// and, for "raise-absent", raises it for a key that nothing holds too, as a
+// script that compared the value only when the key exists would.
 func (b broken) RaiseFence(ctx context.Context, key, value, fenceKey string, token uint64) (bool, error) {
+	if b.kind == "raise-absent" && !b.Node.Holds(key) {
+		if _, err := b.Node.SetNX(ctx, key, value, time.Minute); err != nil {
+			return false, err
+		}
+		defer b.Node.Delete(key)
+	}
 	return b.Node.RaiseFence(ctx, key, value, b.ownFenceKey(key, fenceKey), token)
 }
 
@@ -353,6 +361,8 @@ var brokenKinds = map[string]struct {
 		want: "a refused SetNX must not change the key, nor its time to live"},
 	"close-again-errs": {
 		want: "Close() again = brokennode: already closed, want nil"},
+	"raise-absent": {
+		want: "RaiseFence(value, 9) after EvalRelease(value) = true, want false: only the holder may write its token"},
 	"ttl-given": {
 		want: "TTL must return the time the key has left (PTTL), not the TTL it was given"},
 }

@@ -62,8 +62,14 @@ func fenceCounts(t *testing.T, ctx context.Context, newNode func(*testing.T) dri
 		t.Fatal("RaiseFence(otherValue) = true, want false: only the holder may write its token")
 	}
 	must(t, "EvalRelease")(n.EvalRelease(ctx, k, v))
+	// A holder whose key was released (or expired) holds nothing: its late
+	// raise would lift the counter past the tokens of a holder that came
+	// after it.
+	if ok := must(t, "RaiseFence(value, 9) after EvalRelease(value)")(f.RaiseFence(ctx, k, v, fk, 9)); ok {
+		t.Fatal("RaiseFence(value, 9) after EvalRelease(value) = true, want false: only the holder may write its token, and a key that nothing holds has no holder")
+	}
 	if ok, c := setNXFence(t, ctx, f, k, value(), fk, time.Minute); !ok || c != 5 {
-		t.Fatalf("SetNXFence after RaiseFence 5, 3 and a refused 9 = %v, %d; want true, 5: a counter never goes down, and only the holder raises it", ok, c)
+		t.Fatalf("SetNXFence after RaiseFence 5, 3 and two refused 9 = %v, %d; want true, 5: a counter never goes down, and only the holder raises it", ok, c)
 	}
 }
 
