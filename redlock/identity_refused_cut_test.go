@@ -12,6 +12,7 @@ import (
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/drivers/memory"
+	"github.com/go-redlock/redlock/internal/syncbuf"
 	"github.com/go-redlock/redlock/redlock"
 )
 
@@ -44,7 +45,7 @@ func TestIdentityRefusalCutByConnectTold(t *testing.T) {
 		ids, nodes := countedIDNodes(3)
 		late := &cutRefusalNode{Node: memory.New()}
 		nodes[2] = late
-		var logs syncBuffer
+		var logs syncbuf.Buffer
 		c := newClient(t, nodes, redlock.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
 		require.NoError(t, c.Connect(t.Context()), "a quorum answered")
 		require.Equal(t, int32(1), late.asked.Load())

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redlock/redlock/drivers/memory"
+	"github.com/go-redlock/redlock/internal/syncbuf"
 	"github.com/go-redlock/redlock/redlock"
 )
 
@@ -35,7 +36,7 @@ func TestIdentityRefusedAskedOnce(t *testing.T) {
 				for _, n := range ids {
 					n.fail = errNoInfo
 				}
-				var logs syncBuffer
+				var logs syncbuf.Buffer
 				c := newClient(t, nodes, redlock.WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))))
 				if connect {
 					require.NoError(t, c.Connect(t.Context()), "a refusal answers, for Connect")

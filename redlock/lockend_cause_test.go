@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-redlock/redlock/drivers/memory"
+	"github.com/go-redlock/redlock/internal/syncbuf"
 	"github.com/go-redlock/redlock/redlock"
 )
 
@@ -93,7 +94,7 @@ func TestLockLostSaysWhy(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				var out syncBuffer
+				var out syncbuf.Buffer
 				ends := &lockEnds{}
 				mem, nodes := memNodes(3)
 				c := newClient(t, nodes, redlock.WithTTL(9*time.Second), redlock.WithObserver(ends),

@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/drivers/memory"
+	"github.com/go-redlock/redlock/internal/syncbuf"
 	"github.com/go-redlock/redlock/redlock"
 )
 
@@ -24,7 +25,7 @@ import (
 func TestLoggerExtendAfterLossIsNoWarning(t *testing.T) {
 	for _, how := range []string{"lost_ttl", "lost_extend"} {
 		t.Run(how, func(t *testing.T) {
-			var out syncBuffer
+			var out syncbuf.Buffer
 			logger := slog.New(slog.NewTextHandler(&out, nil)) // Info
 			mems := []*memory.Node{memory.New(), memory.New(), memory.New()}
 			// liveNodeTimeout: with the default 200ms, on the real

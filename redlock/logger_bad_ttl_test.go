@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-redlock/redlock/internal/syncbuf"
 	"github.com/go-redlock/redlock/redlock"
 )
 
@@ -35,7 +36,7 @@ func TestLoggerExtendBadTTLIsNoWarning(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				var info, debug syncBuffer
+				var info, debug syncbuf.Buffer
 				_, nodes := memNodes(3)
 				c := newClient(t, nodes, redlock.WithTTL(time.Minute),
 					redlock.WithLogger(slog.New(slog.NewTextHandler(&info, nil))),

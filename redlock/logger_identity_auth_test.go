@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/drivers/memory"
+	"github.com/go-redlock/redlock/internal/syncbuf"
 	"github.com/go-redlock/redlock/redlock"
 )
 
@@ -36,7 +37,7 @@ func (wrongPassNode) SetNX(context.Context, string, string, time.Duration) (bool
 // INFO renamed away (ERR unknown command). It was logged for WRONGPASS too,
 // before the error that says what is wrong.
 func TestLoggerIdentityFailsWithNode(t *testing.T) {
-	var out syncBuffer
+	var out syncbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&out, nil))
 	nodes := []driver.Node{wrongPassNode{memory.New()}, wrongPassNode{memory.New()}, memory.New()}
 	c, err := redlock.New(nodes, redlock.WithLogger(logger))

@@ -13,6 +13,7 @@ import (
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/drivers/memory"
+	"github.com/go-redlock/redlock/internal/syncbuf"
 	"github.com/go-redlock/redlock/redlock"
 )
 
@@ -40,7 +41,7 @@ func (n failingExtendNode) Extend(context.Context, string, string, time.Duration
 // said the lock was over (errOver) only when a quorum had extended it.
 func TestLoggerExtendInFlightAtLossIsNoWarning(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var out syncBuffer
+		var out syncbuf.Buffer
 		logger := slog.New(slog.NewTextHandler(&out, nil)) // Info
 		gate := make(chan struct{})
 		mems := []*memory.Node{memory.New(), memory.New(), memory.New()}

@@ -1,12 +1,10 @@
 package redlock_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -16,28 +14,10 @@ import (
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/drivers/memory"
+	"github.com/go-redlock/redlock/internal/syncbuf"
 	"github.com/go-redlock/redlock/redistest"
 	"github.com/go-redlock/redlock/redlock"
 )
-
-// syncBuffer is a bytes.Buffer safe for the logger's writes from background
-// goroutines while the test reads it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func TestLoggerNoSecrets(t *testing.T) {
 	const password = "pw-Zq8tLx3vN1"
@@ -49,7 +29,7 @@ func TestLoggerNoSecrets(t *testing.T) {
 	}
 	for _, drv := range redisDrivers {
 		t.Run(drv, func(t *testing.T) {
-			var out syncBuffer
+			var out syncbuf.Buffer
 			logger := slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))
 			c, err := redlock.Open(drv, urls, redlock.WithLogger(logger), redlock.WithFencing())
 			require.NoError(t, err)
@@ -140,7 +120,7 @@ func TestLoggerNoSecrets(t *testing.T) {
 // At Info, only the warnings are written.
 func TestLoggerInfoLevel(t *testing.T) {
 	servers := redistest.NewServers(t, 3)
-	var out syncBuffer
+	var out syncbuf.Buffer
 	logger := slog.New(slog.NewTextHandler(&out, nil))
 	c := openRedis(t, "goredis", servers, redlock.WithLogger(logger))
 	ctx := t.Context()
@@ -172,7 +152,7 @@ func TestLoggerInfoLevel(t *testing.T) {
 // release) the test needs.
 func TestLoggerWake(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var out syncBuffer
+		var out syncbuf.Buffer
 		logger := slog.New(slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug}))
 		_, nodes := memNodes(3)
 		holder := newClient(t, nodes)
@@ -221,7 +201,7 @@ func TestLoggerWake(t *testing.T) {
 // release) the test needs.
 func TestLoggerIdentityRefused(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var out syncBuffer
+		var out syncbuf.Buffer
 		logger := slog.New(slog.NewTextHandler(&out, nil))
 		nodes := []driver.Node{noInfoNode{memory.New()}, noInfoNode{memory.New()}, noInfoNode{memory.New()}}
 		c, err := redlock.New(nodes, redlock.WithLogger(logger))

@@ -12,13 +12,14 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/go-redlock/redlock/internal/syncbuf"
 	"github.com/go-redlock/redlock/redlock"
 )
 
 // captureLog sends the standard logger's output to a buffer until the test
 // ends.
-func captureLog(t *testing.T) *syncBuffer {
-	b := &syncBuffer{}
+func captureLog(t *testing.T) *syncbuf.Buffer {
+	b := &syncbuf.Buffer{}
 	out, flags := log.Writer(), log.Flags()
 	log.SetOutput(b)
 	t.Cleanup(func() { log.SetOutput(out); log.SetFlags(flags) })

@@ -1,7 +1,6 @@
 package security_test
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log"
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/go-redlock/redlock/driver"
+	"github.com/go-redlock/redlock/internal/syncbuf"
 	"github.com/go-redlock/redlock/redistest"
 	"github.com/go-redlock/redlock/redlock"
 )
@@ -33,30 +33,13 @@ var lockValue = regexp.MustCompile(`(?:^|[^A-Z2-7])([A-Z2-7]{26})(?:$|[^A-Z2-7])
 
 // logs collects what go-redis and the standard logger print while the
 // package's tests run (see TestMain), for the secrets test to search.
-type logs struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
+type logs struct{ syncbuf.Buffer }
 
 // logged is where go-redis logs, for every test of the package.
 var logged logs
 
 func (l *logs) Printf(_ context.Context, format string, v ...any) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	fmt.Fprintf(&l.buf, format+"\n", v...)
-}
-
-func (l *logs) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *logs) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
+	fmt.Fprintf(&l.Buffer, format+"\n", v...)
 }
 
 // texts gathers everything the library shows during a test, to be searched
