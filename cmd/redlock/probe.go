@@ -363,10 +363,10 @@ func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, subscribe fun
 			required = append(required, permission{"CLUSTER SLOTS", []any{"CLUSTER", "SLOTS"}})
 			what += ", and CLUSTER SLOTS"
 		}
-		fencing := []permission{
-			{"GET", []any{"GET", fk}},
-			{"SET", []any{"SET", fk, "1"}},
-		}
+		// The counter's GET is what fencing and status both need: asked
+		// once, told for each.
+		counterRead := []permission{{"GET", []any{"GET", fk}}}
+		counterWrite := []permission{{"SET", []any{"SET", fk, "1"}}}
 		var olds []permission
 		for _, name := range driver.OldFenceKeys(o.key, fk) {
 			olds = append(olds, permission{"GET " + strconv.Quote(name), []any{"GET", name}})
@@ -378,7 +378,6 @@ func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, subscribe fun
 		// Lock.TTL reads the key alone (PTTL); status reads the counter
 		// too.
 		ttlRead := []permission{{"PTTL", []any{"PTTL", o.key}}}
-		counterRead := []permission{{"GET", []any{"GET", fk}}}
 		dry := func(ps []permission) (denied []string, err error) {
 			for _, p := range ps {
 				args := append([]any{"ACL", "DRYRUN", user}, p.args...)
@@ -399,8 +398,9 @@ func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, subscribe fun
 			} else {
 				n.add("permissions", statusOK, "user %s may run %s (ACL DRYRUN)", user, what)
 			}
-			if d, err := dry(fencing); err == nil && len(d) > 0 {
-				n.add("permissions", statusWarn, "user %s may not keep fencing counters at %q, so --fencing / WithFencing fails: %s", user, fk, strings.Join(d, "; "))
+			readDenied, readErr := dry(counterRead)
+			if d, err := dry(counterWrite); readErr == nil && err == nil && len(readDenied)+len(d) > 0 {
+				n.add("permissions", statusWarn, "user %s may not keep fencing counters at %q, so --fencing / WithFencing fails: %s", user, fk, strings.Join(append(readDenied, d...), "; "))
 			}
 			if d, err := dry(olds); err == nil && len(d) > 0 {
 				n.add("permissions", statusWarn, "user %s %s: %s", user, oldCountersDenied, strings.Join(d, "; "))
@@ -416,8 +416,8 @@ func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, subscribe fun
 			if d, err := dry(ttlRead); err == nil && len(d) > 0 {
 				n.add("permissions", statusWarn, "user %s may not read the TTL of %q, so redlock status and Lock.TTL fail: %s", user, o.key, strings.Join(d, "; "))
 			}
-			if d, err := dry(counterRead); err == nil && len(d) > 0 {
-				n.add("permissions", statusWarn, "user %s may not read the fencing counter %q, which redlock status reads beside %q, so status fails (Lock.TTL does not read it): %s", user, fk, o.key, strings.Join(d, "; "))
+			if readErr == nil && len(readDenied) > 0 {
+				n.add("permissions", statusWarn, "user %s may not read the fencing counter %q, which redlock status reads beside %q, so status fails (Lock.TTL does not read it): %s", user, fk, o.key, strings.Join(readDenied, "; "))
 			}
 			if served != nil {
 				if d, err := dry([]permission{{"CLUSTER SHARDS", []any{"CLUSTER", "SHARDS"}}}); err == nil && len(d) > 0 {
