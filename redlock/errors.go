@@ -6,6 +6,7 @@ import (
 
 	"github.com/go-redlock/redlock/driver"
 	"github.com/go-redlock/redlock/internal/plural"
+	"github.com/go-redlock/redlock/internal/redisaddr"
 )
 
 var (
@@ -69,13 +70,24 @@ var (
 // sameServerError is the error of two nodes that told one identity: its
 // text names them, and it wraps ErrSameServer (so that what classifies
 // errors by their innermost one, as redlockotel's error.type does, sees the
-// sentinel, not this type).
-type sameServerError struct{ msg string }
+// sentinel, not this type). For two nodes that reach one Redis Cluster
+// (cluster), its text ends with redisaddr.ClusterSeedsHint and it matches
+// redisaddr.ErrSameCluster, for the command's note on --nodes.
+type sameServerError struct {
+	msg     string
+	cluster bool
+}
 
 func (e *sameServerError) Error() string { return e.msg }
 
 // Unwrap returns ErrSameServer.
 func (e *sameServerError) Unwrap() error { return ErrSameServer }
+
+// Is reports whether target is redisaddr.ErrSameCluster, for two nodes of
+// one cluster.
+func (e *sameServerError) Is(target error) bool {
+	return e.cluster && target == redisaddr.ErrSameCluster
+}
 
 // NodeError is the failure of one node during a call. Errors from TryLock,
 // Lock, Do, Extend, Unlock and Lock.TTL join one NodeError for each node that

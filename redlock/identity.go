@@ -284,12 +284,13 @@ func (c *Client) duplicateIdentity() error {
 			for _, s := range a {
 				if slices.Contains(b, s) {
 					msg := fmt.Sprintf("redlock: nodes %d (%s) and %d (%s) reach the same server (%s): a node must be given once, or it counts twice towards the quorum", j+1, c.names[j], i+1, c.names[i], s)
-					if strings.HasPrefix(s, "node:") {
-						// A cluster's node ID: both are that cluster, or
-						// one is and the other one of its servers.
+					// A cluster's node ID: both are that cluster, or one
+					// is and the other one of its servers.
+					cluster := strings.HasPrefix(s, "node:")
+					if cluster {
 						msg += "; " + redisaddr.ClusterSeedsHint
 					}
-					return &sameServerError{msg}
+					return &sameServerError{msg, cluster}
 				}
 			}
 		}

@@ -40,6 +40,7 @@ func TestSameServerUnderTwoAddresses(t *testing.T) {
 			require.ErrorContains(t, err, "nodes 1 (")
 			require.ErrorContains(t, err, "reach the same server")
 			require.NotContains(t, err.Error(), redisaddr.ClusterSeedsHint, "one server, not a cluster")
+			require.NotErrorIs(t, err, redisaddr.ErrSameCluster, "one server, not a cluster")
 			require.ErrorIs(t, err, redlock.ErrSameServer)
 			_, again := c.TryLock(t.Context(), "k")
 			require.Equal(t, err, again, "the error stays")
@@ -98,6 +99,7 @@ func TestSameClusterUnderTwoSeeds(t *testing.T) {
 			err = duplicateFound(t, c, name+"/dup")
 			require.ErrorContains(t, err, "reach the same server (node:")
 			require.ErrorContains(t, err, "; "+redisaddr.ClusterSeedsHint) // how one cluster's seeds are given
+			require.ErrorIs(t, err, redisaddr.ErrSameCluster, "the command's note follows the hint")
 			require.ErrorIs(t, err, redlock.ErrSameServer)
 
 			// A shard's primary given as a server beside its cluster.
@@ -106,6 +108,7 @@ func TestSameClusterUnderTwoSeeds(t *testing.T) {
 			defer c2.Close()
 			err = duplicateFound(t, c2, name+"/dup2")
 			require.ErrorContains(t, err, "reach the same server (node:")
+			require.ErrorIs(t, err, redisaddr.ErrSameCluster)
 			require.ErrorIs(t, err, redlock.ErrSameServer)
 
 			// Distinct nodes, one of them a cluster, lock and unlock.

@@ -327,7 +327,7 @@ func checkSet(rep *doctorReport, o doctorOptions) {
 				rep.add("duplicates", statusFail, "%s and %s reach the same server, at %s: it would count twice towards the quorum", a.Addr, b.Addr, a.hostPort)
 				dup = true
 			case sharesID(a.clusterIDs, b.clusterIDs) != "":
-				rep.add("duplicates", statusFail, "%s and %s are the same Redis Cluster (node %s in both): it would count twice towards the quorum; %s%s", a.Addr, b.Addr, sharesID(a.clusterIDs, b.clusterIDs), redisaddr.ClusterSeedsHint, clusterCommaNote)
+				rep.add("duplicates", statusFail, "%s and %s are the same Redis Cluster (node %s in both): it would count twice towards the quorum; %s", a.Addr, b.Addr, sharesID(a.clusterIDs, b.clusterIDs), clusterSeedsHint)
 				dup = true
 			case a.RunID != "" && a.RunID == b.RunID:
 				rep.add("duplicates", statusFail, "%s and %s are the same server (run_id %s): it would count twice towards the quorum", a.Addr, b.Addr, a.RunID)

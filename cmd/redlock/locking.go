@@ -421,7 +421,7 @@ func notObtained(name string, o *lockFlags, err, cause error) error {
 		// A bad address, as status and doctor have it: one server given
 		// twice, which retrying cannot fix.
 		msg := strings.TrimPrefix(err.Error(), "redlock: ")
-		if strings.Contains(msg, redisaddr.ClusterSeedsHint) {
+		if errors.Is(err, redisaddr.ErrSameCluster) { // msg ends with redisaddr.ClusterSeedsHint
 			msg += clusterCommaNote
 		}
 		return exitWith(exitUsage, fmt.Errorf("%s: %s", name, msg))

@@ -16,9 +16,14 @@ import (
 var nodesEnv = envName("nodes")
 
 // clusterCommaNote follows redisaddr.ClusterSeedsHint in the errors that
-// find one Redis Cluster given as two of --nodes: seeds written
+// find one Redis Cluster given as two of --nodes (clusterSeedsHint, and
+// the library's, which match redisaddr.ErrSameCluster): seeds written
 // comma-separated are two nodes.
 const clusterCommaNote = " (a ',' in --nodes separates nodes)"
+
+// clusterSeedsHint ends the errors of status and doctor that find one
+// Redis Cluster given as two of --nodes, as run and hold end the library's.
+const clusterSeedsHint = redisaddr.ClusterSeedsHint + clusterCommaNote
 
 // defaultDriver is the driver of run when --driver is not given.
 const defaultDriver = "rueidis"

@@ -273,7 +273,7 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string)
 				return usageErrorf("status: addresses %d (%s) and %d (%s) reach the same server (run_id %s): it would count twice towards the quorum", j+1, addrs[j], i+1, addrs[i], a.runID)
 			}
 			if id := sharesID(a.clusterIDs, b.clusterIDs); id != "" {
-				return usageErrorf("status: addresses %d (%s) and %d (%s) reach the same Redis Cluster (node %s in both): it would count twice towards the quorum; %s%s", j+1, addrs[j], i+1, addrs[i], id, redisaddr.ClusterSeedsHint, clusterCommaNote)
+				return usageErrorf("status: addresses %d (%s) and %d (%s) reach the same Redis Cluster (node %s in both): it would count twice towards the quorum; %s", j+1, addrs[j], i+1, addrs[i], id, clusterSeedsHint)
 			}
 		}
 	}

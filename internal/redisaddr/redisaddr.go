@@ -28,6 +28,12 @@ import (
 // with it.
 const ClusterSeedsHint = "the seeds of one Redis Cluster are one node, given in one address: redis://host:port?cluster=true&addr=host2:port2"
 
+// ErrSameCluster is matched (errors.Is) by the library's error of two nodes
+// that reach one Redis Cluster (one that matches redlock.ErrSameServer and
+// ends with ClusterSeedsHint), so that the command can add to that hint
+// without reading the error's text. It is never returned itself.
+var ErrSameCluster = errors.New("two nodes reach one Redis Cluster")
+
 // DefaultPort is used when an address names no port.
 const DefaultPort = "6379"
 
