@@ -149,6 +149,7 @@ func readKeyStatus(t *testing.T, addr, key string) keystatus.Key {
 	defer c.Close()
 	k, err := keystatus.Read(t.Context(), c, aclPrefix, key)
 	require.NoError(t, err, "keystatus.Read(%s) through %s", key, a)
+	require.NoError(t, k.FenceErr, "keystatus.Read(%s) through %s: the fencing counter", key, a)
 	return k
 }
 

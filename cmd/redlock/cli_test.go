@@ -449,7 +449,8 @@ func TestStatusLegacyFenceCounter(t *testing.T) {
 }
 
 // TestStatusNodeErrors reports the nodes that cannot be asked, and exits
-// with 69 when fewer than a quorum answer.
+// with 69 when fewer than a quorum answer. A node whose fencing counter is
+// not a number answers for the key (held or not), its counter unreadable.
 func TestStatusNodeErrors(t *testing.T) {
 	t.Parallel()
 	servers, addrs := nodes(t, 3)
@@ -457,9 +458,10 @@ func TestStatusNodeErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	servers[1].Kill()
+	servers[2].Kill()
 	r := invoke(t, "", "status", "--nodes", addrs, "--timeout", "1s", "k")
 	if r.code != exitUnavailable {
-		t.Fatalf("status with one node down and one with a bad counter: want exit %d, got %v", exitUnavailable, r)
+		t.Fatalf("status with two nodes down and one with a bad counter: want exit %d, got %v", exitUnavailable, r)
 	}
 	for _, want := range []string{servers[1].Addr(), "not a number", "k: unknown"} {
 		if !strings.Contains(r.stdout, want) {
@@ -480,6 +482,9 @@ func TestStatusNodeErrors(t *testing.T) {
 	}
 	if strings.Count(r.stdout, `"held"`) != 1 {
 		t.Errorf("status --json: want \"held\" for the one node that answered:\n%s", r.stdout)
+	}
+	if n := rep.Keys[0].Nodes[0]; n.Held == nil || n.Fence != nil || !strings.Contains(n.FenceError, "not a number") {
+		t.Errorf("status --json on %s, whose counter is not a number: %+v: want \"held\", no fence, fence_error saying so", n.Addr, n)
 	}
 	servers2, addrs2 := nodes(t, 3)
 	servers2[2].Kill()

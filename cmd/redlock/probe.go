@@ -417,7 +417,7 @@ func checkPermissions(n *nodeReport, call func(...any) *redis.Cmd, subscribe fun
 				n.add("permissions", statusWarn, "user %s may not read the TTL of %q, so redlock status and Lock.TTL fail: %s", user, o.key, strings.Join(d, "; "))
 			}
 			if readErr == nil && len(readDenied) > 0 {
-				n.add("permissions", statusWarn, "user %s may not read the fencing counter %q, which redlock status reads beside %q, so status fails (Lock.TTL does not read it): %s", user, fk, o.key, strings.Join(readDenied, "; "))
+				n.add("permissions", statusWarn, "user %s may not read the fencing counter %q, which redlock status reads beside %q, so status shows the key but not its FENCE (Lock.TTL does not read it): %s", user, fk, o.key, strings.Join(readDenied, "; "))
 			}
 			if served != nil {
 				if d, err := dry([]permission{{"CLUSTER SHARDS", []any{"CLUSTER", "SHARDS"}}}); err == nil && len(d) > 0 {

@@ -47,8 +47,11 @@ that every prefix shared (redlock:fence:{TAG}), and the per-key one
 it, as "42 (slot 42, shared 40, per-key 41)" ("slot -" when the slot has no
 counter yet; --json: fence_slot, fence_shared and fence_legacy); an old
 counter the user may not read, or that is not a number, counts as none, as
-in the script. status prints the nodes that could not be asked with their
-error. It never reads or prints a lock's value, which is the secret that
+in the script. A node that answers for the key but not for its counter in
+use (the user may not read it, NOPERM, or it holds no number) shows HELD
+and TTL, FENCE "?" and why in ERROR (--json: held and ttl_ms, no fence,
+the reason in fence_error). status prints the nodes that could not be
+asked with their error. It never reads or prints a lock's value, which is the secret that
 lets its holder extend and release it (but for a lock named as KEY's
 counter, redlock:fence:{TAG} or Predlock:fence:{TAG}, whose value status
 reads as KEY's counter: it says the counter is not a number, never what it
@@ -134,9 +137,9 @@ type keyReport struct {
 	State     string `json:"state"`
 	HeldOn    int    `json:"held_on"`  // nodes that hold it
 	Answered  int    `json:"answered"` // nodes that answered
-	// Fence is the largest fencing counter among the nodes (each node's
-	// Fence: the next fenced grant's token is above it); omitted when none
-	// has one.
+	// Fence is the largest fencing counter among the nodes whose counter
+	// was read (each node's Fence: the next fenced grant's token is above
+	// it); omitted when none has one.
 	Fence *uint64         `json:"fence,omitempty"`
 	Nodes []keyNodeReport `json:"per_node"`
 }
@@ -162,7 +165,12 @@ type keyNodeReport struct {
 	FenceSlot   *uint64 `json:"fence_slot,omitempty"`
 	FenceShared *uint64 `json:"fence_shared,omitempty"`
 	FenceLegacy *uint64 `json:"fence_legacy,omitempty"`
-	Error       string  `json:"error,omitempty"`
+	// FenceError is why the counter in use could not be read on a node
+	// that answered for the key (Held and TTLMillis are given): the user
+	// may not read it (NOPERM), or it holds no number. Fence and its
+	// parts are omitted then.
+	FenceError string `json:"fence_error,omitempty"`
+	Error      string `json:"error,omitempty"`
 	// Shard is, for a node that is a Redis Cluster, the primary asked: the
 	// one that serves the key's slot.
 	Shard string `json:"shard,omitempty"`
@@ -246,7 +254,10 @@ func runStatus(ctx context.Context, w io.Writer, o statusOptions, keys []string)
 				default:
 					nr.Held = &k.Held
 				}
-				if rerr == nil {
+				if rerr == nil && k.FenceErr != nil {
+					nr.FenceError = k.FenceErr.Error()
+				}
+				if rerr == nil && k.FenceErr == nil {
 					if c, ok := k.Counter(); ok {
 						nr.Fence = &c
 					}
@@ -366,7 +377,10 @@ func printStatus(w io.Writer, rep *statusReport) {
 			if nr.FenceShared != nil || nr.FenceLegacy != nil {
 				fence += " (" + fenceParts(nr) + ")"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t\n", keyText(kr.Key), nr.Addr, held, ttl, fence)
+			if nr.FenceError != "" {
+				fence = "?"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", keyText(kr.Key), nr.Addr, held, ttl, fence, escapeUnprintable(nr.FenceError))
 		}
 	}
 	tw.Flush()

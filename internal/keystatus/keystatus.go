@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -36,6 +37,12 @@ type Key struct {
 	// those keys share), 0 when it has none; FenceSet tells 0 from none.
 	Fence    uint64
 	FenceSet bool
+	// FenceErr is why the counter in use could not be read, when the
+	// node answered for the key but not for it: the user may not read it
+	// (NOPERM), or it holds no number (WRONGTYPE, or a string that is not
+	// a decimal uint64, on which the acquiring script fails too). Fence,
+	// FenceSet and Counter then say nothing of it.
+	FenceErr error
 	// Shared is, for a key with a prefix, the counter of its slot that
 	// versions before kept for every prefix (driver.FenceKey), and Legacy
 	// the per-key counter of still earlier versions (driver.LegacyFenceKey):
@@ -53,8 +60,11 @@ type Key struct {
 // Counter returns the counter from which the next fenced grant draws its
 // token on this node, the largest of Fence, Shared and Legacy (the token is
 // one more than the largest Counter among the granting nodes), and whether
-// any exists.
+// any exists; ok is false when FenceErr says the counter in use is unknown.
 func (k Key) Counter() (n uint64, ok bool) {
+	if k.FenceErr != nil {
+		return 0, false
+	}
 	for _, c := range [...]struct {
 		n   uint64
 		set bool
@@ -72,7 +82,9 @@ const NoExpiry = time.Duration(-1)
 // Read asks c what it holds for key, as it is named on the node (with its
 // key prefix, prefix), in one round trip: PTTL key, and GET of its fencing
 // counter and of the old counters that the acquiring script reads
-// (driver.OldFenceKeys).
+// (driver.OldFenceKeys). A counter in use that the node refuses to read or
+// that holds no number is Key.FenceErr, not an error: the key's state is
+// known.
 func Read(ctx context.Context, c *redis.Client, prefix, key string) (Key, error) {
 	fk := driver.PrefixFenceKey(prefix, key)
 	names := append([]string{fk}, driver.OldFenceKeys(key, fk)...)
@@ -105,7 +117,10 @@ func Read(ctx context.Context, c *redis.Client, prefix, key string) (Key, error)
 	}
 	var err error
 	if k.Fence, k.FenceSet, err = counter(fences[0], "fencing counter", fk); err != nil {
-		return Key{}, err
+		if !unreadable(err) {
+			return Key{}, err
+		}
+		k.FenceErr = err
 	}
 	for i, name := range names[1:] {
 		n, set, err := counter(fences[1+i], "old fencing counter", name)
@@ -122,6 +137,23 @@ func Read(ctx context.Context, c *redis.Client, prefix, key string) (Key, error)
 	return k, nil
 }
 
+// errNotANumber is the error of a counter that holds a string that is not a
+// decimal uint64.
+var errNotANumber = errors.New("not a number")
+
+// unreadable reports whether err, a counter's error from counter, is the
+// counter's own: a refusal to read it (NOPERM), a key of another type
+// (WRONGTYPE), or a string that is not a number. A connection's error, a
+// timeout or a cluster's redirection is the node's, not the counter's.
+func unreadable(err error) bool {
+	var reply redis.Error
+	if errors.As(err, &reply) {
+		code, _, _ := strings.Cut(reply.Error(), " ")
+		return code == "NOPERM" || code == "WRONGTYPE"
+	}
+	return errors.Is(err, errNotANumber)
+}
+
 // counter parses the reply of GET on the counter name, a what.
 func counter(get *redis.StringCmd, what, name string) (uint64, bool, error) {
 	s, err := get.Result()
@@ -135,7 +167,7 @@ func counter(get *redis.StringCmd, what, name string) (uint64, bool, error) {
 	if perr != nil {
 		// What it holds is not shown: a lock whose key is the counter's
 		// name (which the README warns of) holds its secret value there.
-		return 0, false, fmt.Errorf("the %s %s is not a number (%d bytes, not shown: a lock of that name would hold its value there)", what, name, len(s))
+		return 0, false, fmt.Errorf("the %s %s is %w (%d bytes, not shown: a lock of that name would hold its value there)", what, name, errNotANumber, len(s))
 	}
 	return n, true, nil
 }

@@ -65,8 +65,8 @@ func TestRead(t *testing.T) {
 	if err != nil || !got.Held || got.TTL <= 0 || got.TTL > 30*time.Second || got.Fence != 41 || !got.FenceSet {
 		t.Errorf("Read(held) = %+v, %v; want held with a TTL in (0, 30s] and fence 41", got, err)
 	}
-	if _, err := keystatus.Read(t.Context(), c, "", "garbled"); err == nil {
-		t.Error("Read of a key whose fencing counter is not a number: no error")
+	if got, err := keystatus.Read(t.Context(), c, "", "garbled"); err != nil || got.FenceErr == nil {
+		t.Errorf("Read of a key whose fencing counter is not a number = %+v, %v: no FenceErr", got, err)
 	}
 	srv.Kill()
 	if _, err := keystatus.Read(t.Context(), c, "", "held"); err == nil {
@@ -139,5 +139,34 @@ func TestReadOldCounters(t *testing.T) {
 	got, err := keystatus.Read(t.Context(), client(t, "redis://reader:pw@"+srv.Addr()), "p:", "p:nop")
 	if want := (keystatus.Key{Fence: 2, FenceSet: true}); err != nil || got != want {
 		t.Errorf("Read(p:nop) as a user that may read only p:* = %+v, %v; want %+v, no error", got, err, want)
+	}
+}
+
+// A counter in use that the node refuses to read (NOPERM), or that holds no
+// number (a string that is not one, a key of another type: WRONGTYPE), is
+// Key.FenceErr beside what the node says of the key, not Read's error: the
+// key's state is known. Counter then says nothing.
+func TestReadCounterUnreadable(t *testing.T) {
+	srv := redistest.NewServer(t)
+	setUp(t, srv,
+		[]string{"ACL", "SETUSER", "apponly", "on", ">pw", "~app:*", "&*", "+@all"},
+		[]string{"SET", "app:k", "secret", "PX", "30000"},
+		[]string{"SET", driver.FenceKey("app:k"), "41"},
+		[]string{"SET", "app:g", "secret", "PX", "30000"},
+		[]string{"SET", driver.FenceKey("app:g"), "seven"},
+		[]string{"SET", "app:h", "secret", "PX", "30000"},
+		[]string{"HSET", driver.FenceKey("app:h"), "f", "1"})
+	for _, tc := range []struct{ addr, key, want string }{
+		{"redis://apponly:pw@" + srv.Addr(), "app:k", "NOPERM"},
+		{srv.Addr(), "app:g", "not a number"},
+		{srv.Addr(), "app:h", "WRONGTYPE"},
+	} {
+		got, err := keystatus.Read(t.Context(), client(t, tc.addr), "", tc.key)
+		if err != nil || !got.Held || got.TTL <= 0 || got.FenceSet || got.FenceErr == nil || !strings.Contains(got.FenceErr.Error(), tc.want) {
+			t.Errorf("Read(%s) through %s = %+v, %v; want held with a TTL, FenceErr with %q, no error", tc.key, tc.addr, got, err, tc.want)
+		}
+		if n, ok := got.Counter(); ok {
+			t.Errorf("Read(%s).Counter() = %d, true; want none: the counter in use is unknown", tc.key, n)
+		}
 	}
 }
