@@ -13,15 +13,15 @@ import (
 	"syscall"
 )
 
-// Signals are the signals that end Context's context.
-var Signals = []os.Signal{os.Interrupt, syscall.SIGTERM}
+// signals are the signals that end Context's context.
+var signals = []os.Signal{os.Interrupt, syscall.SIGTERM}
 
-// Context returns a context that ends at the first of Signals, and the
-// function that stops listening for them. Once the context has ended, the
-// signals' default action is back: a second one ends the process at once,
-// as a second Ctrl-C does for most commands.
+// Context returns a context that ends at the first of signals (an interrupt
+// or SIGTERM), and the function that stops listening for them. Once the
+// context has ended, the signals' default action is back: a second one ends
+// the process at once, as a second Ctrl-C does for most commands.
 func Context() (context.Context, context.CancelFunc) {
-	ctx, stop := signal.NotifyContext(context.Background(), Signals...)
+	ctx, stop := signal.NotifyContext(context.Background(), signals...)
 	context.AfterFunc(ctx, stop)
 	return ctx, stop
 }

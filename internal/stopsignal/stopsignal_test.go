@@ -11,7 +11,7 @@ import (
 )
 
 // TestContextEndsAtTerm: SIGTERM sent to the process ends the context
-// (without it among Signals, the test binary dies of the signal).
+// (without it among the signals, the test binary dies of the signal).
 func TestContextEndsAtTerm(t *testing.T) {
 	ctx, stop := stopsignal.Context()
 	defer stop()

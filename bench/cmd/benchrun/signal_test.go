@@ -57,7 +57,7 @@ func termWhen(t *testing.T, tmp, seen string, wait time.Duration, args ...string
 // MB) removed, exit 1. With only os.Interrupt among the signals, the process
 // died of it and left the directory behind. The test sends SIGTERM to its own
 // process once the run builds the suite, under main's context (stopsignal.Context): without
-// SIGTERM among stopsignal.Signals the test binary dies of it.
+// SIGTERM among stopsignal's signals the test binary dies of it.
 func TestTerminated(t *testing.T) {
 	tmp := t.TempDir()
 	code, _, stderr := termWhen(t, tmp, "building the benchmarks", time.Minute,

@@ -18,7 +18,7 @@ import (
 // job's timeout, a container's stop) prints the report of what ran, as an
 // interrupt does, rather than die without one. The test sends SIGTERM to its
 // own process while the soak runs under main's context (stopsignal.Context): without
-// SIGTERM among stopsignal.Signals the test binary dies of it.
+// SIGTERM among stopsignal's signals the test binary dies of it.
 func TestChaosTerminated(t *testing.T) {
 	redistest.NewServer(t) // skips, or fails in CI, without redis-server
 	ctx, stop := stopsignal.Context()
