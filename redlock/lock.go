@@ -169,13 +169,12 @@ func (l *Lock) Done() <-chan struct{} {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.done == nil {
-		l.done = make(chan struct{})
 		now := l.c.now()
-		if l.ended || !now.Before(l.until) {
-			if !l.ended {
-				l.endHow = endExpired
-			}
-			l.ended = true
+		// Ended as the timer would have ended it (expireLocked, with its
+		// cause), before the channel exists: endLocked closes none.
+		over := l.overLocked(now)
+		l.done = make(chan struct{})
+		if over {
 			close(l.done)
 		} else {
 			l.timer = time.AfterFunc(l.until.Sub(now), l.expire)
