@@ -100,8 +100,11 @@ func (l *Lock) TTL(ctx context.Context) (time.Duration, error) {
 	if !r.wait(ctx) {
 		err := r.err(ctx, ErrLockLost)
 		if r.lost() {
+			now := c.now()
 			l.mu.Lock()
-			if l.endLocked() {
+			// A lock whose validity passed before this verdict ended
+			// then, as expired (overLocked), as Extend's does.
+			if !l.overLocked(now) && l.endLocked() {
 				l.endHow, l.cause = endLostTTL, err
 			}
 			l.mu.Unlock()
