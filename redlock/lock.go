@@ -282,12 +282,12 @@ func (l *Lock) overLocked(now time.Time) bool {
 	return l.ended
 }
 
-// setUntilLocked moves Until to u, ending the lock when u is not after now.
-// l.mu is held.
+// setUntilLocked moves Until to u, ending the lock when u is not after now,
+// as at the end of its validity (expireLocked). l.mu is held.
 func (l *Lock) setUntilLocked(u, now time.Time) {
 	l.until = u
 	if !now.Before(u) {
-		l.endLocked()
+		l.expireLocked()
 		return
 	}
 	if l.timer != nil && !l.ended {
