@@ -47,7 +47,7 @@ const (
 
 // watch subscribes to the releases of key on every Notifier node at once and
 // returns when one subscription is confirmed, or when all have failed, ctx
-// ended or the node timeout passed: a release published on any node wakes
+// ended, Close began or the node timeout passed: a release published on any node wakes
 // the waiter, since releases go to every node. Subscriptions confirmed later
 // are kept too, and each signals w.late (see lockWait); a stalled node is never waited for beyond the first
 // confirmation, nor a Subscribe that outlives its context (a client's own
@@ -80,6 +80,11 @@ func (c *Client) watch(ctx context.Context, key string) *watcher {
 		case <-bound.C:
 			return w
 		case <-ctx.Done():
+			return w
+		case <-c.closing:
+			// The waiter's next step returns ErrClosed, and leaving
+			// closes w: the subscriptions still being made end then,
+			// rather than hold Close for their node timeout.
 			return w
 		}
 	}
