@@ -53,6 +53,8 @@ to run are forwarded to CMD (not to its children: CMD decides), except
 SIGINT and SIGQUIT while CMD's process group is the terminal's foreground
 group: Ctrl-C and Ctrl-\ reach CMD from the terminal, once (a SIGINT sent
 to run alone then is not passed on: stop run from a program with SIGTERM).
+Other signals sent to run alone (SIGALRM, SIGPIPE, SIGWINCH, ...) neither
+reach CMD nor end run: Go ignores them in a program that does not ask.
 SIGHUP or SIGINT ignored when run starts (nohup ignores SIGHUP, a shell
 SIGINT in a job it starts in the background) stays ignored, by run and by
 CMD, as flock(1) leaves it. No other signal does (Go cannot tell run that
