@@ -594,6 +594,7 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 		token   uint64
 		errs    []error
 		ferr    error
+		fperm   bool // the fence write's errors leave no quorum possible (see fence)
 		untilAt = start.Add(ttl - cc.drift)
 	)
 	if ok || r.decided && r.refused > 0 {
@@ -612,7 +613,7 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 		}
 	}
 	if ok && c.fencers != nil {
-		token, ferr = c.fence(ctx, r, counters, key, value, fk)
+		token, fperm, ferr = c.fence(ctx, r, counters, key, value, fk)
 		if ferr == errFenceExhausted {
 			left := cc.leftovers(len(c.nodes))
 			c.abandon(ctx, r, key, value, ttl, left)
@@ -650,7 +651,7 @@ func (c *Client) tryLock(ctx context.Context, key string, cc callConfig, admitte
 	default:
 		errs = append(errs, r.err(ctx, ErrNotObtained))
 	}
-	return nil, outcome{finished: r.decided, permanent: r.permanentFailure(), clearWake: clearWake, left: left, r: r, had: had}, errors.Join(errs...)
+	return nil, outcome{finished: r.decided, permanent: r.permanentFailure() || fperm, clearWake: clearWake, left: left, r: r, had: had}, errors.Join(errs...)
 }
 
 // errNilContext is the error of the calls given a nil context.Context.

@@ -21,6 +21,11 @@ var ErrFenceNotWritten = errors.New("redlock: fencing token not written to a quo
 var errFenceExhausted = errors.New("redlock: the fencing counter of the key's slot is at its largest value (2^64-1): no larger token can be issued")
 
 // fence computes the token of a granted lock and writes it back to a quorum.
+// When the write fails, its second result reports whether so many nodes
+// answered it with errors that retrying cannot fix that no quorum could
+// write it (a counter that holds no number: a lock named as its own
+// counter), as the SETs' round reports it for them: the attempt's error
+// says so, and Lock and Do stop (outcome.permanent).
 //
 // Every grant of key wrote its token to a quorum of counters, and any two
 // quorums intersect, so the largest counter among the nodes that granted this
@@ -28,7 +33,7 @@ var errFenceExhausted = errors.New("redlock: the fencing counter of the key's sl
 // before it. Writing it back to a quorum (where this lock's value still holds)
 // makes the same true for the next grant. Counters never expire; a node that
 // loses them in a crash (no appendfsync always) can make a token repeat.
-func (c *Client) fence(ctx context.Context, r *round, counters []uint64, key, value, fk string) (uint64, error) {
+func (c *Client) fence(ctx context.Context, r *round, counters []uint64, key, value, fk string) (uint64, bool, error) {
 	var highest uint64
 	for i, s := range r.state {
 		if s == granted {
@@ -38,16 +43,19 @@ func (c *Client) fence(ctx context.Context, r *round, counters []uint64, key, va
 	if highest == math.MaxUint64 {
 		// No token is above it: one more would wrap to 0, a lock without
 		// fencing to the resource.
-		return 0, errFenceExhausted
+		return 0, false, errFenceExhausted
 	}
 	token := highest + 1
 	w := c.start(ctx, OpFence, r.keyName(), func(ctx context.Context, i int, _ driver.Node) (bool, error) {
 		return c.fencers[i].RaiseFence(ctx, key, value, fk, token)
 	})
 	if !w.wait(ctx) {
-		return 0, w.err(ctx, ErrFenceNotWritten)
+		if w.decided {
+			w.waitVerdict(ctx) // whether retrying can help, as for the SETs (see tryLock)
+		}
+		return 0, w.permanentFailure(), w.err(ctx, ErrFenceNotWritten)
 	}
-	return token, nil
+	return token, false, nil
 }
 
 // tokenKey is the context key under which Do gives fn its lock's fencing
