@@ -165,6 +165,12 @@ func (e *lockEvents) Attempt(ctx context.Context, _ redlock.AttemptStart) (conte
 			}
 		case redlock.OutcomeNotObtained, redlock.OutcomeUnavailable:
 			v := d.Votes
+			// A quorum granted the SETs of an attempt whose fencing
+			// token was not written: the write's votes, its error's
+			// *VoteError, say why, not the SETs' (d.Votes).
+			if ve, ok := errors.AsType[*redlock.VoteError](d.Err); ok && errors.Is(d.Err, redlock.ErrFenceNotWritten) {
+				v = redlock.Votes{Nodes: ve.Nodes, Quorum: ve.Needed, Granted: ve.Granted, Refused: ve.Refused, Failed: ve.Failed}
+			}
 			// Its own keys may be what refused it, not another
 			// holder's (--node-timeout 1ns: "held elsewhere: 3 of 3
 			// nodes refused" with no other client), when the other
