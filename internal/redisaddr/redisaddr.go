@@ -474,7 +474,8 @@ func MaskName(name string) string {
 // maskQuery is redactQuery's rule (redactParam) for a node's name: the
 // query parameters of query that may hold a password masked, but an addr
 // whose user information shows its password masked already ("u:xxxxx@host",
-// as this module's names have it) left as it is.
+// as this module's names have it: the password, after the first ':', is
+// xxxxx, not only its end) left as it is.
 func maskQuery(query string) string {
 	if query == "" {
 		return query
@@ -482,8 +483,10 @@ func maskQuery(query string) string {
 	params := strings.Split(query, "&")
 	for i, p := range params {
 		if v, ok := strings.CutPrefix(p, "addr="); ok {
-			if at := strings.LastIndex(v, "@"); at >= 0 && strings.HasSuffix(v[:at], ":xxxxx") {
-				continue
+			if at := strings.LastIndex(v, "@"); at >= 0 {
+				if _, pw, ok := strings.Cut(v[:at], ":"); ok && pw == "xxxxx" {
+					continue
+				}
 			}
 		}
 		params[i] = redactParam(p)

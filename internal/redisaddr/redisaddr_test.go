@@ -516,6 +516,9 @@ func TestMaskName(t *testing.T) {
 		"rediss://h:1/2?tls_ca_file=/ca.pem&auth=pw": "rediss://h:1/2?tls_ca_file=/ca.pem&auth=xxxxx",
 		"redis://h:1?cluster=true&addr=u:pw@h2:2":    "redis://h:1?cluster=true&addr=xxxxx@h2:2",
 		"redis://u:pw@h:1?cluster=true&addr=u:pw@h2": "redis://u:xxxxx@h:1?cluster=true&addr=xxxxx@h2",
+		// A seed's password that only ends as a masked one does.
+		"redis://h:1?cluster=true&addr=u:s3cret:xxxxx@h2:2": "redis://h:1?cluster=true&addr=xxxxx@h2:2",
+		"redis://h:1?cluster=true&addr=:s3cret:xxxxx@h2:2":  "redis://h:1?cluster=true&addr=xxxxx@h2:2",
 	} {
 		if got := MaskName(name); got != want {
 			t.Errorf("MaskName(%q) = %q, want %q", name, got, want)
