@@ -346,7 +346,7 @@ func finish(span trace.Span, err error) {
 // finishAs sets the status of span, which failed with err, and its
 // error.type, and ends it.
 func finishAs(span trace.Span, err error, errType string) {
-	span.RecordError(err)
+	recordError(span, err)
 	span.SetAttributes(errorTypeKey.String(errType))
 	span.SetStatus(codes.Error, firstLine(err.Error()))
 	span.End()
@@ -595,7 +595,7 @@ func (o *observer) Extend(ctx context.Context, e redlock.ExtendStart) (context.C
 			// flight when its function returns, or the holder's own
 			// Unlock came first: recorded, but not a failure of the
 			// lock (the logger does not warn of either).
-			span.RecordError(d.Err)
+			recordError(span, d.Err)
 			span.End()
 			return
 		}
@@ -633,10 +633,42 @@ func (o *observer) LockEnd(ctx context.Context, e redlock.LockEnd) {
 	} else {
 		et := errorTypeKey.String(lostErrorType(e.Err))
 		o.lost.Add(ctx, 1, metric.WithAttributes(lostHowKey.String(e.How), et))
-		attrs = append(attrs, et, exceptionMessageKey.String(e.Err.Error()))
+		attrs = append(attrs, et, exceptionMessageKey.String(validUTF8(e.Err.Error())))
 	}
 	trace.SpanFromContext(ctx).AddEvent("redlock.lock.lost", trace.WithAttributes(attrs...))
 }
+
+// recordError is span.RecordError(err), but for an error whose text is not
+// valid UTF-8: its nodes' names, in the *NodeErrors it joins, may be any
+// bytes (see address), and one invalid string fails the export of the
+// whole batch. Its exception event then has the text made valid UTF-8 (see
+// validUTF8), beside the type that RecordError gives.
+func recordError(span trace.Span, err error) {
+	msg := err.Error()
+	if utf8.ValidString(msg) {
+		span.RecordError(err)
+		return
+	}
+	span.AddEvent("exception", trace.WithAttributes(
+		exceptionTypeKey.String(errorTypeName(err)),
+		exceptionMessageKey.String(validUTF8(msg)),
+	))
+}
+
+// errorTypeName is err's type as span.RecordError names it in
+// exception.type: its package path and name, or its type's text for an
+// unnamed one.
+func errorTypeName(err error) string {
+	t := reflect.TypeOf(err)
+	if t.PkgPath() == "" && t.Name() == "" {
+		return t.String() // a pointer, say
+	}
+	return t.PkgPath() + "." + t.Name()
+}
+
+// exceptionTypeKey is the OpenTelemetry attribute of an error's type, as
+// span.RecordError sets it on its event.
+const exceptionTypeKey = attribute.Key("exception.type")
 
 // exceptionMessageKey is the OpenTelemetry attribute of an error's text, as
 // span.RecordError sets it on its event.
