@@ -12,7 +12,6 @@ import (
 	"fmt"
 	"net"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -146,10 +145,8 @@ var errNotANumber = errors.New("not a number")
 // (WRONGTYPE), or a string that is not a number. A connection's error, a
 // timeout or a cluster's redirection is the node's, not the counter's.
 func unreadable(err error) bool {
-	var reply redis.Error
-	if errors.As(err, &reply) {
-		code, _, _ := strings.Cut(reply.Error(), " ")
-		return code == "NOPERM" || code == "WRONGTYPE"
+	if code := driver.PermanentCode(err); code == "NOPERM" || code == "WRONGTYPE" {
+		return true
 	}
 	return errors.Is(err, errNotANumber)
 }
